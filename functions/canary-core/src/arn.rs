@@ -1,0 +1,180 @@
+//! Parsing of the Elastic Load Balancing ARNs a plan names, so that a typo fails at
+//! validation with a message instead of as an AWS error halfway through a rollout.
+//!
+//! Formats (AWS docs, "Elastic Load Balancing resource types"):
+//! `arn:<partition>:elasticloadbalancing:<region>:<account>:listener/app/<lb-name>/<lb-id>/<listener-id>`
+//! `arn:<partition>:elasticloadbalancing:<region>:<account>:listener-rule/app/<lb-name>/<lb-id>/<listener-id>/<rule-id>`
+//! `arn:<partition>:elasticloadbalancing:<region>:<account>:targetgroup/<tg-name>/<tg-id>`
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ElbArn<'a> {
+    pub partition: &'a str,
+    pub region: &'a str,
+    pub account: &'a str,
+    pub kind: ElbResource,
+    /// The resource path after the kind, e.g. `app/my-lb/50dc6c495c0c9188/f2f7dc8efc522ab2`.
+    pub path: &'a str,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ElbResource {
+    Listener,
+    ListenerRule,
+    TargetGroup,
+}
+
+impl ElbResource {
+    fn prefix(self) -> &'static str {
+        match self {
+            ElbResource::Listener => "listener",
+            ElbResource::ListenerRule => "listener-rule",
+            ElbResource::TargetGroup => "targetgroup",
+        }
+    }
+
+    /// Number of `/`-separated segments after the kind.
+    fn segments(self) -> usize {
+        match self {
+            ElbResource::Listener => 4,
+            ElbResource::ListenerRule => 5,
+            ElbResource::TargetGroup => 2,
+        }
+    }
+
+    fn example(self) -> &'static str {
+        match self {
+            ElbResource::Listener => {
+                "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/my-alb/50dc6c495c0c9188/f2f7dc8efc522ab2"
+            }
+            ElbResource::ListenerRule => {
+                "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener-rule/app/my-alb/50dc6c495c0c9188/f2f7dc8efc522ab2/9683b2d02a6cabee"
+            }
+            ElbResource::TargetGroup => {
+                "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/blue/73e2d6bc24d8a067"
+            }
+        }
+    }
+}
+
+/// Parses `arn` as an Elastic Load Balancing ARN of the `expected` kind.
+/// The error is a sentence that can follow the field path.
+pub fn parse_elb_arn(arn: &str, expected: ElbResource) -> Result<ElbArn<'_>, String> {
+    let bad = |why: &str| {
+        format!(
+            "`{arn}` is not an application load balancer {} ARN ({why}); expected the form {}",
+            expected.prefix(),
+            expected.example()
+        )
+    };
+    let parts: Vec<&str> = arn.splitn(6, ':').collect();
+    let [scheme, partition, service, region, account, resource] = parts[..] else {
+        return Err(bad("it needs six ':'-separated parts"));
+    };
+    if scheme != "arn" || !partition.starts_with("aws") {
+        return Err(bad("it must start with arn:aws"));
+    }
+    if service != "elasticloadbalancing" {
+        return Err(bad("the service must be elasticloadbalancing"));
+    }
+    if !is_region(region) {
+        return Err(bad("the region part is not a region"));
+    }
+    if account.len() != 12 || !account.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad("the account part must be 12 digits"));
+    }
+    let Some((kind, path)) = resource.split_once('/') else {
+        return Err(bad("the resource part has no '/'"));
+    };
+    if kind != expected.prefix() {
+        return Err(bad(&format!("it names a `{kind}`")));
+    }
+    let segments: Vec<&str> = path.split('/').collect();
+    if segments.len() != expected.segments() || segments.iter().any(|s| s.is_empty()) {
+        return Err(bad("the resource path has the wrong number of segments"));
+    }
+    if expected != ElbResource::TargetGroup && segments[0] != "app" {
+        return Err(bad("only application load balancers (`app/`) have weighted forward actions"));
+    }
+    Ok(ElbArn {
+        partition,
+        region,
+        account,
+        kind: expected,
+        path,
+    })
+}
+
+impl ElbArn<'_> {
+    /// For a listener rule: the path of the listener it belongs to.
+    pub fn listener_path(&self) -> Option<&str> {
+        match self.kind {
+            ElbResource::ListenerRule => self.path.rsplit_once('/').map(|(listener, _)| listener),
+            ElbResource::Listener => Some(self.path),
+            ElbResource::TargetGroup => None,
+        }
+    }
+}
+
+/// `us-east-1`, `eu-central-2`, `us-gov-west-1`, `ap-southeast-7`: lowercase words and a number.
+pub fn is_region(region: &str) -> bool {
+    let parts: Vec<&str> = region.split('-').collect();
+    let Some((number, words)) = parts.split_last() else {
+        return false;
+    };
+    words.len() >= 2
+        && words
+            .iter()
+            .all(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase()))
+        && !number.is_empty()
+        && number.bytes().all(|b| b.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LISTENER: &str =
+        "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/50dc6c495c0c9188/f2f7dc8efc522ab2";
+    const RULE: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener-rule/app/web/50dc6c495c0c9188/f2f7dc8efc522ab2/9683b2d02a6cabee";
+    const TG: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/blue/73e2d6bc24d8a067";
+
+    #[test]
+    fn parses_each_kind() {
+        let l = parse_elb_arn(LISTENER, ElbResource::Listener).unwrap();
+        assert_eq!((l.region, l.account), ("us-east-1", "123456789012"));
+        let r = parse_elb_arn(RULE, ElbResource::ListenerRule).unwrap();
+        assert_eq!(r.listener_path(), l.listener_path());
+        parse_elb_arn(TG, ElbResource::TargetGroup).unwrap();
+        let gov = TG.replace("arn:aws:", "arn:aws-us-gov:").replace("us-east-1", "us-gov-west-1");
+        parse_elb_arn(&gov, ElbResource::TargetGroup).unwrap();
+    }
+
+    #[test]
+    fn rejects_wrong_shapes_with_a_reason() {
+        let cases = [
+            (TG, ElbResource::Listener, "it names a `targetgroup`"),
+            ("not-an-arn", ElbResource::Listener, "six"),
+            (&LISTENER.replace("elasticloadbalancing", "ec2"), ElbResource::Listener, "service"),
+            (&LISTENER.replace("us-east-1", "useast"), ElbResource::Listener, "region"),
+            (&LISTENER.replace("123456789012", "1234"), ElbResource::Listener, "12 digits"),
+            (&LISTENER.replace("/app/", "/net/"), ElbResource::Listener, "application load balancers"),
+            (&format!("{LISTENER}/extra"), ElbResource::Listener, "segments"),
+            (&TG.replace("targetgroup/blue/", "targetgroup//"), ElbResource::TargetGroup, "segments"),
+        ];
+        for (arn, kind, why) in cases {
+            let err = parse_elb_arn(arn, kind).unwrap_err();
+            assert!(err.contains(why), "{arn}: {err}");
+            assert!(err.contains("expected the form"), "{err}");
+        }
+    }
+
+    #[test]
+    fn regions() {
+        for ok in ["us-east-1", "eu-central-2", "us-gov-west-1", "ap-southeast-7"] {
+            assert!(is_region(ok), "{ok}");
+        }
+        for bad in ["", "us", "us-east", "US-EAST-1", "us-east-x", "us--1"] {
+            assert!(!is_region(bad), "{bad}");
+        }
+    }
+}

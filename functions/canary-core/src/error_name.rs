@@ -1,0 +1,93 @@
+//! Stable error names. They are what a failed Lambda invocation reports as its `errorType`
+//! and therefore what the state machine's `Retry`/`Catch` `ErrorEquals` lists match on.
+//! Renaming one is a breaking change for deployed state machines.
+
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorName {
+    /// The Lambda input itself is malformed (unknown operation, missing field).
+    InvalidInput,
+    /// The rollout plan is invalid; the message names every offending field by path.
+    InvalidPlan,
+    /// A listener, rule, target group, hosted zone or record named by the plan does not exist.
+    TargetNotFound,
+    /// The target exists but cannot be shifted as planned (foreign target groups in the
+    /// forward action, no forward action, record TTL longer than the bake time, ...).
+    TargetMisconfigured,
+    /// Another running execution of the same state machine already shifts one of the targets.
+    ConcurrentRollout,
+    /// The weights are no longer what this rollout last set: someone else changed them.
+    WeightsChangedExternally,
+    /// AWS throttled, timed out or failed on its side; retrying may succeed.
+    AwsTransient,
+    /// The function's role may not perform a call.
+    AwsAccessDenied,
+    /// AWS rejected a call for a reason retrying will not fix.
+    AwsRequestFailed,
+    /// A Route 53 change did not reach INSYNC within the bound; the weights are written.
+    ChangeNotInSync,
+}
+
+impl ErrorName {
+    pub const ALL: [ErrorName; 10] = [
+        ErrorName::InvalidInput,
+        ErrorName::InvalidPlan,
+        ErrorName::TargetNotFound,
+        ErrorName::TargetMisconfigured,
+        ErrorName::ConcurrentRollout,
+        ErrorName::WeightsChangedExternally,
+        ErrorName::AwsTransient,
+        ErrorName::AwsAccessDenied,
+        ErrorName::AwsRequestFailed,
+        ErrorName::ChangeNotInSync,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorName::InvalidInput => "InvalidInput",
+            ErrorName::InvalidPlan => "InvalidPlan",
+            ErrorName::TargetNotFound => "TargetNotFound",
+            ErrorName::TargetMisconfigured => "TargetMisconfigured",
+            ErrorName::ConcurrentRollout => "ConcurrentRollout",
+            ErrorName::WeightsChangedExternally => "WeightsChangedExternally",
+            ErrorName::AwsTransient => "AwsTransient",
+            ErrorName::AwsAccessDenied => "AwsAccessDenied",
+            ErrorName::AwsRequestFailed => "AwsRequestFailed",
+            ErrorName::ChangeNotInSync => "ChangeNotInSync",
+        }
+    }
+
+    /// Whether the state machine should retry a task that failed with this error.
+    pub fn is_retryable(self) -> bool {
+        matches!(self, ErrorName::AwsTransient | ErrorName::ChangeNotInSync)
+    }
+}
+
+impl fmt::Display for ErrorName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn names_are_unique_and_pascal_case() {
+        let names: HashSet<_> = ErrorName::ALL.iter().map(|n| n.as_str()).collect();
+        assert_eq!(names.len(), ErrorName::ALL.len());
+        for name in names {
+            assert!(name.chars().all(|c| c.is_ascii_alphanumeric()), "{name}");
+            assert!(name.starts_with(|c: char| c.is_ascii_uppercase()), "{name}");
+        }
+    }
+
+    #[test]
+    fn only_transient_errors_are_retryable() {
+        let retryable: Vec<_> = ErrorName::ALL.into_iter().filter(|n| n.is_retryable()).collect();
+        assert_eq!(retryable, [ErrorName::AwsTransient, ErrorName::ChangeNotInSync]);
+    }
+}

@@ -1,0 +1,320 @@
+//! The table of bad plans: each mutation of a valid example plan must fail with an error
+//! that names the offending field by its path and says what is wrong.
+
+use canary_core::RolloutPlan;
+use serde_json::{json, Value};
+
+fn base_plan() -> Value {
+    let text = include_str!("../../../examples/plans/alb-rule-and-route53.json");
+    serde_json::from_str(text).expect("example plan is JSON")
+}
+
+fn set(plan: &mut Value, pointer: &str, value: Value) {
+    let (parent, key) = pointer.rsplit_once('/').expect("pointer has a parent");
+    let parent = plan.pointer_mut(parent).unwrap_or_else(|| panic!("no {parent} in plan"));
+    match parent {
+        Value::Object(map) => {
+            map.insert(key.to_owned(), value);
+        }
+        Value::Array(items) => {
+            let index: usize = key.parse().expect("array index");
+            items[index] = value;
+        }
+        _ => panic!("{pointer}: parent is not a container"),
+    }
+}
+
+fn remove(plan: &mut Value, pointer: &str) {
+    let (parent, key) = pointer.rsplit_once('/').expect("pointer has a parent");
+    plan.pointer_mut(parent)
+        .and_then(Value::as_object_mut)
+        .and_then(|map| map.remove(key))
+        .unwrap_or_else(|| panic!("nothing at {pointer}"));
+}
+
+const LISTENER: &str =
+    "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/api/8e4497da625e2d8a/d5b6c7e8f9a0b1c2";
+const STABLE_TG: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/api-v128/0a1b2c3d4e5f6a7b";
+
+type Mutation = Box<dyn Fn(&mut Value)>;
+
+fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
+    vec![
+        (
+            "empty steps",
+            Box::new(|p| set(p, "/steps", json!([]))),
+            "steps",
+            "at least one step",
+        ),
+        (
+            "steps not increasing",
+            Box::new(|p| set(p, "/steps/2", json!({"weight": 25}))),
+            "steps[2].weight",
+            "greater than the previous step's 25",
+        ),
+        (
+            "weight over 100",
+            Box::new(|p| set(p, "/steps/3", json!({"weight": 150}))),
+            "steps[3].weight",
+            "from 1 to 100, got 150",
+        ),
+        (
+            "negative weight",
+            Box::new(|p| set(p, "/steps/0", json!({"weight": -5}))),
+            "steps[0].weight",
+            "from 1 to 100, got -5",
+        ),
+        (
+            "zero weight",
+            Box::new(|p| set(p, "/steps/0", json!({"weight": 0}))),
+            "steps[0].weight",
+            "from 1 to 100, got 0",
+        ),
+        (
+            "fractional weight",
+            Box::new(|p| set(p, "/steps/0/weight", json!(2.5))),
+            "steps[0].weight",
+            "invalid type: floating point",
+        ),
+        (
+            "last step not 100",
+            Box::new(|p| set(p, "/steps/3", json!({"weight": 90}))),
+            "steps[3].weight",
+            "last step must move all traffic (100), got 90",
+        ),
+        (
+            "too many steps",
+            Box::new(|p| set(p, "/steps", json!((1..=25).map(|w| json!({"weight": w * 4})).collect::<Vec<_>>()))),
+            "steps",
+            "at most 20 steps",
+        ),
+        (
+            "duplicate ALB target",
+            Box::new(|p| {
+                let first = p["trafficTargets"][0].clone();
+                p["trafficTargets"].as_array_mut().expect("array").push(first);
+            }),
+            "trafficTargets[2]",
+            "same traffic as trafficTargets[0]",
+        ),
+        (
+            "duplicate Route 53 record under other set identifiers",
+            Box::new(|p| {
+                let mut other = p["trafficTargets"][1].clone();
+                other["route53"]["recordName"] = json!("API.example.com.");
+                other["route53"]["stableSetIdentifier"] = json!("x");
+                other["route53"]["canarySetIdentifier"] = json!("y");
+                p["trafficTargets"].as_array_mut().expect("array").push(other);
+            }),
+            "trafficTargets[2]",
+            "same traffic as trafficTargets[1]",
+        ),
+        (
+            "no traffic targets",
+            Box::new(|p| set(p, "/trafficTargets", json!([]))),
+            "trafficTargets",
+            "at least one traffic target",
+        ),
+        (
+            "malformed listener ARN",
+            Box::new(|p| set(p, "/trafficTargets/0/alb/listenerArn", json!("arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/app/api/8e4497da625e2d8a"))),
+            "trafficTargets[0].alb.listenerArn",
+            "it names a `loadbalancer`",
+        ),
+        (
+            "target group ARN given as listener ARN",
+            Box::new(|p| set(p, "/trafficTargets/0/alb/listenerArn", json!(STABLE_TG))),
+            "trafficTargets[0].alb.listenerArn",
+            "not an application load balancer listener ARN",
+        ),
+        (
+            "malformed target group ARN",
+            Box::new(|p| set(p, "/trafficTargets/0/alb/canaryTargetGroupArn", json!("api-v129"))),
+            "trafficTargets[0].alb.canaryTargetGroupArn",
+            "six ':'-separated parts",
+        ),
+        (
+            "rule of another listener",
+            Box::new(|p| set(p, "/trafficTargets/0/alb/ruleArn", json!("arn:aws:elasticloadbalancing:us-east-1:123456789012:listener-rule/app/api/8e4497da625e2d8a/ffffffffffffffff/9683b2d02a6cabee"))),
+            "trafficTargets[0].alb.ruleArn",
+            "does not belong to the listener",
+        ),
+        (
+            "target group in another region",
+            Box::new(|p| set(p, "/trafficTargets/0/alb/canaryTargetGroupArn", json!(STABLE_TG.replace("us-east-1", "us-west-2")))),
+            "trafficTargets[0].alb.canaryTargetGroupArn",
+            "own account and region",
+        ),
+        (
+            "stable and canary target group equal",
+            Box::new(|p| set(p, "/trafficTargets/0/alb/canaryTargetGroupArn", json!(STABLE_TG))),
+            "trafficTargets[0].alb.canaryTargetGroupArn",
+            "must differ from stableTargetGroupArn",
+        ),
+        (
+            "hosted zone id with prefix",
+            Box::new(|p| set(p, "/trafficTargets/1/route53/hostedZoneId", json!("/hostedzone/Z0123456789ABCDEFGHIJ"))),
+            "trafficTargets[1].route53.hostedZoneId",
+            "bare hosted zone id `Z0123456789ABCDEFGHIJ`",
+        ),
+        (
+            "lower-case hosted zone id",
+            Box::new(|p| set(p, "/trafficTargets/1/route53/hostedZoneId", json!("z0123"))),
+            "trafficTargets[1].route53.hostedZoneId",
+            "not a hosted zone id",
+        ),
+        (
+            "record name with empty label",
+            Box::new(|p| set(p, "/trafficTargets/1/route53/recordName", json!("api..example.com"))),
+            "trafficTargets[1].route53.recordName",
+            "not a DNS name",
+        ),
+        (
+            "record type Route 53 cannot weight",
+            Box::new(|p| set(p, "/trafficTargets/1/route53/recordType", json!("SOA"))),
+            "trafficTargets[1].route53.recordType",
+            "unknown variant `SOA`",
+        ),
+        (
+            "same set identifiers",
+            Box::new(|p| set(p, "/trafficTargets/1/route53/canarySetIdentifier", json!("api-v128"))),
+            "trafficTargets[1].route53.canarySetIdentifier",
+            "must differ from stableSetIdentifier",
+        ),
+        (
+            "target that is neither alb nor route53",
+            Box::new(|p| set(p, "/trafficTargets/1", json!({"nlb": {}}))),
+            "trafficTargets[1]",
+            "unknown variant `nlb`",
+        ),
+        (
+            "bake shorter than interval",
+            Box::new(|p| set(p, "/bake", json!({"seconds": 20, "checkIntervalSeconds": 30}))),
+            "bake.checkIntervalSeconds",
+            "not be longer than the bake time (20 s), got 30",
+        ),
+        (
+            "step bake shorter than interval",
+            Box::new(|p| set(p, "/steps/0", json!({"weight": 5, "bakeSeconds": 10}))),
+            "steps[0].checkIntervalSeconds",
+            "not be longer than the bake time (10 s), got 30",
+        ),
+        (
+            "zero interval",
+            Box::new(|p| set(p, "/bake/checkIntervalSeconds", json!(0))),
+            "bake.checkIntervalSeconds",
+            "at least 1 second",
+        ),
+        (
+            "bake longer than a day",
+            Box::new(|p| set(p, "/bake/seconds", json!(100_000))),
+            "bake.seconds",
+            "from 1 to 86400 seconds",
+        ),
+        (
+            "too many checks for the history limit",
+            Box::new(|p| set(p, "/bake", json!({"seconds": 86400, "checkIntervalSeconds": 10}))),
+            "steps",
+            "25,000 history events",
+        ),
+        (
+            "unknown top-level field",
+            Box::new(|p| set(p, "/dryRun", json!(true))),
+            "dryRun",
+            "unknown field `dryRun`",
+        ),
+        (
+            "unknown nested field",
+            Box::new(|p| set(p, "/trafficTargets/0/alb/priority", json!(10))),
+            "trafficTargets[0].alb.priority",
+            "unknown field `priority`",
+        ),
+        (
+            "unknown field in a reserved section",
+            Box::new(|p| set(p, "/analysis", json!({"alarms": ["x"]}))),
+            "analysis.alarms",
+            "unknown field `alarms`",
+        ),
+        (
+            "missing bake",
+            Box::new(|p| remove(p, "/bake")),
+            "plan",
+            "missing field `bake`",
+        ),
+        (
+            "missing canary target group",
+            Box::new(|p| remove(p, "/trafficTargets/0/alb/canaryTargetGroupArn")),
+            "trafficTargets[0].alb",
+            "missing field `canaryTargetGroupArn`",
+        ),
+        (
+            "bad cluster name",
+            Box::new(|p| set(p, "/cluster/name", json!("-green"))),
+            "cluster.name",
+            "not an EKS cluster name",
+        ),
+        (
+            "bad region",
+            Box::new(|p| set(p, "/cluster/region", json!("Virginia"))),
+            "cluster.region",
+            "not an AWS region",
+        ),
+        (
+            "plan is not an object",
+            Box::new(|p| *p = json!([1, 2, 3])),
+            "plan",
+            "must be a JSON object, got an array",
+        ),
+    ]
+}
+
+#[test]
+fn the_base_plan_is_valid() {
+    let valid = RolloutPlan::parse(base_plan()).expect("base plan is valid");
+    let weights: Vec<u8> = valid.steps.iter().map(|s| s.weight).collect();
+    assert_eq!(weights, [5, 25, 50, 100]);
+    assert_eq!(valid.steps[0].bake_seconds, 900, "a step override wins");
+    assert_eq!(valid.steps[1].bake_seconds, 600, "the default applies");
+    assert_eq!(valid.steps[1].check_interval_seconds, 30);
+}
+
+#[test]
+fn every_bad_plan_names_its_field_and_problem() {
+    let mut failures = Vec::new();
+    for (case, mutate, path, fragment) in bad_plans() {
+        let mut plan = base_plan();
+        mutate(&mut plan);
+        match RolloutPlan::parse(plan) {
+            Ok(_) => failures.push(format!("{case}: plan was accepted")),
+            Err(errors) if !errors.0.iter().any(|e| e.path == path && e.message.contains(fragment)) => {
+                failures.push(format!("{case}: expected an error at `{path}` containing `{fragment}`, got: {errors}"))
+            }
+            Err(errors) => assert!(errors.to_string().starts_with("invalid rollout plan: "), "{case}"),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn all_problems_are_reported_at_once() {
+    let mut plan = base_plan();
+    set(&mut plan, "/cluster/region", json!("nowhere"));
+    set(&mut plan, "/steps/3", json!({"weight": 90}));
+    set(&mut plan, "/trafficTargets/0/alb/listenerArn", json!(LISTENER.replace("listener/", "listener-x/")));
+    let errors = RolloutPlan::parse(plan).expect_err("invalid");
+    let paths: Vec<&str> = errors.0.iter().map(|e| e.path.as_str()).collect();
+    assert!(paths.contains(&"cluster.region"), "{paths:?}");
+    assert!(paths.contains(&"steps[3].weight"), "{paths:?}");
+    assert!(paths.contains(&"trafficTargets[0].alb.listenerArn"), "{paths:?}");
+}
+
+#[test]
+fn record_names_normalise_like_route53_lists_them() {
+    let mut plan = base_plan();
+    set(&mut plan, "/trafficTargets/1/route53/recordName", json!("*.Example.COM"));
+    let valid = RolloutPlan::parse(plan).expect("valid");
+    match &valid.plan.traffic_targets[1] {
+        canary_core::TrafficTarget::Route53(r53) => assert_eq!(r53.fqdn(), "\\052.example.com."),
+        other => panic!("unexpected target {other:?}"),
+    }
+}

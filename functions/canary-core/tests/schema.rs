@@ -1,0 +1,42 @@
+//! Keeps `schema/rollout-plan.schema.json` equal to the schema generated from the Rust types,
+//! and every example plan valid.
+
+use std::path::PathBuf;
+
+use canary_core::schema::rollout_plan_schema;
+use canary_core::RolloutPlan;
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn checked_in_schema_matches_the_rust_types() {
+    let path = repo_root().join("schema/rollout-plan.schema.json");
+    let generated = serde_json::to_string_pretty(&rollout_plan_schema()).expect("schema serializes") + "\n";
+    if std::env::var_os("UPDATE_SCHEMA").is_some() {
+        std::fs::write(&path, &generated).expect("write schema");
+    }
+    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        checked_in == generated,
+        "{} is out of date; regenerate it with `UPDATE_SCHEMA=1 cargo test -p canary-core --test schema`",
+        path.display()
+    );
+}
+
+#[test]
+fn every_example_plan_is_valid() {
+    let dir = repo_root().join("examples/plans");
+    let mut count = 0;
+    for entry in std::fs::read_dir(&dir).expect("examples/plans exists") {
+        let path = entry.expect("dir entry").path();
+        let text = std::fs::read_to_string(&path).expect("read example");
+        let value: serde_json::Value = serde_json::from_str(&text).expect("example is JSON");
+        if let Err(e) = RolloutPlan::parse(value) {
+            panic!("{}: {e}", path.display());
+        }
+        count += 1;
+    }
+    assert!(count >= 3, "expected the example plans in {}", dir.display());
+}
