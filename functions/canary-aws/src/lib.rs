@@ -1,1 +1,16 @@
+//! Small traits over the AWS APIs cluster-canary touches, with model types of our own so the
+//! decision logic that uses them stays free of SDK types and testable without a network,
+//! and their implementations on the real `aws-sdk-*` clients.
 
+pub mod alb;
+pub mod config;
+pub mod error;
+pub mod executions;
+pub mod logging;
+pub mod route53;
+
+pub use alb::{AlbApi, ForwardAction, ForwardRead, GroupStickiness, SdkAlb, TargetGroupInfo, TargetGroupWeight};
+pub use config::load_sdk_config;
+pub use error::{AwsError, AwsErrorKind};
+pub use executions::{ExecutionsApi, SdkExecutions};
+pub use route53::{Route53Api, SdkRoute53, WeightedRecord};

@@ -1,0 +1,17 @@
+use aws_config::retry::RetryConfig;
+use aws_config::{BehaviorVersion, SdkConfig};
+
+/// Attempts per AWS call, the first included. The SDK's standard retry strategy retries
+/// throttling (`Throttling`, Route 53's `PriorRequestNotComplete`, ...), transient errors and
+/// 5xx with exponential backoff and full jitter; we only raise the attempt count because a
+/// rollout step that gives up on a throttle costs a Step Functions retry or a rollback.
+const MAX_ATTEMPTS: u32 = 5;
+
+/// The shared SDK configuration: region and credentials from the environment (Lambda's role),
+/// `AWS_ENDPOINT_URL` honoured (tests point it at the emulator). Makes no network call.
+pub async fn load_sdk_config() -> SdkConfig {
+    aws_config::defaults(BehaviorVersion::latest())
+        .retry_config(RetryConfig::standard().with_max_attempts(MAX_ATTEMPTS))
+        .load()
+        .await
+}

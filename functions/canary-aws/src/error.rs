@@ -1,0 +1,148 @@
+//! One error type for every AWS call, classified by what the caller should do about it.
+
+use std::fmt;
+
+use aws_runtime::retries::classifiers::{THROTTLING_ERRORS, TRANSIENT_ERRORS};
+use aws_smithy_types::error::metadata::ProvideErrorMetadata;
+use aws_smithy_types::error::display::DisplayErrorContext;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AwsErrorKind {
+    /// The named resource does not exist.
+    NotFound,
+    /// Throttling, timeouts, connection failures, 5xx: retrying may succeed.
+    Transient,
+    /// The caller's role may not make the call.
+    AccessDenied,
+    /// Anything else AWS rejected.
+    Rejected,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct AwsError {
+    pub kind: AwsErrorKind,
+    /// The API operation, e.g. `ModifyListener`.
+    pub operation: &'static str,
+    /// The AWS error code, e.g. `ListenerNotFound`, when AWS gave one.
+    pub code: Option<String>,
+    pub message: String,
+}
+
+impl fmt::Display for AwsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.code {
+            Some(code) => write!(f, "{} failed: {code}: {}", self.operation, self.message),
+            None => write!(f, "{} failed: {}", self.operation, self.message),
+        }
+    }
+}
+
+/// Error codes that mean "the thing you named is not there", across the services we call.
+const NOT_FOUND_CODES: &[&str] = &[
+    "ListenerNotFound",
+    "RuleNotFound",
+    "TargetGroupNotFound",
+    "LoadBalancerNotFound",
+    "NoSuchHostedZone",
+    "NoSuchChange",
+    "ExecutionDoesNotExist",
+    "StateMachineDoesNotExist",
+];
+
+const ACCESS_DENIED_CODES: &[&str] = &[
+    "AccessDenied",
+    "AccessDeniedException",
+    "UnauthorizedOperation",
+    "UnrecognizedClientException",
+    "InvalidClientTokenId",
+    "ExpiredToken",
+];
+
+impl AwsError {
+    pub fn new(kind: AwsErrorKind, operation: &'static str, message: impl Into<String>) -> Self {
+        AwsError {
+            kind,
+            operation,
+            code: None,
+            message: message.into(),
+        }
+    }
+
+    /// Classifies an SDK error. Called after the SDK's own retries are exhausted.
+    pub fn from_sdk<E, R>(operation: &'static str, err: aws_smithy_runtime_api::client::result::SdkError<E, R>) -> Self
+    where
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+        R: fmt::Debug + HasStatus,
+    {
+        use aws_smithy_runtime_api::client::result::SdkError;
+        let (kind, code, message) = match &err {
+            SdkError::ServiceError(ctx) => {
+                let service_error = ctx.err();
+                let code = service_error.code().map(str::to_owned);
+                let status = ctx.raw().status_code();
+                let kind = classify(code.as_deref(), status);
+                let message = service_error
+                    .message()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| format!("HTTP {status}"));
+                (kind, code, message)
+            }
+            SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => {
+                (AwsErrorKind::Transient, None, DisplayErrorContext(&err).to_string())
+            }
+            _ => (AwsErrorKind::Rejected, None, DisplayErrorContext(&err).to_string()),
+        };
+        AwsError {
+            kind,
+            operation,
+            code,
+            message,
+        }
+    }
+}
+
+fn classify(code: Option<&str>, status: u16) -> AwsErrorKind {
+    match code {
+        Some(c) if NOT_FOUND_CODES.contains(&c) => AwsErrorKind::NotFound,
+        Some(c) if ACCESS_DENIED_CODES.contains(&c) => AwsErrorKind::AccessDenied,
+        Some(c) if THROTTLING_ERRORS.contains(&c) || TRANSIENT_ERRORS.contains(&c) => AwsErrorKind::Transient,
+        _ if status >= 500 || status == 429 => AwsErrorKind::Transient,
+        _ if status == 403 => AwsErrorKind::AccessDenied,
+        _ => AwsErrorKind::Rejected,
+    }
+}
+
+/// The HTTP status of a raw response, whatever the response type.
+pub trait HasStatus {
+    fn status_code(&self) -> u16;
+}
+
+impl HasStatus for aws_smithy_runtime_api::http::Response {
+    fn status_code(&self) -> u16 {
+        self.status().as_u16()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classification() {
+        let cases = [
+            (Some("ListenerNotFound"), 400, AwsErrorKind::NotFound),
+            (Some("NoSuchHostedZone"), 404, AwsErrorKind::NotFound),
+            (Some("Throttling"), 400, AwsErrorKind::Transient),
+            (Some("PriorRequestNotComplete"), 400, AwsErrorKind::Transient),
+            (Some("InternalFailure"), 500, AwsErrorKind::Transient),
+            (None, 503, AwsErrorKind::Transient),
+            (Some("AccessDenied"), 403, AwsErrorKind::AccessDenied),
+            (None, 403, AwsErrorKind::AccessDenied),
+            (Some("ValidationError"), 400, AwsErrorKind::Rejected),
+            (Some("InvalidChangeBatch"), 400, AwsErrorKind::Rejected),
+        ];
+        for (code, status, kind) in cases {
+            assert_eq!(classify(code, status), kind, "{code:?} {status}");
+        }
+    }
+}

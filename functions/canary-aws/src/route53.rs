@@ -1,0 +1,204 @@
+//! Route 53 weighted records: read the records of a name and type, and change the weights
+//! of the stable and canary records together in one `ChangeResourceRecordSets` batch.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_config::SdkConfig;
+use aws_sdk_route53 as route53;
+use backon::{ConstantBuilder, Retryable};
+use canary_core::Route53Target;
+use route53::types::{Change, ChangeAction, ChangeBatch, ChangeStatus, ResourceRecordSet, RrType};
+
+use crate::error::{AwsError, AwsErrorKind};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WeightedRecord {
+    pub set_identifier: Option<String>,
+    /// `None` for a record without weighted routing.
+    pub weight: Option<u16>,
+    /// `None` for an alias record (its TTL is the alias target's).
+    pub ttl: Option<i64>,
+    /// The DNS name of the alias target, for alias records.
+    pub alias_target: Option<String>,
+}
+
+#[async_trait]
+pub trait Route53Api: Send + Sync {
+    /// Every record of the target's name and type. `NotFound` if the hosted zone does not exist.
+    async fn records(&self, target: &Route53Target) -> Result<Vec<WeightedRecord>, AwsError>;
+    /// UPSERTs the stable and the canary record with new weights in one change batch, keeping
+    /// everything else in each record. Returns the change id.
+    async fn write_weights(&self, target: &Route53Target, stable: u16, canary: u16) -> Result<String, AwsError>;
+    /// Waits (bounded) until the change is `INSYNC`; `false` if the bound ran out first.
+    async fn wait_in_sync(&self, change_id: &str) -> Result<bool, AwsError>;
+}
+
+/// How long to wait for a change to reach `INSYNC`. Route 53 documents "generally within
+/// 60 seconds"; the wait ends before a typical Lambda timeout.
+#[derive(Debug, Clone, Copy)]
+pub struct InSyncWait {
+    pub poll_every: Duration,
+    pub polls: usize,
+}
+
+impl Default for InSyncWait {
+    fn default() -> Self {
+        InSyncWait {
+            poll_every: Duration::from_secs(5),
+            polls: 24,
+        }
+    }
+}
+
+pub struct SdkRoute53 {
+    client: route53::Client,
+    in_sync: InSyncWait,
+}
+
+impl SdkRoute53 {
+    pub fn new(config: &SdkConfig, in_sync: InSyncWait) -> Self {
+        SdkRoute53 {
+            client: route53::Client::new(config),
+            in_sync,
+        }
+    }
+
+    /// The full record sets of the target's name and type, following pages.
+    async fn record_sets(&self, target: &Route53Target) -> Result<Vec<ResourceRecordSet>, AwsError> {
+        let name = target.fqdn();
+        let rr_type = RrType::from(target.record_type.as_str());
+        let mut request = self
+            .client
+            .list_resource_record_sets()
+            .hosted_zone_id(&target.hosted_zone_id)
+            .start_record_name(&name)
+            .start_record_type(rr_type.clone());
+        let mut sets = Vec::new();
+        loop {
+            let page = request
+                .clone()
+                .send()
+                .await
+                .map_err(|e| AwsError::from_sdk("ListResourceRecordSets", e))?;
+            let mut past_the_name = false;
+            for set in page.resource_record_sets() {
+                if set.name().eq_ignore_ascii_case(&name) && set.r#type() == &rr_type {
+                    sets.push(set.clone());
+                } else {
+                    // Listing is sorted from the start name and type: anything else means we are past them.
+                    past_the_name = true;
+                    break;
+                }
+            }
+            if past_the_name || !page.is_truncated() {
+                return Ok(sets);
+            }
+            request = request
+                .set_start_record_name(page.next_record_name().map(str::to_owned))
+                .set_start_record_type(page.next_record_type().cloned())
+                .set_start_record_identifier(page.next_record_identifier().map(str::to_owned));
+        }
+    }
+}
+
+fn to_model(set: &ResourceRecordSet) -> Result<WeightedRecord, AwsError> {
+    let weight = set
+        .weight()
+        .map(|w| {
+            u16::try_from(w).map_err(|_| {
+                AwsError::new(
+                    AwsErrorKind::Rejected,
+                    "ListResourceRecordSets",
+                    format!("record {} has weight {w}, outside Route 53's 0-255", set.name()),
+                )
+            })
+        })
+        .transpose()?;
+    Ok(WeightedRecord {
+        set_identifier: set.set_identifier().map(str::to_owned),
+        weight,
+        ttl: set.ttl(),
+        alias_target: set.alias_target().map(|a| a.dns_name().to_owned()),
+    })
+}
+
+fn upsert(mut set: ResourceRecordSet, weight: u16) -> Result<Change, AwsError> {
+    set.weight = Some(i64::from(weight));
+    Change::builder()
+        .action(ChangeAction::Upsert)
+        .resource_record_set(set)
+        .build()
+        .map_err(|e| AwsError::new(AwsErrorKind::Rejected, "ChangeResourceRecordSets", e.to_string()))
+}
+
+#[derive(Debug)]
+enum Poll {
+    Pending,
+    Failed(AwsError),
+}
+
+#[async_trait]
+impl Route53Api for SdkRoute53 {
+    async fn records(&self, target: &Route53Target) -> Result<Vec<WeightedRecord>, AwsError> {
+        self.record_sets(target).await?.iter().map(to_model).collect()
+    }
+
+    async fn write_weights(&self, target: &Route53Target, stable: u16, canary: u16) -> Result<String, AwsError> {
+        let sets = self.record_sets(target).await?;
+        let find = |id: &str| {
+            sets.iter()
+                .find(|s| s.set_identifier() == Some(id))
+                .cloned()
+                .ok_or_else(|| {
+                    AwsError::new(
+                        AwsErrorKind::NotFound,
+                        "ListResourceRecordSets",
+                        format!("no {} record {} with set identifier {id}", target.record_type.as_str(), target.fqdn()),
+                    )
+                })
+        };
+        let changes = vec![
+            upsert(find(&target.stable_set_identifier)?, stable)?,
+            upsert(find(&target.canary_set_identifier)?, canary)?,
+        ];
+        let batch = ChangeBatch::builder()
+            .comment(format!("cluster-canary: stable {stable} / canary {canary}"))
+            .set_changes(Some(changes))
+            .build()
+            .map_err(|e| AwsError::new(AwsErrorKind::Rejected, "ChangeResourceRecordSets", e.to_string()))?;
+        let out = self
+            .client
+            .change_resource_record_sets()
+            .hosted_zone_id(&target.hosted_zone_id)
+            .change_batch(batch)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("ChangeResourceRecordSets", e))?;
+        Ok(out.change_info().map(|c| c.id().to_owned()).unwrap_or_default())
+    }
+
+    async fn wait_in_sync(&self, change_id: &str) -> Result<bool, AwsError> {
+        let poll = || async {
+            let out = self
+                .client
+                .get_change()
+                .id(change_id)
+                .send()
+                .await
+                .map_err(|e| Poll::Failed(AwsError::from_sdk("GetChange", e)))?;
+            match out.change_info().map(|c| c.status()) {
+                Some(ChangeStatus::Insync) => Ok(()),
+                _ => Err(Poll::Pending),
+            }
+        };
+        let schedule = ConstantBuilder::default()
+            .with_delay(self.in_sync.poll_every)
+            .with_max_times(self.in_sync.polls);
+        match poll.retry(schedule).when(|p| matches!(p, Poll::Pending)).await {
+            Ok(()) => Ok(true),
+            Err(Poll::Pending) => Ok(false),
+            Err(Poll::Failed(e)) => Err(e),
+        }
+    }
+}

@@ -1,0 +1,63 @@
+//! The function's errors, each with the stable name the state machine retries/catches on.
+
+use canary_aws::{AwsError, AwsErrorKind};
+use canary_core::{ErrorName, PlanErrors};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ShiftError {
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    #[error("{0}")]
+    InvalidPlan(#[from] PlanErrors),
+    #[error("{path}: {message}")]
+    TargetNotFound { path: String, message: String },
+    #[error("{path}: {message}")]
+    TargetMisconfigured { path: String, message: String },
+    #[error("execution {execution_arn} is already shifting {target}; wait for it to end or stop it")]
+    ConcurrentRollout { execution_arn: String, target: String },
+    #[error("weights changed outside this rollout; nothing was written: {0}")]
+    WeightsChangedExternally(String),
+    #[error("{path}: {source}")]
+    Aws { path: String, source: AwsError },
+    #[error("{path}: Route 53 change {change_id} was written but is not INSYNC yet")]
+    ChangeNotInSync { path: String, change_id: String },
+}
+
+impl ShiftError {
+    pub fn name(&self) -> ErrorName {
+        match self {
+            ShiftError::InvalidInput(_) => ErrorName::InvalidInput,
+            ShiftError::InvalidPlan(_) => ErrorName::InvalidPlan,
+            ShiftError::TargetNotFound { .. } => ErrorName::TargetNotFound,
+            ShiftError::TargetMisconfigured { .. } => ErrorName::TargetMisconfigured,
+            ShiftError::ConcurrentRollout { .. } => ErrorName::ConcurrentRollout,
+            ShiftError::WeightsChangedExternally(_) => ErrorName::WeightsChangedExternally,
+            ShiftError::Aws { source, .. } => match source.kind {
+                AwsErrorKind::NotFound => ErrorName::TargetNotFound,
+                AwsErrorKind::Transient => ErrorName::AwsTransient,
+                AwsErrorKind::AccessDenied => ErrorName::AwsAccessDenied,
+                AwsErrorKind::Rejected => ErrorName::AwsRequestFailed,
+            },
+            ShiftError::ChangeNotInSync { .. } => ErrorName::ChangeNotInSync,
+        }
+    }
+
+    /// An AWS error met while working on the traffic target at `path`.
+    pub fn aws(path: &str, source: AwsError) -> Self {
+        ShiftError::Aws {
+            path: path.to_owned(),
+            source,
+        }
+    }
+}
+
+/// Lambda reports `error_type` as the invocation's error name: make it the stable name,
+/// not the Rust type name (which is the runtime's default).
+impl From<ShiftError> for lambda_runtime::Diagnostic {
+    fn from(error: ShiftError) -> Self {
+        lambda_runtime::Diagnostic {
+            error_type: error.name().as_str().to_owned(),
+            error_message: error.to_string(),
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! What the state machine sends the function and what it gets back.
+
+use canary_core::{ResolvedStep, TargetWeights};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::ShiftError;
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "operation", rename_all = "camelCase", deny_unknown_fields)]
+pub enum Request {
+    /// Validate the plan, check every target, refuse concurrent rollouts, read the baseline.
+    #[serde(rename_all = "camelCase")]
+    Prepare { plan: Value, execution: ExecutionContext },
+    /// Put every target at `canary_weight` %, if its weights are still `expected`.
+    #[serde(rename_all = "camelCase")]
+    Set {
+        plan: Value,
+        canary_weight: i64,
+        expected: Vec<TargetWeights>,
+    },
+    /// Put every target back to `baseline`, whatever its weights are now.
+    #[serde(rename_all = "camelCase")]
+    Restore {
+        plan: Value,
+        baseline: Vec<TargetWeights>,
+        /// The weights this rollout last set, if any: a target found at neither these nor the
+        /// baseline was changed by someone else, which the output and log report.
+        #[serde(default)]
+        expected: Option<Vec<TargetWeights>>,
+    },
+}
+
+/// Which execution is asking, from the Step Functions context object
+/// (`$$.Execution.Id`, `$$.StateMachine.Id`).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExecutionContext {
+    pub execution_arn: String,
+    pub state_machine_arn: String,
+}
+
+impl Request {
+    pub fn parse(input: Value) -> Result<Self, ShiftError> {
+        serde_path_to_error::deserialize(input).map_err(|e| {
+            let path = e.path().to_string();
+            ShiftError::InvalidInput(format!("{path}: {}", e.into_inner()))
+        })
+    }
+}
+
+#[derive(Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PrepareOutput {
+    /// The weights to restore on rollback, one per traffic target, in plan order.
+    pub baseline: Vec<TargetWeights>,
+    /// The plan's steps with bake settings resolved, for the state machine to iterate.
+    pub steps: Vec<ResolvedStep>,
+    pub targets: Vec<TargetReport>,
+}
+
+#[derive(Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetReport {
+    pub target: String,
+    pub kind: &'static str,
+    /// The canary target group was not in the forward action and was added at weight 0.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub canary_attached: bool,
+    /// Sticky sessions are on: clients already routed keep their target group, so traffic
+    /// follows weight changes more slowly than the weights say.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub sticky: bool,
+    /// TTL of the Route 53 records; resolvers cache the old answer this long after a change.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttl_seconds: Option<i64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SetOutput {
+    pub canary_weight: u8,
+    /// The weights read back after writing.
+    pub weights: Vec<TargetWeights>,
+}
+
+#[derive(Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RestoreOutput {
+    /// The weights read back after restoring.
+    pub weights: Vec<TargetWeights>,
+    /// Targets whose weights were neither the baseline nor what this rollout last set.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unexpected: Vec<UnexpectedWeights>,
+}
+
+#[derive(Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct UnexpectedWeights {
+    pub target: String,
+    pub found: String,
+}

@@ -1,0 +1,192 @@
+//! Reading and writing the weights of one traffic target, whatever its kind. The three
+//! operations (prepare, set, restore) are built from these two moves.
+
+use canary_aws::{AlbApi, ExecutionsApi, ForwardAction, ForwardRead, Route53Api, TargetGroupWeight, WeightedRecord};
+use canary_core::{AlbTarget, Route53Target, TrafficTarget, WeightPair};
+use tracing::info;
+
+use crate::error::ShiftError;
+
+/// The AWS APIs the function uses.
+pub struct Apis<'a> {
+    pub alb: &'a dyn AlbApi,
+    pub route53: &'a dyn Route53Api,
+    pub executions: &'a dyn ExecutionsApi,
+}
+
+/// One plan target with the label its messages use: `trafficTargets[1] (route53:Z1:api.example.com.:A)`.
+pub struct Located<'p> {
+    pub label: String,
+    pub target: &'p TrafficTarget,
+}
+
+pub fn locate(targets: &[TrafficTarget]) -> Vec<Located<'_>> {
+    targets
+        .iter()
+        .enumerate()
+        .map(|(i, target)| Located {
+            label: format!("trafficTargets[{i}] ({})", target.key()),
+            target,
+        })
+        .collect()
+}
+
+/// A target's weights as found in AWS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Observed {
+    /// The stable and canary weights.
+    Pair(WeightPair),
+    /// The target no longer has the shape the plan describes; the text says how.
+    Reshaped(String),
+}
+
+impl Observed {
+    pub fn describe(&self) -> String {
+        match self {
+            Observed::Pair(pair) => pair.to_string(),
+            Observed::Reshaped(why) => why.clone(),
+        }
+    }
+}
+
+pub async fn observe(apis: &Apis<'_>, located: &Located<'_>) -> Result<Observed, ShiftError> {
+    match located.target {
+        TrafficTarget::Alb(alb) => {
+            let read = apis
+                .alb
+                .read_forward(alb)
+                .await
+                .map_err(|e| ShiftError::aws(&located.label, e))?;
+            Ok(alb_observed(alb, &read))
+        }
+        TrafficTarget::Route53(r53) => {
+            let records = apis
+                .route53
+                .records(r53)
+                .await
+                .map_err(|e| ShiftError::aws(&located.label, e))?;
+            route53_observed(r53, &records).map_err(|message| ShiftError::TargetNotFound {
+                path: located.label.clone(),
+                message,
+            })
+        }
+    }
+}
+
+pub fn alb_observed(alb: &AlbTarget, read: &ForwardRead) -> Observed {
+    let forward: &ForwardAction = match read {
+        ForwardRead::Forward(forward) => forward,
+        ForwardRead::NotForward { action_types } => {
+            return Observed::Reshaped(format!(
+                "it does not forward to target groups (its actions are: {})",
+                action_types.join(", ")
+            ))
+        }
+    };
+    let foreign: Vec<&str> = forward
+        .target_groups
+        .iter()
+        .map(|tg| tg.arn.as_str())
+        .filter(|arn| *arn != alb.stable_target_group_arn && *arn != alb.canary_target_group_arn)
+        .collect();
+    if !foreign.is_empty() {
+        return Observed::Reshaped(format!(
+            "its forward action also sends traffic to target groups the plan does not name: {}",
+            foreign.join(", ")
+        ));
+    }
+    let Some(stable) = forward.weight_of(&alb.stable_target_group_arn) else {
+        return Observed::Reshaped(format!(
+            "its forward action does not include the stable target group {}",
+            alb.stable_target_group_arn
+        ));
+    };
+    Observed::Pair(WeightPair {
+        stable,
+        // A canary target group that is not attached receives nothing: weight 0.
+        canary: forward.weight_of(&alb.canary_target_group_arn).unwrap_or(0),
+    })
+}
+
+/// `Err` (a message) when one of the plan's two records does not exist.
+pub fn route53_observed(r53: &Route53Target, records: &[WeightedRecord]) -> Result<Observed, String> {
+    let find = |id: &str| {
+        records
+            .iter()
+            .find(|r| r.set_identifier.as_deref() == Some(id))
+            .ok_or_else(|| {
+                format!(
+                    "hosted zone {} has no {} record {} with set identifier `{id}`",
+                    r53.hosted_zone_id,
+                    r53.record_type.as_str(),
+                    r53.fqdn()
+                )
+            })
+    };
+    let (stable, canary) = (find(&r53.stable_set_identifier)?, find(&r53.canary_set_identifier)?);
+    let others: Vec<&str> = records
+        .iter()
+        .filter_map(|r| r.set_identifier.as_deref())
+        .filter(|id| *id != r53.stable_set_identifier && *id != r53.canary_set_identifier)
+        .collect();
+    if !others.is_empty() {
+        return Ok(Observed::Reshaped(format!(
+            "other records of the same name and type also take traffic (set identifiers: {})",
+            others.join(", ")
+        )));
+    }
+    match (stable.weight, canary.weight) {
+        (Some(stable), Some(canary)) => Ok(Observed::Pair(WeightPair { stable, canary })),
+        _ => Ok(Observed::Reshaped("its records do not use weighted routing".to_owned())),
+    }
+}
+
+/// Writes `pair` to the target: one `ModifyListener`/`ModifyRule`, or one Route 53 change
+/// batch followed by a bounded wait for `INSYNC`.
+pub async fn write(apis: &Apis<'_>, located: &Located<'_>, pair: WeightPair) -> Result<(), ShiftError> {
+    match located.target {
+        TrafficTarget::Alb(alb) => {
+            let weights = [
+                TargetGroupWeight {
+                    arn: alb.stable_target_group_arn.clone(),
+                    weight: pair.stable,
+                },
+                TargetGroupWeight {
+                    arn: alb.canary_target_group_arn.clone(),
+                    weight: pair.canary,
+                },
+            ];
+            apis.alb
+                .write_forward(alb, &weights)
+                .await
+                .map_err(|e| ShiftError::aws(&located.label, e))?;
+        }
+        TrafficTarget::Route53(r53) => {
+            // Route 53 splits traffic evenly between weighted records that are all 0.
+            if pair.both_zero() {
+                return Err(ShiftError::InvalidInput(format!(
+                    "{}: refusing to write weight 0 to both records (Route 53 would split traffic evenly)",
+                    located.label
+                )));
+            }
+            let change_id = apis
+                .route53
+                .write_weights(r53, pair.stable, pair.canary)
+                .await
+                .map_err(|e| ShiftError::aws(&located.label, e))?;
+            let in_sync = apis
+                .route53
+                .wait_in_sync(&change_id)
+                .await
+                .map_err(|e| ShiftError::aws(&located.label, e))?;
+            if !in_sync {
+                return Err(ShiftError::ChangeNotInSync {
+                    path: located.label.clone(),
+                    change_id,
+                });
+            }
+        }
+    }
+    info!(target_key = %located.target.key(), stable = pair.stable, canary = pair.canary, "weights written");
+    Ok(())
+}
