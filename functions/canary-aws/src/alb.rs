@@ -33,7 +33,10 @@ pub struct ForwardAction {
 
 impl ForwardAction {
     pub fn weight_of(&self, arn: &str) -> Option<u16> {
-        self.target_groups.iter().find(|tg| tg.arn == arn).map(|tg| tg.weight)
+        self.target_groups
+            .iter()
+            .find(|tg| tg.arn == arn)
+            .map(|tg| tg.weight)
     }
 }
 
@@ -41,7 +44,9 @@ impl ForwardAction {
 pub enum ForwardRead {
     Forward(ForwardAction),
     /// The listener or rule does not forward (it redirects, or answers with a fixed response).
-    NotForward { action_types: Vec<String> },
+    NotForward {
+        action_types: Vec<String>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,9 +62,17 @@ pub trait AlbApi: Send + Sync {
     async fn read_forward(&self, target: &AlbTarget) -> Result<ForwardRead, AwsError>;
     /// Replaces the forward action's target groups with `weights`, keeping everything else
     /// (other actions, group stickiness), in one `ModifyRule`/`ModifyListener` call.
-    async fn write_forward(&self, target: &AlbTarget, weights: &[TargetGroupWeight]) -> Result<(), AwsError>;
+    async fn write_forward(
+        &self,
+        target: &AlbTarget,
+        weights: &[TargetGroupWeight],
+    ) -> Result<(), AwsError>;
     /// Describes target groups; `NotFound` if any of them does not exist.
-    async fn target_groups(&self, region: &str, arns: &[String]) -> Result<Vec<TargetGroupInfo>, AwsError>;
+    async fn target_groups(
+        &self,
+        region: &str,
+        arns: &[String],
+    ) -> Result<Vec<TargetGroupInfo>, AwsError>;
 }
 
 /// `AlbApi` on the real ELBv2 client, one client per region the plan names.
@@ -69,7 +82,9 @@ pub struct SdkAlb {
 
 impl SdkAlb {
     pub fn new(config: &SdkConfig) -> Self {
-        SdkAlb { config: config.clone() }
+        SdkAlb {
+            config: config.clone(),
+        }
     }
 
     /// A client for the load balancer's region. Building one makes no network call.
@@ -81,7 +96,11 @@ impl SdkAlb {
         elbv2::Client::from_conf(builder.build())
     }
 
-    async fn read_actions(&self, client: &elbv2::Client, target: &AlbTarget) -> Result<Vec<Action>, AwsError> {
+    async fn read_actions(
+        &self,
+        client: &elbv2::Client,
+        target: &AlbTarget,
+    ) -> Result<Vec<Action>, AwsError> {
         match &target.rule_arn {
             Some(rule_arn) => {
                 let out = client
@@ -91,7 +110,11 @@ impl SdkAlb {
                     .await
                     .map_err(|e| AwsError::from_sdk("DescribeRules", e))?;
                 let rule = out.rules().first().ok_or_else(|| {
-                    AwsError::new(AwsErrorKind::NotFound, "DescribeRules", format!("rule {rule_arn} not found"))
+                    AwsError::new(
+                        AwsErrorKind::NotFound,
+                        "DescribeRules",
+                        format!("rule {rule_arn} not found"),
+                    )
                 })?;
                 Ok(rule.actions().to_vec())
             }
@@ -116,7 +139,10 @@ impl SdkAlb {
 }
 
 fn forward_of(actions: &[Action]) -> Result<ForwardRead, AwsError> {
-    let Some(forward) = actions.iter().find(|a| a.r#type() == Some(&ActionTypeEnum::Forward)) else {
+    let Some(forward) = actions
+        .iter()
+        .find(|a| a.r#type() == Some(&ActionTypeEnum::Forward))
+    else {
         return Ok(ForwardRead::NotForward {
             action_types: actions
                 .iter()
@@ -125,12 +151,19 @@ fn forward_of(actions: &[Action]) -> Result<ForwardRead, AwsError> {
         });
     };
     let config = forward.forward_config();
-    let tuples = config.map(ForwardActionConfig::target_groups).unwrap_or_default();
+    let tuples = config
+        .map(ForwardActionConfig::target_groups)
+        .unwrap_or_default();
     let target_groups = if tuples.is_empty() {
         // The single-target-group form (`TargetGroupArn` only) is a forward with weight 1.
         forward
             .target_group_arn()
-            .map(|arn| vec![TargetGroupWeight { arn: arn.to_owned(), weight: 1 }])
+            .map(|arn| {
+                vec![TargetGroupWeight {
+                    arn: arn.to_owned(),
+                    weight: 1,
+                }]
+            })
             .unwrap_or_default()
     } else {
         tuples.iter().map(tuple_weight).collect::<Result<_, _>>()?
@@ -206,7 +239,11 @@ impl AlbApi for SdkAlb {
         forward_of(&actions)
     }
 
-    async fn write_forward(&self, target: &AlbTarget, weights: &[TargetGroupWeight]) -> Result<(), AwsError> {
+    async fn write_forward(
+        &self,
+        target: &AlbTarget,
+        weights: &[TargetGroupWeight],
+    ) -> Result<(), AwsError> {
         let client = self.client(target.region());
         let actions = with_weights(self.read_actions(&client, target).await?, weights);
         match &target.rule_arn {
@@ -229,7 +266,11 @@ impl AlbApi for SdkAlb {
         }
     }
 
-    async fn target_groups(&self, region: &str, arns: &[String]) -> Result<Vec<TargetGroupInfo>, AwsError> {
+    async fn target_groups(
+        &self,
+        region: &str,
+        arns: &[String],
+    ) -> Result<Vec<TargetGroupInfo>, AwsError> {
         let client = self.client(Some(region));
         let described = client
             .describe_target_groups()
@@ -281,7 +322,12 @@ mod tests {
             .set_target_groups(Some(
                 tuples
                     .iter()
-                    .map(|(arn, w)| TargetGroupTuple::builder().target_group_arn(*arn).weight(*w).build())
+                    .map(|(arn, w)| {
+                        TargetGroupTuple::builder()
+                            .target_group_arn(*arn)
+                            .weight(*w)
+                            .build()
+                    })
                     .collect(),
             ))
             .target_group_stickiness_config(
@@ -301,12 +347,17 @@ mod tests {
     #[test]
     fn reads_weights_and_stickiness() {
         let read = forward_of(&[forward(&[("blue", 90), ("green", 10)], true)]).unwrap();
-        let ForwardRead::Forward(action) = read else { panic!("not a forward") };
+        let ForwardRead::Forward(action) = read else {
+            panic!("not a forward")
+        };
         assert_eq!(action.weight_of("blue"), Some(90));
         assert_eq!(action.weight_of("green"), Some(10));
         assert_eq!(
             action.group_stickiness,
-            Some(GroupStickiness { enabled: true, duration_seconds: Some(300) })
+            Some(GroupStickiness {
+                enabled: true,
+                duration_seconds: Some(300)
+            })
         );
     }
 
@@ -316,31 +367,54 @@ mod tests {
             .r#type(ActionTypeEnum::Forward)
             .target_group_arn("blue")
             .build();
-        let ForwardRead::Forward(read) = forward_of(&[action]).unwrap() else { panic!() };
-        assert_eq!(read.target_groups, [TargetGroupWeight { arn: "blue".into(), weight: 1 }]);
+        let ForwardRead::Forward(read) = forward_of(&[action]).unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            read.target_groups,
+            [TargetGroupWeight {
+                arn: "blue".into(),
+                weight: 1
+            }]
+        );
     }
 
     #[test]
     fn non_forward_actions_are_reported_by_type() {
-        let action = Action::builder().r#type(ActionTypeEnum::FixedResponse).build();
+        let action = Action::builder()
+            .r#type(ActionTypeEnum::FixedResponse)
+            .build();
         assert_eq!(
             forward_of(&[action]).unwrap(),
-            ForwardRead::NotForward { action_types: vec!["fixed-response".into()] }
+            ForwardRead::NotForward {
+                action_types: vec!["fixed-response".into()]
+            }
         );
     }
 
     #[test]
     fn rewriting_keeps_order_stickiness_and_other_actions() {
-        let auth = Action::builder().r#type(ActionTypeEnum::AuthenticateOidc).order(1).build();
+        let auth = Action::builder()
+            .r#type(ActionTypeEnum::AuthenticateOidc)
+            .order(1)
+            .build();
         let actions = vec![auth.clone(), forward(&[("blue", 100)], true)];
         let weights = [
-            TargetGroupWeight { arn: "blue".into(), weight: 75 },
-            TargetGroupWeight { arn: "green".into(), weight: 25 },
+            TargetGroupWeight {
+                arn: "blue".into(),
+                weight: 75,
+            },
+            TargetGroupWeight {
+                arn: "green".into(),
+                weight: 25,
+            },
         ];
         let rewritten = with_weights(actions, &weights);
         assert_eq!(rewritten[0], auth);
         assert_eq!(rewritten[1].order(), Some(2));
-        let ForwardRead::Forward(read) = forward_of(&rewritten).unwrap() else { panic!() };
+        let ForwardRead::Forward(read) = forward_of(&rewritten).unwrap() else {
+            panic!()
+        };
         assert_eq!(read.target_groups, weights);
         assert_eq!(read.group_stickiness.map(|s| s.enabled), Some(true));
     }

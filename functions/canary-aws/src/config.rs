@@ -1,5 +1,5 @@
 use aws_config::retry::RetryConfig;
-use aws_config::{BehaviorVersion, SdkConfig};
+use aws_config::{BehaviorVersion, ConfigLoader, SdkConfig};
 
 /// Attempts per AWS call, the first included. The SDK's standard retry strategy retries
 /// throttling (`Throttling`, Route 53's `PriorRequestNotComplete`, ...), transient errors and
@@ -10,8 +10,12 @@ const MAX_ATTEMPTS: u32 = 5;
 /// The shared SDK configuration: region and credentials from the environment (Lambda's role),
 /// `AWS_ENDPOINT_URL` honoured (tests point it at the emulator). Makes no network call.
 pub async fn load_sdk_config() -> SdkConfig {
+    sdk_config_loader().load().await
+}
+
+/// The loader behind [`load_sdk_config`], for callers (tests) that set endpoint and
+/// credentials explicitly instead of through the environment.
+pub fn sdk_config_loader() -> ConfigLoader {
     aws_config::defaults(BehaviorVersion::latest())
         .retry_config(RetryConfig::standard().with_max_attempts(MAX_ATTEMPTS))
-        .load()
-        .await
 }

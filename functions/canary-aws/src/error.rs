@@ -3,8 +3,8 @@
 use std::fmt;
 
 use aws_runtime::retries::classifiers::{THROTTLING_ERRORS, TRANSIENT_ERRORS};
-use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use aws_smithy_types::error::display::DisplayErrorContext;
+use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AwsErrorKind {
@@ -69,7 +69,10 @@ impl AwsError {
     }
 
     /// Classifies an SDK error. Called after the SDK's own retries are exhausted.
-    pub fn from_sdk<E, R>(operation: &'static str, err: aws_smithy_runtime_api::client::result::SdkError<E, R>) -> Self
+    pub fn from_sdk<E, R>(
+        operation: &'static str,
+        err: aws_smithy_runtime_api::client::result::SdkError<E, R>,
+    ) -> Self
     where
         E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
         R: fmt::Debug + HasStatus,
@@ -87,10 +90,18 @@ impl AwsError {
                     .unwrap_or_else(|| format!("HTTP {status}"));
                 (kind, code, message)
             }
-            SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => {
-                (AwsErrorKind::Transient, None, DisplayErrorContext(&err).to_string())
-            }
-            _ => (AwsErrorKind::Rejected, None, DisplayErrorContext(&err).to_string()),
+            SdkError::TimeoutError(_)
+            | SdkError::DispatchFailure(_)
+            | SdkError::ResponseError(_) => (
+                AwsErrorKind::Transient,
+                None,
+                DisplayErrorContext(&err).to_string(),
+            ),
+            _ => (
+                AwsErrorKind::Rejected,
+                None,
+                DisplayErrorContext(&err).to_string(),
+            ),
         };
         AwsError {
             kind,
@@ -105,7 +116,9 @@ fn classify(code: Option<&str>, status: u16) -> AwsErrorKind {
     match code {
         Some(c) if NOT_FOUND_CODES.contains(&c) => AwsErrorKind::NotFound,
         Some(c) if ACCESS_DENIED_CODES.contains(&c) => AwsErrorKind::AccessDenied,
-        Some(c) if THROTTLING_ERRORS.contains(&c) || TRANSIENT_ERRORS.contains(&c) => AwsErrorKind::Transient,
+        Some(c) if THROTTLING_ERRORS.contains(&c) || TRANSIENT_ERRORS.contains(&c) => {
+            AwsErrorKind::Transient
+        }
         _ if status >= 500 || status == 429 => AwsErrorKind::Transient,
         _ if status == 403 => AwsErrorKind::AccessDenied,
         _ => AwsErrorKind::Rejected,
@@ -133,7 +146,11 @@ mod tests {
             (Some("ListenerNotFound"), 400, AwsErrorKind::NotFound),
             (Some("NoSuchHostedZone"), 404, AwsErrorKind::NotFound),
             (Some("Throttling"), 400, AwsErrorKind::Transient),
-            (Some("PriorRequestNotComplete"), 400, AwsErrorKind::Transient),
+            (
+                Some("PriorRequestNotComplete"),
+                400,
+                AwsErrorKind::Transient,
+            ),
             (Some("InternalFailure"), 500, AwsErrorKind::Transient),
             (None, 503, AwsErrorKind::Transient),
             (Some("AccessDenied"), 403, AwsErrorKind::AccessDenied),

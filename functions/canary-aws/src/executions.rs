@@ -39,7 +39,11 @@ impl ExecutionsApi for SdkExecutions {
             .send();
         while let Some(page) = pages.next().await {
             let page = page.map_err(|e| AwsError::from_sdk("ListExecutions", e))?;
-            arns.extend(page.executions().iter().map(|e| e.execution_arn().to_owned()));
+            arns.extend(
+                page.executions()
+                    .iter()
+                    .map(|e| e.execution_arn().to_owned()),
+            );
         }
         Ok(arns)
     }

@@ -9,8 +9,10 @@ pub mod executions;
 pub mod logging;
 pub mod route53;
 
-pub use alb::{AlbApi, ForwardAction, ForwardRead, GroupStickiness, SdkAlb, TargetGroupInfo, TargetGroupWeight};
-pub use config::load_sdk_config;
+pub use alb::{
+    AlbApi, ForwardAction, ForwardRead, GroupStickiness, SdkAlb, TargetGroupInfo, TargetGroupWeight,
+};
+pub use config::{load_sdk_config, sdk_config_loader};
 pub use error::{AwsError, AwsErrorKind};
 pub use executions::{ExecutionsApi, SdkExecutions};
 pub use route53::{Route53Api, SdkRoute53, WeightedRecord};

@@ -29,7 +29,12 @@ pub trait Route53Api: Send + Sync {
     async fn records(&self, target: &Route53Target) -> Result<Vec<WeightedRecord>, AwsError>;
     /// UPSERTs the stable and the canary record with new weights in one change batch, keeping
     /// everything else in each record. Returns the change id.
-    async fn write_weights(&self, target: &Route53Target, stable: u16, canary: u16) -> Result<String, AwsError>;
+    async fn write_weights(
+        &self,
+        target: &Route53Target,
+        stable: u16,
+        canary: u16,
+    ) -> Result<String, AwsError>;
     /// Waits (bounded) until the change is `INSYNC`; `false` if the bound ran out first.
     async fn wait_in_sync(&self, change_id: &str) -> Result<bool, AwsError>;
 }
@@ -65,7 +70,10 @@ impl SdkRoute53 {
     }
 
     /// The full record sets of the target's name and type, following pages.
-    async fn record_sets(&self, target: &Route53Target) -> Result<Vec<ResourceRecordSet>, AwsError> {
+    async fn record_sets(
+        &self,
+        target: &Route53Target,
+    ) -> Result<Vec<ResourceRecordSet>, AwsError> {
         let name = target.fqdn();
         let rr_type = RrType::from(target.record_type.as_str());
         let mut request = self
@@ -110,7 +118,10 @@ fn to_model(set: &ResourceRecordSet) -> Result<WeightedRecord, AwsError> {
                 AwsError::new(
                     AwsErrorKind::Rejected,
                     "ListResourceRecordSets",
-                    format!("record {} has weight {w}, outside Route 53's 0-255", set.name()),
+                    format!(
+                        "record {} has weight {w}, outside Route 53's 0-255",
+                        set.name()
+                    ),
                 )
             })
         })
@@ -129,7 +140,13 @@ fn upsert(mut set: ResourceRecordSet, weight: u16) -> Result<Change, AwsError> {
         .action(ChangeAction::Upsert)
         .resource_record_set(set)
         .build()
-        .map_err(|e| AwsError::new(AwsErrorKind::Rejected, "ChangeResourceRecordSets", e.to_string()))
+        .map_err(|e| {
+            AwsError::new(
+                AwsErrorKind::Rejected,
+                "ChangeResourceRecordSets",
+                e.to_string(),
+            )
+        })
 }
 
 #[derive(Debug)]
@@ -141,10 +158,19 @@ enum Poll {
 #[async_trait]
 impl Route53Api for SdkRoute53 {
     async fn records(&self, target: &Route53Target) -> Result<Vec<WeightedRecord>, AwsError> {
-        self.record_sets(target).await?.iter().map(to_model).collect()
+        self.record_sets(target)
+            .await?
+            .iter()
+            .map(to_model)
+            .collect()
     }
 
-    async fn write_weights(&self, target: &Route53Target, stable: u16, canary: u16) -> Result<String, AwsError> {
+    async fn write_weights(
+        &self,
+        target: &Route53Target,
+        stable: u16,
+        canary: u16,
+    ) -> Result<String, AwsError> {
         let sets = self.record_sets(target).await?;
         let find = |id: &str| {
             sets.iter()
@@ -154,7 +180,11 @@ impl Route53Api for SdkRoute53 {
                     AwsError::new(
                         AwsErrorKind::NotFound,
                         "ListResourceRecordSets",
-                        format!("no {} record {} with set identifier {id}", target.record_type.as_str(), target.fqdn()),
+                        format!(
+                            "no {} record {} with set identifier {id}",
+                            target.record_type.as_str(),
+                            target.fqdn()
+                        ),
                     )
                 })
         };
@@ -166,7 +196,13 @@ impl Route53Api for SdkRoute53 {
             .comment(format!("cluster-canary: stable {stable} / canary {canary}"))
             .set_changes(Some(changes))
             .build()
-            .map_err(|e| AwsError::new(AwsErrorKind::Rejected, "ChangeResourceRecordSets", e.to_string()))?;
+            .map_err(|e| {
+                AwsError::new(
+                    AwsErrorKind::Rejected,
+                    "ChangeResourceRecordSets",
+                    e.to_string(),
+                )
+            })?;
         let out = self
             .client
             .change_resource_record_sets()
@@ -175,7 +211,10 @@ impl Route53Api for SdkRoute53 {
             .send()
             .await
             .map_err(|e| AwsError::from_sdk("ChangeResourceRecordSets", e))?;
-        Ok(out.change_info().map(|c| c.id().to_owned()).unwrap_or_default())
+        Ok(out
+            .change_info()
+            .map(|c| c.id().to_owned())
+            .unwrap_or_default())
     }
 
     async fn wait_in_sync(&self, change_id: &str) -> Result<bool, AwsError> {
@@ -195,7 +234,11 @@ impl Route53Api for SdkRoute53 {
         let schedule = ConstantBuilder::default()
             .with_delay(self.in_sync.poll_every)
             .with_max_times(self.in_sync.polls);
-        match poll.retry(schedule).when(|p| matches!(p, Poll::Pending)).await {
+        match poll
+            .retry(schedule)
+            .when(|p| matches!(p, Poll::Pending))
+            .await
+        {
             Ok(()) => Ok(true),
             Err(Poll::Pending) => Ok(false),
             Err(Poll::Failed(e)) => Err(e),

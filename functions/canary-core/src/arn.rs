@@ -93,7 +93,9 @@ pub fn parse_elb_arn(arn: &str, expected: ElbResource) -> Result<ElbArn<'_>, Str
         return Err(bad("the resource path has the wrong number of segments"));
     }
     if expected != ElbResource::TargetGroup && segments[0] != "app" {
-        return Err(bad("only application load balancers (`app/`) have weighted forward actions"));
+        return Err(bad(
+            "only application load balancers (`app/`) have weighted forward actions",
+        ));
     }
     Ok(ElbArn {
         partition,
@@ -136,7 +138,8 @@ mod tests {
     const LISTENER: &str =
         "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/50dc6c495c0c9188/f2f7dc8efc522ab2";
     const RULE: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener-rule/app/web/50dc6c495c0c9188/f2f7dc8efc522ab2/9683b2d02a6cabee";
-    const TG: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/blue/73e2d6bc24d8a067";
+    const TG: &str =
+        "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/blue/73e2d6bc24d8a067";
 
     #[test]
     fn parses_each_kind() {
@@ -145,7 +148,9 @@ mod tests {
         let r = parse_elb_arn(RULE, ElbResource::ListenerRule).unwrap();
         assert_eq!(r.listener_path(), l.listener_path());
         parse_elb_arn(TG, ElbResource::TargetGroup).unwrap();
-        let gov = TG.replace("arn:aws:", "arn:aws-us-gov:").replace("us-east-1", "us-gov-west-1");
+        let gov = TG
+            .replace("arn:aws:", "arn:aws-us-gov:")
+            .replace("us-east-1", "us-gov-west-1");
         parse_elb_arn(&gov, ElbResource::TargetGroup).unwrap();
     }
 
@@ -154,12 +159,36 @@ mod tests {
         let cases = [
             (TG, ElbResource::Listener, "it names a `targetgroup`"),
             ("not-an-arn", ElbResource::Listener, "six"),
-            (&LISTENER.replace("elasticloadbalancing", "ec2"), ElbResource::Listener, "service"),
-            (&LISTENER.replace("us-east-1", "useast"), ElbResource::Listener, "region"),
-            (&LISTENER.replace("123456789012", "1234"), ElbResource::Listener, "12 digits"),
-            (&LISTENER.replace("/app/", "/net/"), ElbResource::Listener, "application load balancers"),
-            (&format!("{LISTENER}/extra"), ElbResource::Listener, "segments"),
-            (&TG.replace("targetgroup/blue/", "targetgroup//"), ElbResource::TargetGroup, "segments"),
+            (
+                &LISTENER.replace("elasticloadbalancing", "ec2"),
+                ElbResource::Listener,
+                "service",
+            ),
+            (
+                &LISTENER.replace("us-east-1", "useast"),
+                ElbResource::Listener,
+                "region",
+            ),
+            (
+                &LISTENER.replace("123456789012", "1234"),
+                ElbResource::Listener,
+                "12 digits",
+            ),
+            (
+                &LISTENER.replace("/app/", "/net/"),
+                ElbResource::Listener,
+                "application load balancers",
+            ),
+            (
+                &format!("{LISTENER}/extra"),
+                ElbResource::Listener,
+                "segments",
+            ),
+            (
+                &TG.replace("targetgroup/blue/", "targetgroup//"),
+                ElbResource::TargetGroup,
+                "segments",
+            ),
         ];
         for (arn, kind, why) in cases {
             let err = parse_elb_arn(arn, kind).unwrap_err();
@@ -170,7 +199,12 @@ mod tests {
 
     #[test]
     fn regions() {
-        for ok in ["us-east-1", "eu-central-2", "us-gov-west-1", "ap-southeast-7"] {
+        for ok in [
+            "us-east-1",
+            "eu-central-2",
+            "us-gov-west-1",
+            "ap-southeast-7",
+        ] {
             assert!(is_region(ok), "{ok}");
         }
         for bad in ["", "us", "us-east", "US-EAST-1", "us-east-x", "us--1"] {

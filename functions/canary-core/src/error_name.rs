@@ -87,7 +87,13 @@ mod tests {
 
     #[test]
     fn only_transient_errors_are_retryable() {
-        let retryable: Vec<_> = ErrorName::ALL.into_iter().filter(|n| n.is_retryable()).collect();
-        assert_eq!(retryable, [ErrorName::AwsTransient, ErrorName::ChangeNotInSync]);
+        let retryable: Vec<_> = ErrorName::ALL
+            .into_iter()
+            .filter(|n| n.is_retryable())
+            .collect();
+        assert_eq!(
+            retryable,
+            [ErrorName::AwsTransient, ErrorName::ChangeNotInSync]
+        );
     }
 }

@@ -257,7 +257,10 @@ impl RolloutPlan {
         if !arn::is_region(&self.cluster.region) {
             errors.push(
                 "cluster.region",
-                format!("`{}` is not an AWS region such as `us-east-1`", self.cluster.region),
+                format!(
+                    "`{}` is not an AWS region such as `us-east-1`",
+                    self.cluster.region
+                ),
             );
         }
 
@@ -266,13 +269,18 @@ impl RolloutPlan {
         } else if self.traffic_targets.len() > MAX_TARGETS {
             errors.push(
                 "trafficTargets",
-                format!("at most {MAX_TARGETS} traffic targets, got {}", self.traffic_targets.len()),
+                format!(
+                    "at most {MAX_TARGETS} traffic targets, got {}",
+                    self.traffic_targets.len()
+                ),
             );
         }
         let mut seen: HashMap<String, usize> = HashMap::new();
         for (i, target) in self.traffic_targets.iter().enumerate() {
             match target {
-                TrafficTarget::Alb(alb) => validate_alb(alb, &format!("trafficTargets[{i}].alb"), errors),
+                TrafficTarget::Alb(alb) => {
+                    validate_alb(alb, &format!("trafficTargets[{i}].alb"), errors)
+                }
                 TrafficTarget::Route53(r53) => {
                     validate_route53(r53, &format!("trafficTargets[{i}].route53"), errors)
                 }
@@ -280,15 +288,24 @@ impl RolloutPlan {
             if let Some(first) = seen.insert(target.key(), i) {
                 errors.push(
                     format!("trafficTargets[{i}]"),
-                    format!("shifts the same traffic as trafficTargets[{first}] ({})", target.key()),
+                    format!(
+                        "shifts the same traffic as trafficTargets[{first}] ({})",
+                        target.key()
+                    ),
                 );
             }
         }
 
         if self.steps.is_empty() {
-            errors.push("steps", "at least one step is required (the last one must be 100)");
+            errors.push(
+                "steps",
+                "at least one step is required (the last one must be 100)",
+            );
         } else if self.steps.len() > MAX_STEPS {
-            errors.push("steps", format!("at most {MAX_STEPS} steps, got {}", self.steps.len()));
+            errors.push(
+                "steps",
+                format!("at most {MAX_STEPS} steps, got {}", self.steps.len()),
+            );
         }
         let mut previous: Option<i64> = None;
         for (i, step) in self.steps.iter().enumerate() {
@@ -300,7 +317,10 @@ impl RolloutPlan {
             } else if let Some(prev) = previous.filter(|prev| step.weight <= *prev) {
                 errors.push(
                     format!("steps[{i}].weight"),
-                    format!("must be greater than the previous step's {prev}, got {}", step.weight),
+                    format!(
+                        "must be greater than the previous step's {prev}, got {}",
+                        step.weight
+                    ),
                 );
             }
             previous = Some(step.weight);
@@ -308,7 +328,10 @@ impl RolloutPlan {
         if let Some(last) = self.steps.last().filter(|s| s.weight != 100) {
             errors.push(
                 format!("steps[{}].weight", self.steps.len() - 1),
-                format!("the last step must move all traffic (100), got {}", last.weight),
+                format!(
+                    "the last step must move all traffic (100), got {}",
+                    last.weight
+                ),
             );
         }
     }
@@ -325,7 +348,9 @@ impl RolloutPlan {
         let mut total_checks: u64 = 0;
         for (i, step) in self.steps.iter().enumerate() {
             let bake = step.bake_seconds.unwrap_or(self.bake.seconds);
-            let interval = step.check_interval_seconds.unwrap_or(self.bake.check_interval_seconds);
+            let interval = step
+                .check_interval_seconds
+                .unwrap_or(self.bake.check_interval_seconds);
             let overridden = step.bake_seconds.is_some() || step.check_interval_seconds.is_some();
             let step_ok = !overridden
                 || check_bake(
@@ -378,7 +403,9 @@ impl TrafficTarget {
 
 impl AlbTarget {
     pub fn key(&self) -> String {
-        self.rule_arn.clone().unwrap_or_else(|| self.listener_arn.clone())
+        self.rule_arn
+            .clone()
+            .unwrap_or_else(|| self.listener_arn.clone())
     }
 
     /// The region the load balancer lives in (from the listener ARN).
@@ -425,13 +452,25 @@ impl Errors {
     }
 }
 
-fn check_bake(bake_path: &str, bake: i64, interval_path: &str, interval: i64, errors: &mut Errors) -> bool {
+fn check_bake(
+    bake_path: &str,
+    bake: i64,
+    interval_path: &str,
+    interval: i64,
+    errors: &mut Errors,
+) -> bool {
     let before = errors.0.len();
     if !(1..=MAX_BAKE_SECONDS).contains(&bake) {
-        errors.push(bake_path, format!("must be from 1 to {MAX_BAKE_SECONDS} seconds, got {bake}"));
+        errors.push(
+            bake_path,
+            format!("must be from 1 to {MAX_BAKE_SECONDS} seconds, got {bake}"),
+        );
     }
     if interval < 1 {
-        errors.push(interval_path, format!("must be at least 1 second, got {interval}"));
+        errors.push(
+            interval_path,
+            format!("must be at least 1 second, got {interval}"),
+        );
     } else if interval > bake && bake >= 1 {
         errors.push(
             interval_path,
@@ -459,7 +498,10 @@ fn validate_alb(alb: &AlbTarget, path: &str, errors: &mut Errors) {
                     {
                         errors.push(
                             format!("{path}.ruleArn"),
-                            format!("the rule does not belong to the listener {}", alb.listener_arn),
+                            format!(
+                                "the rule does not belong to the listener {}",
+                                alb.listener_arn
+                            ),
                         );
                     }
                 }
@@ -504,7 +546,9 @@ fn validate_route53(r53: &Route53Target, path: &str, errors: &mut Errors) {
         );
     } else if zone.is_empty()
         || zone.len() > 32
-        || !zone.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+        || !zone
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
     {
         errors.push(
             format!("{path}.hostedZoneId"),
@@ -514,7 +558,9 @@ fn validate_route53(r53: &Route53Target, path: &str, errors: &mut Errors) {
     let name = r53.record_name.trim_end_matches('.');
     if name.is_empty()
         || r53.record_name.len() > 255
-        || name.split('.').any(|label| label.is_empty() || label.len() > 63)
+        || name
+            .split('.')
+            .any(|label| label.is_empty() || label.len() > 63)
     {
         errors.push(
             format!("{path}.recordName"),

@@ -85,7 +85,11 @@ pub enum CasCheck {
     ChangedExternally,
 }
 
-pub fn compare_and_set_check(current: WeightPair, expected: WeightPair, desired: WeightPair) -> CasCheck {
+pub fn compare_and_set_check(
+    current: WeightPair,
+    expected: WeightPair,
+    desired: WeightPair,
+) -> CasCheck {
     if current == desired {
         CasCheck::AlreadyDesired
     } else if current == expected {
@@ -148,6 +152,13 @@ mod tests {
 
     #[test]
     fn all_zero_is_an_even_split() {
-        assert_eq!(WeightPair { stable: 0, canary: 0 }.canary_share_percent(), 50.0);
+        assert_eq!(
+            WeightPair {
+                stable: 0,
+                canary: 0
+            }
+            .canary_share_percent(),
+            50.0
+        );
     }
 }

@@ -11,7 +11,9 @@ fn base_plan() -> Value {
 
 fn set(plan: &mut Value, pointer: &str, value: Value) {
     let (parent, key) = pointer.rsplit_once('/').expect("pointer has a parent");
-    let parent = plan.pointer_mut(parent).unwrap_or_else(|| panic!("no {parent} in plan"));
+    let parent = plan
+        .pointer_mut(parent)
+        .unwrap_or_else(|| panic!("no {parent} in plan"));
     match parent {
         Value::Object(map) => {
             map.insert(key.to_owned(), value);
@@ -34,7 +36,8 @@ fn remove(plan: &mut Value, pointer: &str) {
 
 const LISTENER: &str =
     "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/api/8e4497da625e2d8a/d5b6c7e8f9a0b1c2";
-const STABLE_TG: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/api-v128/0a1b2c3d4e5f6a7b";
+const STABLE_TG: &str =
+    "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/api-v128/0a1b2c3d4e5f6a7b";
 
 type Mutation = Box<dyn Fn(&mut Value)>;
 
@@ -84,7 +87,15 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
         ),
         (
             "too many steps",
-            Box::new(|p| set(p, "/steps", json!((1..=25).map(|w| json!({"weight": w * 4})).collect::<Vec<_>>()))),
+            Box::new(|p| {
+                set(
+                    p,
+                    "/steps",
+                    json!((1..=25)
+                        .map(|w| json!({"weight": w * 4}))
+                        .collect::<Vec<_>>()),
+                )
+            }),
             "steps",
             "at most 20 steps",
         ),
@@ -92,7 +103,10 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             "duplicate ALB target",
             Box::new(|p| {
                 let first = p["trafficTargets"][0].clone();
-                p["trafficTargets"].as_array_mut().expect("array").push(first);
+                p["trafficTargets"]
+                    .as_array_mut()
+                    .expect("array")
+                    .push(first);
             }),
             "trafficTargets[2]",
             "same traffic as trafficTargets[0]",
@@ -104,7 +118,10 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
                 other["route53"]["recordName"] = json!("API.example.com.");
                 other["route53"]["stableSetIdentifier"] = json!("x");
                 other["route53"]["canarySetIdentifier"] = json!("y");
-                p["trafficTargets"].as_array_mut().expect("array").push(other);
+                p["trafficTargets"]
+                    .as_array_mut()
+                    .expect("array")
+                    .push(other);
             }),
             "trafficTargets[2]",
             "same traffic as trafficTargets[1]",
@@ -117,7 +134,9 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
         ),
         (
             "malformed listener ARN",
-            Box::new(|p| set(p, "/trafficTargets/0/alb/listenerArn", json!("arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/app/api/8e4497da625e2d8a"))),
+            Box::new(|p| {
+                set(p, "/trafficTargets/0/alb/listenerArn", json!("arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/app/api/8e4497da625e2d8a"))
+            }),
             "trafficTargets[0].alb.listenerArn",
             "it names a `loadbalancer`",
         ),
@@ -129,31 +148,57 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
         ),
         (
             "malformed target group ARN",
-            Box::new(|p| set(p, "/trafficTargets/0/alb/canaryTargetGroupArn", json!("api-v129"))),
+            Box::new(|p| {
+                set(
+                    p,
+                    "/trafficTargets/0/alb/canaryTargetGroupArn",
+                    json!("api-v129"),
+                )
+            }),
             "trafficTargets[0].alb.canaryTargetGroupArn",
             "six ':'-separated parts",
         ),
         (
             "rule of another listener",
-            Box::new(|p| set(p, "/trafficTargets/0/alb/ruleArn", json!("arn:aws:elasticloadbalancing:us-east-1:123456789012:listener-rule/app/api/8e4497da625e2d8a/ffffffffffffffff/9683b2d02a6cabee"))),
+            Box::new(|p| {
+                set(p, "/trafficTargets/0/alb/ruleArn", json!("arn:aws:elasticloadbalancing:us-east-1:123456789012:listener-rule/app/api/8e4497da625e2d8a/ffffffffffffffff/9683b2d02a6cabee"))
+            }),
             "trafficTargets[0].alb.ruleArn",
             "does not belong to the listener",
         ),
         (
             "target group in another region",
-            Box::new(|p| set(p, "/trafficTargets/0/alb/canaryTargetGroupArn", json!(STABLE_TG.replace("us-east-1", "us-west-2")))),
+            Box::new(|p| {
+                set(
+                    p,
+                    "/trafficTargets/0/alb/canaryTargetGroupArn",
+                    json!(STABLE_TG.replace("us-east-1", "us-west-2")),
+                )
+            }),
             "trafficTargets[0].alb.canaryTargetGroupArn",
             "own account and region",
         ),
         (
             "stable and canary target group equal",
-            Box::new(|p| set(p, "/trafficTargets/0/alb/canaryTargetGroupArn", json!(STABLE_TG))),
+            Box::new(|p| {
+                set(
+                    p,
+                    "/trafficTargets/0/alb/canaryTargetGroupArn",
+                    json!(STABLE_TG),
+                )
+            }),
             "trafficTargets[0].alb.canaryTargetGroupArn",
             "must differ from stableTargetGroupArn",
         ),
         (
             "hosted zone id with prefix",
-            Box::new(|p| set(p, "/trafficTargets/1/route53/hostedZoneId", json!("/hostedzone/Z0123456789ABCDEFGHIJ"))),
+            Box::new(|p| {
+                set(
+                    p,
+                    "/trafficTargets/1/route53/hostedZoneId",
+                    json!("/hostedzone/Z0123456789ABCDEFGHIJ"),
+                )
+            }),
             "trafficTargets[1].route53.hostedZoneId",
             "bare hosted zone id `Z0123456789ABCDEFGHIJ`",
         ),
@@ -165,7 +210,13 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
         ),
         (
             "record name with empty label",
-            Box::new(|p| set(p, "/trafficTargets/1/route53/recordName", json!("api..example.com"))),
+            Box::new(|p| {
+                set(
+                    p,
+                    "/trafficTargets/1/route53/recordName",
+                    json!("api..example.com"),
+                )
+            }),
             "trafficTargets[1].route53.recordName",
             "not a DNS name",
         ),
@@ -177,7 +228,13 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
         ),
         (
             "same set identifiers",
-            Box::new(|p| set(p, "/trafficTargets/1/route53/canarySetIdentifier", json!("api-v128"))),
+            Box::new(|p| {
+                set(
+                    p,
+                    "/trafficTargets/1/route53/canarySetIdentifier",
+                    json!("api-v128"),
+                )
+            }),
             "trafficTargets[1].route53.canarySetIdentifier",
             "must differ from stableSetIdentifier",
         ),
@@ -189,7 +246,13 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
         ),
         (
             "bake shorter than interval",
-            Box::new(|p| set(p, "/bake", json!({"seconds": 20, "checkIntervalSeconds": 30}))),
+            Box::new(|p| {
+                set(
+                    p,
+                    "/bake",
+                    json!({"seconds": 20, "checkIntervalSeconds": 30}),
+                )
+            }),
             "bake.checkIntervalSeconds",
             "not be longer than the bake time (20 s), got 30",
         ),
@@ -213,7 +276,13 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
         ),
         (
             "too many checks for the history limit",
-            Box::new(|p| set(p, "/bake", json!({"seconds": 86400, "checkIntervalSeconds": 10}))),
+            Box::new(|p| {
+                set(
+                    p,
+                    "/bake",
+                    json!({"seconds": 86400, "checkIntervalSeconds": 10}),
+                )
+            }),
             "steps",
             "25,000 history events",
         ),
@@ -286,10 +355,20 @@ fn every_bad_plan_names_its_field_and_problem() {
         mutate(&mut plan);
         match RolloutPlan::parse(plan) {
             Ok(_) => failures.push(format!("{case}: plan was accepted")),
-            Err(errors) if !errors.0.iter().any(|e| e.path == path && e.message.contains(fragment)) => {
-                failures.push(format!("{case}: expected an error at `{path}` containing `{fragment}`, got: {errors}"))
+            Err(errors)
+                if !errors
+                    .0
+                    .iter()
+                    .any(|e| e.path == path && e.message.contains(fragment)) =>
+            {
+                failures.push(format!(
+                    "{case}: expected an error at `{path}` containing `{fragment}`, got: {errors}"
+                ))
             }
-            Err(errors) => assert!(errors.to_string().starts_with("invalid rollout plan: "), "{case}"),
+            Err(errors) => assert!(
+                errors.to_string().starts_with("invalid rollout plan: "),
+                "{case}"
+            ),
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -300,18 +379,29 @@ fn all_problems_are_reported_at_once() {
     let mut plan = base_plan();
     set(&mut plan, "/cluster/region", json!("nowhere"));
     set(&mut plan, "/steps/3", json!({"weight": 90}));
-    set(&mut plan, "/trafficTargets/0/alb/listenerArn", json!(LISTENER.replace("listener/", "listener-x/")));
+    set(
+        &mut plan,
+        "/trafficTargets/0/alb/listenerArn",
+        json!(LISTENER.replace("listener/", "listener-x/")),
+    );
     let errors = RolloutPlan::parse(plan).expect_err("invalid");
     let paths: Vec<&str> = errors.0.iter().map(|e| e.path.as_str()).collect();
     assert!(paths.contains(&"cluster.region"), "{paths:?}");
     assert!(paths.contains(&"steps[3].weight"), "{paths:?}");
-    assert!(paths.contains(&"trafficTargets[0].alb.listenerArn"), "{paths:?}");
+    assert!(
+        paths.contains(&"trafficTargets[0].alb.listenerArn"),
+        "{paths:?}"
+    );
 }
 
 #[test]
 fn record_names_normalise_like_route53_lists_them() {
     let mut plan = base_plan();
-    set(&mut plan, "/trafficTargets/1/route53/recordName", json!("*.Example.COM"));
+    set(
+        &mut plan,
+        "/trafficTargets/1/route53/recordName",
+        json!("*.Example.COM"),
+    );
     let valid = RolloutPlan::parse(plan).expect("valid");
     match &valid.plan.traffic_targets[1] {
         canary_core::TrafficTarget::Route53(r53) => assert_eq!(r53.fqdn(), "\\052.example.com."),

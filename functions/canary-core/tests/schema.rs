@@ -13,7 +13,8 @@ fn repo_root() -> PathBuf {
 #[test]
 fn checked_in_schema_matches_the_rust_types() {
     let path = repo_root().join("schema/rollout-plan.schema.json");
-    let generated = serde_json::to_string_pretty(&rollout_plan_schema()).expect("schema serializes") + "\n";
+    let generated =
+        serde_json::to_string_pretty(&rollout_plan_schema()).expect("schema serializes") + "\n";
     if std::env::var_os("UPDATE_SCHEMA").is_some() {
         std::fs::write(&path, &generated).expect("write schema");
     }
@@ -38,5 +39,9 @@ fn every_example_plan_is_valid() {
         }
         count += 1;
     }
-    assert!(count >= 3, "expected the example plans in {}", dir.display());
+    assert!(
+        count >= 3,
+        "expected the example plans in {}",
+        dir.display()
+    );
 }

@@ -13,8 +13,13 @@ pub enum ShiftError {
     TargetNotFound { path: String, message: String },
     #[error("{path}: {message}")]
     TargetMisconfigured { path: String, message: String },
-    #[error("execution {execution_arn} is already shifting {target}; wait for it to end or stop it")]
-    ConcurrentRollout { execution_arn: String, target: String },
+    #[error(
+        "execution {execution_arn} is already shifting {target}; wait for it to end or stop it"
+    )]
+    ConcurrentRollout {
+        execution_arn: String,
+        target: String,
+    },
     #[error("weights changed outside this rollout; nothing was written: {0}")]
     WeightsChangedExternally(String),
     #[error("{path}: {source}")]

@@ -19,7 +19,9 @@ pub use traffic::Apis;
 /// Runs one invocation.
 pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, ShiftError> {
     match Request::parse(input)? {
-        Request::Prepare { plan, execution } => to_json(prepare::prepare(apis, plan, &execution).await?),
+        Request::Prepare { plan, execution } => {
+            to_json(prepare::prepare(apis, plan, &execution).await?)
+        }
         Request::Set {
             plan,
             canary_weight,
@@ -34,5 +36,6 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, ShiftError> 
 }
 
 fn to_json(output: impl Serialize) -> Result<Value, ShiftError> {
-    serde_json::to_value(output).map_err(|e| ShiftError::InvalidInput(format!("output not serializable: {e}")))
+    serde_json::to_value(output)
+        .map_err(|e| ShiftError::InvalidInput(format!("output not serializable: {e}")))
 }

@@ -14,11 +14,19 @@ use crate::error::ShiftError;
 use crate::request::{ExecutionContext, PrepareOutput, TargetReport};
 use crate::traffic::{self, locate, Apis, Located, Observed};
 
-pub async fn prepare(apis: &Apis<'_>, plan: Value, execution: &ExecutionContext) -> Result<PrepareOutput, ShiftError> {
+pub async fn prepare(
+    apis: &Apis<'_>,
+    plan: Value,
+    execution: &ExecutionContext,
+) -> Result<PrepareOutput, ShiftError> {
     let ValidPlan { plan, steps } = RolloutPlan::parse(plan)?;
     refuse_concurrent_rollout(apis, &plan, execution).await?;
 
-    let shortest_bake = steps.iter().map(|s| i64::from(s.bake_seconds)).min().unwrap_or(0);
+    let shortest_bake = steps
+        .iter()
+        .map(|s| i64::from(s.bake_seconds))
+        .min()
+        .unwrap_or(0);
     let located = locate(&plan.traffic_targets);
     let mut checked = Vec::with_capacity(located.len());
     for target in &located {
@@ -52,19 +60,29 @@ async fn refuse_concurrent_rollout(
     plan: &RolloutPlan,
     execution: &ExecutionContext,
 ) -> Result<(), ShiftError> {
-    let ours: HashSet<String> = plan.traffic_targets.iter().map(TrafficTarget::key).collect();
+    let ours: HashSet<String> = plan
+        .traffic_targets
+        .iter()
+        .map(TrafficTarget::key)
+        .collect();
     let running = apis
         .executions
         .running_executions(&execution.state_machine_arn)
         .await
         .map_err(|e| ShiftError::aws("execution.stateMachineArn", e))?;
-    for other in running.iter().filter(|arn| **arn != execution.execution_arn) {
+    for other in running
+        .iter()
+        .filter(|arn| **arn != execution.execution_arn)
+    {
         let input = apis
             .executions
             .execution_input(other)
             .await
             .map_err(|e| ShiftError::aws("execution.stateMachineArn", e))?;
-        if let Some(target) = target_keys(input.as_deref()).into_iter().find(|key| ours.contains(key)) {
+        if let Some(target) = target_keys(input.as_deref())
+            .into_iter()
+            .find(|key| ours.contains(key))
+        {
             return Err(ShiftError::ConcurrentRollout {
                 execution_arn: other.clone(),
                 target,
@@ -98,7 +116,11 @@ struct Checked {
     report: TargetReport,
 }
 
-async fn check_target(apis: &Apis<'_>, located: &Located<'_>, shortest_bake: i64) -> Result<Checked, ShiftError> {
+async fn check_target(
+    apis: &Apis<'_>,
+    located: &Located<'_>,
+    shortest_bake: i64,
+) -> Result<Checked, ShiftError> {
     let misconfigured = |message: String| ShiftError::TargetMisconfigured {
         path: located.label.clone(),
         message,
@@ -124,7 +146,10 @@ async fn check_target(apis: &Apis<'_>, located: &Located<'_>, shortest_bake: i64
                 .alb
                 .target_groups(
                     region,
-                    &[alb.stable_target_group_arn.clone(), alb.canary_target_group_arn.clone()],
+                    &[
+                        alb.stable_target_group_arn.clone(),
+                        alb.canary_target_group_arn.clone(),
+                    ],
                 )
                 .await
                 .map_err(|e| ShiftError::aws(&located.label, e))?;
@@ -155,9 +180,11 @@ async fn check_target(apis: &Apis<'_>, located: &Located<'_>, shortest_bake: i64
                 .records(r53)
                 .await
                 .map_err(|e| ShiftError::aws(&located.label, e))?;
-            let observed = traffic::route53_observed(r53, &records).map_err(|message| ShiftError::TargetNotFound {
-                path: located.label.clone(),
-                message,
+            let observed = traffic::route53_observed(r53, &records).map_err(|message| {
+                ShiftError::TargetNotFound {
+                    path: located.label.clone(),
+                    message,
+                }
             })?;
             let ours = records.iter().filter(|r| {
                 r.set_identifier.as_deref() == Some(r53.stable_set_identifier.as_str())

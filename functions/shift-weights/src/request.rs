@@ -11,7 +11,10 @@ use crate::error::ShiftError;
 pub enum Request {
     /// Validate the plan, check every target, refuse concurrent rollouts, read the baseline.
     #[serde(rename_all = "camelCase")]
-    Prepare { plan: Value, execution: ExecutionContext },
+    Prepare {
+        plan: Value,
+        execution: ExecutionContext,
+    },
     /// Put every target at `canary_weight` %, if its weights are still `expected`.
     #[serde(rename_all = "camelCase")]
     Set {

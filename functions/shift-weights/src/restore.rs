@@ -21,7 +21,12 @@ pub async fn restore(
     let plan = RolloutPlan::parse(plan)?.plan;
     let located = locate(&plan.traffic_targets);
     let baseline = per_target(&located, baseline, "baseline")?;
-    let expected = expected.map(|e| per_target(&located, e, "expected")).transpose()?;
+    let expected = expected
+        .map(|e| per_target(&located, e, "expected"))
+        .transpose()?;
+    for (target, baseline) in located.iter().zip(&baseline) {
+        traffic::check_writable(target, *baseline)?;
+    }
 
     let mut unexpected = Vec::new();
     let mut weights = Vec::with_capacity(located.len());
@@ -50,7 +55,9 @@ pub async fn restore(
         }
         .await;
         match restored {
-            Ok(Observed::Pair(pair)) if pair == *baseline => weights.push(TargetWeights::new(target.target.key(), pair)),
+            Ok(Observed::Pair(pair)) if pair == *baseline => {
+                weights.push(TargetWeights::new(target.target.key(), pair))
+            }
             Ok(other) => {
                 let e = ShiftError::WeightsChangedExternally(format!(
                     "{}: restored {baseline} but read back {}",
@@ -68,6 +75,9 @@ pub async fn restore(
     }
     match first_error {
         Some(e) => Err(e),
-        None => Ok(RestoreOutput { weights, unexpected }),
+        None => Ok(RestoreOutput {
+            weights,
+            unexpected,
+        }),
     }
 }

@@ -22,9 +22,14 @@ pub async fn set(
         .iter()
         .map(|s| s.weight)
         .find(|w| i64::from(*w) == canary_weight)
-        .ok_or_else(|| ShiftError::InvalidInput(format!("canaryWeight {canary_weight} is not one of the plan's steps")))?;
-    let desired = WeightPair::for_canary_percent(step_weight)
-        .ok_or_else(|| ShiftError::InvalidInput(format!("canaryWeight {step_weight} is over 100")))?;
+        .ok_or_else(|| {
+            ShiftError::InvalidInput(format!(
+                "canaryWeight {canary_weight} is not one of the plan's steps"
+            ))
+        })?;
+    let desired = WeightPair::for_canary_percent(step_weight).ok_or_else(|| {
+        ShiftError::InvalidInput(format!("canaryWeight {step_weight} is over 100"))
+    })?;
     let located = locate(&plan.traffic_targets);
     let expected = per_target(&located, expected, "expected")?;
 
@@ -34,7 +39,9 @@ pub async fn set(
         match traffic::observe(apis, target).await? {
             Observed::Pair(current) => match compare_and_set_check(current, expected, desired) {
                 CasCheck::AsExpected => to_write.push(target),
-                CasCheck::AlreadyDesired => info!(target_key = %target.target.key(), "already at the step's weights"),
+                CasCheck::AlreadyDesired => {
+                    info!(target_key = %target.target.key(), "already at the step's weights")
+                }
                 CasCheck::ChangedExternally => changed.push(format!(
                     "{}: found {current}, this rollout last set {expected}",
                     target.label
@@ -93,7 +100,9 @@ pub fn per_target(
                 .iter()
                 .find(|w| w.target == key)
                 .map(TargetWeights::pair)
-                .ok_or_else(|| ShiftError::InvalidInput(format!("{field} has no entry for target {key}")))
+                .ok_or_else(|| {
+                    ShiftError::InvalidInput(format!("{field} has no entry for target {key}"))
+                })
         })
         .collect()
 }

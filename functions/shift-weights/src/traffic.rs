@@ -1,7 +1,10 @@
 //! Reading and writing the weights of one traffic target, whatever its kind. The three
 //! operations (prepare, set, restore) are built from these two moves.
 
-use canary_aws::{AlbApi, ExecutionsApi, ForwardAction, ForwardRead, Route53Api, TargetGroupWeight, WeightedRecord};
+use canary_aws::{
+    AlbApi, ExecutionsApi, ForwardAction, ForwardRead, Route53Api, TargetGroupWeight,
+    WeightedRecord,
+};
 use canary_core::{AlbTarget, Route53Target, TrafficTarget, WeightPair};
 use tracing::info;
 
@@ -109,7 +112,10 @@ pub fn alb_observed(alb: &AlbTarget, read: &ForwardRead) -> Observed {
 }
 
 /// `Err` (a message) when one of the plan's two records does not exist.
-pub fn route53_observed(r53: &Route53Target, records: &[WeightedRecord]) -> Result<Observed, String> {
+pub fn route53_observed(
+    r53: &Route53Target,
+    records: &[WeightedRecord],
+) -> Result<Observed, String> {
     let find = |id: &str| {
         records
             .iter()
@@ -123,7 +129,10 @@ pub fn route53_observed(r53: &Route53Target, records: &[WeightedRecord]) -> Resu
                 )
             })
     };
-    let (stable, canary) = (find(&r53.stable_set_identifier)?, find(&r53.canary_set_identifier)?);
+    let (stable, canary) = (
+        find(&r53.stable_set_identifier)?,
+        find(&r53.canary_set_identifier)?,
+    );
     let others: Vec<&str> = records
         .iter()
         .filter_map(|r| r.set_identifier.as_deref())
@@ -137,13 +146,31 @@ pub fn route53_observed(r53: &Route53Target, records: &[WeightedRecord]) -> Resu
     }
     match (stable.weight, canary.weight) {
         (Some(stable), Some(canary)) => Ok(Observed::Pair(WeightPair { stable, canary })),
-        _ => Ok(Observed::Reshaped("its records do not use weighted routing".to_owned())),
+        _ => Ok(Observed::Reshaped(
+            "its records do not use weighted routing".to_owned(),
+        )),
     }
+}
+
+/// Refuses weights that would not mean what they say: Route 53 splits traffic evenly between
+/// weighted records that are all 0, so "stable 0 / canary 0" would send the canary half.
+pub fn check_writable(located: &Located<'_>, pair: WeightPair) -> Result<(), ShiftError> {
+    if matches!(located.target, TrafficTarget::Route53(_)) && pair.both_zero() {
+        return Err(ShiftError::InvalidInput(format!(
+            "{}: refusing to write weight 0 to both records (Route 53 would split traffic evenly)",
+            located.label
+        )));
+    }
+    Ok(())
 }
 
 /// Writes `pair` to the target: one `ModifyListener`/`ModifyRule`, or one Route 53 change
 /// batch followed by a bounded wait for `INSYNC`.
-pub async fn write(apis: &Apis<'_>, located: &Located<'_>, pair: WeightPair) -> Result<(), ShiftError> {
+pub async fn write(
+    apis: &Apis<'_>,
+    located: &Located<'_>,
+    pair: WeightPair,
+) -> Result<(), ShiftError> {
     match located.target {
         TrafficTarget::Alb(alb) => {
             let weights = [
@@ -162,13 +189,7 @@ pub async fn write(apis: &Apis<'_>, located: &Located<'_>, pair: WeightPair) -> 
                 .map_err(|e| ShiftError::aws(&located.label, e))?;
         }
         TrafficTarget::Route53(r53) => {
-            // Route 53 splits traffic evenly between weighted records that are all 0.
-            if pair.both_zero() {
-                return Err(ShiftError::InvalidInput(format!(
-                    "{}: refusing to write weight 0 to both records (Route 53 would split traffic evenly)",
-                    located.label
-                )));
-            }
+            check_writable(located, pair)?;
             let change_id = apis
                 .route53
                 .write_weights(r53, pair.stable, pair.canary)

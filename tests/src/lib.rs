@@ -1,0 +1,251 @@
+//! Test harness: a moto server (the AWS emulator, in server mode) per test on a free
+//! loopback port, seeded by `tests/moto/seed_world.py`, and SDK clients pointed at it.
+//! Credentials are dummies; nothing leaves 127.0.0.1.
+//!
+//! moto comes from the venv `scripts/setup.sh` creates (`.venv/`), or from `MOTO_SERVER` /
+//! `PYTHON` when set.
+
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use aws_config::{Region, SdkConfig};
+use aws_sdk_elasticloadbalancingv2 as elbv2;
+use aws_sdk_route53 as route53;
+use serde::Deserialize;
+
+pub const REGION: &str = "us-east-1";
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn venv_tool(env_var: &str, name: &str) -> PathBuf {
+    if let Some(path) = std::env::var_os(env_var) {
+        return PathBuf::from(path);
+    }
+    let in_venv = repo_root().join(".venv/bin").join(name);
+    if in_venv.exists() {
+        in_venv
+    } else {
+        PathBuf::from(name)
+    }
+}
+
+/// A moto server on its own port, killed when dropped.
+pub struct Moto {
+    child: Child,
+    pub endpoint: String,
+}
+
+impl Moto {
+    pub fn start() -> Moto {
+        // The port is free when we ask, but another process may take it before moto binds:
+        // then moto exits and we try another.
+        for _ in 0..5 {
+            let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+                .and_then(|l| l.local_addr())
+                .expect("a free loopback port")
+                .port();
+            let mut child = Command::new(venv_tool("MOTO_SERVER", "moto_server"))
+                .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+                .env("AWS_ACCESS_KEY_ID", "test")
+                .env("AWS_SECRET_ACCESS_KEY", "test")
+                .env("AWS_EC2_METADATA_DISABLED", "true")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start moto_server: run scripts/setup.sh first");
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while Instant::now() < deadline {
+                if TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_ok() {
+                    return Moto {
+                        child,
+                        endpoint: format!("http://127.0.0.1:{port}"),
+                    };
+                }
+                if matches!(child.try_wait(), Ok(Some(_))) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("moto_server did not start");
+    }
+
+    /// SDK configuration for this server: its endpoint, dummy static credentials (so the
+    /// SDK never looks for instance metadata), the functions' retry settings.
+    pub async fn sdk_config(&self) -> SdkConfig {
+        canary_aws::sdk_config_loader()
+            .endpoint_url(&self.endpoint)
+            .region(Region::new(REGION))
+            .credentials_provider(elbv2::config::Credentials::new(
+                "test",
+                "test",
+                None,
+                None,
+                "cluster-canary-tests",
+            ))
+            .load()
+            .await
+    }
+
+    /// Seeds the world described in `tests/moto/seed_world.py`.
+    pub fn seed(&self) -> World {
+        let output = Command::new(venv_tool("PYTHON", "python3"))
+            .arg(repo_root().join("tests/moto/seed_world.py"))
+            .arg(&self.endpoint)
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .output()
+            .expect("run seed_world.py");
+        assert!(
+            output.status.success(),
+            "seed_world.py failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).expect("seed_world.py prints the world as JSON")
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What `seed_world.py` created.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct World {
+    pub listener: String,
+    pub rule: String,
+    pub fixed_listener: String,
+    pub foreign_listener: String,
+    pub blue: String,
+    pub green: String,
+    pub other: String,
+    pub lb_dns_name: String,
+    pub zone_id: String,
+    pub state_machine: String,
+}
+
+/// Reads the emulated AWS state the tests assert on.
+pub struct Observer {
+    elbv2: elbv2::Client,
+    route53: route53::Client,
+}
+
+impl Observer {
+    pub fn new(config: &SdkConfig) -> Self {
+        Observer {
+            elbv2: elbv2::Client::new(config),
+            route53: route53::Client::new(config),
+        }
+    }
+
+    pub fn elbv2(&self) -> &elbv2::Client {
+        &self.elbv2
+    }
+
+    /// `(target group ARN, weight)` of the forward action of a listener's default action.
+    pub async fn listener_weights(&self, listener: &str) -> Vec<(String, i32)> {
+        let out = self
+            .elbv2
+            .describe_listeners()
+            .listener_arns(listener)
+            .send()
+            .await
+            .expect("describe listener");
+        forward_weights(out.listeners()[0].default_actions())
+    }
+
+    pub async fn rule_weights(&self, rule: &str) -> Vec<(String, i32)> {
+        let out = self
+            .elbv2
+            .describe_rules()
+            .rule_arns(rule)
+            .send()
+            .await
+            .expect("describe rule");
+        forward_weights(out.rules()[0].actions())
+    }
+
+    /// `(set identifier, weight)` of the records of a name and type.
+    pub async fn record_weights(
+        &self,
+        zone: &str,
+        name: &str,
+        rr_type: &str,
+    ) -> Vec<(String, i64)> {
+        self.records(zone)
+            .await
+            .into_iter()
+            .filter(|r| r.name() == name && r.r#type().as_str() == rr_type)
+            .map(|r| {
+                (
+                    r.set_identifier().unwrap_or_default().to_owned(),
+                    r.weight().unwrap_or(-1),
+                )
+            })
+            .collect()
+    }
+
+    pub async fn records(&self, zone: &str) -> Vec<route53::types::ResourceRecordSet> {
+        self.route53
+            .list_resource_record_sets()
+            .hosted_zone_id(zone)
+            .send()
+            .await
+            .expect("list records")
+            .resource_record_sets()
+            .to_vec()
+    }
+
+    /// Everything a shift could change: every listener's actions, the rules' actions and the
+    /// zone's records, as text to compare before and after.
+    pub async fn snapshot(&self, world: &World) -> String {
+        let mut text = String::new();
+        for listener in [
+            &world.listener,
+            &world.fixed_listener,
+            &world.foreign_listener,
+        ] {
+            let out = self
+                .elbv2
+                .describe_listeners()
+                .listener_arns(listener)
+                .send()
+                .await
+                .expect("describe listener");
+            text.push_str(&format!("{:?}\n", out.listeners()));
+        }
+        let rules = self
+            .elbv2
+            .describe_rules()
+            .listener_arn(&world.listener)
+            .send()
+            .await
+            .expect("describe rules");
+        text.push_str(&format!("{:?}\n", rules.rules()));
+        text.push_str(&format!("{:?}\n", self.records(&world.zone_id).await));
+        text
+    }
+}
+
+fn forward_weights(actions: &[elbv2::types::Action]) -> Vec<(String, i32)> {
+    actions
+        .iter()
+        .filter_map(|a| a.forward_config())
+        .flat_map(|f| f.target_groups())
+        .map(|tg| {
+            (
+                tg.target_group_arn().unwrap_or_default().to_owned(),
+                tg.weight().unwrap_or(-1),
+            )
+        })
+        .collect()
+}

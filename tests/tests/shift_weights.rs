@@ -1,0 +1,606 @@
+//! shift-weights over the wire: the function's real aws-sdk paths against a moto server
+//! each test starts for itself (see `tests/src/lib.rs`), asserting on moto's state.
+
+use aws_config::SdkConfig;
+use canary_aws::route53::InSyncWait;
+use canary_aws::{SdkAlb, SdkExecutions, SdkRoute53};
+use cluster_canary_tests::{Moto, Observer, World};
+use serde_json::{json, Value};
+use shift_weights::{handle, Apis, ShiftError};
+
+struct Env {
+    _moto: Moto,
+    world: World,
+    config: SdkConfig,
+    observer: Observer,
+    alb: SdkAlb,
+    route53: SdkRoute53,
+    executions: SdkExecutions,
+}
+
+impl Env {
+    async fn start() -> Env {
+        let moto = Moto::start();
+        let world = moto.seed();
+        let config = moto.sdk_config().await;
+        Env {
+            world,
+            observer: Observer::new(&config),
+            alb: SdkAlb::new(&config),
+            route53: SdkRoute53::new(&config, InSyncWait::default()),
+            executions: SdkExecutions::new(&config),
+            config,
+            _moto: moto,
+        }
+    }
+
+    async fn call(&self, input: Value) -> Result<Value, ShiftError> {
+        let apis = Apis {
+            alb: &self.alb,
+            route53: &self.route53,
+            executions: &self.executions,
+        };
+        handle(&apis, input).await
+    }
+
+    fn listener_target(&self) -> Value {
+        json!({"alb": {
+            "listenerArn": self.world.listener,
+            "stableTargetGroupArn": self.world.blue,
+            "canaryTargetGroupArn": self.world.green,
+        }})
+    }
+
+    fn rule_target(&self) -> Value {
+        json!({"alb": {
+            "listenerArn": self.world.listener,
+            "ruleArn": self.world.rule,
+            "stableTargetGroupArn": self.world.blue,
+            "canaryTargetGroupArn": self.world.green,
+        }})
+    }
+
+    fn record_target(&self, name: &str, rr_type: &str) -> Value {
+        json!({"route53": {
+            "hostedZoneId": self.world.zone_id,
+            "recordName": name,
+            "recordType": rr_type,
+            "stableSetIdentifier": "blue",
+            "canarySetIdentifier": "green",
+        }})
+    }
+
+    fn all_targets(&self) -> Vec<Value> {
+        vec![
+            self.listener_target(),
+            self.rule_target(),
+            self.record_target("www.example.com", "CNAME"),
+            self.record_target("app.example.com", "A"),
+        ]
+    }
+
+    fn execution(&self, name: &str) -> Value {
+        json!({
+            "executionArn": format!("{}:{name}", self.world.state_machine.replace(":stateMachine:", ":execution:")),
+            "stateMachineArn": self.world.state_machine,
+        })
+    }
+
+    async fn prepare(&self, plan: &Value) -> Result<Value, ShiftError> {
+        self.call(
+            json!({"operation": "prepare", "plan": plan, "execution": self.execution("self")}),
+        )
+        .await
+    }
+
+    async fn set(
+        &self,
+        plan: &Value,
+        canary_weight: i64,
+        expected: &Value,
+    ) -> Result<Value, ShiftError> {
+        self.call(json!({"operation": "set", "plan": plan, "canaryWeight": canary_weight, "expected": expected}))
+            .await
+    }
+
+    /// Weights of every target of `all_targets`, as moto holds them.
+    async fn weights(&self) -> Vec<Vec<(String, i64)>> {
+        let w = &self.world;
+        let named = |pairs: Vec<(String, i32)>| {
+            pairs
+                .into_iter()
+                .map(|(arn, weight)| (tg_name(w, &arn), i64::from(weight)))
+                .collect::<Vec<_>>()
+        };
+        vec![
+            named(self.observer.listener_weights(&w.listener).await),
+            named(self.observer.rule_weights(&w.rule).await),
+            self.observer
+                .record_weights(&w.zone_id, "www.example.com.", "CNAME")
+                .await,
+            self.observer
+                .record_weights(&w.zone_id, "app.example.com.", "A")
+                .await,
+        ]
+    }
+}
+
+fn tg_name(world: &World, arn: &str) -> String {
+    [
+        ("blue", &world.blue),
+        ("green", &world.green),
+        ("other", &world.other),
+    ]
+    .iter()
+    .find(|(_, a)| a.as_str() == arn)
+    .map_or_else(|| arn.to_owned(), |(name, _)| (*name).to_owned())
+}
+
+fn plan(targets: Vec<Value>) -> Value {
+    json!({
+        "cluster": {"name": "green", "region": "us-east-1"},
+        "trafficTargets": targets,
+        "steps": [{"weight": 10}, {"weight": 25}, {"weight": 50}, {"weight": 100}],
+        "bake": {"seconds": 120, "checkIntervalSeconds": 10},
+    })
+}
+
+fn at(stable: i64, canary: i64) -> Vec<Vec<(String, i64)>> {
+    let pair = vec![("blue".to_owned(), stable), ("green".to_owned(), canary)];
+    vec![pair.clone(), pair.clone(), pair.clone(), pair]
+}
+
+#[tokio::test]
+async fn a_whole_rollout_over_listener_rule_and_both_kinds_of_record() {
+    let env = Env::start().await;
+    let plan = plan(env.all_targets());
+
+    let prepared = env.prepare(&plan).await.expect("prepare");
+    let baseline = prepared["baseline"].clone();
+    assert_eq!(
+        baseline
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| (w["stable"].as_i64(), w["canary"].as_i64()))
+            .collect::<Vec<_>>(),
+        vec![(Some(100), Some(0)); 4]
+    );
+    let targets = &prepared["targets"];
+    assert_eq!(
+        targets[0]["canaryAttached"], true,
+        "green was not in the listener's forward action"
+    );
+    assert!(
+        targets[1].get("canaryAttached").is_none(),
+        "the rule already had green"
+    );
+    assert_eq!(
+        targets[1]["sticky"], true,
+        "the rule has group stickiness on"
+    );
+    assert_eq!(targets[2]["ttlSeconds"], 60);
+    assert!(
+        targets[3]["notes"][0].as_str().unwrap().contains("alias"),
+        "{targets}"
+    );
+    assert_eq!(
+        prepared["steps"][0],
+        json!({"weight": 10, "bakeSeconds": 120, "checkIntervalSeconds": 10})
+    );
+    assert_eq!(
+        env.weights().await,
+        at(100, 0),
+        "prepare attached green at 0 and changed nothing else"
+    );
+
+    let mut expected = baseline.clone();
+    for (canary, stable) in [(10, 90), (25, 75), (50, 50), (100, 0)] {
+        let out = env.set(&plan, canary, &expected).await.expect("set");
+        assert_eq!(out["canaryWeight"], canary);
+        assert_eq!(
+            env.weights().await,
+            at(stable, canary),
+            "after set {canary}"
+        );
+        expected = out["weights"].clone();
+        assert_eq!(
+            expected[2],
+            json!({"target": format!("route53:{}:www.example.com.:CNAME", env.world.zone_id), "stable": stable, "canary": canary})
+        );
+    }
+
+    let restored = env
+        .call(json!({"operation": "restore", "plan": plan, "baseline": baseline, "expected": expected}))
+        .await
+        .expect("restore");
+    assert!(restored.get("unexpected").is_none(), "{restored}");
+    assert_eq!(env.weights().await, at(100, 0));
+
+    // The rule kept its group stickiness and the alias records their alias targets.
+    let rules = env
+        .observer
+        .elbv2()
+        .describe_rules()
+        .rule_arns(&env.world.rule)
+        .send()
+        .await
+        .unwrap();
+    let stickiness = rules.rules()[0].actions()[0]
+        .forward_config()
+        .and_then(|f| f.target_group_stickiness_config())
+        .cloned()
+        .expect("stickiness kept");
+    assert_eq!(
+        (stickiness.enabled(), stickiness.duration_seconds()),
+        (Some(true), Some(300))
+    );
+    let records = env.observer.records(&env.world.zone_id).await;
+    for record in records.iter().filter(|r| r.name() == "app.example.com.") {
+        assert_eq!(
+            record.alias_target().map(|a| a.dns_name()),
+            Some(env.world.lb_dns_name.as_str())
+        );
+    }
+    for record in records.iter().filter(|r| r.name() == "www.example.com.") {
+        assert_eq!(record.ttl(), Some(60));
+        let value = format!("{}.example.net", record.set_identifier().unwrap());
+        assert_eq!(record.resource_records()[0].value(), value);
+    }
+}
+
+#[tokio::test]
+async fn set_twice_with_the_same_input_is_a_no_op_the_second_time() {
+    let env = Env::start().await;
+    let plan = plan(env.all_targets());
+    let baseline = env.prepare(&plan).await.expect("prepare")["baseline"].clone();
+    let first = env.set(&plan, 25, &baseline).await.expect("first set");
+    let before = env.observer.snapshot(&env.world).await;
+    let second = env.set(&plan, 25, &baseline).await.expect("retried set");
+    assert_eq!(first, second);
+    assert_eq!(env.observer.snapshot(&env.world).await, before);
+}
+
+#[tokio::test]
+async fn a_foreign_weight_change_stops_set_and_nothing_is_written() {
+    let env = Env::start().await;
+    let plan = plan(env.all_targets());
+    let baseline = env.prepare(&plan).await.expect("prepare")["baseline"].clone();
+    let after_10 = env.set(&plan, 10, &baseline).await.expect("set 10")["weights"].clone();
+
+    // Someone else (a person, the AWS Load Balancer Controller) moves the rule to 70/30.
+    let w = &env.world;
+    let tuples = [(w.blue.as_str(), 70), (w.green.as_str(), 30)]
+        .map(|(arn, weight)| {
+            aws_sdk_elasticloadbalancingv2::types::TargetGroupTuple::builder()
+                .target_group_arn(arn)
+                .weight(weight)
+                .build()
+        })
+        .to_vec();
+    env.observer
+        .elbv2()
+        .modify_rule()
+        .rule_arn(&w.rule)
+        .actions(
+            aws_sdk_elasticloadbalancingv2::types::Action::builder()
+                .r#type(aws_sdk_elasticloadbalancingv2::types::ActionTypeEnum::Forward)
+                .forward_config(
+                    aws_sdk_elasticloadbalancingv2::types::ForwardActionConfig::builder()
+                        .set_target_groups(Some(tuples))
+                        .build(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .expect("foreign change");
+    let before = env.observer.snapshot(&env.world).await;
+
+    let err = env
+        .set(&plan, 25, &after_10)
+        .await
+        .expect_err("must refuse");
+    assert_eq!(err.name().as_str(), "WeightsChangedExternally");
+    let message = err.to_string();
+    assert!(
+        message.contains(&format!("trafficTargets[1] ({})", w.rule)),
+        "{message}"
+    );
+    assert!(
+        message
+            .contains("found stable 70 / canary 30, this rollout last set stable 90 / canary 10"),
+        "{message}"
+    );
+    assert_eq!(
+        env.observer.snapshot(&env.world).await,
+        before,
+        "no target was written, not even the unchanged ones"
+    );
+
+    // Restore still puts everything back, and says what it found.
+    let restored = env
+        .call(json!({"operation": "restore", "plan": plan, "baseline": baseline, "expected": after_10}))
+        .await
+        .expect("restore");
+    assert_eq!(restored["unexpected"][0]["target"], w.rule.as_str());
+    assert_eq!(restored["unexpected"][0]["found"], "stable 70 / canary 30");
+    assert_eq!(env.weights().await, at(100, 0));
+}
+
+#[tokio::test]
+async fn restore_is_idempotent_and_works_without_expected_weights() {
+    let env = Env::start().await;
+    let plan = plan(env.all_targets());
+    let baseline = env.prepare(&plan).await.expect("prepare")["baseline"].clone();
+    env.set(&plan, 50, &baseline).await.expect("set 50");
+    let restore = json!({"operation": "restore", "plan": plan, "baseline": baseline});
+    let first = env.call(restore.clone()).await.expect("restore");
+    let snapshot = env.observer.snapshot(&env.world).await;
+    let second = env.call(restore).await.expect("restore again");
+    assert_eq!(first, second);
+    assert_eq!(env.observer.snapshot(&env.world).await, snapshot);
+    assert_eq!(env.weights().await, at(100, 0));
+}
+
+#[tokio::test]
+async fn a_second_rollout_on_the_same_traffic_is_refused() {
+    let env = Env::start().await;
+    let sfn = aws_sdk_sfn::Client::new(&env.config);
+    // moto (not in execute mode) keeps started executions RUNNING: an ongoing rollout.
+    let other_plan = plan(vec![env.record_target("WWW.example.com.", "CNAME")]);
+    let running = sfn
+        .start_execution()
+        .state_machine_arn(&env.world.state_machine)
+        .name("green-rollout")
+        .input(other_plan.to_string())
+        .send()
+        .await
+        .expect("start execution")
+        .execution_arn()
+        .to_owned();
+    let unrelated = plan(vec![env.record_target("app.example.com", "A")]);
+    sfn.start_execution()
+        .state_machine_arn(&env.world.state_machine)
+        .name("unrelated")
+        .input(unrelated.to_string())
+        .send()
+        .await
+        .expect("start execution");
+
+    let before = env.observer.snapshot(&env.world).await;
+    let ours = plan(vec![
+        env.listener_target(),
+        env.record_target("www.example.com", "CNAME"),
+    ]);
+    let err = env.prepare(&ours).await.expect_err("must refuse");
+    assert_eq!(err.name().as_str(), "ConcurrentRollout");
+    assert!(err.to_string().contains(&running), "{err}");
+    assert!(err.to_string().contains("www.example.com."), "{err}");
+    assert_eq!(
+        env.observer.snapshot(&env.world).await,
+        before,
+        "green was not attached"
+    );
+
+    // A plan on other traffic is fine while the unrelated rollout runs, and an execution
+    // never conflicts with itself.
+    env.prepare(&plan(vec![env.listener_target()]))
+        .await
+        .expect("other traffic");
+    let own = env
+        .call(json!({"operation": "prepare", "plan": unrelated, "execution": {
+            "executionArn": format!("{}:unrelated", env.world.state_machine.replace(":stateMachine:", ":execution:")),
+            "stateMachineArn": env.world.state_machine,
+        }}))
+        .await;
+    assert!(own.is_ok(), "{own:?}");
+}
+
+/// Every bad input: the error name, the message, and moto exactly as before.
+#[tokio::test]
+async fn bad_inputs_fail_with_a_named_error_and_change_nothing() {
+    let env = Env::start().await;
+    let w = env.world.clone();
+    let missing_listener = w
+        .listener
+        .replace(&w.listener[w.listener.len() - 16..], "0000000000000000");
+    let missing_rule = w
+        .rule
+        .replace(&w.rule[w.rule.len() - 16..], "0000000000000000");
+    let missing_tg = w.green.replace("green/", "ghost/");
+    let good = plan(env.all_targets());
+    let with_target = |index: usize, target: Value| {
+        let mut p = good.clone();
+        p["trafficTargets"][index] = target;
+        p
+    };
+    let alb = |listener: &str, rule: Option<&str>, stable: &str, canary: &str| {
+        let mut t = json!({"alb": {"listenerArn": listener, "stableTargetGroupArn": stable, "canaryTargetGroupArn": canary}});
+        if let Some(rule) = rule {
+            t["alb"]["ruleArn"] = json!(rule);
+        }
+        t
+    };
+    let prepare = |plan: Value| json!({"operation": "prepare", "plan": plan, "execution": env.execution("self")});
+    let baseline: Vec<Value> = env
+        .all_targets()
+        .iter()
+        .map(|t| {
+            let key = match (&t["alb"], &t["route53"]) {
+                (Value::Object(a), _) => a
+                    .get("ruleArn")
+                    .unwrap_or(&a["listenerArn"])
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+                (_, r) => format!(
+                    "route53:{}:{}.:{}",
+                    r["hostedZoneId"].as_str().unwrap(),
+                    r["recordName"].as_str().unwrap(),
+                    r["recordType"].as_str().unwrap()
+                ),
+            };
+            json!({"target": key, "stable": 100, "canary": 0})
+        })
+        .collect();
+    let mut zero_baseline = baseline.clone();
+    zero_baseline[2] = json!({"target": zero_baseline[2]["target"], "stable": 0, "canary": 0});
+
+    let foreign_message = format!("target groups the plan does not name: {}", w.other);
+    let cases: Vec<(&str, Value, &str, &str)> = vec![
+        (
+            "plan with steps not increasing",
+            prepare({
+                let mut p = good.clone();
+                p["steps"] = json!([{"weight": 50}, {"weight": 25}, {"weight": 100}]);
+                p
+            }),
+            "InvalidPlan",
+            "steps[1].weight: must be greater than the previous step's 50",
+        ),
+        (
+            "plan with an unknown field",
+            prepare({
+                let mut p = good.clone();
+                p["trafficTargets"][0]["alb"]["weight"] = json!(5);
+                p
+            }),
+            "InvalidPlan",
+            "trafficTargets[0].alb.weight: unknown field `weight`",
+        ),
+        (
+            "listener that does not exist",
+            prepare(with_target(0, alb(&missing_listener, None, &w.blue, &w.green))),
+            "TargetNotFound",
+            "ListenerNotFound",
+        ),
+        (
+            "rule that does not exist",
+            prepare(with_target(1, alb(&w.listener, Some(&missing_rule), &w.blue, &w.green))),
+            "TargetNotFound",
+            "RuleNotFound",
+        ),
+        (
+            "canary target group that does not exist (the listener would otherwise get it attached)",
+            prepare(with_target(0, alb(&w.listener, None, &w.blue, &missing_tg))),
+            "TargetNotFound",
+            "TargetGroupNotFound",
+        ),
+        (
+            "listener that answers with a fixed response",
+            prepare(with_target(0, alb(&w.fixed_listener, None, &w.blue, &w.green))),
+            "TargetMisconfigured",
+            "does not forward to target groups (its actions are: fixed-response)",
+        ),
+        (
+            "listener that also forwards to a target group the plan does not name",
+            prepare(with_target(0, alb(&w.foreign_listener, None, &w.blue, &w.green))),
+            "TargetMisconfigured",
+            &foreign_message,
+        ),
+        (
+            "listener whose forward action lacks the stable target group",
+            prepare(with_target(0, alb(&w.listener, None, &w.other, &w.blue))),
+            "TargetMisconfigured",
+            "does not include the stable target group",
+        ),
+        (
+            "hosted zone that does not exist",
+            prepare(with_target(2, {
+                let mut t = env.record_target("www.example.com", "CNAME");
+                t["route53"]["hostedZoneId"] = json!("Z0000000000000NOZONE");
+                t
+            })),
+            "TargetNotFound",
+            "NoSuchHostedZone",
+        ),
+        (
+            "record set identifier that does not exist",
+            prepare(with_target(2, {
+                let mut t = env.record_target("www.example.com", "CNAME");
+                t["route53"]["canarySetIdentifier"] = json!("purple");
+                t
+            })),
+            "TargetNotFound",
+            "has no CNAME record www.example.com. with set identifier `purple`",
+        ),
+        (
+            "record of the wrong type",
+            prepare(with_target(2, env.record_target("www.example.com", "A"))),
+            "TargetNotFound",
+            "has no A record www.example.com.",
+        ),
+        (
+            "record TTL longer than the bake",
+            prepare(with_target(2, env.record_target("slow.example.com", "CNAME"))),
+            "TargetMisconfigured",
+            "TTL is 3600 s, longer than the shortest bake (120 s)",
+        ),
+        (
+            "input without an operation",
+            json!({"plan": good}),
+            "InvalidInput",
+            "missing field `operation`",
+        ),
+        (
+            "unknown operation",
+            json!({"operation": "promote", "plan": good}),
+            "InvalidInput",
+            "unknown variant `promote`",
+        ),
+        (
+            "prepare without the execution context",
+            json!({"operation": "prepare", "plan": good}),
+            "InvalidInput",
+            "missing field `execution`",
+        ),
+        (
+            "set to a weight that is not a step",
+            json!({"operation": "set", "plan": good, "canaryWeight": 30, "expected": baseline}),
+            "InvalidInput",
+            "canaryWeight 30 is not one of the plan's steps",
+        ),
+        (
+            "set with expected weights missing a target",
+            json!({"operation": "set", "plan": good, "canaryWeight": 10, "expected": &baseline[..3]}),
+            "InvalidInput",
+            "expected has 3 entries, the plan has 4 traffic targets",
+        ),
+        (
+            "set with a malformed plan",
+            json!({"operation": "set", "plan": {"cluster": "green"}, "canaryWeight": 10, "expected": baseline}),
+            "InvalidPlan",
+            "cluster: invalid type",
+        ),
+        (
+            "restore to both Route 53 weights 0",
+            json!({"operation": "restore", "plan": good, "baseline": zero_baseline}),
+            "InvalidInput",
+            "refusing to write weight 0 to both records",
+        ),
+    ];
+
+    for (case, input, name, fragment) in cases {
+        let before = env.observer.snapshot(&w).await;
+        let err = match env.call(input).await {
+            Ok(out) => panic!("{case}: accepted: {out}"),
+            Err(e) => e,
+        };
+        assert_eq!(err.name().as_str(), name, "{case}: {err}");
+        assert!(
+            err.to_string().contains(fragment),
+            "{case}: `{err}` lacks `{fragment}`"
+        );
+        assert_eq!(
+            env.observer.snapshot(&w).await,
+            before,
+            "{case}: moto changed"
+        );
+    }
+    // The listener never had green attached by a refused prepare.
+    assert_eq!(
+        env.observer.listener_weights(&w.listener).await,
+        vec![(w.blue.clone(), 100)]
+    );
+}
