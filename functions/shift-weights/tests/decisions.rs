@@ -6,8 +6,8 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use canary_aws::{
-    AlbApi, AwsError, AwsErrorKind, ExecutionsApi, ForwardAction, ForwardRead, Route53Api, TargetGroupInfo,
-    TargetGroupWeight, WeightedRecord,
+    AlbApi, AwsError, AwsErrorKind, ExecutionsApi, ForwardAction, ForwardRead, Route53Api,
+    TargetGroupInfo, TargetGroupWeight, WeightedRecord,
 };
 use canary_core::{AlbTarget, Route53Target};
 use serde_json::{json, Value};
@@ -17,8 +17,10 @@ const LISTENER_A: &str =
     "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/50dc6c495c0c9188/f2f7dc8efc522ab2";
 const LISTENER_B: &str =
     "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/50dc6c495c0c9188/0000000000000002";
-const BLUE: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/blue/73e2d6bc24d8a067";
-const GREEN: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/green/4b7c9a1e2f3d5a68";
+const BLUE: &str =
+    "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/blue/73e2d6bc24d8a067";
+const GREEN: &str =
+    "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/green/4b7c9a1e2f3d5a68";
 
 #[derive(Default)]
 struct FakeAlb {
@@ -46,17 +48,31 @@ impl AlbApi for FakeAlb {
         }))
     }
 
-    async fn write_forward(&self, target: &AlbTarget, weights: &[TargetGroupWeight]) -> Result<(), AwsError> {
+    async fn write_forward(
+        &self,
+        target: &AlbTarget,
+        weights: &[TargetGroupWeight],
+    ) -> Result<(), AwsError> {
         let mut throttled_arns = self.throttle_next_write.lock().unwrap();
-        if let Some(i) = throttled_arns.iter().position(|a| *a == target.listener_arn) {
+        if let Some(i) = throttled_arns
+            .iter()
+            .position(|a| *a == target.listener_arn)
+        {
             throttled_arns.remove(i);
             return Err(throttled("ModifyListener"));
         }
-        self.forwards.lock().unwrap().insert(target.listener_arn.clone(), weights.to_vec());
+        self.forwards
+            .lock()
+            .unwrap()
+            .insert(target.listener_arn.clone(), weights.to_vec());
         Ok(())
     }
 
-    async fn target_groups(&self, _region: &str, arns: &[String]) -> Result<Vec<TargetGroupInfo>, AwsError> {
+    async fn target_groups(
+        &self,
+        _region: &str,
+        arns: &[String],
+    ) -> Result<Vec<TargetGroupInfo>, AwsError> {
         Ok(arns
             .iter()
             .map(|arn| TargetGroupInfo {
@@ -85,7 +101,12 @@ impl Route53Api for FakeRoute53 {
         Ok(vec![record("blue", stable), record("green", canary)])
     }
 
-    async fn write_weights(&self, _target: &Route53Target, stable: u16, canary: u16) -> Result<String, AwsError> {
+    async fn write_weights(
+        &self,
+        _target: &Route53Target,
+        stable: u16,
+        canary: u16,
+    ) -> Result<String, AwsError> {
         *self.weights.lock().unwrap() = (stable, canary);
         Ok("C123".into())
     }
@@ -131,8 +152,14 @@ fn fake_alb(at: &[(&str, u16, u16)]) -> FakeAlb {
         alb.forwards.lock().unwrap().insert(
             (*listener).to_owned(),
             vec![
-                TargetGroupWeight { arn: BLUE.into(), weight: *stable },
-                TargetGroupWeight { arn: GREEN.into(), weight: *canary },
+                TargetGroupWeight {
+                    arn: BLUE.into(),
+                    weight: *stable,
+                },
+                TargetGroupWeight {
+                    arn: GREEN.into(),
+                    weight: *canary,
+                },
             ],
         );
     }
@@ -148,39 +175,74 @@ fn in_sync_route53() -> FakeRoute53 {
 
 fn current(alb: &FakeAlb, listener: &str) -> (u16, u16) {
     let forwards = alb.forwards.lock().unwrap();
-    let weight = |arn| forwards[listener].iter().find(|w| w.arn == arn).map_or(0, |w| w.weight);
+    let weight = |arn| {
+        forwards[listener]
+            .iter()
+            .find(|w| w.arn == arn)
+            .map_or(0, |w| w.weight)
+    };
     (weight(BLUE), weight(GREEN))
 }
 
 #[tokio::test]
 async fn restore_goes_on_past_a_throttled_target_then_a_retry_finishes() {
     let alb = fake_alb(&[(LISTENER_A, 90, 10), (LISTENER_B, 90, 10)]);
-    alb.throttle_next_write.lock().unwrap().push(LISTENER_A.to_owned());
+    alb.throttle_next_write
+        .lock()
+        .unwrap()
+        .push(LISTENER_A.to_owned());
     let route53 = in_sync_route53();
-    let apis = Apis { alb: &alb, route53: &route53, executions: &NoExecutions };
+    let apis = Apis {
+        alb: &alb,
+        route53: &route53,
+        executions: &NoExecutions,
+    };
     let input = json!({
         "operation": "restore",
         "plan": plan(vec![alb_target(LISTENER_A), alb_target(LISTENER_B)]),
         "baseline": [weights(LISTENER_A, 100, 0), weights(LISTENER_B, 100, 0)],
     });
 
-    let err = handle(&apis, input.clone()).await.expect_err("the throttle surfaces");
+    let err = handle(&apis, input.clone())
+        .await
+        .expect_err("the throttle surfaces");
     assert_eq!(err.name().as_str(), "AwsTransient");
     assert!(err.name().is_retryable());
-    assert!(err.to_string().contains("ModifyListener failed: Throttling"), "{err}");
-    assert_eq!(current(&alb, LISTENER_A), (90, 10), "the throttled target is not restored yet");
-    assert_eq!(current(&alb, LISTENER_B), (100, 0), "the other target was restored anyway");
+    assert!(
+        err.to_string()
+            .contains("ModifyListener failed: Throttling"),
+        "{err}"
+    );
+    assert_eq!(
+        current(&alb, LISTENER_A),
+        (90, 10),
+        "the throttled target is not restored yet"
+    );
+    assert_eq!(
+        current(&alb, LISTENER_B),
+        (100, 0),
+        "the other target was restored anyway"
+    );
 
-    handle(&apis, input).await.expect("the retry restores the rest");
+    handle(&apis, input)
+        .await
+        .expect("the retry restores the rest");
     assert_eq!(current(&alb, LISTENER_A), (100, 0));
 }
 
 #[tokio::test]
 async fn a_set_interrupted_half_way_completes_on_retry() {
     let alb = fake_alb(&[(LISTENER_A, 100, 0), (LISTENER_B, 100, 0)]);
-    alb.throttle_next_write.lock().unwrap().push(LISTENER_B.to_owned());
+    alb.throttle_next_write
+        .lock()
+        .unwrap()
+        .push(LISTENER_B.to_owned());
     let route53 = in_sync_route53();
-    let apis = Apis { alb: &alb, route53: &route53, executions: &NoExecutions };
+    let apis = Apis {
+        alb: &alb,
+        route53: &route53,
+        executions: &NoExecutions,
+    };
     let input = json!({
         "operation": "set",
         "plan": plan(vec![alb_target(LISTENER_A), alb_target(LISTENER_B)]),
@@ -195,7 +257,10 @@ async fn a_set_interrupted_half_way_completes_on_retry() {
 
     // Same input again, as Step Functions' Retry sends it: A is already there, B is written.
     let out = handle(&apis, input).await.expect("retry");
-    assert_eq!(out["weights"], json!([weights(LISTENER_A, 90, 10), weights(LISTENER_B, 90, 10)]));
+    assert_eq!(
+        out["weights"],
+        json!([weights(LISTENER_A, 90, 10), weights(LISTENER_B, 90, 10)])
+    );
 }
 
 #[tokio::test]
@@ -205,7 +270,11 @@ async fn a_route53_change_that_stays_pending_is_a_retryable_error() {
         weights: Mutex::new((100, 0)),
         in_sync: false,
     };
-    let apis = Apis { alb: &alb, route53: &route53, executions: &NoExecutions };
+    let apis = Apis {
+        alb: &alb,
+        route53: &route53,
+        executions: &NoExecutions,
+    };
     let target = json!({"route53": {
         "hostedZoneId": "Z1", "recordName": "www.example.com", "recordType": "CNAME",
         "stableSetIdentifier": "blue", "canarySetIdentifier": "green",
@@ -223,7 +292,11 @@ async fn a_route53_change_that_stays_pending_is_a_retryable_error() {
     .expect_err("not in sync");
     assert_eq!(err.name().as_str(), "ChangeNotInSync");
     assert!(err.name().is_retryable());
-    assert!(err.to_string().contains("change C123 was written but is not INSYNC"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("change C123 was written but is not INSYNC"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -231,5 +304,8 @@ fn lambda_reports_the_stable_error_name_not_the_rust_type() {
     let err = shift_weights::ShiftError::WeightsChangedExternally("x".into());
     let diagnostic = lambda_runtime::Diagnostic::from(err);
     assert_eq!(diagnostic.error_type, "WeightsChangedExternally");
-    assert_eq!(diagnostic.error_message, "weights changed outside this rollout; nothing was written: x");
+    assert_eq!(
+        diagnostic.error_message,
+        "weights changed outside this rollout; nothing was written: x"
+    );
 }
