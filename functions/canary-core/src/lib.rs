@@ -2,6 +2,7 @@
 //! arithmetic, traffic-target identities and the stable error names the state machine
 //! retries and catches on. Nothing here talks to AWS.
 
+pub mod analysis;
 pub mod arn;
 pub mod error_name;
 pub mod plan;

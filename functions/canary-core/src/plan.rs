@@ -10,6 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::analysis::AnalysisSection;
 use crate::arn::{self, parse_elb_arn, ElbResource};
 
 /// Most steps a plan may have. Each step is one weight change plus a bake of checks in the
@@ -157,11 +158,6 @@ pub struct Bake {
     #[schemars(range(min = 1))]
     pub check_interval_seconds: i64,
 }
-
-/// Reserved for alarm and metric analysis; no fields are accepted yet.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AnalysisSection {}
 
 /// Reserved for Argo CD registration settings; no fields are accepted yet.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
@@ -325,6 +321,9 @@ impl RolloutPlan {
             }
             previous = Some(step.weight);
         }
+        if let Some(analysis) = &self.analysis {
+            analysis.validate(&self.traffic_targets, errors);
+        }
         if let Some(last) = self.steps.last().filter(|s| s.weight != 100) {
             errors.push(
                 format!("steps[{}].weight", self.steps.len() - 1),
@@ -441,10 +440,10 @@ impl Route53Target {
 }
 
 #[derive(Default)]
-struct Errors(Vec<PlanError>);
+pub(crate) struct Errors(Vec<PlanError>);
 
 impl Errors {
-    fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
+    pub(crate) fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
         self.0.push(PlanError {
             path: path.into(),
             message: message.into(),

@@ -41,6 +41,23 @@ const STABLE_TG: &str =
 
 type Mutation = Box<dyn Fn(&mut Value)>;
 
+/// A valid metric check with some fields replaced.
+fn metric(overrides: Value) -> Value {
+    let mut check = json!({
+        "name": "checkout p99", "namespace": "Shop", "metricName": "Latency",
+        "dimensions": {"Service": "checkout"}, "stat": "p99",
+        "periodSeconds": 60, "lookbackSeconds": 300, "reduce": "max", "max": 0.5,
+    });
+    for (k, v) in overrides.as_object().expect("object") {
+        if v.is_null() {
+            check.as_object_mut().expect("object").remove(k);
+        } else {
+            check[k] = v.clone();
+        }
+    }
+    check
+}
+
 fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
     vec![
         (
@@ -299,10 +316,121 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             "unknown field `priority`",
         ),
         (
-            "unknown field in a reserved section",
-            Box::new(|p| set(p, "/analysis", json!({"alarms": ["x"]}))),
+            "unknown field in the analysis section",
+            Box::new(|p| set(p, "/analysis", json!({"alarm": ["x"]}))),
+            "analysis.alarm",
+            "unknown field `alarm`",
+        ),
+        (
+            "unknown field in the reserved argocd section",
+            Box::new(|p| set(p, "/argocd", json!({"labels": {}}))),
+            "argocd.labels",
+            "unknown field `labels`",
+        ),
+        (
+            "alarms without names or prefixes",
+            Box::new(|p| set(p, "/analysis", json!({"alarms": {}}))),
             "analysis.alarms",
-            "unknown field `alarms`",
+            "at least one alarm name or prefix",
+        ),
+        (
+            "insufficient-data policy that does not exist",
+            Box::new(|p| {
+                set(
+                    p,
+                    "/analysis",
+                    json!({"alarms": {"names": ["a"], "insufficientData": "pass"}}),
+                )
+            }),
+            "analysis.alarms.insufficientData",
+            "unknown variant `pass`",
+        ),
+        (
+            "failure limit 0",
+            Box::new(|p| set(p, "/analysis", json!({"failureLimit": 0}))),
+            "analysis.failureLimit",
+            "from 1 to 100, got 0",
+        ),
+        (
+            "metric lookback shorter than its period",
+            Box::new(|p| {
+                set(
+                    p,
+                    "/analysis",
+                    json!({"metrics": [metric(json!({"periodSeconds": 300, "lookbackSeconds": 60}))]}),
+                )
+            }),
+            "analysis.metrics[0].lookbackSeconds",
+            "60 s is shorter than the metric period (300 s)",
+        ),
+        (
+            "metric period CloudWatch does not have",
+            Box::new(|p| {
+                set(
+                    p,
+                    "/analysis",
+                    json!({"metrics": [metric(json!({"periodSeconds": 90}))]}),
+                )
+            }),
+            "analysis.metrics[0].periodSeconds",
+            "multiple of 60 seconds, got 90",
+        ),
+        (
+            "metric statistic that does not exist",
+            Box::new(|p| {
+                set(
+                    p,
+                    "/analysis",
+                    json!({"metrics": [metric(json!({"stat": "Median"}))]}),
+                )
+            }),
+            "analysis.metrics[0].stat",
+            "`Median` is not a statistic",
+        ),
+        (
+            "metric without limits",
+            Box::new(|p| {
+                set(
+                    p,
+                    "/analysis",
+                    json!({"metrics": [metric(json!({"max": null}))]}),
+                )
+            }),
+            "analysis.metrics[0]",
+            "a check without a limit cannot fail",
+        ),
+        (
+            "metric min above max",
+            Box::new(|p| {
+                set(
+                    p,
+                    "/analysis",
+                    json!({"metrics": [metric(json!({"min": 5, "max": 1}))]}),
+                )
+            }),
+            "analysis.metrics[0].min",
+            "5 is greater than max 1",
+        ),
+        (
+            "built-in ALB checks without limits",
+            Box::new(|p| set(p, "/analysis", json!({"alb": {}}))),
+            "analysis.alb",
+            "set at least one of maxErrorRatePercent",
+        ),
+        (
+            "built-in ALB checks on a plan without ALB targets",
+            Box::new(|p| {
+                p["trafficTargets"].as_array_mut().expect("array").remove(0);
+                set(p, "/analysis", json!({"alb": {"maxErrorRatePercent": 1}}));
+            }),
+            "analysis.alb",
+            "need at least one `alb` traffic target",
+        ),
+        (
+            "relative factor below 1",
+            Box::new(|p| set(p, "/analysis", json!({"alb": {"maxLatencyVsStable": 0.5}}))),
+            "analysis.alb.maxLatencyVsStable",
+            "a factor below 1 (0.5)",
         ),
         (
             "missing bake",

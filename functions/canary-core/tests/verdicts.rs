@@ -1,0 +1,325 @@
+//! The verdict rules, as tables: how signals combine into a check's verdict, how failures are
+//! counted against the limit, the inconclusive and no-evidence policies, thresholds at and
+//! beyond their edges, and the built-in ALB checks with their comparison to stable.
+
+use canary_core::analysis::{
+    decide, judge_alb, judge_threshold, reduce, AlbChecks, AnalysisSection, BakeProgress,
+    CheckOutcome,
+    CheckVerdict::{self, *},
+    InconclusivePolicy, MetricCheck, NoEvidencePolicy, Reduce, TargetGroupTraffic,
+};
+
+fn outcome(verdict: CheckVerdict) -> CheckOutcome {
+    CheckOutcome::new(verdict, format!("{verdict:?}"))
+}
+
+fn analysis(
+    limit: i64,
+    inconclusive: InconclusivePolicy,
+    no_evidence: NoEvidencePolicy,
+) -> AnalysisSection {
+    AnalysisSection {
+        failure_limit: Some(limit),
+        inconclusive,
+        no_evidence,
+        ..AnalysisSection::default()
+    }
+}
+
+fn progress(consecutive_failures: u32, passes: u32, last_check: bool) -> BakeProgress {
+    BakeProgress {
+        consecutive_failures,
+        passes,
+        last_check,
+    }
+}
+
+#[test]
+fn signals_combine_worst_first() {
+    let a = AnalysisSection::default();
+    let cases: &[(&[CheckVerdict], CheckVerdict)] = &[
+        (&[Pass, Pass], Pass),
+        (&[Pass, Fail], Fail),
+        (&[Inconclusive, Fail], Fail),
+        (&[Pass, Inconclusive], Inconclusive),
+        (&[Pass, Ignored], Pass),
+        (&[Ignored], Inconclusive),
+        (&[], Inconclusive),
+    ];
+    for (signals, expected) in cases {
+        let outcomes: Vec<_> = signals.iter().map(|v| outcome(*v)).collect();
+        let d = decide(Some(&a), &outcomes, progress(0, 0, false));
+        assert_eq!(d.verdict, *expected, "{signals:?}");
+    }
+}
+
+#[test]
+fn failure_limit_counts_consecutive_failures() {
+    let ignore = InconclusivePolicy::Ignore;
+    let pass_no_evidence = NoEvidencePolicy::Pass;
+    // (limit, failures so far, this check, expected count after, expected rollback)
+    let cases = [
+        (1, 0, Fail, 1, true),
+        (3, 0, Fail, 1, false),
+        (3, 1, Fail, 2, false),
+        (3, 2, Fail, 3, true),
+        (3, 2, Pass, 0, false),
+        (3, 2, Inconclusive, 2, false),
+    ];
+    for (limit, before, verdict, after, rollback) in cases {
+        let d = decide(
+            Some(&analysis(limit, ignore, pass_no_evidence)),
+            &[outcome(verdict)],
+            progress(before, 0, false),
+        );
+        assert_eq!(
+            (d.consecutive_failures, d.rollback),
+            (after, rollback),
+            "limit {limit}, {before} + {verdict:?}"
+        );
+    }
+}
+
+#[test]
+fn inconclusive_can_count_as_failure() {
+    let a = analysis(
+        2,
+        InconclusivePolicy::CountAsFailure,
+        NoEvidencePolicy::Pass,
+    );
+    let d = decide(Some(&a), &[outcome(Inconclusive)], progress(1, 0, false));
+    assert_eq!(
+        (d.verdict, d.consecutive_failures, d.rollback),
+        (Inconclusive, 2, true)
+    );
+    assert!(
+        d.reasons
+            .last()
+            .unwrap()
+            .contains("reached the failure limit of 2"),
+        "{:?}",
+        d.reasons
+    );
+}
+
+#[test]
+fn a_bake_without_a_passing_check_never_promotes_by_default() {
+    let a = AnalysisSection::default();
+    let d = decide(Some(&a), &[outcome(Inconclusive)], progress(0, 0, true));
+    assert!(d.rollback);
+    assert!(d
+        .reasons
+        .last()
+        .unwrap()
+        .contains("no evidence, no promotion"));
+    // One pass anywhere in the bake is evidence.
+    assert!(!decide(Some(&a), &[outcome(Inconclusive)], progress(0, 1, true)).rollback);
+    assert!(!decide(Some(&a), &[outcome(Pass)], progress(0, 0, true)).rollback);
+    // Not the last check: keep baking.
+    assert!(!decide(Some(&a), &[outcome(Inconclusive)], progress(0, 0, false)).rollback);
+    // Configured to pass on no evidence.
+    let lenient = analysis(1, InconclusivePolicy::Ignore, NoEvidencePolicy::Pass);
+    assert!(
+        !decide(
+            Some(&lenient),
+            &[outcome(Inconclusive)],
+            progress(0, 0, true)
+        )
+        .rollback
+    );
+}
+
+#[test]
+fn passes_are_counted_and_a_pass_resets_failures() {
+    let a = analysis(3, InconclusivePolicy::Ignore, NoEvidencePolicy::Fail);
+    let d = decide(Some(&a), &[outcome(Pass)], progress(2, 4, false));
+    assert_eq!((d.passes, d.consecutive_failures), (5, 0));
+}
+
+#[test]
+fn without_analysis_a_check_passes_on_time_alone() {
+    let d = decide(None, &[], progress(0, 0, true));
+    assert_eq!((d.verdict, d.rollback), (Pass, false));
+    assert!(d.reasons[0].contains("no analysis configured"));
+}
+
+fn threshold(min: Option<f64>, max: Option<f64>) -> MetricCheck {
+    MetricCheck {
+        name: "latency".into(),
+        namespace: "Shop".into(),
+        metric_name: "Latency".into(),
+        dimensions: Default::default(),
+        stat: "p99".into(),
+        period_seconds: 60,
+        lookback_seconds: 300,
+        reduce: Reduce::Max,
+        min,
+        max,
+    }
+}
+
+#[test]
+fn thresholds_at_and_beyond_their_edges() {
+    let cases = [
+        (threshold(None, Some(0.5)), Some(0.5), Pass),
+        (threshold(None, Some(0.5)), Some(0.500_001), Fail),
+        (threshold(Some(10.0), None), Some(10.0), Pass),
+        (threshold(Some(10.0), None), Some(9.99), Fail),
+        (threshold(Some(1.0), Some(2.0)), Some(1.5), Pass),
+        (threshold(Some(1.0), Some(2.0)), None, Inconclusive),
+    ];
+    for (check, value, expected) in cases {
+        let o = judge_threshold(&check, value);
+        assert_eq!(
+            o.verdict, expected,
+            "{value:?} against {:?}/{:?}: {}",
+            check.min, check.max, o.reason
+        );
+    }
+    assert_eq!(
+        judge_threshold(&threshold(None, Some(0.5)), Some(0.8)).reason,
+        "latency is 0.8 > max 0.5"
+    );
+    assert_eq!(
+        judge_threshold(&threshold(None, Some(0.5)), None).reason,
+        "no datapoints for latency in the last 300 s"
+    );
+}
+
+#[test]
+fn reductions() {
+    let values = [3.0, 1.0, 2.0];
+    assert_eq!(reduce(&values, Reduce::Latest), Some(2.0));
+    assert_eq!(reduce(&values, Reduce::Average), Some(2.0));
+    assert_eq!(reduce(&values, Reduce::Max), Some(3.0));
+    assert_eq!(reduce(&values, Reduce::Min), Some(1.0));
+    assert_eq!(reduce(&values, Reduce::Sum), Some(6.0));
+    assert_eq!(reduce(&[], Reduce::Max), None);
+}
+
+fn alb_checks() -> AlbChecks {
+    serde_json::from_value(serde_json::json!({})).expect("every field has a default")
+}
+
+fn traffic(requests: f64, errors_5xx: f64, latency: Option<f64>) -> TargetGroupTraffic {
+    TargetGroupTraffic {
+        requests,
+        errors_5xx,
+        latency_seconds: latency,
+    }
+}
+
+fn verdicts(outcomes: &[CheckOutcome]) -> Vec<CheckVerdict> {
+    outcomes.iter().map(|o| o.verdict).collect()
+}
+
+#[test]
+fn canary_error_rate_against_an_absolute_limit() {
+    let checks = AlbChecks {
+        max_error_rate_percent: Some(1.0),
+        ..alb_checks()
+    };
+    let stable = traffic(1000.0, 0.0, None);
+    let cases = [
+        (traffic(1000.0, 10.0, None), Pass), // exactly 1 %
+        (traffic(1000.0, 32.0, None), Fail), // 3.2 %
+        (traffic(0.0, 0.0, None), Inconclusive),
+    ];
+    for (canary, expected) in cases {
+        let o = judge_alb(&checks, "web", canary, stable);
+        assert_eq!(verdicts(&o), [expected], "{o:?}");
+    }
+    let o = judge_alb(&checks, "web", traffic(1000.0, 32.0, None), stable);
+    assert_eq!(o[0].reason, "web: canary 5xx rate 3.20 % > max 1 %");
+}
+
+#[test]
+fn too_little_canary_traffic_is_inconclusive() {
+    let checks = AlbChecks {
+        max_error_rate_percent: Some(1.0),
+        min_requests: 100,
+        ..alb_checks()
+    };
+    let o = judge_alb(
+        &checks,
+        "web",
+        traffic(99.0, 50.0, None),
+        traffic(1000.0, 0.0, None),
+    );
+    assert_eq!(verdicts(&o), [Inconclusive]);
+    assert!(
+        o[0].reason.contains("fewer than the 100 needed"),
+        "{}",
+        o[0].reason
+    );
+}
+
+#[test]
+fn canary_error_rate_relative_to_stable() {
+    let checks = AlbChecks {
+        max_error_rate_vs_stable: Some(2.0),
+        ..alb_checks()
+    };
+    let cases = [
+        (
+            traffic(1000.0, 20.0, None),
+            traffic(1000.0, 10.0, None),
+            Pass,
+        ), // 2 % vs 1 % x 2
+        (
+            traffic(1000.0, 21.0, None),
+            traffic(1000.0, 10.0, None),
+            Fail,
+        ), // 2.1 % vs 1 % x 2
+        (
+            traffic(10000.0, 5.0, None),
+            traffic(1000.0, 0.0, None),
+            Pass,
+        ), // 0.05 %: noise
+        (traffic(1000.0, 5.0, None), traffic(1000.0, 0.0, None), Fail), // 0.5 % vs 0 %
+        (
+            traffic(1000.0, 5.0, None),
+            traffic(0.0, 0.0, None),
+            Inconclusive,
+        ),
+    ];
+    for (canary, stable, expected) in cases {
+        let o = judge_alb(&checks, "web", canary, stable);
+        assert_eq!(verdicts(&o), [expected], "{o:?}");
+    }
+}
+
+#[test]
+fn canary_latency_absolute_and_relative() {
+    let checks = AlbChecks {
+        max_latency_seconds: Some(0.5),
+        max_latency_vs_stable: Some(1.5),
+        ..alb_checks()
+    };
+    let cases = [
+        (Some(0.3), Some(0.25), vec![Pass, Pass]),
+        (Some(0.45), Some(0.25), vec![Pass, Fail]), // worse than stable x 1.5
+        (Some(0.6), Some(0.5), vec![Fail, Pass]),
+        (Some(0.3), None, vec![Pass, Inconclusive]),
+        (None, Some(0.3), vec![Inconclusive]),
+    ];
+    for (canary, stable, expected) in cases {
+        let o = judge_alb(
+            &checks,
+            "web",
+            traffic(100.0, 0.0, canary),
+            traffic(100.0, 0.0, stable),
+        );
+        assert_eq!(verdicts(&o), expected, "{canary:?} vs {stable:?}: {o:?}");
+    }
+    let o = judge_alb(
+        &checks,
+        "web",
+        traffic(100.0, 0.0, Some(0.45)),
+        traffic(100.0, 0.0, Some(0.25)),
+    );
+    assert_eq!(
+        o[1].reason,
+        "web: canary p99 latency 0.450 s > stable 0.250 s x 1.5"
+    );
+}
