@@ -2,8 +2,9 @@
 //! loopback port, seeded by `tests/moto/seed_world.py`, and SDK clients pointed at it.
 //! Credentials are dummies; nothing leaves 127.0.0.1.
 //!
-//! moto comes from the venv `scripts/setup.sh` creates (`.venv/`), or from `MOTO_SERVER` /
-//! `PYTHON` when set.
+//! moto comes from the venv `scripts/setup.sh` creates (`.venv/`), or from `PYTHON` when set.
+//! It is started through `tests/moto/moto_server.py`, which is stock `moto_server` plus the
+//! PutCompositeAlarm action moto lacks.
 
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -21,16 +22,11 @@ pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn venv_tool(env_var: &str, name: &str) -> PathBuf {
-    if let Some(path) = std::env::var_os(env_var) {
-        return PathBuf::from(path);
-    }
-    let in_venv = repo_root().join(".venv/bin").join(name);
-    if in_venv.exists() {
-        in_venv
-    } else {
-        PathBuf::from(name)
-    }
+/// The Python that has moto and boto3: `PYTHON`, else the setup script's venv.
+pub fn python() -> PathBuf {
+    std::env::var_os("PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join(".venv/bin/python"))
 }
 
 /// A moto server on its own port, killed when dropped.
@@ -48,7 +44,8 @@ impl Moto {
                 .and_then(|l| l.local_addr())
                 .expect("a free loopback port")
                 .port();
-            let mut child = Command::new(venv_tool("MOTO_SERVER", "moto_server"))
+            let mut child = Command::new(python())
+                .arg(repo_root().join("tests/moto/moto_server.py"))
                 .args(["-H", "127.0.0.1", "-p", &port.to_string()])
                 .env("AWS_ACCESS_KEY_ID", "test")
                 .env("AWS_SECRET_ACCESS_KEY", "test")
@@ -95,7 +92,7 @@ impl Moto {
 
     /// Seeds the world described in `tests/moto/seed_world.py`.
     pub fn seed(&self) -> World {
-        let output = Command::new(venv_tool("PYTHON", "python3"))
+        let output = Command::new(python())
             .arg(repo_root().join("tests/moto/seed_world.py"))
             .arg(&self.endpoint)
             .env("AWS_EC2_METADATA_DISABLED", "true")

@@ -4,6 +4,7 @@
 use aws_config::SdkConfig;
 use canary_aws::route53::InSyncWait;
 use canary_aws::{SdkAlb, SdkExecutions, SdkRoute53};
+use canary_core::NamedError;
 use cluster_canary_tests::{Moto, Observer, World};
 use serde_json::{json, Value};
 use shift_weights::{handle, Apis, ShiftError};

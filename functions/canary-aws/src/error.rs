@@ -5,6 +5,7 @@ use std::fmt;
 use aws_runtime::retries::classifiers::{THROTTLING_ERRORS, TRANSIENT_ERRORS};
 use aws_smithy_types::error::display::DisplayErrorContext;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
+use canary_core::ErrorName;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AwsErrorKind {
@@ -59,6 +60,16 @@ const ACCESS_DENIED_CODES: &[&str] = &[
 ];
 
 impl AwsError {
+    /// The stable error name a function reports for this error.
+    pub fn error_name(&self) -> ErrorName {
+        match self.kind {
+            AwsErrorKind::NotFound => ErrorName::TargetNotFound,
+            AwsErrorKind::Transient => ErrorName::AwsTransient,
+            AwsErrorKind::AccessDenied => ErrorName::AwsAccessDenied,
+            AwsErrorKind::Rejected => ErrorName::AwsRequestFailed,
+        }
+    }
+
     pub fn new(kind: AwsErrorKind, operation: &'static str, message: impl Into<String>) -> Self {
         AwsError {
             kind,

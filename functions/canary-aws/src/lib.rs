@@ -3,14 +3,19 @@
 //! and their implementations on the real `aws-sdk-*` clients.
 
 pub mod alb;
+pub mod cloudwatch;
 pub mod config;
 pub mod error;
 pub mod executions;
+pub mod lambda;
 pub mod logging;
 pub mod route53;
 
 pub use alb::{
     AlbApi, ForwardAction, ForwardRead, GroupStickiness, SdkAlb, TargetGroupInfo, TargetGroupWeight,
+};
+pub use cloudwatch::{
+    AlarmState, AlarmStateValue, CloudWatchApi, MetricQuery, MetricSeries, SdkCloudWatch,
 };
 pub use config::{load_sdk_config, sdk_config_loader};
 pub use error::{AwsError, AwsErrorKind};

@@ -474,11 +474,16 @@ pub fn reduce(values: &[f64], how: Reduce) -> Option<f64> {
     let last = values.last().copied()?;
     Some(match how {
         Reduce::Latest => last,
-        Reduce::Average => values.iter().sum::<f64>() / values.len() as f64,
+        Reduce::Average => sum(values) / values.len() as f64,
         Reduce::Max => values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
         Reduce::Min => values.iter().copied().fold(f64::INFINITY, f64::min),
-        Reduce::Sum => values.iter().sum(),
+        Reduce::Sum => sum(values),
     })
+}
+
+/// The sum, 0 for none. (`Iterator::sum` of no floats is -0.0, which prints as "-0".)
+pub fn sum(values: &[f64]) -> f64 {
+    values.iter().fold(0.0, |total, v| total + v)
 }
 
 /// Compares a value with a metric check's limits.

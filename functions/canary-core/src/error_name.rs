@@ -27,10 +27,17 @@ pub enum ErrorName {
     AwsRequestFailed,
     /// A Route 53 change did not reach INSYNC within the bound; the weights are written.
     ChangeNotInSync,
+    /// A CloudWatch alarm the plan names (or an alarm prefix) matches no alarm.
+    AlarmNotFound,
+}
+
+/// An error that knows its stable name: what every function's error type implements.
+pub trait NamedError: std::error::Error {
+    fn name(&self) -> ErrorName;
 }
 
 impl ErrorName {
-    pub const ALL: [ErrorName; 10] = [
+    pub const ALL: [ErrorName; 11] = [
         ErrorName::InvalidInput,
         ErrorName::InvalidPlan,
         ErrorName::TargetNotFound,
@@ -41,6 +48,7 @@ impl ErrorName {
         ErrorName::AwsAccessDenied,
         ErrorName::AwsRequestFailed,
         ErrorName::ChangeNotInSync,
+        ErrorName::AlarmNotFound,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -55,6 +63,7 @@ impl ErrorName {
             ErrorName::AwsAccessDenied => "AwsAccessDenied",
             ErrorName::AwsRequestFailed => "AwsRequestFailed",
             ErrorName::ChangeNotInSync => "ChangeNotInSync",
+            ErrorName::AlarmNotFound => "AlarmNotFound",
         }
     }
 

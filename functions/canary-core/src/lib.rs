@@ -5,11 +5,12 @@
 pub mod analysis;
 pub mod arn;
 pub mod error_name;
+pub mod input;
 pub mod plan;
 pub mod schema;
 pub mod weights;
 
-pub use error_name::ErrorName;
+pub use error_name::{ErrorName, NamedError};
 pub use plan::{
     AlbTarget, PlanError, PlanErrors, ResolvedStep, RolloutPlan, Route53Target, TrafficTarget,
 };

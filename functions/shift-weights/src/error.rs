@@ -1,7 +1,7 @@
 //! The function's errors, each with the stable name the state machine retries/catches on.
 
-use canary_aws::{AwsError, AwsErrorKind};
-use canary_core::{ErrorName, PlanErrors};
+use canary_aws::AwsError;
+use canary_core::{ErrorName, NamedError, PlanErrors};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ShiftError {
@@ -28,8 +28,8 @@ pub enum ShiftError {
     ChangeNotInSync { path: String, change_id: String },
 }
 
-impl ShiftError {
-    pub fn name(&self) -> ErrorName {
+impl NamedError for ShiftError {
+    fn name(&self) -> ErrorName {
         match self {
             ShiftError::InvalidInput(_) => ErrorName::InvalidInput,
             ShiftError::InvalidPlan(_) => ErrorName::InvalidPlan,
@@ -37,32 +37,18 @@ impl ShiftError {
             ShiftError::TargetMisconfigured { .. } => ErrorName::TargetMisconfigured,
             ShiftError::ConcurrentRollout { .. } => ErrorName::ConcurrentRollout,
             ShiftError::WeightsChangedExternally(_) => ErrorName::WeightsChangedExternally,
-            ShiftError::Aws { source, .. } => match source.kind {
-                AwsErrorKind::NotFound => ErrorName::TargetNotFound,
-                AwsErrorKind::Transient => ErrorName::AwsTransient,
-                AwsErrorKind::AccessDenied => ErrorName::AwsAccessDenied,
-                AwsErrorKind::Rejected => ErrorName::AwsRequestFailed,
-            },
+            ShiftError::Aws { source, .. } => source.error_name(),
             ShiftError::ChangeNotInSync { .. } => ErrorName::ChangeNotInSync,
         }
     }
+}
 
+impl ShiftError {
     /// An AWS error met while working on the traffic target at `path`.
     pub fn aws(path: &str, source: AwsError) -> Self {
         ShiftError::Aws {
             path: path.to_owned(),
             source,
-        }
-    }
-}
-
-/// Lambda reports `error_type` as the invocation's error name: make it the stable name,
-/// not the Rust type name (which is the runtime's default).
-impl From<ShiftError> for lambda_runtime::Diagnostic {
-    fn from(error: ShiftError) -> Self {
-        lambda_runtime::Diagnostic {
-            error_type: error.name().as_str().to_owned(),
-            error_message: error.to_string(),
         }
     }
 }

@@ -45,10 +45,7 @@ pub struct ExecutionContext {
 
 impl Request {
     pub fn parse(input: Value) -> Result<Self, ShiftError> {
-        serde_path_to_error::deserialize(input).map_err(|e| {
-            let path = e.path().to_string();
-            ShiftError::InvalidInput(format!("{path}: {}", e.into_inner()))
-        })
+        canary_core::input::parse_input(input).map_err(ShiftError::InvalidInput)
     }
 }
 

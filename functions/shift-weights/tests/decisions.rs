@@ -9,6 +9,7 @@ use canary_aws::{
     AlbApi, AwsError, AwsErrorKind, ExecutionsApi, ForwardAction, ForwardRead, Route53Api,
     TargetGroupInfo, TargetGroupWeight, WeightedRecord,
 };
+use canary_core::NamedError;
 use canary_core::{AlbTarget, Route53Target};
 use serde_json::{json, Value};
 use shift_weights::{handle, Apis};
@@ -302,7 +303,7 @@ async fn a_route53_change_that_stays_pending_is_a_retryable_error() {
 #[test]
 fn lambda_reports_the_stable_error_name_not_the_rust_type() {
     let err = shift_weights::ShiftError::WeightsChangedExternally("x".into());
-    let diagnostic = lambda_runtime::Diagnostic::from(err);
+    let diagnostic = canary_aws::lambda::diagnostic(&err);
     assert_eq!(diagnostic.error_type, "WeightsChangedExternally");
     assert_eq!(
         diagnostic.error_message,

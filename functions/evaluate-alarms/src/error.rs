@@ -1,0 +1,31 @@
+use canary_aws::AwsError;
+use canary_core::{ErrorName, NamedError, PlanErrors};
+
+#[derive(Debug, thiserror::Error)]
+pub enum AnalysisError {
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    #[error("{0}")]
+    InvalidPlan(#[from] PlanErrors),
+    #[error("{path}: {message}")]
+    AlarmNotFound { path: String, message: String },
+    #[error("{path}: CloudWatch rejected the metric queries: {source}")]
+    QueriesRejected { path: String, source: AwsError },
+    /// A CloudWatch failure. Never a pass: the state machine retries transient ones and rolls
+    /// back when they persist.
+    #[error("{0}")]
+    Aws(#[from] AwsError),
+}
+
+impl NamedError for AnalysisError {
+    fn name(&self) -> ErrorName {
+        match self {
+            AnalysisError::InvalidInput(_) => ErrorName::InvalidInput,
+            AnalysisError::InvalidPlan(_) | AnalysisError::QueriesRejected { .. } => {
+                ErrorName::InvalidPlan
+            }
+            AnalysisError::AlarmNotFound { .. } => ErrorName::AlarmNotFound,
+            AnalysisError::Aws(e) => e.error_name(),
+        }
+    }
+}

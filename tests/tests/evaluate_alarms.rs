@@ -1,0 +1,486 @@
+//! evaluate-alarms over the wire: alarms and metrics in moto, read back through the
+//! function's real DescribeAlarms / GetMetricData paths.
+//!
+//! moto never evaluates alarms (new ones start OK), so states are driven with SetAlarmState.
+//! moto computes Sum/Average/Minimum/Maximum/SampleCount but not percentiles, so the latency
+//! checks here use `Maximum`; the p99 default is the same code path with another statistic.
+
+use std::time::{Duration, SystemTime};
+
+use aws_sdk_cloudwatch as cloudwatch;
+use canary_aws::SdkCloudWatch;
+use canary_core::NamedError;
+use cloudwatch::types::{ComparisonOperator, Dimension, MetricDatum, StateValue, Statistic};
+use cluster_canary_tests::{Moto, World};
+use evaluate_alarms::{handle, AnalysisError};
+use serde_json::{json, Value};
+
+struct Env {
+    moto: Option<Moto>,
+    world: World,
+    cw: cloudwatch::Client,
+    function: SdkCloudWatch,
+}
+
+impl Env {
+    async fn start() -> Env {
+        let moto = Moto::start();
+        let world = moto.seed();
+        let config = moto.sdk_config().await;
+        Env {
+            moto: Some(moto),
+            world,
+            cw: cloudwatch::Client::new(&config),
+            function: SdkCloudWatch::new(&config),
+        }
+    }
+
+    fn plan(&self, analysis: Value) -> Value {
+        json!({
+            "cluster": {"name": "green", "region": "us-east-1"},
+            "trafficTargets": [{"alb": {
+                "listenerArn": self.world.listener,
+                "stableTargetGroupArn": self.world.blue,
+                "canaryTargetGroupArn": self.world.green,
+            }}],
+            "steps": [{"weight": 10}, {"weight": 100}],
+            "bake": {"seconds": 120, "checkIntervalSeconds": 10},
+            "analysis": analysis,
+        })
+    }
+
+    async fn evaluate(&self, analysis: Value, progress: Value) -> Result<Value, AnalysisError> {
+        handle(
+            &self.function,
+            json!({"operation": "evaluate", "plan": self.plan(analysis), "progress": progress}),
+        )
+        .await
+    }
+
+    async fn validate(&self, analysis: Value) -> Result<Value, AnalysisError> {
+        handle(
+            &self.function,
+            json!({"operation": "validate", "plan": self.plan(analysis)}),
+        )
+        .await
+    }
+
+    async fn alarm(&self, name: &str) {
+        self.cw
+            .put_metric_alarm()
+            .alarm_name(name)
+            .namespace("Shop")
+            .metric_name("Errors")
+            .statistic(Statistic::Sum)
+            .period(60)
+            .evaluation_periods(1)
+            .threshold(1.0)
+            .comparison_operator(ComparisonOperator::GreaterThanThreshold)
+            .send()
+            .await
+            .expect("put alarm");
+    }
+
+    async fn set_state(&self, name: &str, state: StateValue, reason: &str) {
+        self.cw
+            .set_alarm_state()
+            .alarm_name(name)
+            .state_value(state)
+            .state_reason(reason)
+            .send()
+            .await
+            .expect("set alarm state");
+    }
+
+    /// ALB metrics of one target group, `per_minute` = (requests, 5xx, max latency), the last
+    /// datapoint a minute ago.
+    async fn alb_metrics(&self, target_group_arn: &str, per_minute: &[(f64, f64, f64)]) {
+        let lb = self
+            .world
+            .listener
+            .split_once(":listener/")
+            .unwrap()
+            .1
+            .rsplit_once('/')
+            .unwrap()
+            .0
+            .to_owned();
+        let tg = target_group_arn.splitn(6, ':').nth(5).unwrap().to_owned();
+        let dims = vec![
+            Dimension::builder().name("LoadBalancer").value(lb).build(),
+            Dimension::builder().name("TargetGroup").value(tg).build(),
+        ];
+        let now = SystemTime::now();
+        let mut data = Vec::new();
+        for (i, (requests, errors, latency)) in per_minute.iter().enumerate() {
+            let at = now - Duration::from_secs(60 * (per_minute.len() - i) as u64);
+            for (name, value) in [
+                ("RequestCount", requests),
+                ("HTTPCode_Target_5XX_Count", errors),
+                ("TargetResponseTime", latency),
+            ] {
+                data.push(
+                    MetricDatum::builder()
+                        .metric_name(name)
+                        .set_dimensions(Some(dims.clone()))
+                        .timestamp(at.into())
+                        .value(*value)
+                        .build(),
+                );
+            }
+        }
+        self.cw
+            .put_metric_data()
+            .namespace("AWS/ApplicationELB")
+            .set_metric_data(Some(data))
+            .send()
+            .await
+            .expect("put metric data");
+    }
+}
+
+fn reasons(out: &Value) -> Vec<String> {
+    out["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn an_alarm_in_alarm_fails_the_check_and_says_why() {
+    let env = Env::start().await;
+    for name in ["api-5xx", "api-latency"] {
+        env.alarm(name).await;
+    }
+    let analysis = json!({"alarms": {"names": ["api-5xx", "api-latency"]}});
+    let out = env
+        .evaluate(analysis.clone(), json!({}))
+        .await
+        .expect("evaluate");
+    assert_eq!(
+        (out["verdict"].as_str(), out["rollback"].as_bool()),
+        (Some("pass"), Some(false)),
+        "{out}"
+    );
+    assert_eq!(out["passes"], 1);
+
+    env.set_state(
+        "api-5xx",
+        StateValue::Alarm,
+        "Threshold Crossed: 1 datapoint [5.0] was greater than the threshold (1.0).",
+    )
+    .await;
+    let out = env
+        .evaluate(analysis, json!({"passes": 1}))
+        .await
+        .expect("evaluate");
+    assert_eq!(
+        (out["verdict"].as_str(), out["rollback"].as_bool()),
+        (Some("fail"), Some(true)),
+        "{out}"
+    );
+    assert_eq!(out["consecutiveFailures"], 1);
+    let reasons = reasons(&out);
+    let alarm_reason = reasons
+        .iter()
+        .find(|r| r.starts_with("alarm api-5xx is ALARM since "))
+        .expect("reason");
+    assert!(
+        alarm_reason.ends_with(
+            ": Threshold Crossed: 1 datapoint [5.0] was greater than the threshold (1.0)."
+        ),
+        "{alarm_reason}"
+    );
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.starts_with("alarm api-latency is OK since ")
+                && r.ends_with(": Unchecked: Initial alarm creation")),
+        "{reasons:?}"
+    );
+    assert!(reasons
+        .last()
+        .unwrap()
+        .contains("reached the failure limit of 1"));
+}
+
+#[tokio::test]
+async fn composite_alarms_are_watched_too() {
+    let env = Env::start().await;
+    env.alarm("checkout-errors").await;
+    env.cw
+        .put_composite_alarm()
+        .alarm_name("checkout-slo")
+        .alarm_rule("ALARM(\"checkout-errors\")")
+        .send()
+        .await
+        .expect("put composite alarm (tests/moto/moto_server.py adds it to moto)");
+    let analysis = json!({"alarms": {"names": ["checkout-slo"]}});
+    let validated = env
+        .validate(analysis.clone())
+        .await
+        .expect("a composite alarm exists for validate");
+    assert_eq!(validated["alarms"], json!(["checkout-slo"]));
+
+    env.set_state(
+        "checkout-slo",
+        StateValue::Alarm,
+        "checkout-errors is in ALARM",
+    )
+    .await;
+    let out = env.evaluate(analysis, json!({})).await.expect("evaluate");
+    assert_eq!(out["verdict"], "fail", "{out}");
+    assert!(
+        reasons(&out)[0].starts_with("composite alarm checkout-slo is ALARM since "),
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn insufficient_data_follows_its_policy() {
+    let env = Env::start().await;
+    env.alarm("quiet").await;
+    env.alarm("healthy").await;
+    env.set_state("quiet", StateValue::InsufficientData, "no datapoints")
+        .await;
+    let cases = [
+        (json!({"names": ["quiet", "healthy"]}), "inconclusive"),
+        (
+            json!({"names": ["quiet", "healthy"], "insufficientData": "fail"}),
+            "fail",
+        ),
+        (
+            json!({"names": ["quiet", "healthy"], "insufficientData": "ignore"}),
+            "pass",
+        ),
+        (
+            json!({"names": ["quiet"], "insufficientData": "ignore"}),
+            "inconclusive",
+        ),
+    ];
+    for (alarms, expected) in cases {
+        let out = env
+            .evaluate(json!({"alarms": alarms, "noEvidence": "pass"}), json!({}))
+            .await
+            .expect("evaluate");
+        assert_eq!(out["verdict"], expected, "{alarms}: {out}");
+    }
+}
+
+#[tokio::test]
+async fn more_than_100_alarms_by_prefix_and_by_name() {
+    let env = Env::start().await;
+    let names: Vec<String> = (0..150).map(|i| format!("slo-{i:03}")).collect();
+    for name in &names {
+        env.alarm(name).await;
+    }
+    env.set_state("slo-137", StateValue::Alarm, "Threshold Crossed")
+        .await;
+
+    let by_prefix = json!({"alarms": {"prefixes": ["slo-"]}});
+    assert_eq!(
+        env.validate(by_prefix.clone()).await.expect("validate")["alarms"]
+            .as_array()
+            .unwrap()
+            .len(),
+        150
+    );
+    let out = env.evaluate(by_prefix, json!({})).await.expect("evaluate");
+    assert_eq!(out["verdict"], "fail");
+    assert_eq!(
+        reasons(&out)
+            .iter()
+            .filter(|r| r.contains(" is OK"))
+            .count(),
+        149
+    );
+
+    let by_name = json!({"alarms": {"names": names}});
+    let out = env
+        .evaluate(by_name, json!({}))
+        .await
+        .expect("names are sent 100 per call");
+    assert_eq!(out["verdict"], "fail");
+    assert!(reasons(&out)
+        .iter()
+        .any(|r| r.starts_with("alarm slo-137 is ALARM")));
+}
+
+#[tokio::test]
+async fn canary_5xx_rate_over_its_limit_fails() {
+    let env = Env::start().await;
+    env.alb_metrics(&env.world.green, &[(500.0, 16.0, 0.2), (500.0, 16.0, 0.2)])
+        .await;
+    env.alb_metrics(&env.world.blue, &[(4500.0, 9.0, 0.2), (4500.0, 9.0, 0.2)])
+        .await;
+    let out = env
+        .evaluate(json!({"alb": {"maxErrorRatePercent": 1, "maxErrorRateVsStable": 2, "latencyStatistic": "Maximum"}}), json!({}))
+        .await
+        .expect("evaluate");
+    assert_eq!(out["verdict"], "fail", "{out}");
+    assert_eq!(
+        reasons(&out)[..2],
+        [
+            "green: canary 5xx rate 3.20 % > max 1 %",
+            "green: canary 5xx rate 3.20 % > stable 0.20 % x 2"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn canary_latency_worse_than_stable_fails_and_a_healthy_canary_passes() {
+    let env = Env::start().await;
+    env.alb_metrics(&env.world.green, &[(100.0, 0.0, 0.3), (100.0, 0.0, 0.45)])
+        .await;
+    env.alb_metrics(&env.world.blue, &[(900.0, 0.0, 0.25), (900.0, 0.0, 0.25)])
+        .await;
+    let analysis = |factor: f64| json!({"alb": {"maxErrorRatePercent": 1, "maxLatencyVsStable": factor, "latencyStatistic": "Maximum"}});
+    let out = env
+        .evaluate(analysis(1.5), json!({}))
+        .await
+        .expect("evaluate");
+    assert_eq!(out["verdict"], "fail", "{out}");
+    assert!(
+        reasons(&out)
+            .contains(&"green: canary Maximum latency 0.450 s > stable 0.250 s x 1.5".to_owned()),
+        "{out}"
+    );
+
+    let out = env
+        .evaluate(analysis(2.0), json!({}))
+        .await
+        .expect("evaluate");
+    assert_eq!(out["verdict"], "pass", "{out}");
+}
+
+#[tokio::test]
+async fn a_user_metric_threshold_is_read_through_get_metric_data() {
+    let env = Env::start().await;
+    let now = SystemTime::now();
+    let data: Vec<MetricDatum> = [(180, 0.3), (120, 0.9), (60, 0.4)]
+        .iter()
+        .map(|(ago, v)| {
+            MetricDatum::builder()
+                .metric_name("CheckoutLatency")
+                .dimensions(Dimension::builder().name("Cluster").value("green").build())
+                .timestamp((now - Duration::from_secs(*ago)).into())
+                .value(*v)
+                .build()
+        })
+        .collect();
+    env.cw
+        .put_metric_data()
+        .namespace("Shop")
+        .set_metric_data(Some(data))
+        .send()
+        .await
+        .expect("put");
+    let check = |reduce: &str| {
+        json!({"metrics": [{
+            "name": "checkout latency", "namespace": "Shop", "metricName": "CheckoutLatency",
+            "dimensions": {"Cluster": "green"}, "stat": "Maximum", "periodSeconds": 60,
+            "lookbackSeconds": 600, "reduce": reduce, "max": 0.8,
+        }]})
+    };
+    let out = env
+        .evaluate(check("max"), json!({}))
+        .await
+        .expect("evaluate");
+    assert_eq!(out["verdict"], "fail", "{out}");
+    assert_eq!(reasons(&out)[0], "checkout latency is 0.9 > max 0.8");
+    let out = env
+        .evaluate(check("latest"), json!({}))
+        .await
+        .expect("evaluate");
+    assert_eq!(
+        (out["verdict"].as_str(), reasons(&out)[0].as_str()),
+        (Some("pass"), "checkout latency is 0.4, within limits")
+    );
+}
+
+#[tokio::test]
+async fn no_data_is_never_a_pass() {
+    let env = Env::start().await;
+    let analysis = json!({"alb": {"maxErrorRatePercent": 1, "maxLatencySeconds": 0.5, "latencyStatistic": "Maximum"}});
+    let out = env
+        .evaluate(analysis.clone(), json!({}))
+        .await
+        .expect("evaluate");
+    assert_eq!(
+        (out["verdict"].as_str(), out["rollback"].as_bool()),
+        (Some("inconclusive"), Some(false)),
+        "{out}"
+    );
+    assert!(
+        reasons(&out)[0].contains("canary served 0 request(s) in the last 300 s"),
+        "{out}"
+    );
+    assert!(
+        reasons(&out)[1].contains("no datapoints for canary Maximum latency"),
+        "{out}"
+    );
+
+    let out = env
+        .evaluate(analysis, json!({"lastCheck": true}))
+        .await
+        .expect("evaluate");
+    assert_eq!(
+        out["rollback"], true,
+        "the bake ended on no evidence: {out}"
+    );
+}
+
+#[tokio::test]
+async fn validate_refuses_alarms_that_do_not_exist() {
+    let env = Env::start().await;
+    env.alarm("api-5xx").await;
+    let cases = [
+        (
+            json!({"alarms": {"names": ["api-5xx", "api-5xxx"]}}),
+            "analysis.alarms.names[1]: there is no metric or composite alarm named `api-5xxx`",
+        ),
+        (
+            json!({"alarms": {"prefixes": ["green-"]}}),
+            "analysis.alarms.prefixes[0]: no metric or composite alarm name starts with `green-`",
+        ),
+    ];
+    for (analysis, message) in cases {
+        let err = env.validate(analysis).await.expect_err("must refuse");
+        assert_eq!(err.name().as_str(), "AlarmNotFound");
+        assert_eq!(err.to_string(), message);
+    }
+    let err = env
+        .validate(
+            json!({"metrics": [{"name": "x", "namespace": "Shop", "metricName": "X", "stat": "Sum",
+            "periodSeconds": 300, "lookbackSeconds": 60, "max": 1}]}),
+        )
+        .await
+        .expect_err("lookback shorter than period");
+    assert_eq!(err.name().as_str(), "InvalidPlan");
+    assert!(
+        err.to_string().contains(
+            "analysis.metrics[0].lookbackSeconds: 60 s is shorter than the metric period (300 s)"
+        ),
+        "{err}"
+    );
+    let ok = env
+        .validate(json!({"alarms": {"names": ["api-5xx"]}, "alb": {"maxErrorRatePercent": 1}}))
+        .await
+        .expect("valid");
+    assert_eq!(ok, json!({"alarms": ["api-5xx"], "metricQueries": 6}));
+}
+
+#[tokio::test]
+async fn a_cloudwatch_outage_is_an_error_not_a_pass() {
+    let mut env = Env::start().await;
+    env.alarm("api-5xx").await;
+    drop(env.moto.take()); // CloudWatch is gone.
+    let err = env
+        .evaluate(json!({"alarms": {"names": ["api-5xx"]}}), json!({}))
+        .await
+        .expect_err("no answer");
+    assert_eq!(err.name().as_str(), "AwsTransient", "{err}");
+    assert!(err.to_string().contains("DescribeAlarms failed"), "{err}");
+}
