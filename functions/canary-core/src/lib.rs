@@ -3,10 +3,12 @@
 //! retries and catches on. Nothing here talks to AWS.
 
 pub mod analysis;
+pub mod argocd;
 pub mod arn;
 pub mod error_name;
 pub mod input;
 pub mod plan;
+pub mod profile;
 pub mod schema;
 pub mod weights;
 

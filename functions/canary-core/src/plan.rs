@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::analysis::AnalysisSection;
+use crate::argocd::ArgoCdSection;
 use crate::arn::{self, parse_elb_arn, ElbResource};
 
 /// Most steps a plan may have. Each step is one weight change plus a bake of checks in the
@@ -158,11 +159,6 @@ pub struct Bake {
     #[schemars(range(min = 1))]
     pub check_interval_seconds: i64,
 }
-
-/// Reserved for Argo CD registration settings; no fields are accepted yet.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ArgoCdSection {}
 
 /// A step with its bake settings resolved, as the state machine runs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -323,6 +319,9 @@ impl RolloutPlan {
         }
         if let Some(analysis) = &self.analysis {
             analysis.validate(&self.traffic_targets, errors);
+        }
+        if let Some(argocd) = &self.argocd {
+            argocd.validate(errors);
         }
         if let Some(last) = self.steps.last().filter(|s| s.weight != 100) {
             errors.push(

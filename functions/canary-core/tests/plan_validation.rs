@@ -322,10 +322,58 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             "unknown field `alarm`",
         ),
         (
-            "unknown field in the reserved argocd section",
-            Box::new(|p| set(p, "/argocd", json!({"labels": {}}))),
-            "argocd.labels",
-            "unknown field `labels`",
+            "unknown field in the argocd section",
+            Box::new(|p| set(p, "/argocd", json!({"label": {}}))),
+            "argocd.label",
+            "unknown field `label`",
+        ),
+        (
+            "argocd label that cluster-canary sets itself",
+            Box::new(|p| {
+                set(
+                    p,
+                    "/argocd",
+                    json!({"labels": {"argocd.argoproj.io/secret-type": "x"}}),
+                )
+            }),
+            "argocd.labels.argocd.argoproj.io/secret-type",
+            "is set by cluster-canary itself",
+        ),
+        (
+            "argocd label value with a space",
+            Box::new(|p| set(p, "/argocd", json!({"labels": {"tier": "front end"}}))),
+            "argocd.labels.tier",
+            "not a Kubernetes label value",
+        ),
+        (
+            "argocd role that is not a role ARN",
+            Box::new(|p| {
+                set(
+                    p,
+                    "/argocd",
+                    json!({"roleArn": "arn:aws:iam::123456789012:user/bob"}),
+                )
+            }),
+            "argocd.roleArn",
+            "not an IAM role ARN",
+        ),
+        (
+            "argocd namespace that is not a name",
+            Box::new(|p| set(p, "/argocd", json!({"namespace": "Argo CD"}))),
+            "argocd.namespace",
+            "not a Kubernetes namespace name",
+        ),
+        (
+            "argocd minApps negative",
+            Box::new(|p| set(p, "/argocd", json!({"minApps": -1}))),
+            "argocd.minApps",
+            "from 0 to 1000, got -1",
+        ),
+        (
+            "argocd clusterResources without namespaces",
+            Box::new(|p| set(p, "/argocd", json!({"clusterResources": true}))),
+            "argocd.clusterResources",
+            "together with `namespaces`",
         ),
         (
             "alarms without names or prefixes",

@@ -1,0 +1,187 @@
+//! The plan's `argocd` section: how the new cluster is registered in Argo CD and when its
+//! apps count as ready.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::plan::Errors;
+
+/// Labels this project sets itself; a plan may not set them.
+pub const SECRET_TYPE_LABEL: &str = "argocd.argoproj.io/secret-type";
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+pub const MANAGED_BY_VALUE: &str = "cluster-canary";
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ArgoCdSection {
+    /// Argo CD's namespace in the management cluster. Default `argocd`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Labels on the cluster Secret, for ApplicationSet cluster generators to select on.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Restrict the cluster to an Argo CD project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// Restrict Argo CD to these namespaces of the cluster.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<String>,
+    /// With `namespaces`: whether Argo CD may also manage cluster-scoped resources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_resources: Option<bool>,
+    /// The role Argo CD assumes to reach the cluster (`awsAuthConfig.roleARN`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role_arn: Option<String>,
+    /// Traffic moves only once at least this many Applications target the cluster and all are
+    /// Synced and Healthy. Default 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 1000))]
+    pub min_apps: Option<i64>,
+    /// How long to wait for the apps before failing (without having moved traffic). Default 1800.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 60, max = 86400))]
+    pub apps_timeout_seconds: Option<i64>,
+}
+
+impl ArgoCdSection {
+    pub fn namespace(&self) -> &str {
+        self.namespace.as_deref().unwrap_or("argocd")
+    }
+
+    pub fn min_apps(&self) -> usize {
+        self.min_apps
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(1)
+    }
+
+    pub fn apps_timeout_seconds(&self) -> i64 {
+        self.apps_timeout_seconds.unwrap_or(1800)
+    }
+
+    pub(crate) fn validate(&self, errors: &mut Errors) {
+        if let Some(ns) = &self.namespace {
+            if !is_dns_label(ns) {
+                errors.push(
+                    "argocd.namespace",
+                    format!("`{ns}` is not a Kubernetes namespace name"),
+                );
+            }
+        }
+        for (key, value) in &self.labels {
+            let path = format!("argocd.labels.{key}");
+            if key == SECRET_TYPE_LABEL || key == MANAGED_BY_LABEL {
+                errors.push(path, "is set by cluster-canary itself");
+            } else if !is_label_key(key) {
+                errors.push(path, format!("`{key}` is not a Kubernetes label key"));
+            } else if !is_label_value(value) {
+                errors.push(
+                    path,
+                    format!("`{value}` is not a Kubernetes label value (at most 63 letters, digits, '-', '_', '.')"),
+                );
+            }
+        }
+        for (i, ns) in self.namespaces.iter().enumerate() {
+            if !is_dns_label(ns) {
+                errors.push(
+                    format!("argocd.namespaces[{i}]"),
+                    format!("`{ns}` is not a namespace name"),
+                );
+            }
+        }
+        if self.cluster_resources.is_some() && self.namespaces.is_empty() {
+            errors.push(
+                "argocd.clusterResources",
+                "only has a meaning together with `namespaces`",
+            );
+        }
+        if let Some(role) = &self.role_arn {
+            let parts: Vec<&str> = role.splitn(6, ':').collect();
+            let valid = matches!(parts[..], [ "arn", partition, "iam", "", account, resource]
+                if partition.starts_with("aws") && account.len() == 12
+                    && account.bytes().all(|b| b.is_ascii_digit()) && resource.starts_with("role/") && resource.len() > 5);
+            if !valid {
+                errors.push(
+                    "argocd.roleArn",
+                    format!("`{role}` is not an IAM role ARN such as arn:aws:iam::123456789012:role/argocd-deployer"),
+                );
+            }
+        }
+        if let Some(n) = self.min_apps.filter(|n| !(0..=1000).contains(n)) {
+            errors.push("argocd.minApps", format!("must be from 0 to 1000, got {n}"));
+        }
+        if let Some(t) = self
+            .apps_timeout_seconds
+            .filter(|t| !(60..=86_400).contains(t))
+        {
+            errors.push(
+                "argocd.appsTimeoutSeconds",
+                format!("must be from 60 to 86400 seconds, got {t}"),
+            );
+        }
+    }
+}
+
+/// The Secret's name for a cluster: `cluster-canary-` and the cluster name made a valid
+/// Kubernetes name (lower case, `_` as `-`).
+pub fn secret_name(cluster_name: &str) -> String {
+    format!(
+        "cluster-canary-{}",
+        cluster_name.to_ascii_lowercase().replace('_', "-")
+    )
+}
+
+fn is_dns_label(s: &str) -> bool {
+    (1..=63).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+fn is_label_name(s: &str) -> bool {
+    (1..=63).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+        && s.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && s.ends_with(|c: char| c.is_ascii_alphanumeric())
+}
+
+fn is_label_key(key: &str) -> bool {
+    match key.split_once('/') {
+        Some((prefix, name)) => {
+            prefix.len() <= 253
+                && !prefix.is_empty()
+                && prefix.split('.').all(is_dns_label)
+                && is_label_name(name)
+        }
+        None => is_label_name(key),
+    }
+}
+
+fn is_label_value(value: &str) -> bool {
+    value.is_empty() || is_label_name(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_names_are_kubernetes_names() {
+        assert_eq!(secret_name("Web_Green-2"), "cluster-canary-web-green-2");
+    }
+
+    #[test]
+    fn label_syntax() {
+        for ok in ["env", "example.com/tier", "a.b-c_d"] {
+            assert!(is_label_key(ok), "{ok}");
+        }
+        for bad in ["", "-env", "Example.com/tier", "a/b/c", "x/"] {
+            assert!(!is_label_key(bad), "{bad}");
+        }
+        assert!(is_label_value(""));
+        assert!(!is_label_value("has space"));
+    }
+}

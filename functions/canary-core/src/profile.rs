@@ -1,0 +1,205 @@
+//! Building a rollout plan for a new cluster from a named profile and the cluster's tags.
+//!
+//! A profile is a plan without `cluster` (deployment configuration, the same for every
+//! cluster of a fleet). The cluster's own tags say what only it knows: its target group or
+//! Route 53 set identifier, the stable side it replaces, extra Argo CD labels.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use crate::plan::{PlanError, PlanErrors, RolloutPlan, ValidPlan};
+
+/// Opt-in: the name of the profile to roll the cluster out with.
+pub const PROFILE_TAG: &str = "cluster-canary/profile";
+/// Each fills (or overrides) its field in every traffic target of the matching kind.
+pub const TARGET_TAGS: [(&str, &str, &str); 4] = [
+    (
+        "cluster-canary/stable-target-group",
+        "alb",
+        "stableTargetGroupArn",
+    ),
+    (
+        "cluster-canary/canary-target-group",
+        "alb",
+        "canaryTargetGroupArn",
+    ),
+    (
+        "cluster-canary/stable-set-identifier",
+        "route53",
+        "stableSetIdentifier",
+    ),
+    (
+        "cluster-canary/canary-set-identifier",
+        "route53",
+        "canarySetIdentifier",
+    ),
+];
+/// `cluster-canary/argocd-label/<label key>` = value adds a label to the Argo CD cluster Secret.
+pub const ARGOCD_LABEL_TAG_PREFIX: &str = "cluster-canary/argocd-label/";
+
+fn error(path: &str, message: impl Into<String>) -> PlanErrors {
+    PlanErrors(vec![PlanError {
+        path: path.to_owned(),
+        message: message.into(),
+    }])
+}
+
+/// The plan for `cluster` in `region`, from `profile` and the cluster's `tags`, validated
+/// exactly like a plan given by hand.
+pub fn plan_from_profile(
+    profile: &Value,
+    cluster: &str,
+    region: &str,
+    tags: &BTreeMap<String, String>,
+) -> Result<ValidPlan, PlanErrors> {
+    let Some(template) = profile.as_object() else {
+        return Err(error(
+            "profile",
+            "must be a JSON object (a plan without `cluster`)",
+        ));
+    };
+    if template.contains_key("cluster") {
+        return Err(error(
+            "profile.cluster",
+            "is taken from the event; a profile may not set it",
+        ));
+    }
+    let mut plan: Map<String, Value> = template.clone();
+    plan.insert(
+        "cluster".to_owned(),
+        serde_json::json!({"name": cluster, "region": region}),
+    );
+
+    if let Some(targets) = plan.get_mut("trafficTargets").and_then(Value::as_array_mut) {
+        for target in targets.iter_mut() {
+            for (tag, kind, field) in TARGET_TAGS {
+                if let (Some(value), Some(fields)) = (
+                    tags.get(tag),
+                    target.get_mut(kind).and_then(Value::as_object_mut),
+                ) {
+                    fields.insert(field.to_owned(), Value::String(value.clone()));
+                }
+            }
+        }
+    }
+
+    let labels: Map<String, Value> = tags
+        .iter()
+        .filter_map(|(k, v)| {
+            Some((
+                k.strip_prefix(ARGOCD_LABEL_TAG_PREFIX)?.to_owned(),
+                Value::String(v.clone()),
+            ))
+        })
+        .collect();
+    if !labels.is_empty() {
+        let argocd = plan
+            .entry("argocd")
+            .or_insert_with(|| Value::Object(Map::new()));
+        let Some(argocd) = argocd.as_object_mut() else {
+            return Err(error("argocd", "must be an object"));
+        };
+        let existing = argocd
+            .entry("labels")
+            .or_insert_with(|| Value::Object(Map::new()));
+        let Some(existing) = existing.as_object_mut() else {
+            return Err(error("argocd.labels", "must be an object"));
+        };
+        existing.extend(labels);
+    }
+    RolloutPlan::parse(Value::Object(plan))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::TrafficTarget;
+    use serde_json::json;
+
+    const LISTENER: &str =
+        "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/50dc6c495c0c9188/f2f7dc8efc522ab2";
+    const BLUE: &str =
+        "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/blue/73e2d6bc24d8a067";
+    const GREEN: &str =
+        "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/green/4b7c9a1e2f3d5a68";
+
+    fn profile() -> Value {
+        json!({
+            "trafficTargets": [
+                {"alb": {"listenerArn": LISTENER, "stableTargetGroupArn": BLUE}},
+                {"route53": {"hostedZoneId": "Z1", "recordName": "app.example.com", "recordType": "A",
+                             "stableSetIdentifier": "blue"}}
+            ],
+            "steps": [{"weight": 50}, {"weight": 100}],
+            "bake": {"seconds": 60, "checkIntervalSeconds": 10},
+            "argocd": {"labels": {"fleet": "web"}}
+        })
+    }
+
+    fn tags(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn tags_fill_the_cluster_specific_fields() {
+        let valid = plan_from_profile(
+            &profile(),
+            "green",
+            "us-east-1",
+            &tags(&[
+                (PROFILE_TAG, "web"),
+                ("cluster-canary/canary-target-group", GREEN),
+                ("cluster-canary/canary-set-identifier", "green"),
+                ("cluster-canary/argocd-label/env", "prod"),
+            ]),
+        )
+        .expect("valid plan");
+        let plan = valid.plan;
+        assert_eq!(
+            (plan.cluster.name.as_str(), plan.cluster.region.as_str()),
+            ("green", "us-east-1")
+        );
+        let TrafficTarget::Alb(alb) = &plan.traffic_targets[0] else {
+            panic!()
+        };
+        assert_eq!(alb.canary_target_group_arn, GREEN);
+        let TrafficTarget::Route53(r53) = &plan.traffic_targets[1] else {
+            panic!()
+        };
+        assert_eq!(r53.canary_set_identifier, "green");
+        let labels = &plan.argocd.expect("argocd").labels;
+        assert_eq!(labels.get("fleet").map(String::as_str), Some("web"));
+        assert_eq!(labels.get("env").map(String::as_str), Some("prod"));
+    }
+
+    #[test]
+    fn missing_tags_make_an_invalid_plan_with_paths() {
+        let errors = plan_from_profile(
+            &profile(),
+            "green",
+            "us-east-1",
+            &tags(&[(PROFILE_TAG, "web")]),
+        )
+        .unwrap_err();
+        let text = errors.to_string();
+        assert!(
+            text.contains("trafficTargets[0].alb: missing field `canaryTargetGroupArn`"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_profile_may_not_set_the_cluster() {
+        let mut p = profile();
+        p["cluster"] = json!({"name": "x", "region": "us-east-1"});
+        let errors = plan_from_profile(&p, "green", "us-east-1", &BTreeMap::new()).unwrap_err();
+        assert_eq!(errors.0[0].path, "profile.cluster");
+        let errors =
+            plan_from_profile(&json!([]), "green", "us-east-1", &BTreeMap::new()).unwrap_err();
+        assert_eq!(errors.0[0].path, "profile");
+    }
+}
