@@ -48,6 +48,7 @@ const NOT_FOUND_CODES: &[&str] = &[
     "NoSuchChange",
     "ExecutionDoesNotExist",
     "StateMachineDoesNotExist",
+    "ResourceNotFoundException",
 ];
 
 const ACCESS_DENIED_CODES: &[&str] = &[

@@ -5,11 +5,13 @@
 pub mod alb;
 pub mod cloudwatch;
 pub mod config;
+pub mod eks;
 pub mod error;
 pub mod executions;
 pub mod lambda;
 pub mod logging;
 pub mod route53;
+pub mod secrets;
 
 pub use alb::{
     AlbApi, ForwardAction, ForwardRead, GroupStickiness, SdkAlb, TargetGroupInfo, TargetGroupWeight,
@@ -18,6 +20,8 @@ pub use cloudwatch::{
     AlarmState, AlarmStateValue, CloudWatchApi, MetricQuery, MetricSeries, SdkCloudWatch,
 };
 pub use config::{load_sdk_config, sdk_config_loader};
+pub use eks::{ClusterInfo, EksApi, SdkEks};
 pub use error::{AwsError, AwsErrorKind};
-pub use executions::{ExecutionsApi, SdkExecutions};
+pub use executions::{ExecutionsApi, SdkExecutions, Started};
 pub use route53::{Route53Api, SdkRoute53, WeightedRecord};
+pub use secrets::{SdkSecrets, SecretsApi};

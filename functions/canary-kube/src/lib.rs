@@ -1,1 +1,3 @@
+//! Argo CD cluster registration through the Kubernetes API of the management cluster.
 
+pub mod token;

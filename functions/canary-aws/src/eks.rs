@@ -1,0 +1,67 @@
+//! EKS: what a cluster looks like once it can be registered.
+
+use async_trait::async_trait;
+use aws_config::SdkConfig;
+use aws_sdk_eks as eks;
+
+use crate::error::{AwsError, AwsErrorKind};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterInfo {
+    pub name: String,
+    pub arn: String,
+    /// `CREATING`, `ACTIVE`, `FAILED`, ... as EKS says it.
+    pub status: String,
+    /// The API server URL. EKS gives it only once the cluster is ACTIVE.
+    pub endpoint: Option<String>,
+    /// Base64 of the PEM CA bundle, as EKS gives it (Argo CD's `caData` wants exactly this).
+    pub ca_data: Option<String>,
+}
+
+#[async_trait]
+pub trait EksApi: Send + Sync {
+    /// `NotFound` for a cluster that does not exist.
+    async fn describe_cluster(&self, name: &str) -> Result<ClusterInfo, AwsError>;
+}
+
+pub struct SdkEks {
+    client: eks::Client,
+}
+
+impl SdkEks {
+    pub fn new(config: &SdkConfig) -> Self {
+        SdkEks {
+            client: eks::Client::new(config),
+        }
+    }
+}
+
+#[async_trait]
+impl EksApi for SdkEks {
+    async fn describe_cluster(&self, name: &str) -> Result<ClusterInfo, AwsError> {
+        let out = self
+            .client
+            .describe_cluster()
+            .name(name)
+            .send()
+            .await
+            .map_err(|e| match e.as_service_error() {
+                Some(service) if service.is_resource_not_found_exception() => AwsError::new(
+                    AwsErrorKind::NotFound,
+                    "DescribeCluster",
+                    format!("no EKS cluster named {name}"),
+                ),
+                _ => AwsError::from_sdk("DescribeCluster", e),
+            })?;
+        let cluster = out.cluster().ok_or_else(|| {
+            AwsError::new(AwsErrorKind::NotFound, "DescribeCluster", format!("no EKS cluster named {name}"))
+        })?;
+        Ok(ClusterInfo {
+            name: cluster.name().unwrap_or(name).to_owned(),
+            arn: cluster.arn().unwrap_or_default().to_owned(),
+            status: cluster.status().map(|s| s.as_str().to_owned()).unwrap_or_default(),
+            endpoint: cluster.endpoint().map(str::to_owned),
+            ca_data: cluster.certificate_authority().and_then(|ca| ca.data()).map(str::to_owned),
+        })
+    }
+}
