@@ -6,6 +6,7 @@
 //! It is started through `tests/moto/moto_server.py`, which is stock `moto_server` plus the
 //! PutCompositeAlarm action moto lacks.
 
+use std::io::{BufRead, BufReader};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -104,6 +105,59 @@ impl Moto {
             String::from_utf8_lossy(&output.stderr)
         );
         serde_json::from_slice(&output.stdout).expect("seed_world.py prints the world as JSON")
+    }
+}
+
+/// The Kubernetes API test server (`tests/kube/kube_api_server.py`) on a port of its
+/// choosing, with a CA generated at start; killed when dropped.
+pub struct KubeServer {
+    child: Child,
+    pub server: String,
+    /// Base64 of the PEM CA, as EKS gives it.
+    pub ca_data: String,
+}
+
+/// The token the test server lets do everything.
+pub const ADMIN_TOKEN: &str = "admin-token-for-tests";
+/// A token the test server knows but forbids in the Argo CD namespace (403).
+pub const LIMITED_TOKEN: &str = "limited-token-for-tests";
+
+impl KubeServer {
+    /// `extra` e.g. `["--argocd-sim", "healthy"]`.
+    pub fn start(extra: &[&str]) -> KubeServer {
+        let mut child = Command::new(python())
+            .arg(repo_root().join("tests/kube/kube_api_server.py"))
+            .args([
+                "--admin-token",
+                ADMIN_TOKEN,
+                "--limited-token",
+                LIMITED_TOKEN,
+            ])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start kube_api_server.py: run scripts/setup.sh first");
+        let mut line = String::new();
+        if let Some(stdout) = child.stdout.take() {
+            let _ = BufReader::new(stdout).read_line(&mut line);
+        }
+        let ready: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| {
+            let _ = child.kill();
+            panic!("kube_api_server.py did not start ({e}): {line:?}")
+        });
+        KubeServer {
+            server: ready["server"].as_str().unwrap_or_default().to_owned(),
+            ca_data: ready["caData"].as_str().unwrap_or_default().to_owned(),
+            child,
+        }
+    }
+}
+
+impl Drop for KubeServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 

@@ -20,27 +20,45 @@ pub struct ClusterInfo {
 
 #[async_trait]
 pub trait EksApi: Send + Sync {
-    /// `NotFound` for a cluster that does not exist.
-    async fn describe_cluster(&self, name: &str) -> Result<ClusterInfo, AwsError>;
+    /// The cluster `name` in `region` (the configured region when `None`). `NotFound` for a
+    /// cluster that does not exist.
+    async fn describe_cluster(
+        &self,
+        region: Option<&str>,
+        name: &str,
+    ) -> Result<ClusterInfo, AwsError>;
 }
 
 pub struct SdkEks {
-    client: eks::Client,
+    config: SdkConfig,
 }
 
 impl SdkEks {
     pub fn new(config: &SdkConfig) -> Self {
         SdkEks {
-            client: eks::Client::new(config),
+            config: config.clone(),
         }
+    }
+
+    /// A client for `region`. Building one makes no network call.
+    fn client(&self, region: Option<&str>) -> eks::Client {
+        let mut builder = eks::config::Builder::from(&self.config);
+        if let Some(region) = region {
+            builder = builder.region(eks::config::Region::new(region.to_owned()));
+        }
+        eks::Client::from_conf(builder.build())
     }
 }
 
 #[async_trait]
 impl EksApi for SdkEks {
-    async fn describe_cluster(&self, name: &str) -> Result<ClusterInfo, AwsError> {
+    async fn describe_cluster(
+        &self,
+        region: Option<&str>,
+        name: &str,
+    ) -> Result<ClusterInfo, AwsError> {
         let out = self
-            .client
+            .client(region)
             .describe_cluster()
             .name(name)
             .send()
@@ -54,14 +72,24 @@ impl EksApi for SdkEks {
                 _ => AwsError::from_sdk("DescribeCluster", e),
             })?;
         let cluster = out.cluster().ok_or_else(|| {
-            AwsError::new(AwsErrorKind::NotFound, "DescribeCluster", format!("no EKS cluster named {name}"))
+            AwsError::new(
+                AwsErrorKind::NotFound,
+                "DescribeCluster",
+                format!("no EKS cluster named {name}"),
+            )
         })?;
         Ok(ClusterInfo {
             name: cluster.name().unwrap_or(name).to_owned(),
             arn: cluster.arn().unwrap_or_default().to_owned(),
-            status: cluster.status().map(|s| s.as_str().to_owned()).unwrap_or_default(),
+            status: cluster
+                .status()
+                .map(|s| s.as_str().to_owned())
+                .unwrap_or_default(),
             endpoint: cluster.endpoint().map(str::to_owned),
-            ca_data: cluster.certificate_authority().and_then(|ca| ca.data()).map(str::to_owned),
+            ca_data: cluster
+                .certificate_authority()
+                .and_then(|ca| ca.data())
+                .map(str::to_owned),
         })
     }
 }

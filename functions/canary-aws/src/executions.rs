@@ -14,7 +14,12 @@ pub trait ExecutionsApi: Send + Sync {
     async fn execution_input(&self, execution_arn: &str) -> Result<Option<String>, AwsError>;
     /// Starts an execution by name. A name already used (a duplicate delivery of the same
     /// event) is `Started::AlreadyExists`, not an error.
-    async fn start_execution(&self, state_machine_arn: &str, name: &str, input: &str) -> Result<Started, AwsError>;
+    async fn start_execution(
+        &self,
+        state_machine_arn: &str,
+        name: &str,
+        input: &str,
+    ) -> Result<Started, AwsError>;
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,9 +73,17 @@ impl ExecutionsApi for SdkExecutions {
         Ok(out.input().map(str::to_owned))
     }
 
-    async fn start_execution(&self, state_machine_arn: &str, name: &str, input: &str) -> Result<Started, AwsError> {
+    async fn start_execution(
+        &self,
+        state_machine_arn: &str,
+        name: &str,
+        input: &str,
+    ) -> Result<Started, AwsError> {
         // Execution ARNs are the state machine's with `:execution:` and the name.
-        let execution_arn = format!("{}:{name}", state_machine_arn.replacen(":stateMachine:", ":execution:", 1));
+        let execution_arn = format!(
+            "{}:{name}",
+            state_machine_arn.replacen(":stateMachine:", ":execution:", 1)
+        );
         match self
             .client
             .start_execution()
@@ -86,7 +99,10 @@ impl ExecutionsApi for SdkExecutions {
             // Step Functions answers a repeated name with the same input while the first run is
             // RUNNING by returning it, and with ExecutionAlreadyExists otherwise: either way
             // the event was already handled.
-            Err(e) if e.as_service_error().is_some_and(|s| s.is_execution_already_exists()) => {
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_execution_already_exists()) =>
+            {
                 Ok(Started::AlreadyExists { execution_arn })
             }
             Err(e) => Err(AwsError::from_sdk("StartExecution", e)),

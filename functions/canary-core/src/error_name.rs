@@ -29,6 +29,32 @@ pub enum ErrorName {
     ChangeNotInSync,
     /// A CloudWatch alarm the plan names (or an alarm prefix) matches no alarm.
     AlarmNotFound,
+    /// The new EKS cluster is not ACTIVE yet (CREATING, UPDATING): retry later.
+    ClusterNotReady,
+    /// The new EKS cluster does not exist.
+    ClusterNotFound,
+    /// The new EKS cluster FAILED or is being deleted.
+    ClusterFailed,
+    /// A Secret of the same name exists and cluster-canary did not create it (or it is for
+    /// another cluster): it is left untouched.
+    SecretNotOwned,
+    /// Another Argo CD cluster Secret already has the same `server`; Argo CD would pick one
+    /// of the two at random.
+    DuplicateClusterServer,
+    /// The Kubernetes API refused for lack of permission (401/403).
+    KubePermissionDenied,
+    /// The Kubernetes API answered 404 where an object was needed.
+    KubeNotFound,
+    /// The Kubernetes API answered 409 (another field manager owns the fields).
+    KubeConflict,
+    /// The Kubernetes API failed on its side or could not be reached; retrying may succeed.
+    KubeTransient,
+    /// The Kubernetes API refused the request for another reason.
+    KubeRequestFailed,
+    /// The EventBridge event is not a usable EKS CloudTrail event.
+    InvalidEvent,
+    /// The cluster's profile tag names a profile that is not configured.
+    ProfileNotFound,
 }
 
 /// An error that knows its stable name: what every function's error type implements.
@@ -37,7 +63,7 @@ pub trait NamedError: std::error::Error {
 }
 
 impl ErrorName {
-    pub const ALL: [ErrorName; 11] = [
+    pub const ALL: [ErrorName; 23] = [
         ErrorName::InvalidInput,
         ErrorName::InvalidPlan,
         ErrorName::TargetNotFound,
@@ -49,6 +75,18 @@ impl ErrorName {
         ErrorName::AwsRequestFailed,
         ErrorName::ChangeNotInSync,
         ErrorName::AlarmNotFound,
+        ErrorName::ClusterNotReady,
+        ErrorName::ClusterNotFound,
+        ErrorName::ClusterFailed,
+        ErrorName::SecretNotOwned,
+        ErrorName::DuplicateClusterServer,
+        ErrorName::KubePermissionDenied,
+        ErrorName::KubeNotFound,
+        ErrorName::KubeConflict,
+        ErrorName::KubeTransient,
+        ErrorName::KubeRequestFailed,
+        ErrorName::InvalidEvent,
+        ErrorName::ProfileNotFound,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -64,12 +102,30 @@ impl ErrorName {
             ErrorName::AwsRequestFailed => "AwsRequestFailed",
             ErrorName::ChangeNotInSync => "ChangeNotInSync",
             ErrorName::AlarmNotFound => "AlarmNotFound",
+            ErrorName::ClusterNotReady => "ClusterNotReady",
+            ErrorName::ClusterNotFound => "ClusterNotFound",
+            ErrorName::ClusterFailed => "ClusterFailed",
+            ErrorName::SecretNotOwned => "SecretNotOwned",
+            ErrorName::DuplicateClusterServer => "DuplicateClusterServer",
+            ErrorName::KubePermissionDenied => "KubePermissionDenied",
+            ErrorName::KubeNotFound => "KubeNotFound",
+            ErrorName::KubeConflict => "KubeConflict",
+            ErrorName::KubeTransient => "KubeTransient",
+            ErrorName::KubeRequestFailed => "KubeRequestFailed",
+            ErrorName::InvalidEvent => "InvalidEvent",
+            ErrorName::ProfileNotFound => "ProfileNotFound",
         }
     }
 
     /// Whether the state machine should retry a task that failed with this error.
     pub fn is_retryable(self) -> bool {
-        matches!(self, ErrorName::AwsTransient | ErrorName::ChangeNotInSync)
+        matches!(
+            self,
+            ErrorName::AwsTransient
+                | ErrorName::ChangeNotInSync
+                | ErrorName::KubeTransient
+                | ErrorName::ClusterNotReady
+        )
     }
 }
 

@@ -1,3 +1,12 @@
 //! Argo CD cluster registration through the Kubernetes API of the management cluster.
 
+pub mod access;
+pub mod argocd;
+pub mod error;
+pub mod registration;
 pub mod token;
+
+pub use access::{connect, AccessDeps, ManagementAccess};
+pub use argocd::{ArgoCdApi, ClusterSecret, KubeArgoCd};
+pub use error::{KubeError, KubeErrorKind};
+pub use registration::{apps_status, deregister, desired_secret, register, RegistrationError};

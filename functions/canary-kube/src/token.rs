@@ -7,7 +7,9 @@
 use std::time::{Duration, SystemTime};
 
 use aws_credential_types::Credentials;
-use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SignatureLocation, SigningSettings};
+use aws_sigv4::http_request::{
+    sign, SignableBody, SignableRequest, SignatureLocation, SigningSettings,
+};
 use aws_sigv4::sign::v4;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -19,8 +21,14 @@ const CLUSTER_ID_HEADER: &str = "x-k8s-aws-id";
 pub struct TokenError(String);
 
 /// A token for `cluster_name`, signed with `credentials` for `region`'s STS endpoint at `now`.
-pub fn eks_token(credentials: &Credentials, region: &str, cluster_name: &str, now: SystemTime) -> Result<String, TokenError> {
-    let base = format!("https://sts.{region}.amazonaws.com/?Action=GetCallerIdentity&Version=2011-06-15");
+pub fn eks_token(
+    credentials: &Credentials,
+    region: &str,
+    cluster_name: &str,
+    now: SystemTime,
+) -> Result<String, TokenError> {
+    let base =
+        format!("https://sts.{region}.amazonaws.com/?Action=GetCallerIdentity&Version=2011-06-15");
     let mut settings = SigningSettings::default();
     settings.signature_location = SignatureLocation::QueryParams;
     settings.expires_in = Some(Duration::from_secs(60));
@@ -35,8 +43,9 @@ pub fn eks_token(credentials: &Credentials, region: &str, cluster_name: &str, no
         .map_err(|e| TokenError(e.to_string()))?
         .into();
     let headers = [(CLUSTER_ID_HEADER, cluster_name)];
-    let signable = SignableRequest::new("GET", &base, headers.into_iter(), SignableBody::Bytes(&[]))
-        .map_err(|e| TokenError(e.to_string()))?;
+    let signable =
+        SignableRequest::new("GET", &base, headers.into_iter(), SignableBody::Bytes(&[]))
+            .map_err(|e| TokenError(e.to_string()))?;
     let (instructions, _signature) = sign(signable, &params)
         .map_err(|e| TokenError(e.to_string()))?
         .into_parts();
@@ -57,7 +66,9 @@ fn signature_last(url: &str) -> String {
     let Some((base, query)) = url.split_once('?') else {
         return url.to_owned();
     };
-    let (signature, mut rest): (Vec<&str>, Vec<&str>) = query.split('&').partition(|p| p.starts_with("X-Amz-Signature="));
+    let (signature, mut rest): (Vec<&str>, Vec<&str>) = query
+        .split('&')
+        .partition(|p| p.starts_with("X-Amz-Signature="));
     rest.extend(signature);
     format!("{base}?{}", rest.join("&"))
 }

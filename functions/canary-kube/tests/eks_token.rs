@@ -41,18 +41,43 @@ print("k8s-aws-v1." + base64.urlsafe_b64encode(url.encode()).decode().rstrip("="
 fn python() -> std::path::PathBuf {
     std::env::var_os("PYTHON")
         .map(Into::into)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python"))
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python")
+        })
 }
 
-fn botocore_token(key: &str, secret: &str, session: &str, region: &str, cluster: &str, epoch: u64) -> String {
+fn botocore_token(
+    key: &str,
+    secret: &str,
+    session: &str,
+    region: &str,
+    cluster: &str,
+    epoch: u64,
+) -> String {
     let out = Command::new(python())
-        .args(["-c", BOTOCORE_TOKEN, key, secret, session, region, cluster, &epoch.to_string()])
+        .args([
+            "-c",
+            BOTOCORE_TOKEN,
+            key,
+            secret,
+            session,
+            region,
+            cluster,
+            &epoch.to_string(),
+        ])
         .env("AWS_EC2_METADATA_DISABLED", "true")
         .env_remove("AWS_PROFILE")
         .output()
         .expect("run python with botocore (scripts/setup.sh)");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).expect("utf-8").trim().to_owned()
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .trim()
+        .to_owned()
 }
 
 #[test]
@@ -61,7 +86,11 @@ fn token_is_byte_identical_to_botocore() {
     let now = UNIX_EPOCH + Duration::from_secs(epoch);
     for (session, region, cluster) in [
         ("", "us-east-1", "argocd-hub"),
-        ("FwoGZXIvYXdzEXAMPLESESSIONTOKEN+/=", "eu-central-1", "mgmt_cluster-2"),
+        (
+            "FwoGZXIvYXdzEXAMPLESESSIONTOKEN+/=",
+            "eu-central-1",
+            "mgmt_cluster-2",
+        ),
     ] {
         let credentials = Credentials::new(
             "AKIDEXAMPLE",
@@ -71,8 +100,18 @@ fn token_is_byte_identical_to_botocore() {
             "test",
         );
         let ours = eks_token(&credentials, region, cluster, now).expect("token");
-        let theirs = botocore_token("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", session, region, cluster, epoch);
-        assert_eq!(ours, theirs, "session token {session:?}, region {region}, cluster {cluster}");
+        let theirs = botocore_token(
+            "AKIDEXAMPLE",
+            "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+            session,
+            region,
+            cluster,
+            epoch,
+        );
+        assert_eq!(
+            ours, theirs,
+            "session token {session:?}, region {region}, cluster {cluster}"
+        );
     }
     // And it changes with the time it was signed at.
     let credentials = Credentials::new("AKIDEXAMPLE", "secret", None, None, "test");

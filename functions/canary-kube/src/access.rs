@@ -1,0 +1,178 @@
+//! Reaching the Kubernetes API of the management cluster (where Argo CD runs), in one of two
+//! modes chosen by configuration:
+//! - `eks`: the management cluster is EKS. Endpoint and CA come from DescribeCluster; the
+//!   bearer token is minted from the function's own AWS credentials (see `token`).
+//! - `secret`: a Secrets Manager secret holds `{"server", "caData", "token"}`, for an Argo CD
+//!   that is not on EKS or lives in another account.
+//!
+//! The token never leaves this module except inside the kube client; it is not logged.
+
+use std::time::{Duration, SystemTime};
+
+use aws_credential_types::provider::ProvideCredentials;
+use canary_aws::{EksApi, SecretsApi};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use serde::Deserialize;
+
+use crate::error::{KubeError, KubeErrorKind};
+use crate::token::eks_token;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ManagementAccess {
+    Eks { cluster_name: String },
+    Secret { secret_id: String },
+}
+
+impl ManagementAccess {
+    /// From `MANAGEMENT_ACCESS` (`eks` | `secret`) and `MANAGEMENT_CLUSTER_NAME` /
+    /// `MANAGEMENT_SECRET_ID`.
+    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let required = |name: &str| {
+            get(name)
+                .filter(|v| !v.is_empty())
+                .ok_or(format!("{name} is not set"))
+        };
+        match get("MANAGEMENT_ACCESS").as_deref() {
+            Some("eks") => Ok(ManagementAccess::Eks {
+                cluster_name: required("MANAGEMENT_CLUSTER_NAME")?,
+            }),
+            Some("secret") => Ok(ManagementAccess::Secret {
+                secret_id: required("MANAGEMENT_SECRET_ID")?,
+            }),
+            other => Err(format!(
+                "MANAGEMENT_ACCESS must be `eks` or `secret`, got {other:?}"
+            )),
+        }
+    }
+}
+
+/// What Secrets Manager holds in `secret` mode.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ConnectionSecret {
+    server: String,
+    ca_data: String,
+    token: String,
+}
+
+/// The AWS side of connecting: where the endpoint, CA and credentials come from.
+pub struct AccessDeps<'a> {
+    pub eks: &'a dyn EksApi,
+    pub secrets: &'a dyn SecretsApi,
+    pub credentials: &'a dyn ProvideCredentials,
+    pub region: &'a str,
+}
+
+const CONNECT: &str = "connect to the management cluster";
+
+fn rejected(message: impl Into<String>) -> KubeError {
+    KubeError::new(KubeErrorKind::Rejected, CONNECT, message)
+}
+
+fn from_aws(e: canary_aws::AwsError) -> KubeError {
+    let kind = match e.kind {
+        canary_aws::AwsErrorKind::Transient => KubeErrorKind::Transient,
+        canary_aws::AwsErrorKind::AccessDenied => KubeErrorKind::Permission,
+        _ => KubeErrorKind::Rejected,
+    };
+    KubeError::new(kind, CONNECT, e.to_string())
+}
+
+/// A kube client for the management cluster.
+pub async fn connect(
+    access: &ManagementAccess,
+    deps: &AccessDeps<'_>,
+) -> Result<kube::Client, KubeError> {
+    let (server, ca_data, token) = match access {
+        ManagementAccess::Eks { cluster_name } => {
+            let cluster = deps
+                .eks
+                .describe_cluster(None, cluster_name)
+                .await
+                .map_err(from_aws)?;
+            let (Some(server), Some(ca)) = (cluster.endpoint, cluster.ca_data) else {
+                return Err(rejected(format!(
+                    "management cluster {cluster_name} has no endpoint yet (status {})",
+                    cluster.status
+                )));
+            };
+            let credentials = deps.credentials.provide_credentials().await.map_err(|e| {
+                KubeError::new(
+                    KubeErrorKind::Transient,
+                    CONNECT,
+                    format!("no AWS credentials: {e}"),
+                )
+            })?;
+            let token = eks_token(&credentials, deps.region, cluster_name, SystemTime::now())
+                .map_err(|e| rejected(e.to_string()))?;
+            (server, ca, token)
+        }
+        ManagementAccess::Secret { secret_id } => {
+            let text = deps
+                .secrets
+                .secret_string(secret_id)
+                .await
+                .map_err(from_aws)?;
+            // The message must not echo the secret's content.
+            let secret: ConnectionSecret = serde_json::from_str(&text).map_err(|_| {
+                rejected(format!(
+                    "secret {secret_id} must be a JSON object with string fields server, caData and token"
+                ))
+            })?;
+            (secret.server, secret.ca_data, secret.token)
+        }
+    };
+    client(&server, &ca_data, token).await
+}
+
+/// A kube client for `server`, trusting the base64 PEM `ca_data`, authenticating with `token`.
+pub async fn client(server: &str, ca_data: &str, token: String) -> Result<kube::Client, KubeError> {
+    let kubeconfig: Kubeconfig = serde_json::from_value(serde_json::json!({
+        "clusters": [{"name": "management", "cluster": {"server": server, "certificate-authority-data": ca_data}}],
+        "users": [{"name": "cluster-canary", "user": {"token": token}}],
+        "contexts": [{"name": "management", "context": {"cluster": "management", "user": "cluster-canary"}}],
+        "current-context": "management",
+    }))
+    .map_err(|e| rejected(format!("bad connection settings: {e}")))?;
+    let mut config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+            .await
+            .map_err(|e| rejected(format!("bad connection settings for {server}: {e}")))?;
+    config.connect_timeout = Some(Duration::from_secs(10));
+    config.read_timeout = Some(Duration::from_secs(20));
+    kube::Client::try_from(config)
+        .map_err(|e| rejected(format!("cannot build a client for {server}: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn access_mode_from_env() {
+        let env = |pairs: &'static [(&str, &str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        };
+        assert_eq!(
+            ManagementAccess::from_env(env(&[
+                ("MANAGEMENT_ACCESS", "eks"),
+                ("MANAGEMENT_CLUSTER_NAME", "hub")
+            ])),
+            Ok(ManagementAccess::Eks {
+                cluster_name: "hub".into()
+            })
+        );
+        assert_eq!(
+            ManagementAccess::from_env(env(&[("MANAGEMENT_ACCESS", "secret")])),
+            Err("MANAGEMENT_SECRET_ID is not set".into())
+        );
+        assert!(ManagementAccess::from_env(env(&[]))
+            .unwrap_err()
+            .contains("must be `eks` or `secret`"));
+    }
+}

@@ -1,0 +1,166 @@
+//! Argo CD's side of the management cluster: cluster Secrets and Applications in Argo CD's
+//! namespace, behind a small trait so the registration logic is tested without a network.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::ByteString;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::core::ApiResource;
+use serde_json::{json, Value};
+
+use crate::error::KubeError;
+use canary_core::argocd::SECRET_TYPE_LABEL;
+
+/// The field manager every apply uses, so repeated applies own the same fields.
+pub const FIELD_MANAGER: &str = "cluster-canary";
+
+/// A Secret as registration sees it: labels and data values decoded to text.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ClusterSecret {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub data: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppStatus {
+    pub name: String,
+    pub destination_server: Option<String>,
+    pub destination_name: Option<String>,
+    pub sync: Option<String>,
+    pub health: Option<String>,
+}
+
+#[async_trait]
+pub trait ArgoCdApi: Send + Sync {
+    async fn get_secret(&self, name: &str) -> Result<Option<ClusterSecret>, KubeError>;
+    /// Every Secret labelled as an Argo CD cluster.
+    async fn cluster_secrets(&self) -> Result<Vec<ClusterSecret>, KubeError>;
+    /// Server-side apply with [`FIELD_MANAGER`], without force: fields another manager owns
+    /// are a conflict, not overwritten.
+    async fn apply_secret(&self, secret: &ClusterSecret) -> Result<(), KubeError>;
+    /// `false` when there was nothing to delete.
+    async fn delete_secret(&self, name: &str) -> Result<bool, KubeError>;
+    async fn applications(&self) -> Result<Vec<AppStatus>, KubeError>;
+}
+
+pub struct KubeArgoCd {
+    namespace: String,
+    secrets: Api<Secret>,
+    applications: Api<DynamicObject>,
+}
+
+impl KubeArgoCd {
+    pub fn new(client: kube::Client, namespace: &str) -> Self {
+        let application = ApiResource {
+            group: "argoproj.io".into(),
+            version: "v1alpha1".into(),
+            api_version: "argoproj.io/v1alpha1".into(),
+            kind: "Application".into(),
+            plural: "applications".into(),
+        };
+        KubeArgoCd {
+            namespace: namespace.to_owned(),
+            secrets: Api::namespaced(client.clone(), namespace),
+            applications: Api::namespaced_with(client, namespace, &application),
+        }
+    }
+
+    fn action(&self, verb: &str, what: &str) -> String {
+        format!("{verb} {what} in namespace {}", self.namespace)
+    }
+}
+
+fn decoded(secret: Secret) -> ClusterSecret {
+    ClusterSecret {
+        name: secret.metadata.name.unwrap_or_default(),
+        labels: secret.metadata.labels.unwrap_or_default(),
+        data: secret
+            .data
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, String::from_utf8_lossy(&v.0).into_owned()))
+            .collect(),
+    }
+}
+
+fn text(object: &DynamicObject, pointer: &str) -> Option<String> {
+    object
+        .data
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+#[async_trait]
+impl ArgoCdApi for KubeArgoCd {
+    async fn get_secret(&self, name: &str) -> Result<Option<ClusterSecret>, KubeError> {
+        self.secrets
+            .get_opt(name)
+            .await
+            .map(|s| s.map(decoded))
+            .map_err(|e| KubeError::from_kube(self.action("get Secret", name), e))
+    }
+
+    async fn cluster_secrets(&self) -> Result<Vec<ClusterSecret>, KubeError> {
+        let params = ListParams::default().labels(&format!("{SECRET_TYPE_LABEL}=cluster"));
+        self.secrets
+            .list(&params)
+            .await
+            .map(|list| list.items.into_iter().map(decoded).collect())
+            .map_err(|e| KubeError::from_kube(self.action("list", "cluster Secrets"), e))
+    }
+
+    async fn apply_secret(&self, secret: &ClusterSecret) -> Result<(), KubeError> {
+        let data: BTreeMap<&String, ByteString> = secret
+            .data
+            .iter()
+            .map(|(k, v)| (k, ByteString(v.as_bytes().to_vec())))
+            .collect();
+        let body = json!({
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": secret.name, "namespace": self.namespace, "labels": secret.labels},
+            "type": "Opaque",
+            "data": data,
+        });
+        self.secrets
+            .patch(
+                &secret.name,
+                &PatchParams::apply(FIELD_MANAGER),
+                &Patch::Apply(&body),
+            )
+            .await
+            .map(drop)
+            .map_err(|e| KubeError::from_kube(self.action("apply Secret", &secret.name), e))
+    }
+
+    async fn delete_secret(&self, name: &str) -> Result<bool, KubeError> {
+        match self.secrets.delete(name, &DeleteParams::default()).await {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
+            Err(e) => Err(KubeError::from_kube(self.action("delete Secret", name), e)),
+        }
+    }
+
+    async fn applications(&self) -> Result<Vec<AppStatus>, KubeError> {
+        let list = self
+            .applications
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| KubeError::from_kube(self.action("list", "Applications"), e))?;
+        Ok(list
+            .items
+            .iter()
+            .map(|app| AppStatus {
+                name: app.metadata.name.clone().unwrap_or_default(),
+                destination_server: text(app, "/spec/destination/server"),
+                destination_name: text(app, "/spec/destination/name"),
+                sync: text(app, "/status/sync/status"),
+                health: text(app, "/status/health/status"),
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,277 @@
+//! Register a cluster in Argo CD, report its apps, deregister it: the decisions, over the
+//! `ArgoCdApi` trait.
+
+use std::collections::BTreeMap;
+
+use canary_aws::ClusterInfo;
+use canary_core::argocd::{
+    secret_name, ArgoCdSection, MANAGED_BY_LABEL, MANAGED_BY_VALUE, SECRET_TYPE_LABEL,
+};
+use canary_core::{ErrorName, NamedError};
+use serde::Serialize;
+use serde_json::json;
+use tracing::info;
+
+use crate::argocd::{ArgoCdApi, ClusterSecret};
+use crate::error::KubeError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RegistrationError {
+    #[error("Secret {namespace}/{name} {why}; it was left untouched")]
+    SecretNotOwned {
+        namespace: String,
+        name: String,
+        why: String,
+    },
+    #[error(
+        "Secret {namespace}/{other} already registers server {server} in Argo CD; a second Secret for the same \
+         server makes Argo CD pick one at random. Remove one of them"
+    )]
+    DuplicateServer {
+        namespace: String,
+        other: String,
+        server: String,
+    },
+    #[error("{0}")]
+    Kube(#[from] KubeError),
+}
+
+impl NamedError for RegistrationError {
+    fn name(&self) -> ErrorName {
+        match self {
+            RegistrationError::SecretNotOwned { .. } => ErrorName::SecretNotOwned,
+            RegistrationError::DuplicateServer { .. } => ErrorName::DuplicateClusterServer,
+            RegistrationError::Kube(e) => e.error_name(),
+        }
+    }
+}
+
+/// The Argo CD cluster Secret for `cluster`, as Argo CD's `SecretToCluster` reads it.
+pub fn desired_secret(
+    cluster: &ClusterInfo,
+    server: &str,
+    ca_data: &str,
+    argocd: &ArgoCdSection,
+) -> ClusterSecret {
+    let mut labels: BTreeMap<String, String> = argocd.labels.clone();
+    labels.insert(SECRET_TYPE_LABEL.to_owned(), "cluster".to_owned());
+    labels.insert(MANAGED_BY_LABEL.to_owned(), MANAGED_BY_VALUE.to_owned());
+
+    let mut aws_auth = json!({"clusterName": cluster.name});
+    if let Some(role) = &argocd.role_arn {
+        aws_auth["roleARN"] = json!(role);
+    }
+    let config = json!({
+        "awsAuthConfig": aws_auth,
+        "tlsClientConfig": {"insecure": false, "caData": ca_data},
+    });
+    let mut data = BTreeMap::from([
+        ("name".to_owned(), cluster.name.clone()),
+        // Argo CD trims a trailing slash too; EKS endpoints have none, but be exact.
+        ("server".to_owned(), server.trim_end_matches('/').to_owned()),
+        ("config".to_owned(), config.to_string()),
+    ]);
+    if let Some(project) = &argocd.project {
+        data.insert("project".to_owned(), project.clone());
+    }
+    if !argocd.namespaces.is_empty() {
+        data.insert("namespaces".to_owned(), argocd.namespaces.join(","));
+    }
+    if let Some(cluster_resources) = argocd.cluster_resources {
+        data.insert("clusterResources".to_owned(), cluster_resources.to_string());
+    }
+    ClusterSecret {
+        name: secret_name(&cluster.name),
+        labels,
+        data,
+    }
+}
+
+fn ours(secret: &ClusterSecret) -> bool {
+    secret.labels.get(MANAGED_BY_LABEL).map(String::as_str) == Some(MANAGED_BY_VALUE)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Outcome {
+    Created,
+    Updated,
+    Unchanged,
+    Deleted,
+    Absent,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Registration {
+    pub namespace: String,
+    pub secret_name: String,
+    pub server: String,
+    pub outcome: Outcome,
+}
+
+pub async fn register(
+    api: &dyn ArgoCdApi,
+    namespace: &str,
+    desired: &ClusterSecret,
+) -> Result<Registration, RegistrationError> {
+    let existing = api.get_secret(&desired.name).await?;
+    if let Some(existing) = &existing {
+        let why = if !ours(existing) {
+            Some(format!("exists and was not created by cluster-canary (no {MANAGED_BY_LABEL}={MANAGED_BY_VALUE} label)"))
+        } else if existing.data.get("name") != desired.data.get("name") {
+            Some(format!(
+                "belongs to cluster {}",
+                existing
+                    .data
+                    .get("name")
+                    .map_or("(unnamed)", String::as_str)
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(RegistrationError::SecretNotOwned {
+                namespace: namespace.to_owned(),
+                name: desired.name.clone(),
+                why,
+            });
+        }
+    }
+    let server = desired.data.get("server").cloned().unwrap_or_default();
+    let same_server = api.cluster_secrets().await?.into_iter().find(|other| {
+        other.name != desired.name
+            && other.data.get("server").map(|s| s.trim_end_matches('/')) == Some(server.as_str())
+    });
+    if let Some(other) = same_server {
+        return Err(RegistrationError::DuplicateServer {
+            namespace: namespace.to_owned(),
+            other: other.name,
+            server,
+        });
+    }
+    let outcome = match &existing {
+        None => Outcome::Created,
+        Some(e) if e.labels == desired.labels && e.data == desired.data => Outcome::Unchanged,
+        Some(_) => Outcome::Updated,
+    };
+    if outcome != Outcome::Unchanged {
+        api.apply_secret(desired).await?;
+    }
+    info!(secret = %desired.name, %namespace, %server, ?outcome, "cluster registered in Argo CD");
+    Ok(Registration {
+        namespace: namespace.to_owned(),
+        secret_name: desired.name.clone(),
+        server,
+        outcome,
+    })
+}
+
+/// Deletes the cluster's Secret if cluster-canary created it. Already gone is success.
+pub async fn deregister(
+    api: &dyn ArgoCdApi,
+    namespace: &str,
+    cluster_name: &str,
+) -> Result<Registration, RegistrationError> {
+    let name = secret_name(cluster_name);
+    let outcome = match api.get_secret(&name).await? {
+        None => Outcome::Absent,
+        Some(existing)
+            if !ours(&existing)
+                || existing.data.get("name").map(String::as_str) != Some(cluster_name) =>
+        {
+            return Err(RegistrationError::SecretNotOwned {
+                namespace: namespace.to_owned(),
+                name,
+                why: "was not created by cluster-canary for this cluster".to_owned(),
+            })
+        }
+        Some(_) => {
+            if api.delete_secret(&name).await? {
+                Outcome::Deleted
+            } else {
+                Outcome::Absent
+            }
+        }
+    };
+    info!(secret = %name, %namespace, ?outcome, "cluster deregistered from Argo CD");
+    Ok(Registration {
+        namespace: namespace.to_owned(),
+        secret_name: name,
+        server: String::new(),
+        outcome,
+    })
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppReport {
+    pub name: String,
+    pub sync: String,
+    pub health: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppsStatus {
+    /// At least `min_apps` Applications target the cluster and all are Synced and Healthy.
+    pub ready: bool,
+    pub min_apps: usize,
+    pub apps: Vec<AppReport>,
+    pub reason: String,
+}
+
+/// The Applications whose destination is the cluster (by `server` or by registered `name`),
+/// the way `argocd app list --cluster` matches them.
+pub async fn apps_status(
+    api: &dyn ArgoCdApi,
+    server: &str,
+    cluster_name: &str,
+    min_apps: usize,
+) -> Result<AppsStatus, RegistrationError> {
+    let server = server.trim_end_matches('/');
+    let apps: Vec<AppReport> = api
+        .applications()
+        .await?
+        .into_iter()
+        .filter(|app| {
+            app.destination_server
+                .as_deref()
+                .map(|s| s.trim_end_matches('/'))
+                == Some(server)
+                || app.destination_name.as_deref() == Some(cluster_name)
+        })
+        .map(|app| AppReport {
+            name: app.name,
+            sync: app.sync.unwrap_or_else(|| "Unknown".to_owned()),
+            health: app.health.unwrap_or_else(|| "Unknown".to_owned()),
+        })
+        .collect();
+    let not_ready: Vec<String> = apps
+        .iter()
+        .filter(|a| a.sync != "Synced" || a.health != "Healthy")
+        .map(|a| format!("{} is {}/{}", a.name, a.sync, a.health))
+        .collect();
+    let (ready, reason) = if apps.len() < min_apps {
+        (
+            false,
+            format!(
+                "{} of at least {min_apps} Applications target the cluster",
+                apps.len()
+            ),
+        )
+    } else if !not_ready.is_empty() {
+        (false, format!("not ready: {}", not_ready.join(", ")))
+    } else {
+        (
+            true,
+            format!("all {} Applications are Synced and Healthy", apps.len()),
+        )
+    };
+    Ok(AppsStatus {
+        ready,
+        min_apps,
+        apps,
+        reason,
+    })
+}

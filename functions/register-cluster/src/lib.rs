@@ -1,0 +1,134 @@
+//! The `register-cluster` Lambda. Operations, each given the rollout `plan`:
+//! - `register`: DescribeCluster the new cluster (not ACTIVE yet: `ClusterNotReady`, retried
+//!   by the state machine) and server-side apply its Argo CD cluster Secret.
+//! - `appsStatus`: the Argo CD Applications whose destination is the cluster, and whether
+//!   they are ready (enough of them, all Synced and Healthy).
+//! - `deregister`: delete the Secret if cluster-canary created it.
+
+use canary_aws::{AwsError, AwsErrorKind, ClusterInfo, EksApi};
+use canary_core::argocd::ArgoCdSection;
+use canary_core::input::parse_input;
+use canary_core::{ErrorName, NamedError, PlanErrors, RolloutPlan};
+use canary_kube::{
+    apps_status, connect, deregister, desired_secret, register, AccessDeps, KubeArgoCd, KubeError,
+    ManagementAccess, RegistrationError,
+};
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RegisterError {
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    #[error("{0}")]
+    InvalidPlan(#[from] PlanErrors),
+    #[error("EKS cluster {name} is {status}, not ACTIVE yet")]
+    ClusterNotReady { name: String, status: String },
+    #[error("EKS cluster {name} is {status}: it will not become ACTIVE")]
+    ClusterFailed { name: String, status: String },
+    #[error("no EKS cluster named {name} in {region}")]
+    ClusterNotFound { name: String, region: String },
+    #[error("{0}")]
+    Registration(#[from] RegistrationError),
+    #[error("{0}")]
+    Kube(#[from] KubeError),
+    #[error("{0}")]
+    Aws(#[from] AwsError),
+}
+
+impl NamedError for RegisterError {
+    fn name(&self) -> ErrorName {
+        match self {
+            RegisterError::InvalidInput(_) => ErrorName::InvalidInput,
+            RegisterError::InvalidPlan(_) => ErrorName::InvalidPlan,
+            RegisterError::ClusterNotReady { .. } => ErrorName::ClusterNotReady,
+            RegisterError::ClusterFailed { .. } => ErrorName::ClusterFailed,
+            RegisterError::ClusterNotFound { .. } => ErrorName::ClusterNotFound,
+            RegisterError::Registration(e) => e.name(),
+            RegisterError::Kube(e) => e.error_name(),
+            RegisterError::Aws(e) => e.error_name(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "operation", rename_all = "camelCase", deny_unknown_fields)]
+enum Request {
+    Register { plan: Value },
+    AppsStatus { plan: Value },
+    Deregister { plan: Value },
+}
+
+/// What the function needs from outside.
+pub struct Deps<'a> {
+    pub access: &'a ManagementAccess,
+    pub aws: AccessDeps<'a>,
+}
+
+pub async fn handle(deps: &Deps<'_>, input: Value) -> Result<Value, RegisterError> {
+    let output = match parse_input::<Request>(input).map_err(RegisterError::InvalidInput)? {
+        Request::Register { plan } => {
+            let plan = RolloutPlan::parse(plan)?.plan;
+            let argocd = plan.argocd.clone().unwrap_or_default();
+            let (cluster, server, ca_data) = active_cluster(deps.aws.eks, &plan).await?;
+            let desired = desired_secret(&cluster, &server, &ca_data, &argocd);
+            let api = argocd_api(deps, &argocd).await?;
+            serde_json::to_value(register(&api, argocd.namespace(), &desired).await?)
+        }
+        Request::AppsStatus { plan } => {
+            let plan = RolloutPlan::parse(plan)?.plan;
+            let argocd = plan.argocd.clone().unwrap_or_default();
+            let (cluster, server, _) = active_cluster(deps.aws.eks, &plan).await?;
+            let api = argocd_api(deps, &argocd).await?;
+            serde_json::to_value(
+                apps_status(&api, &server, &cluster.name, argocd.min_apps()).await?,
+            )
+        }
+        Request::Deregister { plan } => {
+            let plan = RolloutPlan::parse(plan)?.plan;
+            let argocd = plan.argocd.clone().unwrap_or_default();
+            let api = argocd_api(deps, &argocd).await?;
+            serde_json::to_value(deregister(&api, argocd.namespace(), &plan.cluster.name).await?)
+        }
+    };
+    output.map_err(|e| RegisterError::InvalidInput(format!("output not serializable: {e}")))
+}
+
+async fn argocd_api(deps: &Deps<'_>, argocd: &ArgoCdSection) -> Result<KubeArgoCd, RegisterError> {
+    let client = connect(deps.access, &deps.aws).await?;
+    Ok(KubeArgoCd::new(client, argocd.namespace()))
+}
+
+/// The plan's cluster, its endpoint and CA, if it is ACTIVE.
+async fn active_cluster(
+    eks: &dyn EksApi,
+    plan: &RolloutPlan,
+) -> Result<(ClusterInfo, String, String), RegisterError> {
+    let (name, region) = (&plan.cluster.name, &plan.cluster.region);
+    let cluster = match eks.describe_cluster(Some(region), name).await {
+        Ok(cluster) => cluster,
+        Err(e) if e.kind == AwsErrorKind::NotFound => {
+            return Err(RegisterError::ClusterNotFound {
+                name: name.clone(),
+                region: region.clone(),
+            })
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let status = cluster.status.clone();
+    match (status.as_str(), &cluster.endpoint, &cluster.ca_data) {
+        ("ACTIVE", Some(server), Some(ca)) => {
+            let (server, ca) = (server.clone(), ca.clone());
+            Ok((cluster, server, ca))
+        }
+        ("FAILED" | "DELETING", _, _) => Err(RegisterError::ClusterFailed {
+            name: name.clone(),
+            status,
+        }),
+        // CREATING, PENDING, UPDATING, or ACTIVE before EKS shows the endpoint.
+        _ => Err(RegisterError::ClusterNotReady {
+            name: name.clone(),
+            status,
+        }),
+    }
+}

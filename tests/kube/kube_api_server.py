@@ -1,0 +1,545 @@
+"""A Kubernetes API test server: just enough of kube-apiserver for Argo CD cluster
+registration, over HTTPS, following the Kubernetes API conventions (JSON objects, `Status`
+errors, 401/403/404/409 semantics). No real kube-apiserver can be installed on our machines.
+
+What it serves (core/v1 Secrets and argoproj.io/v1alpha1 Applications, namespaced):
+  GET    /api/v1/namespaces/{ns}/secrets[?labelSelector=k=v,k!=v,k]
+  POST   /api/v1/namespaces/{ns}/secrets                      create (409 AlreadyExists)
+  GET    /api/v1/namespaces/{ns}/secrets/{name}
+  PATCH  /api/v1/namespaces/{ns}/secrets/{name}?fieldManager=M[&force=true]
+         server-side apply (Content-Type application/apply-patch+yaml; JSON is YAML)
+  DELETE /api/v1/namespaces/{ns}/secrets/{name}
+  GET|POST /apis/argoproj.io/v1alpha1/namespaces/{ns}/applications
+  GET|PUT|DELETE /apis/argoproj.io/v1alpha1/namespaces/{ns}/applications/{name}
+  GET    /version
+
+Auth: `Authorization: Bearer <token>`. The admin token may do everything; the limited token
+is authenticated but forbidden in the Argo CD namespace (403); anything else is 401. With
+`--accept-eks-tokens`, an EKS token (`k8s-aws-v1.` + base64url of a presigned STS
+GetCallerIdentity URL that signs `x-k8s-aws-id`) also counts as admin: its shape is checked,
+but it is not sent to STS, which is what a real EKS control plane would do.
+
+Server-side apply is modelled per key: each label, annotation and data key (and `type`) is
+owned by the field manager that applied it. Applying a value that differs from one another
+manager owns is a 409 Conflict unless `force=true`; keys a manager applied before and leaves
+out now are removed, as in Kubernetes.
+
+Argo CD simulation (`--argocd-sim healthy|degraded`): like an ApplicationSet with a cluster
+generator, every new cluster Secret (label argocd.argoproj.io/secret-type=cluster) gets
+`--apps-per-cluster` Applications whose destination is the Secret's `server`. They report
+Synced/Progressing until `--healthy-after` seconds have passed, then Synced/Healthy
+(`healthy`) or stay Synced/Degraded (`degraded`). Deleting the Secret deletes them.
+
+Not modelled: watches, resourceVersion preconditions and optimistic concurrency, list paging
+(limit/continue), field selectors, set-based label selectors (in, notin), the status
+subresource (an Application's `status` is kept as given on create/replace), managedFields
+detail below map keys, RBAC beyond the two tokens, admission, any other resource.
+
+Prints one JSON line {"server": ..., "caData": ..., "port": ...} once it listens, then serves
+until killed. caData is the base64 of the PEM CA bundle, as EKS gives it.
+"""
+import argparse
+import base64
+import datetime
+import ipaddress
+import json
+import re
+import ssl
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+try:
+    import yaml
+except ImportError:  # JSON bodies still work
+    yaml = None
+
+SECRET_TYPE_LABEL = "argocd.argoproj.io/secret-type"
+APP_NAMES = ["guestbook", "payments", "search", "checkout", "accounts"]
+
+
+def make_certificates():
+    """A CA generated at start and a server certificate for 127.0.0.1/localhost signed by it."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-api-test-ca")])
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    pem = lambda c: c.public_bytes(serialization.Encoding.PEM)
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return pem(ca), pem(cert), key_pem
+
+
+def status(code, reason, message, details=None):
+    body = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+    if details:
+        body["details"] = details
+    return code, body
+
+
+def now_rfc3339():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def matches_selector(labels, selector):
+    for term in filter(None, (t.strip() for t in (selector or "").split(","))):
+        if "!=" in term:
+            k, v = term.split("!=", 1)
+            if labels.get(k) == v:
+                return False
+        elif "=" in term:
+            k, v = term.split("=", 1)
+            k = k.rstrip("=")
+            if labels.get(k) != v:
+                return False
+        elif term.startswith("!"):
+            if term[1:] in labels:
+                return False
+        elif term not in labels:
+            return False
+    return True
+
+
+class Store:
+    def __init__(self, args):
+        self.args = args
+        self.lock = threading.Lock()
+        self.secrets = {}  # (ns, name) -> object
+        self.owners = {}  # (ns, name) -> {field path: manager}
+        self.apps = {}  # (ns, name) -> object
+        self.generated = {}  # (ns, secret name) -> [app names]
+        self.resource_version = 0
+
+    def next_version(self):
+        self.resource_version += 1
+        return str(self.resource_version)
+
+    def new_metadata(self, ns, name, meta):
+        return {
+            "name": name,
+            "namespace": ns,
+            "uid": str(uuid.uuid4()),
+            "resourceVersion": self.next_version(),
+            "creationTimestamp": now_rfc3339(),
+            "labels": dict(meta.get("labels") or {}),
+            "annotations": dict(meta.get("annotations") or {}),
+        }
+
+    # --- Argo CD simulation -------------------------------------------------------------
+    def simulate_argocd(self, ns, secret):
+        if self.args.argocd_sim == "off" or secret["metadata"]["labels"].get(SECRET_TYPE_LABEL) != "cluster":
+            return
+        key = (ns, secret["metadata"]["name"])
+        if key in self.generated:
+            return
+        server = base64.b64decode(secret.get("data", {}).get("server", "")).decode()
+        names = []
+        for app in APP_NAMES[: self.args.apps_per_cluster]:
+            name = f"{app}-{secret['metadata']['name']}"
+            self.apps[(ns, name)] = {
+                "apiVersion": "argoproj.io/v1alpha1",
+                "kind": "Application",
+                "metadata": self.new_metadata(ns, name, {"labels": {"cluster-canary.test/generated": "true"}}),
+                "spec": {
+                    "project": "default",
+                    "destination": {"server": server, "namespace": app},
+                    "source": {"repoURL": "https://git.example.com/apps.git", "path": app},
+                },
+                "status": {"sync": {"status": "OutOfSync"}, "health": {"status": "Progressing"}},
+                "_simulated_since": time.monotonic(),
+            }
+            names.append(name)
+        self.generated[key] = names
+
+    def settle(self, app):
+        since = app.get("_simulated_since")
+        if since is None:
+            return
+        if time.monotonic() - since >= self.args.healthy_after:
+            health = "Healthy" if self.args.argocd_sim == "healthy" else "Degraded"
+            app["status"] = {"sync": {"status": "Synced"}, "health": {"status": health}}
+
+    def forget_generated(self, ns, secret_name):
+        for name in self.generated.pop((ns, secret_name), []):
+            self.apps.pop((ns, name), None)
+
+
+def is_eks_token(token):
+    if not token.startswith("k8s-aws-v1."):
+        return False
+    encoded = token[len("k8s-aws-v1."):]
+    try:
+        url = urlparse(base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode())
+    except ValueError:
+        return False
+    query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+    return (
+        url.scheme == "https"
+        and re.fullmatch(r"sts\.[a-z0-9-]+\.amazonaws\.com", url.hostname or "") is not None
+        and query.get("Action") == "GetCallerIdentity"
+        and "x-k8s-aws-id" in query.get("X-Amz-SignedHeaders", "").split(";")
+        and "X-Amz-Signature" in query
+    )
+
+
+def public(obj):
+    return {k: v for k, v in obj.items() if not k.startswith("_")}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    store: Store = None
+
+    def log_message(self, fmt, *args):  # quiet; the tests read results, not logs
+        pass
+
+    def reply(self, code, body):
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def read_body(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            if yaml is None:
+                raise
+            return yaml.safe_load(raw)
+
+    def authorize(self, ns, verb, resource):
+        header = self.headers.get("Authorization", "")
+        token = header[len("Bearer "):] if header.startswith("Bearer ") else None
+        if token == self.store.args.admin_token:
+            return None
+        if token and self.store.args.accept_eks_tokens and is_eks_token(token):
+            return None
+        if token and token == self.store.args.limited_token:
+            if ns == self.store.args.namespace:
+                return status(
+                    403,
+                    "Forbidden",
+                    f'{resource} is forbidden: User "limited" cannot {verb} resource "{resource}" in the namespace "{ns}"',
+                    {"kind": resource},
+                )
+            return None
+        return status(401, "Unauthorized", "Unauthorized")
+
+    def route(self, method):
+        url = urlparse(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        if url.path == "/version":
+            return 200, {"major": "1", "minor": "34", "gitVersion": "v1.34.0-kube-api-test-server"}
+        m = re.fullmatch(
+            r"/(api/v1|apis/argoproj\.io/v1alpha1)/namespaces/([a-z0-9-]+)/(secrets|applications)(?:/([a-z0-9.-]+))?",
+            url.path,
+        )
+        if not m:
+            return status(404, "NotFound", "the server could not find the requested resource")
+        group, ns, resource, name = m.groups()
+        if (group == "api/v1") != (resource == "secrets"):
+            return status(404, "NotFound", "the server could not find the requested resource")
+        verb = {"GET": "get" if name else "list", "POST": "create", "PATCH": "patch", "PUT": "update", "DELETE": "delete"}[method]
+        denied = self.authorize(ns, verb, resource)
+        if denied:
+            return denied
+        try:
+            body = self.read_body() if method in ("POST", "PATCH", "PUT") else None
+        except ValueError as e:
+            return status(400, "BadRequest", f"the request body is not JSON or YAML: {e}")
+        with self.store.lock:
+            if resource == "secrets":
+                return self.secrets(method, ns, name, query, body)
+            return self.applications(method, ns, name, query, body)
+
+    # --- Secrets ------------------------------------------------------------------------
+    def secrets(self, method, ns, name, query, body):
+        store = self.store
+        if name is None and method == "GET":
+            items = [
+                public(s)
+                for (n, _), s in sorted(store.secrets.items())
+                if n == ns and matches_selector(s["metadata"]["labels"], query.get("labelSelector"))
+            ]
+            return 200, {"kind": "SecretList", "apiVersion": "v1", "metadata": {"resourceVersion": str(store.resource_version)}, "items": items}
+        if name is None and method == "POST":
+            name = ((body or {}).get("metadata") or {}).get("name")
+            if not name:
+                return status(422, "Invalid", "Secret is invalid: metadata.name: Required value")
+            if (ns, name) in store.secrets:
+                return status(409, "AlreadyExists", f'secrets "{name}" already exists', {"name": name, "kind": "secrets"})
+            try:
+                obj = self.secret_from(ns, name, body)
+            except ValueError as e:
+                return status(400, "BadRequest", str(e))
+            store.secrets[(ns, name)] = obj
+            store.owners[(ns, name)] = {}
+            store.simulate_argocd(ns, obj)
+            return 201, public(obj)
+        if name is None:
+            return status(405, "MethodNotAllowed", f"{method} is not supported on a collection")
+        current = store.secrets.get((ns, name))
+        not_found = status(404, "NotFound", f'secrets "{name}" not found', {"name": name, "kind": "secrets"})
+        if method == "GET":
+            return (200, public(current)) if current else not_found
+        if method == "DELETE":
+            if not current:
+                return not_found
+            del store.secrets[(ns, name)]
+            store.owners.pop((ns, name), None)
+            store.forget_generated(ns, name)
+            return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": {"name": name, "kind": "secrets"}}
+        if method == "PATCH":
+            return self.apply_secret(ns, name, query, body, current)
+        return status(405, "MethodNotAllowed", f"{method} is not supported on secrets here")
+
+    @staticmethod
+    def secret_from(ns, name, body):
+        meta = body.get("metadata") or {}
+        obj = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": Handler.store.new_metadata(ns, name, meta),
+            "type": body.get("type", "Opaque"),
+            "data": Handler.checked_data(body),
+        }
+        return obj
+
+    @staticmethod
+    def checked_data(body):
+        data = dict(body.get("data") or {})
+        for k, v in data.items():
+            try:
+                base64.b64decode(v, validate=True)
+            except Exception:
+                raise ValueError(f"Secret in version \"v1\" cannot be handled as a Secret: illegal base64 data at data.{k}")
+        for k, v in (body.get("stringData") or {}).items():
+            data[k] = base64.b64encode(str(v).encode()).decode()
+        return data
+
+    def apply_secret(self, ns, name, query, body, current):
+        store = self.store
+        if self.headers.get("Content-Type", "").split(";")[0] != "application/apply-patch+yaml":
+            return status(415, "UnsupportedMediaType", "only server-side apply (application/apply-patch+yaml) is supported")
+        manager = query.get("fieldManager")
+        if not manager:
+            return status(422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch")
+        force = query.get("force") == "true"
+        body = body or {}
+        if body.get("apiVersion") != "v1" or body.get("kind") != "Secret":
+            return status(400, "BadRequest", "apply patch must name apiVersion v1 and kind Secret")
+        meta = body.get("metadata") or {}
+        if meta.get("name") != name:
+            return status(400, "BadRequest", f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})")
+        try:
+            data = self.checked_data(body)
+        except ValueError as e:
+            return status(400, "BadRequest", str(e))
+        applied = {("labels", k): v for k, v in (meta.get("labels") or {}).items()}
+        applied.update({("annotations", k): v for k, v in (meta.get("annotations") or {}).items()})
+        applied.update({("data", k): v for k, v in data.items()})
+        if "type" in body:
+            applied[("type",)] = body["type"]
+
+        created = current is None
+        if created:
+            current = {"apiVersion": "v1", "kind": "Secret", "metadata": store.new_metadata(ns, name, {}), "type": "Opaque", "data": {}}
+            store.owners[(ns, name)] = {}
+        owners = store.owners.setdefault((ns, name), {})
+
+        def value(path):
+            if path == ("type",):
+                return current.get("type")
+            section = current["metadata"] if path[0] in ("labels", "annotations") else current
+            return (section.get(path[0]) or {}).get(path[1])
+
+        conflicts = [
+            (path, owner)
+            for path, v in applied.items()
+            if (owner := owners.get(path)) not in (None, manager) and value(path) != v
+        ]
+        if conflicts and not force:
+            listed = "\n".join(f'- conflict with "{owner}": .{".".join(path)}' for path, owner in conflicts)
+            return status(
+                409,
+                "Conflict",
+                f"Apply failed with {len(conflicts)} conflict{'s' if len(conflicts) > 1 else ''}:\n{listed}",
+                {"name": name, "kind": "secrets"},
+            )
+        changed = created
+        for path in [p for p, m in owners.items() if m == manager and p not in applied]:
+            del owners[path]
+            if path != ("type",):
+                section = current["metadata"] if path[0] in ("labels", "annotations") else current
+                (section.get(path[0]) or {}).pop(path[1], None)
+            changed = True
+        for path, v in applied.items():
+            owners[path] = manager
+            if value(path) == v:
+                continue
+            changed = True
+            if path == ("type",):
+                current["type"] = v
+            else:
+                section = current["metadata"] if path[0] in ("labels", "annotations") else current
+                section.setdefault(path[0], {})[path[1]] = v
+        managers = sorted(set(owners.values()))
+        current["metadata"]["managedFields"] = [{"manager": m, "operation": "Apply", "apiVersion": "v1"} for m in managers]
+        if changed:
+            current["metadata"]["resourceVersion"] = store.next_version()
+        store.secrets[(ns, name)] = current
+        store.simulate_argocd(ns, current)
+        return (201 if created else 200), public(current)
+
+    # --- Applications ---------------------------------------------------------------
+    def applications(self, method, ns, name, query, body):
+        store = self.store
+        if name is None and method == "GET":
+            items = []
+            for (n, _), app in sorted(store.apps.items()):
+                if n == ns and matches_selector(app["metadata"]["labels"], query.get("labelSelector")):
+                    store.settle(app)
+                    items.append(public(app))
+            return 200, {"kind": "ApplicationList", "apiVersion": "argoproj.io/v1alpha1", "metadata": {}, "items": items}
+        if name is None and method == "POST" or method == "PUT":
+            body = body or {}
+            name = name or (body.get("metadata") or {}).get("name")
+            if not name:
+                return status(422, "Invalid", "Application is invalid: metadata.name: Required value")
+            exists = (ns, name) in store.apps
+            if method == "POST" and exists:
+                return status(409, "AlreadyExists", f'applications.argoproj.io "{name}" already exists')
+            if method == "PUT" and not exists:
+                return status(404, "NotFound", f'applications.argoproj.io "{name}" not found')
+            app = {
+                "apiVersion": "argoproj.io/v1alpha1",
+                "kind": "Application",
+                "metadata": store.new_metadata(ns, name, body.get("metadata") or {}),
+                "spec": body.get("spec") or {},
+                "status": body.get("status") or {},
+            }
+            store.apps[(ns, name)] = app
+            return (200 if exists else 201), public(app)
+        if name is None:
+            return status(405, "MethodNotAllowed", f"{method} is not supported on a collection")
+        app = store.apps.get((ns, name))
+        if not app:
+            return status(404, "NotFound", f'applications.argoproj.io "{name}" not found')
+        if method == "GET":
+            store.settle(app)
+            return 200, public(app)
+        if method == "DELETE":
+            del store.apps[(ns, name)]
+            return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+        return status(405, "MethodNotAllowed", f"{method} is not supported on applications here")
+
+    def handle_method(self, method):
+        try:
+            code, body = self.route(method)
+        except Exception as e:  # a bug here must look like a server error, not a hang
+            code, body = status(500, "InternalError", f"test server error: {e!r}")
+        self.reply(code, body)
+
+    def do_GET(self):
+        self.handle_method("GET")
+
+    def do_POST(self):
+        self.handle_method("POST")
+
+    def do_PATCH(self):
+        self.handle_method("PATCH")
+
+    def do_PUT(self):
+        self.handle_method("PUT")
+
+    def do_DELETE(self):
+        self.handle_method("DELETE")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--port", type=int, default=0, help="0: any free port")
+    parser.add_argument("--admin-token", required=True)
+    parser.add_argument("--limited-token", default=None)
+    parser.add_argument("--accept-eks-tokens", action="store_true")
+    parser.add_argument("--namespace", default="argocd", help="Argo CD's namespace")
+    parser.add_argument("--argocd-sim", choices=["off", "healthy", "degraded"], default="off")
+    parser.add_argument("--apps-per-cluster", type=int, default=2)
+    parser.add_argument("--healthy-after", type=float, default=0.0, help="seconds")
+    args = parser.parse_args()
+
+    ca_pem, cert_pem, key_pem = make_certificates()
+    with tempfile.NamedTemporaryFile(suffix=".pem") as chain:
+        chain.write(cert_pem + key_pem)
+        chain.flush()
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(chain.name)
+    context.set_alpn_protocols(["http/1.1"])
+
+    Handler.store = Store(args)
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    server.daemon_threads = True
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    port = server.server_address[1]
+    print(json.dumps({"server": f"https://127.0.0.1:{port}", "port": port, "caData": base64.b64encode(ca_pem).decode()}), flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

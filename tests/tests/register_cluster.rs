@@ -1,0 +1,670 @@
+//! register-cluster over the wire: EKS and Secrets Manager in moto, Argo CD's namespace in the
+//! Kubernetes API test server (HTTPS with its own CA, bearer tokens), reached through the
+//! function's real kube client.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use aws_config::SdkConfig;
+use canary_aws::{AwsError, ClusterInfo, EksApi, SdkEks, SdkSecrets};
+use canary_core::NamedError;
+use canary_kube::access::client;
+use canary_kube::{AccessDeps, ManagementAccess};
+use cluster_canary_tests::{KubeServer, Moto, ADMIN_TOKEN, LIMITED_TOKEN};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use register_cluster::{handle, Deps, RegisterError};
+use serde_json::{json, Value};
+
+const ROLE: &str = "arn:aws:iam::123456789012:role/argocd-deployer";
+
+struct Env {
+    _moto: Moto,
+    kube: KubeServer,
+    config: SdkConfig,
+    eks: SdkEks,
+    secrets: SdkSecrets,
+    green: ClusterInfo,
+}
+
+impl Env {
+    async fn start(kube_args: &[&str]) -> Env {
+        let moto = Moto::start();
+        let config = moto.sdk_config().await;
+        let kube = KubeServer::start(kube_args);
+        aws_sdk_eks::Client::new(&config)
+            .create_cluster()
+            .name("green")
+            .role_arn("arn:aws:iam::123456789012:role/eks")
+            .resources_vpc_config(
+                aws_sdk_eks::types::VpcConfigRequest::builder()
+                    .subnet_ids("subnet-1")
+                    .build(),
+            )
+            .send()
+            .await
+            .expect("create cluster");
+        let eks = SdkEks::new(&config);
+        let green = eks.describe_cluster(None, "green").await.expect("describe");
+        let env = Env {
+            _moto: moto,
+            secrets: SdkSecrets::new(&config),
+            eks,
+            green,
+            config,
+            kube,
+        };
+        env.connection_secret("argocd-hub", ADMIN_TOKEN).await;
+        env
+    }
+
+    /// The Secrets Manager secret the function reads in `secret` mode.
+    async fn connection_secret(&self, id: &str, token: &str) {
+        aws_sdk_secretsmanager::Client::new(&self.config)
+            .create_secret()
+            .name(id)
+            .secret_string(
+                json!({"server": self.kube.server, "caData": self.kube.ca_data, "token": token})
+                    .to_string(),
+            )
+            .send()
+            .await
+            .expect("create secret");
+    }
+
+    async fn call_with(
+        &self,
+        eks: &dyn EksApi,
+        secret_id: &str,
+        input: Value,
+    ) -> Result<Value, RegisterError> {
+        let access = ManagementAccess::Secret {
+            secret_id: secret_id.to_owned(),
+        };
+        let credentials = self.config.credentials_provider().expect("credentials");
+        let deps = Deps {
+            access: &access,
+            aws: AccessDeps {
+                eks,
+                secrets: &self.secrets,
+                credentials: &credentials,
+                region: "us-east-1",
+            },
+        };
+        handle(&deps, input).await
+    }
+
+    async fn call(&self, operation: &str, plan: &Value) -> Result<Value, RegisterError> {
+        self.call_with(
+            &self.eks,
+            "argocd-hub",
+            json!({"operation": operation, "plan": plan}),
+        )
+        .await
+    }
+
+    /// The Argo CD namespace as an administrator sees it.
+    async fn secrets_api(&self) -> Api<Secret> {
+        let client = client(
+            &self.kube.server,
+            &self.kube.ca_data,
+            ADMIN_TOKEN.to_owned(),
+        )
+        .await
+        .expect("client");
+        Api::namespaced(client, "argocd")
+    }
+
+    async fn applications(&self) -> Api<kube::api::DynamicObject> {
+        let client = client(
+            &self.kube.server,
+            &self.kube.ca_data,
+            ADMIN_TOKEN.to_owned(),
+        )
+        .await
+        .expect("client");
+        let resource = kube::core::ApiResource {
+            group: "argoproj.io".into(),
+            version: "v1alpha1".into(),
+            api_version: "argoproj.io/v1alpha1".into(),
+            kind: "Application".into(),
+            plural: "applications".into(),
+        };
+        Api::namespaced_with(client, "argocd", &resource)
+    }
+}
+
+fn plan(argocd: Value) -> Value {
+    let tg = "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup";
+    json!({
+        "cluster": {"name": "green", "region": "us-east-1"},
+        "trafficTargets": [{"alb": {
+            "listenerArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/50dc6c495c0c9188/f2f7dc8efc522ab2",
+            "stableTargetGroupArn": format!("{tg}/blue/73e2d6bc24d8a067"),
+            "canaryTargetGroupArn": format!("{tg}/green/4b7c9a1e2f3d5a68"),
+        }}],
+        "steps": [{"weight": 50}, {"weight": 100}],
+        "bake": {"seconds": 60, "checkIntervalSeconds": 10},
+        "argocd": argocd,
+    })
+}
+
+fn decoded(secret: &Secret) -> BTreeMap<String, String> {
+    secret
+        .data
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| (k, String::from_utf8(v.0).expect("utf-8")))
+        .collect()
+}
+
+#[tokio::test]
+async fn register_writes_exactly_the_secret_argo_cd_expects_and_is_idempotent() {
+    let env = Env::start(&[]).await;
+    let plan = plan(json!({
+        "labels": {"env": "prod", "example.com/fleet": "web"},
+        "roleArn": ROLE, "project": "platform", "namespaces": ["apps", "web"], "clusterResources": true,
+    }));
+    let out = env.call("register", &plan).await.expect("register");
+    let endpoint = env.green.endpoint.clone().unwrap();
+    let server = endpoint.trim_end_matches('/').to_owned();
+    assert_eq!(
+        out,
+        json!({"namespace": "argocd", "secretName": "cluster-canary-green", "server": server, "outcome": "created"})
+    );
+
+    let secrets = env.secrets_api().await;
+    let secret = secrets
+        .get("cluster-canary-green")
+        .await
+        .expect("the Secret exists");
+    assert_eq!(
+        secret.metadata.labels.clone().unwrap(),
+        BTreeMap::from([
+            (
+                "argocd.argoproj.io/secret-type".to_owned(),
+                "cluster".to_owned()
+            ),
+            (
+                "app.kubernetes.io/managed-by".to_owned(),
+                "cluster-canary".to_owned()
+            ),
+            ("env".to_owned(), "prod".to_owned()),
+            ("example.com/fleet".to_owned(), "web".to_owned()),
+        ])
+    );
+    let data = decoded(&secret);
+    assert_eq!(
+        data.keys().map(String::as_str).collect::<Vec<_>>(),
+        [
+            "clusterResources",
+            "config",
+            "name",
+            "namespaces",
+            "project",
+            "server"
+        ]
+    );
+    assert_eq!(data["name"], "green");
+    assert_eq!(data["server"], server);
+    assert!(!data["server"].ends_with('/'));
+    assert_eq!(data["project"], "platform");
+    assert_eq!(data["namespaces"], "apps,web");
+    assert_eq!(data["clusterResources"], "true");
+    let config: Value = serde_json::from_str(&data["config"]).expect("config is JSON");
+    assert_eq!(
+        config,
+        json!({
+            "awsAuthConfig": {"clusterName": "green", "roleARN": ROLE},
+            "tlsClientConfig": {"insecure": false, "caData": env.green.ca_data.clone().unwrap()},
+        })
+    );
+    let managers: Vec<_> = secret
+        .metadata
+        .managed_fields
+        .unwrap()
+        .into_iter()
+        .filter_map(|m| m.manager)
+        .collect();
+    assert_eq!(managers, ["cluster-canary"]);
+
+    let version = secret.metadata.resource_version;
+    let again = env.call("register", &plan).await.expect("register again");
+    assert_eq!(again["outcome"], "unchanged");
+    assert_eq!(
+        secrets
+            .get("cluster-canary-green")
+            .await
+            .unwrap()
+            .metadata
+            .resource_version,
+        version
+    );
+
+    // A changed label is an update of the same Secret, by the same field manager.
+    let mut relabelled = plan.clone();
+    relabelled["argocd"]["labels"]["env"] = json!("staging");
+    assert_eq!(
+        env.call("register", &relabelled).await.expect("update")["outcome"],
+        "updated"
+    );
+    let labels = secrets
+        .get("cluster-canary-green")
+        .await
+        .unwrap()
+        .metadata
+        .labels
+        .unwrap();
+    assert_eq!(labels["env"], "staging");
+}
+
+#[tokio::test]
+async fn a_minimal_plan_registers_without_role_and_optional_keys() {
+    let env = Env::start(&[]).await;
+    env.call("register", &plan(json!({})))
+        .await
+        .expect("register");
+    let data = decoded(
+        &env.secrets_api()
+            .await
+            .get("cluster-canary-green")
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        data.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["config", "name", "server"]
+    );
+    let config: Value = serde_json::from_str(&data["config"]).unwrap();
+    assert_eq!(config["awsAuthConfig"], json!({"clusterName": "green"}));
+}
+
+#[tokio::test]
+async fn a_secret_this_project_did_not_create_is_refused_and_untouched() {
+    let env = Env::start(&[]).await;
+    let secrets = env.secrets_api().await;
+    let foreign: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "cluster-canary-green", "labels": {"argocd.argoproj.io/secret-type": "cluster"}},
+        "stringData": {"name": "green", "server": "https://hand-made.example.com"},
+    }))
+    .unwrap();
+    secrets
+        .create(&PostParams::default(), &foreign)
+        .await
+        .expect("create foreign Secret");
+    let before = secrets.get("cluster-canary-green").await.unwrap();
+
+    let err = env
+        .call("register", &plan(json!({})))
+        .await
+        .expect_err("must refuse");
+    assert_eq!(err.name().as_str(), "SecretNotOwned");
+    assert_eq!(
+        err.to_string(),
+        "Secret argocd/cluster-canary-green exists and was not created by cluster-canary \
+         (no app.kubernetes.io/managed-by=cluster-canary label); it was left untouched"
+    );
+    let err = env
+        .call("deregister", &plan(json!({})))
+        .await
+        .expect_err("must refuse");
+    assert_eq!(err.name().as_str(), "SecretNotOwned");
+    assert_eq!(secrets.get("cluster-canary-green").await.unwrap(), before);
+}
+
+#[tokio::test]
+async fn a_second_secret_for_the_same_server_is_refused() {
+    let env = Env::start(&[]).await;
+    let secrets = env.secrets_api().await;
+    let server = env.green.endpoint.clone().unwrap();
+    let other: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "green-by-hand", "labels": {"argocd.argoproj.io/secret-type": "cluster"}},
+        "stringData": {"name": "green", "server": format!("{server}/")},
+    }))
+    .unwrap();
+    secrets
+        .create(&PostParams::default(), &other)
+        .await
+        .expect("create");
+    let err = env
+        .call("register", &plan(json!({})))
+        .await
+        .expect_err("must refuse");
+    assert_eq!(err.name().as_str(), "DuplicateClusterServer");
+    assert!(
+        err.to_string()
+            .starts_with("Secret argocd/green-by-hand already registers server https://"),
+        "{err}"
+    );
+    assert!(
+        secrets
+            .get_opt("cluster-canary-green")
+            .await
+            .unwrap()
+            .is_none(),
+        "nothing was written"
+    );
+}
+
+#[tokio::test]
+async fn fields_another_manager_owns_are_a_conflict() {
+    let env = Env::start(&[]).await;
+    env.call("register", &plan(json!({"labels": {"env": "prod"}})))
+        .await
+        .expect("register");
+    // Someone applies the same label with another value under their own field manager.
+    let secrets = env.secrets_api().await;
+    let theirs = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "cluster-canary-green", "labels": {"env": "qa"}}});
+    secrets
+        .patch(
+            "cluster-canary-green",
+            &PatchParams::apply("kubectl").force(),
+            &Patch::Apply(&theirs),
+        )
+        .await
+        .expect("their apply");
+    let err = env
+        .call("register", &plan(json!({"labels": {"env": "prod"}})))
+        .await
+        .expect_err("conflict");
+    assert_eq!(err.name().as_str(), "KubeConflict");
+    assert!(
+        err.to_string()
+            .contains("conflict with \"kubectl\": .labels.env"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn apps_are_ready_once_enough_of_them_are_synced_and_healthy() {
+    let env = Env::start(&["--argocd-sim", "healthy", "--apps-per-cluster", "2"]).await;
+    let status = env
+        .call("appsStatus", &plan(json!({})))
+        .await
+        .expect("apps status");
+    assert_eq!(
+        (status["ready"].as_bool(), status["reason"].as_str()),
+        (
+            Some(false),
+            Some("0 of at least 1 Applications target the cluster")
+        )
+    );
+
+    env.call("register", &plan(json!({})))
+        .await
+        .expect("register");
+    let status = env
+        .call("appsStatus", &plan(json!({})))
+        .await
+        .expect("apps status");
+    assert_eq!(status["ready"], true, "{status}");
+    assert_eq!(status["apps"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        status["apps"][0],
+        json!({"name": "guestbook-cluster-canary-green", "sync": "Synced", "health": "Healthy"})
+    );
+
+    let status = env
+        .call("appsStatus", &plan(json!({"minApps": 3})))
+        .await
+        .expect("apps status");
+    assert_eq!(
+        (status["ready"].as_bool(), status["reason"].as_str()),
+        (
+            Some(false),
+            Some("2 of at least 3 Applications target the cluster")
+        )
+    );
+
+    // An app that targets the cluster by name counts too, and holds readiness while Degraded.
+    let by_name: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+        "metadata": {"name": "billing"},
+        "spec": {"destination": {"name": "green", "namespace": "billing"}},
+        "status": {"sync": {"status": "Synced"}, "health": {"status": "Degraded"}},
+    }))
+    .unwrap();
+    env.applications()
+        .await
+        .create(&PostParams::default(), &by_name)
+        .await
+        .expect("create app");
+    let status = env
+        .call("appsStatus", &plan(json!({"minApps": 3})))
+        .await
+        .expect("apps status");
+    assert_eq!(
+        (status["ready"].as_bool(), status["reason"].as_str()),
+        (Some(false), Some("not ready: billing is Synced/Degraded"))
+    );
+}
+
+#[tokio::test]
+async fn degraded_apps_are_never_ready() {
+    let env = Env::start(&["--argocd-sim", "degraded"]).await;
+    env.call("register", &plan(json!({})))
+        .await
+        .expect("register");
+    let status = env
+        .call("appsStatus", &plan(json!({})))
+        .await
+        .expect("apps status");
+    assert_eq!(status["ready"], false);
+    assert!(
+        status["reason"]
+            .as_str()
+            .unwrap()
+            .contains("guestbook-cluster-canary-green is Synced/Degraded"),
+        "{status}"
+    );
+}
+
+#[tokio::test]
+async fn deregister_deletes_our_secret_and_already_gone_is_success() {
+    let env = Env::start(&["--argocd-sim", "healthy"]).await;
+    env.call("register", &plan(json!({})))
+        .await
+        .expect("register");
+    assert_eq!(
+        env.call("deregister", &plan(json!({})))
+            .await
+            .expect("deregister")["outcome"],
+        "deleted"
+    );
+    assert!(env
+        .secrets_api()
+        .await
+        .get_opt("cluster-canary-green")
+        .await
+        .unwrap()
+        .is_none());
+    assert_eq!(
+        env.call("deregister", &plan(json!({})))
+            .await
+            .expect("again")["outcome"],
+        "absent"
+    );
+}
+
+#[tokio::test]
+async fn kubernetes_permission_errors_are_named_and_carry_the_api_message() {
+    let env = Env::start(&[]).await;
+    env.connection_secret("wrong-token", "not-a-token").await;
+    env.connection_secret("limited", LIMITED_TOKEN).await;
+    let input = json!({"operation": "register", "plan": plan(json!({}))});
+    let err = env
+        .call_with(&env.eks, "wrong-token", input.clone())
+        .await
+        .expect_err("401");
+    assert_eq!(err.name().as_str(), "KubePermissionDenied");
+    assert!(
+        err.to_string().contains("Unauthorized (401 Unauthorized)"),
+        "{err}"
+    );
+    let err = env
+        .call_with(&env.eks, "limited", input)
+        .await
+        .expect_err("403");
+    assert_eq!(err.name().as_str(), "KubePermissionDenied");
+    assert!(
+        err.to_string()
+            .contains("secrets is forbidden: User \"limited\" cannot get resource \"secrets\""),
+        "{err}"
+    );
+    assert!(
+        !err.to_string().contains(LIMITED_TOKEN),
+        "a token never appears in an error"
+    );
+}
+
+#[tokio::test]
+async fn bad_inputs_are_named_errors() {
+    let env = Env::start(&[]).await;
+    let mut missing = plan(json!({}));
+    missing["cluster"]["name"] = json!("purple");
+    let cases = [
+        (
+            json!({"operation": "register", "plan": missing}),
+            "ClusterNotFound",
+            "no EKS cluster named purple in us-east-1",
+        ),
+        (
+            json!({"operation": "register", "plan": {"cluster": {}}}),
+            "InvalidPlan",
+            "cluster: missing field `name`",
+        ),
+        (
+            json!({"operation": "enroll", "plan": plan(json!({}))}),
+            "InvalidInput",
+            "unknown variant `enroll`",
+        ),
+        (
+            json!({"operation": "register", "plan": plan(json!({"labels": {"argocd.argoproj.io/secret-type": "x"}}))}),
+            "InvalidPlan",
+            "is set by cluster-canary itself",
+        ),
+    ];
+    for (input, name, fragment) in cases {
+        let err = env
+            .call_with(&env.eks, "argocd-hub", input.clone())
+            .await
+            .expect_err("must fail");
+        assert_eq!(err.name().as_str(), name, "{input}: {err}");
+        assert!(err.to_string().contains(fragment), "{err}");
+    }
+    let err = env
+        .call_with(
+            &env.eks,
+            "no-such-secret",
+            json!({"operation": "register", "plan": plan(json!({}))}),
+        )
+        .await
+        .expect_err("no secret");
+    assert_eq!(err.name().as_str(), "KubeRequestFailed", "{err}");
+    assert!(
+        err.to_string()
+            .contains("GetSecretValue failed: ResourceNotFoundException"),
+        "{err}"
+    );
+    assert!(env
+        .secrets_api()
+        .await
+        .get_opt("cluster-canary-green")
+        .await
+        .unwrap()
+        .is_none());
+}
+
+/// An EKS API that reports the management cluster `hub` at the test server and a new cluster
+/// in a chosen state; anything else comes from moto.
+struct HubAndState<'a> {
+    moto: &'a SdkEks,
+    kube: &'a KubeServer,
+    green_status: &'a str,
+}
+
+#[async_trait]
+impl EksApi for HubAndState<'_> {
+    async fn describe_cluster(
+        &self,
+        region: Option<&str>,
+        name: &str,
+    ) -> Result<ClusterInfo, AwsError> {
+        let mut cluster = self
+            .moto
+            .describe_cluster(region, if name == "hub" { "green" } else { name })
+            .await?;
+        if name == "hub" {
+            cluster.name = "hub".into();
+            cluster.endpoint = Some(self.kube.server.clone());
+            cluster.ca_data = Some(self.kube.ca_data.clone());
+        } else {
+            cluster.status = self.green_status.to_owned();
+        }
+        Ok(cluster)
+    }
+}
+
+#[tokio::test]
+async fn eks_mode_reaches_the_management_cluster_with_a_minted_token() {
+    let env = Env::start(&["--accept-eks-tokens"]).await;
+    let eks = HubAndState {
+        moto: &env.eks,
+        kube: &env.kube,
+        green_status: "ACTIVE",
+    };
+    let access = ManagementAccess::Eks {
+        cluster_name: "hub".into(),
+    };
+    let credentials = env.config.credentials_provider().expect("credentials");
+    let deps = Deps {
+        access: &access,
+        aws: AccessDeps {
+            eks: &eks,
+            secrets: &env.secrets,
+            credentials: &credentials,
+            region: "us-east-1",
+        },
+    };
+    let out = handle(
+        &deps,
+        json!({"operation": "register", "plan": plan(json!({}))}),
+    )
+    .await
+    .expect("register");
+    assert_eq!(out["outcome"], "created");
+}
+
+#[tokio::test]
+async fn a_cluster_that_is_not_active_yet_is_retryable_and_a_failed_one_is_not() {
+    let env = Env::start(&[]).await;
+    for (status, name, retryable) in [
+        ("CREATING", "ClusterNotReady", true),
+        ("FAILED", "ClusterFailed", false),
+    ] {
+        let eks = HubAndState {
+            moto: &env.eks,
+            kube: &env.kube,
+            green_status: status,
+        };
+        let err = env
+            .call_with(
+                &eks,
+                "argocd-hub",
+                json!({"operation": "register", "plan": plan(json!({}))}),
+            )
+            .await
+            .expect_err(status);
+        assert_eq!(
+            (err.name().as_str(), err.name().is_retryable()),
+            (name, retryable),
+            "{err}"
+        );
+        assert!(
+            err.to_string()
+                .contains(&format!("EKS cluster green is {status}")),
+            "{err}"
+        );
+    }
+}
