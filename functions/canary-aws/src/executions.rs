@@ -12,6 +12,10 @@ pub trait ExecutionsApi: Send + Sync {
     async fn running_executions(&self, state_machine_arn: &str) -> Result<Vec<String>, AwsError>;
     /// The input an execution was started with.
     async fn execution_input(&self, execution_arn: &str) -> Result<Option<String>, AwsError>;
+}
+
+#[async_trait]
+pub trait ExecutionStarter: Send + Sync {
     /// Starts an execution by name. A name already used (a duplicate delivery of the same
     /// event) is `Started::AlreadyExists`, not an error.
     async fn start_execution(
@@ -72,7 +76,10 @@ impl ExecutionsApi for SdkExecutions {
             .map_err(|e| AwsError::from_sdk("DescribeExecution", e))?;
         Ok(out.input().map(str::to_owned))
     }
+}
 
+#[async_trait]
+impl ExecutionStarter for SdkExecutions {
     async fn start_execution(
         &self,
         state_machine_arn: &str,
