@@ -91,6 +91,22 @@ impl ExecutionStarter for SdkExecutions {
             "{}:{name}",
             state_machine_arn.replacen(":stateMachine:", ":execution:", 1)
         );
+        // StartExecution answers a repeated name with the same input as a success while the
+        // first run is RUNNING (and with ExecutionAlreadyExists once it ended), so only a
+        // lookup first tells a duplicate delivery from a new start.
+        match self
+            .client
+            .describe_execution()
+            .execution_arn(&execution_arn)
+            .send()
+            .await
+        {
+            Ok(_) => return Ok(Started::AlreadyExists { execution_arn }),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_execution_does_not_exist()) => {}
+            Err(e) => return Err(AwsError::from_sdk("DescribeExecution", e)),
+        }
         match self
             .client
             .start_execution()
@@ -103,9 +119,7 @@ impl ExecutionStarter for SdkExecutions {
             Ok(out) => Ok(Started::New {
                 execution_arn: out.execution_arn().to_owned(),
             }),
-            // Step Functions answers a repeated name with the same input while the first run is
-            // RUNNING by returning it, and with ExecutionAlreadyExists otherwise: either way
-            // the event was already handled.
+            // A concurrent delivery of the same event started it between our lookup and now.
             Err(e)
                 if e.as_service_error()
                     .is_some_and(|s| s.is_execution_already_exists()) =>

@@ -158,7 +158,12 @@ mod tests {
             .collect();
         assert_eq!(
             retryable,
-            [ErrorName::AwsTransient, ErrorName::ChangeNotInSync]
+            [
+                ErrorName::AwsTransient,
+                ErrorName::ChangeNotInSync,
+                ErrorName::ClusterNotReady,
+                ErrorName::KubeTransient
+            ]
         );
     }
 }

@@ -1,0 +1,107 @@
+//! Reading the EventBridge event for an EKS API call recorded by CloudTrail.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+pub const DETAIL_TYPE: &str = "AWS API Call via CloudTrail";
+pub const EVENT_SOURCE: &str = "eks.amazonaws.com";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EksCall {
+    CreateCluster,
+    DeleteCluster,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EksEvent {
+    pub call: EksCall,
+    pub cluster: String,
+    pub region: String,
+    /// CloudTrail's id of the API call: the same for every delivery of the same event.
+    pub event_id: String,
+    /// Set when the API call failed (`detail.errorCode`, `detail.errorMessage`).
+    pub error: Option<String>,
+    /// The cluster's tags, as EKS accepted them (response), else as requested.
+    pub tags: BTreeMap<String, String>,
+}
+
+fn text<'a>(value: &'a Value, pointer: &str) -> Option<&'a str> {
+    value
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+}
+
+fn tags(value: Option<&Value>) -> BTreeMap<String, String> {
+    value
+        .and_then(Value::as_object)
+        .map(|tags| {
+            tags.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Parses the event; the error says what is wrong with it in words a person can act on.
+pub fn parse(event: &Value) -> Result<EksEvent, String> {
+    if !event.is_object() {
+        return Err("the event is not a JSON object".to_owned());
+    }
+    let detail_type = text(event, "/detail-type").unwrap_or_default();
+    if detail_type != DETAIL_TYPE {
+        return Err(format!(
+            "detail-type is `{detail_type}`, expected `{DETAIL_TYPE}`"
+        ));
+    }
+    let detail = event
+        .get("detail")
+        .filter(|d| d.is_object())
+        .ok_or("the event has no `detail` object")?;
+    let source = text(detail, "/eventSource").unwrap_or_default();
+    if source != EVENT_SOURCE {
+        return Err(format!(
+            "detail.eventSource is `{source}`, expected `{EVENT_SOURCE}`"
+        ));
+    }
+    let call = match text(detail, "/eventName") {
+        Some("CreateCluster") => EksCall::CreateCluster,
+        Some("DeleteCluster") => EksCall::DeleteCluster,
+        other => {
+            return Err(format!(
+                "detail.eventName is {other:?}; only CreateCluster and DeleteCluster are handled"
+            ))
+        }
+    };
+    let cluster = text(detail, "/requestParameters/name")
+        .or_else(|| text(detail, "/responseElements/cluster/name"))
+        .ok_or("the event names no cluster (detail.requestParameters.name)")?
+        .to_owned();
+    let region = text(detail, "/awsRegion")
+        .or_else(|| text(event, "/region"))
+        .ok_or("the event names no region (detail.awsRegion)")?
+        .to_owned();
+    let event_id = text(detail, "/eventID")
+        .or_else(|| text(event, "/id"))
+        .ok_or("the event has no id (detail.eventID)")?
+        .to_owned();
+    let error = text(detail, "/errorCode").map(|code| match text(detail, "/errorMessage") {
+        Some(message) => format!("{code}: {message}"),
+        None => code.to_owned(),
+    });
+    let response_tags = tags(detail.pointer("/responseElements/cluster/tags"));
+    let tags = if response_tags.is_empty() {
+        tags(detail.pointer("/requestParameters/tags"))
+    } else {
+        response_tags
+    };
+    Ok(EksEvent {
+        call,
+        cluster,
+        region,
+        event_id,
+        error,
+        tags,
+    })
+}

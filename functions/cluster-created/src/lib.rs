@@ -1,0 +1,287 @@
+//! The `cluster-created` Lambda: EventBridge intake of EKS `CreateCluster` and
+//! `DeleteCluster` calls recorded by CloudTrail.
+//!
+//! - CreateCluster of a cluster tagged `cluster-canary/profile`: build the rollout plan from
+//!   that profile and the cluster's tags, validate it like a hand-written plan, and start the
+//!   state machine under a name derived from the cluster and the CloudTrail event id, so a
+//!   duplicate delivery starts nothing new.
+//! - A failed call, or a cluster without the tag: skipped, with the reason in the result and log.
+//! - DeleteCluster: remove the cluster's Argo CD Secret, if cluster-canary created it.
+
+pub mod event;
+
+use std::collections::BTreeMap;
+
+use canary_aws::{AwsError, ExecutionStarter, Started};
+use canary_core::input::parse_input;
+use canary_core::profile::{plan_from_profile, PROFILE_TAG};
+use canary_core::{ErrorName, NamedError, PlanErrors};
+use canary_kube::{
+    connect, deregister, AccessDeps, KubeArgoCd, KubeError, ManagementAccess, RegistrationError,
+};
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use tracing::info;
+
+use event::{EksCall, EksEvent};
+
+#[derive(Debug, thiserror::Error)]
+pub enum IntakeError {
+    #[error("invalid event: {0}")]
+    InvalidEvent(String),
+    #[error("cluster {cluster} asks for profile `{profile}`, which is not configured (profiles: {known})")]
+    ProfileNotFound {
+        cluster: String,
+        profile: String,
+        known: String,
+    },
+    #[error("the plan built from profile `{profile}` and the tags of cluster {cluster} is invalid: {errors}")]
+    InvalidPlan {
+        cluster: String,
+        profile: String,
+        errors: PlanErrors,
+    },
+    #[error("{0}")]
+    Aws(#[from] AwsError),
+    #[error("{0}")]
+    Registration(#[from] RegistrationError),
+    #[error("{0}")]
+    Kube(#[from] KubeError),
+}
+
+impl NamedError for IntakeError {
+    fn name(&self) -> ErrorName {
+        match self {
+            IntakeError::InvalidEvent(_) => ErrorName::InvalidEvent,
+            IntakeError::ProfileNotFound { .. } => ErrorName::ProfileNotFound,
+            IntakeError::InvalidPlan { .. } => ErrorName::InvalidPlan,
+            IntakeError::Aws(e) => e.error_name(),
+            IntakeError::Registration(e) => e.name(),
+            IntakeError::Kube(e) => e.error_name(),
+        }
+    }
+}
+
+/// Deployment configuration of the function.
+#[derive(Debug, Clone)]
+pub struct IntakeConfig {
+    pub state_machine_arn: String,
+    /// Named plan templates (plans without `cluster`).
+    pub profiles: BTreeMap<String, Value>,
+    /// Where DeleteCluster looks for the cluster's Secret (a delete event carries no tags).
+    pub argocd_namespace: String,
+}
+
+impl IntakeConfig {
+    /// From `STATE_MACHINE_ARN`, `PROFILES` (a JSON object of profiles) and
+    /// `ARGOCD_NAMESPACE` (default `argocd`).
+    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let state_machine_arn = get("STATE_MACHINE_ARN")
+            .filter(|v| !v.is_empty())
+            .ok_or("STATE_MACHINE_ARN is not set")?;
+        let profiles = match get("PROFILES").filter(|v| !v.trim().is_empty()) {
+            Some(text) => parse_input(
+                serde_json::from_str(&text).map_err(|e| format!("PROFILES is not JSON: {e}"))?,
+            )
+            .map_err(|e| format!("PROFILES must be a JSON object of profiles: {e}"))?,
+            None => BTreeMap::new(),
+        };
+        Ok(IntakeConfig {
+            state_machine_arn,
+            profiles,
+            argocd_namespace: get("ARGOCD_NAMESPACE").unwrap_or_else(|| "argocd".to_owned()),
+        })
+    }
+}
+
+pub struct Deps<'a> {
+    pub executions: &'a dyn ExecutionStarter,
+    pub access: &'a ManagementAccess,
+    pub aws: AccessDeps<'a>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Action {
+    Started,
+    AlreadyStarted,
+    Skipped,
+    Deregistered,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IntakeResult {
+    pub action: Action,
+    pub cluster: String,
+    pub reason: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub execution_arn: Option<String>,
+}
+
+pub async fn handle(
+    deps: &Deps<'_>,
+    config: &IntakeConfig,
+    input: Value,
+) -> Result<Value, IntakeError> {
+    let event = event::parse(&input).map_err(IntakeError::InvalidEvent)?;
+    let result = match event.call {
+        EksCall::CreateCluster => on_create(deps, config, &event).await?,
+        EksCall::DeleteCluster => on_delete(deps, config, &event).await?,
+    };
+    info!(cluster = %result.cluster, action = ?result.action, reason = %result.reason, "event handled");
+    serde_json::to_value(result)
+        .map_err(|e| IntakeError::InvalidEvent(format!("result not serializable: {e}")))
+}
+
+fn skipped(event: &EksEvent, reason: String) -> IntakeResult {
+    IntakeResult {
+        action: Action::Skipped,
+        cluster: event.cluster.clone(),
+        reason,
+        execution_arn: None,
+    }
+}
+
+async fn on_create(
+    deps: &Deps<'_>,
+    config: &IntakeConfig,
+    event: &EksEvent,
+) -> Result<IntakeResult, IntakeError> {
+    if let Some(error) = &event.error {
+        return Ok(skipped(
+            event,
+            format!("CreateCluster failed ({error}); no cluster to roll out"),
+        ));
+    }
+    let Some(profile_name) = event.tags.get(PROFILE_TAG) else {
+        return Ok(skipped(
+            event,
+            format!("cluster is not opted in (no {PROFILE_TAG} tag)"),
+        ));
+    };
+    let profile =
+        config
+            .profiles
+            .get(profile_name)
+            .ok_or_else(|| IntakeError::ProfileNotFound {
+                cluster: event.cluster.clone(),
+                profile: profile_name.clone(),
+                known: config
+                    .profiles
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?;
+    let valid = plan_from_profile(profile, &event.cluster, &event.region, &event.tags).map_err(
+        |errors| IntakeError::InvalidPlan {
+            cluster: event.cluster.clone(),
+            profile: profile_name.clone(),
+            errors,
+        },
+    )?;
+    let input =
+        serde_json::to_string(&valid.plan).map_err(|e| IntakeError::InvalidEvent(e.to_string()))?;
+    let name = execution_name(&event.cluster, &event.event_id);
+    let (action, execution_arn, reason) = match deps
+        .executions
+        .start_execution(&config.state_machine_arn, &name, &input)
+        .await?
+    {
+        Started::New { execution_arn } => (
+            Action::Started,
+            execution_arn,
+            format!("rollout started with profile `{profile_name}`"),
+        ),
+        Started::AlreadyExists { execution_arn } => (
+            Action::AlreadyStarted,
+            execution_arn,
+            "this event was already handled (duplicate delivery)".to_owned(),
+        ),
+    };
+    Ok(IntakeResult {
+        action,
+        cluster: event.cluster.clone(),
+        reason,
+        execution_arn: Some(execution_arn),
+    })
+}
+
+async fn on_delete(
+    deps: &Deps<'_>,
+    config: &IntakeConfig,
+    event: &EksEvent,
+) -> Result<IntakeResult, IntakeError> {
+    if let Some(error) = &event.error {
+        return Ok(skipped(
+            event,
+            format!("DeleteCluster failed ({error}); the cluster still exists"),
+        ));
+    }
+    let client = connect(deps.access, &deps.aws).await?;
+    let api = KubeArgoCd::new(client, &config.argocd_namespace);
+    let registration = deregister(&api, &config.argocd_namespace, &event.cluster).await?;
+    Ok(IntakeResult {
+        action: Action::Deregistered,
+        cluster: event.cluster.clone(),
+        reason: format!(
+            "Argo CD Secret {}/{}: {:?}",
+            registration.namespace, registration.secret_name, registration.outcome
+        )
+        .to_lowercase(),
+        execution_arn: None,
+    })
+}
+
+/// `<cluster>-<12 hex of sha256(event id)>`: Step Functions execution names are at most 80
+/// characters of letters, digits, `-` and `_`, which EKS cluster names already are.
+pub fn execution_name(cluster: &str, event_id: &str) -> String {
+    let digest = Sha256::digest(event_id.as_bytes());
+    let hex: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
+    let cluster: String = cluster.chars().take(60).collect();
+    format!("{cluster}-{hex}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn execution_names_are_deterministic_and_valid() {
+        let a = execution_name("green", "5d3c0b44-6e0f-4a1e-9f7e-1a2b3c4d5e6f");
+        assert_eq!(
+            a,
+            execution_name("green", "5d3c0b44-6e0f-4a1e-9f7e-1a2b3c4d5e6f")
+        );
+        assert_ne!(a, execution_name("green", "another-event"));
+        let long = execution_name(&"x".repeat(100), "e");
+        assert!(long.len() <= 80, "{long}");
+        assert!(long
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
+    }
+
+    #[test]
+    fn config_from_env() {
+        let env = |k: &str| match k {
+            "STATE_MACHINE_ARN" => {
+                Some("arn:aws:states:us-east-1:123456789012:stateMachine:rollout".to_owned())
+            }
+            "PROFILES" => Some(r#"{"web": {"steps": []}}"#.to_owned()),
+            _ => None,
+        };
+        let config = IntakeConfig::from_env(env).expect("config");
+        assert_eq!(config.profiles.keys().collect::<Vec<_>>(), ["web"]);
+        assert_eq!(config.argocd_namespace, "argocd");
+        let bad = |k: &str| {
+            (k == "STATE_MACHINE_ARN")
+                .then(|| "x".to_owned())
+                .or((k == "PROFILES").then(|| "[1]".to_owned()))
+        };
+        assert!(IntakeConfig::from_env(bad)
+            .unwrap_err()
+            .starts_with("PROFILES must be a JSON object"));
+    }
+}

@@ -1,0 +1,316 @@
+//! cluster-created over the wire: sample EventBridge events (tests/events/) in, executions
+//! started in moto's Step Functions, Argo CD Secrets removed in the Kubernetes API test server.
+
+use std::collections::BTreeMap;
+
+use aws_config::SdkConfig;
+use canary_aws::{SdkEks, SdkExecutions, SdkSecrets};
+use canary_core::profile::plan_from_profile;
+use canary_core::NamedError;
+use canary_kube::access::client;
+use canary_kube::{AccessDeps, ManagementAccess};
+use cluster_canary_tests::{repo_root, KubeServer, Moto, World, ADMIN_TOKEN};
+use cluster_created::{handle, Deps, IntakeConfig, IntakeError};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, PostParams};
+use serde_json::{json, Value};
+
+fn event(name: &str) -> Value {
+    let text =
+        std::fs::read_to_string(repo_root().join("tests/events").join(name)).expect("sample event");
+    serde_json::from_str(&text).expect("sample event is JSON")
+}
+
+fn profiles() -> BTreeMap<String, Value> {
+    serde_json::from_value(event("profiles.json")).expect("profiles")
+}
+
+struct Env {
+    _moto: Moto,
+    kube: KubeServer,
+    world: World,
+    config: SdkConfig,
+    sfn: aws_sdk_sfn::Client,
+}
+
+impl Env {
+    async fn start() -> Env {
+        let moto = Moto::start();
+        let world = moto.seed();
+        let config = moto.sdk_config().await;
+        let kube = KubeServer::start(&[]);
+        aws_sdk_secretsmanager::Client::new(&config)
+            .create_secret()
+            .name("argocd-hub")
+            .secret_string(
+                json!({"server": kube.server, "caData": kube.ca_data, "token": ADMIN_TOKEN})
+                    .to_string(),
+            )
+            .send()
+            .await
+            .expect("connection secret");
+        Env {
+            sfn: aws_sdk_sfn::Client::new(&config),
+            _moto: moto,
+            kube,
+            world,
+            config,
+        }
+    }
+
+    async fn deliver(&self, event: Value) -> Result<Value, IntakeError> {
+        let intake = IntakeConfig {
+            state_machine_arn: self.world.state_machine.clone(),
+            profiles: profiles(),
+            argocd_namespace: "argocd".into(),
+        };
+        let (executions, eks, secrets) = (
+            SdkExecutions::new(&self.config),
+            SdkEks::new(&self.config),
+            SdkSecrets::new(&self.config),
+        );
+        let access = ManagementAccess::Secret {
+            secret_id: "argocd-hub".into(),
+        };
+        let credentials = self.config.credentials_provider().expect("credentials");
+        let deps = Deps {
+            executions: &executions,
+            access: &access,
+            aws: AccessDeps {
+                eks: &eks,
+                secrets: &secrets,
+                credentials: &credentials,
+                region: "us-east-1",
+            },
+        };
+        handle(&deps, &intake, event).await
+    }
+
+    async fn executions(&self) -> Vec<aws_sdk_sfn::types::ExecutionListItem> {
+        self.sfn
+            .list_executions()
+            .state_machine_arn(&self.world.state_machine)
+            .send()
+            .await
+            .expect("list executions")
+            .executions()
+            .to_vec()
+    }
+
+    async fn secrets(&self) -> Api<Secret> {
+        let client = client(
+            &self.kube.server,
+            &self.kube.ca_data,
+            ADMIN_TOKEN.to_owned(),
+        )
+        .await
+        .expect("client");
+        Api::namespaced(client, "argocd")
+    }
+}
+
+#[tokio::test]
+async fn an_opted_in_cluster_starts_one_rollout_with_the_right_plan() {
+    let env = Env::start().await;
+    let out = env
+        .deliver(event("eks-create-cluster.json"))
+        .await
+        .expect("started");
+    assert_eq!(out["action"], "started", "{out}");
+    let arn = out["executionArn"].as_str().unwrap().to_owned();
+    assert!(
+        arn.ends_with(":web-green-"[..].trim_end_matches('-'))
+            || arn.contains(":execution:rollout:web-green-"),
+        "{arn}"
+    );
+
+    let input = env
+        .sfn
+        .describe_execution()
+        .execution_arn(&arn)
+        .send()
+        .await
+        .expect("describe execution")
+        .input()
+        .unwrap()
+        .to_owned();
+    let plan: Value = serde_json::from_str(&input).expect("input is JSON");
+    let tags: BTreeMap<String, String> = serde_json::from_value(
+        event("eks-create-cluster.json")["detail"]["responseElements"]["cluster"]["tags"].clone(),
+    )
+    .unwrap();
+    let expected =
+        plan_from_profile(&profiles()["web"], "web-green", "us-east-1", &tags).expect("valid");
+    assert_eq!(plan, serde_json::to_value(&expected.plan).unwrap());
+    assert_eq!(
+        plan["cluster"],
+        json!({"name": "web-green", "region": "us-east-1"})
+    );
+    assert_eq!(
+        plan["trafficTargets"][0]["alb"]["canaryTargetGroupArn"],
+        "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/web-green/4b7c9a1e2f3d5a68"
+    );
+    assert_eq!(
+        plan["argocd"]["labels"],
+        json!({"env": "prod", "fleet": "web"})
+    );
+
+    // EventBridge delivers at least once: the same event again starts nothing and is no error.
+    let again = env
+        .deliver(event("eks-create-cluster.json"))
+        .await
+        .expect("duplicate");
+    assert_eq!(again["action"], "alreadyStarted", "{again}");
+    assert_eq!(again["executionArn"], arn.as_str());
+    assert_eq!(env.executions().await.len(), 1);
+}
+
+#[tokio::test]
+async fn failed_calls_and_clusters_not_opted_in_are_skipped() {
+    let env = Env::start().await;
+    let failed = env
+        .deliver(event("eks-create-cluster-failed.json"))
+        .await
+        .expect("skip");
+    assert_eq!(failed["action"], "skipped");
+    assert_eq!(
+        failed["reason"],
+        "CreateCluster failed (ResourceInUseException: Cluster already exists with name: web-green); no cluster to roll out"
+    );
+    let other = env
+        .deliver(event("eks-create-cluster-not-opted-in.json"))
+        .await
+        .expect("skip");
+    assert_eq!(
+        (other["action"].as_str(), other["reason"].as_str()),
+        (
+            Some("skipped"),
+            Some("cluster is not opted in (no cluster-canary/profile tag)")
+        )
+    );
+    assert!(env.executions().await.is_empty());
+}
+
+#[tokio::test]
+async fn bad_events_are_named_errors_and_start_nothing() {
+    let env = Env::start().await;
+    let base = event("eks-create-cluster.json");
+    let with = |pointer: &str, value: Value| {
+        let mut e = base.clone();
+        *e.pointer_mut(pointer)
+            .unwrap_or_else(|| panic!("{pointer}")) = value;
+        e
+    };
+    let without = |field: &str| {
+        let mut e = base.clone();
+        e.as_object_mut().unwrap().remove(field);
+        e
+    };
+    let mut no_name = base.clone();
+    no_name["detail"]["requestParameters"]
+        .as_object_mut()
+        .unwrap()
+        .remove("name");
+    no_name["detail"]["responseElements"]["cluster"]
+        .as_object_mut()
+        .unwrap()
+        .remove("name");
+    let tag = |key: &str, value: &str| {
+        let mut e = base.clone();
+        e["detail"]["responseElements"]["cluster"]["tags"][key] = json!(value);
+        e
+    };
+    let cases: Vec<(&str, Value, &str, &str)> = vec![
+        ("not an object", json!(["CreateCluster"]), "InvalidEvent", "invalid event: the event is not a JSON object"),
+        ("no detail", without("detail"), "InvalidEvent", "the event has no `detail` object"),
+        ("another detail-type", with("/detail-type", json!("EKS Cluster State Change")), "InvalidEvent", "detail-type is `EKS Cluster State Change`"),
+        ("another service", with("/detail/eventSource", json!("ec2.amazonaws.com")), "InvalidEvent", "detail.eventSource is `ec2.amazonaws.com`"),
+        ("another API call", with("/detail/eventName", json!("UpdateClusterVersion")), "InvalidEvent", "only CreateCluster and DeleteCluster are handled"),
+        ("no cluster name", no_name, "InvalidEvent", "the event names no cluster"),
+        ("a profile that does not exist", tag("cluster-canary/profile", "mobile"), "ProfileNotFound", "asks for profile `mobile`, which is not configured (profiles: web)"),
+        (
+            "tags that make an invalid plan",
+            tag("cluster-canary/canary-target-group", "web-green"),
+            "InvalidPlan",
+            "the plan built from profile `web` and the tags of cluster web-green is invalid: invalid rollout plan: trafficTargets[0].alb.canaryTargetGroupArn",
+        ),
+        (
+            "an Argo CD label tag that is not a label",
+            tag("cluster-canary/argocd-label/env", "prod east"),
+            "InvalidPlan",
+            "argocd.labels.env: `prod east` is not a Kubernetes label value",
+        ),
+    ];
+    for (case, input, name, fragment) in cases {
+        let err = env.deliver(input).await.expect_err(case);
+        assert_eq!(err.name().as_str(), name, "{case}: {err}");
+        assert!(
+            err.to_string().contains(fragment),
+            "{case}: `{err}` lacks `{fragment}`"
+        );
+    }
+    assert!(env.executions().await.is_empty());
+}
+
+#[tokio::test]
+async fn delete_cluster_removes_only_a_secret_this_project_created() {
+    let env = Env::start().await;
+    let secrets = env.secrets().await;
+    let ours: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "cluster-canary-web-green", "labels": {
+            "argocd.argoproj.io/secret-type": "cluster", "app.kubernetes.io/managed-by": "cluster-canary"}},
+        "stringData": {"name": "web-green", "server": "https://web-green.example.com"},
+    }))
+    .unwrap();
+    secrets
+        .create(&PostParams::default(), &ours)
+        .await
+        .expect("create");
+    let out = env
+        .deliver(event("eks-delete-cluster.json"))
+        .await
+        .expect("deregister");
+    assert_eq!(out["action"], "deregistered");
+    assert_eq!(
+        out["reason"],
+        "argo cd secret argocd/cluster-canary-web-green: deleted"
+    );
+    assert!(secrets
+        .get_opt("cluster-canary-web-green")
+        .await
+        .unwrap()
+        .is_none());
+    let again = env
+        .deliver(event("eks-delete-cluster.json"))
+        .await
+        .expect("already gone");
+    assert_eq!(
+        again["reason"],
+        "argo cd secret argocd/cluster-canary-web-green: absent"
+    );
+
+    let mut foreign = ours.clone();
+    foreign
+        .metadata
+        .labels
+        .as_mut()
+        .unwrap()
+        .remove("app.kubernetes.io/managed-by");
+    secrets
+        .create(&PostParams::default(), &foreign)
+        .await
+        .expect("create");
+    let err = env
+        .deliver(event("eks-delete-cluster.json"))
+        .await
+        .expect_err("not ours");
+    assert_eq!(err.name().as_str(), "SecretNotOwned");
+    assert!(
+        secrets
+            .get_opt("cluster-canary-web-green")
+            .await
+            .unwrap()
+            .is_some(),
+        "left untouched"
+    );
+}
