@@ -423,7 +423,7 @@ async fn no_data_is_never_a_pass() {
     );
 
     let out = env
-        .evaluate(analysis, json!({"lastCheck": true}))
+        .evaluate(analysis, json!({"check": 12, "checks": 12}))
         .await
         .expect("evaluate");
     assert_eq!(

@@ -171,7 +171,8 @@ async fn register_writes_exactly_the_secret_argo_cd_expects_and_is_idempotent() 
     let server = endpoint.trim_end_matches('/').to_owned();
     assert_eq!(
         out,
-        json!({"namespace": "argocd", "secretName": "cluster-canary-green", "server": server, "outcome": "created"})
+        json!({"namespace": "argocd", "secretName": "cluster-canary-green", "server": server, "outcome": "created",
+               "appsWait": {"intervalSeconds": 30, "maxPolls": 60}})
     );
 
     let secrets = env.secrets_api().await;

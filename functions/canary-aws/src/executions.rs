@@ -12,6 +12,14 @@ pub trait ExecutionsApi: Send + Sync {
     async fn running_executions(&self, state_machine_arn: &str) -> Result<Vec<String>, AwsError>;
     /// The input an execution was started with.
     async fn execution_input(&self, execution_arn: &str) -> Result<Option<String>, AwsError>;
+    /// Every state the execution exited, in order, with its output.
+    async fn state_exits(&self, execution_arn: &str) -> Result<Vec<StateExit>, AwsError>;
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateExit {
+    pub name: String,
+    pub output: Option<String>,
 }
 
 #[async_trait]
@@ -75,6 +83,25 @@ impl ExecutionsApi for SdkExecutions {
             .await
             .map_err(|e| AwsError::from_sdk("DescribeExecution", e))?;
         Ok(out.input().map(str::to_owned))
+    }
+
+    async fn state_exits(&self, execution_arn: &str) -> Result<Vec<StateExit>, AwsError> {
+        let mut exits = Vec::new();
+        let mut pages = self
+            .client
+            .get_execution_history()
+            .execution_arn(execution_arn)
+            .max_results(1000)
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| AwsError::from_sdk("GetExecutionHistory", e))?;
+            exits.extend(page.events().iter().filter_map(|e| e.state_exited_event_details()).map(|d| StateExit {
+                name: d.name().to_owned(),
+                output: d.output().map(str::to_owned),
+            }));
+        }
+        Ok(exits)
     }
 }
 

@@ -385,9 +385,19 @@ pub struct BakeProgress {
     /// Passing checks so far in this step's bake.
     #[serde(default)]
     pub passes: u32,
-    /// This is the last check of the step's bake.
+    /// The number of this check in the step's bake, from 1.
     #[serde(default)]
-    pub last_check: bool,
+    pub check: u32,
+    /// How many checks the step's bake has (the resolved step's `checks`).
+    #[serde(default)]
+    pub checks: u32,
+}
+
+impl BakeProgress {
+    /// This check ends the step's bake.
+    pub fn last_check(&self) -> bool {
+        self.checks > 0 && self.check >= self.checks
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -402,6 +412,8 @@ pub struct Decision {
     pub passes: u32,
     /// Why, one line per signal, then the decision's own reason when it rolls back.
     pub reasons: Vec<String>,
+    /// The reasons in one line, for an execution's failure cause.
+    pub summary: String,
 }
 
 /// Judges one check from its signals' outcomes.
@@ -418,6 +430,7 @@ pub fn decide(
             rollback: false,
             consecutive_failures: 0,
             passes: progress.passes + 1,
+            summary: reasons.join("; "),
             reasons,
         };
     };
@@ -453,7 +466,7 @@ pub fn decide(
         reasons.push(format!(
             "{consecutive_failures} failing check(s) in a row reached the failure limit of {limit}"
         ));
-    } else if progress.last_check && passes == 0 && analysis.no_evidence == NoEvidencePolicy::Fail {
+    } else if progress.last_check() && passes == 0 && analysis.no_evidence == NoEvidencePolicy::Fail {
         rollback = true;
         reasons.push(
             "the step's bake ended without a single passing check: no evidence, no promotion"
@@ -465,6 +478,7 @@ pub fn decide(
         rollback,
         consecutive_failures,
         passes,
+        summary: reasons.join("; "),
         reasons,
     }
 }

@@ -167,6 +167,8 @@ pub struct ResolvedStep {
     pub weight: u8,
     pub bake_seconds: u32,
     pub check_interval_seconds: u32,
+    /// Checks in the bake: `bake_seconds / check_interval_seconds`, at least 1.
+    pub checks: u32,
 }
 
 /// One problem with a plan, at a JSON path.
@@ -366,11 +368,13 @@ impl RolloutPlan {
             if let (true, true, (Some(weight), Some(bake_seconds), Some(check_interval_seconds))) =
                 (bake_ok, step_ok, values)
             {
-                total_checks += u64::from(bake_seconds / check_interval_seconds);
+                let checks = (bake_seconds / check_interval_seconds).max(1);
+                total_checks += u64::from(checks);
                 resolved.push(ResolvedStep {
                     weight,
                     bake_seconds,
                     check_interval_seconds,
+                    checks,
                 });
             }
         }

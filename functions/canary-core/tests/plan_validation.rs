@@ -521,6 +521,7 @@ fn the_base_plan_is_valid() {
     assert_eq!(valid.steps[0].bake_seconds, 900, "a step override wins");
     assert_eq!(valid.steps[1].bake_seconds, 600, "the default applies");
     assert_eq!(valid.steps[1].check_interval_seconds, 30);
+    assert_eq!((valid.steps[0].checks, valid.steps[1].checks), (30, 20));
 }
 
 #[test]

@@ -30,7 +30,8 @@ fn progress(consecutive_failures: u32, passes: u32, last_check: bool) -> BakePro
     BakeProgress {
         consecutive_failures,
         passes,
-        last_check,
+        check: if last_check { 10 } else { 3 },
+        checks: 10,
     }
 }
 

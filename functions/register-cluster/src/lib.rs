@@ -13,7 +13,8 @@ use canary_kube::{
     apps_status, connect, deregister, desired_secret, register, AccessDeps, KubeArgoCd, KubeError,
     ManagementAccess, RegistrationError,
 };
-use serde::Deserialize;
+use canary_kube::registration::Registration;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 #[derive(Debug, thiserror::Error)]
@@ -51,12 +52,52 @@ impl NamedError for RegisterError {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::AppsWait;
+
+    #[test]
+    fn apps_polls_span_the_timeout() {
+        assert_eq!(AppsWait::for_timeout(1800), AppsWait { interval_seconds: 30, max_polls: 60 });
+        assert_eq!(AppsWait::for_timeout(60), AppsWait { interval_seconds: 5, max_polls: 12 });
+        assert_eq!(AppsWait::for_timeout(200), AppsWait { interval_seconds: 10, max_polls: 20 });
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(tag = "operation", rename_all = "camelCase", deny_unknown_fields)]
 enum Request {
     Register { plan: Value },
     AppsStatus { plan: Value },
     Deregister { plan: Value },
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RegisterOutput {
+    #[serde(flatten)]
+    registration: Registration,
+    apps_wait: AppsWait,
+}
+
+/// How the state machine polls for the apps: `max_polls` polls `interval_seconds` apart span
+/// the plan's `appsTimeoutSeconds`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppsWait {
+    pub interval_seconds: i64,
+    pub max_polls: i64,
+}
+
+impl AppsWait {
+    /// Polls every 30 s, or more often for a short timeout (about 20 polls, at least 5 s apart).
+    pub fn for_timeout(timeout_seconds: i64) -> Self {
+        let interval_seconds = (timeout_seconds / 20).clamp(5, 30);
+        AppsWait {
+            interval_seconds,
+            max_polls: (timeout_seconds + interval_seconds - 1) / interval_seconds,
+        }
+    }
 }
 
 /// What the function needs from outside.
@@ -73,7 +114,11 @@ pub async fn handle(deps: &Deps<'_>, input: Value) -> Result<Value, RegisterErro
             let (cluster, server, ca_data) = active_cluster(deps.aws.eks, &plan).await?;
             let desired = desired_secret(&cluster, &server, &ca_data, &argocd);
             let api = argocd_api(deps, &argocd).await?;
-            serde_json::to_value(register(&api, argocd.namespace(), &desired).await?)
+            let registration = register(&api, argocd.namespace(), &desired).await?;
+            serde_json::to_value(RegisterOutput {
+                registration,
+                apps_wait: AppsWait::for_timeout(argocd.apps_timeout_seconds()),
+            })
         }
         Request::AppsStatus { plan } => {
             let plan = RolloutPlan::parse(plan)?.plan;

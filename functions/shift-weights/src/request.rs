@@ -32,6 +32,15 @@ pub enum Request {
         #[serde(default)]
         expected: Option<Vec<TargetWeights>>,
     },
+    /// The safety net for a stopped or timed-out execution (which skips the state machine's
+    /// own Catch): find its plan, baseline and last weights in its history, then restore.
+    #[serde(rename_all = "camelCase")]
+    RestoreAborted {
+        execution_arn: String,
+        /// The execution's status from the status-change event, for the log.
+        #[serde(default)]
+        status: Option<String>,
+    },
 }
 
 /// Which execution is asking, from the Step Functions context object
@@ -94,6 +103,17 @@ pub struct RestoreOutput {
     /// Targets whose weights were neither the baseline nor what this rollout last set.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unexpected: Vec<UnexpectedWeights>,
+}
+
+#[derive(Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RestoreAbortedOutput {
+    pub execution_arn: String,
+    /// `false` when the execution had not moved traffic yet (it stopped before Prepare ended).
+    pub restored: bool,
+    pub reason: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restore: Option<RestoreOutput>,
 }
 
 #[derive(Debug, Serialize, PartialEq)]

@@ -128,6 +128,10 @@ impl ExecutionsApi for NoExecutions {
     async fn execution_input(&self, _execution_arn: &str) -> Result<Option<String>, AwsError> {
         Ok(None)
     }
+
+    async fn state_exits(&self, _execution_arn: &str) -> Result<Vec<canary_aws::StateExit>, AwsError> {
+        Ok(Vec::new())
+    }
 }
 
 fn alb_target(listener: &str) -> Value {
