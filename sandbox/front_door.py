@@ -1,0 +1,113 @@
+"""The sandbox's single AWS endpoint, in front of moto and `cargo lambda watch`.
+
+moto's Step Functions engine invokes Lambda functions at http://localhost:$MOTO_PORT; the
+functions call AWS at $AWS_ENDPOINT_URL. Both point here:
+  POST /2015-03-31/functions/<name or ARN>/invocations  -> cargo lambda watch, by bare name
+  anything else                                         -> moto
+and it makes cargo-lambda's answers look like Lambda's: a function error comes back from
+cargo-lambda as HTTP 500, but from Lambda as 200 with `X-Amz-Function-Error: Unhandled`
+(without that, moto cannot Catch the error). Lambda's request id header is added too.
+"""
+import http.client
+import re
+import threading
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import unquote
+
+INVOKE = re.compile(r"^/2015-03-31/functions/([^/?]+)/invocations")
+HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-authorization"}
+
+
+def function_name(name_or_arn):
+    """`arn:aws:lambda:us-east-1:123456789012:function:shift-weights[:qualifier]` -> `shift-weights`."""
+    parts = name_or_arn.split(":")
+    if name_or_arn.startswith("arn:") and len(parts) >= 7:
+        return parts[6]
+    return name_or_arn
+
+
+class FrontDoor:
+    """`faults`: a list the tests append to, to make the front door answer a request itself
+    (a throttle, say) instead of forwarding it: entries are [predicate(method, path, body),
+    times, (status, headers, body)], used up front to back."""
+
+    def __init__(self, port, moto_port, lambda_port):
+        self.faults = []
+        handler = type(
+            "Handler", (_Handler,), {"moto_port": moto_port, "lambda_port": lambda_port, "faults": self.faults}
+        )
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    moto_port = None
+    lambda_port = None
+    faults = None
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def forward(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else None
+        for fault in self.faults:
+            predicate, times, (status, headers, payload) = fault
+            if times > 0 and predicate(self.command, unquote(self.path), body or b""):
+                fault[1] -= 1
+                self.send_response(status)
+                for k, v in headers:
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+                return
+        match = INVOKE.match(unquote(self.path))
+        if match:
+            port, path = self.lambda_port, f"/2015-03-31/functions/{function_name(match.group(1))}/invocations"
+            # A function may run for minutes (Route 53 INSYNC waits).
+            timeout = 900
+        else:
+            port, path, timeout = self.moto_port, self.path, 120
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        try:
+            connection.request(self.command, path, body=body, headers=headers)
+            response = connection.getresponse()
+            payload = response.read()
+            status, reply_headers = response.status, response.getheaders()
+        except OSError as e:
+            status, reply_headers, payload = 502, [("Content-Type", "text/plain")], f"front door: {e}".encode()
+        finally:
+            connection.close()
+        extra = []
+        if match:
+            extra.append(("x-amzn-RequestId", str(uuid.uuid4())))
+            if status >= 500 and status != 502:
+                status = 200
+                extra.append(("X-Amz-Function-Error", "Unhandled"))
+            elif status == 404:
+                extra.append(("x-amzn-ErrorType", "ResourceNotFoundException"))
+        self.send_response(status)
+        for k, v in reply_headers:
+            if k.lower() not in HOP_BY_HOP and k.lower() != "content-length":
+                self.send_header(k, v)
+        for k, v in extra:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = forward

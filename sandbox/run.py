@@ -1,0 +1,36 @@
+"""Runs a rollout end to end on the local sandbox and shows it live.
+
+    python -m sandbox.run [--scenario happy|rollback|apps-unhealthy|stopped]
+
+Exits 0 when the rollout succeeded (green takes all traffic), 1 otherwise; every process it
+started is stopped on the way out, Ctrl-C included.
+"""
+import argparse
+import signal
+import sys
+
+from .scenarios import SCENARIOS, run
+
+
+def interrupt(signum, frame):
+    """SIGTERM as Ctrl-C: unwind through the sandbox's cleanup."""
+    raise KeyboardInterrupt
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scenario", choices=SCENARIOS, default="happy")
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, interrupt)
+    try:
+        report = run(args.scenario, out=lambda line: print(line, flush=True))
+    except KeyboardInterrupt:
+        print("interrupted; sandbox stopped", file=sys.stderr)
+        return 130
+    succeeded = report.status == "SUCCEEDED"
+    print("rollout succeeded: green takes all traffic" if succeeded else "rollout did not succeed (see above)")
+    return 0 if succeeded else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

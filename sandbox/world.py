@@ -1,0 +1,132 @@
+"""The sandbox's world, seeded into moto and the Kubernetes API test server:
+
+- EKS clusters `hub` (where Argo CD runs) and `blue` (serving all traffic today);
+- an ALB `web` whose listener forwards to blue's target group, green's attached at weight 0;
+- a hosted zone example.com with weighted alias records app.example.com, blue 100 / green 0;
+- CloudWatch alarms web-green-5xx and web-green-latency (OK);
+- the Secrets Manager secret the functions use to reach Argo CD's namespace on `hub`;
+- the profile `web` that a cluster opts into with the tag cluster-canary/profile=web.
+"""
+import json
+from dataclasses import dataclass
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"
+CONNECTION_SECRET = "argocd-hub"
+
+
+@dataclass
+class World:
+    listener: str
+    blue_tg: str
+    green_tg: str
+    zone_id: str
+    record: str
+    alarms: list
+    profiles: dict
+
+
+def profile(listener, blue_tg, zone_id, record):
+    """Baking is scaled down so a rollout takes about a minute: 3 checks 2 s apart per step."""
+    return {
+        "trafficTargets": [
+            {"alb": {"listenerArn": listener, "stableTargetGroupArn": blue_tg}},
+            {
+                "route53": {
+                    "hostedZoneId": zone_id,
+                    "recordName": record,
+                    "recordType": "A",
+                    "stableSetIdentifier": "blue",
+                }
+            },
+        ],
+        "steps": [{"weight": 10}, {"weight": 50}, {"weight": 100}],
+        "bake": {"seconds": 6, "checkIntervalSeconds": 2},
+        "analysis": {"alarms": {"prefixes": ["web-green-"]}, "failureLimit": 1},
+        "argocd": {"labels": {"fleet": "web"}, "minApps": 2, "appsTimeoutSeconds": 60},
+    }
+
+
+def seed(aws, kube):
+    """`aws(service)` gives a boto3 client; `kube` is {"server", "caData", "token"}."""
+    eks, ec2, elbv2, route53, cloudwatch, secrets = (
+        aws(s) for s in ("eks", "ec2", "elbv2", "route53", "cloudwatch", "secretsmanager")
+    )
+    subnets = [s["SubnetId"] for s in ec2.describe_subnets()["Subnets"]][:2]
+    for name in ("hub", "blue"):
+        eks.create_cluster(
+            name=name,
+            version="1.33",
+            roleArn=f"arn:aws:iam::{ACCOUNT}:role/eks-cluster",
+            resourcesVpcConfig={"subnetIds": subnets},
+        )
+    vpc_id = ec2.describe_vpcs()["Vpcs"][0]["VpcId"]
+    lb = elbv2.create_load_balancer(Name="web", Subnets=subnets, Type="application")["LoadBalancers"][0]
+
+    def target_group(name):
+        return elbv2.create_target_group(Name=name, Protocol="HTTP", Port=8080, VpcId=vpc_id, TargetType="ip")[
+            "TargetGroups"
+        ][0]["TargetGroupArn"]
+
+    blue_tg, green_tg = target_group("web-blue"), target_group("web-green")
+    listener = elbv2.create_listener(
+        LoadBalancerArn=lb["LoadBalancerArn"],
+        Protocol="HTTP",
+        Port=80,
+        DefaultActions=[
+            {
+                "Type": "forward",
+                "ForwardConfig": {
+                    "TargetGroups": [{"TargetGroupArn": blue_tg, "Weight": 100}, {"TargetGroupArn": green_tg, "Weight": 0}]
+                },
+            }
+        ],
+    )["Listeners"][0]["ListenerArn"]
+
+    zone_id = route53.create_hosted_zone(Name="example.com.", CallerReference="sandbox")["HostedZone"]["Id"].split("/")[-1]
+    record = "app.example.com."
+    route53.change_resource_record_sets(
+        HostedZoneId=zone_id,
+        ChangeBatch={
+            "Changes": [
+                {
+                    "Action": "CREATE",
+                    "ResourceRecordSet": {
+                        "Name": record,
+                        "Type": "A",
+                        "SetIdentifier": side,
+                        "Weight": weight,
+                        "AliasTarget": {
+                            "HostedZoneId": lb["CanonicalHostedZoneId"],
+                            "DNSName": lb["DNSName"],
+                            "EvaluateTargetHealth": True,
+                        },
+                    },
+                }
+                for side, weight in (("blue", 100), ("green", 0))
+            ]
+        },
+    )
+
+    alarms = ["web-green-5xx", "web-green-latency"]
+    for name in alarms:
+        cloudwatch.put_metric_alarm(
+            AlarmName=name,
+            Namespace="AWS/ApplicationELB",
+            MetricName="HTTPCode_Target_5XX_Count" if name.endswith("5xx") else "TargetResponseTime",
+            Statistic="Sum",
+            Period=60,
+            EvaluationPeriods=1,
+            Threshold=10,
+            ComparisonOperator="GreaterThanThreshold",
+        )
+    secrets.create_secret(Name=CONNECTION_SECRET, SecretString=json.dumps(kube))
+    return World(
+        listener=listener,
+        blue_tg=blue_tg,
+        green_tg=green_tg,
+        zone_id=zone_id,
+        record=record,
+        alarms=alarms,
+        profiles={"web": profile(listener, blue_tg, zone_id, record)},
+    )

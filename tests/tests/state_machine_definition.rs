@@ -1,0 +1,163 @@
+//! Static checks of `statemachine/rollout.asl.json` against the code and the SAM template.
+//! (The definition is executed by moto's Step Functions engine in the end-to-end tests.)
+
+use std::collections::BTreeSet;
+
+use canary_core::plan::{MAX_STEPS, MAX_TOTAL_CHECKS};
+use canary_core::ErrorName;
+use cluster_canary_tests::repo_root;
+use serde_json::Value;
+use shift_weights::safety_net::{BASELINE_POINTER, LAST_SET_POINTER, PREPARE_STATE, SET_STATE};
+
+/// Names only cluster-created raises; it is started by EventBridge, not by the state machine.
+const INTAKE_ONLY: [ErrorName; 2] = [ErrorName::InvalidEvent, ErrorName::ProfileNotFound];
+/// Error name prefixes Step Functions and its integrations produce themselves.
+const BUILT_IN: [&str; 3] = ["States.", "Lambda.", "Eks."];
+
+fn definition() -> Value {
+    let text = std::fs::read_to_string(repo_root().join("statemachine/rollout.asl.json")).expect("ASL file");
+    serde_json::from_str(&text).expect("ASL is JSON")
+}
+
+fn states(asl: &Value) -> &serde_json::Map<String, Value> {
+    asl["States"].as_object().expect("States")
+}
+
+/// Every `ErrorEquals` name, with whether it sits in a Retry.
+fn error_equals(asl: &Value) -> Vec<(String, bool)> {
+    let mut names = Vec::new();
+    for state in states(asl).values() {
+        for (field, retry) in [("Retry", true), ("Catch", false)] {
+            for clause in state[field].as_array().into_iter().flatten() {
+                for name in clause["ErrorEquals"].as_array().into_iter().flatten() {
+                    names.push((name.as_str().expect("a string").to_owned(), retry));
+                }
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn retry_and_catch_name_exactly_the_errors_the_functions_raise() {
+    let asl = definition();
+    let used: BTreeSet<String> = error_equals(&asl)
+        .into_iter()
+        .map(|(n, _)| n)
+        .filter(|n| !BUILT_IN.iter().any(|p| n.starts_with(p)))
+        .collect();
+    let raised: BTreeSet<String> = ErrorName::ALL
+        .into_iter()
+        .filter(|n| !INTAKE_ONLY.contains(n))
+        .map(|n| n.as_str().to_owned())
+        .collect();
+    let unknown: Vec<_> = used.difference(&raised).collect();
+    let unhandled: Vec<_> = raised.difference(&used).collect();
+    assert!(unknown.is_empty(), "the state machine names errors no function raises: {unknown:?}");
+    assert!(unhandled.is_empty(), "errors the functions raise that the state machine never names: {unhandled:?}");
+}
+
+#[test]
+fn retryable_errors_are_retried_and_nothing_else_is_retried_by_name() {
+    let names = error_equals(&definition());
+    for name in ErrorName::ALL.into_iter().filter(|n| n.is_retryable()) {
+        assert!(names.contains(&(name.as_str().to_owned(), true)), "{name} is never retried");
+    }
+    for (name, retry) in &names {
+        let permanent = ErrorName::ALL.iter().any(|n| n.as_str() == name && !n.is_retryable());
+        // Restore names InvalidInput/InvalidPlan in a Retry with MaxAttempts 0: not a retry.
+        if *retry && permanent {
+            let zero = states(&definition()).values().any(|s| {
+                s["Retry"].as_array().into_iter().flatten().any(|c| {
+                    c["MaxAttempts"] == 0 && c["ErrorEquals"].as_array().unwrap().iter().any(|n| n == name.as_str())
+                })
+            });
+            assert!(zero, "{name} is permanent but retried");
+        }
+    }
+}
+
+#[test]
+fn every_lambda_task_retries_lambda_service_errors() {
+    for (name, state) in states(&definition()) {
+        if state["Resource"] != "arn:aws:states:::lambda:invoke" {
+            continue;
+        }
+        let retried: Vec<&str> = state["Retry"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|c| c["ErrorEquals"].as_array().unwrap().iter().filter_map(Value::as_str))
+            .collect();
+        assert!(
+            retried.contains(&"Lambda.TooManyRequestsException") || retried.contains(&"States.ALL"),
+            "{name} does not retry Lambda throttling"
+        );
+        assert!(state["Catch"].is_array(), "{name} has no Catch");
+    }
+}
+
+#[test]
+fn every_substitution_is_defined_and_every_definition_used() {
+    let asl_text = std::fs::read_to_string(repo_root().join("statemachine/rollout.asl.json")).unwrap();
+    let used: BTreeSet<String> = asl_text
+        .split("${")
+        .skip(1)
+        .filter_map(|rest| rest.split_once('}').map(|(name, _)| name.to_owned()))
+        .collect();
+    let template = std::fs::read_to_string(repo_root().join("template.yaml")).unwrap();
+    let mut defined = BTreeSet::new();
+    let mut block_indent = None;
+    for line in template.lines() {
+        let indent = line.len() - line.trim_start().len();
+        match block_indent {
+            None if line.trim() == "DefinitionSubstitutions:" => block_indent = Some(indent),
+            Some(outer) if indent > outer && !line.trim().is_empty() => {
+                if let Some((key, _)) = line.trim().split_once(':') {
+                    defined.insert(key.to_owned());
+                }
+            }
+            Some(_) => block_indent = None,
+            None => {}
+        }
+    }
+    assert!(!defined.is_empty(), "no DefinitionSubstitutions found in template.yaml");
+    assert_eq!(used, defined, "ASL ${{…}} placeholders vs template DefinitionSubstitutions");
+}
+
+#[test]
+fn the_safety_net_finds_what_it_reads_in_the_history() {
+    let asl = definition();
+    let prepare = &states(&asl)[PREPARE_STATE];
+    let set = &states(&asl)[SET_STATE];
+    for (state, pointer) in [(prepare, BASELINE_POINTER), (set, LAST_SET_POINTER)] {
+        let (path, field) = pointer.trim_start_matches('/').split_once('/').unwrap();
+        assert_eq!(state["ResultPath"], format!("$.{path}"), "{pointer}");
+        assert!(state["ResultSelector"].get(format!("{field}.$")).is_some(), "{pointer}");
+    }
+}
+
+/// History events a state adds each time it runs (entered + exited, and for a task
+/// scheduled + started + succeeded).
+fn events(state: &Value) -> usize {
+    match state["Type"].as_str() {
+        Some("Task") => 5,
+        _ => 2,
+    }
+}
+
+#[test]
+fn a_long_rollout_stays_under_the_history_limit() {
+    let asl = definition();
+    let s = states(&asl);
+    let per_check: usize = ["BakeWait", "Evaluate", "CheckVerdict?", "NextCheck"].iter().map(|n| events(&s[*n])).sum();
+    let per_step: usize = ["StepSetup", "SetWeights", "StartBake", "NextStep", "MoreSteps?"].iter().map(|n| events(&s[*n])).sum();
+    let fixed: usize = s.values().map(events).sum::<usize>() + 2; // every state once, plus execution start/end
+    assert_eq!((per_check, per_step), (11, 13), "update the README's history budget");
+    let history = |steps: usize, checks_per_step: usize| fixed + steps * (per_step + checks_per_step * per_check);
+    // The README's example: 10 steps baking 1 h, checked every 30 s.
+    assert!(history(10, 3600 / 30) < 25_000, "{}", history(10, 120));
+    // The most a valid plan allows.
+    let worst = fixed + MAX_STEPS * per_step + MAX_TOTAL_CHECKS as usize * per_check;
+    assert!(worst < 25_000, "the plan limits allow {worst} history events");
+}
