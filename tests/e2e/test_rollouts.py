@@ -1,0 +1,234 @@
+"""End to end: the real state machine (statemachine/rollout.asl.json) executed by moto's Step
+Functions engine, the real functions running as Lambda binaries under `cargo lambda watch`,
+moto for AWS and the Kubernetes API test server for Argo CD (see sandbox/harness.py).
+
+Each test gets a fresh sandbox. Each asserts on the execution's status, error and cause, on
+which states ran, on the weights moto holds at the end, and on the Argo CD Secret.
+"""
+import json
+
+import pytest
+
+from sandbox import scenarios
+from sandbox.harness import Sandbox
+
+BASELINE = {"listener :80": (100, 0), "app.example.com.": (100, 0)}
+PROMOTED = {"listener :80": (0, 100), "app.example.com.": (0, 100)}
+
+
+def quiet(line):
+    print(line)
+
+
+def secret_is_registered(report):
+    assert report.secret is not None, "the Argo CD Secret exists"
+    assert report.secret["labels"]["argocd.argoproj.io/secret-type"] == "cluster"
+    assert report.secret["labels"]["fleet"] == "web"
+    assert report.secret["data"]["name"] == "green"
+    config = json.loads(report.secret["data"]["config"])
+    assert config["awsAuthConfig"] == {"clusterName": "green"}
+    assert config["tlsClientConfig"]["insecure"] is False
+
+
+def test_happy_rollout_promotes_green():
+    report = scenarios.run("happy", out=quiet)
+    assert report.status == "SUCCEEDED", report
+    assert report.weights == PROMOTED
+    for state in ("ValidateAnalysis", "PrepareTraffic", "DescribeCluster", "RegisterCluster", "AppsStatus",
+                  "SetWeights", "Evaluate", "Promoted"):
+        assert state in report.states
+    assert report.states.count("SetWeights") == 3
+    assert report.states.count("Evaluate") == 9, "3 checks in each of 3 steps"
+    assert "Restore" not in report.states
+    secret_is_registered(report)
+
+
+def test_an_alarm_at_50_percent_rolls_everything_back():
+    report = scenarios.run("rollback", out=quiet)
+    assert report.status == "FAILED"
+    assert report.error == "CheckFailed"
+    assert report.cause.startswith("Canary check failed at step 2 of 3 (50% of traffic on the new cluster); traffic restored to the baseline.")
+    assert "alarm web-green-5xx is ALARM since" in report.cause
+    assert report.states[-2:] == ["Restore", "RolledBack"]
+    assert report.states.count("SetWeights") == 2, "the 100% step never ran"
+    assert report.weights == BASELINE
+    secret_is_registered(report)
+
+
+def test_unhealthy_apps_never_move_traffic():
+    report = scenarios.run("apps-unhealthy", out=quiet)
+    assert report.status == "FAILED"
+    assert report.error == "AppsNotReady"
+    assert "guestbook-cluster-canary-green is Synced/Degraded" in report.cause
+    assert report.cause.endswith("no traffic was moved")
+    assert "SetWeights" not in report.states and "Restore" not in report.states
+    assert report.max_canary == 0
+    assert report.weights == BASELINE
+
+
+def test_a_stopped_rollout_is_restored_by_the_safety_net():
+    report = scenarios.run("stopped", out=quiet)
+    assert report.status == "ABORTED"
+    assert "Restore" not in report.states, "StopExecution skips the state machine's own rollback"
+    assert report.weights == BASELINE, "the safety net restored the baseline"
+
+
+def start_manual(sandbox, plan, name):
+    sfn = sandbox.client("stepfunctions")
+    return sfn.start_execution(stateMachineArn=sandbox.state_machine, name=name, input=json.dumps(plan))["executionArn"]
+
+
+def manual_plan(sandbox, cluster="green"):
+    profile = sandbox.world.profiles["web"]
+    plan = json.loads(json.dumps(profile))
+    plan["cluster"] = {"name": cluster, "region": "us-east-1"}
+    plan["trafficTargets"][0]["alb"]["canaryTargetGroupArn"] = sandbox.world.green_tg
+    plan["trafficTargets"][1]["route53"]["canarySetIdentifier"] = "green"
+    return plan
+
+
+def test_a_bad_manual_plan_fails_at_prepare_and_changes_nothing():
+    with Sandbox(log=quiet) as sandbox:
+        plan = manual_plan(sandbox)
+        plan["steps"] = [{"weight": 50}, {"weight": 10}, {"weight": 100}]
+        arn = start_manual(sandbox, plan, "bad-plan")
+        report = scenarios.watch(sandbox, arn, out=quiet)
+        assert report.status == "FAILED"
+        assert report.error == "InvalidPlan"
+        assert "steps[1].weight: must be greater than the previous step's 50, got 10" in report.cause
+        assert report.states == ["Init", "ValidateAnalysis", "FailedBeforeTraffic"]
+        assert report.weights == BASELINE
+        assert report.secret is None
+
+
+def test_a_second_rollout_on_the_same_listener_is_refused_while_the_first_runs():
+    with Sandbox(log=quiet) as sandbox:
+        scenarios.create_green(sandbox)
+        _, started = sandbox.invoke("cluster-created", scenarios.create_cluster_event(sandbox))
+        first = started["executionArn"]
+        second = {}
+
+        def on_event(name, state):
+            if name == "SetWeights" and not second:
+                second["arn"] = start_manual(sandbox, manual_plan(sandbox, "green"), "second-rollout")
+                second["report"] = scenarios.watch(sandbox, second["arn"], out=quiet)
+
+        report = scenarios.watch(sandbox, first, on_event=on_event, out=quiet)
+        refused = second["report"]
+        assert refused.status == "FAILED"
+        assert refused.error == "ConcurrentRollout"
+        assert first in refused.cause
+        assert "SetWeights" not in refused.states
+        assert report.status == "SUCCEEDED", "the first rollout was not disturbed"
+        assert report.weights == PROMOTED
+
+
+def test_a_foreign_weight_change_stops_the_rollout_without_overwriting():
+    with Sandbox(log=quiet) as sandbox:
+        scenarios.create_green(sandbox)
+        _, started = sandbox.invoke("cluster-created", scenarios.create_cluster_event(sandbox))
+        world = sandbox.world
+
+        def on_event(name, state):
+            if name == "SetWeights" and state["cursor"]["step"]["weight"] == 10:
+                # Someone moves the listener by hand during the first bake.
+                sandbox.client("elbv2").modify_listener(
+                    ListenerArn=world.listener,
+                    DefaultActions=[{"Type": "forward", "ForwardConfig": {"TargetGroups": [
+                        {"TargetGroupArn": world.blue_tg, "Weight": 70},
+                        {"TargetGroupArn": world.green_tg, "Weight": 30}]}}],
+                )
+
+        report = scenarios.watch(sandbox, started["executionArn"], on_event=on_event, out=quiet)
+        assert report.status == "FAILED"
+        assert report.error == "WeightsChangedExternally"
+        assert "the rollout stopped without touching them" in report.cause
+        assert "found stable 70 / canary 30, this rollout last set stable 90 / canary 10" in report.cause
+        assert report.states[-1] == "StoppedByForeignChange" and "Restore" not in report.states
+        assert report.weights == {"listener :80": (70, 30), "app.example.com.": (90, 10)}, "nothing overwritten"
+
+
+def test_transient_failures_are_retried_and_the_rollout_succeeds():
+    with Sandbox(log=quiet) as sandbox:
+        # One Lambda throttle on the first `set`, and one AWS throttle on a ModifyListener.
+        lambda_throttle = [
+            lambda method, path, body: "functions/" in path and b'"set"' in body,
+            1,
+            (429, [("x-amzn-ErrorType", "TooManyRequestsException"), ("x-amzn-RequestId", "throttled-1"),
+              ("Content-Type", "application/json")],
+             b'{"Type": "User", "message": "Rate exceeded"}'),
+        ]
+        aws_throttle = [
+            lambda method, path, body: b"Action=ModifyListener" in body,
+            1,
+            (400, [("Content-Type", "text/xml")],
+             b"<ErrorResponse><Error><Type>Sender</Type><Code>Throttling</Code><Message>Rate exceeded</Message>"
+             b"</Error><RequestId>1</RequestId></ErrorResponse>"),
+        ]
+        sandbox.front.faults.extend([lambda_throttle, aws_throttle])
+        report = scenarios.run_on(sandbox, "happy", out=quiet)
+        assert (lambda_throttle[1], aws_throttle[1]) == (0, 0), "both faults were injected"
+        assert report.status == "SUCCEEDED"
+        assert report.weights == PROMOTED
+
+
+def test_the_eventbridge_rules_match_what_they_should():
+    """The template's rule patterns, in moto's EventBridge, delivering to SQS (moto cannot
+    deliver to Lambda or Step Functions)."""
+    import yaml
+
+    from sandbox.harness import REPO
+
+    class Template(yaml.SafeLoader):
+        pass
+
+    Template.add_multi_constructor("!", lambda loader, suffix, node: loader.construct_scalar(node) if isinstance(node, yaml.ScalarNode) else loader.construct_sequence(node))
+    template = yaml.load((REPO / "template.yaml").read_text(), Loader=Template)
+    intake = template["Resources"]["ClusterCreatedFunction"]["Properties"]["Events"]["EksClusterCalls"]["Properties"]["Pattern"]
+    safety = template["Resources"]["ShiftWeightsFunction"]["Properties"]["Events"]["SafetyNet"]["Properties"]["Pattern"]
+    with Sandbox(log=quiet) as sandbox:
+        events, sqs = sandbox.client("events"), sandbox.client("sqs")
+        state_machine = sandbox.state_machine
+        safety = json.loads(json.dumps(safety).replace(
+            "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:stateMachine:${AWS::StackName}-rollout", state_machine))
+        received = {}
+        for name, pattern in (("intake", intake), ("safety", safety)):
+            queue = sqs.create_queue(QueueName=name)["QueueUrl"]
+            queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+            events.put_rule(Name=name, EventPattern=json.dumps(pattern))
+            events.put_targets(Rule=name, Targets=[{"Id": "q", "Arn": queue_arn}])
+            received[name] = queue
+
+        def sample(file):
+            return json.loads((REPO / "tests/events" / file).read_text())
+
+        def put(event):
+            events.put_events(Entries=[{"Source": event["source"], "DetailType": event["detail-type"],
+                                        "Detail": json.dumps(event["detail"])}])
+
+        for file in ("eks-create-cluster.json", "eks-create-cluster-failed.json", "eks-delete-cluster.json"):
+            put(sample(file))
+        other_call = sample("eks-create-cluster.json")
+        other_call["detail"]["eventName"] = "UpdateClusterVersion"
+        put(other_call)
+        for status, name in (("ABORTED", "stopped"), ("SUCCEEDED", "fine"), ("TIMED_OUT", "slow")):
+            put({"source": "aws.states", "detail-type": "Step Functions Execution Status Change",
+                 "detail": {"executionArn": f"{state_machine.replace(':stateMachine:', ':execution:')}:{name}",
+                            "stateMachineArn": state_machine, "status": status}})
+        put({"source": "aws.states", "detail-type": "Step Functions Execution Status Change",
+             "detail": {"executionArn": "x", "stateMachineArn": state_machine + "-other", "status": "ABORTED"}})
+
+        def drain(queue):
+            bodies = []
+            while True:
+                messages = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10).get("Messages", [])
+                if not messages:
+                    return bodies
+                for m in messages:
+                    bodies.append(json.loads(m["Body"]))
+                    sqs.delete_message(QueueUrl=queue, ReceiptHandle=m["ReceiptHandle"])
+
+        intake_names = sorted(e["detail"]["eventName"] for e in drain(received["intake"]))
+        assert intake_names == ["CreateCluster", "CreateCluster", "DeleteCluster"], "failed calls reach the function, which skips them"
+        safety_statuses = sorted(e["detail"]["status"] for e in drain(received["safety"]))
+        assert safety_statuses == ["ABORTED", "TIMED_OUT"]
