@@ -15,7 +15,8 @@ const INTAKE_ONLY: [ErrorName; 2] = [ErrorName::InvalidEvent, ErrorName::Profile
 const BUILT_IN: [&str; 3] = ["States.", "Lambda.", "Eks."];
 
 fn definition() -> Value {
-    let text = std::fs::read_to_string(repo_root().join("statemachine/rollout.asl.json")).expect("ASL file");
+    let text = std::fs::read_to_string(repo_root().join("statemachine/rollout.asl.json"))
+        .expect("ASL file");
     serde_json::from_str(&text).expect("ASL is JSON")
 }
 
@@ -53,23 +54,39 @@ fn retry_and_catch_name_exactly_the_errors_the_functions_raise() {
         .collect();
     let unknown: Vec<_> = used.difference(&raised).collect();
     let unhandled: Vec<_> = raised.difference(&used).collect();
-    assert!(unknown.is_empty(), "the state machine names errors no function raises: {unknown:?}");
-    assert!(unhandled.is_empty(), "errors the functions raise that the state machine never names: {unhandled:?}");
+    assert!(
+        unknown.is_empty(),
+        "the state machine names errors no function raises: {unknown:?}"
+    );
+    assert!(
+        unhandled.is_empty(),
+        "errors the functions raise that the state machine never names: {unhandled:?}"
+    );
 }
 
 #[test]
 fn retryable_errors_are_retried_and_nothing_else_is_retried_by_name() {
     let names = error_equals(&definition());
     for name in ErrorName::ALL.into_iter().filter(|n| n.is_retryable()) {
-        assert!(names.contains(&(name.as_str().to_owned(), true)), "{name} is never retried");
+        assert!(
+            names.contains(&(name.as_str().to_owned(), true)),
+            "{name} is never retried"
+        );
     }
     for (name, retry) in &names {
-        let permanent = ErrorName::ALL.iter().any(|n| n.as_str() == name && !n.is_retryable());
+        let permanent = ErrorName::ALL
+            .iter()
+            .any(|n| n.as_str() == name && !n.is_retryable());
         // Restore names InvalidInput/InvalidPlan in a Retry with MaxAttempts 0: not a retry.
         if *retry && permanent {
             let zero = states(&definition()).values().any(|s| {
                 s["Retry"].as_array().into_iter().flatten().any(|c| {
-                    c["MaxAttempts"] == 0 && c["ErrorEquals"].as_array().unwrap().iter().any(|n| n == name.as_str())
+                    c["MaxAttempts"] == 0
+                        && c["ErrorEquals"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .any(|n| n == name.as_str())
                 })
             });
             assert!(zero, "{name} is permanent but retried");
@@ -87,7 +104,13 @@ fn every_lambda_task_retries_lambda_service_errors() {
             .as_array()
             .into_iter()
             .flatten()
-            .flat_map(|c| c["ErrorEquals"].as_array().unwrap().iter().filter_map(Value::as_str))
+            .flat_map(|c| {
+                c["ErrorEquals"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(Value::as_str)
+            })
             .collect();
         assert!(
             retried.contains(&"Lambda.TooManyRequestsException") || retried.contains(&"States.ALL"),
@@ -99,7 +122,8 @@ fn every_lambda_task_retries_lambda_service_errors() {
 
 #[test]
 fn every_substitution_is_defined_and_every_definition_used() {
-    let asl_text = std::fs::read_to_string(repo_root().join("statemachine/rollout.asl.json")).unwrap();
+    let asl_text =
+        std::fs::read_to_string(repo_root().join("statemachine/rollout.asl.json")).unwrap();
     let used: BTreeSet<String> = asl_text
         .split("${")
         .skip(1)
@@ -121,8 +145,14 @@ fn every_substitution_is_defined_and_every_definition_used() {
             None => {}
         }
     }
-    assert!(!defined.is_empty(), "no DefinitionSubstitutions found in template.yaml");
-    assert_eq!(used, defined, "ASL ${{…}} placeholders vs template DefinitionSubstitutions");
+    assert!(
+        !defined.is_empty(),
+        "no DefinitionSubstitutions found in template.yaml"
+    );
+    assert_eq!(
+        used, defined,
+        "ASL ${{…}} placeholders vs template DefinitionSubstitutions"
+    );
 }
 
 #[test]
@@ -133,7 +163,10 @@ fn the_safety_net_finds_what_it_reads_in_the_history() {
     for (state, pointer) in [(prepare, BASELINE_POINTER), (set, LAST_SET_POINTER)] {
         let (path, field) = pointer.trim_start_matches('/').split_once('/').unwrap();
         assert_eq!(state["ResultPath"], format!("$.{path}"), "{pointer}");
-        assert!(state["ResultSelector"].get(format!("{field}.$")).is_some(), "{pointer}");
+        assert!(
+            state["ResultSelector"].get(format!("{field}.$")).is_some(),
+            "{pointer}"
+        );
     }
 }
 
@@ -150,14 +183,35 @@ fn events(state: &Value) -> usize {
 fn a_long_rollout_stays_under_the_history_limit() {
     let asl = definition();
     let s = states(&asl);
-    let per_check: usize = ["BakeWait", "Evaluate", "CheckVerdict?", "NextCheck"].iter().map(|n| events(&s[*n])).sum();
-    let per_step: usize = ["StepSetup", "SetWeights", "StartBake", "NextStep", "MoreSteps?"].iter().map(|n| events(&s[*n])).sum();
+    let per_check: usize = ["BakeWait", "Evaluate", "CheckVerdict?", "NextCheck"]
+        .iter()
+        .map(|n| events(&s[*n]))
+        .sum();
+    let per_step: usize = [
+        "StepSetup",
+        "SetWeights",
+        "StartBake",
+        "NextStep",
+        "MoreSteps?",
+    ]
+    .iter()
+    .map(|n| events(&s[*n]))
+    .sum();
     let fixed: usize = s.values().map(events).sum::<usize>() + 2; // every state once, plus execution start/end
-    assert_eq!((per_check, per_step), (11, 13), "update the README's history budget");
-    let history = |steps: usize, checks_per_step: usize| fixed + steps * (per_step + checks_per_step * per_check);
+    assert_eq!(
+        (per_check, per_step),
+        (11, 13),
+        "update the README's history budget"
+    );
+    let history = |steps: usize, checks_per_step: usize| {
+        fixed + steps * (per_step + checks_per_step * per_check)
+    };
     // The README's example: 10 steps baking 1 h, checked every 30 s.
     assert!(history(10, 3600 / 30) < 25_000, "{}", history(10, 120));
     // The most a valid plan allows.
     let worst = fixed + MAX_STEPS * per_step + MAX_TOTAL_CHECKS as usize * per_check;
-    assert!(worst < 25_000, "the plan limits allow {worst} history events");
+    assert!(
+        worst < 25_000,
+        "the plan limits allow {worst} history events"
+    );
 }

@@ -96,10 +96,15 @@ impl ExecutionsApi for SdkExecutions {
             .send();
         while let Some(page) = pages.next().await {
             let page = page.map_err(|e| AwsError::from_sdk("GetExecutionHistory", e))?;
-            exits.extend(page.events().iter().filter_map(|e| e.state_exited_event_details()).map(|d| StateExit {
-                name: d.name().to_owned(),
-                output: d.output().map(str::to_owned),
-            }));
+            exits.extend(
+                page.events()
+                    .iter()
+                    .filter_map(|e| e.state_exited_event_details())
+                    .map(|d| StateExit {
+                        name: d.name().to_owned(),
+                        output: d.output().map(str::to_owned),
+                    }),
+            );
         }
         Ok(exits)
     }

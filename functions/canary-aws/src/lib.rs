@@ -22,6 +22,6 @@ pub use cloudwatch::{
 pub use config::{load_sdk_config, sdk_config_loader};
 pub use eks::{ClusterInfo, EksApi, SdkEks};
 pub use error::{AwsError, AwsErrorKind};
-pub use executions::{ExecutionStarter, ExecutionsApi, SdkExecutions, StateExit, Started};
+pub use executions::{ExecutionStarter, ExecutionsApi, SdkExecutions, Started, StateExit};
 pub use route53::{Route53Api, SdkRoute53, WeightedRecord};
 pub use secrets::{SdkSecrets, SecretsApi};

@@ -466,7 +466,8 @@ pub fn decide(
         reasons.push(format!(
             "{consecutive_failures} failing check(s) in a row reached the failure limit of {limit}"
         ));
-    } else if progress.last_check() && passes == 0 && analysis.no_evidence == NoEvidencePolicy::Fail {
+    } else if progress.last_check() && passes == 0 && analysis.no_evidence == NoEvidencePolicy::Fail
+    {
         rollback = true;
         reasons.push(
             "the step's bake ended without a single passing check: no evidence, no promotion"

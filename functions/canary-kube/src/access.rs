@@ -9,8 +9,9 @@
 
 use std::time::{Duration, SystemTime};
 
-use aws_credential_types::provider::ProvideCredentials;
-use canary_aws::{EksApi, SecretsApi};
+use aws_config::SdkConfig;
+use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
+use canary_aws::{EksApi, SdkEks, SdkSecrets, SecretsApi};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde::Deserialize;
 
@@ -61,6 +62,39 @@ pub struct AccessDeps<'a> {
     pub secrets: &'a dyn SecretsApi,
     pub credentials: &'a dyn ProvideCredentials,
     pub region: &'a str,
+}
+
+/// The real AWS clients behind [`AccessDeps`], built once from the function's configuration.
+pub struct SdkAccess {
+    eks: SdkEks,
+    secrets: SdkSecrets,
+    credentials: SharedCredentialsProvider,
+    region: String,
+}
+
+impl SdkAccess {
+    pub fn new(config: &SdkConfig) -> Result<Self, String> {
+        Ok(SdkAccess {
+            eks: SdkEks::new(config),
+            secrets: SdkSecrets::new(config),
+            credentials: config
+                .credentials_provider()
+                .ok_or("no AWS credentials provider configured")?,
+            region: config
+                .region()
+                .map(ToString::to_string)
+                .ok_or("no AWS region configured")?,
+        })
+    }
+
+    pub fn deps(&self) -> AccessDeps<'_> {
+        AccessDeps {
+            eks: &self.eks,
+            secrets: &self.secrets,
+            credentials: &self.credentials,
+            region: &self.region,
+        }
+    }
 }
 
 const CONNECT: &str = "connect to the management cluster";

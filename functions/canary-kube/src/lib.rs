@@ -6,7 +6,7 @@ pub mod error;
 pub mod registration;
 pub mod token;
 
-pub use access::{connect, AccessDeps, ManagementAccess};
+pub use access::{connect, AccessDeps, ManagementAccess, SdkAccess};
 pub use argocd::{ArgoCdApi, ClusterSecret, KubeArgoCd};
 pub use error::{KubeError, KubeErrorKind};
 pub use registration::{apps_status, deregister, desired_secret, register, RegistrationError};

@@ -11,7 +11,13 @@ use canary_kube::token::eks_token;
 const BOTOCORE_TOKEN: &str = r#"
 import base64, datetime, sys
 from unittest import mock
+import botocore.auth
 import botocore.session
+
+# botocore's own SigV4 presigner. (With awscrt installed, as the SAM CLI installs it, botocore
+# switches to the CRT signer: same signature, two query parameters in another order.)
+botocore.auth.AUTH_TYPE_MAPS["v4"] = botocore.auth.SigV4Auth
+botocore.auth.AUTH_TYPE_MAPS["v4-query"] = botocore.auth.SigV4QueryAuth
 
 key, secret, session_token, region, cluster, epoch = sys.argv[1:7]
 session = botocore.session.get_session()

@@ -1,9 +1,8 @@
 //! Lambda entry point: read the configuration and build the AWS clients once (no network
 //! call), then serve EventBridge events.
 
-use aws_config::Region;
-use canary_aws::{lambda, load_sdk_config, logging, SdkEks, SdkExecutions, SdkSecrets};
-use canary_kube::{AccessDeps, ManagementAccess};
+use canary_aws::{lambda, load_sdk_config, logging, SdkExecutions};
+use canary_kube::{ManagementAccess, SdkAccess};
 use cluster_created::{handle, Deps, IntakeConfig};
 
 #[tokio::main]
@@ -13,24 +12,11 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let config = IntakeConfig::from_env(env)?;
     let access = ManagementAccess::from_env(env)?;
     let sdk = load_sdk_config().await;
-    let region = sdk.region().map(Region::to_string).unwrap_or_default();
-    let credentials = sdk
-        .credentials_provider()
-        .ok_or("no AWS credentials provider configured")?;
-    let (executions, eks, secrets) = (
-        SdkExecutions::new(&sdk),
-        SdkEks::new(&sdk),
-        SdkSecrets::new(&sdk),
-    );
+    let (executions, aws) = (SdkExecutions::new(&sdk), SdkAccess::new(&sdk)?);
     let deps = Deps {
         executions: &executions,
         access: &access,
-        aws: AccessDeps {
-            eks: &eks,
-            secrets: &secrets,
-            credentials: &credentials,
-            region: &region,
-        },
+        aws: aws.deps(),
     };
     lambda::serve(|event| handle(&deps, &config, event)).await
 }

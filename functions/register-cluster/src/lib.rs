@@ -9,11 +9,11 @@ use canary_aws::{AwsError, AwsErrorKind, ClusterInfo, EksApi};
 use canary_core::argocd::ArgoCdSection;
 use canary_core::input::parse_input;
 use canary_core::{ErrorName, NamedError, PlanErrors, RolloutPlan};
+use canary_kube::registration::Registration;
 use canary_kube::{
     apps_status, connect, deregister, desired_secret, register, AccessDeps, KubeArgoCd, KubeError,
     ManagementAccess, RegistrationError,
 };
-use canary_kube::registration::Registration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -58,9 +58,27 @@ mod tests {
 
     #[test]
     fn apps_polls_span_the_timeout() {
-        assert_eq!(AppsWait::for_timeout(1800), AppsWait { interval_seconds: 30, max_polls: 60 });
-        assert_eq!(AppsWait::for_timeout(60), AppsWait { interval_seconds: 5, max_polls: 12 });
-        assert_eq!(AppsWait::for_timeout(200), AppsWait { interval_seconds: 10, max_polls: 20 });
+        assert_eq!(
+            AppsWait::for_timeout(1800),
+            AppsWait {
+                interval_seconds: 30,
+                max_polls: 60
+            }
+        );
+        assert_eq!(
+            AppsWait::for_timeout(60),
+            AppsWait {
+                interval_seconds: 5,
+                max_polls: 12
+            }
+        );
+        assert_eq!(
+            AppsWait::for_timeout(200),
+            AppsWait {
+                interval_seconds: 10,
+                max_polls: 20
+            }
+        );
     }
 }
 

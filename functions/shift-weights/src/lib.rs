@@ -33,9 +33,10 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, ShiftError> 
             baseline,
             expected,
         } => to_json(restore::restore(apis, plan, &baseline, expected.as_deref()).await?),
-        Request::RestoreAborted { execution_arn, status } => {
-            to_json(safety_net::restore_aborted(apis, &execution_arn, status.as_deref()).await?)
-        }
+        Request::RestoreAborted {
+            execution_arn,
+            status,
+        } => to_json(safety_net::restore_aborted(apis, &execution_arn, status.as_deref()).await?),
     }
 }
 

@@ -31,14 +31,26 @@ pub async fn restore_aborted(
     status: Option<&str>,
 ) -> Result<RestoreAbortedOutput, ShiftError> {
     let aws = |e| ShiftError::aws("executionArn", e);
-    let plan = apis.executions.execution_input(execution_arn).await.map_err(aws)?;
-    let exits = apis.executions.state_exits(execution_arn).await.map_err(aws)?;
+    let plan = apis
+        .executions
+        .execution_input(execution_arn)
+        .await
+        .map_err(aws)?;
+    let exits = apis
+        .executions
+        .state_exits(execution_arn)
+        .await
+        .map_err(aws)?;
     let baseline = exits
         .iter()
         .filter(|e| e.name == PREPARE_STATE)
         .find_map(|e| weights_at(e.output.as_deref(), BASELINE_POINTER));
     let Some(baseline) = baseline else {
-        info!(execution_arn, ?status, "stopped before Prepare ended: no traffic had moved");
+        info!(
+            execution_arn,
+            ?status,
+            "stopped before Prepare ended: no traffic had moved"
+        );
         return Ok(RestoreAbortedOutput {
             execution_arn: execution_arn.to_owned(),
             restored: false,
@@ -54,8 +66,16 @@ pub async fn restore_aborted(
     let plan: Value = plan
         .as_deref()
         .and_then(|text| serde_json::from_str(text).ok())
-        .ok_or_else(|| ShiftError::InvalidInput(format!("execution {execution_arn} has no JSON input (plan)")))?;
-    warn!(execution_arn, ?status, "restoring the baseline of an execution that ended without its own rollback");
+        .ok_or_else(|| {
+            ShiftError::InvalidInput(format!(
+                "execution {execution_arn} has no JSON input (plan)"
+            ))
+        })?;
+    warn!(
+        execution_arn,
+        ?status,
+        "restoring the baseline of an execution that ended without its own rollback"
+    );
     let restored = restore(apis, plan, &baseline, expected.as_deref()).await?;
     Ok(RestoreAbortedOutput {
         execution_arn: execution_arn.to_owned(),

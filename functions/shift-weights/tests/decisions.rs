@@ -129,7 +129,10 @@ impl ExecutionsApi for NoExecutions {
         Ok(None)
     }
 
-    async fn state_exits(&self, _execution_arn: &str) -> Result<Vec<canary_aws::StateExit>, AwsError> {
+    async fn state_exits(
+        &self,
+        _execution_arn: &str,
+    ) -> Result<Vec<canary_aws::StateExit>, AwsError> {
         Ok(Vec::new())
     }
 }
