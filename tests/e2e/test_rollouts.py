@@ -16,7 +16,8 @@ BASELINE = {"listener :80": (100, 0), "app.example.com.": (100, 0)}
 PROMOTED = {"listener :80": (0, 100), "app.example.com.": (0, 100)}
 
 
-def quiet(line):
+def captured(line):
+    """pytest captures the live view and shows it for a failing test."""
     print(line)
 
 
@@ -31,7 +32,7 @@ def secret_is_registered(report):
 
 
 def test_happy_rollout_promotes_green():
-    report = scenarios.run("happy", out=quiet)
+    report = scenarios.run("happy", out=captured)
     assert report.status == "SUCCEEDED", report
     assert report.weights == PROMOTED
     for state in ("ValidateAnalysis", "PrepareTraffic", "DescribeCluster", "RegisterCluster", "AppsStatus",
@@ -44,7 +45,7 @@ def test_happy_rollout_promotes_green():
 
 
 def test_an_alarm_at_50_percent_rolls_everything_back():
-    report = scenarios.run("rollback", out=quiet)
+    report = scenarios.run("rollback", out=captured)
     assert report.status == "FAILED"
     assert report.error == "CheckFailed"
     assert report.cause.startswith("Canary check failed at step 2 of 3 (50% of traffic on the new cluster); traffic restored to the baseline.")
@@ -56,7 +57,7 @@ def test_an_alarm_at_50_percent_rolls_everything_back():
 
 
 def test_unhealthy_apps_never_move_traffic():
-    report = scenarios.run("apps-unhealthy", out=quiet)
+    report = scenarios.run("apps-unhealthy", out=captured)
     assert report.status == "FAILED"
     assert report.error == "AppsNotReady"
     assert "guestbook-cluster-canary-green is Synced/Degraded" in report.cause
@@ -67,7 +68,7 @@ def test_unhealthy_apps_never_move_traffic():
 
 
 def test_a_stopped_rollout_is_restored_by_the_safety_net():
-    report = scenarios.run("stopped", out=quiet)
+    report = scenarios.run("stopped", out=captured)
     assert report.status == "ABORTED"
     assert "Restore" not in report.states, "StopExecution skips the state machine's own rollback"
     assert report.weights == BASELINE, "the safety net restored the baseline"
@@ -88,11 +89,11 @@ def manual_plan(sandbox, cluster="green"):
 
 
 def test_a_bad_manual_plan_fails_at_prepare_and_changes_nothing():
-    with Sandbox(log=quiet) as sandbox:
+    with Sandbox(log=captured) as sandbox:
         plan = manual_plan(sandbox)
         plan["steps"] = [{"weight": 50}, {"weight": 10}, {"weight": 100}]
         arn = start_manual(sandbox, plan, "bad-plan")
-        report = scenarios.watch(sandbox, arn, out=quiet)
+        report = scenarios.watch(sandbox, arn, out=captured)
         assert report.status == "FAILED"
         assert report.error == "InvalidPlan"
         assert "steps[1].weight: must be greater than the previous step's 50, got 10" in report.cause
@@ -102,7 +103,7 @@ def test_a_bad_manual_plan_fails_at_prepare_and_changes_nothing():
 
 
 def test_a_second_rollout_on_the_same_listener_is_refused_while_the_first_runs():
-    with Sandbox(log=quiet) as sandbox:
+    with Sandbox(log=captured) as sandbox:
         scenarios.create_green(sandbox)
         _, started = sandbox.invoke("cluster-created", scenarios.create_cluster_event(sandbox))
         first = started["executionArn"]
@@ -111,9 +112,9 @@ def test_a_second_rollout_on_the_same_listener_is_refused_while_the_first_runs()
         def on_event(name, state):
             if name == "SetWeights" and not second:
                 second["arn"] = start_manual(sandbox, manual_plan(sandbox, "green"), "second-rollout")
-                second["report"] = scenarios.watch(sandbox, second["arn"], out=quiet)
+                second["report"] = scenarios.watch(sandbox, second["arn"], out=captured)
 
-        report = scenarios.watch(sandbox, first, on_event=on_event, out=quiet)
+        report = scenarios.watch(sandbox, first, on_event=on_event, out=captured)
         refused = second["report"]
         assert refused.status == "FAILED"
         assert refused.error == "ConcurrentRollout"
@@ -124,7 +125,7 @@ def test_a_second_rollout_on_the_same_listener_is_refused_while_the_first_runs()
 
 
 def test_a_foreign_weight_change_stops_the_rollout_without_overwriting():
-    with Sandbox(log=quiet) as sandbox:
+    with Sandbox(log=captured) as sandbox:
         scenarios.create_green(sandbox)
         _, started = sandbox.invoke("cluster-created", scenarios.create_cluster_event(sandbox))
         world = sandbox.world
@@ -139,7 +140,7 @@ def test_a_foreign_weight_change_stops_the_rollout_without_overwriting():
                         {"TargetGroupArn": world.green_tg, "Weight": 30}]}}],
                 )
 
-        report = scenarios.watch(sandbox, started["executionArn"], on_event=on_event, out=quiet)
+        report = scenarios.watch(sandbox, started["executionArn"], on_event=on_event, out=captured)
         assert report.status == "FAILED"
         assert report.error == "WeightsChangedExternally"
         assert "the rollout stopped without touching them" in report.cause
@@ -149,7 +150,7 @@ def test_a_foreign_weight_change_stops_the_rollout_without_overwriting():
 
 
 def test_transient_failures_are_retried_and_the_rollout_succeeds():
-    with Sandbox(log=quiet) as sandbox:
+    with Sandbox(log=captured) as sandbox:
         # One Lambda throttle on the first `set`, and one AWS throttle on a ModifyListener.
         lambda_throttle = [
             lambda method, path, body: "functions/" in path and b'"set"' in body,
@@ -166,7 +167,7 @@ def test_transient_failures_are_retried_and_the_rollout_succeeds():
              b"</Error><RequestId>1</RequestId></ErrorResponse>"),
         ]
         sandbox.front.faults.extend([lambda_throttle, aws_throttle])
-        report = scenarios.run_on(sandbox, "happy", out=quiet)
+        report = scenarios.run_on(sandbox, "happy", out=captured)
         assert (lambda_throttle[1], aws_throttle[1]) == (0, 0), "both faults were injected"
         assert report.status == "SUCCEEDED"
         assert report.weights == PROMOTED
@@ -186,7 +187,7 @@ def test_the_eventbridge_rules_match_what_they_should():
     template = yaml.load((REPO / "template.yaml").read_text(), Loader=Template)
     intake = template["Resources"]["ClusterCreatedFunction"]["Properties"]["Events"]["EksClusterCalls"]["Properties"]["Pattern"]
     safety = template["Resources"]["ShiftWeightsFunction"]["Properties"]["Events"]["SafetyNet"]["Properties"]["Pattern"]
-    with Sandbox(log=quiet) as sandbox:
+    with Sandbox(log=captured) as sandbox:
         events, sqs = sandbox.client("events"), sandbox.client("sqs")
         state_machine = sandbox.state_machine
         safety = json.loads(json.dumps(safety).replace(
