@@ -77,3 +77,37 @@ impl KubeError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::Status;
+
+    fn api_error(code: u16, reason: &str) -> KubeError {
+        let status = Status::failure(&format!("the API says {code}"), reason).with_code(code);
+        KubeError::from_kube("apply Secret argocd/x", kube::Error::Api(status.boxed()))
+    }
+
+    #[test]
+    fn status_codes_map_to_named_errors_with_the_api_message() {
+        let cases = [
+            (401, "Unauthorized", ErrorName::KubePermissionDenied),
+            (403, "Forbidden", ErrorName::KubePermissionDenied),
+            (404, "NotFound", ErrorName::KubeNotFound),
+            (409, "Conflict", ErrorName::KubeConflict),
+            (422, "Invalid", ErrorName::KubeRequestFailed),
+            (429, "TooManyRequests", ErrorName::KubeTransient),
+            (500, "InternalError", ErrorName::KubeTransient),
+            (503, "ServiceUnavailable", ErrorName::KubeTransient),
+        ];
+        for (code, reason, name) in cases {
+            let error = api_error(code, reason);
+            assert_eq!(error.error_name(), name, "{code}");
+            assert_eq!(
+                error.to_string(),
+                format!("apply Secret argocd/x: the API says {code} ({code} {reason})")
+            );
+        }
+        assert!(ErrorName::KubeTransient.is_retryable());
+    }
+}
