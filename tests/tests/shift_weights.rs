@@ -605,3 +605,36 @@ async fn bad_inputs_fail_with_a_named_error_and_change_nothing() {
         vec![(w.blue.clone(), 100)]
     );
 }
+
+#[tokio::test]
+async fn the_safety_net_leaves_traffic_alone_when_prepare_never_finished() {
+    let env = Env::start().await;
+    // moto, not in execute mode, keeps the execution RUNNING with no PrepareTraffic in its history.
+    let arn = aws_sdk_sfn::Client::new(&env.config)
+        .start_execution()
+        .state_machine_arn(&env.world.state_machine)
+        .name("stopped-early")
+        .input(plan(env.all_targets()).to_string())
+        .send()
+        .await
+        .expect("start execution")
+        .execution_arn()
+        .to_owned();
+    let before = env.observer.snapshot(&env.world).await;
+    let out = env
+        .call(json!({"operation": "restoreAborted", "executionArn": arn, "status": "ABORTED"}))
+        .await
+        .expect("safety net");
+    assert_eq!(out["restored"], false);
+    assert_eq!(
+        out["reason"],
+        "the execution ended before Prepare finished: no traffic had moved"
+    );
+    assert_eq!(env.observer.snapshot(&env.world).await, before);
+
+    let err = env
+        .call(json!({"operation": "restoreAborted", "executionArn": format!("{arn}-missing")}))
+        .await
+        .expect_err("no such execution");
+    assert_eq!(err.name().as_str(), "TargetNotFound", "{err}");
+}
