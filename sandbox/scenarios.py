@@ -1,12 +1,15 @@
 """Rollout scenarios on the sandbox, and a live view of a rollout as a person wants to watch
 it: each state that matters, the weights of every target as read back from (emulated) AWS,
 each check's verdict and reasons, and the outcome."""
+import base64
 import copy
 import json
+import ssl
 import time
+import urllib.error
+import urllib.request
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from .harness import REPO, Sandbox
 
@@ -82,11 +85,7 @@ def format_weights(weights):
 
 
 def read_secret(sandbox, name="cluster-canary-green"):
-    import base64
-    import ssl
-    import urllib.error
-    import urllib.request
-
+    """The Argo CD Secret's labels and decoded data, as the management cluster holds it."""
     context = ssl.create_default_context(cadata=base64.b64decode(sandbox.kube["caData"]).decode())
     request = urllib.request.Request(
         f"{sandbox.kube['server']}/api/v1/namespaces/argocd/secrets/{name}",
@@ -102,6 +101,13 @@ def read_secret(sandbox, name="cluster-canary-green"):
     return {"labels": secret["metadata"].get("labels", {}), "data": data}
 
 
+def target_label(key):
+    """A target key for people: `listener <id>` or the record name."""
+    if key.startswith("arn:"):
+        return f"listener {key.rsplit('/', 1)[-1]}"
+    return key.split(":")[2] if key.startswith("route53:") else key
+
+
 def describe(name, output):
     """One line for people about a state that just ended, or None."""
     state = json.loads(output or "{}")
@@ -110,10 +116,10 @@ def describe(name, output):
         return f"{name} failed: {failure.get('Error')}: {failure.get('Cause')}"
     if name == "PrepareTraffic":
         steps = ", ".join(f"{s['weight']}%" for s in state["prepared"]["steps"])
-        return f"prepared: steps {steps}; baseline " + ", ".join(
-            f"{w['target'].split(':')[-1] if w['target'].startswith('arn:') else w['target']} stable {w['stable']} / canary {w['canary']}"
-            for w in state["prepared"]["baseline"]
+        baseline = ", ".join(
+            f"{target_label(w['target'])} stable {w['stable']} / canary {w['canary']}" for w in state["prepared"]["baseline"]
         )
+        return f"prepared: steps {steps}; baseline {baseline}"
     if name == "DescribeCluster":
         return f"cluster {state['plan']['cluster']['name']} is {state['cluster']['status']}"
     if name == "RegisterCluster":

@@ -7,8 +7,6 @@ which states ran, on the weights moto holds at the end, and on the Argo CD Secre
 """
 import json
 
-import pytest
-
 from sandbox import scenarios
 from sandbox.harness import Sandbox
 

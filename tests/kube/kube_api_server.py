@@ -45,7 +45,6 @@ import ipaddress
 import json
 import re
 import ssl
-import sys
 import tempfile
 import threading
 import time
