@@ -154,6 +154,20 @@ impl KubeServer {
     }
 }
 
+impl KubeServer {
+    /// A kube client with the admin token: the management cluster as its operator sees it.
+    pub async fn admin_client(&self) -> kube::Client {
+        canary_kube::access::client(&self.server, &self.ca_data, ADMIN_TOKEN.to_owned())
+            .await
+            .expect("kube client for the test server")
+    }
+
+    /// The Secrets in Argo CD's namespace, as an administrator sees them.
+    pub async fn argocd_secrets(&self) -> kube::Api<k8s_openapi::api::core::v1::Secret> {
+        kube::Api::namespaced(self.admin_client().await, "argocd")
+    }
+}
+
 impl Drop for KubeServer {
     fn drop(&mut self) {
         let _ = self.child.kill();

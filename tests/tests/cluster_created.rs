@@ -7,7 +7,6 @@ use aws_config::SdkConfig;
 use canary_aws::{SdkEks, SdkExecutions, SdkSecrets};
 use canary_core::profile::plan_from_profile;
 use canary_core::NamedError;
-use canary_kube::access::client;
 use canary_kube::{AccessDeps, ManagementAccess};
 use cluster_canary_tests::{repo_root, KubeServer, Moto, World, ADMIN_TOKEN};
 use cluster_created::{handle, Deps, IntakeConfig, IntakeError};
@@ -98,14 +97,7 @@ impl Env {
     }
 
     async fn secrets(&self) -> Api<Secret> {
-        let client = client(
-            &self.kube.server,
-            &self.kube.ca_data,
-            ADMIN_TOKEN.to_owned(),
-        )
-        .await
-        .expect("client");
-        Api::namespaced(client, "argocd")
+        self.kube.argocd_secrets().await
     }
 }
 

@@ -8,7 +8,6 @@ use async_trait::async_trait;
 use aws_config::SdkConfig;
 use canary_aws::{AwsError, ClusterInfo, EksApi, SdkEks, SdkSecrets};
 use canary_core::NamedError;
-use canary_kube::access::client;
 use canary_kube::{AccessDeps, ManagementAccess};
 use cluster_canary_tests::{KubeServer, Moto, ADMIN_TOKEN, LIMITED_TOKEN};
 use k8s_openapi::api::core::v1::Secret;
@@ -105,32 +104,16 @@ impl Env {
 
     /// The Argo CD namespace as an administrator sees it.
     async fn secrets_api(&self) -> Api<Secret> {
-        let client = client(
-            &self.kube.server,
-            &self.kube.ca_data,
-            ADMIN_TOKEN.to_owned(),
-        )
-        .await
-        .expect("client");
-        Api::namespaced(client, "argocd")
+        self.kube.argocd_secrets().await
     }
 
     async fn applications(&self) -> Api<kube::api::DynamicObject> {
-        let client = client(
-            &self.kube.server,
-            &self.kube.ca_data,
-            ADMIN_TOKEN.to_owned(),
+        let client = self.kube.admin_client().await;
+        Api::namespaced_with(
+            client,
+            "argocd",
+            &canary_kube::argocd::application_resource(),
         )
-        .await
-        .expect("client");
-        let resource = kube::core::ApiResource {
-            group: "argoproj.io".into(),
-            version: "v1alpha1".into(),
-            api_version: "argoproj.io/v1alpha1".into(),
-            kind: "Application".into(),
-            plural: "applications".into(),
-        };
-        Api::namespaced_with(client, "argocd", &resource)
     }
 }
 

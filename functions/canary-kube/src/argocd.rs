@@ -54,22 +54,26 @@ pub struct KubeArgoCd {
 
 impl KubeArgoCd {
     pub fn new(client: kube::Client, namespace: &str) -> Self {
-        let application = ApiResource {
-            group: "argoproj.io".into(),
-            version: "v1alpha1".into(),
-            api_version: "argoproj.io/v1alpha1".into(),
-            kind: "Application".into(),
-            plural: "applications".into(),
-        };
         KubeArgoCd {
             namespace: namespace.to_owned(),
             secrets: Api::namespaced(client.clone(), namespace),
-            applications: Api::namespaced_with(client, namespace, &application),
+            applications: Api::namespaced_with(client, namespace, &application_resource()),
         }
     }
 
     fn action(&self, verb: &str, what: &str) -> String {
         format!("{verb} {what} in namespace {}", self.namespace)
+    }
+}
+
+/// Argo CD's `Application` custom resource (argoproj.io/v1alpha1), for dynamic access.
+pub fn application_resource() -> ApiResource {
+    ApiResource {
+        group: "argoproj.io".into(),
+        version: "v1alpha1".into(),
+        api_version: "argoproj.io/v1alpha1".into(),
+        kind: "Application".into(),
+        plural: "applications".into(),
     }
 }
 
