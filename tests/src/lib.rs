@@ -216,16 +216,20 @@ impl Observer {
         &self.elbv2
     }
 
-    /// `(target group ARN, weight)` of the forward action of a listener's default action.
-    pub async fn listener_weights(&self, listener: &str) -> Vec<(String, i32)> {
+    async fn listener(&self, arn: &str) -> elbv2::types::Listener {
         let out = self
             .elbv2
             .describe_listeners()
-            .listener_arns(listener)
+            .listener_arns(arn)
             .send()
             .await
             .expect("describe listener");
-        forward_weights(out.listeners()[0].default_actions())
+        out.listeners()[0].clone()
+    }
+
+    /// `(target group ARN, weight)` of the forward action of a listener's default action.
+    pub async fn listener_weights(&self, listener: &str) -> Vec<(String, i32)> {
+        forward_weights(self.listener(listener).await.default_actions())
     }
 
     pub async fn rule_weights(&self, rule: &str) -> Vec<(String, i32)> {
@@ -279,14 +283,7 @@ impl Observer {
             &world.fixed_listener,
             &world.foreign_listener,
         ] {
-            let out = self
-                .elbv2
-                .describe_listeners()
-                .listener_arns(listener)
-                .send()
-                .await
-                .expect("describe listener");
-            text.push_str(&format!("{:?}\n", out.listeners()));
+            text.push_str(&format!("{:?}\n", self.listener(listener).await));
         }
         let rules = self
             .elbv2

@@ -652,3 +652,32 @@ async fn a_cluster_that_is_not_active_yet_is_retryable_and_a_failed_one_is_not()
         );
     }
 }
+
+#[tokio::test]
+async fn a_malformed_connection_secret_is_named_and_never_echoed() {
+    let env = Env::start(&[]).await;
+    let content = "server=https://hub token=do-not-print-me";
+    aws_sdk_secretsmanager::Client::new(&env.config)
+        .create_secret()
+        .name("not-json")
+        .secret_string(content)
+        .send()
+        .await
+        .expect("create secret");
+    let err = env
+        .call_with(
+            &env.eks,
+            "not-json",
+            json!({"operation": "register", "plan": plan(json!({}))}),
+        )
+        .await
+        .expect_err("unusable secret");
+    assert_eq!(err.name().as_str(), "KubeRequestFailed", "{err}");
+    assert!(
+        err.to_string().contains(
+            "secret not-json must be a JSON object with string fields server, caData and token"
+        ),
+        "{err}"
+    );
+    assert!(!err.to_string().contains("do-not-print-me"), "{err}");
+}

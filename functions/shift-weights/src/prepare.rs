@@ -180,12 +180,7 @@ async fn check_target(
                 .records(r53)
                 .await
                 .map_err(|e| ShiftError::aws(&located.label, e))?;
-            let observed = traffic::route53_observed(r53, &records).map_err(|message| {
-                ShiftError::TargetNotFound {
-                    path: located.label.clone(),
-                    message,
-                }
-            })?;
+            let observed = traffic::route53_observed(located, r53, &records)?;
             let ours = records.iter().filter(|r| {
                 r.set_identifier.as_deref() == Some(r53.stable_set_identifier.as_str())
                     || r.set_identifier.as_deref() == Some(r53.canary_set_identifier.as_str())

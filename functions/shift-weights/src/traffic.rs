@@ -68,10 +68,7 @@ pub async fn observe(apis: &Apis<'_>, located: &Located<'_>) -> Result<Observed,
                 .records(r53)
                 .await
                 .map_err(|e| ShiftError::aws(&located.label, e))?;
-            route53_observed(r53, &records).map_err(|message| ShiftError::TargetNotFound {
-                path: located.label.clone(),
-                message,
-            })
+            route53_observed(located, r53, &records)
         }
     }
 }
@@ -111,22 +108,24 @@ pub fn alb_observed(alb: &AlbTarget, read: &ForwardRead) -> Observed {
     })
 }
 
-/// `Err` (a message) when one of the plan's two records does not exist.
+/// `TargetNotFound` when one of the plan's two records does not exist.
 pub fn route53_observed(
+    located: &Located<'_>,
     r53: &Route53Target,
     records: &[WeightedRecord],
-) -> Result<Observed, String> {
+) -> Result<Observed, ShiftError> {
     let find = |id: &str| {
         records
             .iter()
             .find(|r| r.set_identifier.as_deref() == Some(id))
-            .ok_or_else(|| {
-                format!(
+            .ok_or_else(|| ShiftError::TargetNotFound {
+                path: located.label.clone(),
+                message: format!(
                     "hosted zone {} has no {} record {} with set identifier `{id}`",
                     r53.hosted_zone_id,
                     r53.record_type.as_str(),
                     r53.fqdn()
-                )
+                ),
             })
     };
     let (stable, canary) = (
