@@ -138,6 +138,16 @@ def describe(name, output):
     return None
 
 
+TERMINAL_EVENTS = {"ExecutionSucceeded", "ExecutionFailed", "ExecutionAborted", "ExecutionTimedOut"}
+
+
+def settle_deadline(execution):
+    """moto may report the final status a moment before the history's last events: wait up to
+    5 s after the execution stopped for them."""
+    stopped = execution.get("stopDate")
+    return stopped.timestamp() - time.time() + time.monotonic() + 5 if stopped else 0
+
+
 def watch(sandbox, execution_arn, on_event=None, out=print, timeout=300):
     """Follows an execution to its end, printing it; `on_event(name, state)` is called as
     states end, to drive a scenario. Returns the Report."""
@@ -145,6 +155,8 @@ def watch(sandbox, execution_arn, on_event=None, out=print, timeout=300):
     seen, states, max_canary = 0, [], 0
     deadline = time.monotonic() + timeout
     while True:
+        # Status first, history second, so the last history read comes after the final status.
+        execution = sfn.describe_execution(executionArn=execution_arn)
         events, token = [], None
         while True:
             page = sfn.get_execution_history(executionArn=execution_arn, maxResults=1000, **({"nextToken": token} if token else {}))
@@ -169,8 +181,8 @@ def watch(sandbox, execution_arn, on_event=None, out=print, timeout=300):
                 if on_event:
                     on_event(name, json.loads(details.get("output") or "{}"))
         seen = len(events)
-        execution = sfn.describe_execution(executionArn=execution_arn)
-        if execution["status"] != "RUNNING" and seen == len(events):
+        ended = any(e["type"] in TERMINAL_EVENTS for e in events)
+        if execution["status"] != "RUNNING" and (ended or time.monotonic() > settle_deadline(execution)):
             weights = read_weights(sandbox)
             report = Report(
                 execution_arn=execution_arn,
