@@ -27,15 +27,45 @@ def function_name(name_or_arn):
     return name_or_arn
 
 
+CREDENTIAL_SCOPE = re.compile(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/")
+
+
+def api_call(method, path, headers, body):
+    """(service, action) of an AWS request, from its signature's scope and its protocol: the
+    X-Amz-Target header (JSON protocols), `Action=` (query protocols), or the REST path."""
+    scope = CREDENTIAL_SCOPE.search(headers.get("Authorization", ""))
+    service = scope.group(1) if scope else "?"
+    target = headers.get("X-Amz-Target")
+    if target:
+        return service, target.rsplit(".", 1)[-1]
+    action = re.search(rb"(?:^|&)Action=(\w+)", body or b"")
+    if action:
+        return service, action.group(1).decode()
+    path = path.split("?")[0]
+    if INVOKE.match(unquote(path)):
+        return "lambda", "Invoke"
+    rest = {("POST", "rrset"): "ChangeResourceRecordSets", ("GET", "rrset"): "ListResourceRecordSets"}
+    last = path.rstrip("/").rsplit("/", 1)[-1]
+    if "/change/" in path:
+        return service, "GetChange"
+    if service == "eks" and method == "GET" and "/clusters/" in path:
+        return service, "DescribeCluster"
+    return service, rest.get((method, last), f"{method} {path}")
+
+
 class FrontDoor:
     """`faults`: a list the tests append to, to make the front door answer a request itself
     (a throttle, say) instead of forwarding it: entries are [predicate(method, path, body),
-    times, (status, headers, body)], used up front to back."""
+    times, (status, headers, body)], used up front to back.
+    `requests`: every request it forwarded, as (user agent, service, action), in order (the
+    benchmark counts the functions' AWS calls from it)."""
 
     def __init__(self, port, moto_port, lambda_port):
         self.faults = []
+        self.requests = []
         handler = type(
-            "Handler", (_Handler,), {"moto_port": moto_port, "lambda_port": lambda_port, "faults": self.faults}
+            "Handler", (_Handler,),
+            {"moto_port": moto_port, "lambda_port": lambda_port, "faults": self.faults, "requests": self.requests},
         )
         self.server = ThreadingHTTPServer(("127.0.0.1", port), handler)
         self.server.daemon_threads = True
@@ -56,6 +86,7 @@ class _Handler(BaseHTTPRequestHandler):
     moto_port = None
     lambda_port = None
     faults = None
+    requests = None
 
     def log_message(self, fmt, *args):
         pass
@@ -75,6 +106,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(payload)
                 return
         match = INVOKE.match(unquote(self.path))
+        self.requests.append((self.headers.get("User-Agent", ""), *api_call(self.command, self.path, self.headers, body)))
         if match:
             port, path = self.lambda_port, f"/2015-03-31/functions/{function_name(match.group(1))}/invocations"
             # A function may run for minutes (Route 53 INSYNC waits).

@@ -176,11 +176,11 @@ class Sandbox:
             self.front = None
 
     # --- clients ------------------------------------------------------------------------
-    def client(self, service):
+    def client(self, service, region=world_mod.REGION):
         return boto3.client(
             service,
             endpoint_url=self.endpoint,
-            region_name=world_mod.REGION,
+            region_name=region,
             aws_access_key_id="test",
             aws_secret_access_key="test",
             config=Config(retries={"max_attempts": 2}, read_timeout=900),
@@ -191,3 +191,27 @@ class Sandbox:
         answer = self.client("lambda").invoke(FunctionName=function_arn(function), Payload=json.dumps(payload).encode())
         body = json.loads(answer["Payload"].read() or b"null")
         return answer.get("FunctionError"), body
+
+
+def sam_template():
+    """template.yaml as plain data (CloudFormation's short-form tags read as their argument)."""
+    import yaml
+
+    class Template(yaml.SafeLoader):
+        pass
+
+    def construct(loader, suffix, node):
+        if isinstance(node, yaml.ScalarNode):
+            return loader.construct_scalar(node)
+        if isinstance(node, yaml.SequenceNode):
+            return loader.construct_sequence(node)
+        return loader.construct_mapping(node)
+
+    Template.add_multi_constructor("!", construct)
+    return yaml.load((REPO / "template.yaml").read_text(), Loader=Template)
+
+
+def safety_net_rule():
+    """The SAM template's SafetyNet rule: the statuses it matches and its input template."""
+    rule = sam_template()["Resources"]["ShiftWeightsFunction"]["Properties"]["Events"]["SafetyNet"]["Properties"]
+    return rule["Pattern"]["detail"]["status"], rule["InputTransformer"]["InputTemplate"]

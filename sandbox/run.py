@@ -1,6 +1,6 @@
 """Runs a rollout end to end on the local sandbox and shows it live.
 
-    python -m sandbox.run [--scenario happy|rollback|apps-unhealthy|stopped]
+    python -m sandbox.run [--scenario happy|rollback|apps-unhealthy|stopped] [--verbose]
 
 Exits 0 when the rollout succeeded (green takes all traffic), 1 otherwise; every process it
 started is stopped on the way out, Ctrl-C included.
@@ -20,10 +20,12 @@ def interrupt(signum, frame):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scenario", choices=SCENARIOS, default="happy")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show every reason a check's verdict carries, not one short reason per check")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, interrupt)
     try:
-        report = run(args.scenario, out=lambda line: print(line, flush=True))
+        report = run(args.scenario, out=lambda line: print(line, flush=True), verbose=args.verbose)
     except KeyboardInterrupt:
         print("interrupted; sandbox stopped", file=sys.stderr)
         return 130

@@ -4,6 +4,7 @@ each check's verdict and reasons, and the outcome."""
 import base64
 import copy
 import json
+import os
 import ssl
 import time
 import urllib.error
@@ -11,7 +12,8 @@ import urllib.request
 import uuid
 from dataclasses import dataclass, field
 
-from .harness import REPO, Sandbox
+from .harness import REPO, Sandbox, safety_net_rule
+from .world import ACCOUNT, REGION
 
 SCENARIOS = ("happy", "rollback", "apps-unhealthy", "stopped")
 
@@ -25,10 +27,39 @@ class Report:
     states: list = field(default_factory=list)  # names of the states that ran, in order
     weights: dict = field(default_factory=dict)  # target -> (blue, green), read from moto at the end
     max_canary: int = 0  # the most traffic the canary ever had, in percent of each target's weights
-    secret: dict = None  # the Argo CD Secret's labels and decoded data, if present
+    secret: dict = None  # the Argo CD Secret's labels, annotations and decoded data, if present
+    safety_net: dict = None  # what the safety net answered, if the end matched its rule
+    largest_state: int = 0  # bytes of the largest state input/output or task result seen
+    largest_state_at: str = None
+    metrics: list = field(default_factory=list)  # (name, dimensions, value) the functions emitted for the cluster
 
 
-def create_cluster_event(sandbox, name="green"):
+def emitted_metrics(sandbox, cluster):
+    """The CloudWatch metric points (Embedded Metric Format lines) the functions printed for
+    `cluster` (`region/name`), in order: (metric name, {dimension: value}, value)."""
+    points = []
+    with open(os.path.join(sandbox.run_dir, "functions.log"), errors="replace") as log:
+        for line in log:
+            if '"_aws"' not in line:
+                continue
+            try:
+                document = json.loads(line)
+            except ValueError:
+                continue
+            if document.get("Cluster") != cluster:
+                continue
+            directive = document["_aws"]["CloudWatchMetrics"][0]
+            dimensions = {d: document[d] for d in directive["Dimensions"][0]}
+            for metric in directive["Metrics"]:
+                points.append((metric["Name"], dimensions, document[metric["Name"]]))
+    return points
+
+
+def cluster_arn(name, region=REGION):
+    return f"arn:aws:eks:{region}:{ACCOUNT}:cluster/{name}"
+
+
+def create_cluster_event(sandbox, name="green", region=REGION):
     """The EventBridge event for CreateCluster of `name`, tagged for the `web` profile, as
     EventBridge delivers it (CloudTrail's record of the call)."""
     event = json.loads((REPO / "tests/events/eks-create-cluster.json").read_text())
@@ -43,15 +74,16 @@ def create_cluster_event(sandbox, name="green"):
     detail["eventID"] = str(uuid.uuid4())
     detail["requestParameters"].update(name=name, tags=tags)
     detail["responseElements"]["cluster"].update(
-        name=name, arn=f"arn:aws:eks:us-east-1:123456789012:cluster/{name}", tags=copy.deepcopy(tags)
+        name=name, arn=cluster_arn(name, region), tags=copy.deepcopy(tags)
     )
+    detail["awsRegion"] = event["region"] = region
     return event
 
 
-def create_green(sandbox, name="green"):
+def create_green(sandbox, name="green", region=REGION):
     """What the platform team does: create the cluster. moto makes it ACTIVE at once."""
-    eks = sandbox.client("eks")
-    subnets = [s["SubnetId"] for s in sandbox.client("ec2").describe_subnets()["Subnets"]][:2]
+    eks = sandbox.client("eks", region)
+    subnets = [s["SubnetId"] for s in sandbox.client("ec2", region).describe_subnets()["Subnets"]][:2]
     eks.create_cluster(
         name=name,
         version="1.34",
@@ -59,6 +91,22 @@ def create_green(sandbox, name="green"):
         resourcesVpcConfig={"subnetIds": subnets},
         tags=create_cluster_event(sandbox, name)["detail"]["requestParameters"]["tags"],
     )
+
+
+def manual_plan(sandbox, cluster="green", region=REGION):
+    """The plan a person would write by hand for `cluster`: the world's `web` profile with the
+    canary sides filled in."""
+    plan = json.loads(json.dumps(sandbox.world.profiles["web"]))
+    plan["cluster"] = {"name": cluster, "region": region}
+    plan["trafficTargets"][0]["alb"]["canaryTargetGroupArn"] = sandbox.world.green_tg
+    plan["trafficTargets"][1]["route53"]["canarySetIdentifier"] = "green"
+    return plan
+
+
+def start_manual(sandbox, plan, name):
+    """`aws stepfunctions start-execution` with `plan` as input; the execution ARN."""
+    sfn = sandbox.client("stepfunctions")
+    return sfn.start_execution(stateMachineArn=sandbox.state_machine, name=name, input=json.dumps(plan))["executionArn"]
 
 
 def read_weights(sandbox):
@@ -84,21 +132,22 @@ def format_weights(weights):
     return ", ".join(f"{target} blue {b} / green {g}" for target, (b, g) in weights.items())
 
 
-def read_secret(sandbox, name="cluster-canary-green"):
-    """The Argo CD Secret's labels and decoded data, as the management cluster holds it."""
+def read_secret(sandbox, arn):
+    """The Argo CD Secret registered for the cluster `arn` (by its cluster-ARN annotation):
+    name, labels, annotations and decoded data, as the management cluster holds it."""
     context = ssl.create_default_context(cadata=base64.b64decode(sandbox.kube["caData"]).decode())
     request = urllib.request.Request(
-        f"{sandbox.kube['server']}/api/v1/namespaces/argocd/secrets/{name}",
+        f"{sandbox.kube['server']}/api/v1/namespaces/argocd/secrets",
         headers={"Authorization": "Bearer sandbox-admin"},
     )
-    try:
-        secret = json.load(urllib.request.urlopen(request, context=context))
-    except urllib.error.HTTPError as e:
-        if e.code == 404:
-            return None
-        raise
-    data = {k: base64.b64decode(v).decode() for k, v in secret.get("data", {}).items()}
-    return {"labels": secret["metadata"].get("labels", {}), "data": data}
+    secrets = json.load(urllib.request.urlopen(request, context=context))["items"]
+    for secret in secrets:
+        annotations = secret["metadata"].get("annotations", {})
+        if annotations.get("cluster-canary/cluster-arn") == arn:
+            data = {k: base64.b64decode(v).decode() for k, v in secret.get("data", {}).items()}
+            return {"name": secret["metadata"]["name"], "labels": secret["metadata"].get("labels", {}),
+                    "annotations": annotations, "data": data}
+    return None
 
 
 def target_label(key):
@@ -108,7 +157,28 @@ def target_label(key):
     return key.split(":")[2] if key.startswith("route53:") else key
 
 
-def describe(name, output):
+def short_reason(reason):
+    """A signal's reason in a few words: an alarm's name, state and since when, without
+    CloudWatch's full text."""
+    if reason.startswith(("alarm ", "composite alarm ")):
+        reason = reason.split(": ", 1)[0]
+    return reason if len(reason) <= 100 else reason[:99] + "…"
+
+
+def check_line(state, verbose=False):
+    """`check 2/3: fail -- alarm web-green-5xx is ALARM since … (+3 more signals)`; with
+    `verbose`, every reason the verdict carries."""
+    v = state["bake"]  # Evaluate leaves the verdict and the next check's number there
+    head = f"  check {v['check'] - 1}/{state['cursor']['step']['checks']}: {v['verdict']} -- "
+    if verbose:
+        return head + v["summary"]
+    counts = v.get("counts") or {}
+    signals = sum(counts.values())
+    more = f" (+{signals - 1} more signal{'s' if signals > 2 else ''})" if signals > 1 else ""
+    return head + short_reason(v["summary"].split("; ", 1)[0]) + more
+
+
+def describe(name, output, verbose=False):
     """One line for people about a state that just ended, or None."""
     state = json.loads(output or "{}")
     if "failure" in state and name not in ("DescribeCheckFailure", "DescribeTaskFailure", "Restore"):
@@ -127,10 +197,10 @@ def describe(name, output):
         return f"registered in Argo CD: Secret argocd/{r['secretName']} ({r['outcome']})"
     if name == "AppsStatus":
         apps = state["apps"]
-        return f"Argo CD apps {'ready' if apps['ready'] else 'not ready'}: {apps['reason']}"
+        reason = apps["reason"].removeprefix("not ready: ")
+        return f"Argo CD apps {'ready' if apps['ready'] else 'not ready'}: {reason}"
     if name == "Evaluate":
-        v, bake = state["verdict"], state["bake"]
-        return f"  check {bake['check']}/{state['cursor']['step']['checks']}: {v['verdict']} -- {v['summary']}"
+        return check_line(state, verbose)
     if name == "Restore":
         return "restored the baseline: " + ", ".join(
             f"stable {w['stable']} / canary {w['canary']}" for w in state["restored"]["weights"]
@@ -148,11 +218,24 @@ def settle_deadline(execution):
     return stopped.timestamp() - time.time() + time.monotonic() + 5 if stopped else 0
 
 
-def watch(sandbox, execution_arn, on_event=None, out=print, timeout=300):
+def state_sizes(event):
+    """(state name or event type, bytes) of every state input/output and task result in a
+    history event: what Step Functions caps at 256 KiB."""
+    for key, field in (("stateEnteredEventDetails", "input"), ("stateExitedEventDetails", "output"),
+                       ("taskSucceededEventDetails", "output"), ("executionStartedEventDetails", "input")):
+        details = event.get(key)
+        if details and details.get(field) is not None:
+            yield details.get("name", event["type"]), len(details[field].encode())
+
+
+def watch(sandbox, execution_arn, on_event=None, out=print, timeout=300, verbose=False):
     """Follows an execution to its end, printing it; `on_event(name, state)` is called as
-    states end, to drive a scenario. Returns the Report."""
+    states end, to drive a scenario. When it ends the way the SAM template's SafetyNet rule
+    matches, delivers that rule's event to shift-weights, as EventBridge would. Returns the
+    Report."""
     sfn = sandbox.client("stepfunctions")
     seen, states, max_canary = 0, [], 0
+    largest = (0, None)
     deadline = time.monotonic() + timeout
     while True:
         # Status first, history second, so the last history read comes after the final status.
@@ -165,12 +248,14 @@ def watch(sandbox, execution_arn, on_event=None, out=print, timeout=300):
             if not token:
                 break
         for event in events[seen:]:
+            for where, size in state_sizes(event):
+                largest = max(largest, (size, where))
             if "stateEnteredEventDetails" in event:
                 states.append(event["stateEnteredEventDetails"]["name"])
             details = event.get("stateExitedEventDetails")
             if details:
                 name = details["name"]
-                line = describe(name, details.get("output"))
+                line = describe(name, details.get("output"), verbose)
                 if name == "SetWeights":
                     weights = read_weights(sandbox)
                     step = json.loads(details["output"])["cursor"]
@@ -183,19 +268,28 @@ def watch(sandbox, execution_arn, on_event=None, out=print, timeout=300):
         seen = len(events)
         ended = any(e["type"] in TERMINAL_EVENTS for e in events)
         if execution["status"] != "RUNNING" and (ended or time.monotonic() > settle_deadline(execution)):
-            weights = read_weights(sandbox)
+            plan = json.loads(execution.get("input") or "{}")
+            cluster = plan.get("cluster", {}) if isinstance(plan, dict) else {}
             report = Report(
                 execution_arn=execution_arn,
                 status=execution["status"],
                 error=execution.get("error"),
                 cause=execution.get("cause"),
                 states=states,
-                weights=weights,
                 max_canary=max_canary,
-                secret=read_secret(sandbox),
+                largest_state=largest[0],
+                largest_state_at=largest[1],
+                secret=read_secret(sandbox, cluster_arn(cluster.get("name"), cluster.get("region")))
+                if cluster.get("name") else None,
             )
             out(f"outcome: {report.status}" + (f" -- {report.error}: {report.cause}" if report.error else ""))
-            out(f"final weights: {format_weights(weights)}")
+            report.safety_net = play_safety_net(sandbox, execution_arn, report.status)
+            if report.safety_net:
+                out(f"safety net: {report.safety_net['reason']}")
+            report.weights = read_weights(sandbox)
+            out(f"final weights: {format_weights(report.weights)}")
+            if cluster.get("name"):
+                report.metrics = emitted_metrics(sandbox, f"{cluster.get('region')}/{cluster['name']}")
             return report
         if time.monotonic() > deadline:
             raise TimeoutError(f"execution {execution_arn} still running after {timeout} s")
@@ -203,21 +297,29 @@ def watch(sandbox, execution_arn, on_event=None, out=print, timeout=300):
 
 
 def play_safety_net(sandbox, execution_arn, status):
-    """What the SAM template's SafetyNet rule does when an execution ends ABORTED or
-    TIMED_OUT: invoke shift-weights with its InputTransformer's output. (moto cannot deliver
-    EventBridge events to Lambda, so the sandbox delivers this one.)"""
-    return sandbox.invoke("shift-weights", {"operation": "restoreAborted", "executionArn": execution_arn, "status": status})
+    """What the SAM template's SafetyNet rule does when an execution ends with a status it
+    matches: invoke shift-weights with its InputTransformer's output. (moto cannot deliver
+    EventBridge events to Lambda, so the sandbox delivers this one.) None when the rule does
+    not match."""
+    statuses, template = safety_net_rule()
+    if status not in statuses:
+        return None
+    payload = template.replace("<executionArn>", json.dumps(execution_arn)).replace("<status>", json.dumps(status))
+    error, answer = sandbox.invoke("shift-weights", json.loads(payload))
+    if error:
+        raise RuntimeError(f"safety net failed: {answer}")
+    return answer
 
 
-def run(scenario, out=print):
+def run(scenario, out=print, verbose=False):
     """Runs one scenario on a fresh sandbox. Returns the Report."""
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown scenario {scenario!r}; one of {', '.join(SCENARIOS)}")
     with Sandbox(argocd_sim="degraded" if scenario == "apps-unhealthy" else "healthy", log=out) as sandbox:
-        return run_on(sandbox, scenario, out)
+        return run_on(sandbox, scenario, out, verbose)
 
 
-def run_on(sandbox, scenario, out=print):
+def run_on(sandbox, scenario, out=print, verbose=False):
     out(f"scenario {scenario}: blue serves everything; creating EKS cluster green")
     out(f"start: {format_weights(read_weights(sandbox))}")
     create_green(sandbox)
@@ -240,12 +342,4 @@ def run_on(sandbox, scenario, out=print):
             out(">>> an operator stops the execution")
             sfn.stop_execution(executionArn=execution_arn, cause="stopped by hand in the sandbox")
 
-    report = watch(sandbox, execution_arn, on_event, out)
-    if scenario == "stopped" and report.status == "ABORTED":
-        error, restored = play_safety_net(sandbox, execution_arn, "ABORTED")
-        if error:
-            raise RuntimeError(f"safety net failed: {restored}")
-        out(f"safety net: {restored['reason']}")
-        report.weights = read_weights(sandbox)
-        out(f"final weights: {format_weights(report.weights)}")
-    return report
+    return watch(sandbox, execution_arn, on_event, out, verbose=verbose)

@@ -1,16 +1,13 @@
 #!/usr/bin/env bash
 # Runs a whole rollout on the local sandbox and shows it live:
-#   scripts/sandbox.sh [--scenario happy|rollback|apps-unhealthy|stopped]
+#   scripts/sandbox.sh [--scenario happy|rollback|apps-unhealthy|stopped] [--verbose]
 # moto (AWS, with its Step Functions engine running statemachine/rollout.asl.json), the real
 # functions under `cargo lambda watch`, and a Kubernetes API test server standing in for
 # Argo CD, all on loopback with dummy credentials. Exits 0 when the rollout succeeded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ ! -x .venv/bin/cargo-lambda ]; then
-  echo "the sandbox's tools are not installed: run scripts/setup.sh first" >&2
-  exit 1
-fi
+scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH" AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_EC2_METADATA_DISABLED=true
 unset AWS_ENDPOINT_URL AWS_PROFILE AWS_SESSION_TOKEN
 # Build the functions before the sandbox starts, so its first invocations do not wait.

@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
 # Installs what the tests and the sandbox need: a Python venv (.venv) with the pinned AWS
 # emulator (moto), boto3, pytest, cargo-lambda + ziglang, the SAM CLI and the linters, all
-# from PyPI. Idempotent; safe to run again.
+# from PyPI. Idempotent, and quick when done already: it remembers the requirements it
+# installed (.venv/.requirements.sha256) and does nothing until they change.
+# scripts/sandbox.sh and scripts/test.sh run it first, so a fresh clone needs no extra step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+for tool in cargo cargo-fmt cargo-clippy python3; do
+  command -v "$tool" > /dev/null || { echo "$tool is missing (a stable Rust toolchain and Python 3 are needed)" >&2; exit 1; }
+done
+wanted="$(sha256sum scripts/requirements-test.txt | cut -d' ' -f1)"
+if [ -x .venv/bin/python ] && [ "$(cat .venv/.requirements.sha256 2>/dev/null)" = "$wanted" ]; then
+  exit 0
+fi
+echo "setting up .venv (pinned test tools from PyPI; once)..." >&2
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 .venv/bin/pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt
-for tool in cargo-fmt cargo-clippy; do
-  command -v "$tool" > /dev/null || { echo "$tool is missing from the Rust toolchain" >&2; exit 1; }
-done
-echo "setup done: $(.venv/bin/python -c 'import moto; print("moto", moto.__version__)')"
+echo "$wanted" > .venv/.requirements.sha256
+echo "setup done: $(.venv/bin/python -c 'import moto; print("moto", moto.__version__)')" >&2

@@ -6,21 +6,24 @@ Each test gets a fresh sandbox. Each asserts on the execution's status, error an
 which states ran, on the weights moto holds at the end, and on the Argo CD Secret.
 """
 import json
+import re
+from pathlib import Path
 
+from helpers import BASELINE, PROMOTED, captured, move_listener_by_hand
+from sandbox.scenarios import manual_plan, start_manual
 from sandbox import scenarios
 from sandbox.harness import Sandbox
 
-BASELINE = {"listener :80": (100, 0), "app.example.com.": (100, 0)}
-PROMOTED = {"listener :80": (0, 100), "app.example.com.": (0, 100)}
+def series(report, metric, target_prefix=""):
+    """The values of one metric the rollout's functions emitted, in order (for one target)."""
+    return [value for name, dimensions, value in report.metrics
+            if name == metric and dimensions.get("Target", "").startswith(target_prefix)]
 
 
-def captured(line):
-    """pytest captures the live view and shows it for a failing test."""
-    print(line)
-
-
-def secret_is_registered(report):
+def secret_is_registered(report, region="us-east-1"):
     assert report.secret is not None, "the Argo CD Secret exists"
+    assert report.secret["name"].startswith("cluster-canary-green-"), report.secret["name"]
+    assert report.secret["annotations"]["cluster-canary/cluster-arn"] == scenarios.cluster_arn("green", region)
     assert report.secret["labels"]["argocd.argoproj.io/secret-type"] == "cluster"
     assert report.secret["labels"]["fleet"] == "web"
     assert report.secret["data"]["name"] == "green"
@@ -40,6 +43,11 @@ def test_happy_rollout_promotes_green():
     assert report.states.count("Evaluate") == 9, "3 checks in each of 3 steps"
     assert "Restore" not in report.states
     secret_is_registered(report)
+    # The dashboard's series, as the functions emitted them (Embedded Metric Format).
+    assert series(report, "CanaryWeight", "listener/") == [0, 10, 50, 100]
+    assert series(report, "CanaryWeight", "route53:") == [0, 10, 50, 100]
+    assert series(report, "ChecksPassed") == [1] * 9
+    assert series(report, "Rollbacks") == []
 
 
 def test_an_alarm_at_50_percent_rolls_everything_back():
@@ -49,6 +57,13 @@ def test_an_alarm_at_50_percent_rolls_everything_back():
     assert report.cause.startswith("Canary check failed at step 2 of 3 (50% of traffic on the new cluster); traffic restored to the baseline.")
     assert "alarm web-green-5xx is ALARM since" in report.cause
     assert report.states[-2:] == ["Restore", "RolledBack"]
+    assert series(report, "CanaryWeight", "listener/") == [0, 10, 50, 0]
+    assert series(report, "ChecksFailed")[-1] == 1
+    assert [p[1]["Cause"] for p in report.metrics if p[0] == "Rollbacks"] == ["CheckFailed"]
+    assert len(series(report, "RollbackSeconds")) == 1 and series(report, "RollbackSeconds")[0] >= 0
+    assert report.safety_net == {
+        "executionArn": report.execution_arn, "restored": False,
+        "reason": "the execution ended in RolledBack: its own Restore put traffic back to the baseline"}
     assert report.states.count("SetWeights") == 2, "the 100% step never ran"
     assert report.weights == BASELINE
     secret_is_registered(report)
@@ -58,9 +73,11 @@ def test_unhealthy_apps_never_move_traffic():
     report = scenarios.run("apps-unhealthy", out=captured)
     assert report.status == "FAILED"
     assert report.error == "AppsNotReady"
-    assert "guestbook-cluster-canary-green is Synced/Degraded" in report.cause
+    assert re.search(r"guestbook-cluster-canary-green-[0-9a-f]{10} is Synced/Degraded", report.cause), report.cause
     assert report.cause.endswith("no traffic was moved")
     assert "SetWeights" not in report.states and "Restore" not in report.states
+    assert report.safety_net["restored"] is False
+    assert report.safety_net["reason"] == "the execution ended in AppsNotReady: the apps never became ready; no traffic moved"
     assert report.max_canary == 0
     assert report.weights == BASELINE
 
@@ -69,21 +86,9 @@ def test_a_stopped_rollout_is_restored_by_the_safety_net():
     report = scenarios.run("stopped", out=captured)
     assert report.status == "ABORTED"
     assert "Restore" not in report.states, "StopExecution skips the state machine's own rollback"
+    assert report.safety_net["restored"] is True
+    assert report.safety_net["reason"].startswith("the execution ended ABORTED at ")
     assert report.weights == BASELINE, "the safety net restored the baseline"
-
-
-def start_manual(sandbox, plan, name):
-    sfn = sandbox.client("stepfunctions")
-    return sfn.start_execution(stateMachineArn=sandbox.state_machine, name=name, input=json.dumps(plan))["executionArn"]
-
-
-def manual_plan(sandbox, cluster="green"):
-    profile = sandbox.world.profiles["web"]
-    plan = json.loads(json.dumps(profile))
-    plan["cluster"] = {"name": cluster, "region": "us-east-1"}
-    plan["trafficTargets"][0]["alb"]["canaryTargetGroupArn"] = sandbox.world.green_tg
-    plan["trafficTargets"][1]["route53"]["canarySetIdentifier"] = "green"
-    return plan
 
 
 def test_a_bad_manual_plan_fails_at_prepare_and_changes_nothing():
@@ -96,6 +101,7 @@ def test_a_bad_manual_plan_fails_at_prepare_and_changes_nothing():
         assert report.error == "InvalidPlan"
         assert "steps[1].weight: must be greater than the previous step's 50, got 10" in report.cause
         assert report.states == ["Init", "ValidateAnalysis", "FailedBeforeTraffic"]
+        assert report.safety_net["reason"] == "the execution ended before Prepare finished: no traffic had moved"
         assert report.weights == BASELINE
         assert report.secret is None
 
@@ -126,17 +132,11 @@ def test_a_foreign_weight_change_stops_the_rollout_without_overwriting():
     with Sandbox(log=captured) as sandbox:
         scenarios.create_green(sandbox)
         _, started = sandbox.invoke("cluster-created", scenarios.create_cluster_event(sandbox))
-        world = sandbox.world
 
         def on_event(name, state):
             if name == "SetWeights" and state["cursor"]["step"]["weight"] == 10:
                 # Someone moves the listener by hand during the first bake.
-                sandbox.client("elbv2").modify_listener(
-                    ListenerArn=world.listener,
-                    DefaultActions=[{"Type": "forward", "ForwardConfig": {"TargetGroups": [
-                        {"TargetGroupArn": world.blue_tg, "Weight": 70},
-                        {"TargetGroupArn": world.green_tg, "Weight": 30}]}}],
-                )
+                move_listener_by_hand(sandbox, 70, 30)
 
         report = scenarios.watch(sandbox, started["executionArn"], on_event=on_event, out=captured)
         assert report.status == "FAILED"
@@ -144,6 +144,13 @@ def test_a_foreign_weight_change_stops_the_rollout_without_overwriting():
         assert "the rollout stopped without touching them" in report.cause
         assert "found stable 70 / canary 30, this rollout last set stable 90 / canary 10" in report.cause
         assert report.states[-1] == "StoppedByForeignChange" and "Restore" not in report.states
+        assert report.safety_net["restored"] is False, "the safety net leaves a foreign change alone too"
+        # One ERROR line per failed invocation, with the error's name (not a second one in
+        # Rust debug syntax from lambda_runtime).
+        log = (Path(sandbox.run_dir) / "functions.log").read_text()
+        errors = [line for line in log.splitlines() if '"level":"ERROR"' in line]
+        assert len(errors) == 1, errors
+        assert '"error_name":"WeightsChangedExternally"' in errors[0] and "Diagnostic {" not in errors[0]
         assert report.weights == {"listener :80": (70, 30), "app.example.com.": (90, 10)}, "nothing overwritten"
 
 
@@ -174,15 +181,9 @@ def test_transient_failures_are_retried_and_the_rollout_succeeds():
 def test_the_eventbridge_rules_match_what_they_should():
     """The template's rule patterns, in moto's EventBridge, delivering to SQS (moto cannot
     deliver to Lambda or Step Functions)."""
-    import yaml
+    from sandbox.harness import REPO, sam_template
 
-    from sandbox.harness import REPO
-
-    class Template(yaml.SafeLoader):
-        pass
-
-    Template.add_multi_constructor("!", lambda loader, suffix, node: loader.construct_scalar(node) if isinstance(node, yaml.ScalarNode) else loader.construct_sequence(node))
-    template = yaml.load((REPO / "template.yaml").read_text(), Loader=Template)
+    template = sam_template()
     intake = template["Resources"]["ClusterCreatedFunction"]["Properties"]["Events"]["EksClusterCalls"]["Properties"]["Pattern"]
     safety = template["Resources"]["ShiftWeightsFunction"]["Properties"]["Events"]["SafetyNet"]["Properties"]["Pattern"]
     with Sandbox(log=captured) as sandbox:
@@ -210,7 +211,7 @@ def test_the_eventbridge_rules_match_what_they_should():
         other_call = sample("eks-create-cluster.json")
         other_call["detail"]["eventName"] = "UpdateClusterVersion"
         put(other_call)
-        for status, name in (("ABORTED", "stopped"), ("SUCCEEDED", "fine"), ("TIMED_OUT", "slow")):
+        for status, name in (("ABORTED", "stopped"), ("SUCCEEDED", "fine"), ("TIMED_OUT", "slow"), ("FAILED", "broken")):
             put({"source": "aws.states", "detail-type": "Step Functions Execution Status Change",
                  "detail": {"executionArn": f"{state_machine.replace(':stateMachine:', ':execution:')}:{name}",
                             "stateMachineArn": state_machine, "status": status}})
@@ -230,4 +231,45 @@ def test_the_eventbridge_rules_match_what_they_should():
         intake_names = sorted(e["detail"]["eventName"] for e in drain(received["intake"]))
         assert intake_names == ["CreateCluster", "CreateCluster", "DeleteCluster"], "failed calls reach the function, which skips them"
         safety_statuses = sorted(e["detail"]["status"] for e in drain(received["safety"]))
-        assert safety_statuses == ["ABORTED", "TIMED_OUT"]
+        assert safety_statuses == ["ABORTED", "FAILED", "TIMED_OUT"]
+
+
+def test_the_dashboard_is_accepted_and_plots_only_metrics_the_functions_emit():
+    """The template's dashboard body, its references filled as CloudFormation would, through
+    PutDashboard (moto); every ClusterCanary metric it plots is one the functions emit
+    (canary_core::metrics) or the stack's own metric filter makes, and every emitted metric
+    is on it."""
+    from sandbox.harness import REPO, sam_template
+
+    template = sam_template()
+    body = template["Resources"]["RolloutDashboard"]["Properties"]["DashboardBody"]
+    references = {"AWS::StackName": "cluster-canary", "AWS::Region": "us-east-1"}
+    with Sandbox(log=captured) as sandbox:
+        references["RolloutStateMachine"] = sandbox.state_machine
+        for function in ("ShiftWeights", "EvaluateAlarms", "RegisterCluster", "ClusterCreated"):
+            references[f"{function}Function"] = f"cluster-canary-{function}"
+        filled = re.sub(r"\$\{([^}!]+)\}", lambda m: references[m.group(1)], body)
+        dashboard = json.loads(filled)
+        cloudwatch = sandbox.client("cloudwatch")
+        answer = cloudwatch.put_dashboard(DashboardName="cluster-canary-rollouts", DashboardBody=filled)
+        assert answer.get("DashboardValidationMessages", []) == []
+        assert json.loads(cloudwatch.get_dashboard(DashboardName="cluster-canary-rollouts")["DashboardBody"]) == dashboard
+
+    plotted = set()
+    for widget in dashboard["widgets"]:
+        for row in widget.get("properties", {}).get("metrics", []):
+            for item in row:
+                if isinstance(item, dict) and "expression" in item:
+                    namespace = re.search(r"\{(\w+),", item["expression"]).group(1)
+                    plotted |= {(namespace, n) for n in re.findall(r'MetricName="(\w+)"', item["expression"])}
+            if isinstance(row[0], str):
+                plotted.add((row[0], row[1]))
+    ours = {name for namespace, name in plotted if namespace == "ClusterCanary"}
+    # Metric::name(): each metric is named as its variant.
+    emitted = set(re.findall(r'Metric::(\w+) => "\1"', (REPO / "functions/canary-core/src/metrics.rs").read_text()))
+    filters = {t["MetricName"] for r in template["Resources"].values() if r["Type"] == "AWS::Logs::MetricFilter"
+               for t in r["Properties"]["MetricTransformations"]}
+    assert len(emitted) == 9, emitted
+    assert ours - emitted - filters == set(), "plotted but never emitted"
+    assert emitted - ours == set(), "emitted but not on the dashboard"
+    assert {("AWS/States", "ExecutionsFailed"), ("AWS/Lambda", "Errors")} <= plotted

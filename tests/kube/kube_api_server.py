@@ -30,6 +30,10 @@ generator, every new cluster Secret (label argocd.argoproj.io/secret-type=cluste
 Synced/Progressing until `--healthy-after` seconds have passed, then Synced/Healthy
 (`healthy`) or stay Synced/Degraded (`degraded`). Deleting the Secret deletes them.
 
+Validation as kube-apiserver does it: object names must be DNS-1123 subdomains, label keys
+and values and annotation keys must be well-formed (422 Invalid, with each field in
+`details.causes`); an invalid name in a URL reaches validation (not a 404).
+
 Not modelled: watches, resourceVersion preconditions and optimistic concurrency, list paging
 (limit/continue), field selectors, set-based label selectors (in, notin), the status
 subresource (an Application's `status` is kept as given on create/replace), managedFields
@@ -66,8 +70,9 @@ SECRET_TYPE_LABEL = "argocd.argoproj.io/secret-type"
 APP_NAMES = ["guestbook", "payments", "search", "checkout", "accounts"]
 
 
-def make_certificates():
-    """A CA generated at start and a server certificate for 127.0.0.1/localhost signed by it."""
+def make_certificates(names=None):
+    """A CA generated at start and a server certificate signed by it, for 127.0.0.1/localhost
+    or, with `names`, for those DNS names only (to test a name the certificate does not cover)."""
     now = datetime.datetime.now(datetime.timezone.utc)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-api-test-ca")])
@@ -96,7 +101,9 @@ def make_certificates():
         .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(
             x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
+                [x509.DNSName(n) for n in names]
+                if names
+                else [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
             ),
             critical=False,
         )
@@ -109,6 +116,49 @@ def make_certificates():
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
     return pem(ca), pem(cert), key_pem
+
+
+DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+
+
+def invalid_metadata(kind, name, meta):
+    """What kube-apiserver's validation says of an object's name, labels and annotation keys,
+    as a 422 Invalid Status naming each field (None when valid)."""
+    causes = []
+    if not (DNS1123_SUBDOMAIN.fullmatch(name) and len(name) <= 253):
+        causes.append(("metadata.name", name,
+                       "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+                       "and must start and end with an alphanumeric character"))
+
+    def key_problem(key):
+        prefix, _, part = key.rpartition("/")
+        if prefix and not (DNS1123_SUBDOMAIN.fullmatch(prefix) and len(prefix) <= 253):
+            return "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'"
+        if not (LABEL_NAME.fullmatch(part) and len(part) <= 63):
+            return ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
+                    "an alphanumeric character (at most 63 characters)")
+        return None
+
+    for key, value in (meta.get("labels") or {}).items():
+        problem = key_problem(key)
+        if problem:
+            causes.append(("metadata.labels", key, problem))
+        elif value and not (LABEL_NAME.fullmatch(str(value)) and len(str(value)) <= 63):
+            causes.append(("metadata.labels", value,
+                           "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+                           "and must start and end with an alphanumeric character (at most 63 characters)"))
+    for key in (meta.get("annotations") or {}):
+        problem = key_problem(key)
+        if problem:
+            causes.append(("metadata.annotations", key, problem))
+    if not causes:
+        return None
+    text = ", ".join(f'{field}: Invalid value: "{value}": {why}' for field, value, why in causes)
+    return status(422, "Invalid", f'{kind} "{name}" is invalid: [{text}]' if len(causes) > 1 else f'{kind} "{name}" is invalid: {text}',
+                  {"name": name, "kind": kind.lower() + "s",
+                   "causes": [{"reason": "FieldValueInvalid", "message": f'Invalid value: "{v}": {why}', "field": f}
+                              for f, v, why in causes]})
 
 
 def status(code, reason, message, details=None):
@@ -250,9 +300,7 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def read_body(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
+    def read_body(self, raw):
         if not raw:
             return None
         try:
@@ -281,12 +329,16 @@ class Handler(BaseHTTPRequestHandler):
         return status(401, "Unauthorized", "Unauthorized")
 
     def route(self, method):
+        # Always consume the body (a DELETE carries DeleteOptions): on a kept-alive connection
+        # an unread body would be read as the start of the next request.
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
         url = urlparse(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         if url.path == "/version":
             return 200, {"major": "1", "minor": "34", "gitVersion": "v1.34.0-kube-api-test-server"}
         m = re.fullmatch(
-            r"/(api/v1|apis/argoproj\.io/v1alpha1)/namespaces/([a-z0-9-]+)/(secrets|applications)(?:/([a-z0-9.-]+))?",
+            r"/(api/v1|apis/argoproj\.io/v1alpha1)/namespaces/([a-z0-9-]+)/(secrets|applications)(?:/([^/]+))?",
             url.path,
         )
         if not m:
@@ -299,7 +351,7 @@ class Handler(BaseHTTPRequestHandler):
         if denied:
             return denied
         try:
-            body = self.read_body() if method in ("POST", "PATCH", "PUT") else None
+            body = self.read_body(raw) if method in ("POST", "PATCH", "PUT") else None
         except ValueError as e:
             return status(400, "BadRequest", f"the request body is not JSON or YAML: {e}")
         with self.store.lock:
@@ -321,6 +373,9 @@ class Handler(BaseHTTPRequestHandler):
             name = ((body or {}).get("metadata") or {}).get("name")
             if not name:
                 return status(422, "Invalid", "Secret is invalid: metadata.name: Required value")
+            invalid = invalid_metadata("Secret", name, body.get("metadata") or {})
+            if invalid:
+                return invalid
             if (ns, name) in store.secrets:
                 return status(409, "AlreadyExists", f'secrets "{name}" already exists', {"name": name, "kind": "secrets"})
             try:
@@ -386,6 +441,9 @@ class Handler(BaseHTTPRequestHandler):
         meta = body.get("metadata") or {}
         if meta.get("name") != name:
             return status(400, "BadRequest", f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})")
+        invalid = invalid_metadata("Secret", name, meta)
+        if invalid:
+            return invalid
         try:
             data = self.checked_data(body)
         except ValueError as e:
@@ -461,6 +519,9 @@ class Handler(BaseHTTPRequestHandler):
             name = name or (body.get("metadata") or {}).get("name")
             if not name:
                 return status(422, "Invalid", "Application is invalid: metadata.name: Required value")
+            invalid = invalid_metadata("Application", name, body.get("metadata") or {})
+            if invalid:
+                return invalid
             exists = (ns, name) in store.apps
             if method == "POST" and exists:
                 return status(409, "AlreadyExists", f'applications.argoproj.io "{name}" already exists')
@@ -521,9 +582,11 @@ def main():
     parser.add_argument("--argocd-sim", choices=["off", "healthy", "degraded"], default="off")
     parser.add_argument("--apps-per-cluster", type=int, default=2)
     parser.add_argument("--healthy-after", type=float, default=0.0, help="seconds")
+    parser.add_argument("--certificate-for", action="append", default=None, metavar="DNS_NAME",
+                        help="serve a certificate for these names only, not for 127.0.0.1 (TLS name mismatch tests)")
     args = parser.parse_args()
 
-    ca_pem, cert_pem, key_pem = make_certificates()
+    ca_pem, cert_pem, key_pem = make_certificates(args.certificate_for)
     with tempfile.NamedTemporaryFile(suffix=".pem") as chain:
         chain.write(cert_pem + key_pem)
         chain.flush()

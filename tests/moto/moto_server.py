@@ -1,5 +1,5 @@
-"""moto_server, plus two things moto 5.2.5 lacks that the tests need. Everything else is
-stock moto.
+"""moto_server, plus four things moto 5.2.5 lacks or gets wrong that the tests need.
+Everything else is stock moto.
 
 1. PutCompositeAlarm. moto models a composite alarm as an alarm with an `AlarmRule`
    (DescribeAlarms returns it under CompositeAlarms, SetAlarmState drives it) but has no
@@ -12,14 +12,40 @@ stock moto.
    parameters to boto3 verbatim and returns boto3's casing (its normalisation hooks are empty
    stubs), so a definition written for AWS fails in moto. This fills the two hooks from the
    botocore service model.
+3. `States.ALL` as AWS defines it: a wildcard for every error *except* the terminal
+   `States.DataLimitExceeded` and `States.Runtime`, which no Retry or Catch handles (the
+   execution ends FAILED). moto's engine lets `States.ALL` match them, which would hide the
+   very failures the safety net exists for.
+4. EKS clusters as EKS makes them: each with its own endpoint
+   (`https://<32 hex>.gr7.<region>.eks.amazonaws.com`) and a real PEM CA certificate,
+   base64-encoded, as `certificateAuthority.data`. moto gives every cluster of a region the
+   same endpoint and random text as CA data, so a second cluster looked like a duplicate
+   Argo CD server and CA handling could not be tested.
+
+Still not modelled: the 256 KiB limit on Pass and Choice state output (moto checks task
+results only), and execution events to EventBridge (the sandbox delivers them itself).
 
 Usage: exactly as moto_server, e.g. python moto_server.py -H 127.0.0.1 -p 5000
 """
+import base64
+import datetime
+import hashlib
+
 import botocore.session
 from botocore import xform_name
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 from moto.cloudwatch.responses import CloudWatchResponse
 from moto.core.responses import EmptyResult
+from moto.eks import models as eks_models
 from moto.server import main
+from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import ErrorEqualsDecl
+from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
+from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
+    StatesErrorNameType,
+)
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_aws_sdk import (
     StateTaskServiceAwsSdk,
 )
@@ -107,6 +133,55 @@ def _normalise_response(self, response, boto_service_name=None, service_action_n
 
 StateTaskServiceAwsSdk._normalise_parameters = _normalise_parameters
 StateTaskServiceAwsSdk._normalise_response = _normalise_response
+
+UNCATCHABLE = {StatesErrorNameType.StatesStatesDataLimitExceeded, StatesErrorNameType.StatesRuntime}
+_stock_error_equals = ErrorEqualsDecl._eval_body
+
+
+def _error_equals(self, env):
+    error_name = env.stack[-1]
+    terminal = isinstance(error_name, StatesErrorName) and error_name.typ in UNCATCHABLE
+    if terminal and ErrorEqualsDecl._STATE_ALL_ERROR in self.error_names:
+        env.stack.pop()
+        env.stack.append(False)
+        return
+    _stock_error_equals(self, env)
+
+
+ErrorEqualsDecl._eval_body = _error_equals
+
+
+def _cluster_ca(name):
+    """A self-signed CA certificate for one cluster, base64 of its PEM, as EKS gives it."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"kubernetes ({name})")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=3650))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    return base64.b64encode(certificate.public_bytes(serialization.Encoding.PEM)).decode()
+
+
+_stock_cluster_init = eks_models.Cluster.__init__
+
+
+def _cluster_init(self, *args, **kwargs):
+    _stock_cluster_init(self, *args, **kwargs)
+    region = self.arn.split(":")[3]
+    endpoint_id = hashlib.sha256(self.arn.encode()).hexdigest()[:32].upper()
+    self.endpoint = f"https://{endpoint_id}.gr7.{region}.eks.amazonaws.com"
+    self.certificate_authority = {"data": _cluster_ca(self.name)}
+
+
+eks_models.Cluster.__init__ = _cluster_init
 
 if __name__ == "__main__":
     main()

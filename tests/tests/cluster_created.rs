@@ -217,7 +217,8 @@ async fn bad_events_are_named_errors_and_start_nothing() {
         ("no detail", without("detail"), "InvalidEvent", "the event has no `detail` object"),
         ("another detail-type", with("/detail-type", json!("EKS Cluster State Change")), "InvalidEvent", "detail-type is `EKS Cluster State Change`"),
         ("another service", with("/detail/eventSource", json!("ec2.amazonaws.com")), "InvalidEvent", "detail.eventSource is `ec2.amazonaws.com`"),
-        ("another API call", with("/detail/eventName", json!("UpdateClusterVersion")), "InvalidEvent", "only CreateCluster and DeleteCluster are handled"),
+        ("another API call", with("/detail/eventName", json!("CreateNodegroup")), "InvalidEvent", "detail.eventName is `CreateNodegroup`; only CreateCluster and DeleteCluster are handled"),
+        ("no API call", with("/detail/eventName", json!(null)), "InvalidEvent", "the event has no detail.eventName"),
         ("no cluster name", no_name, "InvalidEvent", "the event names no cluster"),
         ("a profile that does not exist", tag("cluster-canary/profile", "mobile"), "ProfileNotFound", "asks for profile `mobile`, which is not configured (profiles: web)"),
         (
@@ -244,20 +245,38 @@ async fn bad_events_are_named_errors_and_start_nothing() {
     assert!(env.executions().await.is_empty());
 }
 
+const WEB_GREEN_US: &str = "arn:aws:eks:us-east-1:123456789012:cluster/web-green";
+const WEB_GREEN_EU: &str = "arn:aws:eks:eu-west-1:123456789012:cluster/web-green";
+
+/// A cluster Secret as register-cluster writes it for `cluster_arn`.
+fn registered_secret(cluster_arn: &str, server: &str) -> Secret {
+    serde_json::from_value(json!({
+        "metadata": {
+            "name": canary_core::argocd::secret_name(cluster_arn, "web-green"),
+            "labels": {"argocd.argoproj.io/secret-type": "cluster", "app.kubernetes.io/managed-by": "cluster-canary"},
+            "annotations": {"cluster-canary/cluster-arn": cluster_arn},
+        },
+        "stringData": {"name": "web-green", "server": server},
+    }))
+    .unwrap()
+}
+
 #[tokio::test]
-async fn delete_cluster_removes_only_a_secret_this_project_created() {
+async fn delete_cluster_removes_only_a_secret_this_project_created_for_that_cluster() {
     let env = Env::start().await;
     let secrets = env.secrets().await;
-    let ours: Secret = serde_json::from_value(json!({
-        "metadata": {"name": "cluster-canary-web-green", "labels": {
-            "argocd.argoproj.io/secret-type": "cluster", "app.kubernetes.io/managed-by": "cluster-canary"}},
-        "stringData": {"name": "web-green", "server": "https://web-green.example.com"},
-    }))
-    .unwrap();
-    secrets
-        .create(&PostParams::default(), &ours)
-        .await
-        .expect("create");
+    let ours = registered_secret(WEB_GREEN_US, "https://web-green.us.example.com");
+    let ours_name = ours.metadata.name.clone().unwrap();
+    // The same-named cluster in another region keeps its Secret.
+    let other_region = registered_secret(WEB_GREEN_EU, "https://web-green.eu.example.com");
+    let other_name = other_region.metadata.name.clone().unwrap();
+    assert_ne!(ours_name, other_name);
+    for secret in [&ours, &other_region] {
+        secrets
+            .create(&PostParams::default(), secret)
+            .await
+            .expect("create");
+    }
     let out = env
         .deliver(event("eks-delete-cluster.json"))
         .await
@@ -265,22 +284,23 @@ async fn delete_cluster_removes_only_a_secret_this_project_created() {
     assert_eq!(out["action"], "deregistered");
     assert_eq!(
         out["reason"],
-        "argo cd secret argocd/cluster-canary-web-green: deleted"
+        format!("Argo CD Secret argocd/{ours_name}: deleted")
     );
-    assert!(secrets
-        .get_opt("cluster-canary-web-green")
-        .await
-        .unwrap()
-        .is_none());
+    assert!(secrets.get_opt(&ours_name).await.unwrap().is_none());
+    assert!(
+        secrets.get_opt(&other_name).await.unwrap().is_some(),
+        "the eu-west-1 web-green keeps its Secret"
+    );
     let again = env
         .deliver(event("eks-delete-cluster.json"))
         .await
         .expect("already gone");
     assert_eq!(
         again["reason"],
-        "argo cd secret argocd/cluster-canary-web-green: absent"
+        format!("Argo CD Secret argocd/{ours_name}: absent")
     );
 
+    // A Secret of that name without our label, or for another ARN, is not ours.
     let mut foreign = ours.clone();
     foreign
         .metadata
@@ -288,21 +308,28 @@ async fn delete_cluster_removes_only_a_secret_this_project_created() {
         .as_mut()
         .unwrap()
         .remove("app.kubernetes.io/managed-by");
-    secrets
-        .create(&PostParams::default(), &foreign)
-        .await
-        .expect("create");
-    let err = env
-        .deliver(event("eks-delete-cluster.json"))
-        .await
-        .expect_err("not ours");
-    assert_eq!(err.name().as_str(), "SecretNotOwned");
-    assert!(
+    let mut other_arn = ours.clone();
+    other_arn.metadata.annotations = Some(BTreeMap::from([(
+        "cluster-canary/cluster-arn".to_owned(),
+        WEB_GREEN_EU.to_owned(),
+    )]));
+    for not_ours in [foreign, other_arn] {
         secrets
-            .get_opt("cluster-canary-web-green")
+            .create(&PostParams::default(), &not_ours)
             .await
-            .unwrap()
-            .is_some(),
-        "left untouched"
-    );
+            .expect("create");
+        let err = env
+            .deliver(event("eks-delete-cluster.json"))
+            .await
+            .expect_err("not ours");
+        assert_eq!(err.name().as_str(), "SecretNotOwned");
+        assert!(
+            secrets.get_opt(&ours_name).await.unwrap().is_some(),
+            "left untouched"
+        );
+        secrets
+            .delete(&ours_name, &Default::default())
+            .await
+            .expect("clean up");
+    }
 }

@@ -290,11 +290,17 @@ async fn more_than_100_alarms_by_prefix_and_by_name() {
     let out = env.evaluate(by_prefix, json!({})).await.expect("evaluate");
     assert_eq!(out["verdict"], "fail");
     assert_eq!(
-        reasons(&out)
-            .iter()
-            .filter(|r| r.contains(" is OK"))
-            .count(),
-        149
+        out["counts"],
+        json!({"pass": 149, "fail": 1, "inconclusive": 0, "ignored": 0})
+    );
+    assert!(
+        reasons(&out)[0].starts_with("alarm slo-137 is ALARM"),
+        "the failing alarm leads: {out}"
+    );
+    assert!(
+        out.to_string().len() < 4096,
+        "the verdict is bounded, not one line per alarm: {} bytes",
+        out.to_string().len()
     );
 
     let by_name = json!({"alarms": {"names": names}});
@@ -483,4 +489,32 @@ async fn a_cloudwatch_outage_is_an_error_not_a_pass() {
         .expect_err("no answer");
     assert_eq!(err.name().as_str(), "AwsTransient", "{err}");
     assert!(err.to_string().contains("DescribeAlarms failed"), "{err}");
+}
+
+#[tokio::test]
+async fn validate_refuses_more_alarms_than_the_limit_and_accepts_the_limit() {
+    use canary_core::limits::MAX_ALARMS;
+    let env = Env::start().await;
+    for i in 0..MAX_ALARMS {
+        env.alarm(&format!("fleet-{i:03}")).await;
+    }
+    let at_cap = env
+        .validate(json!({"alarms": {"prefixes": ["fleet-"]}}))
+        .await
+        .expect("the limit itself is fine");
+    assert_eq!(at_cap["alarms"].as_array().map(Vec::len), Some(MAX_ALARMS));
+    env.alarm("fleet-extra").await;
+    let err = env
+        .validate(json!({"alarms": {"prefixes": ["fleet-"]}}))
+        .await
+        .expect_err("one over the limit");
+    assert_eq!(err.name().as_str(), "InvalidPlan");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "analysis.alarms: the names and prefixes match {} alarms, more than the limit of {MAX_ALARMS}; \
+             use narrower prefixes or a composite alarm",
+            MAX_ALARMS + 1
+        )
+    );
 }

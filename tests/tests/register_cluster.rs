@@ -24,6 +24,8 @@ struct Env {
     eks: SdkEks,
     secrets: SdkSecrets,
     green: ClusterInfo,
+    /// The Secret's name for `green`, from its ARN.
+    green_secret: String,
 }
 
 impl Env {
@@ -31,21 +33,11 @@ impl Env {
         let moto = Moto::start();
         let config = moto.sdk_config().await;
         let kube = KubeServer::start(kube_args);
-        aws_sdk_eks::Client::new(&config)
-            .create_cluster()
-            .name("green")
-            .role_arn("arn:aws:iam::123456789012:role/eks")
-            .resources_vpc_config(
-                aws_sdk_eks::types::VpcConfigRequest::builder()
-                    .subnet_ids("subnet-1")
-                    .build(),
-            )
-            .send()
-            .await
-            .expect("create cluster");
+        create_cluster(&config, "green", "us-east-1").await;
         let eks = SdkEks::new(&config);
         let green = eks.describe_cluster(None, "green").await.expect("describe");
         let env = Env {
+            green_secret: canary_core::argocd::secret_name(&green.arn, "green"),
             _moto: moto,
             secrets: SdkSecrets::new(&config),
             eks,
@@ -154,13 +146,13 @@ async fn register_writes_exactly_the_secret_argo_cd_expects_and_is_idempotent() 
     let server = endpoint.trim_end_matches('/').to_owned();
     assert_eq!(
         out,
-        json!({"namespace": "argocd", "secretName": "cluster-canary-green", "server": server, "outcome": "created",
+        json!({"namespace": "argocd", "secretName": env.green_secret.as_str(), "server": server, "outcome": "created",
                "appsWait": {"intervalSeconds": 30, "maxPolls": 60}})
     );
 
     let secrets = env.secrets_api().await;
     let secret = secrets
-        .get("cluster-canary-green")
+        .get(env.green_secret.as_str())
         .await
         .expect("the Secret exists");
     assert_eq!(
@@ -218,7 +210,7 @@ async fn register_writes_exactly_the_secret_argo_cd_expects_and_is_idempotent() 
     assert_eq!(again["outcome"], "unchanged");
     assert_eq!(
         secrets
-            .get("cluster-canary-green")
+            .get(env.green_secret.as_str())
             .await
             .unwrap()
             .metadata
@@ -234,7 +226,7 @@ async fn register_writes_exactly_the_secret_argo_cd_expects_and_is_idempotent() 
         "updated"
     );
     let labels = secrets
-        .get("cluster-canary-green")
+        .get(env.green_secret.as_str())
         .await
         .unwrap()
         .metadata
@@ -252,7 +244,7 @@ async fn a_minimal_plan_registers_without_role_and_optional_keys() {
     let data = decoded(
         &env.secrets_api()
             .await
-            .get("cluster-canary-green")
+            .get(env.green_secret.as_str())
             .await
             .unwrap(),
     );
@@ -269,7 +261,7 @@ async fn a_secret_this_project_did_not_create_is_refused_and_untouched() {
     let env = Env::start(&[]).await;
     let secrets = env.secrets_api().await;
     let foreign: Secret = serde_json::from_value(json!({
-        "metadata": {"name": "cluster-canary-green", "labels": {"argocd.argoproj.io/secret-type": "cluster"}},
+        "metadata": {"name": env.green_secret.as_str(), "labels": {"argocd.argoproj.io/secret-type": "cluster"}},
         "stringData": {"name": "green", "server": "https://hand-made.example.com"},
     }))
     .unwrap();
@@ -277,7 +269,7 @@ async fn a_secret_this_project_did_not_create_is_refused_and_untouched() {
         .create(&PostParams::default(), &foreign)
         .await
         .expect("create foreign Secret");
-    let before = secrets.get("cluster-canary-green").await.unwrap();
+    let before = secrets.get(env.green_secret.as_str()).await.unwrap();
 
     let err = env
         .call("register", &plan(json!({})))
@@ -286,15 +278,21 @@ async fn a_secret_this_project_did_not_create_is_refused_and_untouched() {
     assert_eq!(err.name().as_str(), "SecretNotOwned");
     assert_eq!(
         err.to_string(),
-        "Secret argocd/cluster-canary-green exists and was not created by cluster-canary \
-         (no app.kubernetes.io/managed-by=cluster-canary label); it was left untouched"
+        format!(
+            "Secret argocd/{} exists and was not created by cluster-canary \
+             (no app.kubernetes.io/managed-by=cluster-canary label); it was left untouched",
+            env.green_secret
+        )
     );
     let err = env
         .call("deregister", &plan(json!({})))
         .await
         .expect_err("must refuse");
     assert_eq!(err.name().as_str(), "SecretNotOwned");
-    assert_eq!(secrets.get("cluster-canary-green").await.unwrap(), before);
+    assert_eq!(
+        secrets.get(env.green_secret.as_str()).await.unwrap(),
+        before
+    );
 }
 
 #[tokio::test]
@@ -323,7 +321,7 @@ async fn a_second_secret_for_the_same_server_is_refused() {
     );
     assert!(
         secrets
-            .get_opt("cluster-canary-green")
+            .get_opt(env.green_secret.as_str())
             .await
             .unwrap()
             .is_none(),
@@ -339,10 +337,10 @@ async fn fields_another_manager_owns_are_a_conflict() {
         .expect("register");
     // Someone applies the same label with another value under their own field manager.
     let secrets = env.secrets_api().await;
-    let theirs = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "cluster-canary-green", "labels": {"env": "qa"}}});
+    let theirs = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": env.green_secret.as_str(), "labels": {"env": "qa"}}});
     secrets
         .patch(
-            "cluster-canary-green",
+            env.green_secret.as_str(),
             &PatchParams::apply("kubectl").force(),
             &Patch::Apply(&theirs),
         )
@@ -384,9 +382,10 @@ async fn apps_are_ready_once_enough_of_them_are_synced_and_healthy() {
         .expect("apps status");
     assert_eq!(status["ready"], true, "{status}");
     assert_eq!(status["apps"].as_array().unwrap().len(), 2);
+    assert_eq!(status["appCount"], 2);
     assert_eq!(
         status["apps"][0],
-        json!({"name": "guestbook-cluster-canary-green", "sync": "Synced", "health": "Healthy"})
+        json!({"name": format!("guestbook-{}", env.green_secret), "sync": "Synced", "health": "Healthy"})
     );
 
     let status = env
@@ -436,10 +435,10 @@ async fn degraded_apps_are_never_ready() {
         .expect("apps status");
     assert_eq!(status["ready"], false);
     assert!(
-        status["reason"]
-            .as_str()
-            .unwrap()
-            .contains("guestbook-cluster-canary-green is Synced/Degraded"),
+        status["reason"].as_str().unwrap().contains(&format!(
+            "guestbook-{} is Synced/Degraded",
+            env.green_secret
+        )),
         "{status}"
     );
 }
@@ -459,7 +458,7 @@ async fn deregister_deletes_our_secret_and_already_gone_is_success() {
     assert!(env
         .secrets_api()
         .await
-        .get_opt("cluster-canary-green")
+        .get_opt(env.green_secret.as_str())
         .await
         .unwrap()
         .is_none());
@@ -554,7 +553,7 @@ async fn bad_inputs_are_named_errors() {
     assert!(env
         .secrets_api()
         .await
-        .get_opt("cluster-canary-green")
+        .get_opt(env.green_secret.as_str())
         .await
         .unwrap()
         .is_none());
@@ -680,4 +679,178 @@ async fn a_malformed_connection_secret_is_named_and_never_echoed() {
         "{err}"
     );
     assert!(!err.to_string().contains("do-not-print-me"), "{err}");
+}
+
+fn plan_for(name: &str, region: &str) -> Value {
+    let mut plan = plan(json!({}));
+    plan["cluster"] = json!({"name": name, "region": region});
+    plan
+}
+
+/// Creates an EKS cluster in `region` (moto gives each its own endpoint and CA); its ARN.
+async fn create_cluster(config: &SdkConfig, name: &str, region: &str) -> String {
+    let config = aws_sdk_eks::config::Builder::from(config)
+        .region(aws_sdk_eks::config::Region::new(region.to_owned()))
+        .build();
+    aws_sdk_eks::Client::from_conf(config)
+        .create_cluster()
+        .name(name)
+        .role_arn("arn:aws:iam::123456789012:role/eks")
+        .resources_vpc_config(
+            aws_sdk_eks::types::VpcConfigRequest::builder()
+                .subnet_ids("subnet-1")
+                .build(),
+        )
+        .send()
+        .await
+        .expect("create cluster")
+        .cluster()
+        .and_then(|c| c.arn())
+        .expect("an ARN")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn same_named_clusters_in_two_regions_keep_two_secrets_and_deregister_touches_only_its_own() {
+    let env = Env::start(&[]).await;
+    let eu_arn = create_cluster(&env.config, "green", "eu-west-1").await;
+    assert_ne!(eu_arn, env.green.arn);
+
+    let described = env
+        .call("describe", &plan_for("green", "eu-west-1"))
+        .await
+        .expect("describe in the plan's region");
+    assert_eq!(described, json!({"status": "ACTIVE", "arn": eu_arn}));
+
+    let us = env
+        .call("register", &plan_for("green", "us-east-1"))
+        .await
+        .expect("us");
+    let eu = env
+        .call("register", &plan_for("green", "eu-west-1"))
+        .await
+        .expect("eu");
+    assert_ne!(us["secretName"], eu["secretName"]);
+    assert_ne!(us["server"], eu["server"]);
+    let secrets = env.secrets_api().await;
+    for (out, arn) in [(&us, &env.green.arn), (&eu, &eu_arn)] {
+        let name = out["secretName"].as_str().unwrap();
+        let secret = secrets.get(name).await.expect("registered");
+        assert_eq!(
+            secret.metadata.annotations.as_ref().unwrap()["cluster-canary/cluster-arn"],
+            *arn
+        );
+        assert_eq!(decoded(&secret)["server"], out["server"].as_str().unwrap());
+    }
+    // Registering again changes nothing of the other region's Secret.
+    let again = env
+        .call("register", &plan_for("green", "eu-west-1"))
+        .await
+        .expect("eu");
+    assert_eq!(again["outcome"], "unchanged");
+
+    let gone = env
+        .call("deregister", &plan_for("green", "eu-west-1"))
+        .await
+        .expect("deregister eu");
+    assert_eq!(gone["outcome"], "deleted");
+    assert!(secrets
+        .get_opt(eu["secretName"].as_str().unwrap())
+        .await
+        .unwrap()
+        .is_none());
+    assert!(
+        secrets
+            .get_opt(us["secretName"].as_str().unwrap())
+            .await
+            .unwrap()
+            .is_some(),
+        "the us-east-1 green keeps its Secret"
+    );
+
+    // A cluster that is gone cannot be described: its ARN comes with the request.
+    let gone = "arn:aws:eks:eu-west-1:123456789012:cluster/deleted";
+    let out = env
+        .call_with(
+            &env.eks,
+            "argocd-hub",
+            json!({"operation": "deregister", "plan": plan_for("deleted", "eu-west-1"), "clusterArn": gone}),
+        )
+        .await
+        .expect("deregister by ARN, without DescribeCluster");
+    assert_eq!(out["outcome"], "absent");
+    let err = env
+        .call("deregister", &plan_for("deleted", "eu-west-1"))
+        .await
+        .expect_err("without an ARN the cluster must be described");
+    assert_eq!(err.name().as_str(), "ClusterNotFound");
+}
+
+#[tokio::test]
+async fn an_eks_name_ending_in_an_underscore_gets_a_secret_name_the_api_server_accepts() {
+    let env = Env::start(&[]).await;
+    create_cluster(&env.config, "Blue_Green_", "us-east-1").await;
+    let out = env
+        .call("register", &plan_for("Blue_Green_", "us-east-1"))
+        .await
+        .expect("registered");
+    let name = out["secretName"].as_str().unwrap();
+    assert!(name.starts_with("cluster-canary-blue-green-"), "{name}");
+    assert!(env
+        .secrets_api()
+        .await
+        .get_opt(name)
+        .await
+        .unwrap()
+        .is_some());
+}
+
+#[tokio::test]
+async fn the_test_server_refuses_names_and_labels_a_real_api_server_refuses() {
+    let env = Env::start(&[]).await;
+    let secrets = env.secrets_api().await;
+    for (metadata, field) in [
+        (json!({"name": "cluster-canary-green_"}), "metadata.name"),
+        (json!({"name": "Cluster-Canary"}), "metadata.name"),
+        (
+            json!({"name": "ok", "labels": {"bad key!": "x"}}),
+            "metadata.labels",
+        ),
+        (
+            json!({"name": "ok", "labels": {"env": "-prod"}}),
+            "metadata.labels",
+        ),
+        (
+            json!({"name": "ok", "annotations": {"a/b/c": "x"}}),
+            "metadata.annotations",
+        ),
+    ] {
+        let secret: Secret = serde_json::from_value(json!({"metadata": metadata})).unwrap();
+        match secrets.create(&PostParams::default(), &secret).await {
+            Err(kube::Error::Api(status)) => {
+                assert_eq!(
+                    (status.code, status.reason.as_str()),
+                    (422, "Invalid"),
+                    "{metadata}"
+                );
+                assert!(
+                    status.message.contains(field),
+                    "{metadata}: {}",
+                    status.message
+                );
+            }
+            other => panic!("{metadata}: expected 422 Invalid, got {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn describe_names_the_region_of_a_cluster_that_is_not_there() {
+    let env = Env::start(&[]).await;
+    let err = env
+        .call("describe", &plan_for("green", "eu-west-1"))
+        .await
+        .expect_err("no green in eu-west-1");
+    assert_eq!(err.name().as_str(), "ClusterNotFound");
+    assert_eq!(err.to_string(), "no EKS cluster named green in eu-west-1");
 }

@@ -211,6 +211,15 @@ async fn a_whole_rollout_over_listener_rule_and_both_kinds_of_record() {
         );
     }
 
+    // Before promotion: every target is where the last set left it; verify writes nothing.
+    let snapshot = env.observer.snapshot(&env.world).await;
+    let verified = env
+        .call(json!({"operation": "verify", "plan": plan, "expected": expected}))
+        .await
+        .expect("verify");
+    assert_eq!(verified["weights"], expected);
+    assert_eq!(env.observer.snapshot(&env.world).await, snapshot);
+
     let restored = env
         .call(json!({"operation": "restore", "plan": plan, "baseline": baseline, "expected": expected}))
         .await
@@ -319,13 +328,29 @@ async fn a_foreign_weight_change_stops_set_and_nothing_is_written() {
         "no target was written, not even the unchanged ones"
     );
 
-    // Restore still puts everything back, and says what it found.
+    // Verify (before promotion) reads the same change and writes nothing either.
+    let err = env
+        .call(json!({"operation": "verify", "plan": plan, "expected": after_10}))
+        .await
+        .expect_err("verify must refuse");
+    assert_eq!(err.name().as_str(), "WeightsChangedExternally");
+    assert_eq!(err.to_string(), message);
+    assert_eq!(env.observer.snapshot(&env.world).await, before);
+
+    // Restore still puts everything back, and says what it found, for the execution's cause.
     let restored = env
         .call(json!({"operation": "restore", "plan": plan, "baseline": baseline, "expected": after_10}))
         .await
         .expect("restore");
     assert_eq!(restored["unexpected"][0]["target"], w.rule.as_str());
     assert_eq!(restored["unexpected"][0]["found"], "stable 70 / canary 30");
+    assert_eq!(
+        restored["note"],
+        format!(
+            ". It overwrote weights changed outside this rollout: {} was stable 70 / canary 30",
+            w.rule
+        )
+    );
     assert_eq!(env.weights().await, at(100, 0));
 }
 
@@ -337,6 +362,7 @@ async fn restore_is_idempotent_and_works_without_expected_weights() {
     env.set(&plan, 50, &baseline).await.expect("set 50");
     let restore = json!({"operation": "restore", "plan": plan, "baseline": baseline});
     let first = env.call(restore.clone()).await.expect("restore");
+    assert_eq!(first["note"], "", "nothing foreign was overwritten");
     let snapshot = env.observer.snapshot(&env.world).await;
     let second = env.call(restore).await.expect("restore again");
     assert_eq!(first, second);
@@ -622,7 +648,7 @@ async fn the_safety_net_leaves_traffic_alone_when_prepare_never_finished() {
         .to_owned();
     let before = env.observer.snapshot(&env.world).await;
     let out = env
-        .call(json!({"operation": "restoreAborted", "executionArn": arn, "status": "ABORTED"}))
+        .call(json!({"operation": "safetyNet", "executionArn": arn, "status": "ABORTED"}))
         .await
         .expect("safety net");
     assert_eq!(out["restored"], false);
@@ -633,7 +659,7 @@ async fn the_safety_net_leaves_traffic_alone_when_prepare_never_finished() {
     assert_eq!(env.observer.snapshot(&env.world).await, before);
 
     let err = env
-        .call(json!({"operation": "restoreAborted", "executionArn": format!("{arn}-missing")}))
+        .call(json!({"operation": "safetyNet", "executionArn": format!("{arn}-missing")}))
         .await
         .expect_err("no such execution");
     assert_eq!(err.name().as_str(), "TargetNotFound", "{err}");

@@ -7,12 +7,14 @@ use canary_core::plan::{MAX_STEPS, MAX_TOTAL_CHECKS};
 use canary_core::ErrorName;
 use cluster_canary_tests::repo_root;
 use serde_json::Value;
-use shift_weights::safety_net::{BASELINE_POINTER, LAST_SET_POINTER, PREPARE_STATE, SET_STATE};
+use shift_weights::safety_net::{
+    BASELINE_POINTER, LAST_SET_POINTER, PREPARE_STATE, SETTLED_ENDS, SET_STATE,
+};
 
 /// Names only cluster-created raises; it is started by EventBridge, not by the state machine.
 const INTAKE_ONLY: [ErrorName; 2] = [ErrorName::InvalidEvent, ErrorName::ProfileNotFound];
 /// Error name prefixes Step Functions and its integrations produce themselves.
-const BUILT_IN: [&str; 3] = ["States.", "Lambda.", "Eks."];
+const BUILT_IN: [&str; 2] = ["States.", "Lambda."];
 
 fn definition() -> Value {
     let text = std::fs::read_to_string(repo_root().join("statemachine/rollout.asl.json"))
@@ -183,7 +185,7 @@ fn events(state: &Value) -> usize {
 fn a_long_rollout_stays_under_the_history_limit() {
     let asl = definition();
     let s = states(&asl);
-    let per_check: usize = ["BakeWait", "Evaluate", "CheckVerdict?", "NextCheck"]
+    let per_check: usize = ["BakeWait", "Evaluate", "CheckVerdict?"]
         .iter()
         .map(|n| events(&s[*n]))
         .sum();
@@ -200,7 +202,7 @@ fn a_long_rollout_stays_under_the_history_limit() {
     let fixed: usize = s.values().map(events).sum::<usize>() + 2; // every state once, plus execution start/end
     assert_eq!(
         (per_check, per_step),
-        (11, 13),
+        (9, 13),
         "update the README's history budget"
     );
     let history = |steps: usize, checks_per_step: usize| {
@@ -214,4 +216,38 @@ fn a_long_rollout_stays_under_the_history_limit() {
         worst < 25_000,
         "the plan limits allow {worst} history events"
     );
+}
+
+#[test]
+fn the_execution_times_out_after_the_longest_run_the_plan_caps_allow() {
+    let asl = definition();
+    assert_eq!(
+        asl["TimeoutSeconds"].as_u64(),
+        Some(canary_core::limits::max_execution_seconds()),
+        "set the definition's TimeoutSeconds to canary_core::limits::max_execution_seconds()"
+    );
+    let s = states(&asl);
+    assert_eq!(
+        s["WaitForCluster"]["Seconds"].as_u64(),
+        Some(canary_core::plan::CLUSTER_POLL_SECONDS)
+    );
+    assert_eq!(
+        s["ClusterActive?"]["Choices"][2]["NumericGreaterThanEquals"].as_u64(),
+        Some(canary_core::plan::MAX_CLUSTER_POLLS)
+    );
+}
+
+#[test]
+fn the_safety_net_knows_every_terminal_state() {
+    let asl = definition();
+    let terminal: BTreeSet<&str> = states(&asl)
+        .iter()
+        .filter(|(_, s)| matches!(s["Type"].as_str(), Some("Fail" | "Succeed")))
+        .map(|(name, _)| name.as_str())
+        .collect();
+    let settled: BTreeSet<&str> = SETTLED_ENDS.iter().map(|(name, _)| *name).collect();
+    // RollbackFailed is the one terminal state the safety net acts on: it tries again.
+    let acted_on: Vec<_> = terminal.difference(&settled).collect();
+    assert_eq!(acted_on, [&"RollbackFailed"]);
+    assert!(settled.is_subset(&terminal), "{settled:?} vs {terminal:?}");
 }

@@ -25,11 +25,18 @@ pub struct GroupStickiness {
     pub duration_seconds: Option<i32>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ForwardAction {
     pub target_groups: Vec<TargetGroupWeight>,
     pub group_stickiness: Option<GroupStickiness>,
+    /// Every action of the listener or rule as read, so that a write changes the weights and
+    /// nothing else without reading them again.
+    pub actions: ListenerActions,
 }
+
+/// The actions of a listener's default action or of a rule, as ELB returned them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ListenerActions(Vec<Action>);
 
 impl ForwardAction {
     pub fn weight_of(&self, arn: &str) -> Option<u16> {
@@ -40,7 +47,7 @@ impl ForwardAction {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ForwardRead {
     Forward(ForwardAction),
     /// The listener or rule does not forward (it redirects, or answers with a fixed response).
@@ -61,10 +68,12 @@ pub trait AlbApi: Send + Sync {
     /// The forward action of the rule, or of the listener's default actions.
     async fn read_forward(&self, target: &AlbTarget) -> Result<ForwardRead, AwsError>;
     /// Replaces the forward action's target groups with `weights`, keeping everything else
-    /// (other actions, group stickiness), in one `ModifyRule`/`ModifyListener` call.
+    /// (other actions, group stickiness) as `current` read it, in one `ModifyRule`/
+    /// `ModifyListener` call. `current` is the compare-and-set read: no second read.
     async fn write_forward(
         &self,
         target: &AlbTarget,
+        current: &ForwardAction,
         weights: &[TargetGroupWeight],
     ) -> Result<(), AwsError>;
     /// Describes target groups; `NotFound` if any of them does not exist.
@@ -177,6 +186,7 @@ fn forward_of(actions: &[Action]) -> Result<ForwardRead, AwsError> {
     Ok(ForwardRead::Forward(ForwardAction {
         target_groups,
         group_stickiness,
+        actions: ListenerActions(actions.to_vec()),
     }))
 }
 
@@ -242,10 +252,11 @@ impl AlbApi for SdkAlb {
     async fn write_forward(
         &self,
         target: &AlbTarget,
+        current: &ForwardAction,
         weights: &[TargetGroupWeight],
     ) -> Result<(), AwsError> {
         let client = self.client(target.region());
-        let actions = with_weights(self.read_actions(&client, target).await?, weights);
+        let actions = with_weights(current.actions.0.clone(), weights);
         match &target.rule_arn {
             Some(rule_arn) => client
                 .modify_rule()

@@ -1,4 +1,5 @@
-//! Step Functions executions, for refusing a second rollout on the same traffic.
+//! Step Functions executions: refusing a second rollout on the same traffic, reading a
+//! finished execution's history for the safety net, starting executions.
 
 use async_trait::async_trait;
 use aws_config::SdkConfig;
@@ -12,13 +13,22 @@ pub trait ExecutionsApi: Send + Sync {
     async fn running_executions(&self, state_machine_arn: &str) -> Result<Vec<String>, AwsError>;
     /// The input an execution was started with.
     async fn execution_input(&self, execution_arn: &str) -> Result<Option<String>, AwsError>;
-    /// Every state the execution exited, in order, with its output.
-    async fn state_exits(&self, execution_arn: &str) -> Result<Vec<StateExit>, AwsError>;
+    /// The states the execution entered and exited, in order, and how it failed.
+    async fn history(&self, execution_arn: &str) -> Result<ExecutionHistory, AwsError>;
 }
 
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecutionHistory {
+    pub states: Vec<StateEvent>,
+    /// The error of the `ExecutionFailed` event (`States.Runtime`, `CheckFailed`, ...), if any.
+    pub failure_error: Option<String>,
+}
+
+/// A state entered (no output) or exited (with its output).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StateExit {
+pub struct StateEvent {
     pub name: String,
+    pub exited: bool,
     pub output: Option<String>,
 }
 
@@ -85,8 +95,8 @@ impl ExecutionsApi for SdkExecutions {
         Ok(out.input().map(str::to_owned))
     }
 
-    async fn state_exits(&self, execution_arn: &str) -> Result<Vec<StateExit>, AwsError> {
-        let mut exits = Vec::new();
+    async fn history(&self, execution_arn: &str) -> Result<ExecutionHistory, AwsError> {
+        let mut history = ExecutionHistory::default();
         let mut pages = self
             .client
             .get_execution_history()
@@ -96,17 +106,25 @@ impl ExecutionsApi for SdkExecutions {
             .send();
         while let Some(page) = pages.next().await {
             let page = page.map_err(|e| AwsError::from_sdk("GetExecutionHistory", e))?;
-            exits.extend(
-                page.events()
-                    .iter()
-                    .filter_map(|e| e.state_exited_event_details())
-                    .map(|d| StateExit {
-                        name: d.name().to_owned(),
-                        output: d.output().map(str::to_owned),
-                    }),
-            );
+            for event in page.events() {
+                if let Some(entered) = event.state_entered_event_details() {
+                    history.states.push(StateEvent {
+                        name: entered.name().to_owned(),
+                        exited: false,
+                        output: None,
+                    });
+                } else if let Some(exited) = event.state_exited_event_details() {
+                    history.states.push(StateEvent {
+                        name: exited.name().to_owned(),
+                        exited: true,
+                        output: exited.output().map(str::to_owned),
+                    });
+                } else if let Some(failed) = event.execution_failed_event_details() {
+                    history.failure_error = failed.error().map(str::to_owned);
+                }
+            }
         }
-        Ok(exits)
+        Ok(history)
     }
 }
 

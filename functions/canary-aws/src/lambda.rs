@@ -4,14 +4,17 @@
 
 use std::future::Future;
 
+use canary_core::limits::{truncate, MAX_ERROR_MESSAGE_BYTES};
 use canary_core::NamedError;
 use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use serde_json::Value;
 
+/// The message is cut at [`MAX_ERROR_MESSAGE_BYTES`]: Step Functions puts it in the `Cause`
+/// a `Catch` adds to the execution's state, which is capped (see `canary_core::limits`).
 pub fn diagnostic(error: &impl NamedError) -> Diagnostic {
     Diagnostic {
         error_type: error.name().as_str().to_owned(),
-        error_message: error.to_string(),
+        error_message: truncate(&error.to_string(), MAX_ERROR_MESSAGE_BYTES),
     }
 }
 

@@ -14,7 +14,8 @@ pub mod route53;
 pub mod secrets;
 
 pub use alb::{
-    AlbApi, ForwardAction, ForwardRead, GroupStickiness, SdkAlb, TargetGroupInfo, TargetGroupWeight,
+    AlbApi, ForwardAction, ForwardRead, GroupStickiness, ListenerActions, SdkAlb, TargetGroupInfo,
+    TargetGroupWeight,
 };
 pub use cloudwatch::{
     AlarmState, AlarmStateValue, CloudWatchApi, MetricQuery, MetricSeries, SdkCloudWatch,
@@ -22,6 +23,8 @@ pub use cloudwatch::{
 pub use config::{load_sdk_config, sdk_config_loader};
 pub use eks::{ClusterInfo, EksApi, SdkEks};
 pub use error::{AwsError, AwsErrorKind};
-pub use executions::{ExecutionStarter, ExecutionsApi, SdkExecutions, Started, StateExit};
+pub use executions::{
+    ExecutionHistory, ExecutionStarter, ExecutionsApi, SdkExecutions, Started, StateEvent,
+};
 pub use route53::{Route53Api, SdkRoute53, WeightedRecord};
 pub use secrets::{SdkSecrets, SecretsApi};

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::limits;
 use crate::plan::{Errors, TrafficTarget};
 
 /// Most metric queries of one check: GetMetricData takes 500 per call, and the built-in ALB
@@ -408,12 +409,70 @@ pub struct Decision {
     pub verdict: CheckVerdict,
     /// Roll back now.
     pub rollback: bool,
+    /// The check this verdict is for (`progress.check`): the state machine counts from it.
+    pub check: u32,
     pub consecutive_failures: u32,
     pub passes: u32,
-    /// Why, one line per signal, then the decision's own reason when it rolls back.
+    /// How many signals gave each verdict in this check.
+    pub counts: VerdictCounts,
+    /// Why, one line per signal, failing ones first, then inconclusive, then passing: at most
+    /// [`limits::MAX_VERDICT_REASONS`] and "… and N more" (every signal is in the function's
+    /// log); then the decision's own reason when it rolls back.
     pub reasons: Vec<String>,
-    /// The reasons in one line, for an execution's failure cause.
+    /// The reasons in one bounded line, for an execution's failure cause.
     pub summary: String,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VerdictCounts {
+    pub pass: u32,
+    pub fail: u32,
+    pub inconclusive: u32,
+    pub ignored: u32,
+}
+
+impl VerdictCounts {
+    fn of(outcomes: &[CheckOutcome]) -> Self {
+        let mut counts = VerdictCounts::default();
+        for outcome in outcomes {
+            *match outcome.verdict {
+                CheckVerdict::Pass => &mut counts.pass,
+                CheckVerdict::Fail => &mut counts.fail,
+                CheckVerdict::Inconclusive => &mut counts.inconclusive,
+                CheckVerdict::Ignored => &mut counts.ignored,
+            } += 1;
+        }
+        counts
+    }
+}
+
+/// The signals' reasons as a verdict carries them: failing first, bounded (see [`Decision::reasons`]).
+fn bounded_reasons(outcomes: &[CheckOutcome]) -> Vec<String> {
+    let rank = |v: CheckVerdict| match v {
+        CheckVerdict::Fail => 0,
+        CheckVerdict::Inconclusive => 1,
+        CheckVerdict::Pass => 2,
+        CheckVerdict::Ignored => 3,
+    };
+    let mut ordered: Vec<&CheckOutcome> = outcomes.iter().collect();
+    ordered.sort_by_key(|o| rank(o.verdict)); // stable: signals keep their order within a verdict
+    let mut reasons: Vec<String> = ordered
+        .iter()
+        .take(limits::MAX_VERDICT_REASONS)
+        .map(|o| limits::truncate(&o.reason, limits::MAX_LINE_BYTES))
+        .collect();
+    if ordered.len() > limits::MAX_VERDICT_REASONS {
+        reasons.push(format!(
+            "… and {} more signal(s) (every one is in the function's log)",
+            ordered.len() - limits::MAX_VERDICT_REASONS
+        ));
+    }
+    reasons
+}
+
+fn summary_of(reasons: &[String]) -> String {
+    limits::truncate(&reasons.join("; "), limits::MAX_SUMMARY_BYTES)
 }
 
 /// Judges one check from its signals' outcomes.
@@ -422,33 +481,31 @@ pub fn decide(
     outcomes: &[CheckOutcome],
     progress: BakeProgress,
 ) -> Decision {
-    let mut reasons: Vec<String> = outcomes.iter().map(|o| o.reason.clone()).collect();
+    let counts = VerdictCounts::of(outcomes);
+    let mut reasons = bounded_reasons(outcomes);
     let Some(analysis) = analysis else {
         reasons.push("no analysis configured: the step passes on time alone".to_owned());
         return Decision {
             verdict: CheckVerdict::Pass,
             rollback: false,
+            check: progress.check,
             consecutive_failures: 0,
             passes: progress.passes + 1,
-            summary: reasons.join("; "),
+            counts,
+            summary: summary_of(&reasons),
             reasons,
         };
     };
-    let counted = outcomes
-        .iter()
-        .map(|o| o.verdict)
-        .filter(|v| *v != CheckVerdict::Ignored);
-    let verdict = counted.fold(None, |acc, v| match (acc, v) {
-        (_, CheckVerdict::Fail) | (Some(CheckVerdict::Fail), _) => Some(CheckVerdict::Fail),
-        (_, CheckVerdict::Inconclusive) | (Some(CheckVerdict::Inconclusive), _) => {
-            Some(CheckVerdict::Inconclusive)
-        }
-        _ => Some(CheckVerdict::Pass),
-    });
-    let verdict = verdict.unwrap_or_else(|| {
+    let verdict = if counts.fail > 0 {
+        CheckVerdict::Fail
+    } else if counts.inconclusive > 0 {
+        CheckVerdict::Inconclusive
+    } else if counts.pass > 0 {
+        CheckVerdict::Pass
+    } else {
         reasons.push("no signal counted in this check".to_owned());
         CheckVerdict::Inconclusive
-    });
+    };
 
     let counts_as_failure = verdict == CheckVerdict::Fail
         || (verdict == CheckVerdict::Inconclusive
@@ -477,9 +534,11 @@ pub fn decide(
     Decision {
         verdict,
         rollback,
+        check: progress.check,
         consecutive_failures,
         passes,
-        summary: reasons.join("; "),
+        counts,
+        summary: summary_of(&reasons),
         reasons,
     }
 }

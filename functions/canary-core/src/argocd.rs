@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use crate::plan::Errors;
 
@@ -12,6 +13,8 @@ use crate::plan::Errors;
 pub const SECRET_TYPE_LABEL: &str = "argocd.argoproj.io/secret-type";
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 pub const MANAGED_BY_VALUE: &str = "cluster-canary";
+/// Longest wait for the apps to become ready (`argocd.appsTimeoutSeconds`): one day.
+pub const MAX_APPS_TIMEOUT_SECONDS: i64 = 86_400;
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -113,23 +116,46 @@ impl ArgoCdSection {
         }
         if let Some(t) = self
             .apps_timeout_seconds
-            .filter(|t| !(60..=86_400).contains(t))
+            .filter(|t| !(60..=MAX_APPS_TIMEOUT_SECONDS).contains(t))
         {
             errors.push(
                 "argocd.appsTimeoutSeconds",
-                format!("must be from 60 to 86400 seconds, got {t}"),
+                format!("must be from 60 to {MAX_APPS_TIMEOUT_SECONDS} seconds, got {t}"),
             );
         }
     }
 }
 
-/// The Secret's name for a cluster: `cluster-canary-` and the cluster name made a valid
-/// Kubernetes name (lower case, `_` as `-`).
-pub fn secret_name(cluster_name: &str) -> String {
-    format!(
-        "cluster-canary-{}",
-        cluster_name.to_ascii_lowercase().replace('_', "-")
-    )
+/// Annotation on the Secret holding the ARN of the cluster it registers: ownership and
+/// deregistration compare it, so same-named clusters in two regions or accounts never touch
+/// each other's Secret.
+pub const CLUSTER_ARN_ANNOTATION: &str = "cluster-canary/cluster-arn";
+
+/// The Secret's name for a cluster: `cluster-canary-`, the cluster name made DNS-1123 (lower
+/// case, `_` as `-`, no trailing `-`), then `-` and 10 hex digits of the SHA-256 of the
+/// cluster ARN. Valid for every EKS name (1–100 letters, digits, `-`, `_`, ending in any of
+/// them), at most 126 characters, and different for clusters of the same name in another
+/// region or account.
+pub fn secret_name(cluster_arn: &str, cluster_name: &str) -> String {
+    let readable = cluster_name.to_ascii_lowercase().replace('_', "-");
+    let digest = Sha256::digest(cluster_arn.as_bytes());
+    let hex: String = digest.iter().take(5).map(|b| format!("{b:02x}")).collect();
+    format!("cluster-canary-{}-{hex}", readable.trim_end_matches('-'))
+}
+
+/// A Kubernetes object name that is a DNS-1123 subdomain, as the API server requires of a
+/// Secret's name: at most 253 characters, dot-separated parts of lower-case letters, digits
+/// and `-`, each starting and ending with a letter or digit.
+pub fn is_dns_subdomain(s: &str) -> bool {
+    s.len() <= 253
+        && s.split('.').all(|part| {
+            !part.is_empty()
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !part.starts_with('-')
+                && !part.ends_with('-')
+        })
 }
 
 fn is_dns_label(s: &str) -> bool {
@@ -168,9 +194,43 @@ fn is_label_value(value: &str) -> bool {
 mod tests {
     use super::*;
 
+    const GREEN_US: &str = "arn:aws:eks:us-east-1:123456789012:cluster/Web_Green-";
+    const GREEN_EU: &str = "arn:aws:eks:eu-west-1:123456789012:cluster/Web_Green-";
+
     #[test]
-    fn secret_names_are_kubernetes_names() {
-        assert_eq!(secret_name("Web_Green-2"), "cluster-canary-web-green-2");
+    fn secret_names_are_kubernetes_names_unique_per_arn() {
+        let us = secret_name(GREEN_US, "Web_Green-");
+        assert!(us.starts_with("cluster-canary-web-green-"), "{us}");
+        assert_eq!(us.len(), "cluster-canary-web-green-".len() + 10);
+        assert!(is_dns_subdomain(&us), "{us}");
+        assert_ne!(us, secret_name(GREEN_EU, "Web_Green-"));
+        assert_eq!(us, secret_name(GREEN_US, "Web_Green-"), "stable");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn every_eks_name_maps_to_a_valid_secret_name(
+            name in "[A-Za-z0-9][A-Za-z0-9_-]{0,99}",
+            region in "(us-east-1|eu-west-1|ap-northeast-1)",
+            account in "[0-9]{12}",
+        ) {
+            let arn = format!("arn:aws:eks:{region}:{account}:cluster/{name}");
+            let secret = secret_name(&arn, &name);
+            proptest::prop_assert!(is_dns_subdomain(&secret), "{}", secret);
+            proptest::prop_assert!(secret.len() <= 126);
+            let elsewhere = format!("arn:aws:eks:{region}:{account}:cluster/{name}x");
+            proptest::prop_assert_ne!(secret, secret_name(&elsewhere, &name));
+        }
+    }
+
+    #[test]
+    fn dns_subdomain_syntax() {
+        for ok in ["a", "cluster-canary-web-1a2b", "a.b-c", &"a".repeat(253)] {
+            assert!(is_dns_subdomain(ok), "{ok}");
+        }
+        for bad in ["", "A", "a_b", "a-", "-a", "a..b", &"a".repeat(254)] {
+            assert!(!is_dns_subdomain(bad), "{bad}");
+        }
     }
 
     #[test]

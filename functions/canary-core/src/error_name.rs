@@ -51,6 +51,10 @@ pub enum ErrorName {
     KubeTransient,
     /// The Kubernetes API refused the request for another reason.
     KubeRequestFailed,
+    /// The TLS connection to the Kubernetes API failed: its certificate is not signed by the
+    /// configured CA, does not cover the server's name, or the CA data is not a certificate.
+    /// Retrying cannot fix the connection settings.
+    KubeTlsFailed,
     /// The EventBridge event is not a usable EKS CloudTrail event.
     InvalidEvent,
     /// The cluster's profile tag names a profile that is not configured.
@@ -63,7 +67,7 @@ pub trait NamedError: std::error::Error {
 }
 
 impl ErrorName {
-    pub const ALL: [ErrorName; 23] = [
+    pub const ALL: [ErrorName; 24] = [
         ErrorName::InvalidInput,
         ErrorName::InvalidPlan,
         ErrorName::TargetNotFound,
@@ -85,6 +89,7 @@ impl ErrorName {
         ErrorName::KubeConflict,
         ErrorName::KubeTransient,
         ErrorName::KubeRequestFailed,
+        ErrorName::KubeTlsFailed,
         ErrorName::InvalidEvent,
         ErrorName::ProfileNotFound,
     ];
@@ -112,6 +117,7 @@ impl ErrorName {
             ErrorName::KubeConflict => "KubeConflict",
             ErrorName::KubeTransient => "KubeTransient",
             ErrorName::KubeRequestFailed => "KubeRequestFailed",
+            ErrorName::KubeTlsFailed => "KubeTlsFailed",
             ErrorName::InvalidEvent => "InvalidEvent",
             ErrorName::ProfileNotFound => "ProfileNotFound",
         }

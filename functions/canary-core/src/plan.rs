@@ -13,6 +13,8 @@ use serde_json::Value;
 use crate::analysis::AnalysisSection;
 use crate::argocd::ArgoCdSection;
 use crate::arn::{self, parse_elb_arn, ElbResource};
+use crate::gates::TargetHealthGate;
+use crate::limits;
 
 /// Most steps a plan may have. Each step is one weight change plus a bake of checks in the
 /// state machine; the cap keeps a rollout well inside Step Functions' 25,000 history events.
@@ -25,6 +27,10 @@ pub const MAX_TARGETS: usize = 10;
 pub const MAX_TOTAL_CHECKS: u64 = 2000;
 /// Longest bake of one step: one day.
 pub const MAX_BAKE_SECONDS: i64 = 86_400;
+/// The state machine polls the new cluster's status this often, at most this many times
+/// (EKS takes 10–15 minutes to create a cluster): `WaitForCluster` and `ClusterActive?`.
+pub const CLUSTER_POLL_SECONDS: u64 = 30;
+pub const MAX_CLUSTER_POLLS: u64 = 40;
 
 /// A rollout of traffic from the clusters that serve it now to a new cluster.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -49,6 +55,10 @@ pub struct RolloutPlan {
     /// Registration of the new cluster in Argo CD.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argocd: Option<ArgoCdSection>,
+    /// Wait, before any traffic moves, until the load balancer sees the new cluster's
+    /// targets as healthy. Without it, traffic moves once the Argo CD apps are ready.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_health: Option<TargetHealthGate>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -189,15 +199,17 @@ impl fmt::Display for PlanError {
 pub struct PlanErrors(pub Vec<PlanError>);
 
 impl fmt::Display for PlanErrors {
+    /// Every problem up to [`limits::MAX_LISTED_ERRORS`], each cut to a line, then
+    /// "… and N more": the message ends up in the execution's cause, which is bounded.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid rollout plan: ")?;
-        for (i, e) in self.0.iter().enumerate() {
-            if i > 0 {
-                write!(f, "; ")?;
-            }
-            write!(f, "{e}")?;
-        }
-        Ok(())
+        let lines: Vec<String> = self.0.iter().map(PlanError::to_string).collect();
+        let listed = limits::join_bounded(
+            &lines,
+            "; ",
+            limits::MAX_LISTED_ERRORS,
+            limits::MAX_ERROR_MESSAGE_BYTES - 100,
+        );
+        write!(f, "invalid rollout plan: {listed}")
     }
 }
 
@@ -215,6 +227,19 @@ impl RolloutPlan {
     pub fn parse(value: Value) -> Result<ValidPlan, PlanErrors> {
         // serde would also read a struct from a JSON array (fields by position), which makes
         // for baffling messages; a plan is an object.
+        // The plan is kept in the execution's state for the whole rollout: its size is
+        // capped first, before anything else is said about it (see `limits`).
+        let size = serde_json::to_vec(&value).map_or(usize::MAX, |bytes| bytes.len());
+        if size > limits::MAX_PLAN_BYTES {
+            return Err(PlanErrors(vec![PlanError {
+                path: "plan".to_owned(),
+                message: format!(
+                    "is {size} bytes as compact JSON, more than the limit of {} bytes \
+                     (the plan travels in the Step Functions execution state, capped at 256 KiB)",
+                    limits::MAX_PLAN_BYTES
+                ),
+            }]));
+        }
         if !value.is_object() {
             return Err(PlanErrors(vec![PlanError {
                 path: "plan".to_owned(),
@@ -324,6 +349,9 @@ impl RolloutPlan {
         }
         if let Some(argocd) = &self.argocd {
             argocd.validate(errors);
+        }
+        if let Some(gate) = &self.target_health {
+            gate.validate(errors);
         }
         if let Some(last) = self.steps.last().filter(|s| s.weight != 100) {
             errors.push(
@@ -446,6 +474,15 @@ impl Route53Target {
 pub(crate) struct Errors(Vec<PlanError>);
 
 impl Errors {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn paths(&self) -> Vec<&str> {
+        self.0.iter().map(|e| e.path.as_str()).collect()
+    }
+
     pub(crate) fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
         self.0.push(PlanError {
             path: path.into(),

@@ -71,17 +71,32 @@ pub fn plan_from_profile(
         serde_json::json!({"name": cluster, "region": region}),
     );
 
+    // Every field neither the profile nor a tag supplies, all at once, each with the tag that
+    // would (a plain parse would stop at the first missing field).
+    let mut missing = Vec::new();
     if let Some(targets) = plan.get_mut("trafficTargets").and_then(Value::as_array_mut) {
-        for target in targets.iter_mut() {
+        for (i, target) in targets.iter_mut().enumerate() {
             for (tag, kind, field) in TARGET_TAGS {
-                if let (Some(value), Some(fields)) = (
-                    tags.get(tag),
-                    target.get_mut(kind).and_then(Value::as_object_mut),
-                ) {
-                    fields.insert(field.to_owned(), Value::String(value.clone()));
+                let Some(fields) = target.get_mut(kind).and_then(Value::as_object_mut) else {
+                    continue;
+                };
+                match tags.get(tag) {
+                    Some(value) => {
+                        fields.insert(field.to_owned(), Value::String(value.clone()));
+                    }
+                    None if !fields.contains_key(field) => missing.push(PlanError {
+                        path: format!("trafficTargets[{i}].{kind}.{field}"),
+                        message: format!(
+                            "missing: set it in the profile, or tag the cluster with `{tag}`"
+                        ),
+                    }),
+                    None => {}
                 }
             }
         }
+    }
+    if !missing.is_empty() {
+        return Err(PlanErrors(missing));
     }
 
     let labels: Map<String, Value> = tags
@@ -185,10 +200,12 @@ mod tests {
             &tags(&[(PROFILE_TAG, "web")]),
         )
         .unwrap_err();
-        let text = errors.to_string();
-        assert!(
-            text.contains("trafficTargets[0].alb: missing field `canaryTargetGroupArn`"),
-            "{text}"
+        assert_eq!(
+            errors.to_string(),
+            "invalid rollout plan: trafficTargets[0].alb.canaryTargetGroupArn: missing: set it in the profile, \
+             or tag the cluster with `cluster-canary/canary-target-group`; \
+             trafficTargets[1].route53.canarySetIdentifier: missing: set it in the profile, \
+             or tag the cluster with `cluster-canary/canary-set-identifier`"
         );
     }
 

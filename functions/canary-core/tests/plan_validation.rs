@@ -585,3 +585,65 @@ fn record_names_normalise_like_route53_lists_them() {
         other => panic!("unexpected target {other:?}"),
     }
 }
+
+#[test]
+fn a_plan_over_the_size_limit_is_refused_before_anything_else() {
+    use canary_core::limits::MAX_PLAN_BYTES;
+    let mut plan = base_plan();
+    // Padding in a field that is also invalid, and bad steps: the size is reported, alone.
+    plan["steps"] = json!([{"weight": 50}, {"weight": 10}]);
+    plan["argocd"] = json!({"labels": {"padding": ""}});
+    let size_now = serde_json::to_vec(&plan).unwrap().len();
+    plan["argocd"]["labels"]["padding"] = json!("x".repeat(MAX_PLAN_BYTES - size_now + 1));
+    let size = serde_json::to_vec(&plan).unwrap().len();
+    assert_eq!(size, MAX_PLAN_BYTES + 1);
+    let err = RolloutPlan::parse(plan).expect_err("too large");
+    assert_eq!(err.0.len(), 1, "{err}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "invalid rollout plan: plan: is {size} bytes as compact JSON, more than the limit of {MAX_PLAN_BYTES} bytes \
+             (the plan travels in the Step Functions execution state, capped at 256 KiB)"
+        )
+    );
+}
+
+#[test]
+fn a_plan_at_the_size_limit_is_parsed() {
+    use canary_core::limits::MAX_PLAN_BYTES;
+    let mut plan = base_plan();
+    plan["argocd"] = json!({"labels": {}});
+    let size = |plan: &Value| serde_json::to_vec(plan).unwrap().len();
+    // Valid labels (63-character values at most) until the plan is exactly at the cap.
+    let mut i = 0;
+    while size(&plan) < MAX_PLAN_BYTES {
+        let key = format!("pad-{i:05}");
+        plan["argocd"]["labels"][&key] = json!("");
+        let room = MAX_PLAN_BYTES.saturating_sub(size(&plan));
+        plan["argocd"]["labels"][&key] = json!("v".repeat(room.min(63)));
+        i += 1;
+    }
+    assert_eq!(size(&plan), MAX_PLAN_BYTES);
+    RolloutPlan::parse(plan.clone()).expect("a valid plan at the cap");
+    plan["argocd"]["labels"]["one-more"] = json!("");
+    let err = RolloutPlan::parse(plan).expect_err("one label over the cap");
+    assert_eq!(err.0[0].path, "plan", "{err}");
+}
+
+#[test]
+fn an_invalid_plan_message_lists_ten_problems_and_counts_the_rest() {
+    let mut plan = base_plan();
+    plan["steps"] = json!((0..15).map(|_| json!({"weight": 0})).collect::<Vec<_>>());
+    let err = RolloutPlan::parse(plan).expect_err("many problems");
+    assert!(err.0.len() > 12, "{}", err.0.len());
+    let text = err.to_string();
+    assert!(
+        text.contains("steps[0].weight: must be a percentage from 1 to 100, got 0"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(&format!("; … and {} more", err.0.len() - 10)),
+        "{text}"
+    );
+    assert!(text.len() <= canary_core::limits::MAX_ERROR_MESSAGE_BYTES);
+}

@@ -324,3 +324,41 @@ fn canary_latency_absolute_and_relative() {
         "web: canary p99 latency 0.450 s > stable 0.250 s x 1.5"
     );
 }
+
+#[test]
+fn a_verdict_over_hundreds_of_signals_stays_bounded_and_puts_failures_first() {
+    use canary_core::limits::{MAX_LINE_BYTES, MAX_SUMMARY_BYTES, MAX_VERDICT_REASONS};
+    // 400 alarms, every one with CloudWatch's long reason text, one of them in ALARM.
+    let long = "Threshold Crossed: 5 out of the last 5 datapoints were less than the threshold. "
+        .repeat(20);
+    let mut outcomes: Vec<CheckOutcome> = (0..400)
+        .map(|i| CheckOutcome::new(Pass, format!("alarm slo-{i} is OK: {long}")))
+        .collect();
+    outcomes[321] = CheckOutcome::new(Fail, format!("alarm slo-321 is ALARM: {long}"));
+    let d = decide(
+        Some(&AnalysisSection::default()),
+        &outcomes,
+        progress(0, 0, false),
+    );
+    assert_eq!((d.verdict, d.rollback), (Fail, true));
+    assert_eq!((d.counts.fail, d.counts.pass), (1, 399));
+    assert!(
+        d.reasons[0].starts_with("alarm slo-321 is ALARM"),
+        "{:?}",
+        d.reasons[0]
+    );
+    assert!(d.reasons.iter().all(|r| r.len() <= MAX_LINE_BYTES));
+    assert_eq!(
+        d.reasons.len(),
+        MAX_VERDICT_REASONS + 2,
+        "the listed, the count of the rest, the decision"
+    );
+    assert!(d.reasons[MAX_VERDICT_REASONS].starts_with("… and 395 more signal(s)"));
+    assert!(d.summary.len() <= MAX_SUMMARY_BYTES);
+    let serialized = serde_json::to_string(&d).unwrap();
+    assert!(
+        serialized.len() < 2 * MAX_SUMMARY_BYTES + 512,
+        "{}",
+        serialized.len()
+    );
+}

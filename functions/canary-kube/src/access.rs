@@ -15,7 +15,7 @@ use canary_aws::{EksApi, SdkEks, SdkSecrets, SecretsApi};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde::Deserialize;
 
-use crate::error::{KubeError, KubeErrorKind};
+use crate::error::{tls_failure, with_causes, KubeError, KubeErrorKind};
 use crate::token::eks_token;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,9 +40,10 @@ impl ManagementAccess {
             Some("secret") => Ok(ManagementAccess::Secret {
                 secret_id: required("MANAGEMENT_SECRET_ID")?,
             }),
-            other => Err(format!(
-                "MANAGEMENT_ACCESS must be `eks` or `secret`, got {other:?}"
+            Some(other) => Err(format!(
+                "MANAGEMENT_ACCESS must be `eks` or `secret`, got `{other}`"
             )),
+            None => Err("MANAGEMENT_ACCESS is not set; it must be `eks` or `secret`".to_owned()),
         }
     }
 }
@@ -174,8 +175,18 @@ pub async fn client(server: &str, ca_data: &str, token: String) -> Result<kube::
             .map_err(|e| rejected(format!("bad connection settings for {server}: {e}")))?;
     config.connect_timeout = Some(Duration::from_secs(10));
     config.read_timeout = Some(Duration::from_secs(20));
-    kube::Client::try_from(config)
-        .map_err(|e| rejected(format!("cannot build a client for {server}: {e}")))
+    kube::Client::try_from(config).map_err(|e| {
+        let kind = match tls_failure(&e) {
+            // The CA data decoded, but is not a certificate rustls can trust.
+            Some(_) => KubeErrorKind::Tls,
+            None => KubeErrorKind::Rejected,
+        };
+        KubeError::new(
+            kind,
+            CONNECT,
+            format!("cannot build a client for {server}: {}", with_causes(&e)),
+        )
+    })
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ pub const FIELD_MANAGER: &str = "cluster-canary";
 pub struct ClusterSecret {
     pub name: String,
     pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
     pub data: BTreeMap<String, String>,
 }
 
@@ -81,6 +82,7 @@ fn decoded(secret: Secret) -> ClusterSecret {
     ClusterSecret {
         name: secret.metadata.name.unwrap_or_default(),
         labels: secret.metadata.labels.unwrap_or_default(),
+        annotations: secret.metadata.annotations.unwrap_or_default(),
         data: secret
             .data
             .unwrap_or_default()
@@ -126,7 +128,10 @@ impl ArgoCdApi for KubeArgoCd {
         let body = json!({
             "apiVersion": "v1",
             "kind": "Secret",
-            "metadata": {"name": secret.name, "namespace": self.namespace, "labels": secret.labels},
+            "metadata": {
+                "name": secret.name, "namespace": self.namespace,
+                "labels": secret.labels, "annotations": secret.annotations,
+            },
             "type": "Opaque",
             "data": data,
         });

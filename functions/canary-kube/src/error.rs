@@ -15,6 +15,9 @@ pub enum KubeErrorKind {
     Transient,
     /// Anything else the API refused, and a connection we could not set up.
     Rejected,
+    /// The TLS handshake failed (unknown CA, a name the certificate does not cover), or the
+    /// CA data is not a certificate: the connection settings are wrong, retrying cannot help.
+    Tls,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -55,10 +58,12 @@ impl KubeError {
                     format!("{} ({} {})", status.message, status.code, status.reason),
                 )
             }
+            _ if tls_failure(&error).is_some() => (KubeErrorKind::Tls, with_causes(&error)),
+            // Refused, reset, timed out: the cause chain says which.
             kube::Error::HyperError(_) | kube::Error::Service(_) => {
-                (KubeErrorKind::Transient, error.to_string())
+                (KubeErrorKind::Transient, with_causes(&error))
             }
-            _ => (KubeErrorKind::Rejected, error.to_string()),
+            _ => (KubeErrorKind::Rejected, with_causes(&error)),
         };
         KubeError {
             kind,
@@ -74,8 +79,55 @@ impl KubeError {
             KubeErrorKind::Conflict => ErrorName::KubeConflict,
             KubeErrorKind::Transient => ErrorName::KubeTransient,
             KubeErrorKind::Rejected => ErrorName::KubeRequestFailed,
+            KubeErrorKind::Tls => ErrorName::KubeTlsFailed,
         }
     }
+}
+
+/// The rustls error anywhere in `error`'s source chain. hyper-rustls hands it over wrapped in
+/// an `io::Error` (itself wrapped in another), and `io::Error::source()` skips the error it
+/// wraps, so the walk steps into each wrapped error instead.
+pub fn tls_failure<'e>(error: &'e (dyn std::error::Error + 'static)) -> Option<&'e rustls::Error> {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if let Some(tls) = e.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        next = match e
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
+        {
+            Some(wrapped) => Some(wrapped),
+            None => e.source(),
+        };
+    }
+    None
+}
+
+/// The error and each distinct cause under it, `: `-joined. hyper's own text is only
+/// "client error (Connect)"; the cause ("Connection refused", "invalid peer certificate:
+/// UnknownIssuer") is what a person can act on.
+pub fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut next = error.source();
+    let mut seen_tls = false;
+    while let Some(e) = next {
+        let line = e.to_string();
+        if !text.contains(&line) {
+            text.push_str(": ");
+            text.push_str(&line);
+        }
+        if let (false, Some(tls)) = (seen_tls, tls_failure(e)) {
+            seen_tls = true;
+            let tls = tls.to_string();
+            if !text.contains(&tls) {
+                text.push_str(": ");
+                text.push_str(&tls);
+            }
+        }
+        next = e.source();
+    }
+    text
 }
 
 #[cfg(test)]
@@ -109,5 +161,17 @@ mod tests {
             );
         }
         assert!(ErrorName::KubeTransient.is_retryable());
+    }
+
+    #[test]
+    fn a_tls_error_is_found_inside_nested_io_errors() {
+        use std::io;
+        let tls = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        let wrapped = io::Error::other(io::Error::new(io::ErrorKind::InvalidData, tls.clone()));
+        assert_eq!(tls_failure(&wrapped), Some(&tls));
+        assert_eq!(
+            tls_failure(&io::Error::from(io::ErrorKind::ConnectionRefused)),
+            None
+        );
     }
 }

@@ -5,8 +5,10 @@ use std::collections::BTreeMap;
 
 use canary_aws::ClusterInfo;
 use canary_core::argocd::{
-    secret_name, ArgoCdSection, MANAGED_BY_LABEL, MANAGED_BY_VALUE, SECRET_TYPE_LABEL,
+    secret_name, ArgoCdSection, CLUSTER_ARN_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE,
+    SECRET_TYPE_LABEL,
 };
+use canary_core::limits::{join_bounded, MAX_REASON_BYTES};
 use canary_core::{ErrorName, NamedError};
 use serde::Serialize;
 use serde_json::json;
@@ -81,14 +83,22 @@ pub fn desired_secret(
         data.insert("clusterResources".to_owned(), cluster_resources.to_string());
     }
     ClusterSecret {
-        name: secret_name(&cluster.name),
+        name: secret_name(&cluster.arn, &cluster.name),
         labels,
+        annotations: BTreeMap::from([(CLUSTER_ARN_ANNOTATION.to_owned(), cluster.arn.clone())]),
         data,
     }
 }
 
 fn ours(secret: &ClusterSecret) -> bool {
     secret.labels.get(MANAGED_BY_LABEL).map(String::as_str) == Some(MANAGED_BY_VALUE)
+}
+
+fn cluster_arn(secret: &ClusterSecret) -> Option<&str> {
+    secret
+        .annotations
+        .get(CLUSTER_ARN_ANNOTATION)
+        .map(String::as_str)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -99,6 +109,18 @@ pub enum Outcome {
     Unchanged,
     Deleted,
     Absent,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Created => "created",
+            Outcome::Updated => "updated",
+            Outcome::Unchanged => "unchanged",
+            Outcome::Deleted => "deleted",
+            Outcome::Absent => "absent",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -119,13 +141,10 @@ pub async fn register(
     if let Some(existing) = &existing {
         let why = if !ours(existing) {
             Some(format!("exists and was not created by cluster-canary (no {MANAGED_BY_LABEL}={MANAGED_BY_VALUE} label)"))
-        } else if existing.data.get("name") != desired.data.get("name") {
+        } else if cluster_arn(existing) != cluster_arn(desired) {
             Some(format!(
                 "belongs to cluster {}",
-                existing
-                    .data
-                    .get("name")
-                    .map_or("(unnamed)", String::as_str)
+                cluster_arn(existing).unwrap_or("(no cluster ARN annotation)")
             ))
         } else {
             None
@@ -152,13 +171,14 @@ pub async fn register(
     }
     let outcome = match &existing {
         None => Outcome::Created,
+        // The ARN annotation is equal already (ownership above); other annotations are not ours.
         Some(e) if e.labels == desired.labels && e.data == desired.data => Outcome::Unchanged,
         Some(_) => Outcome::Updated,
     };
     if outcome != Outcome::Unchanged {
         api.apply_secret(desired).await?;
     }
-    info!(secret = %desired.name, %namespace, %server, ?outcome, "cluster registered in Argo CD");
+    info!(secret = %desired.name, %namespace, %server, outcome = outcome.as_str(), "cluster registered in Argo CD");
     Ok(Registration {
         namespace: namespace.to_owned(),
         secret_name: desired.name.clone(),
@@ -167,23 +187,26 @@ pub async fn register(
     })
 }
 
-/// Deletes the cluster's Secret if cluster-canary created it. Already gone is success.
+/// Deletes the cluster's Secret if cluster-canary created it for this cluster (same ARN).
+/// Already gone is success.
 pub async fn deregister(
     api: &dyn ArgoCdApi,
     namespace: &str,
+    cluster_arn_to_remove: &str,
     cluster_name: &str,
 ) -> Result<Registration, RegistrationError> {
-    let name = secret_name(cluster_name);
+    let name = secret_name(cluster_arn_to_remove, cluster_name);
     let outcome = match api.get_secret(&name).await? {
         None => Outcome::Absent,
         Some(existing)
-            if !ours(&existing)
-                || existing.data.get("name").map(String::as_str) != Some(cluster_name) =>
+            if !ours(&existing) || cluster_arn(&existing) != Some(cluster_arn_to_remove) =>
         {
             return Err(RegistrationError::SecretNotOwned {
                 namespace: namespace.to_owned(),
                 name,
-                why: "was not created by cluster-canary for this cluster".to_owned(),
+                why: format!(
+                    "was not created by cluster-canary for cluster {cluster_arn_to_remove}"
+                ),
             })
         }
         Some(_) => {
@@ -194,7 +217,7 @@ pub async fn deregister(
             }
         }
     };
-    info!(secret = %name, %namespace, ?outcome, "cluster deregistered from Argo CD");
+    info!(secret = %name, %namespace, outcome = outcome.as_str(), "cluster deregistered from Argo CD");
     Ok(Registration {
         namespace: namespace.to_owned(),
         secret_name: name,
@@ -217,9 +240,16 @@ pub struct AppsStatus {
     /// At least `min_apps` Applications target the cluster and all are Synced and Healthy.
     pub ready: bool,
     pub min_apps: usize,
+    /// How many Applications target the cluster.
+    pub app_count: usize,
+    /// The first [`MAX_LISTED_APPS`] of them, those not ready first (all are in the log).
     pub apps: Vec<AppReport>,
+    /// One bounded line for people and the execution's cause.
     pub reason: String,
 }
+
+/// Most Applications an apps status lists: it goes into the execution's state.
+pub const MAX_LISTED_APPS: usize = 20;
 
 /// The Applications whose destination is the cluster (by `server` or by registered `name`),
 /// the way `argocd app list --cluster` matches them.
@@ -230,7 +260,7 @@ pub async fn apps_status(
     min_apps: usize,
 ) -> Result<AppsStatus, RegistrationError> {
     let server = server.trim_end_matches('/');
-    let apps: Vec<AppReport> = api
+    let mut apps: Vec<AppReport> = api
         .applications()
         .await?
         .into_iter()
@@ -247,30 +277,34 @@ pub async fn apps_status(
             health: app.health.unwrap_or_else(|| "Unknown".to_owned()),
         })
         .collect();
+    let is_ready = |a: &AppReport| a.sync == "Synced" && a.health == "Healthy";
+    apps.sort_by_key(is_ready); // stable: not ready first, otherwise in the API's order
     let not_ready: Vec<String> = apps
         .iter()
-        .filter(|a| a.sync != "Synced" || a.health != "Healthy")
+        .filter(|a| !is_ready(a))
         .map(|a| format!("{} is {}/{}", a.name, a.sync, a.health))
         .collect();
-    let (ready, reason) = if apps.len() < min_apps {
+    let app_count = apps.len();
+    let (ready, reason) = if app_count < min_apps {
         (
             false,
-            format!(
-                "{} of at least {min_apps} Applications target the cluster",
-                apps.len()
-            ),
+            format!("{app_count} of at least {min_apps} Applications target the cluster"),
         )
     } else if !not_ready.is_empty() {
-        (false, format!("not ready: {}", not_ready.join(", ")))
+        let listed = join_bounded(&not_ready, ", ", MAX_LISTED_APPS, MAX_REASON_BYTES - 20);
+        (false, format!("not ready: {listed}"))
     } else {
         (
             true,
-            format!("all {} Applications are Synced and Healthy", apps.len()),
+            format!("all {app_count} Applications are Synced and Healthy"),
         )
     };
+    info!(app_count, ready, not_ready = %not_ready.join(", "), "apps status");
+    apps.truncate(MAX_LISTED_APPS);
     Ok(AppsStatus {
         ready,
         min_apps,
+        app_count,
         apps,
         reason,
     })

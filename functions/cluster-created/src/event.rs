@@ -18,6 +18,9 @@ pub struct EksEvent {
     pub call: EksCall,
     pub cluster: String,
     pub region: String,
+    /// The cluster's ARN: the response's, else built from the account the call was made in.
+    /// A cluster is its account, region and name; the name alone is not an identity.
+    pub cluster_arn: String,
     /// CloudTrail's id of the API call: the same for every delivery of the same event.
     pub event_id: String,
     /// Set when the API call failed (`detail.errorCode`, `detail.errorMessage`).
@@ -68,11 +71,12 @@ pub fn parse(event: &Value) -> Result<EksEvent, String> {
     let call = match text(detail, "/eventName") {
         Some("CreateCluster") => EksCall::CreateCluster,
         Some("DeleteCluster") => EksCall::DeleteCluster,
-        other => {
+        Some(other) => {
             return Err(format!(
-                "detail.eventName is {other:?}; only CreateCluster and DeleteCluster are handled"
+                "detail.eventName is `{other}`; only CreateCluster and DeleteCluster are handled"
             ))
         }
+        None => return Err("the event has no detail.eventName".to_owned()),
     };
     let cluster = text(detail, "/requestParameters/name")
         .or_else(|| text(detail, "/responseElements/cluster/name"))
@@ -82,6 +86,15 @@ pub fn parse(event: &Value) -> Result<EksEvent, String> {
         .or_else(|| text(event, "/region"))
         .ok_or("the event names no region (detail.awsRegion)")?
         .to_owned();
+    let cluster_arn = match text(detail, "/responseElements/cluster/arn") {
+        Some(arn) => arn.to_owned(),
+        None => {
+            let account = text(detail, "/recipientAccountId")
+                .or_else(|| text(event, "/account"))
+                .ok_or("the event names no account (detail.recipientAccountId)")?;
+            format!("arn:aws:eks:{region}:{account}:cluster/{cluster}")
+        }
+    };
     let event_id = text(detail, "/eventID")
         .or_else(|| text(event, "/id"))
         .ok_or("the event has no id (detail.eventID)")?
@@ -100,6 +113,7 @@ pub fn parse(event: &Value) -> Result<EksEvent, String> {
         call,
         cluster,
         region,
+        cluster_arn,
         event_id,
         error,
         tags,

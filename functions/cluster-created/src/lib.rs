@@ -222,15 +222,22 @@ async fn on_delete(
     }
     let client = connect(deps.access, &deps.aws).await?;
     let api = KubeArgoCd::new(client, &config.argocd_namespace);
-    let registration = deregister(&api, &config.argocd_namespace, &event.cluster).await?;
+    let registration = deregister(
+        &api,
+        &config.argocd_namespace,
+        &event.cluster_arn,
+        &event.cluster,
+    )
+    .await?;
     Ok(IntakeResult {
         action: Action::Deregistered,
         cluster: event.cluster.clone(),
         reason: format!(
-            "Argo CD Secret {}/{}: {:?}",
-            registration.namespace, registration.secret_name, registration.outcome
-        )
-        .to_lowercase(),
+            "Argo CD Secret {}/{}: {}",
+            registration.namespace,
+            registration.secret_name,
+            registration.outcome.as_str()
+        ),
         execution_arn: None,
     })
 }

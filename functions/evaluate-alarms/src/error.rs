@@ -9,6 +9,8 @@ pub enum AnalysisError {
     InvalidPlan(#[from] PlanErrors),
     #[error("{path}: {message}")]
     AlarmNotFound { path: String, message: String },
+    #[error("{path}: {message}")]
+    TooManyAlarms { path: String, message: String },
     #[error("{path}: CloudWatch rejected the metric queries: {source}")]
     QueriesRejected { path: String, source: AwsError },
     /// A CloudWatch failure. Never a pass: the state machine retries transient ones and rolls
@@ -21,9 +23,9 @@ impl NamedError for AnalysisError {
     fn name(&self) -> ErrorName {
         match self {
             AnalysisError::InvalidInput(_) => ErrorName::InvalidInput,
-            AnalysisError::InvalidPlan(_) | AnalysisError::QueriesRejected { .. } => {
-                ErrorName::InvalidPlan
-            }
+            AnalysisError::InvalidPlan(_)
+            | AnalysisError::QueriesRejected { .. }
+            | AnalysisError::TooManyAlarms { .. } => ErrorName::InvalidPlan,
             AnalysisError::AlarmNotFound { .. } => ErrorName::AlarmNotFound,
             AnalysisError::Aws(e) => e.error_name(),
         }

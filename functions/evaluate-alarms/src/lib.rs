@@ -10,12 +10,15 @@ pub mod queries;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use canary_aws::logging::emit_metrics;
 use canary_aws::{AlarmState, AlarmStateValue, CloudWatchApi};
 use canary_core::analysis::{
     decide, judge_alb, judge_threshold, reduce, AlarmChecks, AnalysisSection, BakeProgress,
     CheckOutcome, CheckVerdict, InsufficientDataPolicy,
 };
 use canary_core::input::parse_input;
+use canary_core::limits::MAX_ALARMS;
+use canary_core::metrics::{cluster_dimension, Point};
 use canary_core::RolloutPlan;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -42,7 +45,8 @@ pub enum Request {
 #[derive(Debug, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ValidateOutput {
-    /// The alarms the rollout watches (names and prefix matches).
+    /// The alarms the rollout watches (names and prefix matches), at most
+    /// [`MAX_ALARMS`]. The state machine keeps only their number.
     pub alarms: Vec<String>,
     /// Metric queries each check makes.
     pub metric_queries: usize,
@@ -92,6 +96,16 @@ pub async fn validate(
             watched.extend(matched.into_iter().map(|a| a.name));
         }
     }
+    if watched.len() > MAX_ALARMS {
+        return Err(AnalysisError::TooManyAlarms {
+            path: "analysis.alarms".to_owned(),
+            message: format!(
+                "the names and prefixes match {} alarms, more than the limit of {MAX_ALARMS}; \
+                 use narrower prefixes or a composite alarm",
+                watched.len()
+            ),
+        });
+    }
     let planned = plan_queries(analysis, &alb_pairs(&plan.traffic_targets));
     let queries: Vec<_> = planned.iter().map(|p| p.query.clone()).collect();
     let now = SystemTime::now();
@@ -119,20 +133,43 @@ pub async fn evaluate(
     now: SystemTime,
 ) -> Result<canary_core::analysis::Decision, AnalysisError> {
     let plan = RolloutPlan::parse(plan)?.plan;
+    let cluster = cluster_dimension(&plan.cluster.region, &plan.cluster.name);
     let Some(analysis) = &plan.analysis else {
+        emit_metrics(Point::check_result(&cluster, true, false));
         return Ok(decide(None, &[], progress));
     };
     let mut outcomes = Vec::new();
     if let Some(alarms) = &analysis.alarms {
         outcomes.extend(alarm_outcomes(cloudwatch, alarms).await?);
     }
-    outcomes.extend(metric_outcomes(cloudwatch, analysis, &plan.traffic_targets, now).await?);
+    let mut points = Vec::new();
+    outcomes.extend(
+        metric_outcomes(
+            cloudwatch,
+            analysis,
+            &plan.traffic_targets,
+            now,
+            &cluster,
+            &mut points,
+        )
+        .await?,
+    );
     let decision = decide(Some(analysis), &outcomes, progress);
+    points.extend(Point::check_result(
+        &cluster,
+        decision.verdict == CheckVerdict::Pass,
+        decision.verdict == CheckVerdict::Fail,
+    ));
+    emit_metrics(points);
+    // The verdict carries a bounded summary; every signal's reason goes to the log.
+    for outcome in &outcomes {
+        info!(verdict = ?outcome.verdict, reason = %outcome.reason, "signal");
+    }
     info!(
         verdict = ?decision.verdict,
         rollback = decision.rollback,
         consecutive_failures = decision.consecutive_failures,
-        reasons = ?decision.reasons,
+        summary = %decision.summary,
         "check evaluated"
     );
     Ok(decision)
@@ -214,11 +251,15 @@ fn longest_lookback(planned: &[PlannedQuery]) -> u64 {
         .unwrap_or(0)
 }
 
+/// The outcomes of the metric thresholds and built-in ALB checks; the values they judged go
+/// to `points` (the `MetricValue`, `ErrorRatePercent` and `LatencySeconds` metrics).
 async fn metric_outcomes(
     cloudwatch: &dyn CloudWatchApi,
     analysis: &AnalysisSection,
     targets: &[canary_core::TrafficTarget],
     now: SystemTime,
+    cluster: &str,
+    points: &mut Vec<Point>,
 ) -> Result<Vec<CheckOutcome>, AnalysisError> {
     let pairs = alb_pairs(targets);
     let planned = plan_queries(analysis, &pairs);
@@ -244,7 +285,11 @@ async fn metric_outcomes(
     for p in &planned {
         if let Purpose::Threshold(i) = p.purpose {
             let check = &analysis.metrics[i];
-            outcomes.push(judge_threshold(check, reduce(&values(p), check.reduce)));
+            let value = reduce(&values(p), check.reduce);
+            if let Some(value) = value {
+                points.push(Point::metric_value(cluster, &check.name, value));
+            }
+            outcomes.push(judge_threshold(check, value));
         }
     }
     if let Some(alb) = &analysis.alb {
@@ -265,12 +310,16 @@ async fn metric_outcomes(
                         .unwrap_or_default()
                 })
             };
-            outcomes.extend(judge_alb(
-                alb,
-                &pair.label,
-                side(Side::Canary),
-                side(Side::Stable),
-            ));
+            let (canary, stable) = (side(Side::Canary), side(Side::Stable));
+            for (name, traffic) in [("canary", &canary), ("stable", &stable)] {
+                if let Some(rate) = traffic.error_rate_percent() {
+                    points.push(Point::error_rate(cluster, &pair.label, name, rate));
+                }
+                if let Some(latency) = traffic.latency_seconds {
+                    points.push(Point::latency(cluster, &pair.label, name, latency));
+                }
+            }
+            outcomes.extend(judge_alb(alb, &pair.label, canary, stable));
         }
     }
     Ok(outcomes)

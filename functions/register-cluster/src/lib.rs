@@ -1,9 +1,11 @@
 //! The `register-cluster` Lambda. Operations, each given the rollout `plan`:
+//! - `describe`: the new cluster's status and ARN, in the plan's region (the state machine
+//!   polls this until ACTIVE; its own `DescribeCluster` SDK step could only ask its region).
 //! - `register`: DescribeCluster the new cluster (not ACTIVE yet: `ClusterNotReady`, retried
 //!   by the state machine) and server-side apply its Argo CD cluster Secret.
 //! - `appsStatus`: the Argo CD Applications whose destination is the cluster, and whether
 //!   they are ready (enough of them, all Synced and Healthy).
-//! - `deregister`: delete the Secret if cluster-canary created it.
+//! - `deregister`: delete the Secret if cluster-canary created it for this cluster (by ARN).
 
 use canary_aws::{AwsError, AwsErrorKind, ClusterInfo, EksApi};
 use canary_core::argocd::ArgoCdSection;
@@ -85,9 +87,30 @@ mod tests {
 #[derive(Debug, Deserialize)]
 #[serde(tag = "operation", rename_all = "camelCase", deny_unknown_fields)]
 enum Request {
-    Register { plan: Value },
-    AppsStatus { plan: Value },
-    Deregister { plan: Value },
+    Describe {
+        plan: Value,
+    },
+    Register {
+        plan: Value,
+    },
+    AppsStatus {
+        plan: Value,
+    },
+    /// `clusterArn` when the cluster may be gone already; otherwise it is described.
+    #[serde(rename_all = "camelCase")]
+    Deregister {
+        plan: Value,
+        #[serde(default)]
+        cluster_arn: Option<String>,
+    },
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DescribeOutput {
+    /// `CREATING`, `ACTIVE`, `FAILED`, ... as EKS says it.
+    status: String,
+    arn: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -126,6 +149,14 @@ pub struct Deps<'a> {
 
 pub async fn handle(deps: &Deps<'_>, input: Value) -> Result<Value, RegisterError> {
     let output = match parse_input::<Request>(input).map_err(RegisterError::InvalidInput)? {
+        Request::Describe { plan } => {
+            let plan = RolloutPlan::parse(plan)?.plan;
+            let cluster = describe(deps.aws.eks, &plan).await?;
+            serde_json::to_value(DescribeOutput {
+                status: cluster.status,
+                arn: cluster.arn,
+            })
+        }
         Request::Register { plan } => {
             let plan = RolloutPlan::parse(plan)?.plan;
             let argocd = plan.argocd.clone().unwrap_or_default();
@@ -147,11 +178,17 @@ pub async fn handle(deps: &Deps<'_>, input: Value) -> Result<Value, RegisterErro
                 apps_status(&api, &server, &cluster.name, argocd.min_apps()).await?,
             )
         }
-        Request::Deregister { plan } => {
+        Request::Deregister { plan, cluster_arn } => {
             let plan = RolloutPlan::parse(plan)?.plan;
             let argocd = plan.argocd.clone().unwrap_or_default();
+            let cluster_arn = match cluster_arn {
+                Some(arn) => arn,
+                None => describe(deps.aws.eks, &plan).await?.arn,
+            };
             let api = argocd_api(deps, &argocd).await?;
-            serde_json::to_value(deregister(&api, argocd.namespace(), &plan.cluster.name).await?)
+            serde_json::to_value(
+                deregister(&api, argocd.namespace(), &cluster_arn, &plan.cluster.name).await?,
+            )
         }
     };
     output.map_err(|e| RegisterError::InvalidInput(format!("output not serializable: {e}")))
@@ -162,22 +199,26 @@ async fn argocd_api(deps: &Deps<'_>, argocd: &ArgoCdSection) -> Result<KubeArgoC
     Ok(KubeArgoCd::new(client, argocd.namespace()))
 }
 
+/// The plan's cluster, in the plan's region.
+async fn describe(eks: &dyn EksApi, plan: &RolloutPlan) -> Result<ClusterInfo, RegisterError> {
+    let (name, region) = (&plan.cluster.name, &plan.cluster.region);
+    match eks.describe_cluster(Some(region), name).await {
+        Ok(cluster) => Ok(cluster),
+        Err(e) if e.kind == AwsErrorKind::NotFound => Err(RegisterError::ClusterNotFound {
+            name: name.clone(),
+            region: region.clone(),
+        }),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// The plan's cluster, its endpoint and CA, if it is ACTIVE.
 async fn active_cluster(
     eks: &dyn EksApi,
     plan: &RolloutPlan,
 ) -> Result<(ClusterInfo, String, String), RegisterError> {
-    let (name, region) = (&plan.cluster.name, &plan.cluster.region);
-    let cluster = match eks.describe_cluster(Some(region), name).await {
-        Ok(cluster) => cluster,
-        Err(e) if e.kind == AwsErrorKind::NotFound => {
-            return Err(RegisterError::ClusterNotFound {
-                name: name.clone(),
-                region: region.clone(),
-            })
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let name = &plan.cluster.name;
+    let cluster = describe(eks, plan).await?;
     let status = cluster.status.clone();
     match (status.as_str(), &cluster.endpoint, &cluster.ca_data) {
         ("ACTIVE", Some(server), Some(ca)) => {

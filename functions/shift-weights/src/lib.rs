@@ -1,8 +1,10 @@
-//! The `shift-weights` Lambda: prepare / set / restore the traffic weights of a rollout.
+//! The `shift-weights` Lambda: prepare / set / verify / restore the traffic weights of a
+//! rollout, and the safety net for executions that ended without their own rollback.
 //! `main.rs` only wires the AWS clients; everything here runs against the traits in
 //! `canary-aws`, so it is tested with fakes and, over the wire, against the emulator.
 
 pub mod error;
+pub mod metrics;
 pub mod prepare;
 pub mod request;
 pub mod restore;
@@ -32,11 +34,20 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, ShiftError> 
             plan,
             baseline,
             expected,
-        } => to_json(restore::restore(apis, plan, &baseline, expected.as_deref()).await?),
-        Request::RestoreAborted {
+            cause,
+            failed_at,
+        } => {
+            let why = restore::Rollback {
+                cause: cause.unwrap_or_else(|| "Restore".to_owned()),
+                failed_at,
+            };
+            to_json(restore::restore(apis, plan, &baseline, expected.as_deref(), &why).await?)
+        }
+        Request::Verify { plan, expected } => to_json(set::verify(apis, plan, &expected).await?),
+        Request::SafetyNet {
             execution_arn,
             status,
-        } => to_json(safety_net::restore_aborted(apis, &execution_arn, status.as_deref()).await?),
+        } => to_json(safety_net::safety_net(apis, &execution_arn, status.as_deref()).await?),
     }
 }
 

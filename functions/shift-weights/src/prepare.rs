@@ -11,6 +11,7 @@ use serde_json::Value;
 use tracing::{info, warn};
 
 use crate::error::ShiftError;
+use crate::metrics;
 use crate::request::{ExecutionContext, PrepareOutput, TargetReport};
 use crate::traffic::{self, locate, Apis, Located, Observed};
 
@@ -36,18 +37,20 @@ pub async fn prepare(
     // Every check passed: the only write prepare makes.
     for (target, check) in located.iter().zip(&mut checked) {
         if check.attach_canary {
-            traffic::write(apis, target, check.baseline).await?;
+            traffic::write(apis, target, &check.reading, check.baseline).await?;
             check.report.canary_attached = true;
             info!(target_key = %target.target.key(), "canary target group attached at weight 0");
         }
     }
 
+    let baseline: Vec<TargetWeights> = located
+        .iter()
+        .zip(&checked)
+        .map(|(target, check)| TargetWeights::new(target.target.key(), check.baseline))
+        .collect();
+    metrics::weights(&plan, &baseline);
     Ok(PrepareOutput {
-        baseline: located
-            .iter()
-            .zip(&checked)
-            .map(|(target, check)| TargetWeights::new(target.target.key(), check.baseline))
-            .collect(),
+        baseline,
         steps,
         targets: checked.into_iter().map(|c| c.report).collect(),
     })
@@ -55,7 +58,7 @@ pub async fn prepare(
 
 /// Refuses when another RUNNING execution of the same state machine shifts any of the plan's
 /// targets. Two executions that start at the same instant may both refuse: the safe side.
-async fn refuse_concurrent_rollout(
+pub(crate) async fn refuse_concurrent_rollout(
     apis: &Apis<'_>,
     plan: &RolloutPlan,
     execution: &ExecutionContext,
@@ -112,6 +115,8 @@ fn target_keys(input: Option<&str>) -> Vec<String> {
 
 struct Checked {
     baseline: WeightPair,
+    /// What the checks read, for the one write prepare may make (attaching the canary).
+    reading: traffic::Reading,
     attach_canary: bool,
     report: TargetReport,
 }
@@ -133,7 +138,7 @@ async fn check_target(
         ttl_seconds: None,
         notes: Vec::new(),
     };
-    let (observed, attach_canary) = match located.target {
+    let (reading, attach_canary) = match located.target {
         TrafficTarget::Alb(alb) => {
             report.kind = "alb";
             let read = apis
@@ -171,7 +176,7 @@ async fn check_target(
             }
             report.sticky = !report.notes.is_empty();
             let attach = matches!(&read, ForwardRead::Forward(f) if f.weight_of(&alb.canary_target_group_arn).is_none());
-            (traffic::alb_observed(alb, &read), attach)
+            (traffic::Reading::alb(alb, read), attach)
         }
         TrafficTarget::Route53(r53) => {
             report.kind = "route53";
@@ -203,12 +208,12 @@ async fn check_target(
                      use the previous weights when the step's checks run; lower the TTL or lengthen the bake"
                 )));
             }
-            (observed, false)
+            (traffic::Reading::route53(observed), false)
         }
     };
-    let baseline = match observed {
-        Observed::Pair(pair) => pair,
-        Observed::Reshaped(why) => return Err(misconfigured(why)),
+    let baseline = match &reading.observed {
+        Observed::Pair(pair) => *pair,
+        Observed::Reshaped(why) => return Err(misconfigured(why.clone())),
     };
     if baseline.stable == 0 {
         return Err(misconfigured(format!(
@@ -225,6 +230,7 @@ async fn check_target(
     }
     Ok(Checked {
         baseline,
+        reading,
         attach_canary,
         report,
     })

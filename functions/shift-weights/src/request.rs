@@ -31,13 +31,26 @@ pub enum Request {
         /// baseline was changed by someone else, which the output and log report.
         #[serde(default)]
         expected: Option<Vec<TargetWeights>>,
+        /// Why it rolls back (the failure's error name), for the `Rollbacks` metric.
+        #[serde(default)]
+        cause: Option<String>,
+        /// When the failure happened (RFC 3339), for the `RollbackSeconds` metric.
+        #[serde(default)]
+        failed_at: Option<String>,
     },
-    /// The safety net for a stopped or timed-out execution (which skips the state machine's
-    /// own Catch): find its plan, baseline and last weights in its history, then restore.
+    /// Before promotion: every target must still be at `expected` (what this rollout last
+    /// set); a foreign change during the last bake is `WeightsChangedExternally`.
+    Verify {
+        plan: Value,
+        expected: Vec<TargetWeights>,
+    },
+    /// The safety net for an execution that ended without its own rollback (stopped, timed
+    /// out, or failed with an error no Catch handles): find its plan, baseline and last
+    /// weights in its history, then restore unless it provably ended settled.
     #[serde(rename_all = "camelCase")]
-    RestoreAborted {
+    SafetyNet {
         execution_arn: String,
-        /// The execution's status from the status-change event, for the log.
+        /// The execution's status from the status-change event.
         #[serde(default)]
         status: Option<String>,
     },
@@ -103,13 +116,24 @@ pub struct RestoreOutput {
     /// Targets whose weights were neither the baseline nor what this rollout last set.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unexpected: Vec<UnexpectedWeights>,
+    /// For the execution's cause: empty, or which foreign changes the restore overwrote
+    /// (". It overwrote weights changed outside this rollout: …"). Bounded.
+    pub note: String,
 }
 
 #[derive(Debug, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct RestoreAbortedOutput {
+pub struct VerifyOutput {
+    /// The weights read back, all as this rollout last set them.
+    pub weights: Vec<TargetWeights>,
+}
+
+#[derive(Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SafetyNetOutput {
     pub execution_arn: String,
-    /// `false` when the execution had not moved traffic yet (it stopped before Prepare ended).
+    /// `false` when the execution ended settled (see `safety_net::SETTLED_ENDS`), had not
+    /// moved traffic yet, or a newer rollout now shifts the same traffic.
     pub restored: bool,
     pub reason: String,
     #[serde(skip_serializing_if = "Option::is_none")]

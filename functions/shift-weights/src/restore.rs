@@ -3,20 +3,33 @@
 //! targets when one fails, then reports the first failure so the state machine retries;
 //! a retry rewrites nothing that is already restored.
 
+use canary_core::limits::{join_bounded, MAX_REASON_BYTES};
+use canary_core::plan::MAX_TARGETS;
 use canary_core::{RolloutPlan, TargetWeights};
 use serde_json::Value;
 use tracing::{error, info, warn};
 
+use std::time::SystemTime;
+
 use crate::error::ShiftError;
+use crate::metrics;
 use crate::request::{RestoreOutput, UnexpectedWeights};
 use crate::set::per_target;
 use crate::traffic::{self, locate, Apis, Observed};
+
+/// Why a restore runs, for its metrics: the cause (an error name, or the safety net's) and when
+/// the failure happened.
+pub struct Rollback {
+    pub cause: String,
+    pub failed_at: Option<String>,
+}
 
 pub async fn restore(
     apis: &Apis<'_>,
     plan: Value,
     baseline: &[TargetWeights],
     expected: Option<&[TargetWeights]>,
+    why: &Rollback,
 ) -> Result<RestoreOutput, ShiftError> {
     let plan = RolloutPlan::parse(plan)?.plan;
     let located = locate(&plan.traffic_targets);
@@ -33,7 +46,8 @@ pub async fn restore(
     let mut first_error = None;
     for (i, (target, baseline)) in located.iter().zip(&baseline).enumerate() {
         let restored = async {
-            let current = traffic::observe(apis, target).await?;
+            let reading = traffic::read(apis, target).await?;
+            let current = reading.observed.clone();
             if current == Observed::Pair(*baseline) {
                 info!(target_key = %target.target.key(), "already at baseline");
                 return Ok(current);
@@ -50,7 +64,7 @@ pub async fn restore(
                     found: current.describe(),
                 });
             }
-            traffic::write(apis, target, *baseline).await?;
+            traffic::write(apis, target, &reading, *baseline).await?;
             traffic::observe(apis, target).await
         }
         .await;
@@ -75,9 +89,34 @@ pub async fn restore(
     }
     match first_error {
         Some(e) => Err(e),
-        None => Ok(RestoreOutput {
-            weights,
-            unexpected,
-        }),
+        None => {
+            metrics::weights(&plan, &weights);
+            metrics::rollback(
+                &plan,
+                &why.cause,
+                why.failed_at.as_deref(),
+                SystemTime::now(),
+            );
+            Ok(RestoreOutput {
+                weights,
+                note: overwritten_note(&unexpected),
+                unexpected,
+            })
+        }
     }
+}
+
+/// What the execution's cause says of foreign changes the restore overwrote.
+fn overwritten_note(unexpected: &[UnexpectedWeights]) -> String {
+    if unexpected.is_empty() {
+        return String::new();
+    }
+    let lines: Vec<String> = unexpected
+        .iter()
+        .map(|u| format!("{} was {}", u.target, u.found))
+        .collect();
+    format!(
+        ". It overwrote weights changed outside this rollout: {}",
+        join_bounded(&lines, "; ", MAX_TARGETS, MAX_REASON_BYTES)
+    )
 }

@@ -1,16 +1,23 @@
-//! Restoring the baseline of an execution that was stopped by hand or timed out. Step
-//! Functions runs no Catch for those, so an EventBridge rule on the state machine's
-//! "Execution Status Change" (ABORTED, TIMED_OUT) invokes this instead. Everything it needs
-//! is in the execution itself: the plan is its input, the baseline is what the
-//! `PrepareTraffic` state left, the last weights are what the last `SetWeights` state left.
+//! The safety net: restoring the baseline of an execution that ended abnormally. Step
+//! Functions runs no Catch for a stopped (ABORTED) or timed-out execution, nor for the
+//! terminal `States.DataLimitExceeded` and `States.Runtime` errors (FAILED), so an EventBridge
+//! rule on the state machine's "Execution Status Change" (ABORTED, TIMED_OUT, FAILED) invokes
+//! this. Everything it needs is in the execution itself: the plan is its input, the baseline
+//! is what the `PrepareTraffic` state left, the last weights are what the last `SetWeights`
+//! state left, and how it ended is the last state it entered and its failure error.
+//!
+//! It restores unless the execution provably ended with traffic at the baseline or
+//! deliberately untouched; a restore is idempotent, so a duplicate delivery rewrites nothing.
 
+use canary_aws::ExecutionHistory;
 use canary_core::TargetWeights;
 use serde_json::Value;
 use tracing::{info, warn};
 
 use crate::error::ShiftError;
-use crate::request::RestoreAbortedOutput;
-use crate::restore::restore;
+use crate::prepare::refuse_concurrent_rollout;
+use crate::request::{ExecutionContext, SafetyNetOutput};
+use crate::restore::{restore, Rollback};
 use crate::traffic::Apis;
 
 /// State names and result paths of `statemachine/rollout.asl.json` this relies on; a test
@@ -20,70 +27,299 @@ pub const BASELINE_POINTER: &str = "/prepared/baseline";
 pub const SET_STATE: &str = "SetWeights";
 pub const LAST_SET_POINTER: &str = "/lastSet/weights";
 
+/// Terminal states that leave traffic where it should be, and why. An execution that entered
+/// one of them last and failed with the state's own error (not a `States.*` platform error
+/// raised while running it) needs nothing from the safety net.
+pub const SETTLED_ENDS: [(&str, &str); 8] = [
+    ("FailedBeforeTraffic", "it failed before any traffic moved"),
+    (
+        "ClusterFailed",
+        "the new cluster failed before any traffic moved",
+    ),
+    (
+        "ClusterNotActive",
+        "the new cluster never became ACTIVE; no traffic moved",
+    ),
+    (
+        "AppsNotReady",
+        "the apps never became ready; no traffic moved",
+    ),
+    (
+        "RolledBack",
+        "its own Restore put traffic back to the baseline",
+    ),
+    (
+        "StoppedByForeignChange",
+        "someone else changed the weights, which it leaves as they are",
+    ),
+    (
+        "ChangedBeforePromotion",
+        "someone else changed the weights during the last bake, which it leaves as they are",
+    ),
+    ("Promoted", "it promoted the new cluster"),
+];
+
+/// What the safety net does about one ended execution.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Assessment {
+    LeaveAlone(String),
+    Restore {
+        baseline: Vec<TargetWeights>,
+        expected: Option<Vec<TargetWeights>>,
+        why: String,
+    },
+}
+
 fn weights_at(output: Option<&str>, pointer: &str) -> Option<Vec<TargetWeights>> {
     let output: Value = serde_json::from_str(output?).ok()?;
     serde_json::from_value(output.pointer(pointer)?.clone()).ok()
 }
 
-pub async fn restore_aborted(
+/// Decides from the history alone (pure, table-tested).
+pub fn assess(status: Option<&str>, history: &ExecutionHistory) -> Assessment {
+    let exits = || history.states.iter().filter(|s| s.exited);
+    let Some(baseline) = exits()
+        .filter(|s| s.name == PREPARE_STATE)
+        .find_map(|s| weights_at(s.output.as_deref(), BASELINE_POINTER))
+    else {
+        return Assessment::LeaveAlone(
+            "the execution ended before Prepare finished: no traffic had moved".to_owned(),
+        );
+    };
+    let last_entered = history.states.iter().rev().find(|s| !s.exited);
+    let platform_error = history
+        .failure_error
+        .as_deref()
+        .filter(|e| e.starts_with("States."));
+    if status != Some("ABORTED") && status != Some("TIMED_OUT") && platform_error.is_none() {
+        if let Some((state, why)) =
+            last_entered.and_then(|s| SETTLED_ENDS.iter().find(|(name, _)| *name == s.name))
+        {
+            return Assessment::LeaveAlone(format!("the execution ended in {state}: {why}"));
+        }
+    }
+    let expected = exits()
+        .rev()
+        .filter(|s| s.name == SET_STATE)
+        .find_map(|s| weights_at(s.output.as_deref(), LAST_SET_POINTER));
+    let at = last_entered.map_or("an unknown state", |s| s.name.as_str());
+    let how = match (status, platform_error) {
+        (_, Some(error)) => format!("failed with {error} at {at}, which no Catch handles"),
+        (Some(status), None) => format!("ended {status} at {at}"),
+        (None, None) => format!("ended at {at}"),
+    };
+    Assessment::Restore {
+        baseline,
+        expected,
+        why: format!("the execution {how}, without its own rollback"),
+    }
+}
+
+/// The state machine an execution belongs to: `...:execution:<machine>:<name>` →
+/// `...:stateMachine:<machine>`.
+fn state_machine_of(execution_arn: &str) -> Option<String> {
+    let (machine, _name) = execution_arn.rsplit_once(':')?;
+    machine
+        .contains(":execution:")
+        .then(|| machine.replacen(":execution:", ":stateMachine:", 1))
+}
+
+pub async fn safety_net(
     apis: &Apis<'_>,
     execution_arn: &str,
     status: Option<&str>,
-) -> Result<RestoreAbortedOutput, ShiftError> {
+) -> Result<SafetyNetOutput, ShiftError> {
     let aws = |e| ShiftError::aws("executionArn", e);
-    let plan = apis
+    let history = apis.executions.history(execution_arn).await.map_err(aws)?;
+    let left_alone = |reason: String| {
+        info!(execution_arn, status = status.unwrap_or(""), %reason, "safety net: nothing to restore");
+        Ok(SafetyNetOutput {
+            execution_arn: execution_arn.to_owned(),
+            restored: false,
+            reason,
+            restore: None,
+        })
+    };
+    let (baseline, expected, why) = match assess(status, &history) {
+        Assessment::LeaveAlone(reason) => return left_alone(reason),
+        Assessment::Restore {
+            baseline,
+            expected,
+            why,
+        } => (baseline, expected, why),
+    };
+    let plan: Value = apis
         .executions
         .execution_input(execution_arn)
         .await
-        .map_err(aws)?;
-    let exits = apis
-        .executions
-        .state_exits(execution_arn)
-        .await
-        .map_err(aws)?;
-    let baseline = exits
-        .iter()
-        .filter(|e| e.name == PREPARE_STATE)
-        .find_map(|e| weights_at(e.output.as_deref(), BASELINE_POINTER));
-    let Some(baseline) = baseline else {
-        info!(
-            execution_arn,
-            ?status,
-            "stopped before Prepare ended: no traffic had moved"
-        );
-        return Ok(RestoreAbortedOutput {
-            execution_arn: execution_arn.to_owned(),
-            restored: false,
-            reason: "the execution ended before Prepare finished: no traffic had moved".to_owned(),
-            restore: None,
-        });
-    };
-    let expected = exits
-        .iter()
-        .rev()
-        .filter(|e| e.name == SET_STATE)
-        .find_map(|e| weights_at(e.output.as_deref(), LAST_SET_POINTER));
-    let plan: Value = plan
-        .as_deref()
-        .and_then(|text| serde_json::from_str(text).ok())
+        .map_err(aws)?
+        .and_then(|text| serde_json::from_str(&text).ok())
         .ok_or_else(|| {
             ShiftError::InvalidInput(format!(
                 "execution {execution_arn} has no JSON input (plan)"
             ))
         })?;
-    warn!(
-        execution_arn,
-        ?status,
-        "restoring the baseline of an execution that ended without its own rollback"
-    );
-    let restored = restore(apis, plan, &baseline, expected.as_deref()).await?;
-    Ok(RestoreAbortedOutput {
+    // A late or duplicate delivery must not undo a newer rollout of the same traffic.
+    if let Some(state_machine_arn) = state_machine_of(execution_arn) {
+        let parsed = canary_core::RolloutPlan::parse(plan.clone())?.plan;
+        let context = ExecutionContext {
+            execution_arn: execution_arn.to_owned(),
+            state_machine_arn,
+        };
+        match refuse_concurrent_rollout(apis, &parsed, &context).await {
+            Ok(()) => {}
+            Err(ShiftError::ConcurrentRollout {
+                execution_arn: other,
+                target,
+            }) => {
+                return left_alone(format!(
+                    "{why}, but another rollout ({other}) now shifts {target}: left to it"
+                ))
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    warn!(execution_arn, status = status.unwrap_or(""), %why, "safety net: restoring the baseline");
+    let why_metric = Rollback {
+        cause: "SafetyNet".to_owned(),
+        failed_at: None,
+    };
+    let restored = restore(apis, plan, &baseline, expected.as_deref(), &why_metric).await?;
+    Ok(SafetyNetOutput {
         execution_arn: execution_arn.to_owned(),
         restored: true,
-        reason: format!(
-            "execution ended {}: traffic restored to the baseline",
-            status.unwrap_or("without its own rollback")
-        ),
+        reason: format!("{why}: traffic restored to the baseline{}", restored.note),
         restore: Some(restored),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use canary_aws::StateEvent;
+
+    fn entered(name: &str) -> StateEvent {
+        StateEvent {
+            name: name.to_owned(),
+            exited: false,
+            output: None,
+        }
+    }
+
+    fn exited(name: &str, output: Value) -> StateEvent {
+        StateEvent {
+            name: name.to_owned(),
+            exited: true,
+            output: Some(output.to_string()),
+        }
+    }
+
+    const BASE: &str = r#"[{"target":"l","stable":100,"canary":0}]"#;
+
+    fn moved_traffic(then: &[&str], error: Option<&str>) -> ExecutionHistory {
+        let base: Value = serde_json::from_str(BASE).unwrap();
+        let mut states = vec![
+            entered("PrepareTraffic"),
+            exited(
+                "PrepareTraffic",
+                serde_json::json!({"prepared": {"baseline": base}}),
+            ),
+            entered("SetWeights"),
+            exited(
+                "SetWeights",
+                serde_json::json!({"lastSet": {"weights": [{"target":"l","stable":50,"canary":50}]}}),
+            ),
+        ];
+        states.extend(then.iter().map(|n| entered(n)));
+        ExecutionHistory {
+            states,
+            failure_error: error.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn settled_ends_are_left_alone_and_every_other_end_restores() {
+        let cases: [(&str, &[&str], Option<&str>, bool); 10] = [
+            (
+                "FAILED",
+                &["Restore", "RolledBack"],
+                Some("CheckFailed"),
+                false,
+            ),
+            (
+                "FAILED",
+                &["StoppedByForeignChange"],
+                Some("WeightsChangedExternally"),
+                false,
+            ),
+            ("SUCCEEDED", &["VerifyPromotion", "Promoted"], None, false),
+            // A platform error while building the Fail state's cause: not provably settled.
+            ("FAILED", &["RolledBack"], Some("States.Runtime"), true),
+            (
+                "FAILED",
+                &["Evaluate"],
+                Some("States.DataLimitExceeded"),
+                true,
+            ),
+            (
+                "FAILED",
+                &["DescribeCheckFailure"],
+                Some("States.Runtime"),
+                true,
+            ),
+            (
+                "FAILED",
+                &["Restore", "RollbackFailed"],
+                Some("RollbackFailed"),
+                true,
+            ),
+            ("ABORTED", &["BakeWait"], None, true),
+            ("TIMED_OUT", &["Evaluate"], None, true),
+            // Stopped right as it entered a settled state: the state never ran.
+            ("ABORTED", &["RolledBack"], None, true),
+        ];
+        for (status, then, error, restores) in cases {
+            let verdict = assess(Some(status), &moved_traffic(then, error));
+            assert_eq!(
+                matches!(verdict, Assessment::Restore { .. }),
+                restores,
+                "{status} {then:?} {error:?}: {verdict:?}"
+            );
+        }
+        let Assessment::Restore { expected, why, .. } = assess(
+            Some("FAILED"),
+            &moved_traffic(&["Evaluate"], Some("States.DataLimitExceeded")),
+        ) else {
+            panic!("restores")
+        };
+        assert_eq!(expected.unwrap()[0].canary, 50, "the last weights set");
+        assert_eq!(
+            why,
+            "the execution failed with States.DataLimitExceeded at Evaluate, which no Catch handles, without its own rollback"
+        );
+    }
+
+    #[test]
+    fn before_prepare_finished_nothing_moved() {
+        let history = ExecutionHistory {
+            states: vec![entered("Init"), entered("ValidateAnalysis")],
+            failure_error: Some("States.Runtime".to_owned()),
+        };
+        assert_eq!(
+            assess(Some("FAILED"), &history),
+            Assessment::LeaveAlone(
+                "the execution ended before Prepare finished: no traffic had moved".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn the_state_machine_of_an_execution() {
+        assert_eq!(
+            state_machine_of("arn:aws:states:us-east-1:123456789012:execution:cc-rollout:green-1")
+                .as_deref(),
+            Some("arn:aws:states:us-east-1:123456789012:stateMachine:cc-rollout")
+        );
+        assert_eq!(state_machine_of("not-an-arn"), None);
+    }
 }

@@ -8,7 +8,8 @@ use serde_json::Value;
 use tracing::info;
 
 use crate::error::ShiftError;
-use crate::request::SetOutput;
+use crate::metrics;
+use crate::request::{SetOutput, VerifyOutput};
 use crate::traffic::{self, locate, Apis, Observed};
 
 pub async fn set(
@@ -32,30 +33,10 @@ pub async fn set(
     })?;
     let located = locate(&plan.traffic_targets);
     let expected = per_target(&located, expected, "expected")?;
+    let to_write = compare(apis, &located, &expected, desired).await?;
 
-    let mut to_write = Vec::new();
-    let mut changed = Vec::new();
-    for (target, expected) in located.iter().zip(expected) {
-        match traffic::observe(apis, target).await? {
-            Observed::Pair(current) => match compare_and_set_check(current, expected, desired) {
-                CasCheck::AsExpected => to_write.push(target),
-                CasCheck::AlreadyDesired => {
-                    info!(target_key = %target.target.key(), "already at the step's weights")
-                }
-                CasCheck::ChangedExternally => changed.push(format!(
-                    "{}: found {current}, this rollout last set {expected}",
-                    target.label
-                )),
-            },
-            Observed::Reshaped(why) => changed.push(format!("{}: {why}", target.label)),
-        }
-    }
-    if !changed.is_empty() {
-        return Err(ShiftError::WeightsChangedExternally(changed.join("; ")));
-    }
-
-    for target in to_write {
-        traffic::write(apis, target, desired).await?;
+    for (target, reading) in &to_write {
+        traffic::write(apis, target, reading, desired).await?;
     }
 
     let mut weights = Vec::with_capacity(located.len());
@@ -73,10 +54,72 @@ pub async fn set(
             }
         }
     }
+    metrics::weights(&plan, &weights);
     Ok(SetOutput {
         canary_weight: step_weight,
         weights,
     })
+}
+
+/// Verify: every target is still where this rollout last set it (before promotion, so a
+/// change made during the last bake is not promoted over). Reads only.
+pub async fn verify(
+    apis: &Apis<'_>,
+    plan: Value,
+    expected: &[TargetWeights],
+) -> Result<VerifyOutput, ShiftError> {
+    let plan = RolloutPlan::parse(plan)?.plan;
+    let located = locate(&plan.traffic_targets);
+    let pairs = per_target(&located, expected, "expected")?;
+    let mut changed = Vec::new();
+    for (target, expected) in located.iter().zip(pairs) {
+        // Compare-and-set's compare with nothing to set: `expected` is also the desired state.
+        if let Err(e) = compare(apis, std::slice::from_ref(target), &[expected], expected).await {
+            match e {
+                ShiftError::WeightsChangedExternally(why) => changed.push(why),
+                other => return Err(other),
+            }
+        }
+    }
+    if !changed.is_empty() {
+        return Err(ShiftError::WeightsChangedExternally(changed.join("; ")));
+    }
+    Ok(VerifyOutput {
+        weights: expected.to_vec(),
+    })
+}
+
+/// Compare-and-set's compare: reads every target; returns those still at `expected` with
+/// what was read (to be written from), or `WeightsChangedExternally` naming every target found
+/// elsewhere. A target already at `desired` (an earlier attempt wrote it) needs no write.
+async fn compare<'t, 'p>(
+    apis: &Apis<'_>,
+    located: &'t [traffic::Located<'p>],
+    expected: &[WeightPair],
+    desired: WeightPair,
+) -> Result<Vec<(&'t traffic::Located<'p>, traffic::Reading)>, ShiftError> {
+    let mut to_write = Vec::new();
+    let mut changed = Vec::new();
+    for (target, expected) in located.iter().zip(expected.iter().copied()) {
+        let reading = traffic::read(apis, target).await?;
+        match &reading.observed {
+            Observed::Pair(current) => match compare_and_set_check(*current, expected, desired) {
+                CasCheck::AsExpected => to_write.push((target, reading)),
+                CasCheck::AlreadyDesired => {
+                    info!(target_key = %target.target.key(), "already at the step's weights")
+                }
+                CasCheck::ChangedExternally => changed.push(format!(
+                    "{}: found {current}, this rollout last set {expected}",
+                    target.label
+                )),
+            },
+            Observed::Reshaped(why) => changed.push(format!("{}: {why}", target.label)),
+        }
+    }
+    if !changed.is_empty() {
+        return Err(ShiftError::WeightsChangedExternally(changed.join("; ")));
+    }
+    Ok(to_write)
 }
 
 /// The weights given for each target, in plan order. Each target needs exactly one entry.

@@ -52,7 +52,33 @@ impl Observed {
     }
 }
 
-pub async fn observe(apis: &Apis<'_>, located: &Located<'_>) -> Result<Observed, ShiftError> {
+/// What a read of a target found, and for an ALB target the forward action as read: a write
+/// that follows (compare-and-set) keeps everything but the weights from it, without a second
+/// read of the listener or rule.
+pub struct Reading {
+    pub observed: Observed,
+    forward: Option<ForwardAction>,
+}
+
+impl Reading {
+    pub fn alb(alb: &AlbTarget, read: ForwardRead) -> Self {
+        let observed = alb_observed(alb, &read);
+        let forward = match read {
+            ForwardRead::Forward(forward) => Some(forward),
+            ForwardRead::NotForward { .. } => None,
+        };
+        Reading { observed, forward }
+    }
+
+    pub fn route53(observed: Observed) -> Self {
+        Reading {
+            observed,
+            forward: None,
+        }
+    }
+}
+
+pub async fn read(apis: &Apis<'_>, located: &Located<'_>) -> Result<Reading, ShiftError> {
     match located.target {
         TrafficTarget::Alb(alb) => {
             let read = apis
@@ -60,7 +86,7 @@ pub async fn observe(apis: &Apis<'_>, located: &Located<'_>) -> Result<Observed,
                 .read_forward(alb)
                 .await
                 .map_err(|e| ShiftError::aws(&located.label, e))?;
-            Ok(alb_observed(alb, &read))
+            Ok(Reading::alb(alb, read))
         }
         TrafficTarget::Route53(r53) => {
             let records = apis
@@ -68,9 +94,13 @@ pub async fn observe(apis: &Apis<'_>, located: &Located<'_>) -> Result<Observed,
                 .records(r53)
                 .await
                 .map_err(|e| ShiftError::aws(&located.label, e))?;
-            route53_observed(located, r53, &records)
+            Ok(Reading::route53(route53_observed(located, r53, &records)?))
         }
     }
+}
+
+pub async fn observe(apis: &Apis<'_>, located: &Located<'_>) -> Result<Observed, ShiftError> {
+    Ok(read(apis, located).await?.observed)
 }
 
 pub fn alb_observed(alb: &AlbTarget, read: &ForwardRead) -> Observed {
@@ -163,15 +193,25 @@ pub fn check_writable(located: &Located<'_>, pair: WeightPair) -> Result<(), Shi
     Ok(())
 }
 
-/// Writes `pair` to the target: one `ModifyListener`/`ModifyRule`, or one Route 53 change
-/// batch followed by a bounded wait for `INSYNC`.
+/// Writes `pair` to the target, as `reading` found it: one `ModifyListener`/`ModifyRule`
+/// built from the forward action read, or one Route 53 change batch followed by a bounded wait
+/// for `INSYNC`.
 pub async fn write(
     apis: &Apis<'_>,
     located: &Located<'_>,
+    reading: &Reading,
     pair: WeightPair,
 ) -> Result<(), ShiftError> {
     match located.target {
         TrafficTarget::Alb(alb) => {
+            // A listener or rule that no longer forwards cannot take weights.
+            let Some(current) = &reading.forward else {
+                return Err(ShiftError::WeightsChangedExternally(format!(
+                    "{}: {}",
+                    located.label,
+                    reading.observed.describe()
+                )));
+            };
             let weights = [
                 TargetGroupWeight {
                     arn: alb.stable_target_group_arn.clone(),
@@ -183,7 +223,7 @@ pub async fn write(
                 },
             ];
             apis.alb
-                .write_forward(alb, &weights)
+                .write_forward(alb, current, &weights)
                 .await
                 .map_err(|e| ShiftError::aws(&located.label, e))?;
         }

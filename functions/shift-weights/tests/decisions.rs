@@ -46,12 +46,14 @@ impl AlbApi for FakeAlb {
         Ok(ForwardRead::Forward(ForwardAction {
             target_groups: forwards[&target.listener_arn].clone(),
             group_stickiness: None,
+            actions: Default::default(),
         }))
     }
 
     async fn write_forward(
         &self,
         target: &AlbTarget,
+        _current: &ForwardAction,
         weights: &[TargetGroupWeight],
     ) -> Result<(), AwsError> {
         let mut throttled_arns = self.throttle_next_write.lock().unwrap();
@@ -129,11 +131,11 @@ impl ExecutionsApi for NoExecutions {
         Ok(None)
     }
 
-    async fn state_exits(
+    async fn history(
         &self,
         _execution_arn: &str,
-    ) -> Result<Vec<canary_aws::StateExit>, AwsError> {
-        Ok(Vec::new())
+    ) -> Result<canary_aws::ExecutionHistory, AwsError> {
+        Ok(canary_aws::ExecutionHistory::default())
     }
 }
 

@@ -1,0 +1,287 @@
+"""The benchmark report: writes docs/benchmarks.md. Run it with scripts/bench.sh, which builds
+the release functions first. Not part of the tests' pass/fail: it measures, it does not judge.
+
+    python -m bench.run --binaries DIR [--runs N] [--out docs/benchmarks.md]
+
+DIR holds <function>/bootstrap as `cargo lambda build --release` leaves them.
+
+1. Cold start of each release `bootstrap` against a fake Lambda Runtime API (bench/runtime_api.py):
+   spawn -> first `GET /runtime/invocation/next` (init), event sent -> answer received (first
+   invocation), and peak RSS (VmHWM), side by side with its Python + boto3 twin
+   (bench/python_twin.py), interleaved runs, min / median / max and the ratio.
+2. The zipped size of each function (deflate, default level, as `sam deploy` packages it).
+3. Rollback latency on the sandbox: from an alarm going to ALARM to every target read back at
+   the baseline, for a few check intervals.
+4. Per rollout on the sandbox: state transitions, Lambda invocations, the functions' AWS API
+   calls per target per step (from the front door's request log), and the Step Functions +
+   Lambda cost at list prices of a 4-step, 20-minute rollout checked every 30 s.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from collections import Counter
+from pathlib import Path
+
+from bench.runtime_api import FakeRuntimeApi
+from sandbox import scenarios
+from sandbox.harness import REPO, Sandbox
+from sandbox.world import REGION
+
+FUNCTIONS = ("shift-weights", "evaluate-alarms", "register-cluster", "cluster-created")
+CREDENTIALS = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": REGION,
+               "AWS_DEFAULT_REGION": REGION, "AWS_EC2_METADATA_DISABLED": "true",
+               # Nothing answers here: the benchmark events make no AWS call.
+               "AWS_ENDPOINT_URL": "http://127.0.0.1:9"}
+FUNCTION_ENV = {"MANAGEMENT_ACCESS": "secret", "MANAGEMENT_SECRET_ID": "argocd-hub", "ARGOCD_NAMESPACE": "argocd",
+                "STATE_MACHINE_ARN": "arn:aws:states:us-east-1:123456789012:stateMachine:cluster-canary-rollout",
+                "PROFILES": "{}", "RUST_LOG": "warn"}
+
+# List prices, us-east-1, x86: Step Functions Standard per state transition; Lambda per request
+# and per GB-second.
+PRICE_TRANSITION = 0.025 / 1000
+PRICE_REQUEST = 0.20 / 1_000_000
+PRICE_GB_SECOND = 0.0000166667
+
+
+def events():
+    """One event per function that it answers without any AWS call."""
+    not_opted_in = json.loads((REPO / "tests/events/eks-create-cluster-not-opted-in.json").read_text())
+    plan = {"cluster": {"name": "green", "region": REGION},
+            "trafficTargets": [{"route53": {"hostedZoneId": "Z1", "recordName": "app.example.com", "recordType": "A",
+                                            "stableSetIdentifier": "blue", "canarySetIdentifier": "green"}}],
+            "steps": [{"weight": 100}], "bake": {"seconds": 60, "checkIntervalSeconds": 30}}
+    return {
+        "shift-weights": {"operation": "benchmark"},
+        "evaluate-alarms": {"operation": "evaluate", "plan": plan},
+        "register-cluster": {"operation": "benchmark"},
+        "cluster-created": not_opted_in,
+    }
+
+
+def peak_rss_kib(pid):
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+def cold_start(command, event):
+    """(init ms, first invocation ms, peak RSS MiB, answer kind) of one fresh process."""
+    runtime = FakeRuntimeApi(event)
+    env = {**os.environ, **CREDENTIALS, **FUNCTION_ENV, "AWS_LAMBDA_RUNTIME_API": runtime.address,
+           "AWS_LAMBDA_FUNCTION_NAME": "bench", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "128",
+           "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST", "AWS_LAMBDA_LOG_STREAM_NAME": "bench",
+           "AWS_LAMBDA_LOG_GROUP_NAME": "bench"}
+    started = time.perf_counter()
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        if not runtime.done.wait(60):
+            raise RuntimeError(f"{command} gave no answer in 60 s")
+        rss = peak_rss_kib(process.pid) / 1024
+    finally:
+        process.kill()
+        process.wait()
+        runtime.close()
+    return ((runtime.first_next - started) * 1000, (runtime.answered - runtime.event_sent) * 1000, rss,
+            runtime.answer[0])
+
+
+def spread(values):
+    return f"{min(values):.1f} / {statistics.median(values):.1f} / {max(values):.1f}"
+
+
+def cold_starts(binaries, runs):
+    rows = []
+    samples = {(f, lang): [] for f in FUNCTIONS for lang in ("rust", "python")}
+    event = events()
+    for _ in range(runs):
+        for function in FUNCTIONS:  # interleaved: Rust, Python, next function, ...
+            samples[(function, "rust")].append(cold_start([str(binaries / function / "bootstrap")], event[function]))
+            samples[(function, "python")].append(
+                cold_start([sys.executable, str(REPO / "bench/python_twin.py"), function], event[function]))
+    for function in FUNCTIONS:
+        rust, python = samples[(function, "rust")], samples[(function, "python")]
+        for lang, runs_ in (("Rust", rust), ("Python + boto3", python)):
+            rows.append(f"| {function} | {lang} | {spread([r[0] for r in runs_])} | {spread([r[1] for r in runs_])} "
+                        f"| {spread([r[2] for r in runs_])} | {runs_[0][3]} |")
+        ratio = statistics.median(r[0] for r in python) / max(statistics.median(r[0] for r in rust), 1e-6)
+        rss_ratio = statistics.median(r[2] for r in python) / max(statistics.median(r[2] for r in rust), 1e-6)
+        rows.append(f"| {function} | Python / Rust | init x{ratio:.0f} | | peak RSS x{rss_ratio:.1f} | |")
+    return rows
+
+
+def zipped_sizes(binaries):
+    rows = []
+    for function in FUNCTIONS:
+        bootstrap = binaries / function / "bootstrap"
+        with tempfile.TemporaryDirectory() as tmp:
+            archive = Path(tmp) / "function.zip"
+            with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+                z.write(bootstrap, "bootstrap")
+            rows.append(f"| {function} | {bootstrap.stat().st_size / 1e6:.2f} MB | {archive.stat().st_size / 1e6:.2f} MB |")
+    return rows
+
+
+def baking(sandbox, interval):
+    """The sandbox's manual plan, three checks `interval` seconds apart per step."""
+    plan = scenarios.manual_plan(sandbox)
+    plan["bake"] = {"seconds": 3 * interval, "checkIntervalSeconds": interval}
+    return plan
+
+
+def rollback_latencies(intervals):
+    rows = []
+    quiet = lambda line: None  # noqa: E731
+    with Sandbox(log=quiet) as sandbox:
+        scenarios.create_green(sandbox)
+        cloudwatch = sandbox.client("cloudwatch")
+        for interval in intervals:
+            alarmed = {}
+
+            def on_event(name, state):
+                if name == "SetWeights" and state["cursor"]["step"]["weight"] == 50 and not alarmed:
+                    cloudwatch.set_alarm_state(AlarmName="web-green-5xx", StateValue="ALARM", StateReason="bench")
+                    alarmed["at"] = time.time()
+
+            arn = scenarios.start_manual(sandbox, baking(sandbox, interval), f"rollback-{interval}s")
+            report = scenarios.watch(sandbox, arn, on_event=on_event, out=quiet, timeout=600)
+            history = sandbox.client("stepfunctions").get_execution_history(executionArn=arn, maxResults=1000)["events"]
+            restored = [e["timestamp"].timestamp() for e in history
+                        if e.get("stateExitedEventDetails", {}).get("name") == "Restore"]
+            cloudwatch.set_alarm_state(AlarmName="web-green-5xx", StateValue="OK", StateReason="bench")
+            if report.status != "FAILED" or not restored:
+                rows.append(f"| {interval} s | did not roll back ({report.status}) |")
+                continue
+            rows.append(f"| {interval} s | {restored[-1] - alarmed['at']:.2f} s |")
+    return rows
+
+
+def per_rollout():
+    """Counts of one promoted rollout of the sandbox's profile (3 steps, 3 checks each)."""
+    quiet = lambda line: None  # noqa: E731
+    with Sandbox(log=quiet) as sandbox:
+        scenarios.create_green(sandbox)
+        first = len(sandbox.front.requests)
+        arn = scenarios.start_manual(sandbox, baking(sandbox, 2), "counted")
+        report = scenarios.watch(sandbox, arn, out=quiet, timeout=600)
+        calls = [(service, action) for agent, service, action in sandbox.front.requests[first:]
+                 if "aws-sdk-rust" in agent]
+        history = sandbox.client("stepfunctions").get_execution_history(executionArn=arn, maxResults=1000)["events"]
+    transitions = sum(1 for e in history if e["type"].endswith("StateEntered"))
+    invocations = sum(1 for e in history if e["type"] in ("LambdaFunctionScheduled", "TaskScheduled"))
+    # Each Lambda task's duration, scheduled to done, as the engine saw it (debug builds behind
+    # an emulator: more than in Lambda).
+    durations, scheduled = [], None
+    for e in history:
+        if e["type"] in ("LambdaFunctionScheduled", "TaskScheduled"):
+            scheduled = e["timestamp"]
+        elif e["type"] in ("TaskSucceeded", "TaskFailed", "LambdaFunctionSucceeded") and scheduled:
+            durations.append((e["timestamp"] - scheduled).total_seconds())
+            scheduled = None
+    return report, transitions, invocations, Counter(calls), durations
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--binaries", type=Path, required=True)
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--intervals", type=int, nargs="+", default=[2, 5, 10])
+    parser.add_argument("--out", type=Path, default=REPO / "docs/benchmarks.md")
+    args = parser.parse_args()
+
+    print("cold starts...", file=sys.stderr)
+    cold_rows = cold_starts(args.binaries, args.runs)
+    sizes = zipped_sizes(args.binaries)
+    print("rollback latency...", file=sys.stderr)
+    latencies = rollback_latencies(args.intervals)
+    print("one rollout, counted...", file=sys.stderr)
+    report, transitions, invocations, calls, durations = per_rollout()
+
+    # The sandbox profile: 3 steps x 3 checks, 2 targets. The state machine's shape gives
+    # transitions per check and per step (tests/tests/state_machine_definition.rs).
+    steps, checks_per_step, targets = 3, 3, 2
+    per_check, per_step = 3, 5  # BakeWait, Evaluate, CheckVerdict?; StepSetup, SetWeights, StartBake, NextStep, MoreSteps?
+    fixed = transitions - steps * per_step - steps * checks_per_step * per_check
+    weight_calls = sum(n for (service, action), n in calls.items()
+                       if action in ("DescribeListeners", "DescribeRules", "ModifyListener", "ModifyRule",
+                                     "ListResourceRecordSets", "ChangeResourceRecordSets", "GetChange"))
+    # A 4-step, 20-minute rollout checked every 30 s: 10 checks per step.
+    big_steps, big_checks = 4, 4 * (20 * 60 // 4 // 30)
+    big_transitions = fixed + big_steps * per_step + big_checks * per_check
+    big_invocations = (invocations - steps - steps * checks_per_step) + big_steps + big_checks
+    # Billed duration: the sandbox's median task duration (an overestimate), at least 1 ms.
+    duration_s = max(statistics.median(durations) if durations else 0.0, 0.001)
+    cost_sfn = big_transitions * PRICE_TRANSITION
+    cost_lambda = big_invocations * (PRICE_REQUEST + 0.125 * duration_s * PRICE_GB_SECOND)
+
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
+    out = [
+        "# Benchmarks",
+        "",
+        f"Measured {datetime.date.today().isoformat()} by `scripts/bench.sh` on {platform.system()} "
+        f"{platform.release()}, {os.cpu_count()} cores ({cpu}), Python {platform.python_version()}. "
+        "Figures are for orientation (this machine, loopback, an emulator), not targets.",
+        "",
+        f"## Cold start ({args.runs} interleaved runs; min / median / max)",
+        "",
+        "Spawn to the first `GET /runtime/invocation/next` (init: SDK clients built, config read), "
+        "then the first invocation (event sent to answer received), against a fake Runtime API "
+        "(`bench/runtime_api.py`). The Python twin (`bench/python_twin.py`) creates the same boto3 "
+        "clients and answers the same event. The events need no AWS call.",
+        "",
+        "| function | runtime | init (ms) | first invocation (ms) | peak RSS (MiB) | answer |",
+        "| --- | --- | --- | --- | --- | --- |",
+        *cold_rows,
+        "",
+        "## Package size",
+        "",
+        "| function | `bootstrap` | zipped |",
+        "| --- | --- | --- |",
+        *sizes,
+        "",
+        "## Rollback latency (sandbox)",
+        "",
+        "From an alarm set to ALARM during a bake to the `Restore` state done (every target read "
+        "back at the baseline). It is about the rest of the current check interval plus the "
+        "restore itself.",
+        "",
+        "| check interval | alarm -> baseline |",
+        "| --- | --- |",
+        *latencies,
+        "",
+        "## One rollout, counted (sandbox)",
+        "",
+        f"The sandbox profile (3 steps, 3 checks each, {targets} targets), promoted "
+        f"({report.status}): {transitions} state transitions, {invocations} Lambda invocations, "
+        f"{sum(calls.values())} AWS API calls by the functions, of which {weight_calls} read or write "
+        f"weights: {weight_calls / (targets * steps):.1f} per target per step (Prepare's reads included).",
+        "",
+        "| service | action | calls |",
+        "| --- | --- | --- |",
+        *[f"| {service} | {action} | {n} |" for (service, action), n in sorted(calls.items())],
+        "",
+        "## Cost of a rollout at list prices",
+        "",
+        f"A 4-step, 20-minute rollout checked every 30 s ({big_checks} checks): {big_transitions} state "
+        f"transitions x $0.025 / 1,000 = ${cost_sfn:.4f}; {big_invocations} Lambda invocations at 128 MB "
+        f"(${PRICE_REQUEST * 1e6:.2f} per million requests, ${PRICE_GB_SECOND} per GB-s, "
+        f"{duration_s * 1000:.0f} ms each, the sandbox's median) = ${cost_lambda:.6f}. In all about ${cost_sfn + cost_lambda:.4f} per rollout; "
+        "CloudWatch `GetMetricData`/`DescribeAlarms` calls are extra when the plan uses them.",
+        "",
+    ]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join(out))
+    print(f"wrote {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+//! The size budget of a rollout execution, and the caps that keep it.
+//!
+//! Step Functions caps an execution's state, its input and every task result at 256 KiB, and
+//! a state or result over that ends the execution FAILED with `States.DataLimitExceeded`,
+//! which no `Catch` (not even `States.ALL`) runs for. So nothing that grows with input may
+//! reach the state unbounded. The state of `statemachine/rollout.asl.json` holds:
+//!
+//! | part of the state                              | bound                           |
+//! | ---------------------------------------------- | ------------------------------- |
+//! | `plan` (the input, kept once)                  | [`MAX_PLAN_BYTES`]              |
+//! | `analysis` (counts only)                       | < 100 B                         |
+//! | `prepared` (baseline, resolved steps)          | 10 targets, 20 steps: < 8 KiB   |
+//! | `lastSet`, `restored` (weights, notes)         | 10 targets: < 4 KiB each        |
+//! | `cluster`, `registration`, `apps`              | [`MAX_REASON_BYTES`] + < 1 KiB  |
+//! | `verdict` (counts, bounded summary)            | [`MAX_SUMMARY_BYTES`] + < 200 B |
+//! | `failure`, `restoreFailure` (error and cause)  | [`MAX_CAUSE_BYTES`] each        |
+//!
+//! which adds up to well under [`STATE_BUDGET_BYTES`]. Task results (the raw Lambda
+//! payloads, before `ResultSelector`) are bounded the same way: every function's output is a
+//! fixed shape with bounded lists and texts, and an error message is cut at
+//! [`MAX_ERROR_MESSAGE_BYTES`]. Full detail (every alarm's reason, every app) goes to the
+//! function's log instead. The end-to-end tests report the largest state they saw and fail
+//! above the budget.
+
+/// The written budget for the largest execution state (and task result), in bytes: a quarter
+/// of Step Functions' 256 KiB, so a plan at every cap still leaves a wide margin.
+pub const STATE_BUDGET_BYTES: usize = 64 * 1024;
+
+/// Largest plan accepted, as compact JSON. Checked before anything else about the plan.
+pub const MAX_PLAN_BYTES: usize = 32 * 1024;
+
+/// Most alarms one rollout may watch (named ones plus prefix matches): refused at Prepare with
+/// the number matched and the limit. (Metric queries are bounded by the plan itself: at most
+/// `analysis::MAX_METRIC_CHECKS` thresholds plus the ALB checks of at most 10 targets.)
+pub const MAX_ALARMS: usize = 200;
+
+/// Most plan problems listed in an `InvalidPlan` message; the rest are counted.
+pub const MAX_LISTED_ERRORS: usize = 10;
+/// Longest single line for people (one plan problem, one check reason, one app).
+pub const MAX_LINE_BYTES: usize = 300;
+/// Most failing reasons a check's verdict carries; the rest are counted (all are logged).
+pub const MAX_VERDICT_REASONS: usize = 5;
+/// Longest verdict summary (the text a failed check puts in the execution's cause).
+pub const MAX_SUMMARY_BYTES: usize = 2 * 1024;
+/// Longest free-text reason a function returns into the state (apps status, safety net).
+pub const MAX_REASON_BYTES: usize = 2 * 1024;
+/// Longest error message a function reports (Lambda's `errorMessage`, which Step Functions
+/// puts in the `Cause` a `Catch` adds to the state).
+pub const MAX_ERROR_MESSAGE_BYTES: usize = 2 * 1024;
+/// Longest cause the state machine builds from an error message and its own words.
+pub const MAX_CAUSE_BYTES: usize = MAX_ERROR_MESSAGE_BYTES + 1024;
+
+/// Cuts `text` to at most `max` bytes on a character boundary, ending with "…" when cut.
+pub fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let ellipsis = "…";
+    let mut end = max.saturating_sub(ellipsis.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{ellipsis}", &text[..end])
+}
+
+/// Joins at most `max_items` of `items` (each cut to [`MAX_LINE_BYTES`]) with `separator`,
+/// then "… and N more" for the rest; the whole cut to `max_bytes`.
+pub fn join_bounded<S: AsRef<str>>(
+    items: &[S],
+    separator: &str,
+    max_items: usize,
+    max_bytes: usize,
+) -> String {
+    let mut text = items
+        .iter()
+        .take(max_items)
+        .map(|i| truncate(i.as_ref(), MAX_LINE_BYTES))
+        .collect::<Vec<_>>()
+        .join(separator);
+    if items.len() > max_items {
+        text.push_str(&format!(
+            "{separator}… and {} more",
+            items.len() - max_items
+        ));
+    }
+    truncate(&text, max_bytes)
+}
+
+/// The longest an execution can run within the plan's caps, in seconds: Prepare, the wait for
+/// the cluster, registration, the apps wait, every step's bake at the longest, and a
+/// rollback with all its retries. The state machine's `TimeoutSeconds` is this (a test keeps
+/// them equal), so a stuck execution times out into the safety net instead of living for a
+/// year (Step Functions' own limit).
+pub const fn max_execution_seconds() -> u64 {
+    let prepare = 2 * 15 * 60; // two tasks, each with its Lambda retries
+    let cluster_wait = crate::plan::MAX_CLUSTER_POLLS * crate::plan::CLUSTER_POLL_SECONDS + 15 * 60;
+    let registration = 20 * 30 + 15 * 60; // ClusterNotReady retries, then the others
+    let apps = crate::argocd::MAX_APPS_TIMEOUT_SECONDS as u64 + 15 * 60;
+    let bakes = crate::plan::MAX_STEPS as u64 * (crate::plan::MAX_BAKE_SECONDS as u64 + 15 * 60);
+    let rollback = 60 * 60;
+    prepare + cluster_wait + registration + apps + bakes + rollback
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncate_keeps_short_text_and_cuts_on_a_char_boundary() {
+        assert_eq!(truncate("abc", 3), "abc");
+        assert_eq!(truncate("abcdef", 5), "ab…");
+        let cut = truncate("ééééé", 6);
+        assert!(cut.len() <= 6 && cut.ends_with('…'), "{cut}");
+        assert_eq!(truncate("abcdef", 0), "…");
+    }
+
+    #[test]
+    fn join_bounded_counts_what_it_leaves_out() {
+        let items: Vec<String> = (1..=12).map(|i| format!("problem {i}")).collect();
+        let text = join_bounded(&items, "; ", 10, 10_000);
+        assert!(text.starts_with("problem 1; problem 2"));
+        assert!(text.ends_with("problem 10; … and 2 more"), "{text}");
+        assert_eq!(
+            join_bounded(&items[..2], "; ", 10, 10_000),
+            "problem 1; problem 2"
+        );
+        let long = vec!["x".repeat(5000)];
+        assert!(join_bounded(&long, "; ", 10, 10_000).len() <= MAX_LINE_BYTES);
+        assert!(join_bounded(&items, "; ", 10, 20).len() <= 20);
+    }
+
+    #[test]
+    fn the_budget_leaves_room_under_step_functions_limit() {
+        const { assert!(STATE_BUDGET_BYTES < 256 * 1024 / 2) };
+        let fixed_parts = MAX_PLAN_BYTES
+            + 8 * 1024
+            + 2 * 4 * 1024
+            + MAX_REASON_BYTES
+            + 1024
+            + MAX_SUMMARY_BYTES
+            + 200
+            + 2 * MAX_CAUSE_BYTES;
+        assert!(fixed_parts < STATE_BUDGET_BYTES, "{fixed_parts}");
+    }
+}

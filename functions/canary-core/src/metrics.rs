@@ -1,0 +1,305 @@
+//! The rollout's CloudWatch metrics, in the Embedded Metric Format: a function prints one JSON
+//! line per data point to its log, and CloudWatch Logs turns it into a metric (no API call,
+//! no extra permission). Namespace [`NAMESPACE`]. Dimensions are bounded: the cluster
+//! (`<region>/<name>`), the traffic target, the side of an ALB pair, a threshold check's
+//! name, a rollback's cause (an error name); never an execution name, which would make a new
+//! metric stream per rollout.
+//!
+//! Every metric is one [`Metric`]; `template.yaml`'s dashboard plots only these (a test
+//! checks), and a point can only be built with the dimensions its metric declares.
+
+use serde_json::{json, Map, Value};
+
+use crate::weights::TargetWeights;
+
+pub const NAMESPACE: &str = "ClusterCanary";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    /// The canary's share of a target's weights after a change, read back (0–100).
+    CanaryWeight,
+    /// 1 for the verdict a check had, 0 for the other two: a check is one of each series.
+    ChecksPassed,
+    ChecksFailed,
+    ChecksInconclusive,
+    /// An ALB target group's 5xx rate over the check's lookback, canary and stable side by side.
+    ErrorRatePercent,
+    /// An ALB target group's latency statistic, canary and stable side by side.
+    LatencySeconds,
+    /// The reduced value of a plan's metric threshold check.
+    MetricValue,
+    /// 1 per rollback, by its cause (`CheckFailed`, an error name, or the safety net's).
+    Rollbacks,
+    /// From the failing check (or failed step) to every target read back at the baseline.
+    RollbackSeconds,
+}
+
+impl Metric {
+    pub const ALL: [Metric; 9] = [
+        Metric::CanaryWeight,
+        Metric::ChecksPassed,
+        Metric::ChecksFailed,
+        Metric::ChecksInconclusive,
+        Metric::ErrorRatePercent,
+        Metric::LatencySeconds,
+        Metric::MetricValue,
+        Metric::Rollbacks,
+        Metric::RollbackSeconds,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::CanaryWeight => "CanaryWeight",
+            Metric::ChecksPassed => "ChecksPassed",
+            Metric::ChecksFailed => "ChecksFailed",
+            Metric::ChecksInconclusive => "ChecksInconclusive",
+            Metric::ErrorRatePercent => "ErrorRatePercent",
+            Metric::LatencySeconds => "LatencySeconds",
+            Metric::MetricValue => "MetricValue",
+            Metric::Rollbacks => "Rollbacks",
+            Metric::RollbackSeconds => "RollbackSeconds",
+        }
+    }
+
+    /// The CloudWatch unit (one of the names CloudWatch accepts).
+    pub fn unit(self) -> &'static str {
+        match self {
+            Metric::CanaryWeight | Metric::ErrorRatePercent => "Percent",
+            Metric::ChecksPassed
+            | Metric::ChecksFailed
+            | Metric::ChecksInconclusive
+            | Metric::Rollbacks => "Count",
+            Metric::LatencySeconds | Metric::RollbackSeconds => "Seconds",
+            Metric::MetricValue => "None",
+        }
+    }
+
+    pub fn dimensions(self) -> &'static [&'static str] {
+        match self {
+            Metric::CanaryWeight => &["Cluster", "Target"],
+            Metric::ChecksPassed | Metric::ChecksFailed | Metric::ChecksInconclusive => {
+                &["Cluster"]
+            }
+            Metric::ErrorRatePercent | Metric::LatencySeconds => &["Cluster", "Target", "Side"],
+            Metric::MetricValue => &["Cluster", "Check"],
+            Metric::Rollbacks => &["Cluster", "Cause"],
+            Metric::RollbackSeconds => &["Cluster"],
+        }
+    }
+}
+
+/// One data point of one metric, with a value for each of its dimensions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    metric: Metric,
+    dimension_values: Vec<String>,
+    value: f64,
+}
+
+/// The `Cluster` dimension: a cluster is its region and name (the metrics live in the stack's
+/// account).
+pub fn cluster_dimension(region: &str, name: &str) -> String {
+    format!("{region}/{name}")
+}
+
+/// The `Target` dimension of a traffic target key: an ALB listener or rule ARN's resource
+/// (`listener/app/web/…`), or the Route 53 key as it is (`route53:<zone>:<name>:<type>`).
+pub fn target_dimension(target_key: &str) -> String {
+    match target_key.strip_prefix("arn:") {
+        Some(_) => target_key
+            .splitn(6, ':')
+            .nth(5)
+            .unwrap_or(target_key)
+            .to_owned(),
+        None => target_key.to_owned(),
+    }
+}
+
+impl Point {
+    fn new(metric: Metric, dimension_values: Vec<String>, value: f64) -> Self {
+        Point {
+            metric,
+            dimension_values,
+            value,
+        }
+    }
+
+    pub fn canary_weight(cluster: &str, weights: &TargetWeights) -> Self {
+        let values = vec![cluster.to_owned(), target_dimension(&weights.target)];
+        let percent = weights.pair().canary_share_percent();
+        Point::new(Metric::CanaryWeight, values, percent)
+    }
+
+    /// The three check series for one check whose verdict is `passed`, `failed`, or neither.
+    pub fn check_result(cluster: &str, passed: bool, failed: bool) -> [Self; 3] {
+        let one = |metric, on: bool| {
+            Point::new(metric, vec![cluster.to_owned()], if on { 1.0 } else { 0.0 })
+        };
+        [
+            one(Metric::ChecksPassed, passed),
+            one(Metric::ChecksFailed, failed),
+            one(Metric::ChecksInconclusive, !passed && !failed),
+        ]
+    }
+
+    /// An ALB pair's 5xx rate; `side` is `canary` or `stable`, `target` the canary target
+    /// group's name.
+    pub fn error_rate(cluster: &str, target: &str, side: &str, percent: f64) -> Self {
+        let values = vec![cluster.to_owned(), target.to_owned(), side.to_owned()];
+        Point::new(Metric::ErrorRatePercent, values, percent)
+    }
+
+    /// An ALB pair's latency statistic, like [`Point::error_rate`].
+    pub fn latency(cluster: &str, target: &str, side: &str, seconds: f64) -> Self {
+        let values = vec![cluster.to_owned(), target.to_owned(), side.to_owned()];
+        Point::new(Metric::LatencySeconds, values, seconds)
+    }
+
+    pub fn metric_value(cluster: &str, check: &str, value: f64) -> Self {
+        let values = vec![cluster.to_owned(), check.to_owned()];
+        Point::new(Metric::MetricValue, values, value)
+    }
+
+    pub fn rollback(cluster: &str, cause: &str) -> Self {
+        let values = vec![cluster.to_owned(), cause.to_owned()];
+        Point::new(Metric::Rollbacks, values, 1.0)
+    }
+
+    pub fn rollback_seconds(cluster: &str, seconds: f64) -> Self {
+        Point::new(Metric::RollbackSeconds, vec![cluster.to_owned()], seconds)
+    }
+
+    pub fn metric(&self) -> Metric {
+        self.metric
+    }
+
+    /// The EMF document: `_aws` metadata naming the namespace, the dimension set and the
+    /// metric with its unit, then each dimension and the metric as top-level members.
+    pub fn to_emf(&self, timestamp_ms: u64) -> Value {
+        let metric = self.metric;
+        let mut document = Map::new();
+        document.insert(
+            "_aws".to_owned(),
+            json!({
+                "Timestamp": timestamp_ms,
+                "CloudWatchMetrics": [{
+                    "Namespace": NAMESPACE,
+                    "Dimensions": [metric.dimensions()],
+                    "Metrics": [{"Name": metric.name(), "Unit": metric.unit()}],
+                }],
+            }),
+        );
+        for (name, value) in metric.dimensions().iter().zip(&self.dimension_values) {
+            document.insert((*name).to_owned(), Value::String(value.clone()));
+        }
+        document.insert(metric.name().to_owned(), json!(self.value));
+        Value::Object(document)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn weights(target: &str, stable: u16, canary: u16) -> TargetWeights {
+        TargetWeights {
+            target: target.to_owned(),
+            stable,
+            canary,
+        }
+    }
+
+    #[test]
+    fn a_point_is_the_exact_document_cloudwatch_expects() {
+        let point = Point::canary_weight(
+            "eu-west-1/green",
+            &weights(
+                "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/50dc6c495c0c9188/f2f7dc8efc522ab2",
+                75,
+                25,
+            ),
+        );
+        assert_eq!(
+            point.to_emf(1_795_000_000_000),
+            json!({
+                "_aws": {
+                    "Timestamp": 1_795_000_000_000u64,
+                    "CloudWatchMetrics": [{
+                        "Namespace": "ClusterCanary",
+                        "Dimensions": [["Cluster", "Target"]],
+                        "Metrics": [{"Name": "CanaryWeight", "Unit": "Percent"}],
+                    }],
+                },
+                "Cluster": "eu-west-1/green",
+                "Target": "listener/app/web/50dc6c495c0c9188/f2f7dc8efc522ab2",
+                "CanaryWeight": 25.0,
+            })
+        );
+    }
+
+    #[test]
+    fn every_point_carries_each_dimension_its_metric_declares() {
+        let points = [
+            Point::canary_weight("r/c", &weights("route53:Z1:app.example.com.:A", 0, 0)),
+            Point::error_rate("r/c", "green", "canary", 3.2),
+            Point::latency("r/c", "green", "stable", 0.2),
+            Point::metric_value("r/c", "checkout p99", 0.4),
+            Point::rollback("r/c", "CheckFailed"),
+            Point::rollback_seconds("r/c", 1.5),
+        ]
+        .into_iter()
+        .chain(Point::check_result("r/c", false, true));
+        let mut seen = Vec::new();
+        for point in points {
+            let document = point.to_emf(0);
+            let metric = point.metric();
+            let declared = &document["_aws"]["CloudWatchMetrics"][0];
+            assert_eq!(declared["Dimensions"][0], json!(metric.dimensions()));
+            for dimension in metric.dimensions() {
+                assert!(document[*dimension].is_string(), "{document}");
+            }
+            assert!(document[metric.name()].is_number(), "{document}");
+            let units = ["Percent", "Count", "Seconds", "None"];
+            assert!(units.contains(&declared["Metrics"][0]["Unit"].as_str().unwrap()));
+            seen.push(metric);
+        }
+        assert_eq!(
+            seen.len(),
+            Metric::ALL.len(),
+            "every metric has a point here"
+        );
+        for metric in Metric::ALL {
+            assert!(seen.contains(&metric), "{metric:?}");
+        }
+    }
+
+    #[test]
+    fn a_check_is_one_of_three_series() {
+        let values = |passed, failed| {
+            Point::check_result("r/c", passed, failed)
+                .map(|p| p.to_emf(0)[p.metric().name()].clone())
+        };
+        assert_eq!(values(true, false), [json!(1.0), json!(0.0), json!(0.0)]);
+        assert_eq!(values(false, true), [json!(0.0), json!(1.0), json!(0.0)]);
+        assert_eq!(values(false, false), [json!(0.0), json!(0.0), json!(1.0)]);
+    }
+
+    #[test]
+    fn target_dimensions_are_short_and_stable() {
+        assert_eq!(
+            target_dimension("arn:aws:elasticloadbalancing:us-east-1:123456789012:listener-rule/app/web/50dc/f2f7/9683"),
+            "listener-rule/app/web/50dc/f2f7/9683"
+        );
+        assert_eq!(
+            target_dimension("route53:Z1:app.example.com.:A"),
+            "route53:Z1:app.example.com.:A"
+        );
+        let share = |stable, canary| {
+            Point::canary_weight("r/c", &weights("x", stable, canary)).to_emf(0)["CanaryWeight"]
+                .clone()
+        };
+        assert_eq!(share(0, 100), 100.0);
+        // Route 53 splits all-zero weights evenly (WeightPair::canary_share_percent).
+        assert_eq!(share(0, 0), 50.0);
+    }
+}

@@ -1,0 +1,59 @@
+//! The weight function's CloudWatch metrics (see `canary_core::metrics`): every target's canary
+//! share after each change, and each rollback with its cause and how long it took.
+
+use std::time::SystemTime;
+
+use aws_smithy_types::date_time::Format;
+use aws_smithy_types::DateTime;
+use canary_aws::logging::emit_metrics;
+use canary_core::metrics::{cluster_dimension, Point};
+use canary_core::{RolloutPlan, TargetWeights};
+
+fn cluster(plan: &RolloutPlan) -> String {
+    cluster_dimension(&plan.cluster.region, &plan.cluster.name)
+}
+
+/// The weights every target was read back at.
+pub fn weights(plan: &RolloutPlan, weights: &[TargetWeights]) {
+    let cluster = cluster(plan);
+    emit_metrics(weights.iter().map(|w| Point::canary_weight(&cluster, w)));
+}
+
+/// A rollback that put every target back at the baseline: its cause, and the time since the
+/// failure (`failed_at`, RFC 3339, as Step Functions gives `$$.State.EnteredTime`) when known.
+pub fn rollback(plan: &RolloutPlan, cause: &str, failed_at: Option<&str>, now: SystemTime) {
+    let cluster = cluster(plan);
+    let seconds = failed_at
+        .and_then(utc_time)
+        .and_then(|at| now.duration_since(at).ok())
+        .map(|elapsed| elapsed.as_secs_f64());
+    emit_metrics(
+        std::iter::once(Point::rollback(&cluster, cause))
+            .chain(seconds.map(|s| Point::rollback_seconds(&cluster, s))),
+    );
+}
+
+/// An RFC 3339 UTC time as Step Functions writes it (`2026-11-22T10:03:00.192Z`), or with the
+/// offset spelled `+00:00` (as some emulators do).
+fn utc_time(text: &str) -> Option<SystemTime> {
+    let zulu = match text.strip_suffix("+00:00") {
+        Some(rest) => format!("{rest}Z"),
+        None => text.to_owned(),
+    };
+    let at = DateTime::from_str(&zulu, Format::DateTime).ok()?;
+    SystemTime::try_from(at).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn failure_times_in_either_utc_spelling() {
+        let at = UNIX_EPOCH + Duration::from_millis(1_794_990_400_192);
+        assert_eq!(utc_time("2026-11-18T08:26:40.192Z"), Some(at));
+        assert_eq!(utc_time("2026-11-18T08:26:40.192000+00:00"), Some(at));
+        assert_eq!(utc_time("yesterday"), None);
+    }
+}

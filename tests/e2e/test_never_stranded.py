@@ -1,0 +1,187 @@
+"""End to end: traffic is never left stranded. Platform failures that skip every Catch, foreign
+weight changes during the last bake and during a rollback, plans and alarm sets at every
+size cap, and clusters identified by account, region and name (see test_rollouts.py for the
+sandbox). No execution here ends with traffic away from the baseline unless it promoted.
+"""
+import json
+import re
+
+from helpers import BASELINE, PROMOTED, captured, move_listener_by_hand
+from sandbox.scenarios import manual_plan, start_manual
+from sandbox import scenarios
+from sandbox.harness import REPO, Sandbox
+
+LIMITS = (REPO / "functions/canary-core/src/limits.rs").read_text()
+MAX_PLAN_BYTES = int(re.search(r"pub const MAX_PLAN_BYTES: usize = (\d+) \* 1024;", LIMITS).group(1)) * 1024
+MAX_ALARMS = int(re.search(r"pub const MAX_ALARMS: usize = (\d+);", LIMITS).group(1))
+# CloudWatch keeps at most 1023 characters of a state reason: the longest a reason can be.
+LONG_REASON = ("Threshold Crossed: 5 out of the last 5 datapoints [12.0 (22/11/26 10:03:00), 11.0 (22/11/26 10:02:00)] "
+               "were greater than the threshold (10.0) (minimum 5 datapoints for OK -> ALARM transition). ") * 5
+LONG_REASON = LONG_REASON[:1023]
+
+
+def start_green(sandbox):
+    scenarios.create_green(sandbox)
+    error, started = sandbox.invoke("cluster-created", scenarios.create_cluster_event(sandbox))
+    assert not error, started
+    return started["executionArn"]
+
+
+def test_a_platform_failure_after_traffic_moved_is_restored_by_the_safety_net():
+    """A task result over 256 KiB ends the execution FAILED with States.DataLimitExceeded, which
+    no Catch runs for (tests/moto/moto_server.py makes moto's engine behave like AWS here)."""
+    with Sandbox(log=captured) as sandbox:
+        oversized = json.dumps({"verdict": "pass", "rollback": False, "consecutiveFailures": 0, "passes": 1,
+                                "summary": "ok", "padding": "x" * 300_000}).encode()
+        fault = [lambda method, path, body: "evaluate-alarms" in path and b'"evaluate"' in body, 1,
+                 (200, [("Content-Type", "application/json")], oversized)]
+        sandbox.front.faults.append(fault)
+        report = scenarios.watch(sandbox, start_green(sandbox), out=captured)
+        assert fault[1] == 0, "the oversized answer was given"
+        assert report.status == "FAILED"
+        assert report.error == "States.DataLimitExceeded"
+        assert "SetWeights" in report.states and "Restore" not in report.states, "no Catch ran"
+        assert report.max_canary == 10, "traffic had moved"
+        assert report.safety_net["restored"] is True
+        assert report.safety_net["reason"].startswith(
+            "the execution failed with States.DataLimitExceeded at Evaluate, which no Catch handles"), report.safety_net
+        assert report.weights == BASELINE
+
+
+def test_a_foreign_change_during_the_last_bake_is_not_promoted_over():
+    with Sandbox(log=captured) as sandbox:
+        def on_event(name, state):
+            if name == "SetWeights" and state["cursor"]["step"]["weight"] == 100:
+                move_listener_by_hand(sandbox, 50, 50)
+
+        report = scenarios.watch(sandbox, start_green(sandbox), on_event=on_event, out=captured)
+        assert report.status == "FAILED"
+        assert report.error == "WeightsChangedExternally"
+        assert report.states[-2:] == ["VerifyPromotion", "ChangedBeforePromotion"]
+        assert "during the last bake; the rollout stopped without promoting" in report.cause
+        assert "found stable 50 / canary 50, this rollout last set stable 0 / canary 100" in report.cause
+        assert report.safety_net["restored"] is False
+        assert report.weights == {"listener :80": (50, 50), "app.example.com.": (0, 100)}, "nothing overwritten"
+
+
+def test_a_rollback_that_overwrites_a_foreign_change_says_so():
+    with Sandbox(log=captured) as sandbox:
+        def on_event(name, state):
+            if name == "SetWeights" and state["cursor"]["step"]["weight"] == 50:
+                move_listener_by_hand(sandbox, 70, 30)
+                sandbox.client("cloudwatch").set_alarm_state(
+                    AlarmName="web-green-5xx", StateValue="ALARM", StateReason="Threshold Crossed")
+
+        report = scenarios.watch(sandbox, start_green(sandbox), on_event=on_event, out=captured)
+        assert (report.status, report.error) == ("FAILED", "CheckFailed")
+        assert report.states[-2:] == ["Restore", "RolledBack"]
+        assert (f"It overwrote weights changed outside this rollout: {sandbox.world.listener} "
+                "was stable 70 / canary 30") in report.cause
+        assert report.weights == BASELINE
+
+
+def test_rollouts_whose_state_could_overflow_are_refused_at_prepare_with_nothing_moved():
+    with Sandbox(log=captured) as sandbox:
+        scenarios.create_green(sandbox)
+        too_large = manual_plan(sandbox)
+        too_large["argocd"]["labels"]["padding"] = "x" * MAX_PLAN_BYTES
+        report = scenarios.watch(sandbox, start_manual(sandbox, too_large, "plan-too-large"), out=captured)
+        assert (report.status, report.error) == ("FAILED", "InvalidPlan")
+        assert re.search(rf"plan: is \d+ bytes as compact JSON, more than the limit of {MAX_PLAN_BYTES} bytes",
+                         report.cause), report.cause
+        assert report.states == ["Init", "ValidateAnalysis", "FailedBeforeTraffic"]
+
+        cloudwatch = sandbox.client("cloudwatch")
+        for i in range(MAX_ALARMS + 1 - len(sandbox.world.alarms)):
+            cloudwatch.put_metric_alarm(AlarmName=f"web-green-slo-{i:03}", Namespace="Web", MetricName="Errors",
+                                        Statistic="Sum", Period=60, EvaluationPeriods=1, Threshold=1,
+                                        ComparisonOperator="GreaterThanThreshold")
+        report = scenarios.watch(sandbox, start_manual(sandbox, manual_plan(sandbox), "too-many-alarms"), out=captured)
+        assert (report.status, report.error) == ("FAILED", "InvalidPlan")
+        assert (f"analysis.alarms: the names and prefixes match {MAX_ALARMS + 1} alarms, "
+                f"more than the limit of {MAX_ALARMS}") in report.cause
+        assert report.states == ["Init", "ValidateAnalysis", "FailedBeforeTraffic"]
+        assert report.weights == BASELINE
+        assert report.secret is None, "nothing registered either"
+
+
+def largest_plan(sandbox):
+    """The profile's plan padded with Argo CD labels to just under the plan size cap."""
+    plan = manual_plan(sandbox)
+    labels = plan["argocd"]["labels"]
+    i = 0
+    while len(json.dumps(plan, separators=(",", ":"))) < MAX_PLAN_BYTES - 120:
+        labels[f"example.com/pad-{i:04}"] = "v" * 60
+        i += 1
+    size = len(json.dumps(plan, separators=(",", ":")))
+    assert MAX_PLAN_BYTES - 120 <= size <= MAX_PLAN_BYTES, size
+    return plan
+
+
+def test_the_largest_plan_with_the_most_alarms_rolls_back_then_promotes_within_the_state_budget():
+    """The plan at the size cap, MAX_ALARMS alarms each with CloudWatch's longest reason: the
+    conftest fixture fails any execution whose largest state is over the written budget."""
+    with Sandbox(log=captured) as sandbox:
+        cloudwatch = sandbox.client("cloudwatch")
+        names = list(sandbox.world.alarms) + [f"web-green-slo-{i:03}" for i in range(MAX_ALARMS - len(sandbox.world.alarms))]
+        for name in names[len(sandbox.world.alarms):]:
+            cloudwatch.put_metric_alarm(AlarmName=name, Namespace="Web", MetricName="Errors", Statistic="Sum",
+                                        Period=60, EvaluationPeriods=1, Threshold=1,
+                                        ComparisonOperator="GreaterThanThreshold")
+        for name in names:
+            cloudwatch.set_alarm_state(AlarmName=name, StateValue="OK", StateReason=LONG_REASON)
+        scenarios.create_green(sandbox)
+        plan = largest_plan(sandbox)
+
+        def alarm_at_half(name, state):
+            if name == "SetWeights" and state["cursor"]["step"]["weight"] == 50:
+                cloudwatch.set_alarm_state(AlarmName="web-green-slo-137", StateValue="ALARM", StateReason=LONG_REASON)
+
+        rolled_back = scenarios.watch(sandbox, start_manual(sandbox, plan, "largest-rollback"),
+                                      on_event=alarm_at_half, out=captured)
+        assert (rolled_back.status, rolled_back.error) == ("FAILED", "CheckFailed")
+        assert "alarm web-green-slo-137 is ALARM" in rolled_back.cause
+        assert f"… and {MAX_ALARMS - 5} more signal(s)" in rolled_back.cause
+        assert rolled_back.weights == BASELINE
+
+        cloudwatch.set_alarm_state(AlarmName="web-green-slo-137", StateValue="OK", StateReason=LONG_REASON)
+        promoted = scenarios.watch(sandbox, start_manual(sandbox, plan, "largest-promotion"), out=captured)
+        assert promoted.status == "SUCCEEDED", promoted
+        assert promoted.weights == PROMOTED
+        captured(f"largest states: rollback {rolled_back.largest_state} B at {rolled_back.largest_state_at}, "
+                 f"promotion {promoted.largest_state} B at {promoted.largest_state_at}")
+        assert promoted.largest_state > MAX_PLAN_BYTES, "the plan is in the state"
+
+
+def delete_cluster_event(name, region):
+    event = json.loads((REPO / "tests/events/eks-delete-cluster.json").read_text())
+    detail = event["detail"]
+    detail["awsRegion"] = event["region"] = region
+    detail["requestParameters"]["name"] = name
+    detail["responseElements"]["cluster"].update(name=name, arn=scenarios.cluster_arn(name, region))
+    return event
+
+
+def test_a_cluster_in_another_region_rolls_out_and_same_named_clusters_keep_their_own_secrets():
+    with Sandbox(log=captured) as sandbox:
+        scenarios.create_green(sandbox, region="eu-west-1")
+        plan = manual_plan(sandbox, region="eu-west-1")
+        report = scenarios.watch(sandbox, start_manual(sandbox, plan, "green-in-eu"), out=captured)
+        assert report.status == "SUCCEEDED", report
+        assert report.weights == PROMOTED
+        eu = report.secret
+        assert eu["annotations"]["cluster-canary/cluster-arn"] == scenarios.cluster_arn("green", "eu-west-1")
+
+        # A `green` in us-east-1 too: registered beside it, not over it.
+        scenarios.create_green(sandbox)
+        error, us = sandbox.invoke("register-cluster", {"operation": "register", "plan": manual_plan(sandbox)})
+        assert not error, us
+        assert us["outcome"] == "created" and us["secretName"] != eu["name"]
+        assert scenarios.read_secret(sandbox, scenarios.cluster_arn("green", "eu-west-1"))["data"] == eu["data"]
+
+        # Deleting the us-east-1 green removes only its own Secret.
+        error, deleted = sandbox.invoke("cluster-created", delete_cluster_event("green", "us-east-1"))
+        assert not error, deleted
+        assert deleted["action"] == "deregistered", deleted
+        assert scenarios.read_secret(sandbox, scenarios.cluster_arn("green", "us-east-1")) is None
+        assert scenarios.read_secret(sandbox, scenarios.cluster_arn("green", "eu-west-1")) is not None

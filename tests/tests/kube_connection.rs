@@ -1,0 +1,82 @@
+//! Reaching the management cluster's Kubernetes API: a TLS failure (a CA that did not sign the
+//! server's certificate, a name the certificate does not cover, CA data that is not a
+//! certificate) is `KubeTlsFailed`, never retried, with rustls's reason in the message; a
+//! refused connection stays `KubeTransient`, with its cause. Against the Kubernetes API test
+//! server over real HTTPS.
+
+use canary_kube::access::client;
+use canary_kube::{ArgoCdApi, KubeArgoCd, KubeError};
+use cluster_canary_tests::{KubeServer, ADMIN_TOKEN};
+
+async fn list_secrets(server: &str, ca_data: &str) -> Result<(), KubeError> {
+    let client = client(server, ca_data, ADMIN_TOKEN.to_owned()).await?;
+    KubeArgoCd::new(client, "argocd")
+        .cluster_secrets()
+        .await
+        .map(drop)
+}
+
+fn tls_error(result: Result<(), KubeError>) -> String {
+    let err = result.expect_err("the connection must fail");
+    assert_eq!(err.error_name().as_str(), "KubeTlsFailed", "{err}");
+    assert!(!err.error_name().is_retryable());
+    err.to_string()
+}
+
+#[tokio::test]
+async fn the_right_ca_connects() {
+    let kube = KubeServer::start(&[]);
+    list_secrets(&kube.server, &kube.ca_data)
+        .await
+        .expect("connects");
+}
+
+#[tokio::test]
+async fn a_ca_that_did_not_sign_the_certificate_is_a_tls_failure() {
+    let kube = KubeServer::start(&[]);
+    let other = KubeServer::start(&[]);
+    let message = tls_error(list_secrets(&kube.server, &other.ca_data).await);
+    // Both test CAs have the same subject: rustls finds the issuer, then a bad signature.
+    assert!(
+        message.contains("invalid peer certificate: BadSignature")
+            || message.contains("invalid peer certificate: UnknownIssuer"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn a_name_the_certificate_does_not_cover_is_a_tls_failure() {
+    let kube = KubeServer::start(&["--certificate-for", "kube.example.internal"]);
+    let message = tls_error(list_secrets(&kube.server, &kube.ca_data).await);
+    assert!(
+        message.contains("invalid peer certificate: certificate not valid for name \"127.0.0.1\""),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn ca_data_that_is_not_a_certificate_is_a_tls_failure() {
+    use base64::Engine;
+    let kube = KubeServer::start(&[]);
+    let not_a_certificate = base64::engine::general_purpose::STANDARD
+        .encode("-----BEGIN CERTIFICATE-----\nbm9wZQ==\n-----END CERTIFICATE-----\n");
+    let message = tls_error(list_secrets(&kube.server, &not_a_certificate).await);
+    assert!(
+        message.contains("failed to add a root certificate: invalid peer certificate: BadEncoding"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_transient_and_says_so() {
+    let kube = KubeServer::start(&[]);
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let err = list_secrets(&format!("https://127.0.0.1:{closed}"), &kube.ca_data)
+        .await
+        .expect_err("nothing listens there");
+    assert_eq!(err.error_name().as_str(), "KubeTransient", "{err}");
+    assert!(err.to_string().contains("Connection refused"), "{err}");
+}
