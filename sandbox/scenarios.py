@@ -199,6 +199,9 @@ def describe(name, output, verbose=False):
         apps = state["apps"]
         reason = apps["reason"].removeprefix("not ready: ")
         return f"Argo CD apps {'ready' if apps['ready'] else 'not ready'}: {reason}"
+    if name == "TargetHealth":
+        health = state["targetHealth"]
+        return f"canary targets {'healthy' if health['ready'] else 'not healthy yet'}: {short_reason(health['reason'])}"
     if name == "Evaluate":
         return check_line(state, verbose)
     if name == "Restore":

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 
+use canary_core::gates::MAX_TARGET_HEALTH_POLLS;
 use canary_core::plan::{MAX_STEPS, MAX_TOTAL_CHECKS};
 use canary_core::ErrorName;
 use cluster_canary_tests::repo_root;
@@ -210,8 +211,20 @@ fn a_long_rollout_stays_under_the_history_limit() {
     };
     // The README's example: 10 steps baking 1 h, checked every 30 s.
     assert!(history(10, 3600 / 30) < 25_000, "{}", history(10, 120));
+    let per_target_health_look: usize = [
+        "TargetHealth",
+        "TargetsHealthy?",
+        "WaitForTargets",
+        "CountTargetsPoll",
+    ]
+    .iter()
+    .map(|n| events(&s[*n]))
+    .sum();
     // The most a valid plan allows.
-    let worst = fixed + MAX_STEPS * per_step + MAX_TOTAL_CHECKS as usize * per_check;
+    let worst = fixed
+        + MAX_TARGET_HEALTH_POLLS as usize * per_target_health_look
+        + MAX_STEPS * per_step
+        + MAX_TOTAL_CHECKS as usize * per_check;
     assert!(
         worst < 25_000,
         "the plan limits allow {worst} history events"

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use aws_config::SdkConfig;
 use aws_sdk_elasticloadbalancingv2 as elbv2;
+use canary_core::gates::TargetState;
 use canary_core::AlbTarget;
 use elbv2::types::{Action, ActionTypeEnum, ForwardActionConfig, TargetGroupTuple};
 
@@ -82,6 +83,8 @@ pub trait AlbApi: Send + Sync {
         region: &str,
         arns: &[String],
     ) -> Result<Vec<TargetGroupInfo>, AwsError>;
+    /// Every registered target of a target group with its health (`DescribeTargetHealth`).
+    async fn target_health(&self, target_group_arn: &str) -> Result<Vec<TargetState>, AwsError>;
 }
 
 /// `AlbApi` on the real ELBv2 client, one client per region the plan names.
@@ -320,6 +323,44 @@ impl AlbApi for SdkAlb {
             });
         }
         Ok(infos)
+    }
+
+    async fn target_health(&self, target_group_arn: &str) -> Result<Vec<TargetState>, AwsError> {
+        // The region is the ARN's fourth field; the plan validated the ARN.
+        let client = self.client(target_group_arn.split(':').nth(3));
+        let out = client
+            .describe_target_health()
+            .target_group_arn(target_group_arn)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("DescribeTargetHealth", e))?;
+        Ok(out
+            .target_health_descriptions()
+            .iter()
+            .map(target_state)
+            .collect())
+    }
+}
+
+fn target_state(description: &elbv2::types::TargetHealthDescription) -> TargetState {
+    let id = description
+        .target()
+        .and_then(|t| t.id())
+        .unwrap_or("unknown");
+    let target = match description.target().and_then(|t| t.port()) {
+        Some(port) => format!("{id}:{port}"),
+        None => id.to_owned(),
+    };
+    let health = description.target_health();
+    TargetState {
+        target,
+        state: health
+            .and_then(|h| h.state())
+            .map_or("unknown", |s| s.as_str())
+            .to_owned(),
+        reason: health
+            .and_then(|h| h.reason())
+            .map(|r| r.as_str().to_owned()),
     }
 }
 

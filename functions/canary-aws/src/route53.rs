@@ -21,6 +21,8 @@ pub struct WeightedRecord {
     pub ttl: Option<i64>,
     /// The DNS name of the alias target, for alias records.
     pub alias_target: Option<String>,
+    /// The Route 53 health check of the record, if it has one.
+    pub health_check_id: Option<String>,
 }
 
 #[async_trait]
@@ -37,6 +39,9 @@ pub trait Route53Api: Send + Sync {
     ) -> Result<String, AwsError>;
     /// Waits (bounded) until the change is `INSYNC`; `false` if the bound ran out first.
     async fn wait_in_sync(&self, change_id: &str) -> Result<bool, AwsError>;
+    /// What each Route 53 health checker last reported for a health check
+    /// (`GetHealthCheckStatus`): `Success: …` or `Failure: …`.
+    async fn health_check_reports(&self, health_check_id: &str) -> Result<Vec<String>, AwsError>;
 }
 
 /// How long to wait for a change to reach `INSYNC`. Route 53 documents "generally within
@@ -131,6 +136,7 @@ fn to_model(set: &ResourceRecordSet) -> Result<WeightedRecord, AwsError> {
         weight,
         ttl: set.ttl(),
         alias_target: set.alias_target().map(|a| a.dns_name().to_owned()),
+        health_check_id: set.health_check_id().map(str::to_owned),
     })
 }
 
@@ -243,5 +249,21 @@ impl Route53Api for SdkRoute53 {
             Err(Poll::Pending) => Ok(false),
             Err(Poll::Failed(e)) => Err(e),
         }
+    }
+
+    async fn health_check_reports(&self, health_check_id: &str) -> Result<Vec<String>, AwsError> {
+        let out = self
+            .client
+            .get_health_check_status()
+            .health_check_id(health_check_id)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("GetHealthCheckStatus", e))?;
+        Ok(out
+            .health_check_observations()
+            .iter()
+            .filter_map(|o| o.status_report()?.status())
+            .map(str::to_owned)
+            .collect())
     }
 }

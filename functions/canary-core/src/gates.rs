@@ -12,6 +12,9 @@ use crate::plan::Errors;
 pub const MAX_TARGET_HEALTH_TIMEOUT_SECONDS: i64 = 3600;
 /// Most targets one gate may require per target group (ALB target groups hold up to 1,000).
 pub const MAX_MIN_HEALTHY_TARGETS: i64 = 1000;
+/// Most looks one gate may take (`timeoutSeconds / intervalSeconds`): each is about eleven
+/// execution history events, which must leave room under the 25,000-event limit.
+pub const MAX_TARGET_HEALTH_POLLS: i64 = 60;
 
 /// Before the first non-zero weight: every ALB target's canary target group has at least
 /// `minHealthyTargets` targets `healthy` and none `unhealthy`, and every Route 53 target's
@@ -28,7 +31,8 @@ pub struct TargetHealthGate {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 3600))]
     pub timeout_seconds: Option<i64>,
-    /// How often to look. Default 15, at most `timeoutSeconds`.
+    /// How often to look. Default 15 (or `timeoutSeconds / 60` if longer), at most
+    /// `timeoutSeconds`, and at most 60 looks in all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 3600))]
     pub interval_seconds: Option<i64>,
@@ -72,13 +76,30 @@ impl TargetHealthGate {
         }
         let interval = self
             .interval_seconds
-            .unwrap_or(Self::DEFAULT_INTERVAL_SECONDS.min(timeout.max(1)));
+            .unwrap_or_else(|| Self::default_interval(timeout.max(1)));
         if interval < 1 || interval > timeout.max(1) {
             errors.push(
                 "targetHealth.intervalSeconds",
                 format!("must be from 1 to timeoutSeconds ({timeout}), got {interval}"),
             );
+        } else if timeout / interval > MAX_TARGET_HEALTH_POLLS {
+            errors.push(
+                "targetHealth.intervalSeconds",
+                format!(
+                    "{interval} s would look {} times in {timeout} s, more than {MAX_TARGET_HEALTH_POLLS}; \
+                     use an interval of at least {} s",
+                    timeout / interval,
+                    (timeout + MAX_TARGET_HEALTH_POLLS - 1) / MAX_TARGET_HEALTH_POLLS
+                ),
+            );
         }
+    }
+
+    /// 15 s, longer when that would look more than [`MAX_TARGET_HEALTH_POLLS`] times, and
+    /// never longer than the timeout.
+    fn default_interval(timeout: i64) -> i64 {
+        let spread = (timeout + MAX_TARGET_HEALTH_POLLS - 1) / MAX_TARGET_HEALTH_POLLS;
+        Self::DEFAULT_INTERVAL_SECONDS.max(spread).min(timeout)
     }
 
     /// Defaults filled in. Only meaningful for a gate that passed validation.
@@ -89,7 +110,7 @@ impl TargetHealthGate {
             .clamp(1, MAX_TARGET_HEALTH_TIMEOUT_SECONDS);
         let interval = self
             .interval_seconds
-            .unwrap_or(Self::DEFAULT_INTERVAL_SECONDS)
+            .unwrap_or_else(|| Self::default_interval(timeout))
             .clamp(1, timeout);
         let min = self
             .min_healthy_targets
@@ -238,6 +259,31 @@ mod tests {
                 "targetHealth.intervalSeconds"
             ]
         );
+    }
+
+    #[test]
+    fn too_many_looks_are_refused_with_the_interval_that_would_do() {
+        let gate = TargetHealthGate {
+            min_healthy_targets: None,
+            timeout_seconds: Some(3600),
+            interval_seconds: Some(10),
+        };
+        let mut errors = Errors::default();
+        gate.validate(&mut errors);
+        assert_eq!(errors.paths(), ["targetHealth.intervalSeconds"]);
+        let at_the_cap = TargetHealthGate {
+            interval_seconds: Some(60),
+            ..gate
+        };
+        let mut errors = Errors::default();
+        at_the_cap.validate(&mut errors);
+        assert!(errors.is_empty());
+        assert_eq!(at_the_cap.resolve().max_polls, 60);
+        let defaulted = TargetHealthGate {
+            interval_seconds: None,
+            ..gate
+        };
+        assert_eq!(defaulted.resolve().interval_seconds, 60);
     }
 
     #[test]

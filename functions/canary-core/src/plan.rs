@@ -474,6 +474,7 @@ impl Route53Target {
 pub(crate) struct Errors(Vec<PlanError>);
 
 impl Errors {
+    #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

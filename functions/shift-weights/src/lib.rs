@@ -1,5 +1,5 @@
 //! The `shift-weights` Lambda: prepare / set / verify / restore the traffic weights of a
-//! rollout, and the safety net for executions that ended without their own rollback.
+//! rollout, the target health gate, and the safety net for executions that ended without their own rollback.
 //! `main.rs` only wires the AWS clients; everything here runs against the traits in
 //! `canary-aws`, so it is tested with fakes and, over the wire, against the emulator.
 
@@ -10,6 +10,7 @@ pub mod request;
 pub mod restore;
 pub mod safety_net;
 pub mod set;
+pub mod target_health;
 pub mod traffic;
 
 use serde::Serialize;
@@ -43,6 +44,7 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, ShiftError> 
             };
             to_json(restore::restore(apis, plan, &baseline, expected.as_deref(), &why).await?)
         }
+        Request::TargetHealth { plan } => to_json(target_health::target_health(apis, plan).await?),
         Request::Verify { plan, expected } => to_json(set::verify(apis, plan, &expected).await?),
         Request::SafetyNet {
             execution_arn,

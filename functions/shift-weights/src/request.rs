@@ -38,6 +38,8 @@ pub enum Request {
         #[serde(default)]
         failed_at: Option<String>,
     },
+    /// The target health gate: one look at the health of every canary target.
+    TargetHealth { plan: Value },
     /// Before promotion: every target must still be at `expected` (what this rollout last
     /// set); a foreign change during the last bake is `WeightsChangedExternally`.
     Verify {
@@ -119,6 +121,22 @@ pub struct RestoreOutput {
     /// For the execution's cause: empty, or which foreign changes the restore overwrote
     /// (". It overwrote weights changed outside this rollout: …"). Bounded.
     pub note: String,
+}
+
+#[derive(Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetHealthOutput {
+    /// Every canary target is healthy enough for traffic.
+    pub ready: bool,
+    /// What is not healthy yet, or that everything is. Bounded.
+    pub reason: String,
+    /// How long the state machine waits before looking again, and how many more looks the
+    /// gate's timeout allows (from the plan's `targetHealth`).
+    pub interval_seconds: u32,
+    pub max_polls: u32,
+    /// Targets with nothing to wait for (a Route 53 record without a health check).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 #[derive(Debug, Serialize, PartialEq)]

@@ -9,6 +9,7 @@ use canary_aws::{
     AlbApi, AwsError, AwsErrorKind, ExecutionsApi, ForwardAction, ForwardRead, Route53Api,
     TargetGroupInfo, TargetGroupWeight, WeightedRecord,
 };
+use canary_core::gates::TargetState;
 use canary_core::NamedError;
 use canary_core::{AlbTarget, Route53Target};
 use serde_json::{json, Value};
@@ -28,6 +29,8 @@ struct FakeAlb {
     forwards: Mutex<HashMap<String, Vec<TargetGroupWeight>>>,
     /// Listener ARNs whose next write fails with a throttle.
     throttle_next_write: Mutex<Vec<String>>,
+    /// `DescribeTargetHealth` answers by target group (none registered when absent).
+    health: HashMap<String, Vec<TargetState>>,
 }
 
 fn throttled(operation: &'static str) -> AwsError {
@@ -84,11 +87,21 @@ impl AlbApi for FakeAlb {
             })
             .collect())
     }
+
+    async fn target_health(&self, target_group_arn: &str) -> Result<Vec<TargetState>, AwsError> {
+        Ok(self
+            .health
+            .get(target_group_arn)
+            .cloned()
+            .unwrap_or_default())
+    }
 }
 
 struct FakeRoute53 {
     weights: Mutex<(u16, u16)>,
     in_sync: bool,
+    /// The canary record's health check reports; `None`: the record has no health check.
+    canary_health: Option<Vec<String>>,
 }
 
 #[async_trait]
@@ -100,6 +113,8 @@ impl Route53Api for FakeRoute53 {
             weight: Some(weight),
             ttl: Some(30),
             alias_target: None,
+            health_check_id: (id == "green" && self.canary_health.is_some())
+                .then(|| "hc-green".to_owned()),
         };
         Ok(vec![record("blue", stable), record("green", canary)])
     }
@@ -116,6 +131,10 @@ impl Route53Api for FakeRoute53 {
 
     async fn wait_in_sync(&self, _change_id: &str) -> Result<bool, AwsError> {
         Ok(self.in_sync)
+    }
+
+    async fn health_check_reports(&self, _health_check_id: &str) -> Result<Vec<String>, AwsError> {
+        Ok(self.canary_health.clone().unwrap_or_default())
     }
 }
 
@@ -180,6 +199,7 @@ fn in_sync_route53() -> FakeRoute53 {
     FakeRoute53 {
         weights: Mutex::new((100, 0)),
         in_sync: true,
+        canary_health: None,
     }
 }
 
@@ -279,6 +299,7 @@ async fn a_route53_change_that_stays_pending_is_a_retryable_error() {
     let route53 = FakeRoute53 {
         weights: Mutex::new((100, 0)),
         in_sync: false,
+        canary_health: None,
     };
     let apis = Apis {
         alb: &alb,
@@ -307,6 +328,121 @@ async fn a_route53_change_that_stays_pending_is_a_retryable_error() {
             .contains("change C123 was written but is not INSYNC"),
         "{err}"
     );
+}
+
+fn route53_target() -> Value {
+    json!({"route53": {
+        "hostedZoneId": "Z1", "recordName": "www.example.com", "recordType": "CNAME",
+        "stableSetIdentifier": "blue", "canarySetIdentifier": "green",
+    }})
+}
+
+fn gated(targets: Vec<Value>) -> Value {
+    let mut plan = plan(targets);
+    plan["targetHealth"] =
+        json!({"minHealthyTargets": 2, "timeoutSeconds": 60, "intervalSeconds": 10});
+    plan
+}
+
+fn target(id: &str, state: &str, reason: Option<&str>) -> TargetState {
+    TargetState {
+        target: id.to_owned(),
+        state: state.to_owned(),
+        reason: reason.map(str::to_owned),
+    }
+}
+
+/// moto reports every registered target healthy: unhealthy ones are tried here.
+#[tokio::test]
+async fn an_unhealthy_canary_target_holds_the_gate_and_is_named() {
+    let look = |targets: Vec<TargetState>| async move {
+        let mut alb = fake_alb(&[(LISTENER_A, 100, 0)]);
+        alb.health.insert(GREEN.to_owned(), targets);
+        let apis = Apis {
+            alb: &alb,
+            route53: &in_sync_route53(),
+            executions: &NoExecutions,
+        };
+        let request =
+            json!({"operation": "targetHealth", "plan": gated(vec![alb_target(LISTENER_A)])});
+        handle(&apis, request).await.expect("a look")
+    };
+    let mut targets = vec![
+        target("10.0.0.1", "healthy", None),
+        target("10.0.0.2", "healthy", None),
+        target("10.0.0.3", "unhealthy", Some("Target.Timeout")),
+    ];
+    let out = look(targets.clone()).await;
+    assert_eq!(out["ready"], false);
+    assert_eq!(out["intervalSeconds"], 10);
+    assert_eq!(out["maxPolls"], 6);
+    let reason = out["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(
+            "canary target group green: 2 of 3 targets healthy, unhealthy: 10.0.0.3 (Target.Timeout)"
+        ),
+        "{reason}"
+    );
+
+    targets.pop();
+    let out = look(targets).await;
+    assert_eq!(out["ready"], true, "{out}");
+}
+
+#[tokio::test]
+async fn route53_gates_on_the_canary_records_health_check_only_if_it_has_one() {
+    let alb = FakeAlb::default();
+    let failing = FakeRoute53 {
+        canary_health: Some(vec!["Failure: HTTP Status Code 503".to_owned(); 8]),
+        ..in_sync_route53()
+    };
+    let apis = Apis {
+        alb: &alb,
+        route53: &failing,
+        executions: &NoExecutions,
+    };
+    let request = json!({"operation": "targetHealth", "plan": gated(vec![route53_target()])});
+    let out = handle(&apis, request.clone()).await.expect("a look");
+    assert_eq!(out["ready"], false);
+    assert!(
+        out["reason"].as_str().unwrap().contains(
+            "health check hc-green: 0 of 8 checkers report healthy: Failure: HTTP Status Code 503"
+        ),
+        "{out}"
+    );
+
+    let unchecked = in_sync_route53();
+    let apis = Apis {
+        route53: &unchecked,
+        ..apis
+    };
+    let out = handle(&apis, request).await.expect("a look");
+    assert_eq!(out["ready"], true);
+    assert!(
+        out["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("no Route 53 health check"),
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn asking_for_target_health_without_a_gate_is_invalid_input() {
+    let alb = fake_alb(&[(LISTENER_A, 100, 0)]);
+    let apis = Apis {
+        alb: &alb,
+        route53: &in_sync_route53(),
+        executions: &NoExecutions,
+    };
+    let err = handle(
+        &apis,
+        json!({"operation": "targetHealth", "plan": plan(vec![alb_target(LISTENER_A)])}),
+    )
+    .await
+    .expect_err("no gate");
+    assert_eq!(err.name().as_str(), "InvalidInput");
+    assert!(err.to_string().contains("no `targetHealth` gate"), "{err}");
 }
 
 #[test]
