@@ -344,7 +344,7 @@ mod tests {
     fn route53_health_follows_the_checkers_majority_rule() {
         let ok = "Success: HTTP Status Code 200, OK".to_owned();
         let bad = "Failure: Connection timed out".to_owned();
-        assert_eq!(health_check_problem("hc", &[ok.clone()]), None);
+        assert_eq!(health_check_problem("hc", std::slice::from_ref(&ok)), None);
         assert_eq!(
             health_check_problem("hc", &[ok.clone(), bad.clone(), bad.clone()]),
             None
