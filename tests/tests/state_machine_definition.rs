@@ -15,7 +15,7 @@ use shift_weights::safety_net::{
 /// Names only cluster-created raises; it is started by EventBridge, not by the state machine.
 const INTAKE_ONLY: [ErrorName; 2] = [ErrorName::InvalidEvent, ErrorName::ProfileNotFound];
 /// Error name prefixes Step Functions and its integrations produce themselves.
-const BUILT_IN: [&str; 2] = ["States.", "Lambda."];
+const BUILT_IN: [&str; 3] = ["States.", "Lambda.", "EventBridge."];
 
 fn definition() -> Value {
     let text = std::fs::read_to_string(repo_root().join("statemachine/rollout.asl.json"))
@@ -27,10 +27,33 @@ fn states(asl: &Value) -> &serde_json::Map<String, Value> {
     asl["States"].as_object().expect("States")
 }
 
+/// Every state, those in Parallel branches too.
+fn all_states(asl: &Value) -> Vec<(&String, &Value)> {
+    let mut all = Vec::new();
+    for (name, state) in states(asl) {
+        all.push((name, state));
+        for branch in state["Branches"].as_array().into_iter().flatten() {
+            all.extend(all_states(branch));
+        }
+    }
+    all
+}
+
+/// The errors Fail states inside Parallel branches raise: they end a branch (and stop the
+/// other ones) for the Parallel's Catch to route, e.g. `Approved`.
+fn branch_errors(asl: &Value) -> BTreeSet<String> {
+    states(asl)
+        .values()
+        .flat_map(|s| s["Branches"].as_array().into_iter().flatten())
+        .flat_map(all_states)
+        .filter_map(|(_, s)| s["Error"].as_str().map(str::to_owned))
+        .collect()
+}
+
 /// Every `ErrorEquals` name, with whether it sits in a Retry.
 fn error_equals(asl: &Value) -> Vec<(String, bool)> {
     let mut names = Vec::new();
-    for state in states(asl).values() {
+    for (_, state) in all_states(asl) {
         for (field, retry) in [("Retry", true), ("Catch", false)] {
             for clause in state[field].as_array().into_iter().flatten() {
                 for name in clause["ErrorEquals"].as_array().into_iter().flatten() {
@@ -45,10 +68,11 @@ fn error_equals(asl: &Value) -> Vec<(String, bool)> {
 #[test]
 fn retry_and_catch_name_exactly_the_errors_the_functions_raise() {
     let asl = definition();
+    let own = branch_errors(&asl);
     let used: BTreeSet<String> = error_equals(&asl)
         .into_iter()
         .map(|(n, _)| n)
-        .filter(|n| !BUILT_IN.iter().any(|p| n.starts_with(p)))
+        .filter(|n| !BUILT_IN.iter().any(|p| n.starts_with(p)) && !own.contains(n))
         .collect();
     let raised: BTreeSet<String> = ErrorName::ALL
         .into_iter()
@@ -82,7 +106,7 @@ fn retryable_errors_are_retried_and_nothing_else_is_retried_by_name() {
             .any(|n| n.as_str() == name && !n.is_retryable());
         // Restore names InvalidInput/InvalidPlan in a Retry with MaxAttempts 0: not a retry.
         if *retry && permanent {
-            let zero = states(&definition()).values().any(|s| {
+            let zero = all_states(&definition()).iter().any(|(_, s)| {
                 s["Retry"].as_array().into_iter().flatten().any(|c| {
                     c["MaxAttempts"] == 0
                         && c["ErrorEquals"]
@@ -99,7 +123,16 @@ fn retryable_errors_are_retried_and_nothing_else_is_retried_by_name() {
 
 #[test]
 fn every_lambda_task_retries_lambda_service_errors() {
-    for (name, state) in states(&definition()) {
+    let asl = definition();
+    let own = branch_errors(&asl);
+    let in_branches: BTreeSet<&String> = states(&asl)
+        .values()
+        .flat_map(|s| s["Branches"].as_array().into_iter().flatten())
+        .flat_map(all_states)
+        .map(|(name, _)| name)
+        .collect();
+    assert!(own.contains("Approved"), "{own:?}");
+    for (name, state) in all_states(&asl) {
         if state["Resource"] != "arn:aws:states:::lambda:invoke" {
             continue;
         }
@@ -119,8 +152,58 @@ fn every_lambda_task_retries_lambda_service_errors() {
             retried.contains(&"Lambda.TooManyRequestsException") || retried.contains(&"States.ALL"),
             "{name} does not retry Lambda throttling"
         );
-        assert!(state["Catch"].is_array(), "{name} has no Catch");
+        // A task in a Parallel branch fails the branch; the Parallel's Catch handles it.
+        assert!(
+            state["Catch"].is_array() || in_branches.contains(name),
+            "{name} has no Catch"
+        );
     }
+}
+
+#[test]
+fn the_watch_while_waiting_for_approval_checks_like_the_bake() {
+    let asl = definition();
+    let all = all_states(&asl);
+    let find = |wanted: &str| {
+        all.iter()
+            .find(|(name, _)| name.as_str() == wanted)
+            .map(|(_, s)| (*s).clone())
+            .unwrap_or_else(|| panic!("no state {wanted}"))
+    };
+    let (mut bake, mut watch) = (find("Evaluate"), find("WatchEvaluate"));
+    assert_eq!(
+        watch["Parameters"]["Payload"]["progress"]["checks"], 0,
+        "no last check"
+    );
+    for state in [&mut bake, &mut watch] {
+        let object = state.as_object_mut().unwrap();
+        for differs in ["Catch", "Next", "Comment"] {
+            object.remove(differs);
+        }
+        object["Parameters"]["Payload"]["progress"]
+            .as_object_mut()
+            .unwrap()
+            .remove("checks");
+    }
+    assert_eq!(bake, watch);
+    // The approver's answer never enters the state; the wait is the plan's timeout.
+    let request = find("RequestApproval");
+    assert_eq!(request["ResultPath"], Value::Null);
+    assert_eq!(
+        request["TimeoutSecondsPath"],
+        "$.cursor.step.approvalTimeoutSeconds"
+    );
+    let retried: Vec<&Value> = request["Retry"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["ErrorEquals"].as_array().unwrap())
+        .collect();
+    assert_eq!(
+        retried,
+        ["EventBridge.FailedEntry"],
+        "never a rejection or a timeout"
+    );
 }
 
 #[test]
@@ -192,6 +275,7 @@ fn a_long_rollout_stays_under_the_history_limit() {
         .sum();
     let per_step: usize = [
         "StepSetup",
+        "ApprovalNeeded?",
         "SetWeights",
         "StartBake",
         "NextStep",
@@ -203,7 +287,7 @@ fn a_long_rollout_stays_under_the_history_limit() {
     let fixed: usize = s.values().map(events).sum::<usize>() + 2; // every state once, plus execution start/end
     assert_eq!(
         (per_check, per_step),
-        (9, 13),
+        (9, 15),
         "update the README's history budget"
     );
     let history = |steps: usize, checks_per_step: usize| {
@@ -220,10 +304,20 @@ fn a_long_rollout_stays_under_the_history_limit() {
     .iter()
     .map(|n| events(&s[*n]))
     .sum();
+    // A step that waits for approval: the Parallel (4 events) and every state of its
+    // branches once (the watch's checks are counted in MAX_TOTAL_CHECKS), and the states after.
+    let branches: usize = s["AwaitApproval"]["Branches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| states(b).values().map(events).sum::<usize>())
+        .sum();
+    let per_approval =
+        4 + branches + events(&s["OnApprovalTimeout?"]) + events(&s["ApprovalTimeoutFails"]);
     // The most a valid plan allows.
     let worst = fixed
         + MAX_TARGET_HEALTH_POLLS as usize * per_target_health_look
-        + MAX_STEPS * per_step
+        + MAX_STEPS * (per_step + per_approval)
         + MAX_TOTAL_CHECKS as usize * per_check;
     assert!(
         worst < 25_000,

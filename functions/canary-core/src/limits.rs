@@ -87,8 +87,8 @@ pub fn join_bounded<S: AsRef<str>>(
 }
 
 /// The longest an execution can run within the plan's caps, in seconds: Prepare, the wait for
-/// the cluster, registration, the apps wait, the target health gate, every step's bake at the longest, and a
-/// rollback with all its retries. The state machine's `TimeoutSeconds` is this (a test keeps
+/// the cluster, registration, the apps wait, the target health gate, every step's approval
+/// wait and bake at the longest, and a rollback with all its retries. The state machine's `TimeoutSeconds` is this (a test keeps
 /// them equal), so a stuck execution times out into the safety net instead of living for a
 /// year (Step Functions' own limit).
 pub const fn max_execution_seconds() -> u64 {
@@ -97,9 +97,11 @@ pub const fn max_execution_seconds() -> u64 {
     let registration = 20 * 30 + 15 * 60; // ClusterNotReady retries, then the others
     let apps = crate::argocd::MAX_APPS_TIMEOUT_SECONDS as u64 + 15 * 60;
     let target_health = crate::gates::MAX_TARGET_HEALTH_TIMEOUT_SECONDS as u64 + 15 * 60;
+    let approvals =
+        crate::plan::MAX_STEPS as u64 * crate::gates::MAX_APPROVAL_TIMEOUT_SECONDS as u64;
     let bakes = crate::plan::MAX_STEPS as u64 * (crate::plan::MAX_BAKE_SECONDS as u64 + 15 * 60);
     let rollback = 60 * 60;
-    prepare + cluster_wait + registration + apps + target_health + bakes + rollback
+    prepare + cluster_wait + registration + apps + target_health + approvals + bakes + rollback
 }
 
 #[cfg(test)]

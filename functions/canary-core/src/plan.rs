@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::analysis::AnalysisSection;
 use crate::argocd::ArgoCdSection;
 use crate::arn::{self, parse_elb_arn, ElbResource};
-use crate::gates::TargetHealthGate;
+use crate::gates::{ApprovalSection, OnApprovalTimeout, TargetHealthGate};
 use crate::limits;
 
 /// Most steps a plan may have. Each step is one weight change plus a bake of checks in the
@@ -59,6 +59,9 @@ pub struct RolloutPlan {
     /// targets as healthy. Without it, traffic moves once the Argo CD apps are ready.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_health: Option<TargetHealthGate>,
+    /// Steps that wait for a person's approval before they are set, and how long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalSection>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -157,6 +160,10 @@ pub struct Step {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub check_interval_seconds: Option<i64>,
+    /// Wait for a person's approval before setting this step (timeout and what it does: the
+    /// plan's `approval`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -179,6 +186,10 @@ pub struct ResolvedStep {
     pub check_interval_seconds: u32,
     /// Checks in the bake: `bake_seconds / check_interval_seconds`, at least 1.
     pub checks: u32,
+    /// How long the step waits for an approval before it is set; 0: it does not wait.
+    pub approval_timeout_seconds: u32,
+    /// What running out of that time does.
+    pub on_approval_timeout: OnApprovalTimeout,
 }
 
 /// One problem with a plan, at a JSON path.
@@ -353,6 +364,10 @@ impl RolloutPlan {
         if let Some(gate) = &self.target_health {
             gate.validate(errors);
         }
+        if let Some(approval) = &self.approval {
+            let weights: Vec<i64> = self.steps.iter().map(|s| s.weight).collect();
+            approval.validate(&weights, errors);
+        }
         if let Some(last) = self.steps.last().filter(|s| s.weight != 100) {
             errors.push(
                 format!("steps[{}].weight", self.steps.len() - 1),
@@ -374,6 +389,8 @@ impl RolloutPlan {
         );
         let mut resolved = Vec::with_capacity(self.steps.len());
         let mut total_checks: u64 = 0;
+        let approval = self.approval.clone().unwrap_or_default();
+        let approval_timeout = u32::try_from(approval.timeout()).ok();
         for (i, step) in self.steps.iter().enumerate() {
             let bake = step.bake_seconds.unwrap_or(self.bake.seconds);
             let interval = step
@@ -393,16 +410,30 @@ impl RolloutPlan {
                 u32::try_from(bake).ok(),
                 u32::try_from(interval).ok(),
             );
-            if let (true, true, (Some(weight), Some(bake_seconds), Some(check_interval_seconds))) =
-                (bake_ok, step_ok, values)
+            if let (
+                true,
+                true,
+                (Some(weight), Some(bake_seconds), Some(check_interval_seconds)),
+                Some(timeout),
+            ) = (bake_ok, step_ok, values, approval_timeout)
             {
                 let checks = (bake_seconds / check_interval_seconds).max(1);
+                // The checks go on while a step waits for its approval: they count too.
+                let approval_timeout_seconds =
+                    if approval.gates(step.weight, step.approval == Some(true)) {
+                        total_checks += u64::from(timeout / check_interval_seconds);
+                        timeout
+                    } else {
+                        0
+                    };
                 total_checks += u64::from(checks);
                 resolved.push(ResolvedStep {
                     weight,
                     bake_seconds,
                     check_interval_seconds,
                     checks,
+                    approval_timeout_seconds,
+                    on_approval_timeout: approval.on_timeout.unwrap_or_default(),
                 });
             }
         }
@@ -410,7 +441,7 @@ impl RolloutPlan {
             errors.push(
                 "steps",
                 format!(
-                    "the rollout would run {total_checks} checks (bake / interval summed over steps), more than {MAX_TOTAL_CHECKS}; \
+                    "the rollout would run {total_checks} checks (bake / interval summed over steps, and approval timeout / interval for steps that wait for one), more than {MAX_TOTAL_CHECKS}; \
                      a Step Functions execution is limited to 25,000 history events: use a longer check interval or fewer steps"
                 ),
             );

@@ -505,6 +505,66 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             "not an AWS region",
         ),
         (
+            "target health gate with too many looks",
+            Box::new(|p| {
+                set(
+                    p,
+                    "/targetHealth",
+                    json!({"timeoutSeconds": 600, "intervalSeconds": 1}),
+                )
+            }),
+            "targetHealth.intervalSeconds",
+            "use an interval of at least 10 s",
+        ),
+        (
+            "target health gate needing no target",
+            Box::new(|p| set(p, "/targetHealth", json!({"minHealthyTargets": 0}))),
+            "targetHealth.minHealthyTargets",
+            "must be from 1 to 1000, got 0",
+        ),
+        (
+            "unknown target health field",
+            Box::new(|p| set(p, "/targetHealth", json!({"healthy": 2}))),
+            "targetHealth.healthy",
+            "unknown field `healthy`",
+        ),
+        (
+            "approval before a step the plan does not have",
+            Box::new(|p| set(p, "/approval", json!({"beforeSteps": [30]}))),
+            "approval.beforeSteps[0]",
+            "30 is not the weight of one of the plan's steps",
+        ),
+        (
+            "approval timeout over a day",
+            Box::new(|p| {
+                set(
+                    p,
+                    "/approval",
+                    json!({"beforeSteps": [100], "timeoutSeconds": 90000}),
+                )
+            }),
+            "approval.timeoutSeconds",
+            "must be from 1 to 86400 seconds, got 90000",
+        ),
+        (
+            "approval timeout that is not a choice",
+            Box::new(|p| set(p, "/approval", json!({"onTimeout": "continue"}))),
+            "approval.onTimeout",
+            "unknown variant `continue`, expected `rollback` or `promote`",
+        ),
+        (
+            "approval waits that would run too many checks",
+            Box::new(|p| {
+                set(
+                    p,
+                    "/approval",
+                    json!({"beforeSteps": [25, 50, 100], "timeoutSeconds": 86400}),
+                )
+            }),
+            "steps",
+            "approval timeout / interval for steps that wait for one",
+        ),
+        (
             "plan is not an object",
             Box::new(|p| *p = json!([1, 2, 3])),
             "plan",
@@ -522,6 +582,46 @@ fn the_base_plan_is_valid() {
     assert_eq!(valid.steps[1].bake_seconds, 600, "the default applies");
     assert_eq!(valid.steps[1].check_interval_seconds, 30);
     assert_eq!((valid.steps[0].checks, valid.steps[1].checks), (30, 20));
+}
+
+#[test]
+fn approvals_resolve_into_the_steps_that_wait() {
+    let mut plan = base_plan();
+    set(
+        &mut plan,
+        "/approval",
+        json!({"beforeSteps": [100], "timeoutSeconds": 600, "onTimeout": "promote"}),
+    );
+    set(
+        &mut plan,
+        "/steps/1",
+        json!({"weight": 25, "approval": true}),
+    );
+    let valid = RolloutPlan::parse(plan).expect("valid");
+    let waits: Vec<(u8, u32)> = valid
+        .steps
+        .iter()
+        .map(|s| (s.weight, s.approval_timeout_seconds))
+        .collect();
+    assert_eq!(waits, [(5, 0), (25, 600), (50, 0), (100, 600)]);
+    let resolved = serde_json::to_value(valid.steps[3]).expect("serializes");
+    assert_eq!(resolved["onApprovalTimeout"], "promote");
+
+    let mut by_default = base_plan();
+    set(
+        &mut by_default,
+        "/steps/3",
+        json!({"weight": 100, "approval": true}),
+    );
+    let valid = RolloutPlan::parse(by_default).expect("valid");
+    let last = serde_json::to_value(valid.steps[3]).expect("serializes");
+    assert_eq!(
+        (
+            last["approvalTimeoutSeconds"].as_u64(),
+            last["onApprovalTimeout"].as_str()
+        ),
+        (Some(3600), Some("rollback"))
+    );
 }
 
 #[test]
