@@ -1,6 +1,9 @@
 """Runs a rollout end to end on the local sandbox and shows it live.
 
-    python -m sandbox.run [--scenario happy|rollback|apps-unhealthy|stopped] [--verbose]
+    python -m sandbox.run [--scenario happy|rollback|apps-unhealthy|stopped|approval] [--verbose]
+
+`approval` stops before 100 % and prints the command that approves (run it in another
+terminal); the rollout goes on when it is run.
 
 Exits 0 when the rollout succeeded (green takes all traffic), 1 otherwise; every process it
 started is stopped on the way out, Ctrl-C included.

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from .harness import REPO, Sandbox, safety_net_rule
 from .world import ACCOUNT, REGION
 
-SCENARIOS = ("happy", "rollback", "apps-unhealthy", "stopped")
+SCENARIOS = ("happy", "rollback", "apps-unhealthy", "stopped", "approval")
 
 
 @dataclass
@@ -32,6 +32,7 @@ class Report:
     largest_state: int = 0  # bytes of the largest state input/output or task result seen
     largest_state_at: str = None
     metrics: list = field(default_factory=list)  # (name, dimensions, value) the functions emitted for the cluster
+    events: list = field(default_factory=list)  # (detail-type, detail without the task token) of its EventBridge events
 
 
 def emitted_metrics(sandbox, cluster):
@@ -181,7 +182,8 @@ def check_line(state, verbose=False):
 def describe(name, output, verbose=False):
     """One line for people about a state that just ended, or None."""
     state = json.loads(output or "{}")
-    if "failure" in state and name not in ("DescribeCheckFailure", "DescribeTaskFailure", "Restore"):
+    if "failure" in state and name not in ("DescribeCheckFailure", "DescribeTaskFailure", "DescribeApprovalFailure",
+                                           "ApprovalTimeoutFails", "Restore"):
         failure = state["failure"]
         return f"{name} failed: {failure.get('Error')}: {failure.get('Cause')}"
     if name == "PrepareTraffic":
@@ -231,13 +233,51 @@ def state_sizes(event):
             yield details.get("name", event["type"]), len(details[field].encode())
 
 
-def watch(sandbox, execution_arn, on_event=None, out=print, timeout=300, verbose=False):
+def approve_command(sandbox, execution_arn, reject=None):
+    """The command a person runs to approve (or reject) the step the execution waits on."""
+    command = f".venv/bin/python -m sandbox.approve --endpoint {sandbox.endpoint} {execution_arn}"
+    return command + (f" --reject {json.dumps(reject)}" if reject else "")
+
+
+def describe_event(sandbox, detail_type, detail):
+    """Lines for people about one of cluster-canary's EventBridge events."""
+    if detail_type == "Approval Requested":
+        step = detail["step"]
+        weights = ", ".join(f"{target_label(w['target'])} stable {w['stable']} / canary {w['canary']}"
+                            for w in detail["weights"])
+        return [
+            f"approval requested before step {step['number']}/{step['count']} ({step['weight']}%); now: {weights}; "
+            f"the checks go on meanwhile; no answer in {detail['timeoutSeconds']} s: {detail['onTimeout']}",
+            f"  approve: {approve_command(sandbox, detail['executionArn'])}",
+            f"  reject:  {approve_command(sandbox, detail['executionArn'], 'why')}",
+        ]
+    return [f"event {detail_type}: {json.dumps(detail)[:200]}"]
+
+
+def read_events(sandbox, execution_arn):
+    """The execution's EventBridge events that reached the sandbox's queue since the last read,
+    as (detail-type, detail); the task token is dropped."""
+    sqs = sandbox.client("sqs")
+    found = []
+    while True:
+        messages = sqs.receive_message(QueueUrl=sandbox.world.events_queue, MaxNumberOfMessages=10).get("Messages", [])
+        if not messages:
+            return found
+        for message in messages:
+            sqs.delete_message(QueueUrl=sandbox.world.events_queue, ReceiptHandle=message["ReceiptHandle"])
+            event = json.loads(message["Body"])
+            detail = {k: v for k, v in event["detail"].items() if k != "taskToken"}
+            if detail.get("executionArn") == execution_arn:
+                found.append((event["detail-type"], detail))
+
+
+def watch(sandbox, execution_arn, on_event=None, out=print, timeout=300, verbose=False, on_notification=None):
     """Follows an execution to its end, printing it; `on_event(name, state)` is called as
-    states end, to drive a scenario. When it ends the way the SAM template's SafetyNet rule
-    matches, delivers that rule's event to shift-weights, as EventBridge would. Returns the
-    Report."""
+    states end, and `on_notification(detail_type, detail)` for its EventBridge events, to drive
+    a scenario. When it ends the way the SAM template's SafetyNet rule matches, delivers that
+    rule's event to shift-weights, as EventBridge would. Returns the Report."""
     sfn = sandbox.client("stepfunctions")
-    seen, states, max_canary = 0, [], 0
+    seen, states, max_canary, notifications = 0, [], 0, []
     largest = (0, None)
     deadline = time.monotonic() + timeout
     while True:
@@ -269,6 +309,12 @@ def watch(sandbox, execution_arn, on_event=None, out=print, timeout=300, verbose
                 if on_event:
                     on_event(name, json.loads(details.get("output") or "{}"))
         seen = len(events)
+        for detail_type, detail in read_events(sandbox, execution_arn):
+            notifications.append((detail_type, detail))
+            for line in describe_event(sandbox, detail_type, detail):
+                out(line)
+            if on_notification:
+                on_notification(detail_type, detail)
         ended = any(e["type"] in TERMINAL_EVENTS for e in events)
         if execution["status"] != "RUNNING" and (ended or time.monotonic() > settle_deadline(execution)):
             plan = json.loads(execution.get("input") or "{}")
@@ -284,6 +330,7 @@ def watch(sandbox, execution_arn, on_event=None, out=print, timeout=300, verbose
                 largest_state_at=largest[1],
                 secret=read_secret(sandbox, cluster_arn(cluster.get("name"), cluster.get("region")))
                 if cluster.get("name") else None,
+                events=notifications,
             )
             out(f"outcome: {report.status}" + (f" -- {report.error}: {report.cause}" if report.error else ""))
             report.safety_net = play_safety_net(sandbox, execution_arn, report.status)
@@ -322,10 +369,19 @@ def run(scenario, out=print, verbose=False):
         return run_on(sandbox, scenario, out, verbose)
 
 
+APPROVAL_TIMEOUT_SECONDS = 600
+
+
 def run_on(sandbox, scenario, out=print, verbose=False):
     out(f"scenario {scenario}: blue serves everything; creating EKS cluster green")
     out(f"start: {format_weights(read_weights(sandbox))}")
     create_green(sandbox)
+    if scenario == "approval":
+        plan = manual_plan(sandbox)
+        plan["approval"] = {"beforeSteps": [100], "timeoutSeconds": APPROVAL_TIMEOUT_SECONDS}
+        execution_arn = start_manual(sandbox, plan, "green-approval")
+        out(f"started a rollout that waits for a person before 100%: {execution_arn}")
+        return watch(sandbox, execution_arn, out=out, verbose=verbose, timeout=APPROVAL_TIMEOUT_SECONDS + 300)
     error, result = sandbox.invoke("cluster-created", create_cluster_event(sandbox))
     if error:
         raise RuntimeError(f"cluster-created failed: {result}")

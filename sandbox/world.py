@@ -5,6 +5,8 @@
 - a hosted zone example.com with weighted alias records app.example.com, blue 100 / green 0;
 - CloudWatch alarms web-green-5xx and web-green-latency (OK);
 - the Secrets Manager secret the functions use to reach Argo CD's namespace on `hub`;
+- an EventBridge rule that delivers cluster-canary's events (source `cluster-canary`) to the
+  SQS queue cluster-canary-events, which the live view reads and prints;
 - the profile `web` that a cluster opts into with the tag cluster-canary/profile=web.
 """
 import json
@@ -24,6 +26,7 @@ class World:
     record: str
     alarms: list
     profiles: dict
+    events_queue: str
 
 
 def profile(listener, blue_tg, zone_id, record):
@@ -121,6 +124,13 @@ def seed(aws, kube):
             ComparisonOperator="GreaterThanThreshold",
         )
     secrets.create_secret(Name=CONNECTION_SECRET, SecretString=json.dumps(kube))
+
+    # What infra/ does with an SNS topic for people, the sandbox does with a queue it reads.
+    sqs, events = aws("sqs"), aws("events")
+    queue = sqs.create_queue(QueueName="cluster-canary-events")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    events.put_rule(Name="cluster-canary-events", EventPattern=json.dumps({"source": ["cluster-canary"]}))
+    events.put_targets(Rule="cluster-canary-events", Targets=[{"Id": "queue", "Arn": queue_arn}])
     return World(
         listener=listener,
         blue_tg=blue_tg,
@@ -129,4 +139,5 @@ def seed(aws, kube):
         record=record,
         alarms=alarms,
         profiles={"web": profile(listener, blue_tg, zone_id, record)},
+        events_queue=queue,
     )

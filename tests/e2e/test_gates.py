@@ -3,6 +3,8 @@ sandbox (see test_rollouts.py). moto reports every registered target `healthy` a
 Route 53 health check `Success`; unhealthy targets are tried against fakes in
 functions/shift-weights/tests/decisions.rs.
 """
+import json
+
 from helpers import BASELINE, PROMOTED, captured
 from sandbox import scenarios
 from sandbox.harness import Sandbox
@@ -63,3 +65,97 @@ def test_targets_that_become_healthy_while_waiting_let_the_rollout_go_on():
         assert looks[2]["reason"] == "every canary target is healthy"
         assert report.states.index("TargetsHealthy?") < report.states.index("SetWeights")
         assert report.weights == PROMOTED
+
+
+def approval_plan(sandbox, **approval):
+    scenarios.create_green(sandbox)
+    plan = scenarios.manual_plan(sandbox)
+    plan["approval"] = {"beforeSteps": [100], **approval}
+    return plan
+
+
+def run_printed(command):
+    """Runs a command the live view printed, as a person would in another terminal."""
+    import shlex
+    import subprocess
+    from sandbox.harness import REPO
+
+    done = subprocess.run(shlex.split(command), cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def answer_with(sandbox, reject=None, answers=None):
+    """An on_notification hook: answers the approval request with the printed command."""
+    def on_notification(detail_type, detail):
+        if detail_type == "Approval Requested":
+            answer = run_printed(scenarios.approve_command(sandbox, detail["executionArn"], reject))
+            if answers is not None:
+                answers.append(answer)
+    return on_notification
+
+
+def test_the_approval_scenario_waits_before_100_and_goes_on_when_approved():
+    """`scripts/sandbox.sh --scenario approval`, answered with the command it prints."""
+    lines = []
+
+    def out(line):
+        captured(line)
+        lines.append(line)
+        if line.startswith("  approve: "):
+            run_printed(line.removeprefix("  approve: "))
+
+    report = scenarios.run("approval", out=out)
+    assert report.status == "SUCCEEDED", report.cause
+    requested = [d for t, d in report.events if t == "Approval Requested"]
+    assert len(requested) == 1
+    assert requested[0]["step"] == {"number": 3, "count": 3, "weight": 100}
+    assert [(w["stable"], w["canary"]) for w in requested[0]["weights"]] == [(50, 50), (50, 50)]
+    assert "taskToken" not in json.dumps(report.events)
+    assert not any("taskToken" in line or "task-token" in line for line in lines), "the token is never printed"
+    assert report.states.index("AwaitApproval") < report.states.index("SetWeights", report.states.index("AwaitApproval"))
+    assert report.weights == PROMOTED
+
+
+def test_a_rejected_step_restores_the_baseline_with_the_reason():
+    with Sandbox(log=captured) as sandbox:
+        plan = approval_plan(sandbox, timeoutSeconds=120)
+        report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "rejected"), out=captured,
+                                 on_notification=answer_with(sandbox, reject="the new p99 looks off"))
+        assert (report.status, report.error) == ("FAILED", "ApprovalRejected")
+        assert report.cause.startswith(
+            "ApprovalRejected while waiting for approval to go to step 3 of 3 (100%); traffic restored to the baseline.")
+        assert "the new p99 looks off" in report.cause
+        assert report.max_canary == 50, "step 100 was never set"
+        assert report.weights == BASELINE
+
+
+def test_an_unanswered_approval_times_out_into_a_rollback_or_goes_on_if_the_plan_says_so():
+    with Sandbox(log=captured) as sandbox:
+        plan = approval_plan(sandbox, timeoutSeconds=3)
+        report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "timed-out"), out=captured)
+        assert (report.status, report.error) == ("FAILED", "ApprovalTimedOut")
+        assert "no approval within 3 seconds" in report.cause
+        assert report.weights == BASELINE
+
+        plan["approval"]["onTimeout"] = "promote"
+        report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "timed-out-promote"), out=captured)
+        assert report.status == "SUCCEEDED", report.cause
+        assert report.weights == PROMOTED
+
+
+def test_an_alarm_while_waiting_for_approval_rolls_back():
+    with Sandbox(log=captured) as sandbox:
+        def on_notification(detail_type, detail):
+            if detail_type == "Approval Requested":
+                sandbox.client("cloudwatch").set_alarm_state(
+                    AlarmName="web-green-5xx", StateValue="ALARM", StateReason="Threshold Crossed")
+
+        plan = approval_plan(sandbox, timeoutSeconds=120)
+        report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "alarm-while-waiting"), out=captured,
+                                 on_notification=on_notification)
+        assert (report.status, report.error) == ("FAILED", "CheckFailed")
+        assert report.cause.startswith("CheckFailed while waiting for approval to go to step 3 of 3 (100%)")
+        assert "web-green-5xx" in report.cause
+        assert "WatchEvaluate" in report.states
+        assert report.weights == BASELINE

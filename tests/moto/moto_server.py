@@ -1,4 +1,4 @@
-"""moto_server, plus four things moto 5.2.5 lacks or gets wrong that the tests need.
+"""moto_server, plus five things moto 5.2.5 lacks or gets wrong that the tests need.
 Everything else is stock moto.
 
 1. PutCompositeAlarm. moto models a composite alarm as an alarm with an `AlarmRule`
@@ -21,6 +21,8 @@ Everything else is stock moto.
    base64-encoded, as `certificateAuthority.data`. moto gives every cluster of a region the
    same endpoint and random text as CA data, so a second cluster looked like a duplicate
    Argo CD server and CA handling could not be tested.
+5. SendTaskFailure's `cause`. moto's HTTP layer passes only the error to its engine, so a
+   rejected approval lost its reason. The engine itself takes both.
 
 Still not modelled: the 256 KiB limit on Pass and Choice state output (moto checks task
 results only), and execution events to EventBridge (the sandbox delivers them itself).
@@ -41,6 +43,7 @@ from moto.cloudwatch.responses import CloudWatchResponse
 from moto.core.responses import EmptyResult
 from moto.eks import models as eks_models
 from moto.server import main
+from moto.stepfunctions.responses import StepFunctionResponse
 from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import ErrorEqualsDecl
 from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
 from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
@@ -182,6 +185,16 @@ def _cluster_init(self, *args, **kwargs):
 
 
 eks_models.Cluster.__init__ = _cluster_init
+
+
+def send_task_failure(self):
+    self.stepfunction_backend.send_task_failure(
+        self._get_param("taskToken"), error=self._get_param("error"), cause=self._get_param("cause")
+    )
+    return EmptyResult()
+
+
+StepFunctionResponse.send_task_failure = send_task_failure
 
 if __name__ == "__main__":
     main()
