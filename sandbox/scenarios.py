@@ -182,6 +182,8 @@ def check_line(state, verbose=False):
 def describe(name, output, verbose=False):
     """One line for people about a state that just ended, or None."""
     state = json.loads(output or "{}")
+    if name.startswith("Notify") or name.endswith(("Outcome", "?")):
+        return None  # sending an event (printed when it arrives) or routing
     if "failure" in state and name not in ("DescribeCheckFailure", "DescribeTaskFailure", "DescribeApprovalFailure",
                                            "ApprovalTimeoutFails", "Restore"):
         failure = state["failure"]

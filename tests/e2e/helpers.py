@@ -1,7 +1,15 @@
 """What the end-to-end tests share: the world's weights at the start and after promotion, and
 foreign weight changes. (Manual plans and executions are the sandbox's: sandbox.scenarios.)"""
 
+import json
+from pathlib import Path
+
+import jsonschema
+
 BASELINE = {"listener :80": (100, 0), "app.example.com.": (100, 0)}
+# How an execution ends FailedBeforeTraffic: the outcome, the Rollout Failed event, the end.
+FAILED_BEFORE_TRAFFIC = ["FailedBeforeTrafficOutcome", "NotifyRolloutFailed", "RolloutFailedEnd?", "FailedBeforeTraffic"]
+EVENT_SCHEMAS = Path(__file__).resolve().parents[2] / "schema/events"
 PROMOTED = {"listener :80": (0, 100), "app.example.com.": (0, 100)}
 
 
@@ -19,3 +27,12 @@ def move_listener_by_hand(sandbox, blue, green):
             {"TargetGroupArn": world.blue_tg, "Weight": blue},
             {"TargetGroupArn": world.green_tg, "Weight": green}]}}],
     )
+
+
+def event_types(report):
+    """The detail-types of the execution's events, in order, each checked against its JSON
+    schema in schema/events/ (the token the sandbox drops is put back for the check)."""
+    for detail_type, detail in report.events:
+        schema = json.loads((EVENT_SCHEMAS / f"{detail_type.lower().replace(' ', '-')}.schema.json").read_text())
+        jsonschema.validate({**detail, "taskToken": "t"} if detail_type == "Approval Requested" else detail, schema)
+    return [detail_type for detail_type, _ in report.events]

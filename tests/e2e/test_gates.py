@@ -5,7 +5,7 @@ functions/shift-weights/tests/decisions.rs.
 """
 import json
 
-from helpers import BASELINE, PROMOTED, captured
+from helpers import BASELINE, PROMOTED, captured, event_types
 from sandbox import scenarios
 from sandbox.harness import Sandbox
 
@@ -29,6 +29,8 @@ def test_a_canary_target_group_without_healthy_targets_fails_before_traffic():
         assert "canary target group web-green: 0 healthy targets, 1 needed" in report.cause
         assert report.cause.endswith("); no traffic was moved")
         assert report.safety_net["restored"] is False, "a settled end"
+        assert event_types(report) == ["Rollout Started", "Rollout Failed"]
+        assert report.events[-1][1]["end"] == "TargetsNotHealthy"
         assert report.weights == BASELINE
 
 
@@ -108,6 +110,7 @@ def test_the_approval_scenario_waits_before_100_and_goes_on_when_approved():
     report = scenarios.run("approval", out=out)
     assert report.status == "SUCCEEDED", report.cause
     requested = [d for t, d in report.events if t == "Approval Requested"]
+    assert "taskToken" not in requested[0], "the live view drops the token"
     assert len(requested) == 1
     assert requested[0]["step"] == {"number": 3, "count": 3, "weight": 100}
     assert [(w["stable"], w["canary"]) for w in requested[0]["weights"]] == [(50, 50), (50, 50)]
@@ -115,6 +118,8 @@ def test_the_approval_scenario_waits_before_100_and_goes_on_when_approved():
     assert not any("taskToken" in line or "task-token" in line for line in lines), "the token is never printed"
     assert report.states.index("AwaitApproval") < report.states.index("SetWeights", report.states.index("AwaitApproval"))
     assert report.weights == PROMOTED
+    assert event_types(report) == ["Rollout Started", "Traffic Shifted", "Traffic Shifted", "Approval Requested",
+                                   "Traffic Shifted", "Promoted"]
 
 
 def test_a_rejected_step_restores_the_baseline_with_the_reason():
@@ -159,3 +164,26 @@ def test_an_alarm_while_waiting_for_approval_rolls_back():
         assert "web-green-5xx" in report.cause
         assert "WatchEvaluate" in report.states
         assert report.weights == BASELINE
+        assert event_types(report)[-3:] == ["Approval Requested", "Check Failed", "Rolled Back"]
+
+
+def test_a_failure_during_the_promotion_bake_restores_the_baseline():
+    """At 100 % the old cluster is still attached: a check failing then still rolls back."""
+    with Sandbox(log=captured) as sandbox:
+        scenarios.create_green(sandbox)
+        plan = scenarios.manual_plan(sandbox)
+        plan["promotion"] = {"bakeSeconds": 8}
+
+        def on_event(name, state):
+            if name == "SetWeights" and state["cursor"]["step"]["weight"] == 100:
+                assert state["cursor"]["step"]["checks"] == 4, "the promotion bake: 8 s every 2 s"
+                sandbox.client("cloudwatch").set_alarm_state(
+                    AlarmName="web-green-latency", StateValue="ALARM", StateReason="Threshold Crossed")
+
+        report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "promotion-bake"),
+                                 on_event=on_event, out=captured)
+        assert (report.status, report.error) == ("FAILED", "CheckFailed")
+        assert report.cause.startswith("Canary check failed at step 3 of 3 (100% of traffic on the new cluster)")
+        assert report.max_canary == 100
+        assert report.weights == BASELINE
+        assert event_types(report)[-2:] == ["Check Failed", "Rolled Back"]

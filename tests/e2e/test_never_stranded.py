@@ -6,7 +6,7 @@ sandbox). No execution here ends with traffic away from the baseline unless it p
 import json
 import re
 
-from helpers import BASELINE, PROMOTED, captured, move_listener_by_hand
+from helpers import FAILED_BEFORE_TRAFFIC, BASELINE, PROMOTED, captured, move_listener_by_hand
 from sandbox.scenarios import manual_plan, start_manual
 from sandbox import scenarios
 from sandbox.harness import REPO, Sandbox
@@ -57,7 +57,8 @@ def test_a_foreign_change_during_the_last_bake_is_not_promoted_over():
         report = scenarios.watch(sandbox, start_green(sandbox), on_event=on_event, out=captured)
         assert report.status == "FAILED"
         assert report.error == "WeightsChangedExternally"
-        assert report.states[-2:] == ["VerifyPromotion", "ChangedBeforePromotion"]
+        assert report.states[-5:] == ["VerifyPromotion", "ChangedBeforePromotionOutcome", "NotifyRolloutFailed",
+                                     "RolloutFailedEnd?", "ChangedBeforePromotion"]
         assert "during the last bake; the rollout stopped without promoting" in report.cause
         assert "found stable 50 / canary 50, this rollout last set stable 0 / canary 100" in report.cause
         assert report.safety_net["restored"] is False
@@ -74,7 +75,7 @@ def test_a_rollback_that_overwrites_a_foreign_change_says_so():
 
         report = scenarios.watch(sandbox, start_green(sandbox), on_event=on_event, out=captured)
         assert (report.status, report.error) == ("FAILED", "CheckFailed")
-        assert report.states[-2:] == ["Restore", "RolledBack"]
+        assert report.states[-5:] == ["Restore", "RolledBackBy?", "NotifyCheckFailed", "NotifyRolledBack", "RolledBack"]
         assert (f"It overwrote weights changed outside this rollout: {sandbox.world.listener} "
                 "was stable 70 / canary 30") in report.cause
         assert report.weights == BASELINE
@@ -89,7 +90,7 @@ def test_rollouts_whose_state_could_overflow_are_refused_at_prepare_with_nothing
         assert (report.status, report.error) == ("FAILED", "InvalidPlan")
         assert re.search(rf"plan: is \d+ bytes as compact JSON, more than the limit of {MAX_PLAN_BYTES} bytes",
                          report.cause), report.cause
-        assert report.states == ["Init", "ValidateAnalysis", "FailedBeforeTraffic"]
+        assert report.states == ["Init", "ValidateAnalysis", *FAILED_BEFORE_TRAFFIC]
 
         cloudwatch = sandbox.client("cloudwatch")
         for i in range(MAX_ALARMS + 1 - len(sandbox.world.alarms)):
@@ -100,7 +101,7 @@ def test_rollouts_whose_state_could_overflow_are_refused_at_prepare_with_nothing
         assert (report.status, report.error) == ("FAILED", "InvalidPlan")
         assert (f"analysis.alarms: the names and prefixes match {MAX_ALARMS + 1} alarms, "
                 f"more than the limit of {MAX_ALARMS}") in report.cause
-        assert report.states == ["Init", "ValidateAnalysis", "FailedBeforeTraffic"]
+        assert report.states == ["Init", "ValidateAnalysis", *FAILED_BEFORE_TRAFFIC]
         assert report.weights == BASELINE
         assert report.secret is None, "nothing registered either"
 

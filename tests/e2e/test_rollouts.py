@@ -9,7 +9,7 @@ import json
 import re
 from pathlib import Path
 
-from helpers import BASELINE, PROMOTED, captured, move_listener_by_hand
+from helpers import FAILED_BEFORE_TRAFFIC, BASELINE, PROMOTED, captured, event_types, move_listener_by_hand
 from sandbox.scenarios import manual_plan, start_manual
 from sandbox import scenarios
 from sandbox.harness import Sandbox
@@ -48,6 +48,9 @@ def test_happy_rollout_promotes_green():
     assert series(report, "CanaryWeight", "route53:") == [0, 10, 50, 100]
     assert series(report, "ChecksPassed") == [1] * 9
     assert series(report, "Rollbacks") == []
+    assert event_types(report) == ["Rollout Started"] + ["Traffic Shifted"] * 3 + ["Promoted"]
+    shifted = [d for t, d in report.events if t == "Traffic Shifted"]
+    assert [(d["step"]["weight"], d["weights"][0]["canary"]) for d in shifted] == [(10, 10), (50, 50), (100, 100)]
 
 
 def test_an_alarm_at_50_percent_rolls_everything_back():
@@ -56,7 +59,7 @@ def test_an_alarm_at_50_percent_rolls_everything_back():
     assert report.error == "CheckFailed"
     assert report.cause.startswith("Canary check failed at step 2 of 3 (50% of traffic on the new cluster); traffic restored to the baseline.")
     assert "alarm web-green-5xx is ALARM since" in report.cause
-    assert report.states[-2:] == ["Restore", "RolledBack"]
+    assert report.states[-5:] == ["Restore", "RolledBackBy?", "NotifyCheckFailed", "NotifyRolledBack", "RolledBack"]
     assert series(report, "CanaryWeight", "listener/") == [0, 10, 50, 0]
     assert series(report, "ChecksFailed")[-1] == 1
     assert [p[1]["Cause"] for p in report.metrics if p[0] == "Rollbacks"] == ["CheckFailed"]
@@ -67,6 +70,10 @@ def test_an_alarm_at_50_percent_rolls_everything_back():
     assert report.states.count("SetWeights") == 2, "the 100% step never ran"
     assert report.weights == BASELINE
     secret_is_registered(report)
+    assert event_types(report) == ["Rollout Started", "Traffic Shifted", "Traffic Shifted", "Check Failed", "Rolled Back"]
+    rolled_back = report.events[-1][1]
+    assert (rolled_back["error"], rolled_back["cause"]) == ("CheckFailed", report.cause)
+    assert [(w["stable"], w["canary"]) for w in rolled_back["weights"]] == [(100, 0), (100, 0)]
 
 
 def test_unhealthy_apps_never_move_traffic():
@@ -100,7 +107,10 @@ def test_a_bad_manual_plan_fails_at_prepare_and_changes_nothing():
         assert report.status == "FAILED"
         assert report.error == "InvalidPlan"
         assert "steps[1].weight: must be greater than the previous step's 50, got 10" in report.cause
-        assert report.states == ["Init", "ValidateAnalysis", "FailedBeforeTraffic"]
+        assert report.states == ["Init", "ValidateAnalysis", *FAILED_BEFORE_TRAFFIC]
+        assert event_types(report) == ["Rollout Failed"]
+        assert report.events[0][1] == {"executionArn": arn, "error": "InvalidPlan", "cause": report.cause,
+                                       "end": "FailedBeforeTraffic"}
         assert report.safety_net["reason"] == "the execution ended before Prepare finished: no traffic had moved"
         assert report.weights == BASELINE
         assert report.secret is None

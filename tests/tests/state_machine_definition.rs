@@ -277,6 +277,7 @@ fn a_long_rollout_stays_under_the_history_limit() {
         "StepSetup",
         "ApprovalNeeded?",
         "SetWeights",
+        "NotifyShifted",
         "StartBake",
         "NextStep",
         "MoreSteps?",
@@ -287,7 +288,7 @@ fn a_long_rollout_stays_under_the_history_limit() {
     let fixed: usize = s.values().map(events).sum::<usize>() + 2; // every state once, plus execution start/end
     assert_eq!(
         (per_check, per_step),
-        (9, 15),
+        (9, 20),
         "update the README's history budget"
     );
     let history = |steps: usize, checks_per_step: usize| {
@@ -357,4 +358,70 @@ fn the_safety_net_knows_every_terminal_state() {
     let acted_on: Vec<_> = terminal.difference(&settled).collect();
     assert_eq!(acted_on, [&"RollbackFailed"]);
     assert!(settled.is_subset(&terminal), "{settled:?} vs {terminal:?}");
+}
+
+/// Every `putEvents` entry of the definition, as (detail-type, detail keys).
+fn published_events(asl: &Value) -> Vec<(String, BTreeSet<String>)> {
+    all_states(asl)
+        .into_iter()
+        .filter(|(_, s)| {
+            s["Resource"]
+                .as_str()
+                .is_some_and(|r| r.starts_with("arn:aws:states:::events:putEvents"))
+        })
+        .flat_map(|(_, s)| s["Parameters"]["Entries"].as_array().unwrap().clone())
+        .map(|entry| {
+            assert_eq!(entry["Source"], "cluster-canary");
+            let keys = entry["Detail"]
+                .as_object()
+                .expect("a Detail object")
+                .keys()
+                .map(|k| k.trim_end_matches(".$").to_owned())
+                .collect();
+            (entry["DetailType"].as_str().unwrap().to_owned(), keys)
+        })
+        .collect()
+}
+
+#[test]
+fn every_event_the_definition_publishes_has_its_schema_and_matches_it() {
+    let dir = repo_root().join("schema/events");
+    let mut documented: BTreeSet<String> = std::fs::read_dir(&dir)
+        .expect("schema/events")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    for (detail_type, keys) in published_events(&definition()) {
+        let file = format!(
+            "{}.schema.json",
+            detail_type.to_lowercase().replace(' ', "-")
+        );
+        let text = std::fs::read_to_string(dir.join(&file))
+            .unwrap_or_else(|_| panic!("no schema/events/{file} for `{detail_type}`"));
+        let schema: Value = serde_json::from_str(&text).expect("schema is JSON");
+        let properties: BTreeSet<String> = schema["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        let required: BTreeSet<String> = schema["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            keys, properties,
+            "`{detail_type}`: the definition's detail vs {file}"
+        );
+        assert!(
+            required.is_subset(&keys),
+            "`{detail_type}`: {required:?} vs {keys:?}"
+        );
+        documented.remove(&file);
+    }
+    assert!(
+        documented.is_empty(),
+        "schemas of events never sent: {documented:?}"
+    );
 }

@@ -62,6 +62,19 @@ pub struct RolloutPlan {
     /// Steps that wait for a person's approval before they are set, and how long.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<ApprovalSection>,
+    /// How long the new cluster is watched with all traffic before the rollout is promoted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promotion: Option<Promotion>,
+}
+
+/// After 100 %, the checks go on for `bakeSeconds` (every `bake.checkIntervalSeconds`); a
+/// failure then still restores the baseline: the old cluster is still attached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Promotion {
+    /// The 100 % step's bake (instead of `bake.seconds`).
+    #[schemars(range(min = 1, max = 86400))]
+    pub bake_seconds: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -387,19 +400,37 @@ impl RolloutPlan {
             self.bake.check_interval_seconds,
             errors,
         );
+        let promotion_bake = self.promotion.map(|p| p.bake_seconds);
+        if let (Some(_), Some((i, last))) = (promotion_bake, self.steps.iter().enumerate().last()) {
+            if last.bake_seconds.is_some() {
+                errors.push(
+                    "promotion.bakeSeconds",
+                    format!("steps[{i}] sets its own bakeSeconds: set one of the two"),
+                );
+            }
+        }
         let mut resolved = Vec::with_capacity(self.steps.len());
         let mut total_checks: u64 = 0;
         let approval = self.approval.clone().unwrap_or_default();
         let approval_timeout = u32::try_from(approval.timeout()).ok();
         for (i, step) in self.steps.iter().enumerate() {
-            let bake = step.bake_seconds.unwrap_or(self.bake.seconds);
+            let is_last = i + 1 == self.steps.len();
+            let bake = step
+                .bake_seconds
+                .or(promotion_bake.filter(|_| is_last))
+                .unwrap_or(self.bake.seconds);
             let interval = step
                 .check_interval_seconds
                 .unwrap_or(self.bake.check_interval_seconds);
+            let promoted = is_last && step.bake_seconds.is_none() && promotion_bake.is_some();
             let overridden = step.bake_seconds.is_some() || step.check_interval_seconds.is_some();
-            let step_ok = !overridden
+            let step_ok = !(overridden || promoted)
                 || check_bake(
-                    &format!("steps[{i}].bakeSeconds"),
+                    &if promoted {
+                        "promotion.bakeSeconds".to_owned()
+                    } else {
+                        format!("steps[{i}].bakeSeconds")
+                    },
                     bake,
                     &format!("steps[{i}].checkIntervalSeconds"),
                     interval,

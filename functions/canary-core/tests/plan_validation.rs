@@ -565,6 +565,21 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             "approval timeout / interval for steps that wait for one",
         ),
         (
+            "promotion bake over a day",
+            Box::new(|p| set(p, "/promotion", json!({"bakeSeconds": 90000}))),
+            "promotion.bakeSeconds",
+            "must be from 1 to 86400 seconds, got 90000",
+        ),
+        (
+            "promotion bake and the last step's own bake",
+            Box::new(|p| {
+                set(p, "/promotion", json!({"bakeSeconds": 1800}));
+                set(p, "/steps/3", json!({"weight": 100, "bakeSeconds": 600}));
+            }),
+            "promotion.bakeSeconds",
+            "steps[3] sets its own bakeSeconds: set one of the two",
+        ),
+        (
             "plan is not an object",
             Box::new(|p| *p = json!([1, 2, 3])),
             "plan",
@@ -582,6 +597,22 @@ fn the_base_plan_is_valid() {
     assert_eq!(valid.steps[1].bake_seconds, 600, "the default applies");
     assert_eq!(valid.steps[1].check_interval_seconds, 30);
     assert_eq!((valid.steps[0].checks, valid.steps[1].checks), (30, 20));
+}
+
+#[test]
+fn the_promotion_bake_is_the_last_steps_bake() {
+    let mut plan = base_plan();
+    set(&mut plan, "/promotion", json!({"bakeSeconds": 1800}));
+    let valid = RolloutPlan::parse(plan).expect("valid");
+    let last = valid.steps[3];
+    assert_eq!(
+        (last.weight, last.bake_seconds, last.checks),
+        (100, 1800, 60)
+    );
+    assert_eq!(
+        valid.steps[2].bake_seconds, 600,
+        "other steps keep bake.seconds"
+    );
 }
 
 #[test]
@@ -714,14 +745,17 @@ fn a_plan_at_the_size_limit_is_parsed() {
     let mut plan = base_plan();
     plan["argocd"] = json!({"labels": {}});
     let size = |plan: &Value| serde_json::to_vec(plan).unwrap().len();
-    // Valid labels (63-character values at most) until the plan is exactly at the cap.
-    let mut i = 0;
-    while size(&plan) < MAX_PLAN_BYTES {
-        let key = format!("pad-{i:05}");
+    // Valid labels (63-character values at most) until the plan is exactly at the cap: empty
+    // ones while there is room for one more, then the last bytes in their values.
+    let mut keys = Vec::new();
+    while MAX_PLAN_BYTES - size(&plan) >= 40 {
+        let key = format!("pad-{:05}", keys.len());
         plan["argocd"]["labels"][&key] = json!("");
-        let room = MAX_PLAN_BYTES.saturating_sub(size(&plan));
-        plan["argocd"]["labels"][&key] = json!("v".repeat(room.min(63)));
-        i += 1;
+        keys.push(key);
+    }
+    for key in keys.iter().rev() {
+        let room = MAX_PLAN_BYTES - size(&plan);
+        plan["argocd"]["labels"][key] = json!("v".repeat(room.min(63)));
     }
     assert_eq!(size(&plan), MAX_PLAN_BYTES);
     RolloutPlan::parse(plan.clone()).expect("a valid plan at the cap");
