@@ -401,7 +401,9 @@ impl RolloutPlan {
             errors,
         );
         let promotion_bake = self.promotion.map(|p| p.bake_seconds);
-        if let (Some(_), Some((i, last))) = (promotion_bake, self.steps.iter().enumerate().last()) {
+        if let (Some(_), Some((i, last))) =
+            (promotion_bake, self.steps.iter().enumerate().next_back())
+        {
             if last.bake_seconds.is_some() {
                 errors.push(
                     "promotion.bakeSeconds",
