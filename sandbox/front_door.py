@@ -56,7 +56,8 @@ def api_call(method, path, headers, body):
 class FrontDoor:
     """`faults`: a list the tests append to, to make the front door answer a request itself
     (a throttle, say) instead of forwarding it: entries are [predicate(method, path, body),
-    times, (status, headers, body)], used up front to back.
+    times, (status, headers, body)], used up front to back; the predicate may set the answer
+    before it returns True (the tests' fake hook functions do).
     `requests`: every request it forwarded, as (user agent, service, action), in order (the
     benchmark counts the functions' AWS calls from it)."""
 
@@ -95,9 +96,11 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
         for fault in self.faults:
-            predicate, times, (status, headers, payload) = fault
+            predicate, times = fault[0], fault[1]
             if times > 0 and predicate(self.command, unquote(self.path), body or b""):
                 fault[1] -= 1
+                # Read after the predicate ran: it may choose the answer (a fake function).
+                status, headers, payload = fault[2]
                 self.send_response(status)
                 for k, v in headers:
                     self.send_header(k, v)

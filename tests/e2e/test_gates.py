@@ -187,3 +187,61 @@ def test_a_failure_during_the_promotion_bake_restores_the_baseline():
         assert report.max_canary == 100
         assert report.weights == BASELINE
         assert event_types(report)[-2:] == ["Check Failed", "Rolled Back"]
+
+
+HOOK = "arn:aws:lambda:us-east-1:123456789012:function:cluster-canary-hook-smoke"
+
+
+def fake_hook(sandbox, answers, seen):
+    """The hook function, played by the front door: it records each invocation's payload and
+    answers from `answers` in turn (a JSON answer, or ("raise", message))."""
+    def predicate(method, path, body):
+        if f"/functions/{HOOK}/invocations" not in path:
+            return False
+        seen.append(json.loads(body))
+        answer = answers[min(len(seen), len(answers)) - 1]
+        fault[2] = ((200, [("Content-Type", "application/json"), ("X-Amz-Function-Error", "Unhandled")],
+                     json.dumps({"errorType": "RuntimeError", "errorMessage": answer[1]}).encode())
+                    if isinstance(answer, tuple) else
+                    (200, [("Content-Type", "application/json")], json.dumps(answer).encode()))
+        return True
+
+    fault = [predicate, 1_000, None]
+    sandbox.front.faults.append(fault)
+
+
+def test_a_failing_before_traffic_hook_moves_nothing():
+    with Sandbox(log=captured) as sandbox:
+        seen = []
+        fake_hook(sandbox, [{"status": "fail", "reason": "smoke test: /healthz answered 503"}], seen)
+        scenarios.create_green(sandbox)
+        plan = scenarios.manual_plan(sandbox)
+        plan["hooks"] = {"beforeTraffic": [HOOK], "timeoutSeconds": 30}
+        arn = scenarios.start_manual(sandbox, plan, "hook-before")
+        report = scenarios.watch(sandbox, arn, out=captured)
+        assert (report.status, report.error) == ("FAILED", "HookFailed")
+        assert f"beforeTraffic hook {HOOK} failed: answered fail: smoke test: /healthz answered 503" in report.cause
+        assert "SetWeights" not in report.states and report.max_canary == 0
+        assert [s["hook"] for s in seen] == ["beforeTraffic"]
+        assert seen[0]["executionArn"] == arn and seen[0]["cluster"] == {"name": "green", "region": "us-east-1"}
+        assert seen[0]["step"] is None and [w["canary"] for w in seen[0]["weights"]] == [0, 0]
+        assert event_types(report) == ["Rollout Started", "Rollout Failed"]
+        assert report.weights == BASELINE
+
+
+def test_a_hook_that_fails_after_a_step_restores_the_baseline():
+    with Sandbox(log=captured) as sandbox:
+        seen = []
+        fake_hook(sandbox, [{"status": "pass"}, ("raise", "KeyError: 'url'")], seen)
+        scenarios.create_green(sandbox)
+        plan = scenarios.manual_plan(sandbox)
+        plan["hooks"] = {"afterEachStep": [HOOK]}
+        report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "hook-after"), out=captured)
+        assert (report.status, report.error) == ("FAILED", "HookFailed")
+        assert report.cause.startswith("HookFailed at step 2 of 3 (50% of traffic on the new cluster); "
+                                       "traffic restored to the baseline.")
+        assert f"afterEachStep hook {HOOK} failed: raised RuntimeError: KeyError: 'url'" in report.cause
+        assert [(s["hook"], s["step"]["weight"], s["weights"][0]["canary"]) for s in seen] == [
+            ("afterEachStep", 10, 10), ("afterEachStep", 50, 50)]
+        assert report.weights == BASELINE
+        assert event_types(report)[-1] == "Rolled Back"

@@ -8,11 +8,11 @@
 use std::time::{Duration, SystemTime};
 
 use aws_sdk_cloudwatch as cloudwatch;
-use canary_aws::SdkCloudWatch;
+use canary_aws::{SdkCloudWatch, SdkFunctions};
 use canary_core::NamedError;
 use cloudwatch::types::{ComparisonOperator, Dimension, MetricDatum, StateValue, Statistic};
 use cluster_canary_tests::{Moto, World};
-use evaluate_alarms::{handle, AnalysisError};
+use evaluate_alarms::{handle, AnalysisError, Apis};
 use serde_json::{json, Value};
 
 struct Env {
@@ -20,6 +20,7 @@ struct Env {
     world: World,
     cw: cloudwatch::Client,
     function: SdkCloudWatch,
+    functions: SdkFunctions,
 }
 
 impl Env {
@@ -32,6 +33,14 @@ impl Env {
             world,
             cw: cloudwatch::Client::new(&config),
             function: SdkCloudWatch::new(&config),
+            functions: SdkFunctions::new(&config),
+        }
+    }
+
+    fn apis(&self) -> Apis<'_> {
+        Apis {
+            cloudwatch: &self.function,
+            functions: &self.functions,
         }
     }
 
@@ -51,7 +60,7 @@ impl Env {
 
     async fn evaluate(&self, analysis: Value, progress: Value) -> Result<Value, AnalysisError> {
         handle(
-            &self.function,
+            &self.apis(),
             json!({"operation": "evaluate", "plan": self.plan(analysis), "progress": progress}),
         )
         .await
@@ -59,7 +68,7 @@ impl Env {
 
     async fn validate(&self, analysis: Value) -> Result<Value, AnalysisError> {
         handle(
-            &self.function,
+            &self.apis(),
             json!({"operation": "validate", "plan": self.plan(analysis)}),
         )
         .await

@@ -278,6 +278,8 @@ fn a_long_rollout_stays_under_the_history_limit() {
         "ApprovalNeeded?",
         "SetWeights",
         "NotifyShifted",
+        "AfterStepHooks?",
+        "RunAfterStepHooks",
         "StartBake",
         "NextStep",
         "MoreSteps?",
@@ -288,7 +290,7 @@ fn a_long_rollout_stays_under_the_history_limit() {
     let fixed: usize = s.values().map(events).sum::<usize>() + 2; // every state once, plus execution start/end
     assert_eq!(
         (per_check, per_step),
-        (9, 20),
+        (9, 27),
         "update the README's history budget"
     );
     let history = |steps: usize, checks_per_step: usize| {

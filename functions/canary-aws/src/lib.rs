@@ -8,6 +8,7 @@ pub mod config;
 pub mod eks;
 pub mod error;
 pub mod executions;
+pub mod functions;
 pub mod lambda;
 pub mod logging;
 pub mod route53;
@@ -26,5 +27,6 @@ pub use error::{AwsError, AwsErrorKind};
 pub use executions::{
     ExecutionHistory, ExecutionStarter, ExecutionsApi, SdkExecutions, Started, StateEvent,
 };
+pub use functions::{FunctionInvoker, Invocation, SdkFunctions};
 pub use route53::{Route53Api, SdkRoute53, WeightedRecord};
 pub use secrets::{SdkSecrets, SecretsApi};

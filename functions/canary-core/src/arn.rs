@@ -131,9 +131,56 @@ pub fn is_region(region: &str) -> bool {
         && number.bytes().all(|b| b.is_ascii_digit())
 }
 
+/// A Lambda function ARN, optionally with a version or alias:
+/// `arn:<partition>:lambda:<region>:<account>:function:<name>[:<qualifier>]`.
+pub fn is_lambda_function_arn(arn: &str) -> bool {
+    let parts: Vec<&str> = arn.split(':').collect();
+    let name_ok = |name: &str| {
+        (1..=64).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
+    let qualifier_ok = |q: &str| {
+        (1..=128).contains(&q.len())
+            && q.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'$')
+    };
+    matches!(parts.len(), 7 | 8)
+        && parts[0] == "arn"
+        && parts[1].starts_with("aws")
+        && parts[2] == "lambda"
+        && is_region(parts[3])
+        && parts[4].len() == 12
+        && parts[4].bytes().all(|b| b.is_ascii_digit())
+        && parts[5] == "function"
+        && name_ok(parts[6])
+        && parts.get(7).is_none_or(|q| qualifier_ok(q))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lambda_function_arns() {
+        for good in [
+            "arn:aws:lambda:us-east-1:123456789012:function:cluster-canary-hook-smoke",
+            "arn:aws:lambda:eu-west-1:123456789012:function:smoke_test:live",
+            "arn:aws-us-gov:lambda:us-gov-west-1:123456789012:function:f:$LATEST",
+        ] {
+            assert!(is_lambda_function_arn(good), "{good}");
+        }
+        for bad in [
+            "smoke-test",
+            "arn:aws:lambda:us-east-1:123456789012:layer:x",
+            "arn:aws:lambda:us-east-1:1234:function:x",
+            "arn:aws:states:us-east-1:123456789012:function:x",
+            "arn:aws:lambda:us-east-1:123456789012:function:has space",
+        ] {
+            assert!(!is_lambda_function_arn(bad), "{bad}");
+        }
+    }
 
     const LISTENER: &str =
         "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/50dc6c495c0c9188/f2f7dc8efc522ab2";

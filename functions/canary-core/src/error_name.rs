@@ -59,6 +59,8 @@ pub enum ErrorName {
     InvalidEvent,
     /// The cluster's profile tag names a profile that is not configured.
     ProfileNotFound,
+    /// A hook of the plan answered `fail`, failed, timed out or answered something else.
+    HookFailed,
 }
 
 /// An error that knows its stable name: what every function's error type implements.
@@ -67,7 +69,7 @@ pub trait NamedError: std::error::Error {
 }
 
 impl ErrorName {
-    pub const ALL: [ErrorName; 24] = [
+    pub const ALL: [ErrorName; 25] = [
         ErrorName::InvalidInput,
         ErrorName::InvalidPlan,
         ErrorName::TargetNotFound,
@@ -92,6 +94,7 @@ impl ErrorName {
         ErrorName::KubeTlsFailed,
         ErrorName::InvalidEvent,
         ErrorName::ProfileNotFound,
+        ErrorName::HookFailed,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -120,6 +123,7 @@ impl ErrorName {
             ErrorName::KubeTlsFailed => "KubeTlsFailed",
             ErrorName::InvalidEvent => "InvalidEvent",
             ErrorName::ProfileNotFound => "ProfileNotFound",
+            ErrorName::HookFailed => "HookFailed",
         }
     }
 

@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::analysis::AnalysisSection;
 use crate::argocd::ArgoCdSection;
 use crate::arn::{self, parse_elb_arn, ElbResource};
-use crate::gates::{ApprovalSection, OnApprovalTimeout, TargetHealthGate};
+use crate::gates::{ApprovalSection, HooksSection, OnApprovalTimeout, TargetHealthGate};
 use crate::limits;
 
 /// Most steps a plan may have. Each step is one weight change plus a bake of checks in the
@@ -65,6 +65,9 @@ pub struct RolloutPlan {
     /// How long the new cluster is watched with all traffic before the rollout is promoted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub promotion: Option<Promotion>,
+    /// Lambda functions of the team's own that check the rollout at three points.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hooks: Option<HooksSection>,
 }
 
 /// After 100 %, the checks go on for `bakeSeconds` (every `bake.checkIntervalSeconds`); a
@@ -376,6 +379,9 @@ impl RolloutPlan {
         }
         if let Some(gate) = &self.target_health {
             gate.validate(errors);
+        }
+        if let Some(hooks) = &self.hooks {
+            hooks.validate(errors);
         }
         if let Some(approval) = &self.approval {
             let weights: Vec<i64> = self.steps.iter().map(|s| s.weight).collect();

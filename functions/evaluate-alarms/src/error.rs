@@ -13,7 +13,13 @@ pub enum AnalysisError {
     TooManyAlarms { path: String, message: String },
     #[error("{path}: CloudWatch rejected the metric queries: {source}")]
     QueriesRejected { path: String, source: AwsError },
-    /// A CloudWatch failure. Never a pass: the state machine retries transient ones and rolls
+    #[error("{point} hook {function} failed: {reason}")]
+    HookFailed {
+        point: &'static str,
+        function: String,
+        reason: String,
+    },
+    /// A CloudWatch (or Lambda, for hooks) failure. Never a pass: the state machine retries transient ones and rolls
     /// back when they persist.
     #[error("{0}")]
     Aws(#[from] AwsError),
@@ -27,6 +33,7 @@ impl NamedError for AnalysisError {
             | AnalysisError::QueriesRejected { .. }
             | AnalysisError::TooManyAlarms { .. } => ErrorName::InvalidPlan,
             AnalysisError::AlarmNotFound { .. } => ErrorName::AlarmNotFound,
+            AnalysisError::HookFailed { .. } => ErrorName::HookFailed,
             AnalysisError::Aws(e) => e.error_name(),
         }
     }

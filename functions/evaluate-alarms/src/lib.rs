@@ -1,21 +1,25 @@
-//! The `evaluate-alarms` Lambda. Two operations:
+//! The `evaluate-alarms` Lambda: the checks. Three operations:
 //! - `validate` (at Prepare, before any traffic moves): every named alarm exists, every
 //!   prefix matches an alarm, CloudWatch accepts the metric queries.
 //! - `evaluate` (every check interval of a bake): read alarms and metrics, judge them with
 //!   `canary_core::analysis::decide`, and say whether to roll back.
+//! - `hooks` (before traffic, after each step, before promotion): run the plan's hook
+//!   functions at that point (see `hooks`).
 
 pub mod error;
+pub mod hooks;
 pub mod queries;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use canary_aws::logging::emit_metrics;
-use canary_aws::{AlarmState, AlarmStateValue, CloudWatchApi};
+use canary_aws::{AlarmState, AlarmStateValue, CloudWatchApi, FunctionInvoker};
 use canary_core::analysis::{
     decide, judge_alb, judge_threshold, reduce, AlarmChecks, AnalysisSection, BakeProgress,
     CheckOutcome, CheckVerdict, InsufficientDataPolicy,
 };
+use canary_core::gates::HookPoint;
 use canary_core::input::parse_input;
 use canary_core::limits::MAX_ALARMS;
 use canary_core::metrics::{cluster_dimension, Point};
@@ -40,6 +44,21 @@ pub enum Request {
         #[serde(default)]
         progress: BakeProgress,
     },
+    #[serde(rename_all = "camelCase")]
+    Hooks {
+        plan: Value,
+        point: HookPoint,
+        execution_arn: String,
+        #[serde(default)]
+        step: Option<Value>,
+        weights: Value,
+    },
+}
+
+/// The AWS APIs the function uses.
+pub struct Apis<'a> {
+    pub cloudwatch: &'a dyn CloudWatchApi,
+    pub functions: &'a dyn FunctionInvoker,
 }
 
 #[derive(Debug, Serialize, PartialEq)]
@@ -52,11 +71,26 @@ pub struct ValidateOutput {
     pub metric_queries: usize,
 }
 
-pub async fn handle(cloudwatch: &dyn CloudWatchApi, input: Value) -> Result<Value, AnalysisError> {
+pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisError> {
+    let cloudwatch = apis.cloudwatch;
     let output = match parse_input::<Request>(input).map_err(AnalysisError::InvalidInput)? {
         Request::Validate { plan } => serde_json::to_value(validate(cloudwatch, plan).await?),
         Request::Evaluate { plan, progress } => {
             serde_json::to_value(evaluate(cloudwatch, plan, progress, SystemTime::now()).await?)
+        }
+        Request::Hooks {
+            plan,
+            point,
+            execution_arn,
+            step,
+            weights,
+        } => {
+            let context = hooks::HookContext {
+                execution_arn,
+                step,
+                weights,
+            };
+            serde_json::to_value(hooks::run_hooks(apis.functions, plan, point, context).await?)
         }
     };
     output.map_err(|e| AnalysisError::InvalidInput(format!("output not serializable: {e}")))

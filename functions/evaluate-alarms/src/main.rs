@@ -1,11 +1,16 @@
-//! Lambda entry point: build the CloudWatch client once (no network call), then serve.
+//! Lambda entry point: build the clients once (no network call), then serve.
 
-use canary_aws::{lambda, load_sdk_config, logging, SdkCloudWatch};
-use evaluate_alarms::handle;
+use canary_aws::{lambda, load_sdk_config, logging, SdkCloudWatch, SdkFunctions};
+use evaluate_alarms::{handle, Apis};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     logging::init();
-    let cloudwatch = SdkCloudWatch::new(&load_sdk_config().await);
-    lambda::serve(|input| handle(&cloudwatch, input)).await
+    let config = load_sdk_config().await;
+    let (cloudwatch, functions) = (SdkCloudWatch::new(&config), SdkFunctions::new(&config));
+    let apis = Apis {
+        cloudwatch: &cloudwatch,
+        functions: &functions,
+    };
+    lambda::serve(|input| handle(&apis, input)).await
 }
