@@ -245,3 +245,76 @@ def test_a_hook_that_fails_after_a_step_restores_the_baseline():
             ("afterEachStep", 10, 10), ("afterEachStep", 50, 50)]
         assert report.weights == BASELINE
         assert event_types(report)[-1] == "Rolled Back"
+
+
+def kube(sandbox, method, path, body=None):
+    """The management cluster's API as its admin (the sandbox's Kubernetes API test server)."""
+    import base64
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    context = ssl.create_default_context(cadata=base64.b64decode(sandbox.kube["caData"]).decode())
+    request = urllib.request.Request(
+        f"{sandbox.kube['server']}{path}", method=method, data=json.dumps(body).encode() if body else None,
+        headers={"Authorization": "Bearer sandbox-admin", "Content-Type": "application/json"})
+    try:
+        return json.load(urllib.request.urlopen(request, context=context))
+    except urllib.error.HTTPError as e:
+        if e.code == 404:
+            return None
+        raise
+
+
+def cluster_secret(sandbox, name, ours):
+    """An Argo CD cluster Secret for the old cluster, created by cluster-canary or by hand."""
+    labels = {"argocd.argoproj.io/secret-type": "cluster"}
+    if ours:
+        labels["app.kubernetes.io/managed-by"] = "cluster-canary"
+    kube(sandbox, "POST", "/api/v1/namespaces/argocd/secrets", {
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "labels": labels},
+        "stringData": {"name": "blue", "server": f"https://{name}.example.com"}})
+
+
+def retire_plan(sandbox, secret, **retire):
+    scenarios.create_green(sandbox)
+    plan = scenarios.manual_plan(sandbox)
+    plan["retire"] = {"detachStableTargetGroups": True, "oldCluster": {"name": "blue", "region": "us-east-1"},
+                      "argocdSecret": secret, **retire}
+    return plan
+
+
+def forward_groups(sandbox):
+    listener = sandbox.client("elbv2").describe_listeners(ListenerArns=[sandbox.world.listener])["Listeners"][0]
+    return [(g["TargetGroupArn"], g["Weight"]) for g in listener["DefaultActions"][0]["ForwardConfig"]["TargetGroups"]]
+
+
+def test_retire_detaches_the_stable_group_and_deletes_our_secret_of_the_old_cluster():
+    with Sandbox(log=captured) as sandbox:
+        cluster_secret(sandbox, "cluster-canary-blue-0123456789", ours=True)
+        plan = retire_plan(sandbox, "cluster-canary-blue-0123456789")
+        report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "retire"), out=captured)
+        assert report.status == "SUCCEEDED", report.cause
+        assert forward_groups(sandbox) == [(sandbox.world.green_tg, 100)], "blue's target group detached"
+        assert kube(sandbox, "GET", "/api/v1/namespaces/argocd/secrets/cluster-canary-blue-0123456789") is None
+        assert event_types(report)[-2:] == ["Promoted", "Old Cluster Retired"]
+        retired = report.events[-1][1]
+        assert retired["oldCluster"]["name"] == "blue" and retired["oldCluster"]["arn"].endswith(":cluster/blue")
+        assert retired["secret"]["outcome"] == "deleted"
+        assert retired["detachedFrom"] == [sandbox.world.listener]
+        assert report.safety_net is None, "a success is not the safety net's business"
+
+
+def test_retire_leaves_a_secret_it_did_not_create_and_stays_promoted():
+    with Sandbox(log=captured) as sandbox:
+        cluster_secret(sandbox, "blue-by-hand", ours=False)
+        plan = retire_plan(sandbox, "blue-by-hand")
+        report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "retire-not-ours"), out=captured)
+        assert (report.status, report.error) == ("FAILED", "SecretNotOwned")
+        assert report.cause.startswith("The rollout was promoted (the new cluster takes all traffic and keeps it), "
+                                       "but retiring the old cluster failed:")
+        assert "was not created by cluster-canary (retire.evenIfNotOurs deletes it anyway)" in report.cause
+        assert kube(sandbox, "GET", "/api/v1/namespaces/argocd/secrets/blue-by-hand") is not None
+        assert report.safety_net["restored"] is False, "promoted: the safety net leaves traffic alone"
+        assert report.weights == PROMOTED
+        assert event_types(report)[-1] == "Rollout Failed" and report.events[-1][1]["end"] == "RetireFailed"

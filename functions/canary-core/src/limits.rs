@@ -88,7 +88,7 @@ pub fn join_bounded<S: AsRef<str>>(
 
 /// The longest an execution can run within the plan's caps, in seconds: Prepare, the wait for
 /// the cluster, registration, the apps wait, the target health gate, every step's approval
-/// wait and bake at the longest, and a rollback with all its retries. The state machine's `TimeoutSeconds` is this (a test keeps
+/// wait, hooks and bake at the longest, a rollback with all its retries, and retiring. The state machine's `TimeoutSeconds` is this (a test keeps
 /// them equal), so a stuck execution times out into the safety net instead of living for a
 /// year (Step Functions' own limit).
 pub const fn max_execution_seconds() -> u64 {
@@ -99,9 +99,22 @@ pub const fn max_execution_seconds() -> u64 {
     let target_health = crate::gates::MAX_TARGET_HEALTH_TIMEOUT_SECONDS as u64 + 15 * 60;
     let approvals =
         crate::plan::MAX_STEPS as u64 * crate::gates::MAX_APPROVAL_TIMEOUT_SECONDS as u64;
+    // Hooks before traffic, after every step and after promotion: one task each, its attempts
+    // up to the function's 300 s timeout.
+    let hooks = (crate::plan::MAX_STEPS as u64 + 2) * 60 * 60;
+    let retire = 2 * 15 * 60;
     let bakes = crate::plan::MAX_STEPS as u64 * (crate::plan::MAX_BAKE_SECONDS as u64 + 15 * 60);
     let rollback = 60 * 60;
-    prepare + cluster_wait + registration + apps + target_health + approvals + bakes + rollback
+    prepare
+        + cluster_wait
+        + registration
+        + apps
+        + target_health
+        + approvals
+        + hooks
+        + bakes
+        + rollback
+        + retire
 }
 
 #[cfg(test)]

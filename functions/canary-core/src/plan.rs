@@ -68,6 +68,29 @@ pub struct RolloutPlan {
     /// Lambda functions of the team's own that check the rollout at three points.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hooks: Option<HooksSection>,
+    /// After promotion, finish the old cluster's part: detach it, deregister it from Argo CD,
+    /// say so. Nothing is deleted in AWS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retire: Option<Retire>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Retire {
+    /// Remove the stable target group (at weight 0 after promotion) from every ALB target's
+    /// forward action, in one compare-and-set write each.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub detach_stable_target_groups: bool,
+    /// The old cluster, named in the Old Cluster Retired event for a team's own automation
+    /// (cluster-canary deletes nothing in AWS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_cluster: Option<ClusterRef>,
+    /// The old cluster's Argo CD cluster Secret, in `argocd.namespace`: deleted if
+    /// cluster-canary created it, or whoever did with `evenIfNotOurs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argocd_secret: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub even_if_not_ours: bool,
 }
 
 /// After 100 %, the checks go on for `bakeSeconds` (every `bake.checkIntervalSeconds`); a
@@ -383,6 +406,9 @@ impl RolloutPlan {
         if let Some(hooks) = &self.hooks {
             hooks.validate(errors);
         }
+        if let Some(retire) = &self.retire {
+            self.validate_retire(retire, errors);
+        }
         if let Some(approval) = &self.approval {
             let weights: Vec<i64> = self.steps.iter().map(|s| s.weight).collect();
             approval.validate(&weights, errors);
@@ -395,6 +421,51 @@ impl RolloutPlan {
                     last.weight
                 ),
             );
+        }
+    }
+
+    fn validate_retire(&self, retire: &Retire, errors: &mut Errors) {
+        if retire.detach_stable_target_groups
+            && !self
+                .traffic_targets
+                .iter()
+                .any(|t| matches!(t, TrafficTarget::Alb(_)))
+        {
+            errors.push(
+                "retire.detachStableTargetGroups",
+                "the plan has no ALB target to detach a stable target group from",
+            );
+        }
+        if let Some(old) = &retire.old_cluster {
+            if !is_eks_cluster_name(&old.name) {
+                errors.push(
+                    "retire.oldCluster.name",
+                    format!("`{}` is not an EKS cluster name", old.name),
+                );
+            }
+            if !arn::is_region(&old.region) {
+                errors.push(
+                    "retire.oldCluster.region",
+                    format!("`{}` is not an AWS region such as `us-east-1`", old.region),
+                );
+            }
+            if old == &self.cluster {
+                errors.push(
+                    "retire.oldCluster",
+                    "is the new cluster itself: name the cluster the rollout replaces",
+                );
+            }
+        }
+        match &retire.argocd_secret {
+            Some(name) if !crate::argocd::is_dns_subdomain(name) => errors.push(
+                "retire.argocdSecret",
+                format!("`{name}` is not a Kubernetes Secret name (a DNS subdomain)"),
+            ),
+            None if retire.even_if_not_ours => errors.push(
+                "retire.evenIfNotOurs",
+                "needs `argocdSecret`: the Secret it allows to delete",
+            ),
+            _ => {}
         }
     }
 

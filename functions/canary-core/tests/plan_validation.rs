@@ -580,6 +580,39 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             "steps[3] sets its own bakeSeconds: set one of the two",
         ),
         (
+            "retiring the new cluster itself",
+            Box::new(|p| {
+                set(
+                    p,
+                    "/retire",
+                    json!({"oldCluster": {"name": "api-v129", "region": "us-east-1"}}),
+                )
+            }),
+            "retire.oldCluster",
+            "is the new cluster itself",
+        ),
+        (
+            "retiring a Secret with a bad name",
+            Box::new(|p| set(p, "/retire", json!({"argocdSecret": "Blue_Cluster"}))),
+            "retire.argocdSecret",
+            "`Blue_Cluster` is not a Kubernetes Secret name",
+        ),
+        (
+            "evenIfNotOurs without a Secret",
+            Box::new(|p| set(p, "/retire", json!({"evenIfNotOurs": true}))),
+            "retire.evenIfNotOurs",
+            "needs `argocdSecret`",
+        ),
+        (
+            "detaching without an ALB target",
+            Box::new(|p| {
+                p["trafficTargets"].as_array_mut().unwrap().remove(0);
+                set(p, "/retire", json!({"detachStableTargetGroups": true}));
+            }),
+            "retire.detachStableTargetGroups",
+            "no ALB target",
+        ),
+        (
             "plan is not an object",
             Box::new(|p| *p = json!([1, 2, 3])),
             "plan",

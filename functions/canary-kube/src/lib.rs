@@ -9,4 +9,6 @@ pub mod token;
 pub use access::{connect, AccessDeps, ManagementAccess, SdkAccess};
 pub use argocd::{ArgoCdApi, ClusterSecret, KubeArgoCd};
 pub use error::{KubeError, KubeErrorKind};
-pub use registration::{apps_status, deregister, desired_secret, register, RegistrationError};
+pub use registration::{
+    apps_status, deregister, desired_secret, register, retire_secret, RegistrationError,
+};

@@ -226,6 +226,49 @@ pub async fn deregister(
     })
 }
 
+/// Deletes the old cluster's Argo CD cluster Secret named by the plan (`retire.argocdSecret`)
+/// after promotion: only an Argo CD cluster Secret, and only one cluster-canary created unless
+/// `even_if_not_ours`. Already gone is success.
+pub async fn retire_secret(
+    api: &dyn ArgoCdApi,
+    namespace: &str,
+    name: &str,
+    even_if_not_ours: bool,
+) -> Result<Registration, RegistrationError> {
+    let refuse = |why: &str| RegistrationError::SecretNotOwned {
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+        why: why.to_owned(),
+    };
+    let outcome = match api.get_secret(name).await? {
+        None => Outcome::Absent,
+        Some(existing)
+            if existing.labels.get(SECRET_TYPE_LABEL).map(String::as_str) != Some("cluster") =>
+        {
+            return Err(refuse("is not an Argo CD cluster Secret"))
+        }
+        Some(existing) if !ours(&existing) && !even_if_not_ours => {
+            return Err(refuse(
+                "was not created by cluster-canary (retire.evenIfNotOurs deletes it anyway)",
+            ))
+        }
+        Some(_) => {
+            if api.delete_secret(name).await? {
+                Outcome::Deleted
+            } else {
+                Outcome::Absent
+            }
+        }
+    };
+    info!(secret = %name, %namespace, outcome = outcome.as_str(), "old cluster deregistered from Argo CD");
+    Ok(Registration {
+        namespace: namespace.to_owned(),
+        secret_name: name.to_owned(),
+        server: String::new(),
+        outcome,
+    })
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AppReport {

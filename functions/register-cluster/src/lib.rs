@@ -6,6 +6,9 @@
 //! - `appsStatus`: the Argo CD Applications whose destination is the cluster, and whether
 //!   they are ready (enough of them, all Synced and Healthy).
 //! - `deregister`: delete the Secret if cluster-canary created it for this cluster (by ARN).
+//! - `retire`: after promotion, delete the old cluster's Secret the plan names
+//!   (`retire.argocdSecret`) if cluster-canary created it or the plan says `evenIfNotOurs`,
+//!   and describe the old cluster (`retire.oldCluster`) for the Old Cluster Retired event.
 
 use canary_aws::{AwsError, AwsErrorKind, ClusterInfo, EksApi};
 use canary_core::argocd::ArgoCdSection;
@@ -13,8 +16,8 @@ use canary_core::input::parse_input;
 use canary_core::{ErrorName, NamedError, PlanErrors, RolloutPlan};
 use canary_kube::registration::Registration;
 use canary_kube::{
-    apps_status, connect, deregister, desired_secret, register, AccessDeps, KubeArgoCd, KubeError,
-    ManagementAccess, RegistrationError,
+    apps_status, connect, deregister, desired_secret, register, retire_secret, AccessDeps,
+    KubeArgoCd, KubeError, ManagementAccess, RegistrationError,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -103,6 +106,9 @@ enum Request {
         #[serde(default)]
         cluster_arn: Option<String>,
     },
+    Retire {
+        plan: Value,
+    },
 }
 
 #[derive(Debug, Serialize)]
@@ -190,6 +196,9 @@ pub async fn handle(deps: &Deps<'_>, input: Value) -> Result<Value, RegisterErro
                 deregister(&api, argocd.namespace(), &cluster_arn, &plan.cluster.name).await?,
             )
         }
+        Request::Retire { plan } => {
+            serde_json::to_value(retire(deps, RolloutPlan::parse(plan)?.plan).await?)
+        }
     };
     output.map_err(|e| RegisterError::InvalidInput(format!("output not serializable: {e}")))
 }
@@ -210,6 +219,50 @@ async fn describe(eks: &dyn EksApi, plan: &RolloutPlan) -> Result<ClusterInfo, R
         }),
         Err(e) => Err(e.into()),
     }
+}
+
+/// What retiring the old cluster did in Argo CD, for the Old Cluster Retired event.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RetireOutput {
+    /// The plan's `retire.oldCluster` with its ARN (null when EKS no longer knows it).
+    old_cluster: Option<Value>,
+    /// The Secret deleted (or found gone), when the plan names one.
+    secret: Option<Registration>,
+}
+
+/// After promotion: delete the old cluster's Secret if the plan names one, and describe the old
+/// cluster if it names one. Neither named: nothing to do.
+async fn retire(deps: &Deps<'_>, plan: RolloutPlan) -> Result<RetireOutput, RegisterError> {
+    let argocd = plan.argocd.clone().unwrap_or_default();
+    let retire = plan.retire.clone().unwrap_or_default();
+    let secret = match &retire.argocd_secret {
+        Some(name) => {
+            let api = argocd_api(deps, &argocd).await?;
+            Some(retire_secret(&api, argocd.namespace(), name, retire.even_if_not_ours).await?)
+        }
+        None => None,
+    };
+    let old_cluster = match &retire.old_cluster {
+        Some(old) => {
+            let arn = match deps
+                .aws
+                .eks
+                .describe_cluster(Some(&old.region), &old.name)
+                .await
+            {
+                Ok(cluster) => Some(cluster.arn),
+                Err(e) if e.kind == AwsErrorKind::NotFound => None,
+                Err(e) => return Err(e.into()),
+            };
+            Some(serde_json::json!({"name": old.name, "region": old.region, "arn": arn}))
+        }
+        None => None,
+    };
+    Ok(RetireOutput {
+        old_cluster,
+        secret,
+    })
 }
 
 /// The plan's cluster, its endpoint and CA, if it is ACTIVE.

@@ -1,5 +1,5 @@
 //! The `shift-weights` Lambda: prepare / set / verify / restore the traffic weights of a
-//! rollout, the target health gate, and the safety net for executions that ended without their own rollback.
+//! rollout, the target health gate, detaching the old cluster after promotion, and the safety net for executions that ended without their own rollback.
 //! `main.rs` only wires the AWS clients; everything here runs against the traits in
 //! `canary-aws`, so it is tested with fakes and, over the wire, against the emulator.
 
@@ -8,6 +8,7 @@ pub mod metrics;
 pub mod prepare;
 pub mod request;
 pub mod restore;
+pub mod retire;
 pub mod safety_net;
 pub mod set;
 pub mod target_health;
@@ -44,6 +45,7 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, ShiftError> 
             };
             to_json(restore::restore(apis, plan, &baseline, expected.as_deref(), &why).await?)
         }
+        Request::Detach { plan, expected } => to_json(retire::detach(apis, plan, &expected).await?),
         Request::TargetHealth { plan } => to_json(target_health::target_health(apis, plan).await?),
         Request::Verify { plan, expected } => to_json(set::verify(apis, plan, &expected).await?),
         Request::SafetyNet {

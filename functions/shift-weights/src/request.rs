@@ -38,6 +38,12 @@ pub enum Request {
         #[serde(default)]
         failed_at: Option<String>,
     },
+    /// After promotion: take the stable target group out of every ALB forward action, if
+    /// every target is still at `expected` (what promotion left).
+    Detach {
+        plan: Value,
+        expected: Vec<TargetWeights>,
+    },
     /// The target health gate: one look at the health of every canary target.
     TargetHealth { plan: Value },
     /// Before promotion: every target must still be at `expected` (what this rollout last
@@ -137,6 +143,13 @@ pub struct TargetHealthOutput {
     /// Targets with nothing to wait for (a Route 53 record without a health check).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+#[derive(Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DetachOutput {
+    /// The ALB targets whose forward action now sends to the canary target group only.
+    pub detached: Vec<String>,
 }
 
 #[derive(Debug, Serialize, PartialEq)]

@@ -30,7 +30,7 @@ pub const LAST_SET_POINTER: &str = "/lastSet/weights";
 /// Terminal states that leave traffic where it should be, and why. An execution that entered
 /// one of them last and failed with the state's own error (not a `States.*` platform error
 /// raised while running it) needs nothing from the safety net.
-pub const SETTLED_ENDS: [(&str, &str); 9] = [
+pub const SETTLED_ENDS: [(&str, &str); 10] = [
     ("FailedBeforeTraffic", "it failed before any traffic moved"),
     (
         "ClusterFailed",
@@ -43,6 +43,10 @@ pub const SETTLED_ENDS: [(&str, &str); 9] = [
     (
         "AppsNotReady",
         "the apps never became ready; no traffic moved",
+    ),
+    (
+        "RetireFailed",
+        "it was promoted; only retiring the old cluster failed, and traffic stays on the new cluster",
     ),
     (
         "TargetsNotHealthy",
