@@ -253,7 +253,14 @@ def describe_event(sandbox, detail_type, detail):
             f"  approve: {approve_command(sandbox, detail['executionArn'])}",
             f"  reject:  {approve_command(sandbox, detail['executionArn'], 'why')}",
         ]
-    return [f"event {detail_type}: {json.dumps(detail)[:200]}"]
+    line = f"event {detail_type}"
+    if "step" in detail:
+        line += f": step {detail['step']['number']}/{detail['step']['count']} ({detail['step']['weight']}%)"
+    if "error" in detail:
+        line += f": {detail['error']}" + (f" ({detail['end']})" if "end" in detail else "")
+    if detail.get("oldCluster"):
+        line += f": old cluster {detail['oldCluster']['name']}"
+    return [line]
 
 
 def read_events(sandbox, execution_arn):
