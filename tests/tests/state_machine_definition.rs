@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 
+use canary_core::argocd::MAX_APPS_POLLS;
 use canary_core::gates::MAX_TARGET_HEALTH_POLLS;
 use canary_core::plan::{MAX_STEPS, MAX_TOTAL_CHECKS};
 use canary_core::ErrorName;
@@ -307,6 +308,10 @@ fn a_long_rollout_stays_under_the_history_limit() {
     .iter()
     .map(|n| events(&s[*n]))
     .sum();
+    let per_apps_poll: usize = ["AppsStatus", "AppsReady?", "WaitForApps", "CountAppsPoll"]
+        .iter()
+        .map(|n| events(&s[*n]))
+        .sum();
     // A step that waits for approval: the Parallel (4 events) and every state of its
     // branches once (the watch's checks are counted in MAX_TOTAL_CHECKS), and the states after.
     let branches: usize = s["AwaitApproval"]["Branches"]
@@ -319,6 +324,7 @@ fn a_long_rollout_stays_under_the_history_limit() {
         4 + branches + events(&s["OnApprovalTimeout?"]) + events(&s["ApprovalTimeoutFails"]);
     // The most a valid plan allows.
     let worst = fixed
+        + MAX_APPS_POLLS as usize * per_apps_poll
         + MAX_TARGET_HEALTH_POLLS as usize * per_target_health_look
         + MAX_STEPS * (per_step + per_approval)
         + MAX_TOTAL_CHECKS as usize * per_check;

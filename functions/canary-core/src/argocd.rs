@@ -15,6 +15,9 @@ pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 pub const MANAGED_BY_VALUE: &str = "cluster-canary";
 /// Longest wait for the apps to become ready (`argocd.appsTimeoutSeconds`): one day.
 pub const MAX_APPS_TIMEOUT_SECONDS: i64 = 86_400;
+/// Most times the state machine asks for the apps' status: each is about eleven history
+/// events, and a long timeout is polled less often rather than more times.
+pub const MAX_APPS_POLLS: i64 = 120;
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -11,7 +11,7 @@
 //!   and describe the old cluster (`retire.oldCluster`) for the Old Cluster Retired event.
 
 use canary_aws::{AwsError, AwsErrorKind, ClusterInfo, EksApi};
-use canary_core::argocd::ArgoCdSection;
+use canary_core::argocd::{ArgoCdSection, MAX_APPS_POLLS};
 use canary_core::input::parse_input;
 use canary_core::{ErrorName, NamedError, PlanErrors, RolloutPlan};
 use canary_kube::registration::Registration;
@@ -84,6 +84,13 @@ mod tests {
                 max_polls: 20
             }
         );
+        assert_eq!(
+            AppsWait::for_timeout(86_400),
+            AppsWait {
+                interval_seconds: 720,
+                max_polls: 120
+            }
+        );
     }
 }
 
@@ -137,9 +144,12 @@ pub struct AppsWait {
 }
 
 impl AppsWait {
-    /// Polls every 30 s, or more often for a short timeout (about 20 polls, at least 5 s apart).
+    /// Polls every 30 s, or more often for a short timeout (about 20 polls, at least 5 s apart),
+    /// or less often for a long one: at most [`MAX_APPS_POLLS`] polls (history budget).
     pub fn for_timeout(timeout_seconds: i64) -> Self {
-        let interval_seconds = (timeout_seconds / 20).clamp(5, 30);
+        let interval_seconds = (timeout_seconds / 20)
+            .clamp(5, 30)
+            .max((timeout_seconds + MAX_APPS_POLLS - 1) / MAX_APPS_POLLS);
         AppsWait {
             interval_seconds,
             max_polls: (timeout_seconds + interval_seconds - 1) / interval_seconds,
