@@ -9,7 +9,7 @@ use tracing::info;
 
 use crate::error::ShiftError;
 use crate::request::TargetHealthOutput;
-use crate::traffic::{locate, Apis, Located};
+use crate::traffic::{locate, route53_record, Apis, Located};
 
 pub async fn target_health(apis: &Apis<'_>, plan: Value) -> Result<TargetHealthOutput, ShiftError> {
     let valid = RolloutPlan::parse(plan)?;
@@ -73,19 +73,7 @@ async fn look(
         }
         TrafficTarget::Route53(r53) => {
             let records = apis.route53.records(r53).await.map_err(aws)?;
-            let canary = records
-                .iter()
-                .find(|r| r.set_identifier.as_deref() == Some(r53.canary_set_identifier.as_str()))
-                .ok_or_else(|| ShiftError::TargetNotFound {
-                    path: located.label.clone(),
-                    message: format!(
-                        "hosted zone {} has no {} record {} with set identifier `{}`",
-                        r53.hosted_zone_id,
-                        r53.record_type.as_str(),
-                        r53.fqdn(),
-                        r53.canary_set_identifier
-                    ),
-                })?;
+            let canary = route53_record(located, r53, &records, &r53.canary_set_identifier)?;
             let Some(health_check_id) = &canary.health_check_id else {
                 return Ok(Look::NotGated(
                     "the canary record has no Route 53 health check; nothing to wait for"

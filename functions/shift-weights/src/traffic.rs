@@ -138,29 +138,36 @@ pub fn alb_observed(alb: &AlbTarget, read: &ForwardRead) -> Observed {
     })
 }
 
+/// The record with set identifier `id`, or `TargetNotFound`.
+pub fn route53_record<'r>(
+    located: &Located<'_>,
+    r53: &Route53Target,
+    records: &'r [WeightedRecord],
+    id: &str,
+) -> Result<&'r WeightedRecord, ShiftError> {
+    records
+        .iter()
+        .find(|r| r.set_identifier.as_deref() == Some(id))
+        .ok_or_else(|| ShiftError::TargetNotFound {
+            path: located.label.clone(),
+            message: format!(
+                "hosted zone {} has no {} record {} with set identifier `{id}`",
+                r53.hosted_zone_id,
+                r53.record_type.as_str(),
+                r53.fqdn()
+            ),
+        })
+}
+
 /// `TargetNotFound` when one of the plan's two records does not exist.
 pub fn route53_observed(
     located: &Located<'_>,
     r53: &Route53Target,
     records: &[WeightedRecord],
 ) -> Result<Observed, ShiftError> {
-    let find = |id: &str| {
-        records
-            .iter()
-            .find(|r| r.set_identifier.as_deref() == Some(id))
-            .ok_or_else(|| ShiftError::TargetNotFound {
-                path: located.label.clone(),
-                message: format!(
-                    "hosted zone {} has no {} record {} with set identifier `{id}`",
-                    r53.hosted_zone_id,
-                    r53.record_type.as_str(),
-                    r53.fqdn()
-                ),
-            })
-    };
     let (stable, canary) = (
-        find(&r53.stable_set_identifier)?,
-        find(&r53.canary_set_identifier)?,
+        route53_record(located, r53, records, &r53.stable_set_identifier)?,
+        route53_record(located, r53, records, &r53.canary_set_identifier)?,
     );
     let others: Vec<&str> = records
         .iter()
