@@ -97,6 +97,11 @@ def answer_with(sandbox, reject=None, answers=None):
     return on_notification
 
 
+def test_approving_needs_an_execution_arn():
+    from sandbox.approve import main
+    assert main(["green-approval"]) == 2
+
+
 def test_the_approval_scenario_waits_before_100_and_goes_on_when_approved():
     """`scripts/sandbox.sh --scenario approval`, answered with the command it prints."""
     lines = []
@@ -133,6 +138,14 @@ def test_a_rejected_step_restores_the_baseline_with_the_reason():
         assert "the new p99 looks off" in report.cause
         assert report.max_canary == 50, "step 100 was never set"
         assert report.weights == BASELINE
+        # Answering an execution that no longer waits says so and changes nothing.
+        import shlex
+        import subprocess
+        from sandbox.harness import REPO
+        again = subprocess.run(shlex.split(scenarios.approve_command(sandbox, report.execution_arn)), cwd=REPO,
+                               capture_output=True, text=True, timeout=60)
+        assert again.returncode == 1
+        assert again.stderr.strip() == f"execution {report.execution_arn} is not waiting for an approval"
 
 
 def test_an_unanswered_approval_times_out_into_a_rollback_or_goes_on_if_the_plan_says_so():
