@@ -3,8 +3,9 @@
     python -m sandbox.approve [--endpoint URL] EXECUTION_ARN [--reject REASON] [--by NAME]
 
 It does what the README's AWS CLI recipe does: read the task token from the execution's
-history (the pending `RequestApproval` task's parameters), then `SendTaskSuccess` or
-`SendTaskFailure` (error `ApprovalRejected`). The token itself is never printed. With
+history (the pending `WaitForApproval` task's parameters: the only place it is kept), then
+`SendTaskSuccess` or `SendTaskFailure` (error `ApprovalRejected`). The token itself is never
+printed. With
 `--endpoint` it talks to the sandbox; without, to AWS as the environment configures.
 """
 import argparse
@@ -14,7 +15,7 @@ import sys
 
 import boto3
 
-WAIT_RESOURCE = "putEvents.waitForTaskToken"
+WAIT_RESOURCE = "invoke.waitForTaskToken"
 
 
 def pending_token(sfn, execution_arn):
@@ -30,8 +31,10 @@ def pending_token(sfn, execution_arn):
             if details.get("resource") != WAIT_RESOURCE:
                 continue
             if event["type"] == "TaskScheduled":
-                detail = json.loads(details["parameters"])["Entries"][0]["Detail"]
-                token = (json.loads(detail) if isinstance(detail, str) else detail)["taskToken"]
+                payload = json.loads(details["parameters"])["Payload"]
+                payload = json.loads(payload) if isinstance(payload, str) else payload
+                if payload.get("operation") == "awaitApproval":
+                    token = payload["taskToken"]
             elif event["type"] in ("TaskSucceeded", "TaskFailed", "TaskTimedOut", "TaskStartFailed", "TaskSubmitFailed"):
                 token = None  # answered, timed out or never sent
         if not page.get("nextToken"):

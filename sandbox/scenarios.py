@@ -32,7 +32,7 @@ class Report:
     largest_state: int = 0  # bytes of the largest state input/output or task result seen
     largest_state_at: str = None
     metrics: list = field(default_factory=list)  # (name, dimensions, value) the functions emitted for the cluster
-    events: list = field(default_factory=list)  # (detail-type, detail without the task token) of its EventBridge events
+    events: list = field(default_factory=list)  # (detail-type, detail) of its EventBridge events
 
 
 def emitted_metrics(sandbox, cluster):
@@ -265,7 +265,7 @@ def describe_event(sandbox, detail_type, detail):
 
 def read_events(sandbox, execution_arn):
     """The execution's EventBridge events that reached the sandbox's queue since the last read,
-    as (detail-type, detail); the task token is dropped."""
+    as (detail-type, detail)."""
     sqs = sandbox.client("sqs")
     found = []
     while True:
@@ -275,9 +275,8 @@ def read_events(sandbox, execution_arn):
         for message in messages:
             sqs.delete_message(QueueUrl=sandbox.world.events_queue, ReceiptHandle=message["ReceiptHandle"])
             event = json.loads(message["Body"])
-            detail = {k: v for k, v in event["detail"].items() if k != "taskToken"}
-            if detail.get("executionArn") == execution_arn:
-                found.append((event["detail-type"], detail))
+            if event["detail"].get("executionArn") == execution_arn:
+                found.append((event["detail-type"], event["detail"]))
 
 
 def watch(sandbox, execution_arn, on_event=None, out=print, timeout=300, verbose=False, on_notification=None):

@@ -115,7 +115,7 @@ def test_the_approval_scenario_waits_before_100_and_goes_on_when_approved():
     report = scenarios.run("approval", out=out)
     assert report.status == "SUCCEEDED", report.cause
     requested = [d for t, d in report.events if t == "Approval Requested"]
-    assert "taskToken" not in requested[0], "the live view drops the token"
+    assert "taskToken" not in requested[0], "the event does not carry the token"
     assert len(requested) == 1
     assert requested[0]["step"] == {"number": 3, "count": 3, "weight": 100}
     assert [(w["stable"], w["canary"]) for w in requested[0]["weights"]] == [(50, 50), (50, 50)]

@@ -187,23 +187,38 @@ fn the_watch_while_waiting_for_approval_checks_like_the_bake() {
             .remove("checks");
     }
     assert_eq!(bake, watch);
-    // The approver's answer never enters the state; the wait is the plan's timeout.
-    let request = find("RequestApproval");
-    assert_eq!(request["ResultPath"], Value::Null);
+    // The approver's answer never enters the state; the wait is the plan's timeout; the token
+    // goes to the waiting task only, never into the event.
+    let wait = find("WaitForApproval");
     assert_eq!(
-        request["TimeoutSecondsPath"],
+        wait["Resource"],
+        "arn:aws:states:::lambda:invoke.waitForTaskToken"
+    );
+    assert_eq!(
+        wait["Parameters"]["Payload"]["taskToken.$"],
+        "$$.Task.Token"
+    );
+    assert_eq!(wait["ResultPath"], Value::Null);
+    assert_eq!(
+        wait["TimeoutSecondsPath"],
         "$.cursor.step.approvalTimeoutSeconds"
     );
-    let retried: Vec<&Value> = request["Retry"]
+    let retried: Vec<&str> = wait["Retry"]
         .as_array()
         .unwrap()
         .iter()
         .flat_map(|c| c["ErrorEquals"].as_array().unwrap())
+        .filter_map(Value::as_str)
         .collect();
+    assert!(
+        retried.iter().all(|e| e.starts_with("Lambda.")),
+        "never a rejection or a timeout: {retried:?}"
+    );
+    let text = serde_json::to_string(&asl).unwrap();
     assert_eq!(
-        retried,
-        ["EventBridge.FailedEntry"],
-        "never a rejection or a timeout"
+        text.matches("$$.Task.Token").count(),
+        1,
+        "the token goes nowhere else"
     );
 }
 

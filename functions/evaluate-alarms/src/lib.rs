@@ -5,6 +5,8 @@
 //!   `canary_core::analysis::decide`, and say whether to roll back.
 //! - `hooks` (before traffic, after each step, before promotion): run the plan's hook
 //!   functions at that point (see `hooks`).
+//! - `awaitApproval`: the task a step's approval waits on (`.waitForTaskToken`): it only says
+//!   so in the log. The token stays in the execution's history, where the approver reads it.
 
 pub mod error;
 pub mod hooks;
@@ -45,6 +47,13 @@ pub enum Request {
         progress: BakeProgress,
     },
     #[serde(rename_all = "camelCase")]
+    AwaitApproval {
+        /// Never logged nor returned: the approver reads it from the execution's history.
+        task_token: String,
+        execution_arn: String,
+        step: Value,
+    },
+    #[serde(rename_all = "camelCase")]
     Hooks {
         plan: Value,
         point: HookPoint,
@@ -77,6 +86,19 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
         Request::Validate { plan } => serde_json::to_value(validate(cloudwatch, plan).await?),
         Request::Evaluate { plan, progress } => {
             serde_json::to_value(evaluate(cloudwatch, plan, progress, SystemTime::now()).await?)
+        }
+        Request::AwaitApproval {
+            task_token,
+            execution_arn,
+            step,
+        } => {
+            if task_token.is_empty() {
+                return Err(AnalysisError::InvalidInput(
+                    "taskToken is empty: awaitApproval runs as a .waitForTaskToken task".to_owned(),
+                ));
+            }
+            info!(%execution_arn, %step, "waiting for a person to approve the step");
+            Ok(serde_json::json!({"waiting": true}))
         }
         Request::Hooks {
             plan,
