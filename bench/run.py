@@ -177,7 +177,9 @@ def per_rollout():
                  if "aws-sdk-rust" in agent]
         history = sandbox.client("stepfunctions").get_execution_history(executionArn=arn, maxResults=1000)["events"]
     transitions = sum(1 for e in history if e["type"].endswith("StateEntered"))
-    invocations = sum(1 for e in history if e["type"] in ("LambdaFunctionScheduled", "TaskScheduled"))
+    # Lambda tasks only: the lifecycle events are `events:putEvents` tasks.
+    invocations = sum(1 for e in history if e["type"] == "LambdaFunctionScheduled"
+                      or e.get("taskScheduledEventDetails", {}).get("resourceType") == "lambda")
     # Each Lambda task's duration, scheduled to done, as the engine saw it (debug builds behind
     # an emulator: more than in Lambda).
     durations, scheduled = [], None
@@ -209,7 +211,9 @@ def main():
     # The sandbox profile: 3 steps x 3 checks, 2 targets. The state machine's shape gives
     # transitions per check and per step (tests/tests/state_machine_definition.rs).
     steps, checks_per_step, targets = 3, 3, 2
-    per_check, per_step = 3, 5  # BakeWait, Evaluate, CheckVerdict?; StepSetup, SetWeights, StartBake, NextStep, MoreSteps?
+    # BakeWait, Evaluate, CheckVerdict?; StepSetup, ApprovalNeeded?, SetWeights, NotifyShifted,
+    # AfterStepHooks?, StartBake, NextStep, MoreSteps? (no approvals, no hooks).
+    per_check, per_step = 3, 8
     fixed = transitions - steps * per_step - steps * checks_per_step * per_check
     weight_calls = sum(n for (service, action), n in calls.items()
                        if action in ("DescribeListeners", "DescribeRules", "ModifyListener", "ModifyRule",
