@@ -178,13 +178,16 @@ def per_rollout():
         history = sandbox.client("stepfunctions").get_execution_history(executionArn=arn, maxResults=1000)["events"]
     transitions = sum(1 for e in history if e["type"].endswith("StateEntered"))
     # Lambda tasks only: the lifecycle events are `events:putEvents` tasks.
-    invocations = sum(1 for e in history if e["type"] == "LambdaFunctionScheduled"
-                      or e.get("taskScheduledEventDetails", {}).get("resourceType") == "lambda")
+    def is_lambda_task(event):
+        return event["type"] == "LambdaFunctionScheduled" or (
+            event.get("taskScheduledEventDetails", {}).get("resourceType") == "lambda")
+
+    invocations = sum(1 for e in history if is_lambda_task(e))
     # Each Lambda task's duration, scheduled to done, as the engine saw it (debug builds behind
     # an emulator: more than in Lambda).
     durations, scheduled = [], None
     for e in history:
-        if e["type"] in ("LambdaFunctionScheduled", "TaskScheduled"):
+        if is_lambda_task(e):
             scheduled = e["timestamp"]
         elif e["type"] in ("TaskSucceeded", "TaskFailed", "LambdaFunctionSucceeded") and scheduled:
             durations.append((e["timestamp"] - scheduled).total_seconds())
