@@ -5,8 +5,8 @@
 It does what the README's AWS CLI recipe does: read the task token from the execution's
 history (the pending `WaitForApproval` task's parameters: the only place it is kept), then
 `SendTaskSuccess` or `SendTaskFailure` (error `ApprovalRejected`). The token itself is never
-printed. With
-`--endpoint` it talks to the sandbox; without, to AWS as the environment configures.
+printed. With `--endpoint` it talks to the sandbox; without, to AWS as the environment
+configures.
 """
 import argparse
 import getpass
