@@ -527,3 +527,30 @@ async fn validate_refuses_more_alarms_than_the_limit_and_accepts_the_limit() {
         )
     );
 }
+
+#[tokio::test]
+async fn await_approval_only_says_it_waits_and_refuses_a_missing_token() {
+    let env = Env::start().await;
+    let call = |token: Option<&str>| {
+        let mut input = json!({
+            "operation": "awaitApproval",
+            "executionArn": "arn:aws:states:us-east-1:123456789012:execution:rollout:x",
+            "step": {"number": 3, "count": 3, "weight": 100},
+        });
+        if let Some(token) = token {
+            input["taskToken"] = json!(token);
+        }
+        let apis = env.apis();
+        async move { handle(&apis, input).await }
+    };
+    let out = call(Some("secret-token")).await.expect("waits");
+    assert_eq!(out, json!({"waiting": true}), "the token is not echoed");
+    for (token, says) in [
+        (Some(""), "taskToken is empty"),
+        (None, "missing field `taskToken`"),
+    ] {
+        let err = call(token).await.expect_err("no token");
+        assert_eq!(err.name().as_str(), "InvalidInput");
+        assert!(err.to_string().contains(says), "{err}");
+    }
+}

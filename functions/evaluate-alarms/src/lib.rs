@@ -1,4 +1,4 @@
-//! The `evaluate-alarms` Lambda: the checks. Three operations:
+//! The `evaluate-alarms` Lambda: the checks. Four operations:
 //! - `validate` (at Prepare, before any traffic moves): every named alarm exists, every
 //!   prefix matches an alarm, CloudWatch accepts the metric queries.
 //! - `evaluate` (every check interval of a bake): read alarms and metrics, judge them with
