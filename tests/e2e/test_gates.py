@@ -3,11 +3,17 @@ sandbox (see test_rollouts.py). moto reports every registered target `healthy` a
 Route 53 health check `Success`; unhealthy targets are tried against fakes in
 functions/shift-weights/tests/decisions.rs.
 """
+import base64
 import json
+import shlex
+import ssl
+import subprocess
+import urllib.error
+import urllib.request
 
 from helpers import BASELINE, PROMOTED, captured, event_types
 from sandbox import scenarios
-from sandbox.harness import Sandbox
+from sandbox.harness import REPO, Sandbox
 
 
 def gated_plan(sandbox, **gate):
@@ -76,13 +82,13 @@ def approval_plan(sandbox, **approval):
     return plan
 
 
-def run_printed(command):
+def run_command(command):
     """Runs a command the live view printed, as a person would in another terminal."""
-    import shlex
-    import subprocess
-    from sandbox.harness import REPO
+    return subprocess.run(shlex.split(command), cwd=REPO, capture_output=True, text=True, timeout=60)
 
-    done = subprocess.run(shlex.split(command), cwd=REPO, capture_output=True, text=True, timeout=60)
+
+def run_printed(command):
+    done = run_command(command)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -139,11 +145,7 @@ def test_a_rejected_step_restores_the_baseline_with_the_reason():
         assert report.max_canary == 50, "step 100 was never set"
         assert report.weights == BASELINE
         # Answering an execution that no longer waits says so and changes nothing.
-        import shlex
-        import subprocess
-        from sandbox.harness import REPO
-        again = subprocess.run(shlex.split(scenarios.approve_command(sandbox, report.execution_arn)), cwd=REPO,
-                               capture_output=True, text=True, timeout=60)
+        again = run_command(scenarios.approve_command(sandbox, report.execution_arn))
         assert again.returncode == 1
         assert again.stderr.strip() == f"execution {report.execution_arn} is not waiting for an approval"
 
@@ -262,11 +264,6 @@ def test_a_hook_that_fails_after_a_step_restores_the_baseline():
 
 def kube(sandbox, method, path, body=None):
     """The management cluster's API as its admin (the sandbox's Kubernetes API test server)."""
-    import base64
-    import ssl
-    import urllib.error
-    import urllib.request
-
     context = ssl.create_default_context(cadata=base64.b64decode(sandbox.kube["caData"]).decode())
     request = urllib.request.Request(
         f"{sandbox.kube['server']}{path}", method=method, data=json.dumps(body).encode() if body else None,
