@@ -455,3 +455,62 @@ fn lambda_reports_the_stable_error_name_not_the_rust_type() {
         "weights changed outside this rollout; nothing was written: x"
     );
 }
+
+fn retiring(targets: Vec<Value>) -> Value {
+    let mut plan = plan(targets);
+    plan["retire"] = json!({"detachStableTargetGroups": true});
+    plan
+}
+
+async fn detach(alb: &FakeAlb, plan: Value, stable: u16, canary: u16) -> Result<Value, String> {
+    let apis = Apis {
+        alb,
+        route53: &in_sync_route53(),
+        executions: &NoExecutions,
+    };
+    let input = json!({"operation": "detach", "plan": plan, "expected": [weights(LISTENER_A, stable, canary)]});
+    handle(&apis, input)
+        .await
+        .map_err(|e| format!("{}: {e}", e.name()))
+}
+
+#[tokio::test]
+async fn detach_leaves_the_canary_alone_and_a_retry_finds_it_done() {
+    let alb = fake_alb(&[(LISTENER_A, 0, 100)]);
+    let out = detach(&alb, retiring(vec![alb_target(LISTENER_A)]), 0, 100)
+        .await
+        .expect("detached");
+    assert_eq!(out["detached"], json!([LISTENER_A]));
+    let only_canary = vec![TargetGroupWeight {
+        arn: GREEN.into(),
+        weight: 100,
+    }];
+    assert_eq!(alb.forwards.lock().unwrap()[LISTENER_A], only_canary);
+    let again = detach(&alb, retiring(vec![alb_target(LISTENER_A)]), 0, 100)
+        .await
+        .expect("a retry is no error");
+    assert_eq!(again["detached"], json!([LISTENER_A]));
+    assert_eq!(alb.forwards.lock().unwrap()[LISTENER_A], only_canary);
+}
+
+#[tokio::test]
+async fn detach_refuses_a_foreign_change_and_an_unpromoted_target_and_writes_nothing() {
+    let alb = fake_alb(&[(LISTENER_A, 10, 90)]);
+    let err = detach(&alb, retiring(vec![alb_target(LISTENER_A)]), 0, 100)
+        .await
+        .expect_err("changed since promotion");
+    assert!(err.starts_with("WeightsChangedExternally"), "{err}");
+    assert!(err.contains("found stable 10 / canary 90"), "{err}");
+    let err = detach(&alb, retiring(vec![alb_target(LISTENER_A)]), 10, 90)
+        .await
+        .expect_err("not promoted");
+    assert!(err.starts_with("InvalidInput"), "{err}");
+    assert_eq!(current(&alb, LISTENER_A), (10, 90), "nothing written");
+
+    // A plan that does not ask detaches nothing.
+    let out = detach(&alb, plan(vec![alb_target(LISTENER_A)]), 0, 100)
+        .await
+        .expect("nothing to do");
+    assert_eq!(out["detached"], json!([]));
+    assert_eq!(current(&alb, LISTENER_A), (10, 90));
+}
