@@ -209,13 +209,7 @@ pub async fn deregister(
                 ),
             })
         }
-        Some(_) => {
-            if api.delete_secret(&name).await? {
-                Outcome::Deleted
-            } else {
-                Outcome::Absent
-            }
-        }
+        Some(_) => delete(api, &name).await?,
     };
     info!(secret = %name, %namespace, outcome = outcome.as_str(), "cluster deregistered from Argo CD");
     Ok(Registration {
@@ -223,6 +217,15 @@ pub async fn deregister(
         secret_name: name,
         server: String::new(),
         outcome,
+    })
+}
+
+/// `Deleted`, or `Absent` when someone else deleted it first.
+async fn delete(api: &dyn ArgoCdApi, name: &str) -> Result<Outcome, RegistrationError> {
+    Ok(if api.delete_secret(name).await? {
+        Outcome::Deleted
+    } else {
+        Outcome::Absent
     })
 }
 
@@ -252,13 +255,7 @@ pub async fn retire_secret(
                 "was not created by cluster-canary (retire.evenIfNotOurs deletes it anyway)",
             ))
         }
-        Some(_) => {
-            if api.delete_secret(name).await? {
-                Outcome::Deleted
-            } else {
-                Outcome::Absent
-            }
-        }
+        Some(_) => delete(api, name).await?,
     };
     info!(secret = %name, %namespace, outcome = outcome.as_str(), "old cluster deregistered from Argo CD");
     Ok(Registration {
