@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 
 use canary_aws::{ForwardRead, TargetGroupInfo};
-use canary_core::plan::ValidPlan;
+use canary_core::plan::{ResolvedStep, ValidPlan};
 use canary_core::{RolloutPlan, TargetWeights, TrafficTarget, WeightPair};
 use serde_json::Value;
 use tracing::{info, warn};
@@ -21,18 +21,15 @@ pub async fn prepare(
     execution: &ExecutionContext,
 ) -> Result<PrepareOutput, ShiftError> {
     let ValidPlan { plan, steps } = RolloutPlan::parse(plan)?;
-    refuse_concurrent_rollout(apis, &plan, execution).await?;
-
-    let shortest_bake = steps
-        .iter()
-        .map(|s| i64::from(s.bake_seconds))
-        .min()
-        .unwrap_or(0);
+    refuse_concurrent_rollout(
+        apis,
+        &plan,
+        &execution.state_machine_arn,
+        Some(&execution.execution_arn),
+    )
+    .await?;
     let located = locate(&plan.traffic_targets);
-    let mut checked = Vec::with_capacity(located.len());
-    for target in &located {
-        checked.push(check_target(apis, target, shortest_bake).await?);
-    }
+    let mut checked = check_targets(apis, &plan, &steps).await?;
 
     // Every check passed: the only write prepare makes.
     for (target, check) in located.iter().zip(&mut checked) {
@@ -56,12 +53,35 @@ pub async fn prepare(
     })
 }
 
-/// Refuses when another RUNNING execution of the same state machine shifts any of the plan's
-/// targets. Two executions that start at the same instant may both refuse: the safe side.
-pub(crate) async fn refuse_concurrent_rollout(
+/// Every read-only check prepare makes of the plan's targets, in plan order: they exist,
+/// forward to the named target groups or have both weighted records, the stable side takes
+/// traffic, Route 53 TTLs are shorter than the shortest bake. Writes nothing, so the operator
+/// CLI's dry run (`cluster-canary plan check`) uses it as is.
+pub async fn check_targets(
     apis: &Apis<'_>,
     plan: &RolloutPlan,
-    execution: &ExecutionContext,
+    steps: &[ResolvedStep],
+) -> Result<Vec<TargetCheck>, ShiftError> {
+    let shortest_bake = steps
+        .iter()
+        .map(|s| i64::from(s.bake_seconds))
+        .min()
+        .unwrap_or(0);
+    let mut checked = Vec::with_capacity(plan.traffic_targets.len());
+    for target in &locate(&plan.traffic_targets) {
+        checked.push(check_target(apis, target, shortest_bake).await?);
+    }
+    Ok(checked)
+}
+
+/// Refuses when another RUNNING execution of the same state machine shifts any of the plan's
+/// targets. Two executions that start at the same instant may both refuse: the safe side.
+/// `own_execution` is the asking execution (none for a dry run).
+pub async fn refuse_concurrent_rollout(
+    apis: &Apis<'_>,
+    plan: &RolloutPlan,
+    state_machine_arn: &str,
+    own_execution: Option<&str>,
 ) -> Result<(), ShiftError> {
     let ours: HashSet<String> = plan
         .traffic_targets
@@ -70,12 +90,12 @@ pub(crate) async fn refuse_concurrent_rollout(
         .collect();
     let running = apis
         .executions
-        .running_executions(&execution.state_machine_arn)
+        .running_executions(state_machine_arn)
         .await
         .map_err(|e| ShiftError::aws("execution.stateMachineArn", e))?;
     for other in running
         .iter()
-        .filter(|arn| **arn != execution.execution_arn)
+        .filter(|arn| Some(arn.as_str()) != own_execution)
     {
         let input = apis
             .executions
@@ -113,19 +133,22 @@ fn target_keys(input: Option<&str>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-struct Checked {
-    baseline: WeightPair,
+/// What the checks found for one target.
+pub struct TargetCheck {
+    /// The weights now: what a rollback restores.
+    pub baseline: WeightPair,
     /// What the checks read, for the one write prepare may make (attaching the canary).
     reading: traffic::Reading,
-    attach_canary: bool,
-    report: TargetReport,
+    /// The canary target group is not in the forward action yet: prepare adds it at weight 0.
+    pub attach_canary: bool,
+    pub report: TargetReport,
 }
 
 async fn check_target(
     apis: &Apis<'_>,
     located: &Located<'_>,
     shortest_bake: i64,
-) -> Result<Checked, ShiftError> {
+) -> Result<TargetCheck, ShiftError> {
     let misconfigured = |message: String| ShiftError::TargetMisconfigured {
         path: located.label.clone(),
         message,
@@ -228,7 +251,7 @@ async fn check_target(
         warn!(target_key = %report.target, "{note}");
         report.notes.push(note);
     }
-    Ok(Checked {
+    Ok(TargetCheck {
         baseline,
         reading,
         attach_canary,

@@ -16,7 +16,7 @@ use tracing::{info, warn};
 
 use crate::error::ShiftError;
 use crate::prepare::refuse_concurrent_rollout;
-use crate::request::{ExecutionContext, SafetyNetOutput};
+use crate::request::SafetyNetOutput;
 use crate::restore::{restore, Rollback};
 use crate::traffic::Apis;
 
@@ -170,11 +170,9 @@ pub async fn safety_net(
     // A late or duplicate delivery must not undo a newer rollout of the same traffic.
     if let Some(state_machine_arn) = state_machine_of(execution_arn) {
         let parsed = canary_core::RolloutPlan::parse(plan.clone())?.plan;
-        let context = ExecutionContext {
-            execution_arn: execution_arn.to_owned(),
-            state_machine_arn,
-        };
-        match refuse_concurrent_rollout(apis, &parsed, &context).await {
+        match refuse_concurrent_rollout(apis, &parsed, &state_machine_arn, Some(execution_arn))
+            .await
+        {
             Ok(()) => {}
             Err(ShiftError::ConcurrentRollout {
                 execution_arn: other,

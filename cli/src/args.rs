@@ -1,0 +1,164 @@
+//! The command line. `--help` on each command says what it does, what it reads and what it
+//! changes: the person reading it may be on call at 3 a.m.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "cluster-canary",
+    version,
+    about = "Operate cluster-canary rollouts: check a plan, start a rollout, watch it, approve or reject a waiting step, abort it.",
+    long_about = "Operate cluster-canary rollouts: check a plan, start a rollout, watch it, approve or reject a \
+waiting step, abort it.\n\n\
+AWS access uses the SDK's standard chain: AWS_PROFILE or --profile, AWS_REGION or --region, \
+AWS_ENDPOINT_URL or --endpoint-url (the local sandbox prints the values to use). The state \
+machine is --state-machine, else CLUSTER_CANARY_STATE_MACHINE, else the RolloutStateMachineArn \
+output of the SAM stack (--stack, else samconfig.toml's stack_name in this directory, else \
+`cluster-canary`).\n\n\
+A typical rollout by hand:\n  \
+cluster-canary plan validate plan.json     # offline\n  \
+cluster-canary plan check plan.json        # against AWS, read-only\n  \
+cluster-canary start plan.json --watch     # exit code 0 when promoted\n  \
+cluster-canary approve                     # when a step waits for a person\n  \
+cluster-canary abort                       # traffic back to the baseline, now",
+    after_help = "Exit codes: 0 done (watch/start --watch: promoted), 1 refused or failed (the message says why), 2 usage."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// AWS region (default: the SDK's: AWS_REGION, the profile's region).
+    #[arg(long, global = true)]
+    pub region: Option<String>,
+    /// AWS named profile.
+    #[arg(long, global = true)]
+    pub profile: Option<String>,
+    /// Send every AWS request to this endpoint (an emulator such as the local sandbox).
+    #[arg(long, global = true, value_name = "URL")]
+    pub endpoint_url: Option<String>,
+    /// How to print: `text` for people (colour and a live status line on a terminal), `json`
+    /// for machines (one object per line).
+    #[arg(long, global = true, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct StateMachineArgs {
+    /// The rollout state machine's ARN.
+    #[arg(long, env = "CLUSTER_CANARY_STATE_MACHINE", value_name = "ARN")]
+    pub state_machine: Option<String>,
+    /// The SAM stack whose RolloutStateMachineArn output names the state machine (default:
+    /// samconfig.toml's stack_name, else `cluster-canary`).
+    #[arg(long, env = "CLUSTER_CANARY_STACK", value_name = "NAME")]
+    pub stack: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Validate or dry-run rollout plans.
+    #[command(subcommand)]
+    Plan(PlanCommand),
+    /// Start a rollout from a plan: validates it first, prints the execution ARN.
+    Start {
+        /// The plan (JSON; see `cluster-canary plan validate --schema`).
+        file: PathBuf,
+        /// The execution's name (default: the cluster's name and the time).
+        #[arg(long)]
+        name: Option<String>,
+        /// Go on watching it (exit code 0 only when promoted).
+        #[arg(long)]
+        watch: bool,
+        #[command(flatten)]
+        state_machine: StateMachineArgs,
+    },
+    /// Follow a rollout to its end (a finished one is replayed): each step with the weights
+    /// read back from AWS, each check's verdict, a waiting approval, the outcome. Exit code 0
+    /// when promoted, 1 otherwise.
+    Watch {
+        /// Execution ARN or name (default: the one running rollout).
+        execution: Option<String>,
+        #[command(flatten)]
+        state_machine: StateMachineArgs,
+    },
+    /// Approve the step a rollout waits for: it sets the step's weights and goes on.
+    Approve {
+        /// Execution ARN or name (default: the one running rollout).
+        execution: Option<String>,
+        /// Who approves, recorded in the execution's history (default: $USER).
+        #[arg(long)]
+        by: Option<String>,
+        #[command(flatten)]
+        state_machine: StateMachineArgs,
+    },
+    /// Reject the step a rollout waits for: the rollout restores the baseline and fails.
+    Reject {
+        /// Execution ARN or name (default: the one running rollout).
+        execution: Option<String>,
+        /// Why, recorded as the execution's cause (at most 1,000 characters).
+        #[arg(long)]
+        reason: String,
+        /// Who rejects (default: $USER).
+        #[arg(long)]
+        by: Option<String>,
+        #[command(flatten)]
+        state_machine: StateMachineArgs,
+    },
+    /// Stop a rollout now and wait until the safety net has put the baseline weights back.
+    Abort {
+        /// Execution ARN or name (default: the one running rollout).
+        execution: Option<String>,
+        /// Why, recorded as the execution's cause.
+        #[arg(long, default_value = "aborted with cluster-canary abort")]
+        reason: String,
+        /// How long to wait for the safety net before saying how to restore by hand.
+        #[arg(long, default_value_t = 300, value_name = "SECONDS")]
+        timeout: u64,
+        #[command(flatten)]
+        state_machine: StateMachineArgs,
+    },
+    /// Running and recent rollouts: cluster, step, outcome, age.
+    List {
+        /// How many of the most recent executions to show.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        #[command(flatten)]
+        state_machine: StateMachineArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PlanCommand {
+    /// Offline: the validation Prepare makes, every problem with its field path. Exit 1 if
+    /// any plan is invalid.
+    Validate {
+        /// Plans to validate.
+        #[arg(required_unless_present = "schema")]
+        files: Vec<PathBuf>,
+        /// Print the plan's JSON Schema instead.
+        #[arg(long)]
+        schema: bool,
+    },
+    /// A dry run against AWS, read-only: everything Prepare and the analysis validation check
+    /// (targets exist and forward, TTL against bake, alarms exist, no other rollout on the same
+    /// traffic, the cluster, target health), then what each step will set on each target and
+    /// the least time the rollout takes. Writes nothing.
+    Check {
+        /// The plan.
+        file: PathBuf,
+        #[command(flatten)]
+        state_machine: StateMachineArgs,
+    },
+}

@@ -1,0 +1,19 @@
+//! What can stop a command, each with a message a person can act on.
+
+use canary_aws::AwsError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// A file could not be read, or a plan is not valid.
+    #[error("{0}")]
+    Invalid(String),
+    /// What the command needs is not there: no state machine, no running rollout, nothing
+    /// waiting for an approval.
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Aws(#[from] AwsError),
+    /// The safety net did not restore in time.
+    #[error("{0}")]
+    TimedOut(String),
+}

@@ -1,0 +1,275 @@
+//! An execution's history as the CLI reads it: a model of the Step Functions history events
+//! it needs (no SDK types), and what can be concluded from them without a network: the
+//! approval a rollout waits for, the baseline a rollback restores, the step it is at.
+
+use std::fmt;
+
+use canary_core::TargetWeights;
+use serde_json::Value;
+
+/// The resource of the task an approval waits on (`lambda:invoke.waitForTaskToken`).
+const WAIT_FOR_TASK_TOKEN: &str = "invoke.waitForTaskToken";
+
+/// One history event, reduced to what the CLI uses.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryEvent {
+    /// Seconds since the Unix epoch.
+    pub timestamp: f64,
+    pub kind: EventKind,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum EventKind {
+    ExecutionStarted {
+        input: Option<String>,
+    },
+    StateEntered {
+        name: String,
+        input: Option<String>,
+    },
+    StateExited {
+        name: String,
+        output: Option<String>,
+    },
+    TaskScheduled {
+        resource: String,
+        parameters: String,
+        timeout_seconds: Option<i64>,
+    },
+    /// The task succeeded, failed, timed out or could not start.
+    TaskEnded {
+        resource: String,
+        succeeded: bool,
+    },
+    ExecutionEnded {
+        status: String,
+        error: Option<String>,
+        cause: Option<String>,
+    },
+    Other,
+}
+
+/// A task token: never printed, not even by `{:?}`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct TaskToken(pub String);
+
+impl fmt::Debug for TaskToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("TaskToken(…)")
+    }
+}
+
+/// The step a rollout waits for a person to approve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingApproval {
+    pub token: TaskToken,
+    pub step: StepRef,
+}
+
+/// Step `number` of `count`, giving the canary `weight` %.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct StepRef {
+    pub number: u32,
+    pub count: u32,
+    pub weight: u8,
+}
+
+/// The approval the execution waits for now: the latest `awaitApproval` task scheduled and
+/// not yet answered, timed out or failed. `None` when nothing waits.
+pub fn pending_approval(events: &[HistoryEvent]) -> Option<PendingApproval> {
+    let mut pending = None;
+    for event in events {
+        match &event.kind {
+            EventKind::TaskScheduled {
+                resource,
+                parameters,
+                ..
+            } if resource == WAIT_FOR_TASK_TOKEN => pending = approval_task(parameters),
+            EventKind::TaskEnded { resource, .. } if resource == WAIT_FOR_TASK_TOKEN => {
+                pending = None
+            }
+            EventKind::ExecutionEnded { .. } => pending = None,
+            _ => {}
+        }
+    }
+    pending
+}
+
+/// The token and step of an `awaitApproval` task's parameters (`Payload` is an object, or
+/// a JSON string as some engines record it).
+fn approval_task(parameters: &str) -> Option<PendingApproval> {
+    let parameters: Value = serde_json::from_str(parameters).ok()?;
+    let payload = match &parameters["Payload"] {
+        Value::String(text) => serde_json::from_str(text).ok()?,
+        other => other.clone(),
+    };
+    if payload["operation"] != "awaitApproval" {
+        return None;
+    }
+    Some(PendingApproval {
+        token: TaskToken(payload["taskToken"].as_str()?.to_owned()),
+        step: serde_json::from_value(payload["step"].clone()).ok()?,
+    })
+}
+
+/// The weights a rollback restores, as Prepare read them; `None` before Prepare finished
+/// (no traffic has moved then).
+pub fn baseline(events: &[HistoryEvent]) -> Option<Vec<TargetWeights>> {
+    events.iter().find_map(|event| match &event.kind {
+        EventKind::StateExited { name, output } if name == "PrepareTraffic" => {
+            let state: Value = serde_json::from_str(output.as_deref()?).ok()?;
+            serde_json::from_value(state["prepared"]["baseline"].clone()).ok()
+        }
+        _ => None,
+    })
+}
+
+/// The plan the execution was started with.
+pub fn plan(events: &[HistoryEvent]) -> Option<Value> {
+    events.iter().find_map(|event| match &event.kind {
+        EventKind::ExecutionStarted { input } => serde_json::from_str(input.as_deref()?).ok(),
+        _ => None,
+    })
+}
+
+/// The last step the execution set (or is about to set), from `StepSetup`'s output.
+pub fn current_step(events: &[HistoryEvent]) -> Option<StepRef> {
+    events.iter().rev().find_map(|event| match &event.kind {
+        EventKind::StateExited { name, output } if name == "StepSetup" => {
+            let cursor = serde_json::from_str::<Value>(output.as_deref()?).ok()?["cursor"].take();
+            step_of_cursor(&cursor)
+        }
+        _ => None,
+    })
+}
+
+/// `{number, count, step: {weight}}` as `StepSetup` leaves it in `$.cursor`.
+pub fn step_of_cursor(cursor: &Value) -> Option<StepRef> {
+    Some(StepRef {
+        number: u32::try_from(cursor["number"].as_u64()?).ok()?,
+        count: u32::try_from(cursor["count"].as_u64()?).ok()?,
+        weight: u8::try_from(cursor["step"]["weight"].as_u64()?).ok()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(kind: EventKind) -> HistoryEvent {
+        HistoryEvent {
+            timestamp: 0.0,
+            kind,
+        }
+    }
+
+    fn scheduled(operation: &str, token: &str) -> HistoryEvent {
+        let payload = serde_json::json!({
+            "operation": operation, "taskToken": token, "executionArn": "arn",
+            "step": {"number": 3, "count": 3, "weight": 100}
+        });
+        at(EventKind::TaskScheduled {
+            resource: WAIT_FOR_TASK_TOKEN.to_owned(),
+            parameters: serde_json::json!({"FunctionName": "f", "Payload": payload}).to_string(),
+            timeout_seconds: Some(600),
+        })
+    }
+
+    fn ended(succeeded: bool) -> HistoryEvent {
+        at(EventKind::TaskEnded {
+            resource: WAIT_FOR_TASK_TOKEN.to_owned(),
+            succeeded,
+        })
+    }
+
+    #[test]
+    fn an_approval_waits_until_its_task_ends() {
+        let waiting = [scheduled("awaitApproval", "T1")];
+        let pending = pending_approval(&waiting).expect("waits");
+        assert_eq!(pending.token, TaskToken("T1".to_owned()));
+        assert_eq!(
+            pending.step,
+            StepRef {
+                number: 3,
+                count: 3,
+                weight: 100
+            }
+        );
+        assert_eq!(
+            pending_approval(&[scheduled("awaitApproval", "T1"), ended(true)]),
+            None
+        );
+        assert_eq!(
+            pending_approval(&[scheduled("awaitApproval", "T1"), ended(false)]),
+            None
+        );
+        let again = [
+            scheduled("awaitApproval", "T1"),
+            ended(true),
+            scheduled("awaitApproval", "T2"),
+        ];
+        assert_eq!(
+            pending_approval(&again).map(|p| p.token),
+            Some(TaskToken("T2".to_owned()))
+        );
+    }
+
+    #[test]
+    fn other_tasks_and_an_ended_execution_wait_for_nothing() {
+        assert_eq!(pending_approval(&[scheduled("hooks", "T1")]), None);
+        let ended_execution = [
+            scheduled("awaitApproval", "T1"),
+            at(EventKind::ExecutionEnded {
+                status: "ABORTED".to_owned(),
+                error: None,
+                cause: None,
+            }),
+        ];
+        assert_eq!(pending_approval(&ended_execution), None);
+        let not_json = at(EventKind::TaskScheduled {
+            resource: WAIT_FOR_TASK_TOKEN.to_owned(),
+            parameters: "{".to_owned(),
+            timeout_seconds: None,
+        });
+        assert_eq!(pending_approval(&[not_json]), None);
+    }
+
+    #[test]
+    fn a_token_is_never_in_debug_output() {
+        let pending = pending_approval(&[scheduled("awaitApproval", "SECRET-TOKEN")]);
+        assert!(!format!("{pending:?}").contains("SECRET-TOKEN"));
+    }
+
+    #[test]
+    fn a_payload_recorded_as_a_string_is_read_too() {
+        let payload = r#"{"operation":"awaitApproval","taskToken":"T","step":{"number":1,"count":2,"weight":50}}"#;
+        let event = at(EventKind::TaskScheduled {
+            resource: WAIT_FOR_TASK_TOKEN.to_owned(),
+            parameters: serde_json::json!({ "Payload": payload }).to_string(),
+            timeout_seconds: None,
+        });
+        assert_eq!(pending_approval(&[event]).map(|p| p.step.weight), Some(50));
+    }
+
+    #[test]
+    fn the_baseline_is_what_prepare_read() {
+        let prepared = at(EventKind::StateExited {
+            name: "PrepareTraffic".to_owned(),
+            output: Some(
+                r#"{"prepared": {"baseline": [{"target": "L", "stable": 100, "canary": 0}], "steps": []}}"#
+                    .to_owned(),
+            ),
+        });
+        assert_eq!(
+            baseline(&[prepared]),
+            Some(vec![TargetWeights::new(
+                "L",
+                canary_core::WeightPair {
+                    stable: 100,
+                    canary: 0
+                }
+            )])
+        );
+        assert_eq!(baseline(&[]), None);
+    }
+}

@@ -1,0 +1,140 @@
+//! `cluster-canary`, the operator CLI: validate and dry-run plans, start a rollout, watch it,
+//! approve or reject a waiting step, abort it, list rollouts. It reuses the functions' own
+//! plan validation and AWS adapters, so what it checks is what Prepare checks.
+//! `main.rs` only parses arguments and sets the exit code.
+
+pub mod args;
+pub mod aws;
+pub mod error;
+pub mod history;
+pub mod locate;
+pub mod plan_commands;
+pub mod printer;
+pub mod progress;
+pub mod rollout_commands;
+pub mod traffic;
+pub mod view;
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use aws_config::SdkConfig;
+
+use args::{Cli, Command, GlobalArgs, OutputFormat, PlanCommand};
+use error::CliError;
+use printer::Printer;
+use view::Output;
+
+/// The SDK configuration: the standard chain, with the global flags on top.
+pub async fn sdk_config(global: &GlobalArgs) -> SdkConfig {
+    let mut loader = canary_aws::sdk_config_loader();
+    if let Some(profile) = &global.profile {
+        loader = loader.profile_name(profile);
+    }
+    if let Some(region) = &global.region {
+        loader = loader.region(aws_config::Region::new(region.clone()));
+    }
+    if let Some(url) = &global.endpoint_url {
+        loader = loader.endpoint_url(url);
+    }
+    loader.load().await
+}
+
+/// Runs the command; `Ok(true)` is exit code 0.
+pub async fn run(cli: Cli) -> Result<bool, CliError> {
+    let output = match cli.global.output {
+        OutputFormat::Json => Output::Json,
+        OutputFormat::Text if std::io::stdout().is_terminal() => Output::Terminal,
+        OutputFormat::Text => Output::Plain,
+    };
+    let mut printer = Printer::new(output);
+    if let Command::Plan(PlanCommand::Validate { files, schema }) = &cli.command {
+        if *schema {
+            let text = serde_json::to_string_pretty(&canary_core::schema::rollout_plan_schema())
+                .map_err(|e| CliError::Invalid(e.to_string()))?;
+            println!("{text}");
+            return Ok(true);
+        }
+        return Ok(plan_commands::validate(files, &mut printer));
+    }
+    let config = sdk_config(&cli.global).await;
+    let config = &config;
+    match cli.command {
+        Command::Plan(PlanCommand::Validate { .. }) => Ok(true),
+        Command::Plan(PlanCommand::Check {
+            file,
+            state_machine,
+        }) => plan_commands::check(config, &file, &state_machine, &mut printer).await,
+        Command::Start {
+            file,
+            name,
+            watch,
+            state_machine,
+        } => {
+            let arn = rollout_commands::start(
+                config,
+                &file,
+                name.as_deref(),
+                &state_machine,
+                &mut printer,
+            )
+            .await?;
+            if watch {
+                rollout_commands::watch(config, &arn, &mut printer).await
+            } else {
+                Ok(true)
+            }
+        }
+        Command::Watch {
+            execution,
+            state_machine,
+        } => {
+            let arn = locate::execution(config, execution.as_deref(), &state_machine).await?;
+            rollout_commands::watch(config, &arn, &mut printer).await
+        }
+        Command::Approve {
+            execution,
+            by,
+            state_machine,
+        } => {
+            let arn = locate::execution(config, execution.as_deref(), &state_machine).await?;
+            rollout_commands::answer(config, &arn, None, by.as_deref(), &mut printer).await?;
+            Ok(true)
+        }
+        Command::Reject {
+            execution,
+            reason,
+            by,
+            state_machine,
+        } => {
+            let arn = locate::execution(config, execution.as_deref(), &state_machine).await?;
+            rollout_commands::answer(config, &arn, Some(&reason), by.as_deref(), &mut printer)
+                .await?;
+            Ok(true)
+        }
+        Command::Abort {
+            execution,
+            reason,
+            timeout,
+            state_machine,
+        } => {
+            let arn = locate::execution(config, execution.as_deref(), &state_machine).await?;
+            rollout_commands::abort(
+                config,
+                &arn,
+                &reason,
+                Duration::from_secs(timeout),
+                &mut printer,
+            )
+            .await?;
+            Ok(true)
+        }
+        Command::List {
+            limit,
+            state_machine,
+        } => {
+            rollout_commands::list(config, &state_machine, limit, &mut printer).await?;
+            Ok(true)
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! Finding the rollout state machine and the execution a command is about.
+
+use std::path::Path;
+
+use aws_config::SdkConfig;
+
+use crate::args::StateMachineArgs;
+use crate::aws::{stack_output, StepFunctions};
+use crate::error::CliError;
+
+/// The stack name when neither `--stack` nor samconfig.toml says: the one the README deploys.
+const DEFAULT_STACK: &str = "cluster-canary";
+const STATE_MACHINE_OUTPUT: &str = "RolloutStateMachineArn";
+
+/// `--state-machine`/`CLUSTER_CANARY_STATE_MACHINE`, else the stack's output.
+pub async fn state_machine(
+    config: &SdkConfig,
+    args: &StateMachineArgs,
+) -> Result<String, CliError> {
+    if let Some(arn) = &args.state_machine {
+        if !arn.starts_with("arn:") || !arn.contains(":stateMachine:") {
+            return Err(CliError::Invalid(format!(
+                "`{arn}` is not a state machine ARN (arn:aws:states:REGION:ACCOUNT:stateMachine:NAME)"
+            )));
+        }
+        return Ok(arn.clone());
+    }
+    let stack = match &args.stack {
+        Some(stack) => stack.clone(),
+        None => samconfig_stack_name(Path::new("samconfig.toml"))?
+            .unwrap_or_else(|| DEFAULT_STACK.to_owned()),
+    };
+    stack_output(config, &stack, STATE_MACHINE_OUTPUT).await
+}
+
+/// `default.global.parameters.stack_name` of a samconfig.toml, if the file exists and says.
+pub fn samconfig_stack_name(path: &Path) -> Result<Option<String>, CliError> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(None);
+    };
+    let config: toml::Value = toml::from_str(&text)
+        .map_err(|e| CliError::Invalid(format!("{}: not TOML: {e}", path.display())))?;
+    Ok(config
+        .get("default")
+        .and_then(|c| c.get("global"))
+        .and_then(|c| c.get("parameters"))
+        .and_then(|c| c.get("stack_name"))
+        .and_then(toml::Value::as_str)
+        .map(str::to_owned))
+}
+
+/// The region in an ARN (`arn:aws:states:REGION:...`).
+pub fn region_of(arn: &str) -> Option<&str> {
+    arn.split(':').nth(3).filter(|r| !r.is_empty())
+}
+
+/// An execution named by ARN, or by name (of the state machine's executions), or, given
+/// nothing, the one rollout running now.
+pub async fn execution(
+    config: &SdkConfig,
+    given: Option<&str>,
+    args: &StateMachineArgs,
+) -> Result<String, CliError> {
+    if let Some(arn) = given.filter(|g| g.starts_with("arn:")) {
+        if !arn.contains(":execution:") || region_of(arn).is_none() {
+            return Err(CliError::Invalid(format!(
+                "`{arn}` is not an execution ARN (arn:aws:states:REGION:ACCOUNT:execution:STATE_MACHINE:NAME)"
+            )));
+        }
+        return Ok(arn.to_owned());
+    }
+    let machine = state_machine(config, args).await?;
+    if let Some(name) = given {
+        return Ok(format!(
+            "{}:{name}",
+            machine.replacen(":stateMachine:", ":execution:", 1)
+        ));
+    }
+    let sfn = StepFunctions::new(config, region_of(&machine));
+    let running = sfn.list(&machine, true, 50).await?;
+    match running.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(CliError::NotFound(format!(
+            "no rollout is running on {machine}; name one (see `cluster-canary list`)"
+        ))),
+        several => Err(CliError::NotFound(format!(
+            "{} rollouts are running; name one of them:\n  {}",
+            several.len(),
+            several.join("\n  ")
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stack_name_comes_from_samconfig() {
+        let dir = std::env::temp_dir().join(format!("cc-samconfig-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join("samconfig.toml");
+        std::fs::write(
+            &path,
+            "version = 0.1\n[default.global.parameters]\nstack_name = \"canary-prod\"\n",
+        )
+        .expect("write");
+        assert_eq!(
+            samconfig_stack_name(&path).expect("reads"),
+            Some("canary-prod".to_owned())
+        );
+        std::fs::write(&path, "version = 0.1\n").expect("write");
+        assert_eq!(samconfig_stack_name(&path).expect("reads"), None);
+        std::fs::write(&path, "[default\n").expect("write");
+        let error = samconfig_stack_name(&path).expect_err("not TOML");
+        assert!(error.to_string().contains("not TOML"), "{error}");
+        assert_eq!(
+            samconfig_stack_name(&dir.join("absent.toml")).expect("none"),
+            None
+        );
+        std::fs::remove_dir_all(&dir).expect("clean up");
+    }
+
+    #[test]
+    fn regions_come_from_arns() {
+        assert_eq!(
+            region_of("arn:aws:states:eu-west-1:123456789012:execution:m:n"),
+            Some("eu-west-1")
+        );
+        assert_eq!(region_of("green"), None);
+    }
+}

@@ -1,0 +1,324 @@
+//! `plan validate` (offline) and `plan check` (a read-only dry run against AWS).
+
+use std::path::Path;
+
+use aws_config::SdkConfig;
+use canary_aws::{EksApi, SdkCloudWatch, SdkEks};
+use canary_core::plan::{ResolvedStep, ValidPlan};
+use canary_core::{NamedError, RolloutPlan, WeightPair};
+use serde_json::{json, Value};
+use shift_weights::prepare::{check_targets, refuse_concurrent_rollout};
+
+use crate::args::StateMachineArgs;
+use crate::error::CliError;
+use crate::locate;
+use crate::printer::Printer;
+use crate::traffic::Traffic;
+use crate::view::target_label;
+
+/// A plan file's JSON, or a message naming the file and the line.
+pub fn read_plan(path: &Path) -> Result<Value, CliError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::Invalid(format!("{}: cannot read: {e}", path.display())))?;
+    serde_json::from_str(&text)
+        .map_err(|e| CliError::Invalid(format!("{}: not JSON: {e}", path.display())))
+}
+
+/// The plan as written and as Prepare validates it; every problem with its field path.
+pub fn validated(path: &Path) -> Result<(Value, ValidPlan), CliError> {
+    let raw = read_plan(path)?;
+    let valid = RolloutPlan::parse(raw.clone()).map_err(|errors| {
+        let lines: Vec<String> = errors.0.iter().map(|e| format!("  {e}")).collect();
+        CliError::Invalid(format!(
+            "{}: invalid plan ({} problem{}):\n{}",
+            path.display(),
+            lines.len(),
+            if lines.len() == 1 { "" } else { "s" },
+            lines.join("\n")
+        ))
+    })?;
+    Ok((raw, valid))
+}
+
+/// The least time the steps take: every bake, the promotion's included. Approvals (a person)
+/// and the waits for the cluster, the apps and healthy targets come on top.
+pub fn least_seconds(steps: &[ResolvedStep]) -> u64 {
+    steps.iter().map(|s| u64::from(s.bake_seconds)).sum()
+}
+
+pub fn duration_text(seconds: u64) -> String {
+    match seconds {
+        s if s < 120 => format!("{s} s"),
+        s if s < 7200 => format!("{} min", s.div_ceil(60)),
+        s => format!("{:.1} h", s as f64 / 3600.0),
+    }
+}
+
+fn summary(valid: &ValidPlan) -> String {
+    format!(
+        "{} steps ({}), at least {} of bakes",
+        valid.steps.len(),
+        valid
+            .steps
+            .iter()
+            .map(|s| format!("{}%", s.weight))
+            .collect::<Vec<_>>()
+            .join(", "),
+        duration_text(least_seconds(&valid.steps))
+    )
+}
+
+/// `plan validate`: true when every file is a valid plan.
+pub fn validate(files: &[std::path::PathBuf], printer: &mut Printer) -> bool {
+    let mut all_valid = true;
+    for file in files {
+        match validated(file) {
+            Ok((_, valid)) => printer.say(
+                &format!("{}: valid: {}", file.display(), summary(&valid)),
+                json!({"file": file, "valid": true, "steps": valid.steps.len()}),
+            ),
+            Err(error) => {
+                all_valid = false;
+                let errors = match RolloutPlan::parse(read_plan(file).unwrap_or(Value::Null)) {
+                    Err(errors) => errors
+                        .0
+                        .iter()
+                        .map(|e| json!({"path": e.path, "message": e.message}))
+                        .collect(),
+                    Ok(_) => Vec::new(),
+                };
+                printer.say(
+                    &error.to_string(),
+                    json!({"file": file, "valid": false, "error": error.to_string(), "errors": errors}),
+                );
+            }
+        }
+    }
+    all_valid
+}
+
+/// `plan check`: true when nothing stands in the way of the rollout.
+pub async fn check(
+    config: &SdkConfig,
+    file: &Path,
+    machine: &StateMachineArgs,
+    printer: &mut Printer,
+) -> Result<bool, CliError> {
+    let (raw, valid) = validated(file)?;
+    let ValidPlan { plan, steps } = &valid;
+    printer.say(
+        &format!("{}: valid: {}", file.display(), summary(&valid)),
+        json!({"check": "plan", "ok": true}),
+    );
+    let mut ok = true;
+    let mut problem = |printer: &mut Printer, check: &str, error: &dyn NamedError| {
+        ok = false;
+        printer.say(
+            &format!("✗ {check}: {}: {error}", error.name().as_str()),
+            json!({"check": check, "ok": false, "error": error.name().as_str(), "message": error.to_string()}),
+        );
+    };
+
+    let cloudwatch = SdkCloudWatch::new(config);
+    match evaluate_alarms::validate(&cloudwatch, raw.clone()).await
+    {
+        Ok(found) => printer.say(
+            &format!(
+                "✓ analysis: {} alarm{} watched{}; {} metric quer{} per check",
+                found.alarms.len(),
+                if found.alarms.len() == 1 { "" } else { "s" },
+                if found.alarms.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", found.alarms.join(", "))
+                },
+                found.metric_queries,
+                if found.metric_queries == 1 { "y" } else { "ies" },
+            ),
+            json!({"check": "analysis", "ok": true, "alarms": found.alarms, "metricQueries": found.metric_queries}),
+        ),
+        Err(error) => problem(printer, "analysis", &error),
+    }
+
+    let traffic = Traffic::new(config);
+    let apis = traffic.apis();
+    let mut baselines = Vec::new();
+    match check_targets(&apis, plan, steps).await {
+        Ok(checked) => {
+            for check in &checked {
+                let mut line = format!(
+                    "✓ {} ({}): now stable {} / canary {}",
+                    target_label(&check.report.target),
+                    check.report.kind,
+                    check.baseline.stable,
+                    check.baseline.canary
+                );
+                if check.attach_canary {
+                    line.push_str("; the canary target group will be attached at weight 0");
+                }
+                if let Some(ttl) = check.report.ttl_seconds {
+                    line.push_str(&format!("; TTL {ttl} s"));
+                }
+                for note in &check.report.notes {
+                    line.push_str(&format!("\n    note: {note}"));
+                }
+                printer.say(
+                    &line,
+                    json!({"check": "target", "ok": true, "target": check.report.target,
+                           "baseline": check.baseline, "attachCanary": check.attach_canary,
+                           "notes": check.report.notes}),
+                );
+                baselines.push((check.report.target.clone(), check.baseline));
+            }
+        }
+        Err(error) => problem(printer, "targets", &error),
+    }
+
+    match locate::state_machine(config, machine).await {
+        Ok(arn) => {
+            let sm_traffic = Traffic::for_region(config, locate::region_of(&arn));
+            match refuse_concurrent_rollout(&sm_traffic.apis(), plan, &arn, None).await {
+                Ok(()) => printer.say(
+                    &format!("✓ no other rollout shifts these targets ({arn})"),
+                    json!({"check": "concurrentRollouts", "ok": true, "stateMachineArn": arn}),
+                ),
+                Err(error) => problem(printer, "concurrent rollouts", &error),
+            }
+        }
+        Err(error) => printer.say(
+            &format!("? concurrent rollouts not checked: {error}"),
+            json!({"check": "concurrentRollouts", "ok": null, "message": error.to_string()}),
+        ),
+    }
+
+    let eks = SdkEks::new(config);
+    match eks
+        .describe_cluster(Some(&plan.cluster.region), &plan.cluster.name)
+        .await
+    {
+        Ok(cluster) => printer.say(
+            &format!("✓ cluster {} is {}", cluster.name, cluster.status),
+            json!({"check": "cluster", "ok": true, "status": cluster.status}),
+        ),
+        Err(error) => printer.say(
+            &format!(
+                "? cluster {}: {error} (the rollout waits for it to be ACTIVE)",
+                plan.cluster.name
+            ),
+            json!({"check": "cluster", "ok": null, "message": error.to_string()}),
+        ),
+    }
+
+    if plan.target_health.is_some() {
+        match shift_weights::target_health::target_health(&apis, raw.clone()).await {
+            Ok(health) => printer.say(
+                &format!(
+                    "{} canary targets now: {}",
+                    if health.ready { "✓" } else { "?" },
+                    health.reason
+                ),
+                json!({"check": "targetHealth", "ok": health.ready, "reason": health.reason}),
+            ),
+            Err(error) => problem(printer, "target health", &error),
+        }
+    }
+
+    if !baselines.is_empty() {
+        print_step_table(steps, &baselines, printer);
+    }
+    Ok(ok)
+}
+
+fn print_step_table(
+    steps: &[ResolvedStep],
+    baselines: &[(String, WeightPair)],
+    printer: &mut Printer,
+) {
+    let mut header = vec!["step".to_owned(), "canary".to_owned()];
+    header.extend(baselines.iter().map(|(key, _)| target_label(key)));
+    header.extend([
+        "bake".to_owned(),
+        "checks".to_owned(),
+        "approval".to_owned(),
+    ]);
+    let mut rows = vec![header];
+    for (i, step) in steps.iter().enumerate() {
+        let pair = WeightPair::for_canary_percent(step.weight).unwrap_or(WeightPair {
+            stable: 0,
+            canary: 0,
+        });
+        let mut row = vec![
+            format!("{}/{}", i + 1, steps.len()),
+            format!("{}%", step.weight),
+        ];
+        row.extend(
+            baselines
+                .iter()
+                .map(|_| format!("{} / {}", pair.stable, pair.canary)),
+        );
+        row.push(duration_text(u64::from(step.bake_seconds)));
+        row.push(format!(
+            "{} every {} s",
+            step.checks, step.check_interval_seconds
+        ));
+        row.push(if step.approval_timeout_seconds > 0 {
+            format!(
+                "waits up to {}",
+                duration_text(u64::from(step.approval_timeout_seconds))
+            )
+        } else {
+            "-".to_owned()
+        });
+        printer.json(
+            json!({"step": i + 1, "canaryPercent": step.weight, "weights": pair,
+                            "bakeSeconds": step.bake_seconds, "checks": step.checks,
+                            "approvalTimeoutSeconds": step.approval_timeout_seconds}),
+        );
+        rows.push(row);
+    }
+    printer.text(&table(&rows));
+    printer.say(
+        &format!(
+            "rollback restores: {}",
+            baselines
+                .iter()
+                .map(|(key, pair)| format!("{} stable {} / canary {}", target_label(key), pair.stable, pair.canary))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        json!({"baseline": baselines.iter().map(|(k, p)| json!({"target": k, "stable": p.stable, "canary": p.canary})).collect::<Vec<_>>()}),
+    );
+    printer.say(
+        &format!(
+            "at least {} once traffic moves (approvals and the waits for the cluster, its apps and healthy targets come on top)",
+            duration_text(least_seconds(steps))
+        ),
+        json!({"leastSeconds": least_seconds(steps)}),
+    );
+}
+
+/// Columns padded to their widest cell.
+pub fn table(rows: &[Vec<String>]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|cell| cell.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    rows.iter()
+        .map(|row| {
+            row.iter()
+                .zip(&widths)
+                .map(|(cell, width)| format!("{cell:<width$}"))
+                .collect::<Vec<_>>()
+                .join("  ")
+                .trim_end()
+                .to_owned()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

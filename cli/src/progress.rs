@@ -1,0 +1,351 @@
+//! Following a rollout: history events in, what a person wants to know out. Pure, so the
+//! live view and a replay of a finished execution say the same things, and the words are
+//! tested without a network (see `view` for how they are printed).
+
+use canary_core::TargetWeights;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::history::{step_of_cursor, EventKind, HistoryEvent, StepRef};
+
+/// One thing that happened in a rollout, in the order it happened.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum Update {
+    #[serde(rename_all = "camelCase")]
+    Started {
+        execution_arn: String,
+        cluster: String,
+    },
+    #[serde(rename_all = "camelCase")]
+    Prepared {
+        steps: Vec<u8>,
+        baseline: Vec<TargetWeights>,
+    },
+    Cluster {
+        name: String,
+        status: String,
+    },
+    #[serde(rename_all = "camelCase")]
+    Registered {
+        secret_name: String,
+        outcome: String,
+    },
+    Apps {
+        ready: bool,
+        reason: String,
+    },
+    #[serde(rename_all = "camelCase")]
+    TargetHealth {
+        ready: bool,
+        reason: String,
+    },
+    #[serde(rename_all = "camelCase")]
+    ApprovalRequested {
+        execution_arn: String,
+        step: StepRef,
+        timeout_seconds: Option<i64>,
+        on_timeout: Option<String>,
+    },
+    ApprovalAnswered {
+        approved: bool,
+    },
+    /// Traffic set for a step. `weights` are what shift-weights wrote and read back; the live
+    /// view adds what AWS holds when it prints the line (`readBack`).
+    #[serde(rename_all = "camelCase")]
+    Step {
+        step: StepRef,
+        weights: Vec<TargetWeights>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        read_back: Option<Vec<TargetWeights>>,
+    },
+    /// A check of a step's bake (or while an approval waits).
+    #[serde(rename_all = "camelCase")]
+    Check {
+        number: u64,
+        of: u64,
+        verdict: String,
+        /// The first reason, short: an alarm's name and state, not CloudWatch's full text.
+        reason: String,
+        /// How many more signals the verdict weighed.
+        more_signals: u64,
+    },
+    Promoted,
+    /// A state failed; `state` is where, `error` its name.
+    Failed {
+        state: String,
+        error: String,
+        cause: String,
+    },
+    Restored {
+        weights: Vec<TargetWeights>,
+    },
+    /// The execution ended. `status`: SUCCEEDED, FAILED, ABORTED or TIMED_OUT.
+    Ended {
+        status: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cause: Option<String>,
+    },
+}
+
+/// Where a running rollout is, for a status line.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    pub phase: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<StepRef>,
+    /// When the next check runs (seconds since the Unix epoch), while baking.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_check_at: Option<f64>,
+    pub awaiting_approval: bool,
+}
+
+/// Feeds on history events, one at a time, in order.
+#[derive(Debug, Default)]
+pub struct Tracker {
+    execution_arn: String,
+    status: Status,
+    /// What running out of time does to the approval of the current step.
+    on_approval_timeout: Option<String>,
+}
+
+/// States whose output carries a failure that is reported elsewhere, or is the rollback's own.
+const FAILURE_REPORTED_BY: [&str; 6] = [
+    "DescribeCheckFailure",
+    "DescribeTaskFailure",
+    "DescribeApprovalFailure",
+    "ApprovalTimeoutFails",
+    "Restore",
+    "AwaitApproval",
+];
+
+impl Tracker {
+    pub fn new(execution_arn: &str) -> Self {
+        Tracker {
+            execution_arn: execution_arn.to_owned(),
+            status: Status {
+                phase: "starting".to_owned(),
+                ..Status::default()
+            },
+            on_approval_timeout: None,
+        }
+    }
+
+    pub fn status(&self) -> &Status {
+        &self.status
+    }
+
+    /// What `event` tells a person, if anything.
+    pub fn feed(&mut self, event: &HistoryEvent) -> Option<Update> {
+        match &event.kind {
+            EventKind::ExecutionStarted { input } => {
+                let plan: Value = input
+                    .as_deref()
+                    .and_then(|text| serde_json::from_str(text).ok())
+                    .unwrap_or_default();
+                let cluster = &plan["cluster"];
+                Some(Update::Started {
+                    execution_arn: self.execution_arn.clone(),
+                    cluster: format!(
+                        "{}/{}",
+                        cluster["region"]
+                            .as_str()
+                            .unwrap_or("(the state machine's region)"),
+                        cluster["name"].as_str().unwrap_or("?")
+                    ),
+                })
+            }
+            EventKind::StateEntered { name, input } => {
+                self.entered(name, input.as_deref(), event.timestamp);
+                None
+            }
+            EventKind::StateExited { name, output } => {
+                let state: Value = output
+                    .as_deref()
+                    .and_then(|text| serde_json::from_str(text).ok())
+                    .unwrap_or_default();
+                self.exited(name, &state)
+            }
+            EventKind::TaskScheduled {
+                timeout_seconds, ..
+            } => {
+                let pending = crate::history::pending_approval(std::slice::from_ref(event))?;
+                self.status.awaiting_approval = true;
+                self.status.phase = "waiting for approval".to_owned();
+                Some(Update::ApprovalRequested {
+                    execution_arn: self.execution_arn.clone(),
+                    step: pending.step,
+                    timeout_seconds: *timeout_seconds,
+                    on_timeout: self.on_approval_timeout.clone(),
+                })
+            }
+            EventKind::TaskEnded {
+                resource,
+                succeeded,
+            } if self.status.awaiting_approval => {
+                if !resource.ends_with(".waitForTaskToken") {
+                    return None;
+                }
+                self.status.awaiting_approval = false;
+                Some(Update::ApprovalAnswered {
+                    approved: *succeeded,
+                })
+            }
+            EventKind::ExecutionEnded {
+                status,
+                error,
+                cause,
+            } => {
+                self.status = Status {
+                    phase: status.to_lowercase(),
+                    step: self.status.step,
+                    ..Status::default()
+                };
+                Some(Update::Ended {
+                    status: status.clone(),
+                    error: error.clone(),
+                    cause: cause.clone(),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    fn entered(&mut self, name: &str, input: Option<&str>, at: f64) {
+        let phase = match name {
+            "ValidateAnalysis" | "PrepareTraffic" => "preparing",
+            "DescribeCluster" | "WaitForCluster" => "waiting for the cluster",
+            "RegisterCluster" => "registering in Argo CD",
+            "AppsStatus" | "WaitForApps" => "waiting for Argo CD apps",
+            "TargetHealth" | "WaitForTargets" => "waiting for healthy targets",
+            "SetWeights" => "shifting traffic",
+            "BakeWait" | "Evaluate" => "baking",
+            "Restore" => "rolling back",
+            "VerifyPromotion" => "promoting",
+            "DetachStableTargetGroups" | "RetireOldCluster" => "retiring the old cluster",
+            _ => return self.maybe_next_check(name, input, at),
+        };
+        self.status.phase = phase.to_owned();
+        self.maybe_next_check(name, input, at);
+    }
+
+    /// A bake's wait (or the watch's while an approval waits) says when the next check runs.
+    fn maybe_next_check(&mut self, name: &str, input: Option<&str>, at: f64) {
+        if !matches!(name, "BakeWait" | "WatchWait") {
+            return;
+        }
+        let state: Value = input
+            .and_then(|text| serde_json::from_str(text).ok())
+            .unwrap_or_default();
+        self.status.next_check_at = state["cursor"]["step"]["checkIntervalSeconds"]
+            .as_f64()
+            .map(|seconds| at + seconds);
+    }
+
+    fn exited(&mut self, name: &str, state: &Value) -> Option<Update> {
+        let failure = &state["failure"];
+        if failure.is_object() && !FAILURE_REPORTED_BY.contains(&name) {
+            return Some(Update::Failed {
+                state: name.to_owned(),
+                error: text(&failure["Error"]),
+                cause: text(&failure["Cause"]),
+            });
+        }
+        let weights = |value: &Value| -> Vec<TargetWeights> {
+            serde_json::from_value(value.clone()).unwrap_or_default()
+        };
+        match name {
+            "PrepareTraffic" => Some(Update::Prepared {
+                steps: state["prepared"]["steps"]
+                    .as_array()
+                    .map(|steps| {
+                        steps
+                            .iter()
+                            .filter_map(|s| s["weight"].as_u64())
+                            .filter_map(|w| u8::try_from(w).ok())
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                baseline: weights(&state["prepared"]["baseline"]),
+            }),
+            "DescribeCluster" => Some(Update::Cluster {
+                name: text(&state["plan"]["cluster"]["name"]),
+                status: text(&state["cluster"]["status"]),
+            }),
+            "RegisterCluster" => Some(Update::Registered {
+                secret_name: text(&state["registration"]["secretName"]),
+                outcome: text(&state["registration"]["outcome"]),
+            }),
+            "AppsStatus" => Some(Update::Apps {
+                ready: state["apps"]["ready"] == true,
+                reason: text(&state["apps"]["reason"]),
+            }),
+            "TargetHealth" => Some(Update::TargetHealth {
+                ready: state["targetHealth"]["ready"] == true,
+                reason: text(&state["targetHealth"]["reason"]),
+            }),
+            "StepSetup" => {
+                self.status.step = step_of_cursor(&state["cursor"]);
+                self.on_approval_timeout = state["cursor"]["step"]["onApprovalTimeout"]
+                    .as_str()
+                    .map(str::to_owned);
+                None
+            }
+            "SetWeights" => Some(Update::Step {
+                step: step_of_cursor(&state["cursor"])?,
+                weights: weights(&state["lastSet"]["weights"]),
+                read_back: None,
+            }),
+            "Evaluate" | "WatchEvaluate" => {
+                self.status.next_check_at = None;
+                let bake = &state["bake"];
+                let counts = &bake["counts"];
+                let signals: u64 = ["pass", "fail", "inconclusive", "ignored"]
+                    .iter()
+                    .filter_map(|k| counts[*k].as_u64())
+                    .sum();
+                let summary = text(&bake["summary"]);
+                Some(Update::Check {
+                    // Evaluate leaves the next check's number.
+                    number: bake["check"].as_u64().unwrap_or(1).saturating_sub(1),
+                    of: state["cursor"]["step"]["checks"].as_u64().unwrap_or(0),
+                    verdict: text(&bake["verdict"]),
+                    reason: short_reason(summary.split("; ").next().unwrap_or_default()),
+                    more_signals: signals.saturating_sub(1),
+                })
+            }
+            "VerifyPromotion" => Some(Update::Promoted),
+            "Restore" => Some(Update::Restored {
+                weights: weights(&state["restored"]["weights"]),
+            }),
+            _ => None,
+        }
+    }
+}
+
+fn text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// A signal's reason in a few words: an alarm's name, state and since when, without
+/// CloudWatch's full text; anything else cut to 100 characters.
+pub fn short_reason(reason: &str) -> String {
+    let reason = if reason.starts_with("alarm ") || reason.starts_with("composite alarm ") {
+        reason.split(": ").next().unwrap_or(reason)
+    } else {
+        reason
+    };
+    if reason.chars().count() <= 100 {
+        reason.to_owned()
+    } else {
+        let cut: String = reason.chars().take(99).collect();
+        format!("{cut}…")
+    }
+}

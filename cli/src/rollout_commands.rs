@@ -1,0 +1,370 @@
+//! `start`, `watch`, `approve`, `reject`, `abort`, `list`: one execution of the rollout state
+//! machine at a time.
+
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use aws_config::SdkConfig;
+use aws_smithy_types::date_time::Format;
+use aws_smithy_types::DateTime;
+use canary_core::{RolloutPlan, TargetWeights};
+use serde_json::json;
+
+use crate::args::StateMachineArgs;
+use crate::aws::StepFunctions;
+use crate::error::CliError;
+use crate::history::{self, EventKind};
+use crate::locate::{self, region_of};
+use crate::plan_commands::{duration_text, validated};
+use crate::printer::Printer;
+use crate::progress::{Tracker, Update};
+use crate::traffic::Traffic;
+use crate::view::{status_line, weights_text};
+
+/// How often the live view reads the history: well under Step Functions' GetExecutionHistory
+/// rate (a refill of 5 calls a second per account).
+const POLL: Duration = Duration::from_secs(2);
+/// A reason a person gives is kept in the execution's cause; Step Functions allows 32,768
+/// characters there, cluster-canary's state budget much less.
+const MAX_REASON_CHARS: usize = 1000;
+
+fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+fn who(by: Option<&str>) -> String {
+    by.map(str::to_owned)
+        .or_else(|| std::env::var("USER").ok())
+        .unwrap_or_else(|| "cluster-canary".to_owned())
+}
+
+/// An execution name: `<cluster>-<UTC time>`, within Step Functions' 80 characters.
+pub fn execution_name(cluster: &str, at: f64) -> String {
+    let time = DateTime::from_secs(at as i64)
+        .fmt(Format::DateTime)
+        .unwrap_or_default()
+        .replace([':', '-'], "");
+    let cluster: String = cluster.chars().take(80 - 1 - time.len()).collect();
+    format!("{cluster}-{time}")
+}
+
+/// Step Functions' rule for execution names: 1–80 of letters, digits, `-` and `_`.
+pub fn check_execution_name(name: &str) -> Result<(), CliError> {
+    let ok = !name.is_empty()
+        && name.len() <= 80
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(CliError::Invalid(format!(
+            "--name `{name}`: an execution name is 1 to 80 letters, digits, `-` or `_`"
+        )))
+    }
+}
+
+pub async fn start(
+    config: &SdkConfig,
+    file: &Path,
+    name: Option<&str>,
+    machine: &StateMachineArgs,
+    printer: &mut Printer,
+) -> Result<String, CliError> {
+    let (raw, valid) = validated(file)?;
+    let name = match name {
+        Some(name) => name.to_owned(),
+        None => execution_name(&valid.plan.cluster.name, now()),
+    };
+    check_execution_name(&name)?;
+    let machine = locate::state_machine(config, machine).await?;
+    let sfn = StepFunctions::new(config, region_of(&machine));
+    let arn = sfn.start(&machine, &name, &raw.to_string()).await?;
+    printer.say(
+        &format!("started: {arn}"),
+        json!({"type": "started", "executionArn": arn}),
+    );
+    Ok(arn)
+}
+
+/// Follows the execution to its end; true when it promoted (SUCCEEDED).
+pub async fn watch(
+    config: &SdkConfig,
+    execution_arn: &str,
+    printer: &mut Printer,
+) -> Result<bool, CliError> {
+    let sfn = StepFunctions::new(config, region_of(execution_arn));
+    let traffic = Traffic::new(config);
+    let mut tracker = Tracker::new(execution_arn);
+    let mut plan: Option<RolloutPlan> = None;
+    let mut seen = 0;
+    let mut last_weights: Option<Vec<TargetWeights>> = None;
+    let mut last_weights_read = Instant::now() - Duration::from_secs(60);
+    loop {
+        // Status first, history second: the history read then includes the final events.
+        let execution = sfn.describe(execution_arn).await?;
+        let events = sfn.history(execution_arn).await?;
+        if plan.is_none() {
+            plan = history::plan(&events).and_then(|p| RolloutPlan::parse(p).ok().map(|v| v.plan));
+        }
+        // Only the newest step of what is new is read back from AWS: older ones in a replay or
+        // a catch-up would show today's weights, not that step's.
+        let newest_step = events[seen.min(events.len())..]
+            .iter()
+            .rposition(
+                |e| matches!(&e.kind, EventKind::StateExited { name, .. } if name == "SetWeights"),
+            )
+            .map(|i| i + seen);
+        let mut ended = false;
+        for (i, event) in events.iter().enumerate().skip(seen) {
+            let Some(mut update) = tracker.feed(event) else {
+                continue;
+            };
+            if let (Update::Step { read_back, .. }, Some(plan)) = (&mut update, &plan) {
+                if execution.running() && Some(i) == newest_step {
+                    *read_back = traffic.weights(plan).await.ok();
+                }
+            }
+            ended |= matches!(update, Update::Ended { .. });
+            printer.update(&update);
+        }
+        seen = events.len();
+        // The status may say the end a moment before the history has its last events.
+        let settled = execution
+            .stopped
+            .is_some_and(|stopped| now() - stopped > 5.0);
+        if !execution.running() && (ended || settled) {
+            if !ended {
+                printer.update(&Update::Ended {
+                    status: execution.status.clone(),
+                    error: execution.error.clone(),
+                    cause: execution.cause.clone(),
+                });
+            }
+            if let Some(plan) = &plan {
+                match traffic.weights(plan).await {
+                    Ok(weights) => printer.say(
+                        &format!("weights now: {}", weights_text(&weights)),
+                        json!({"type": "weightsNow", "weights": weights}),
+                    ),
+                    Err(why) => printer.text(&format!("weights now: cannot read: {why}")),
+                }
+            }
+            printer.finish();
+            return Ok(execution.status == "SUCCEEDED");
+        }
+        if printer.output == crate::view::Output::Terminal {
+            if let Some(plan) = &plan {
+                if last_weights_read.elapsed() > Duration::from_secs(10) {
+                    last_weights = traffic.weights(plan).await.ok();
+                    last_weights_read = Instant::now();
+                }
+            }
+            printer.status(&status_line(
+                tracker.status(),
+                now(),
+                last_weights.as_deref(),
+            ));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// `approve` (reason `None`) or `reject`.
+pub async fn answer(
+    config: &SdkConfig,
+    execution_arn: &str,
+    rejection: Option<&str>,
+    by: Option<&str>,
+    printer: &mut Printer,
+) -> Result<(), CliError> {
+    if let Some(reason) = rejection {
+        if reason.chars().count() > MAX_REASON_CHARS || reason.trim().is_empty() {
+            return Err(CliError::Invalid(format!(
+                "--reason must say why in 1 to {MAX_REASON_CHARS} characters (it becomes the execution's cause)"
+            )));
+        }
+    }
+    let sfn = StepFunctions::new(config, region_of(execution_arn));
+    let execution = sfn.describe(execution_arn).await?;
+    if !execution.running() {
+        return Err(CliError::NotFound(format!(
+            "{execution_arn} is {}: nothing waits for an approval",
+            execution.status
+        )));
+    }
+    let events = sfn.history(execution_arn).await?;
+    let Some(pending) = history::pending_approval(&events) else {
+        let at = history::current_step(&events)
+            .map(|s| format!(" (at step {}/{}, {}%)", s.number, s.count, s.weight))
+            .unwrap_or_default();
+        return Err(CliError::NotFound(format!(
+            "{execution_arn} is running{at} but is not waiting for an approval"
+        )));
+    };
+    let by = who(by);
+    let step = pending.step;
+    match rejection {
+        None => {
+            sfn.approve(&pending.token, &json!({ "approvedBy": by }).to_string())
+                .await?;
+            printer.say(
+                &format!(
+                    "approved step {}/{} ({}%) of {execution_arn}: it goes on",
+                    step.number, step.count, step.weight
+                ),
+                json!({"type": "approved", "executionArn": execution_arn, "step": step, "by": by}),
+            );
+        }
+        Some(reason) => {
+            sfn.reject(&pending.token, &format!("rejected by {by}: {reason}"))
+                .await?;
+            printer.say(
+                &format!(
+                    "rejected step {}/{} ({}%) of {execution_arn}: it restores the baseline",
+                    step.number, step.count, step.weight
+                ),
+                json!({"type": "rejected", "executionArn": execution_arn, "step": step, "by": by}),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Stops the execution and waits until its targets are back at the baseline Prepare read.
+pub async fn abort(
+    config: &SdkConfig,
+    execution_arn: &str,
+    reason: &str,
+    timeout: Duration,
+    printer: &mut Printer,
+) -> Result<(), CliError> {
+    let sfn = StepFunctions::new(config, region_of(execution_arn));
+    let execution = sfn.describe(execution_arn).await?;
+    match execution.status.as_str() {
+        "RUNNING" => {
+            sfn.stop(execution_arn, &format!("{reason} (by {})", who(None)))
+                .await?;
+            printer.say(
+                &format!("stopped {execution_arn}; waiting for the safety net to restore the baseline"),
+                json!({"type": "stopped", "executionArn": execution_arn}),
+            );
+        }
+        "SUCCEEDED" => {
+            return Err(CliError::NotFound(format!(
+                "{execution_arn} already promoted the canary: abort cannot undo a promotion. \
+                 To move traffic back, start a rollout towards the old cluster"
+            )))
+        }
+        status => printer.say(
+            &format!("{execution_arn} already ended {status}; checking the safety net restored the baseline"),
+            json!({"type": "alreadyEnded", "executionArn": execution_arn, "status": status}),
+        ),
+    }
+    let events = sfn.history(execution_arn).await?;
+    let Some(baseline) = history::baseline(&events) else {
+        printer.say(
+            "no traffic had moved (Prepare had not finished): nothing to restore",
+            json!({"type": "nothingToRestore"}),
+        );
+        return Ok(());
+    };
+    let plan = history::plan(&events)
+        .and_then(|p| RolloutPlan::parse(p).ok())
+        .ok_or_else(|| {
+            CliError::Invalid(format!("{execution_arn}: its input is not a valid plan"))
+        })?
+        .plan;
+    let traffic = Traffic::new(config);
+    let deadline = Instant::now() + timeout;
+    loop {
+        let now_weights = traffic.weights(&plan).await;
+        if now_weights.as_ref().is_ok_and(|w| *w == baseline) {
+            printer.say(
+                &format!("baseline restored: {}", weights_text(&baseline)),
+                json!({"type": "restored", "weights": baseline}),
+            );
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            let found = match now_weights {
+                Ok(weights) => weights_text(&weights),
+                Err(why) => why,
+            };
+            return Err(CliError::TimedOut(format!(
+                "the baseline is not back after {}: found {found}, expected {}.\n\
+                 Is the stack's SafetyNet rule enabled? Restore by hand (the safety net's own action):\n  \
+                 aws lambda invoke --function-name <stack output ShiftWeightsFunctionArn> --cli-binary-format raw-in-base64-out \\\n    \
+                 --payload '{{\"operation\": \"safetyNet\", \"executionArn\": \"{execution_arn}\"}}' /dev/stdout",
+                duration_text(timeout.as_secs()),
+                weights_text(&baseline)
+            )));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Running and recent rollouts, newest first.
+pub async fn list(
+    config: &SdkConfig,
+    machine: &StateMachineArgs,
+    limit: usize,
+    printer: &mut Printer,
+) -> Result<(), CliError> {
+    let machine = locate::state_machine(config, machine).await?;
+    let sfn = StepFunctions::new(config, region_of(&machine));
+    let mut rows = vec![["NAME", "CLUSTER", "STATUS", "STEP", "OUTCOME", "AGE"]
+        .map(str::to_owned)
+        .to_vec()];
+    for arn in sfn.list(&machine, false, limit).await? {
+        let execution = sfn.describe(&arn).await?;
+        let plan: serde_json::Value = execution
+            .input
+            .as_deref()
+            .and_then(|i| serde_json::from_str(i).ok())
+            .unwrap_or_default();
+        let cluster = format!(
+            "{}/{}",
+            plan["cluster"]["region"].as_str().unwrap_or("?"),
+            plan["cluster"]["name"].as_str().unwrap_or("?")
+        );
+        // The step a running rollout is at needs its history; a finished one says its outcome.
+        let step = if execution.running() {
+            history::current_step(&sfn.history(&arn).await?)
+        } else {
+            None
+        };
+        let step_text = step.map_or_else(
+            || "-".to_owned(),
+            |s| format!("{}/{} {}%", s.number, s.count, s.weight),
+        );
+        let outcome = match (execution.status.as_str(), &execution.error) {
+            ("RUNNING", _) => "-".to_owned(),
+            ("SUCCEEDED", _) => "promoted".to_owned(),
+            (_, Some(error)) => error.clone(),
+            (status, None) => status.to_lowercase(),
+        };
+        let age = duration_text((now() - execution.started).max(0.0) as u64);
+        printer.json(
+            json!({"executionArn": arn, "name": execution.name, "cluster": cluster,
+                            "status": execution.status, "step": step, "outcome": outcome,
+                            "startedAt": execution.started}),
+        );
+        rows.push(vec![
+            execution.name,
+            cluster,
+            execution.status,
+            step_text,
+            outcome,
+            age,
+        ]);
+    }
+    if rows.len() == 1 {
+        printer.text(&format!("no rollouts yet on {machine}"));
+    } else {
+        printer.text(&crate::plan_commands::table(&rows));
+    }
+    Ok(())
+}

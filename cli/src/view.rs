@@ -1,0 +1,246 @@
+//! How a rollout's updates read: one line per update for people (coloured on a terminal),
+//! one JSON object per update for machines, and the status line a terminal redraws.
+
+use anstyle::{AnsiColor, Style};
+use canary_core::TargetWeights;
+
+use crate::progress::{Status, Update};
+
+/// How the CLI writes what it has to say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// Plain lines (a pipe, a log, CI).
+    Plain,
+    /// Lines with colour, and a status line redrawn in place.
+    Terminal,
+    /// One JSON object per line.
+    Json,
+}
+
+#[derive(Clone, Copy)]
+enum Tone {
+    Good,
+    Bad,
+    Waiting,
+}
+
+fn paint(output: Output, tone: Tone, text: &str) -> String {
+    if output != Output::Terminal {
+        return text.to_owned();
+    }
+    let colour = match tone {
+        Tone::Good => AnsiColor::Green,
+        Tone::Bad => AnsiColor::Red,
+        Tone::Waiting => AnsiColor::Yellow,
+    };
+    let style = Style::new().fg_color(Some(colour.into())).bold();
+    format!("{style}{text}{style:#}")
+}
+
+/// A target key for people: `listener 50dc6c495c0c9188`, `rule 9683b2d02a6cabee`, or the
+/// record name.
+pub fn target_label(key: &str) -> String {
+    if let Some(rest) = key.strip_prefix("route53:") {
+        // route53:<zone>:<name>:<type>
+        return rest.split(':').nth(1).unwrap_or(rest).to_owned();
+    }
+    let id = key.rsplit('/').next().unwrap_or(key);
+    if key.contains(":listener-rule/") {
+        format!("rule {id}")
+    } else if key.contains(":listener/") {
+        format!("listener {id}")
+    } else {
+        key.to_owned()
+    }
+}
+
+/// `listener 50dc… stable 90 / canary 10, app.example.com. stable 90 / canary 10`
+pub fn weights_text(weights: &[TargetWeights]) -> String {
+    weights
+        .iter()
+        .map(|w| {
+            format!(
+                "{} stable {} / canary {}",
+                target_label(&w.target),
+                w.stable,
+                w.canary
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The lines that say `update` (none for JSON: see [`json_line`]).
+pub fn lines(update: &Update, output: Output) -> Vec<String> {
+    let one = |line: String| vec![line];
+    match update {
+        Update::Started {
+            execution_arn,
+            cluster,
+        } => one(format!("rollout of cluster {cluster}: {execution_arn}")),
+        Update::Prepared { steps, baseline } => one(format!(
+            "prepared: steps {}; baseline {}",
+            steps
+                .iter()
+                .map(|w| format!("{w}%"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            weights_text(baseline)
+        )),
+        Update::Cluster { name, status } => one(format!("cluster {name} is {status}")),
+        Update::Registered {
+            secret_name,
+            outcome,
+        } => one(format!(
+            "registered in Argo CD: Secret {secret_name} ({outcome})"
+        )),
+        Update::Apps { ready, reason } => one(if *ready {
+            format!(
+                "Argo CD apps {}: {reason}",
+                paint(output, Tone::Good, "ready")
+            )
+        } else {
+            format!(
+                "Argo CD apps not ready: {}",
+                reason.trim_start_matches("not ready: ")
+            )
+        }),
+        Update::TargetHealth { ready, reason } => one(format!(
+            "canary targets {}: {}",
+            if *ready {
+                paint(output, Tone::Good, "healthy")
+            } else {
+                "not healthy yet".to_owned()
+            },
+            crate::progress::short_reason(reason)
+        )),
+        Update::ApprovalRequested {
+            execution_arn,
+            step,
+            timeout_seconds,
+            on_timeout,
+        } => vec![
+            format!(
+                "{} before step {}/{} ({}%); the checks go on meanwhile{}",
+                paint(output, Tone::Waiting, "approval requested"),
+                step.number,
+                step.count,
+                step.weight,
+                match (timeout_seconds, on_timeout) {
+                    (Some(seconds), Some(action)) =>
+                        format!("; no answer in {seconds} s: {action}"),
+                    (Some(seconds), None) => format!("; no answer in {seconds} s"),
+                    _ => String::new(),
+                }
+            ),
+            format!("  approve: cluster-canary approve {execution_arn}"),
+            format!("  reject:  cluster-canary reject {execution_arn} --reason \"…\""),
+        ],
+        Update::ApprovalAnswered { approved } => one(if *approved {
+            paint(output, Tone::Good, "approved")
+        } else {
+            paint(output, Tone::Bad, "not approved")
+        }),
+        Update::Step {
+            step,
+            weights,
+            read_back,
+        } => one(match read_back {
+            Some(now) => format!(
+                "step {}/{}: {}% to the canary -- read back: {}",
+                step.number,
+                step.count,
+                step.weight,
+                weights_text(now)
+            ),
+            None => format!(
+                "step {}/{}: {}% to the canary -- set: {}",
+                step.number,
+                step.count,
+                step.weight,
+                weights_text(weights)
+            ),
+        }),
+        Update::Check {
+            number,
+            of,
+            verdict,
+            reason,
+            more_signals,
+        } => {
+            let tone = match verdict.as_str() {
+                "pass" => Tone::Good,
+                "fail" => Tone::Bad,
+                _ => Tone::Waiting,
+            };
+            let more = match more_signals {
+                0 => String::new(),
+                1 => " (+1 more signal)".to_owned(),
+                n => format!(" (+{n} more signals)"),
+            };
+            let of = if *of == 0 {
+                String::new()
+            } else {
+                format!("/{of}")
+            };
+            one(format!(
+                "  check {number}{of}: {} -- {reason}{more}",
+                paint(output, tone, verdict)
+            ))
+        }
+        Update::Promoted => one(format!(
+            "{}: the canary takes all traffic",
+            paint(output, Tone::Good, "promoted")
+        )),
+        Update::Failed {
+            state,
+            error,
+            cause,
+        } => one(format!(
+            "{} at {state}: {error}: {cause}",
+            paint(output, Tone::Bad, "failed")
+        )),
+        Update::Restored { weights } => {
+            one(format!("restored the baseline: {}", weights_text(weights)))
+        }
+        Update::Ended {
+            status,
+            error,
+            cause,
+        } => one(match (status.as_str(), error) {
+            ("SUCCEEDED", _) => format!("outcome: {}", paint(output, Tone::Good, "SUCCEEDED")),
+            (_, Some(error)) => format!(
+                "outcome: {} -- {error}: {}",
+                paint(output, Tone::Bad, status),
+                cause.as_deref().unwrap_or_default()
+            ),
+            _ => format!("outcome: {}", paint(output, Tone::Bad, status)),
+        }),
+    }
+}
+
+/// One update as a JSON line.
+pub fn json_line(update: &Update) -> String {
+    serde_json::to_string(update).unwrap_or_else(|e| format!(r#"{{"type":"error","error":"{e}"}}"#))
+}
+
+/// `⟳ baking · step 2/3 (50%) · next check in 8 s · listener … stable 50 / canary 50`
+pub fn status_line(status: &Status, now: f64, weights: Option<&[TargetWeights]>) -> String {
+    let mut parts = vec![status.phase.clone()];
+    if let Some(step) = status.step {
+        parts.push(format!(
+            "step {}/{} ({}%)",
+            step.number, step.count, step.weight
+        ));
+    }
+    if let Some(at) = status.next_check_at {
+        parts.push(format!("next check in {:.0} s", (at - now).max(0.0)));
+    }
+    if status.awaiting_approval {
+        parts.push("waiting for a person: cluster-canary approve|reject".to_owned());
+    }
+    if let Some(weights) = weights.filter(|w| !w.is_empty()) {
+        parts.push(weights_text(weights));
+    }
+    format!("… {}", parts.join(" · "))
+}
