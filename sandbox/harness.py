@@ -30,6 +30,8 @@ from .front_door import FrontDoor
 
 REPO = Path(__file__).resolve().parent.parent
 FUNCTIONS = ("shift-weights", "evaluate-alarms", "register-cluster", "cluster-created")
+# The operator CLI (`cargo build --workspace --bins` builds it with the functions).
+CLI = REPO / "target" / "debug" / "cluster-canary"
 STATE_MACHINE = "cluster-canary-rollout"
 CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "test",
@@ -156,6 +158,8 @@ class Sandbox:
                             "--env-file", env_file], "functions.log")
         wait_port(lambda_port, 600, watch, "cargo lambda watch")
         self.log(f"sandbox up: AWS at {self.endpoint}, Argo CD at {self.kube['server']} (logs in {self.run_dir})")
+        self.log("cluster-canary from another terminal: export " + " ".join(
+            f"{k}={v}" for k, v in {**self.cli_env(), "PATH": "$PWD/target/debug:$PATH"}.items()))
 
     def stop(self):
         for process in reversed(self.processes):
@@ -185,6 +189,27 @@ class Sandbox:
             aws_secret_access_key="test",
             config=Config(retries={"max_attempts": 2}, read_timeout=900),
         )
+
+    def cli_env(self):
+        """What the operator CLI needs to talk to the sandbox instead of AWS."""
+        return {
+            "AWS_ACCESS_KEY_ID": "test",
+            "AWS_SECRET_ACCESS_KEY": "test",
+            "AWS_REGION": world_mod.REGION,
+            "AWS_EC2_METADATA_DISABLED": "true",
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "CLUSTER_CANARY_STATE_MACHINE": self.state_machine,
+        }
+
+    def cli(self, *args, timeout=120):
+        """Runs `cluster-canary ARGS...` against the sandbox; the CompletedProcess."""
+        return subprocess.run([str(CLI), *args], cwd=REPO, env={**os.environ, **self.cli_env()},
+                              capture_output=True, text=True, timeout=timeout)
+
+    def cli_process(self, *args):
+        """Starts `cluster-canary ARGS...` against the sandbox; lines on its stdout."""
+        return subprocess.Popen([str(CLI), *args], cwd=REPO, env={**os.environ, **self.cli_env()},
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
 
     def invoke(self, function, payload):
         """Invokes a function as Lambda would be invoked (through the front door)."""

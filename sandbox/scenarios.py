@@ -6,6 +6,7 @@ import copy
 import json
 import os
 import ssl
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -33,6 +34,8 @@ class Report:
     largest_state_at: str = None
     metrics: list = field(default_factory=list)  # (name, dimensions, value) the functions emitted for the cluster
     events: list = field(default_factory=list)  # (detail-type, detail) of its EventBridge events
+    cli_exit: int = None  # the exit code of `cluster-canary watch` (the live view): 0 promoted, 1 otherwise
+    abort_exit: int = None  # the exit code of `cluster-canary abort`, in the `stopped` scenario
 
 
 def emitted_metrics(sandbox, cluster):
@@ -151,70 +154,6 @@ def read_secret(sandbox, arn):
     return None
 
 
-def target_label(key):
-    """A target key for people: `listener <id>` or the record name."""
-    if key.startswith("arn:"):
-        return f"listener {key.rsplit('/', 1)[-1]}"
-    return key.split(":")[2] if key.startswith("route53:") else key
-
-
-def short_reason(reason):
-    """A signal's reason in a few words: an alarm's name, state and since when, without
-    CloudWatch's full text."""
-    if reason.startswith(("alarm ", "composite alarm ")):
-        reason = reason.split(": ", 1)[0]
-    return reason if len(reason) <= 100 else reason[:99] + "…"
-
-
-def check_line(state, verbose=False):
-    """`check 2/3: fail -- alarm web-green-5xx is ALARM since … (+3 more signals)`; with
-    `verbose`, every reason the verdict carries."""
-    v = state["bake"]  # Evaluate leaves the verdict and the next check's number there
-    head = f"  check {v['check'] - 1}/{state['cursor']['step']['checks']}: {v['verdict']} -- "
-    if verbose:
-        return head + v["summary"]
-    counts = v.get("counts") or {}
-    signals = sum(counts.values())
-    more = f" (+{signals - 1} more signal{'s' if signals > 2 else ''})" if signals > 1 else ""
-    return head + short_reason(v["summary"].split("; ", 1)[0]) + more
-
-
-def describe(name, output, verbose=False):
-    """One line for people about a state that just ended, or None."""
-    state = json.loads(output or "{}")
-    if name.startswith("Notify") or name.endswith(("Outcome", "?")):
-        return None  # sending an event (printed when it arrives) or routing
-    if "failure" in state and name not in ("DescribeCheckFailure", "DescribeTaskFailure", "DescribeApprovalFailure",
-                                           "ApprovalTimeoutFails", "Restore"):
-        failure = state["failure"]
-        return f"{name} failed: {failure.get('Error')}: {failure.get('Cause')}"
-    if name == "PrepareTraffic":
-        steps = ", ".join(f"{s['weight']}%" for s in state["prepared"]["steps"])
-        baseline = ", ".join(
-            f"{target_label(w['target'])} stable {w['stable']} / canary {w['canary']}" for w in state["prepared"]["baseline"]
-        )
-        return f"prepared: steps {steps}; baseline {baseline}"
-    if name == "DescribeCluster":
-        return f"cluster {state['plan']['cluster']['name']} is {state['cluster']['status']}"
-    if name == "RegisterCluster":
-        r = state["registration"]
-        return f"registered in Argo CD: Secret argocd/{r['secretName']} ({r['outcome']})"
-    if name == "AppsStatus":
-        apps = state["apps"]
-        reason = apps["reason"].removeprefix("not ready: ")
-        return f"Argo CD apps {'ready' if apps['ready'] else 'not ready'}: {reason}"
-    if name == "TargetHealth":
-        health = state["targetHealth"]
-        return f"canary targets {'healthy' if health['ready'] else 'not healthy yet'}: {short_reason(health['reason'])}"
-    if name == "Evaluate":
-        return check_line(state, verbose)
-    if name == "Restore":
-        return "restored the baseline: " + ", ".join(
-            f"stable {w['stable']} / canary {w['canary']}" for w in state["restored"]["weights"]
-        )
-    return None
-
-
 TERMINAL_EVENTS = {"ExecutionSucceeded", "ExecutionFailed", "ExecutionAborted", "ExecutionTimedOut"}
 
 
@@ -235,32 +174,16 @@ def state_sizes(event):
             yield details.get("name", event["type"]), len(details[field].encode())
 
 
-def approve_command(sandbox, execution_arn, reject=None):
-    """The command a person runs to approve (or reject) the step the execution waits on."""
-    command = f".venv/bin/python -m sandbox.approve --endpoint {sandbox.endpoint} {execution_arn}"
-    return command + (f" --reject {json.dumps(reject)}" if reject else "")
-
-
-def describe_event(sandbox, detail_type, detail):
-    """Lines for people about one of cluster-canary's EventBridge events."""
-    if detail_type == "Approval Requested":
-        step = detail["step"]
-        weights = ", ".join(f"{target_label(w['target'])} stable {w['stable']} / canary {w['canary']}"
-                            for w in detail["weights"])
-        return [
-            f"approval requested before step {step['number']}/{step['count']} ({step['weight']}%); now: {weights}; "
-            f"the checks go on meanwhile; no answer in {detail['timeoutSeconds']} s: {detail['onTimeout']}",
-            f"  approve: {approve_command(sandbox, detail['executionArn'])}",
-            f"  reject:  {approve_command(sandbox, detail['executionArn'], 'why')}",
-        ]
-    line = f"event {detail_type}"
+def describe_event(detail_type, detail):
+    """A few words about one of cluster-canary's EventBridge events, as a subscriber received it."""
+    line = detail_type
     if "step" in detail:
-        line += f": step {detail['step']['number']}/{detail['step']['count']} ({detail['step']['weight']}%)"
+        line += f" {detail['step']['weight']}%"
     if "error" in detail:
         line += f": {detail['error']}" + (f" ({detail['end']})" if "end" in detail else "")
     if detail.get("oldCluster"):
         line += f": old cluster {detail['oldCluster']['name']}"
-    return [line]
+    return line
 
 
 def read_events(sandbox, execution_arn):
@@ -279,79 +202,103 @@ def read_events(sandbox, execution_arn):
                 found.append((event["detail-type"], event["detail"]))
 
 
+def cli_in_background(sandbox, out, *args):
+    """Runs `cluster-canary ARGS...` while the scenario goes on, its lines passed to `out` as
+    they come. Returns the process and the thread that reads it."""
+    process = sandbox.cli_process(*args)
+
+    def forward():
+        for line in process.stdout:
+            out(line.rstrip("\n"))
+
+    reader = threading.Thread(target=forward, daemon=True)
+    reader.start()
+    return process, reader
+
+
 def watch(sandbox, execution_arn, on_event=None, out=print, timeout=300, verbose=False, on_notification=None):
-    """Follows an execution to its end, printing it; `on_event(name, state)` is called as
-    states end, and `on_notification(detail_type, detail)` for its EventBridge events, to drive
-    a scenario. When it ends the way the SAM template's SafetyNet rule matches, delivers that
-    rule's event to shift-weights, as EventBridge would. Returns the Report."""
+    """Follows an execution to its end. The live view is the operator CLI's (`cluster-canary
+    watch`, its lines passed to `out`); this only records what the tests check and drives a
+    scenario: `on_event(name, state)` is called as states end, `on_notification(detail_type,
+    detail)` for its EventBridge events. When the execution ends the way the SAM template's
+    SafetyNet rule matches, delivers that rule's event to shift-weights, as EventBridge would.
+    Returns the Report."""
     sfn = sandbox.client("stepfunctions")
+    viewer, reader = cli_in_background(sandbox, out, "watch", execution_arn, *(["--verbose"] if verbose else []))
     seen, states, max_canary, notifications = 0, [], 0, []
     largest = (0, None)
     deadline = time.monotonic() + timeout
-    while True:
-        # Status first, history second, so the last history read comes after the final status.
-        execution = sfn.describe_execution(executionArn=execution_arn)
-        events, token = [], None
+    try:
         while True:
-            page = sfn.get_execution_history(executionArn=execution_arn, maxResults=1000, **({"nextToken": token} if token else {}))
-            events += page["events"]
-            token = page.get("nextToken")
-            if not token:
+            # Status first, history second, so the last history read comes after the final status.
+            execution = sfn.describe_execution(executionArn=execution_arn)
+            events, token = [], None
+            while True:
+                page = sfn.get_execution_history(executionArn=execution_arn, maxResults=1000,
+                                                 **({"nextToken": token} if token else {}))
+                events += page["events"]
+                token = page.get("nextToken")
+                if not token:
+                    break
+            for event in events[seen:]:
+                for where, size in state_sizes(event):
+                    largest = max(largest, (size, where))
+                if "stateEnteredEventDetails" in event:
+                    states.append(event["stateEnteredEventDetails"]["name"])
+                details = event.get("stateExitedEventDetails")
+                if details:
+                    name = details["name"]
+                    if name == "SetWeights":
+                        weights = read_weights(sandbox)
+                        max_canary = max(max_canary, *(g * 100 // max(b + g, 1) for b, g in weights.values()))
+                    if on_event:
+                        on_event(name, json.loads(details.get("output") or "{}"))
+            seen = len(events)
+            for detail_type, detail in read_events(sandbox, execution_arn):
+                notifications.append((detail_type, detail))
+                if on_notification:
+                    on_notification(detail_type, detail)
+            ended = any(e["type"] in TERMINAL_EVENTS for e in events)
+            if execution["status"] != "RUNNING" and (ended or time.monotonic() > settle_deadline(execution)):
                 break
-        for event in events[seen:]:
-            for where, size in state_sizes(event):
-                largest = max(largest, (size, where))
-            if "stateEnteredEventDetails" in event:
-                states.append(event["stateEnteredEventDetails"]["name"])
-            details = event.get("stateExitedEventDetails")
-            if details:
-                name = details["name"]
-                line = describe(name, details.get("output"), verbose)
-                if name == "SetWeights":
-                    weights = read_weights(sandbox)
-                    step = json.loads(details["output"])["cursor"]
-                    max_canary = max(max_canary, *(g * 100 // max(b + g, 1) for b, g in weights.values()))
-                    line = f"step {step['number']}/{step['count']}: {step['step']['weight']}% to green -- read back: {format_weights(weights)}"
-                if line:
-                    out(line)
-                if on_event:
-                    on_event(name, json.loads(details.get("output") or "{}"))
-        seen = len(events)
-        for detail_type, detail in read_events(sandbox, execution_arn):
-            notifications.append((detail_type, detail))
-            for line in describe_event(sandbox, detail_type, detail):
-                out(line)
-            if on_notification:
-                on_notification(detail_type, detail)
-        ended = any(e["type"] in TERMINAL_EVENTS for e in events)
-        if execution["status"] != "RUNNING" and (ended or time.monotonic() > settle_deadline(execution)):
-            plan = json.loads(execution.get("input") or "{}")
-            cluster = plan.get("cluster", {}) if isinstance(plan, dict) else {}
-            report = Report(
-                execution_arn=execution_arn,
-                status=execution["status"],
-                error=execution.get("error"),
-                cause=execution.get("cause"),
-                states=states,
-                max_canary=max_canary,
-                largest_state=largest[0],
-                largest_state_at=largest[1],
-                secret=read_secret(sandbox, cluster_arn(cluster.get("name"), cluster.get("region")))
-                if cluster.get("name") else None,
-                events=notifications,
-            )
-            out(f"outcome: {report.status}" + (f" -- {report.error}: {report.cause}" if report.error else ""))
-            report.safety_net = play_safety_net(sandbox, execution_arn, report.status)
-            if report.safety_net:
-                out(f"safety net: {report.safety_net['reason']}")
-            report.weights = read_weights(sandbox)
-            out(f"final weights: {format_weights(report.weights)}")
-            if cluster.get("name"):
-                report.metrics = emitted_metrics(sandbox, f"{cluster.get('region')}/{cluster['name']}")
-            return report
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"execution {execution_arn} still running after {timeout} s")
-        time.sleep(0.5)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"execution {execution_arn} still running after {timeout} s")
+            time.sleep(0.5)
+        # The live view ends with the execution; its last lines come before the safety net's.
+        cli_exit = viewer.wait(timeout=60)
+        reader.join(timeout=10)
+    finally:
+        if viewer.poll() is None:
+            viewer.kill()
+            viewer.wait()
+    plan = json.loads(execution.get("input") or "{}")
+    cluster = plan.get("cluster", {}) if isinstance(plan, dict) else {}
+    report = Report(
+        execution_arn=execution_arn,
+        status=execution["status"],
+        error=execution.get("error"),
+        cause=execution.get("cause"),
+        states=states,
+        max_canary=max_canary,
+        largest_state=largest[0],
+        largest_state_at=largest[1],
+        secret=read_secret(sandbox, cluster_arn(cluster.get("name"), cluster.get("region")))
+        if cluster.get("name") else None,
+        events=notifications,
+        cli_exit=cli_exit,
+    )
+    if notifications:
+        # After the live view, not amid it: the queue is read on another clock than the history.
+        out("EventBridge events received (rule -> SQS queue): "
+            + "; ".join(describe_event(t, d) for t, d in notifications))
+    report.safety_net = play_safety_net(sandbox, execution_arn, report.status)
+    if report.safety_net:
+        out(f"safety net (EventBridge rule SafetyNet delivered): {report.safety_net['reason']}")
+    report.weights = read_weights(sandbox)
+    out(f"final weights: {format_weights(report.weights)}")
+    if cluster.get("name"):
+        report.metrics = emitted_metrics(sandbox, f"{cluster.get('region')}/{cluster['name']}")
+    return report
 
 
 def play_safety_net(sandbox, execution_arn, status):
@@ -389,13 +336,14 @@ def run_on(sandbox, scenario, out=print, verbose=False):
         plan["approval"] = {"beforeSteps": [100], "timeoutSeconds": APPROVAL_TIMEOUT_SECONDS}
         execution_arn = start_manual(sandbox, plan, "green-approval")
         out(f"started a rollout that waits for a person before 100%: {execution_arn}")
+        out("answer it from another terminal with the `export` line above, then the command printed below")
         return watch(sandbox, execution_arn, out=out, verbose=verbose, timeout=APPROVAL_TIMEOUT_SECONDS + 300)
     error, result = sandbox.invoke("cluster-created", create_cluster_event(sandbox))
     if error:
         raise RuntimeError(f"cluster-created failed: {result}")
     out(f"cluster-created: {result['action']} {result['executionArn']}")
     execution_arn = result["executionArn"]
-    sfn = sandbox.client("stepfunctions")
+    aborting = []
 
     def on_event(name, state):
         at_half = name == "SetWeights" and state["cursor"]["step"]["weight"] == 50
@@ -406,7 +354,12 @@ def run_on(sandbox, scenario, out=print, verbose=False):
                 StateReason="Threshold Crossed: 1 datapoint [42.0] was greater than the threshold (10.0).",
             )
         if scenario == "stopped" and at_half:
-            out(">>> an operator stops the execution")
-            sfn.stop_execution(executionArn=execution_arn, cause="stopped by hand in the sandbox")
+            out(">>> an operator runs: cluster-canary abort")
+            aborting.append(cli_in_background(sandbox, out, "abort", execution_arn, "--reason", "stopped by hand in the sandbox"))
 
-    return watch(sandbox, execution_arn, on_event, out, verbose=verbose)
+    report = watch(sandbox, execution_arn, on_event, out, verbose=verbose)
+    for process, reader in aborting:
+        # `abort` returns once the safety net (played by `watch` above) restored the baseline.
+        report.abort_exit = process.wait(timeout=120)
+        reader.join(timeout=10)
+    return report

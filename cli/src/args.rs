@@ -81,6 +81,9 @@ pub enum Command {
         /// Go on watching it (exit code 0 only when promoted).
         #[arg(long)]
         watch: bool,
+        /// With --watch: every reason a check's verdict carries.
+        #[arg(long, requires = "watch")]
+        verbose: bool,
         #[command(flatten)]
         state_machine: StateMachineArgs,
     },
@@ -90,6 +93,9 @@ pub enum Command {
     Watch {
         /// Execution ARN or name (default: the one running rollout).
         execution: Option<String>,
+        /// Every reason a check's verdict carries, not one short reason per check.
+        #[arg(long)]
+        verbose: bool,
         #[command(flatten)]
         state_machine: StateMachineArgs,
     },

@@ -69,8 +69,10 @@ pub async fn run(cli: Cli) -> Result<bool, CliError> {
             file,
             name,
             watch,
+            verbose,
             state_machine,
         } => {
+            printer.verbose = verbose;
             let arn = rollout_commands::start(
                 config,
                 &file,
@@ -87,8 +89,10 @@ pub async fn run(cli: Cli) -> Result<bool, CliError> {
         }
         Command::Watch {
             execution,
+            verbose,
             state_machine,
         } => {
+            printer.verbose = verbose;
             let arn = locate::execution(config, execution.as_deref(), &state_machine).await?;
             rollout_commands::watch(config, &arn, &mut printer).await
         }

@@ -10,6 +10,8 @@ use crate::view::{json_line, lines, Output};
 
 pub struct Printer {
     pub output: Output,
+    /// Every reason of a check's verdict, not one short one.
+    pub verbose: bool,
     /// A status line is on screen and must be cleared before the next line.
     status_shown: bool,
 }
@@ -18,6 +20,7 @@ impl Printer {
     pub fn new(output: Output) -> Self {
         Printer {
             output,
+            verbose: false,
             status_shown: false,
         }
     }
@@ -59,7 +62,7 @@ impl Printer {
         match self.output {
             Output::Json => self.write(&json_line(update)),
             output => {
-                for line in lines(update, output) {
+                for line in lines(update, output, self.verbose) {
                     self.write(&line);
                 }
             }

@@ -69,6 +69,8 @@ pub enum Update {
         reason: String,
         /// How many more signals the verdict weighed.
         more_signals: u64,
+        /// Every reason the verdict carries (bounded by evaluate-alarms).
+        summary: String,
     },
     Promoted,
     /// A state failed; `state` is where, `error` its name.
@@ -204,10 +206,11 @@ impl Tracker {
                     step: self.status.step,
                     ..Status::default()
                 };
+                let given = |text: &Option<String>| text.clone().filter(|t| !t.is_empty());
                 Some(Update::Ended {
                     status: status.clone(),
-                    error: error.clone(),
-                    cause: cause.clone(),
+                    error: given(error),
+                    cause: given(cause),
                 })
             }
             _ => None,
@@ -315,6 +318,7 @@ impl Tracker {
                     verdict: text(&bake["verdict"]),
                     reason: short_reason(summary.split("; ").next().unwrap_or_default()),
                     more_signals: signals.saturating_sub(1),
+                    summary,
                 })
             }
             "VerifyPromotion" => Some(Update::Promoted),

@@ -137,10 +137,11 @@ pub async fn watch(
             .is_some_and(|stopped| now() - stopped > 5.0);
         if !execution.running() && (ended || settled) {
             if !ended {
+                let given = |text: &Option<String>| text.clone().filter(|t| !t.is_empty());
                 printer.update(&Update::Ended {
                     status: execution.status.clone(),
-                    error: execution.error.clone(),
-                    cause: execution.cause.clone(),
+                    error: given(&execution.error),
+                    cause: given(&execution.cause),
                 });
             }
             if let Some(plan) = &plan {

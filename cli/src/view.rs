@@ -70,8 +70,8 @@ pub fn weights_text(weights: &[TargetWeights]) -> String {
         .join(", ")
 }
 
-/// The lines that say `update` (none for JSON: see [`json_line`]).
-pub fn lines(update: &Update, output: Output) -> Vec<String> {
+/// The lines that say `update` (for JSON see [`json_line`]); `verbose`: a check's every reason.
+pub fn lines(update: &Update, output: Output, verbose: bool) -> Vec<String> {
     let one = |line: String| vec![line];
     match update {
         Update::Started {
@@ -167,24 +167,30 @@ pub fn lines(update: &Update, output: Output) -> Vec<String> {
             verdict,
             reason,
             more_signals,
+            summary,
         } => {
             let tone = match verdict.as_str() {
                 "pass" => Tone::Good,
                 "fail" => Tone::Bad,
                 _ => Tone::Waiting,
             };
-            let more = match more_signals {
-                0 => String::new(),
-                1 => " (+1 more signal)".to_owned(),
-                n => format!(" (+{n} more signals)"),
-            };
+            // A check while an approval waits has no count of checks (0).
             let of = if *of == 0 {
                 String::new()
             } else {
                 format!("/{of}")
             };
+            let why = if verbose {
+                summary.clone()
+            } else {
+                match more_signals {
+                    0 => reason.clone(),
+                    1 => format!("{reason} (+1 more signal)"),
+                    n => format!("{reason} (+{n} more signals)"),
+                }
+            };
             one(format!(
-                "  check {number}{of}: {} -- {reason}{more}",
+                "  check {number}{of}: {} -- {why}",
                 paint(output, tone, verdict)
             ))
         }
@@ -209,6 +215,12 @@ pub fn lines(update: &Update, output: Output) -> Vec<String> {
             cause,
         } => one(match (status.as_str(), error) {
             ("SUCCEEDED", _) => format!("outcome: {}", paint(output, Tone::Good, "SUCCEEDED")),
+            // No Catch runs when an execution is stopped or times out: the safety net acts.
+            ("ABORTED" | "TIMED_OUT", _) => format!(
+                "outcome: {}{} -- the safety net restores the baseline (`cluster-canary abort` waits for it)",
+                paint(output, Tone::Bad, status),
+                cause.as_deref().map(|c| format!(" ({c})")).unwrap_or_default()
+            ),
             (_, Some(error)) => format!(
                 "outcome: {} -- {error}: {}",
                 paint(output, Tone::Bad, status),

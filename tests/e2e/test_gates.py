@@ -5,6 +5,7 @@ functions/shift-weights/tests/decisions.rs.
 """
 import base64
 import json
+import os
 import shlex
 import ssl
 import subprocess
@@ -13,7 +14,7 @@ import urllib.request
 
 from helpers import BASELINE, PROMOTED, captured, event_types
 from sandbox import scenarios
-from sandbox.harness import REPO, Sandbox
+from sandbox.harness import CLI, REPO, Sandbox
 
 
 def gated_plan(sandbox, **gate):
@@ -82,41 +83,63 @@ def approval_plan(sandbox, **approval):
     return plan
 
 
-def run_command(command):
+def sandbox_env(export_line):
+    """The environment a person sets from the sandbox's `export ...` line."""
+    env = dict(os.environ)
+    for item in shlex.split(export_line.split(": export ", 1)[1]):
+        key, value = item.split("=", 1)
+        env[key] = value.replace("$PWD", str(REPO)).replace("$PATH", os.environ["PATH"])
+    return env
+
+
+def run_command(env, command):
     """Runs a command the live view printed, as a person would in another terminal."""
-    return subprocess.run(shlex.split(command), cwd=REPO, capture_output=True, text=True, timeout=60)
+    return subprocess.run(shlex.split(command), cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
 
 
-def run_printed(command):
-    done = run_command(command)
+def run_printed(env, command):
+    done = run_command(env, command)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
 
+def cli_env(sandbox):
+    return {**os.environ, **sandbox.cli_env(), "PATH": f"{CLI.parent}:{os.environ['PATH']}"}
+
+
 def answer_with(sandbox, reject=None, answers=None):
-    """An on_notification hook: answers the approval request with the printed command."""
+    """An on_notification hook: answers the approval request with `cluster-canary`."""
     def on_notification(detail_type, detail):
         if detail_type == "Approval Requested":
-            answer = run_printed(scenarios.approve_command(sandbox, detail["executionArn"], reject))
+            arn = detail["executionArn"]
+            command = f"cluster-canary reject {arn} --reason {shlex.quote(reject)}" if reject else f"cluster-canary approve {arn}"
+            answer = run_printed(cli_env(sandbox), command)
             if answers is not None:
                 answers.append(answer)
     return on_notification
 
 
-def test_approving_needs_an_execution_arn():
-    from sandbox.approve import main
-    assert main(["green-approval"]) == 2
+def test_approving_an_execution_that_does_not_exist_says_so():
+    with Sandbox(log=captured) as sandbox:
+        done = sandbox.cli("approve", "green-approval")
+        assert done.returncode == 1
+        assert "ExecutionDoesNotExist" in done.stderr, done.stderr
+        done = sandbox.cli("approve")
+        assert (done.returncode, done.stderr.strip()) == (
+            1, f"error: no rollout is running on {sandbox.state_machine}; name one (see `cluster-canary list`)")
 
 
 def test_the_approval_scenario_waits_before_100_and_goes_on_when_approved():
     """`scripts/sandbox.sh --scenario approval`, answered with the command it prints."""
-    lines = []
+    lines, env = [], {}
 
     def out(line):
         captured(line)
         lines.append(line)
+        if line.startswith("cluster-canary from another terminal: export "):
+            env.update(sandbox_env(line))
         if line.startswith("  approve: "):
-            run_printed(line.removeprefix("  approve: "))
+            run_printed(env, line.removeprefix("  approve: "))
 
     report = scenarios.run("approval", out=out)
     assert report.status == "SUCCEEDED", report.cause
@@ -127,6 +150,8 @@ def test_the_approval_scenario_waits_before_100_and_goes_on_when_approved():
     assert [(w["stable"], w["canary"]) for w in requested[0]["weights"]] == [(50, 50), (50, 50)]
     assert "taskToken" not in json.dumps(report.events)
     assert not any("taskToken" in line or "task-token" in line for line in lines), "the token is never printed"
+    assert any(line.startswith("approved") for line in lines), "the live view says it was approved"
+    assert report.cli_exit == 0
     assert report.states.index("AwaitApproval") < report.states.index("SetWeights", report.states.index("AwaitApproval"))
     assert report.weights == PROMOTED
     assert event_types(report) == ["Rollout Started", "Traffic Shifted", "Traffic Shifted", "Approval Requested",
@@ -145,9 +170,10 @@ def test_a_rejected_step_restores_the_baseline_with_the_reason():
         assert report.max_canary == 50, "step 100 was never set"
         assert report.weights == BASELINE
         # Answering an execution that no longer waits says so and changes nothing.
-        again = run_command(scenarios.approve_command(sandbox, report.execution_arn))
+        again = sandbox.cli("approve", report.execution_arn)
         assert again.returncode == 1
-        assert again.stderr.strip() == f"execution {report.execution_arn} is not waiting for an approval"
+        assert again.stderr.strip() == f"error: {report.execution_arn} is FAILED: nothing waits for an approval"
+        assert report.cli_exit == 1
 
 
 def test_an_unanswered_approval_times_out_into_a_rollback_or_goes_on_if_the_plan_says_so():
