@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use aws_config::SdkConfig;
-use canary_aws::{EksApi, SdkCloudWatch, SdkEks};
+use canary_aws::{AwsErrorKind, EksApi, SdkCloudWatch, SdkEks};
 use canary_core::plan::{ResolvedStep, ValidPlan};
 use canary_core::{NamedError, RolloutPlan, WeightPair};
 use serde_json::{json, Value};
@@ -97,6 +97,19 @@ pub fn validate(files: &[std::path::PathBuf], printer: &mut Printer) -> bool {
     all_valid
 }
 
+/// A check that would stop the rollout: `✗ check: ErrorName: message`.
+fn refuse(printer: &mut Printer, ok: &mut bool, check: &str, error: &str, message: String) {
+    *ok = false;
+    printer.say(
+        &format!("✗ {check}: {error}: {message}"),
+        json!({"check": check, "ok": false, "error": error, "message": message}),
+    );
+}
+
+fn refuse_with(printer: &mut Printer, ok: &mut bool, check: &str, error: &dyn NamedError) {
+    refuse(printer, ok, check, error.name().as_str(), error.to_string());
+}
+
 /// `plan check`: true when nothing stands in the way of the rollout.
 pub async fn check(
     config: &SdkConfig,
@@ -111,13 +124,6 @@ pub async fn check(
         json!({"check": "plan", "ok": true}),
     );
     let mut ok = true;
-    let mut problem = |printer: &mut Printer, check: &str, error: &dyn NamedError| {
-        ok = false;
-        printer.say(
-            &format!("✗ {check}: {}: {error}", error.name().as_str()),
-            json!({"check": check, "ok": false, "error": error.name().as_str(), "message": error.to_string()}),
-        );
-    };
 
     let cloudwatch = SdkCloudWatch::new(config);
     match evaluate_alarms::validate(&cloudwatch, raw.clone()).await
@@ -137,7 +143,7 @@ pub async fn check(
             ),
             json!({"check": "analysis", "ok": true, "alarms": found.alarms, "metricQueries": found.metric_queries}),
         ),
-        Err(error) => problem(printer, "analysis", &error),
+        Err(error) => refuse_with(printer, &mut ok, "analysis", &error),
     }
 
     let traffic = Traffic::new(config);
@@ -171,7 +177,7 @@ pub async fn check(
                 baselines.push((check.report.target.clone(), check.baseline));
             }
         }
-        Err(error) => problem(printer, "targets", &error),
+        Err(error) => refuse_with(printer, &mut ok, "targets", &error),
     }
 
     match locate::state_machine(config, machine).await {
@@ -182,7 +188,7 @@ pub async fn check(
                     &format!("✓ no other rollout shifts these targets ({arn})"),
                     json!({"check": "concurrentRollouts", "ok": true, "stateMachineArn": arn}),
                 ),
-                Err(error) => problem(printer, "concurrent rollouts", &error),
+                Err(error) => refuse_with(printer, &mut ok, "concurrent rollouts", &error),
             }
         }
         Err(error) => printer.say(
@@ -191,22 +197,34 @@ pub async fn check(
         ),
     }
 
+    // As the state machine's DescribeCluster judges it: missing, FAILED or DELETING ends the
+    // rollout before traffic; anything but ACTIVE is waited for (40 looks, 30 s apart).
     let eks = SdkEks::new(config);
-    match eks
-        .describe_cluster(Some(&plan.cluster.region), &plan.cluster.name)
-        .await
-    {
-        Ok(cluster) => printer.say(
-            &format!("✓ cluster {} is {}", cluster.name, cluster.status),
-            json!({"check": "cluster", "ok": true, "status": cluster.status}),
+    let cluster = &plan.cluster;
+    match eks.describe_cluster(Some(&cluster.region), &cluster.name).await {
+        Ok(found) if found.status == "ACTIVE" => printer.say(
+            &format!("✓ cluster {} ({}) is ACTIVE", found.name, cluster.region),
+            json!({"check": "cluster", "ok": true, "status": found.status}),
         ),
-        Err(error) => printer.say(
+        Ok(found) if matches!(found.status.as_str(), "FAILED" | "DELETING") => refuse(printer, &mut ok, "cluster",
+            "ClusterFailed",
+            format!("cluster {} ({}) is {}", found.name, cluster.region, found.status),
+        ),
+        Ok(found) => printer.say(
             &format!(
-                "? cluster {}: {error} (the rollout waits for it to be ACTIVE)",
-                plan.cluster.name
+                "? cluster {} ({}) is {}: the rollout waits up to 20 minutes for it to be ACTIVE",
+                found.name, cluster.region, found.status
             ),
-            json!({"check": "cluster", "ok": null, "message": error.to_string()}),
+            json!({"check": "cluster", "ok": null, "status": found.status}),
         ),
+        Err(error) if error.kind == AwsErrorKind::NotFound => refuse(printer, &mut ok, "cluster",
+            "ClusterNotFound",
+            format!(
+                "there is no EKS cluster {} in {}: create it first (the rollout would end FailedBeforeTraffic)",
+                cluster.name, cluster.region
+            ),
+        ),
+        Err(error) => refuse(printer, &mut ok, "cluster", error.error_name().as_str(), error.to_string()),
     }
 
     if plan.target_health.is_some() {
@@ -219,7 +237,7 @@ pub async fn check(
                 ),
                 json!({"check": "targetHealth", "ok": health.ready, "reason": health.reason}),
             ),
-            Err(error) => problem(printer, "target health", &error),
+            Err(error) => refuse_with(printer, &mut ok, "target health", &error),
         }
     }
 
