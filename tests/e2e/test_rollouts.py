@@ -35,6 +35,7 @@ def secret_is_registered(report, region="us-east-1"):
 def test_happy_rollout_promotes_green():
     report = scenarios.run("happy", out=captured)
     assert report.status == "SUCCEEDED", report
+    assert report.cli_exit == 0, "`cluster-canary watch` exits 0 when promoted"
     assert report.weights == PROMOTED
     for state in ("ValidateAnalysis", "PrepareTraffic", "DescribeCluster", "RegisterCluster", "AppsStatus",
                   "SetWeights", "Evaluate", "Promoted"):
@@ -57,6 +58,7 @@ def test_an_alarm_at_50_percent_rolls_everything_back():
     report = scenarios.run("rollback", out=captured)
     assert report.status == "FAILED"
     assert report.error == "CheckFailed"
+    assert report.cli_exit == 1, "`cluster-canary watch` exits 1 when not promoted"
     assert report.cause.startswith("Canary check failed at step 2 of 3 (50% of traffic on the new cluster); traffic restored to the baseline.")
     assert "alarm web-green-5xx is ALARM since" in report.cause
     assert report.states[-5:] == ["Restore", "RolledBackBy?", "NotifyCheckFailed", "NotifyRolledBack", "RolledBack"]
@@ -92,6 +94,7 @@ def test_unhealthy_apps_never_move_traffic():
 def test_a_stopped_rollout_is_restored_by_the_safety_net():
     report = scenarios.run("stopped", out=captured)
     assert report.status == "ABORTED"
+    assert report.abort_exit == 0, "`cluster-canary abort` returned once the baseline was back"
     assert "Restore" not in report.states, "StopExecution skips the state machine's own rollback"
     assert report.safety_net["restored"] is True
     assert report.safety_net["reason"].startswith("the execution ended ABORTED at ")

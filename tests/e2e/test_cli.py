@@ -1,0 +1,90 @@
+"""End to end: the operator CLI (`cluster-canary`) on the sandbox, as a person runs it against
+a deployed stack. The live view of every other end-to-end test is `cluster-canary watch` too
+(sandbox.scenarios.watch); `stopped` aborts with `cluster-canary abort`, test_gates.py approves
+and rejects with it."""
+import json
+import time
+
+from helpers import BASELINE, PROMOTED, captured
+from sandbox import scenarios
+from sandbox.harness import Sandbox
+
+
+def plan_file(sandbox, tmp_path, **changes):
+    scenarios.create_green(sandbox)
+    plan = {**scenarios.manual_plan(sandbox), **changes}
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    return str(path)
+
+
+def test_start_watch_promotes_and_a_finished_rollout_replays(tmp_path):
+    with Sandbox(log=captured) as sandbox:
+        plan = plan_file(sandbox, tmp_path)
+        check = sandbox.cli("plan", "check", plan)
+        captured(check.stdout)
+        assert check.returncode == 0, check.stdout + check.stderr
+        assert "✓ no other rollout shifts these targets" in check.stdout
+
+        done = sandbox.cli("start", plan, "--name", "by-hand", "--watch", timeout=300)
+        captured(done.stdout)
+        assert done.returncode == 0, done.stdout + done.stderr
+        lines = done.stdout.splitlines()
+        arn = lines[0].removeprefix("started: ")
+        assert arn.endswith(":execution:cluster-canary-rollout:by-hand")
+        steps = [line for line in lines if line.startswith("step ")]
+        assert [s.split(":")[0] for s in steps] == ["step 1/3", "step 2/3", "step 3/3"]
+        assert steps[-1].endswith("-- read back: listener " + sandbox.world.listener.rsplit("/", 1)[-1]
+                                  + " stable 0 / canary 100, app.example.com. stable 0 / canary 100")
+        assert sum(line.startswith("  check ") for line in lines) == 9
+        assert "outcome: SUCCEEDED" in lines
+        assert scenarios.read_weights(sandbox) == PROMOTED
+
+        # Replayed: the same story, with the weights each step set (not today's).
+        replay = sandbox.cli("watch", arn)
+        assert replay.returncode == 0, replay.stderr
+        assert [line for line in replay.stdout.splitlines() if line.startswith("step 1/3")] == [
+            "step 1/3: 10% to the canary -- set: listener " + sandbox.world.listener.rsplit("/", 1)[-1]
+            + " stable 90 / canary 10, app.example.com. stable 90 / canary 10"]
+        as_json = sandbox.cli("watch", arn, "--output", "json")
+        updates = [json.loads(line) for line in as_json.stdout.splitlines()]
+        assert [u["type"] for u in updates][-3:] == ["promoted", "ended", "weightsNow"]
+        assert sum(u["type"] == "check" for u in updates) == 9
+
+        listed = sandbox.cli("list")
+        assert listed.returncode == 0, listed.stderr
+        row = next(line for line in listed.stdout.splitlines() if line.startswith("by-hand"))
+        assert row.split()[1:4] == ["us-east-1/green", "SUCCEEDED", "-"] and "promoted" in row
+
+        # A second start with the same name is AWS's refusal, said plainly.
+        again = sandbox.cli("start", plan, "--name", "by-hand")
+        assert again.returncode == 1
+        assert "ExecutionAlreadyExists" in again.stderr, again.stderr
+
+
+def test_abort_says_how_to_restore_by_hand_when_the_safety_net_does_not_act(tmp_path):
+    """moto delivers no EventBridge event to Lambda: until the sandbox plays the SafetyNet rule,
+    nothing restores an aborted execution, as when the rule is disabled in an account."""
+    with Sandbox(log=captured) as sandbox:
+        plan = plan_file(sandbox, tmp_path)
+        started = sandbox.cli("start", plan, "--name", "abort-me")
+        assert started.returncode == 0, started.stderr
+        arn = started.stdout.strip().removeprefix("started: ")
+        deadline = time.monotonic() + 120
+        while scenarios.read_weights(sandbox) == BASELINE:
+            assert time.monotonic() < deadline, "the first step never came"
+            time.sleep(0.5)
+
+        aborted = sandbox.cli("abort", "--timeout", "4")  # the one running rollout
+        captured(aborted.stdout + aborted.stderr)
+        assert aborted.returncode == 1
+        assert aborted.stdout.startswith(f"stopped {arn}")
+        assert "the baseline is not back after 4 s" in aborted.stderr
+        assert f'"operation": "safetyNet", "executionArn": "{arn}"' in aborted.stderr, "the manual restore"
+
+        scenarios.play_safety_net(sandbox, arn, "ABORTED")
+        again = sandbox.cli("abort", arn)
+        assert again.returncode == 0, again.stderr
+        assert again.stdout.splitlines()[0] == f"{arn} already ended ABORTED; checking the safety net restored the baseline"
+        assert again.stdout.splitlines()[-1].startswith("baseline restored: listener ")
+        assert scenarios.read_weights(sandbox) == BASELINE
