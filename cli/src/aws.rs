@@ -4,12 +4,13 @@
 use aws_config::SdkConfig;
 use aws_sdk_cloudformation as cloudformation;
 use aws_sdk_sfn as sfn;
-use aws_sdk_sfn::types::{ExecutionStatus, HistoryEventType};
+use aws_sdk_sfn::types::ExecutionStatus;
 use aws_smithy_types::DateTime;
+use canary_aws::executions::{history_events, HistoryEvent};
 use canary_aws::AwsError;
 
 use crate::error::CliError;
-use crate::history::{EventKind, HistoryEvent, TaskToken};
+use crate::history::TaskToken;
 
 /// An execution as `DescribeExecution` reports it.
 #[derive(Debug, Clone)]
@@ -74,20 +75,7 @@ impl StepFunctions {
 
     /// The whole history, oldest first.
     pub async fn history(&self, execution_arn: &str) -> Result<Vec<HistoryEvent>, CliError> {
-        let mut events = Vec::new();
-        let mut pages = self
-            .client
-            .get_execution_history()
-            .execution_arn(execution_arn)
-            .max_results(1000)
-            .into_paginator()
-            .send();
-        while let Some(page) = pages.next().await {
-            let page =
-                page.map_err(|e| CliError::Aws(AwsError::from_sdk("GetExecutionHistory", e)))?;
-            events.extend(page.events().iter().map(model_event));
-        }
-        Ok(events)
+        Ok(history_events(&self.client, execution_arn).await?)
     }
 
     /// The most recent executions of a state machine, newest first, at most `limit`;
@@ -173,108 +161,6 @@ impl StepFunctions {
             .await
             .map_err(|e| CliError::Aws(AwsError::from_sdk("SendTaskFailure", e)))?;
         Ok(())
-    }
-}
-
-fn model_event(event: &sfn::types::HistoryEvent) -> HistoryEvent {
-    use HistoryEventType as T;
-    let kind = match event.r#type() {
-        T::ExecutionStarted => EventKind::ExecutionStarted {
-            input: event
-                .execution_started_event_details()
-                .and_then(|d| d.input())
-                .map(str::to_owned),
-        },
-        _ if event.state_entered_event_details().is_some() => {
-            let details = event.state_entered_event_details();
-            EventKind::StateEntered {
-                name: details.map(|d| d.name().to_owned()).unwrap_or_default(),
-                input: details.and_then(|d| d.input()).map(str::to_owned),
-            }
-        }
-        _ if event.state_exited_event_details().is_some() => {
-            let details = event.state_exited_event_details();
-            EventKind::StateExited {
-                name: details.map(|d| d.name().to_owned()).unwrap_or_default(),
-                output: details.and_then(|d| d.output()).map(str::to_owned),
-            }
-        }
-        T::TaskScheduled => {
-            let details = event.task_scheduled_event_details();
-            EventKind::TaskScheduled {
-                resource: details.map(|d| d.resource().to_owned()).unwrap_or_default(),
-                parameters: details
-                    .map(|d| d.parameters().to_owned())
-                    .unwrap_or_default(),
-                timeout_seconds: details.and_then(|d| d.timeout_in_seconds()),
-            }
-        }
-        T::TaskSucceeded => EventKind::TaskEnded {
-            resource: event
-                .task_succeeded_event_details()
-                .map(|d| d.resource().to_owned())
-                .unwrap_or_default(),
-            succeeded: true,
-        },
-        T::TaskFailed | T::TaskTimedOut | T::TaskStartFailed | T::TaskSubmitFailed => {
-            let resource = event
-                .task_failed_event_details()
-                .map(|d| d.resource())
-                .or_else(|| event.task_timed_out_event_details().map(|d| d.resource()))
-                .or_else(|| {
-                    event
-                        .task_start_failed_event_details()
-                        .map(|d| d.resource())
-                })
-                .or_else(|| {
-                    event
-                        .task_submit_failed_event_details()
-                        .map(|d| d.resource())
-                })
-                .unwrap_or_default();
-            EventKind::TaskEnded {
-                resource: resource.to_owned(),
-                succeeded: false,
-            }
-        }
-        T::ExecutionSucceeded => ended("SUCCEEDED", None, None),
-        T::ExecutionFailed => {
-            let d = event.execution_failed_event_details();
-            ended(
-                "FAILED",
-                d.and_then(|d| d.error()),
-                d.and_then(|d| d.cause()),
-            )
-        }
-        T::ExecutionAborted => {
-            let d = event.execution_aborted_event_details();
-            ended(
-                "ABORTED",
-                d.and_then(|d| d.error()),
-                d.and_then(|d| d.cause()),
-            )
-        }
-        T::ExecutionTimedOut => {
-            let d = event.execution_timed_out_event_details();
-            ended(
-                "TIMED_OUT",
-                d.and_then(|d| d.error()),
-                d.and_then(|d| d.cause()),
-            )
-        }
-        _ => EventKind::Other,
-    };
-    HistoryEvent {
-        timestamp: seconds(event.timestamp()),
-        kind,
-    }
-}
-
-fn ended(status: &str, error: Option<&str>, cause: Option<&str>) -> EventKind {
-    EventKind::ExecutionEnded {
-        status: status.to_owned(),
-        error: error.map(str::to_owned),
-        cause: cause.map(str::to_owned),
     }
 }
 

@@ -4,50 +4,12 @@
 
 use std::fmt;
 
+pub use canary_aws::executions::{EventKind, HistoryEvent};
 use canary_core::TargetWeights;
 use serde_json::Value;
 
 /// The resource of the task an approval waits on (`lambda:invoke.waitForTaskToken`).
 const WAIT_FOR_TASK_TOKEN: &str = "invoke.waitForTaskToken";
-
-/// One history event, reduced to what the CLI uses.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HistoryEvent {
-    /// Seconds since the Unix epoch.
-    pub timestamp: f64,
-    pub kind: EventKind,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum EventKind {
-    ExecutionStarted {
-        input: Option<String>,
-    },
-    StateEntered {
-        name: String,
-        input: Option<String>,
-    },
-    StateExited {
-        name: String,
-        output: Option<String>,
-    },
-    TaskScheduled {
-        resource: String,
-        parameters: String,
-        timeout_seconds: Option<i64>,
-    },
-    /// The task succeeded, failed, timed out or could not start.
-    TaskEnded {
-        resource: String,
-        succeeded: bool,
-    },
-    ExecutionEnded {
-        status: String,
-        error: Option<String>,
-        cause: Option<String>,
-    },
-    Other,
-}
 
 /// A task token: never printed, not even by `{:?}`.
 #[derive(Clone, PartialEq, Eq)]

@@ -207,30 +207,25 @@ pub async fn answer(
     };
     let by = who(by);
     let step = pending.step;
-    match rejection {
+    let (said, then) = match rejection {
         None => {
             sfn.approve(&pending.token, &json!({ "approvedBy": by }).to_string())
                 .await?;
-            printer.say(
-                &format!(
-                    "approved step {}/{} ({}%) of {execution_arn}: it goes on",
-                    step.number, step.count, step.weight
-                ),
-                json!({"type": "approved", "executionArn": execution_arn, "step": step, "by": by}),
-            );
+            ("approved", "it goes on")
         }
         Some(reason) => {
             sfn.reject(&pending.token, &format!("rejected by {by}: {reason}"))
                 .await?;
-            printer.say(
-                &format!(
-                    "rejected step {}/{} ({}%) of {execution_arn}: it restores the baseline",
-                    step.number, step.count, step.weight
-                ),
-                json!({"type": "rejected", "executionArn": execution_arn, "step": step, "by": by}),
-            );
+            ("rejected", "it restores the baseline")
         }
-    }
+    };
+    printer.say(
+        &format!(
+            "{said} step {}/{} ({}%) of {execution_arn}: {then}",
+            step.number, step.count, step.weight
+        ),
+        json!({"type": said, "executionArn": execution_arn, "step": step, "by": by}),
+    );
     Ok(())
 }
 

@@ -32,9 +32,18 @@ impl Cli {
     }
 
     /// `cluster-canary ARGS` with the emulator's endpoint and dummy credentials, run in a
-    /// directory of its own (no samconfig.toml).
+    /// directory of its own (no samconfig.toml), told the state machine's ARN.
     fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_cluster-canary"))
+        self.command(args)
+            .env("CLUSTER_CANARY_STATE_MACHINE", &self.world.state_machine)
+            .output()
+            .expect("run cluster-canary")
+    }
+
+    /// The same, left to find the state machine itself.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_cluster-canary"));
+        command
             .args(args)
             .current_dir(&self.dir)
             .env_clear()
@@ -43,10 +52,8 @@ impl Cli {
             .env("AWS_ACCESS_KEY_ID", "test")
             .env("AWS_SECRET_ACCESS_KEY", "test")
             .env("AWS_REGION", "us-east-1")
-            .env("AWS_EC2_METADATA_DISABLED", "true")
-            .env("CLUSTER_CANARY_STATE_MACHINE", &self.world.state_machine)
-            .output()
-            .expect("run cluster-canary")
+            .env("AWS_EC2_METADATA_DISABLED", "true");
+        command
     }
 
     fn file(&self, name: &str, content: &str) -> String {
@@ -372,15 +379,8 @@ async fn list_shows_rollouts_and_finds_the_state_machine_from_the_stack() {
         .send()
         .await
         .expect("create the stack");
-    let out = Command::new(env!("CARGO_BIN_EXE_cluster-canary"))
-        .args(["list", "--stack", "canary-prod"])
-        .env_remove("CLUSTER_CANARY_STATE_MACHINE")
-        .env("AWS_ENDPOINT_URL", &cli.moto.endpoint)
-        .env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .current_dir(&cli.dir)
+    let out = cli
+        .command(&["list", "--stack", "canary-prod"])
         .output()
         .expect("run");
     let said = stdout(&out);
@@ -394,20 +394,32 @@ async fn list_shows_rollouts_and_finds_the_state_machine_from_the_stack() {
         "{said}"
     );
 
-    let out = Command::new(env!("CARGO_BIN_EXE_cluster-canary"))
-        .args(["list", "--stack", "no-such-stack"])
-        .env_remove("CLUSTER_CANARY_STATE_MACHINE")
-        .env("AWS_ENDPOINT_URL", &cli.moto.endpoint)
-        .env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .current_dir(&cli.dir)
+    let out = cli
+        .command(&["list", "--stack", "no-such-stack"])
         .output()
         .expect("run");
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr(&out).contains("cannot read the state machine from stack `no-such-stack`"),
+        "{}",
+        stderr(&out)
+    );
+
+    // samconfig.toml in the current directory names the stack, as `sam deploy` reads it.
+    cli.file(
+        "samconfig.toml",
+        "version = 0.1\n[default.global.parameters]\nstack_name = \"canary-prod\"\n",
+    );
+    let out = cli.command(&["list"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("green-listed"), "{}", stdout(&out));
+    let out = cli
+        .command(&["list", "--state-machine", "not-an-arn"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("`not-an-arn` is not a state machine ARN"),
         "{}",
         stderr(&out)
     );

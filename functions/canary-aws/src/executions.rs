@@ -1,9 +1,10 @@
-//! Step Functions executions: refusing a second rollout on the same traffic, reading a
-//! finished execution's history for the safety net, starting executions.
+//! Step Functions executions: refusing a second rollout on the same traffic, reading
+//! an execution's history (the safety net, the operator CLI), starting executions.
 
 use async_trait::async_trait;
 use aws_config::SdkConfig;
 use aws_sdk_sfn as sfn;
+use aws_sdk_sfn::types::HistoryEventType;
 
 use crate::error::AwsError;
 
@@ -17,11 +18,197 @@ pub trait ExecutionsApi: Send + Sync {
     async fn history(&self, execution_arn: &str) -> Result<ExecutionHistory, AwsError>;
 }
 
+/// One history event, reduced to what cluster-canary reads of it (the safety net, the CLI).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryEvent {
+    /// Seconds since the Unix epoch.
+    pub timestamp: f64,
+    pub kind: EventKind,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum EventKind {
+    ExecutionStarted {
+        input: Option<String>,
+    },
+    StateEntered {
+        name: String,
+        input: Option<String>,
+    },
+    StateExited {
+        name: String,
+        output: Option<String>,
+    },
+    TaskScheduled {
+        resource: String,
+        parameters: String,
+        timeout_seconds: Option<i64>,
+    },
+    /// The task succeeded, failed, timed out or could not start.
+    TaskEnded {
+        resource: String,
+        succeeded: bool,
+    },
+    ExecutionEnded {
+        status: String,
+        error: Option<String>,
+        cause: Option<String>,
+    },
+    Other,
+}
+
+/// Every event of an execution's history, oldest first.
+pub async fn history_events(
+    client: &sfn::Client,
+    execution_arn: &str,
+) -> Result<Vec<HistoryEvent>, AwsError> {
+    let mut events = Vec::new();
+    let mut pages = client
+        .get_execution_history()
+        .execution_arn(execution_arn)
+        .max_results(1000)
+        .into_paginator()
+        .send();
+    while let Some(page) = pages.next().await {
+        let page = page.map_err(|e| AwsError::from_sdk("GetExecutionHistory", e))?;
+        events.extend(page.events().iter().map(model_event));
+    }
+    Ok(events)
+}
+
+fn model_event(event: &sfn::types::HistoryEvent) -> HistoryEvent {
+    use HistoryEventType as T;
+    let kind = match event.r#type() {
+        T::ExecutionStarted => EventKind::ExecutionStarted {
+            input: event
+                .execution_started_event_details()
+                .and_then(|d| d.input())
+                .map(str::to_owned),
+        },
+        _ if event.state_entered_event_details().is_some() => {
+            let details = event.state_entered_event_details();
+            EventKind::StateEntered {
+                name: details.map(|d| d.name().to_owned()).unwrap_or_default(),
+                input: details.and_then(|d| d.input()).map(str::to_owned),
+            }
+        }
+        _ if event.state_exited_event_details().is_some() => {
+            let details = event.state_exited_event_details();
+            EventKind::StateExited {
+                name: details.map(|d| d.name().to_owned()).unwrap_or_default(),
+                output: details.and_then(|d| d.output()).map(str::to_owned),
+            }
+        }
+        T::TaskScheduled => {
+            let details = event.task_scheduled_event_details();
+            EventKind::TaskScheduled {
+                resource: details.map(|d| d.resource().to_owned()).unwrap_or_default(),
+                parameters: details
+                    .map(|d| d.parameters().to_owned())
+                    .unwrap_or_default(),
+                timeout_seconds: details.and_then(|d| d.timeout_in_seconds()),
+            }
+        }
+        T::TaskSucceeded => EventKind::TaskEnded {
+            resource: event
+                .task_succeeded_event_details()
+                .map(|d| d.resource().to_owned())
+                .unwrap_or_default(),
+            succeeded: true,
+        },
+        T::TaskFailed | T::TaskTimedOut | T::TaskStartFailed | T::TaskSubmitFailed => {
+            let resource = event
+                .task_failed_event_details()
+                .map(|d| d.resource())
+                .or_else(|| event.task_timed_out_event_details().map(|d| d.resource()))
+                .or_else(|| {
+                    event
+                        .task_start_failed_event_details()
+                        .map(|d| d.resource())
+                })
+                .or_else(|| {
+                    event
+                        .task_submit_failed_event_details()
+                        .map(|d| d.resource())
+                })
+                .unwrap_or_default();
+            EventKind::TaskEnded {
+                resource: resource.to_owned(),
+                succeeded: false,
+            }
+        }
+        T::ExecutionSucceeded => ended("SUCCEEDED", None, None),
+        T::ExecutionFailed => {
+            let d = event.execution_failed_event_details();
+            ended(
+                "FAILED",
+                d.and_then(|d| d.error()),
+                d.and_then(|d| d.cause()),
+            )
+        }
+        T::ExecutionAborted => {
+            let d = event.execution_aborted_event_details();
+            ended(
+                "ABORTED",
+                d.and_then(|d| d.error()),
+                d.and_then(|d| d.cause()),
+            )
+        }
+        T::ExecutionTimedOut => {
+            let d = event.execution_timed_out_event_details();
+            ended(
+                "TIMED_OUT",
+                d.and_then(|d| d.error()),
+                d.and_then(|d| d.cause()),
+            )
+        }
+        _ => EventKind::Other,
+    };
+    HistoryEvent {
+        timestamp: event.timestamp().as_secs_f64(),
+        kind,
+    }
+}
+
+fn ended(status: &str, error: Option<&str>, cause: Option<&str>) -> EventKind {
+    EventKind::ExecutionEnded {
+        status: status.to_owned(),
+        error: error.map(str::to_owned),
+        cause: cause.map(str::to_owned),
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ExecutionHistory {
     pub states: Vec<StateEvent>,
     /// The error of the `ExecutionFailed` event (`States.Runtime`, `CheckFailed`, ...), if any.
     pub failure_error: Option<String>,
+}
+
+impl ExecutionHistory {
+    /// The states and the failure, from the full history.
+    pub fn from_events(events: &[HistoryEvent]) -> Self {
+        let mut history = ExecutionHistory::default();
+        for event in events {
+            match &event.kind {
+                EventKind::StateEntered { name, .. } => history.states.push(StateEvent {
+                    name: name.clone(),
+                    exited: false,
+                    output: None,
+                }),
+                EventKind::StateExited { name, output } => history.states.push(StateEvent {
+                    name: name.clone(),
+                    exited: true,
+                    output: output.clone(),
+                }),
+                EventKind::ExecutionEnded { status, error, .. } if status == "FAILED" => {
+                    history.failure_error = error.clone();
+                }
+                _ => {}
+            }
+        }
+        history
+    }
 }
 
 /// A state entered (no output) or exited (with its output).
@@ -96,35 +283,8 @@ impl ExecutionsApi for SdkExecutions {
     }
 
     async fn history(&self, execution_arn: &str) -> Result<ExecutionHistory, AwsError> {
-        let mut history = ExecutionHistory::default();
-        let mut pages = self
-            .client
-            .get_execution_history()
-            .execution_arn(execution_arn)
-            .max_results(1000)
-            .into_paginator()
-            .send();
-        while let Some(page) = pages.next().await {
-            let page = page.map_err(|e| AwsError::from_sdk("GetExecutionHistory", e))?;
-            for event in page.events() {
-                if let Some(entered) = event.state_entered_event_details() {
-                    history.states.push(StateEvent {
-                        name: entered.name().to_owned(),
-                        exited: false,
-                        output: None,
-                    });
-                } else if let Some(exited) = event.state_exited_event_details() {
-                    history.states.push(StateEvent {
-                        name: exited.name().to_owned(),
-                        exited: true,
-                        output: exited.output().map(str::to_owned),
-                    });
-                } else if let Some(failed) = event.execution_failed_event_details() {
-                    history.failure_error = failed.error().map(str::to_owned);
-                }
-            }
-        }
-        Ok(history)
+        let events = history_events(&self.client, execution_arn).await?;
+        Ok(ExecutionHistory::from_events(&events))
     }
 }
 
