@@ -3,11 +3,43 @@ a deployed stack. The live view of every other end-to-end test is `cluster-canar
 (sandbox.scenarios.watch); `stopped` aborts with `cluster-canary abort`, test_gates.py approves
 and rejects with it."""
 import json
+import os
+import re
+import pty
+import select
+import subprocess
 import time
 
 from helpers import BASELINE, PROMOTED, captured
 from sandbox import scenarios
-from sandbox.harness import Sandbox
+from sandbox.harness import CLI, REPO, Sandbox
+
+
+def on_a_terminal(sandbox, *args, seconds):
+    """Runs `cluster-canary ARGS...` with a pseudo-terminal as its stdout, for `seconds` or to
+    its end; what it wrote there."""
+    master, slave = pty.openpty()
+    process = subprocess.Popen([str(CLI), *args], cwd=REPO, env={**os.environ, **sandbox.cli_env()},
+                               stdout=slave, stderr=subprocess.DEVNULL)
+    os.close(slave)
+    output, deadline = b"", time.monotonic() + seconds
+    try:
+        while time.monotonic() < deadline:
+            if select.select([master], [], [], 0.2)[0]:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: the program ended and closed the terminal
+                    break
+                if not chunk:
+                    break
+                output += chunk
+            elif process.poll() is not None:
+                break
+    finally:
+        process.kill()
+        process.wait()
+        os.close(master)
+    return output.decode(errors="replace")
 
 
 def plan_file(sandbox, tmp_path, **changes):
@@ -74,6 +106,11 @@ def test_abort_says_how_to_restore_by_hand_when_the_safety_net_does_not_act(tmp_
         while scenarios.read_weights(sandbox) == BASELINE:
             assert time.monotonic() < deadline, "the first step never came"
             time.sleep(0.5)
+
+        # On a terminal the live view is coloured and keeps a status line redrawn in place.
+        live = on_a_terminal(sandbox, "watch", arn, seconds=3)
+        assert "\x1b[" in live, live
+        assert re.search(r"\r\x1b\[2K… \w[^\r]* · step [123]/3 \(\d+%\)", live), live
 
         aborted = sandbox.cli("abort", "--timeout", "4")  # the one running rollout
         captured(aborted.stdout + aborted.stderr)
