@@ -11,6 +11,10 @@ What it serves (core/v1 Secrets and argoproj.io/v1alpha1 Applications, namespace
   DELETE /api/v1/namespaces/{ns}/secrets/{name}
   GET|POST /apis/argoproj.io/v1alpha1/namespaces/{ns}/applications
   GET|PUT|DELETE /apis/argoproj.io/v1alpha1/namespaces/{ns}/applications/{name}
+  PATCH  /apis/argoproj.io/v1alpha1/namespaces/{ns}/applications/{name}
+         merge patch of metadata.labels and metadata.annotations (e.g. Argo CD's refresh)
+  GET|POST /apis/argoproj.io/v1alpha1/namespaces/{ns}/applicationsets
+  GET|DELETE /apis/argoproj.io/v1alpha1/namespaces/{ns}/applicationsets/{name}
   GET    /version
 
 Auth: `Authorization: Bearer <token>`. The admin token may do everything; the limited token
@@ -29,15 +33,26 @@ generator, every new cluster Secret (label argocd.argoproj.io/secret-type=cluste
 `--apps-per-cluster` Applications whose destination is the Secret's `server`. They report
 Synced/Progressing until `--healthy-after` seconds have passed, then Synced/Healthy
 (`healthy`) or stay Synced/Degraded (`degraded`). Deleting the Secret deletes them.
+When the namespace has ApplicationSets, they generate the Applications instead, as Argo CD's
+ApplicationSet controller would: for each cluster Secret a `clusters` generator selects
+(`selector` with `matchLabels` and `matchExpressions` In/NotIn/Exists/DoesNotExist, Kubernetes
+semantics; at the top, or nested in `matrix`/`merge`), one Application `<set>-<secret>` owned
+by the set (ownerReferences); a `matrix` of `clusters` and a `list` generator gives one per
+list element, `<set>-<element app>-<secret>`. A set annotated
+`kube-api-test-server/generate: "false"` generates nothing (a stuck generator). Deleting a set
+deletes its Applications. `--without-applicationsets` serves no ApplicationSet resource (404),
+as a cluster without Argo CD's ApplicationSet CRD.
 
 Validation as kube-apiserver does it: object names must be DNS-1123 subdomains, label keys
 and values and annotation keys must be well-formed (422 Invalid, with each field in
 `details.causes`); an invalid name in a URL reaches validation (not a 404).
 
 Not modelled: watches, resourceVersion preconditions and optimistic concurrency, list paging
-(limit/continue), field selectors, set-based label selectors (in, notin), the status
+(limit/continue), field selectors, set-based label selectors in URLs (in, notin), the status
 subresource (an Application's `status` is kept as given on create/replace), managedFields
-detail below map keys, RBAC beyond the two tokens, admission, any other resource.
+detail below map keys, RBAC beyond the two tokens, admission, any other resource, other
+ApplicationSet generators (git, scm, pull request...), templates (names are fixed as above),
+an Application's refresh (the annotation is kept, nothing reacts to it).
 
 Prints one JSON line {"server": ..., "caData": ..., "port": ...} once it listens, then serves
 until killed. caData is the base64 of the PEM CA bundle, as EKS gives it.
@@ -199,6 +214,45 @@ def matches_selector(labels, selector):
     return True
 
 
+def selector_matches(labels, selector):
+    """A metav1.LabelSelector as Kubernetes evaluates it: every matchLabels pair and every
+    matchExpressions requirement holds; NotIn and DoesNotExist hold for a missing label; an
+    empty selector matches everything."""
+    selector = selector or {}
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for requirement in selector.get("matchExpressions") or []:
+        key, operator, values = requirement.get("key"), requirement.get("operator"), requirement.get("values") or []
+        holds = {
+            "In": key in labels and labels[key] in values,
+            "NotIn": key not in labels or labels[key] not in values,
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+        }.get(operator, False)
+        if not holds:
+            return False
+    return True
+
+
+def generated_names(spec, labels, depth=0):
+    """The name parts of the Applications an ApplicationSet's generators make for a cluster
+    Secret with `labels`: "" for a selecting `clusters` generator, each element's `app` for a
+    matrix of a selecting `clusters` generator and a `list` generator."""
+    names = []
+    for generator in spec.get("generators") or []:
+        if "clusters" in generator and selector_matches(labels, (generator["clusters"] or {}).get("selector")):
+            names.append("")
+        for combining in ("matrix", "merge"):
+            inner = (generator.get(combining) or {}).get("generators") or []
+            if not inner or depth >= 2:
+                continue
+            if not generated_names({"generators": [g for g in inner if "list" not in g]}, labels, depth + 1):
+                continue
+            elements = [e for g in inner if "list" in g for e in (g["list"].get("elements") or [])]
+            names += [str(e.get("app", i)) for i, e in enumerate(elements)] if combining == "matrix" and elements else [""]
+    return names
+
+
 class Store:
     def __init__(self, args):
         self.args = args
@@ -206,6 +260,7 @@ class Store:
         self.secrets = {}  # (ns, name) -> object
         self.owners = {}  # (ns, name) -> {field path: manager}
         self.apps = {}  # (ns, name) -> object
+        self.app_sets = {}  # (ns, name) -> object
         self.generated = {}  # (ns, secret name) -> [app names]
         self.resource_version = 0
 
@@ -232,23 +287,53 @@ class Store:
         if key in self.generated:
             return
         server = base64.b64decode(secret.get("data", {}).get("server", "")).decode()
+        sets = [app_set for (n, _), app_set in sorted(self.app_sets.items()) if n == ns]
         names = []
-        for app in APP_NAMES[: self.args.apps_per_cluster]:
-            name = f"{app}-{secret['metadata']['name']}"
-            self.apps[(ns, name)] = {
-                "apiVersion": "argoproj.io/v1alpha1",
-                "kind": "Application",
-                "metadata": self.new_metadata(ns, name, {"labels": {"cluster-canary.test/generated": "true"}}),
-                "spec": {
-                    "project": "default",
-                    "destination": {"server": server, "namespace": app},
-                    "source": {"repoURL": "https://git.example.com/apps.git", "path": app},
-                },
-                "status": {"sync": {"status": "OutOfSync"}, "health": {"status": "Progressing"}},
-                "_simulated_since": time.monotonic(),
-            }
-            names.append(name)
+        if not sets:
+            for app in APP_NAMES[: self.args.apps_per_cluster]:
+                names.append(self.generate_app(ns, f"{app}-{secret['metadata']['name']}", server, app))
+        for app_set in sets:
+            names += self.generate_from_set(ns, app_set, secret, server)
         self.generated[key] = names
+
+    def generate_from_set(self, ns, app_set, secret, server):
+        if app_set["metadata"]["annotations"].get("kube-api-test-server/generate") == "false":
+            return []
+        names = []
+        for part in generated_names(app_set.get("spec") or {}, secret["metadata"]["labels"]):
+            name = "-".join(p for p in (app_set["metadata"]["name"], part, secret["metadata"]["name"]) if p)
+            owner = {"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet", "name": app_set["metadata"]["name"],
+                     "uid": app_set["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
+            names.append(self.generate_app(ns, name, server, part or app_set["metadata"]["name"], owner))
+        return names
+
+    def generate_app(self, ns, name, server, app, owner=None):
+        metadata = self.new_metadata(ns, name, {"labels": {"cluster-canary.test/generated": "true"}})
+        if owner:
+            metadata["ownerReferences"] = [owner]
+        self.apps[(ns, name)] = {
+            "apiVersion": "argoproj.io/v1alpha1",
+            "kind": "Application",
+            "metadata": metadata,
+            "spec": {
+                "project": "default",
+                "destination": {"server": server, "namespace": app},
+                "source": {"repoURL": "https://git.example.com/apps.git", "path": app},
+            },
+            "status": {"sync": {"status": "OutOfSync"}, "health": {"status": "Progressing"}},
+            "_simulated_since": time.monotonic(),
+        }
+        return name
+
+    def set_created(self, ns, app_set):
+        """A new ApplicationSet generates for the cluster Secrets already there."""
+        if self.args.argocd_sim == "off":
+            return
+        for (n, secret_name), secret in sorted(self.secrets.items()):
+            if n == ns and secret["metadata"]["labels"].get(SECRET_TYPE_LABEL) == "cluster":
+                server = base64.b64decode(secret.get("data", {}).get("server", "")).decode()
+                self.generated.setdefault((ns, secret_name), []).extend(
+                    self.generate_from_set(ns, app_set, secret, server))
 
     def settle(self, app):
         since = app.get("_simulated_since")
@@ -338,13 +423,14 @@ class Handler(BaseHTTPRequestHandler):
         if url.path == "/version":
             return 200, {"major": "1", "minor": "34", "gitVersion": "v1.34.0-kube-api-test-server"}
         m = re.fullmatch(
-            r"/(api/v1|apis/argoproj\.io/v1alpha1)/namespaces/([a-z0-9-]+)/(secrets|applications)(?:/([^/]+))?",
+            r"/(api/v1|apis/argoproj\.io/v1alpha1)/namespaces/([a-z0-9-]+)/(secrets|applications|applicationsets)(?:/([^/]+))?",
             url.path,
         )
         if not m:
             return status(404, "NotFound", "the server could not find the requested resource")
         group, ns, resource, name = m.groups()
-        if (group == "api/v1") != (resource == "secrets"):
+        if (group == "api/v1") != (resource == "secrets") or (
+                resource == "applicationsets" and self.store.args.without_applicationsets):
             return status(404, "NotFound", "the server could not find the requested resource")
         verb = {"GET": "get" if name else "list", "POST": "create", "PATCH": "patch", "PUT": "update", "DELETE": "delete"}[method]
         denied = self.authorize(ns, verb, resource)
@@ -357,6 +443,8 @@ class Handler(BaseHTTPRequestHandler):
         with self.store.lock:
             if resource == "secrets":
                 return self.secrets(method, ns, name, query, body)
+            if resource == "applicationsets":
+                return self.application_sets(method, ns, name, body)
             return self.applications(method, ns, name, query, body)
 
     # --- Secrets ------------------------------------------------------------------------
@@ -547,7 +635,56 @@ class Handler(BaseHTTPRequestHandler):
         if method == "DELETE":
             del store.apps[(ns, name)]
             return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+        if method == "PATCH":
+            if self.headers.get("Content-Type", "").split(";")[0] != "application/merge-patch+json":
+                return status(415, "UnsupportedMediaType", "applications here take merge patches only")
+            changes = (body or {}).get("metadata") or {}
+            merged = {field: {**app["metadata"][field], **(changes.get(field) or {})} for field in ("labels", "annotations")}
+            invalid = invalid_metadata("Application", name, merged)
+            if invalid:
+                return invalid
+            for field, values in merged.items():
+                app["metadata"][field] = {k: v for k, v in values.items() if v is not None}
+            app["metadata"]["resourceVersion"] = store.next_version()
+            store.settle(app)
+            return 200, public(app)
         return status(405, "MethodNotAllowed", f"{method} is not supported on applications here")
+
+    # --- ApplicationSets ------------------------------------------------------------
+    def application_sets(self, method, ns, name, body):
+        store = self.store
+        if name is None and method == "GET":
+            items = [public(s) for (n, _), s in sorted(store.app_sets.items()) if n == ns]
+            return 200, {"kind": "ApplicationSetList", "apiVersion": "argoproj.io/v1alpha1", "metadata": {}, "items": items}
+        if name is None and method == "POST":
+            body = body or {}
+            name = (body.get("metadata") or {}).get("name")
+            if not name:
+                return status(422, "Invalid", "ApplicationSet is invalid: metadata.name: Required value")
+            invalid = invalid_metadata("ApplicationSet", name, body.get("metadata") or {})
+            if invalid:
+                return invalid
+            if (ns, name) in store.app_sets:
+                return status(409, "AlreadyExists", f'applicationsets.argoproj.io "{name}" already exists')
+            app_set = {"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet",
+                       "metadata": store.new_metadata(ns, name, body.get("metadata") or {}), "spec": body.get("spec") or {}}
+            store.app_sets[(ns, name)] = app_set
+            store.set_created(ns, app_set)
+            return 201, public(app_set)
+        if name is None:
+            return status(405, "MethodNotAllowed", f"{method} is not supported on a collection")
+        app_set = store.app_sets.get((ns, name))
+        if not app_set:
+            return status(404, "NotFound", f'applicationsets.argoproj.io "{name}" not found')
+        if method == "GET":
+            return 200, public(app_set)
+        if method == "DELETE":
+            del store.app_sets[(ns, name)]
+            for key, app in list(store.apps.items()):
+                if any(o.get("uid") == app_set["metadata"]["uid"] for o in app["metadata"].get("ownerReferences") or []):
+                    del store.apps[key]
+            return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+        return status(405, "MethodNotAllowed", f"{method} is not supported on applicationsets here")
 
     def handle_method(self, method):
         try:
@@ -582,6 +719,8 @@ def main():
     parser.add_argument("--argocd-sim", choices=["off", "healthy", "degraded"], default="off")
     parser.add_argument("--apps-per-cluster", type=int, default=2)
     parser.add_argument("--healthy-after", type=float, default=0.0, help="seconds")
+    parser.add_argument("--without-applicationsets", action="store_true",
+                        help="serve no ApplicationSet resource (404), as without Argo CD's ApplicationSet CRD")
     parser.add_argument("--certificate-for", action="append", default=None, metavar="DNS_NAME",
                         help="serve a certificate for these names only, not for 127.0.0.1 (TLS name mismatch tests)")
     args = parser.parse_args()

@@ -94,6 +94,40 @@ impl Env {
         .await
     }
 
+    /// `appsStatus` with the previous poll's `stablePolls`.
+    async fn apps(&self, argocd: Value, stable_polls: u32) -> Value {
+        self.call_with(
+            &self.eks,
+            "argocd-hub",
+            json!({"operation": "appsStatus", "plan": plan(argocd), "stablePolls": stable_polls}),
+        )
+        .await
+        .expect("apps status")
+    }
+
+    async fn application_sets(&self) -> Api<kube::api::DynamicObject> {
+        let client = self.kube.admin_client().await;
+        Api::namespaced_with(
+            client,
+            "argocd",
+            &canary_kube::argocd::argo_resource("ApplicationSet"),
+        )
+    }
+
+    async fn create_application_set(&self, name: &str, annotations: Value, generators: Value) {
+        let set: kube::api::DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet",
+            "metadata": {"name": name, "annotations": annotations},
+            "spec": {"generators": generators, "template": {"metadata": {"name": "{{name}}"}, "spec": {}}},
+        }))
+        .expect("an ApplicationSet");
+        self.application_sets()
+            .await
+            .create(&PostParams::default(), &set)
+            .await
+            .expect("create ApplicationSet");
+    }
+
     /// The Argo CD namespace as an administrator sees it.
     async fn secrets_api(&self) -> Api<Secret> {
         self.kube.argocd_secrets().await
@@ -104,7 +138,7 @@ impl Env {
         Api::namespaced_with(
             client,
             "argocd",
-            &canary_kube::argocd::application_resource(),
+            &canary_kube::argocd::argo_resource("Application"),
         )
     }
 }
@@ -376,11 +410,19 @@ async fn apps_are_ready_once_enough_of_them_are_synced_and_healthy() {
     env.call("register", &plan(json!({})))
         .await
         .expect("register");
-    let status = env
-        .call("appsStatus", &plan(json!({})))
-        .await
-        .expect("apps status");
+    // Ready takes `stableChecks` (default 2) looks in a row.
+    let status = env.apps(json!({}), 0).await;
+    assert_eq!(status["ready"], false, "{status}");
+    assert_eq!(status["stablePolls"], 1);
+    assert!(
+        status["reason"]
+            .as_str()
+            .is_some_and(|r| r.ends_with("; 1 of 2 looks in a row")),
+        "{status}"
+    );
+    let status = env.apps(json!({}), 1).await;
     assert_eq!(status["ready"], true, "{status}");
+    assert_eq!(status["stablePolls"], 2);
     assert_eq!(status["apps"].as_array().unwrap().len(), 2);
     assert_eq!(status["appCount"], 2);
     assert_eq!(
@@ -388,16 +430,17 @@ async fn apps_are_ready_once_enough_of_them_are_synced_and_healthy() {
         json!({"name": format!("guestbook-{}", env.green_secret), "sync": "Synced", "health": "Healthy"})
     );
 
-    let status = env
-        .call("appsStatus", &plan(json!({"minApps": 3})))
-        .await
-        .expect("apps status");
+    let status = env.apps(json!({"minApps": 3}), 5).await;
     assert_eq!(
         (status["ready"].as_bool(), status["reason"].as_str()),
         (
             Some(false),
             Some("2 of at least 3 Applications target the cluster")
         )
+    );
+    assert_eq!(
+        status["stablePolls"], 0,
+        "a poll not ready starts the count again"
     );
 
     // An app that targets the cluster by name counts too, and holds readiness while Degraded.
@@ -420,6 +463,145 @@ async fn apps_are_ready_once_enough_of_them_are_synced_and_healthy() {
     assert_eq!(
         (status["ready"].as_bool(), status["reason"].as_str()),
         (Some(false), Some("not ready: billing is Synced/Degraded"))
+    );
+}
+
+#[tokio::test]
+async fn every_application_set_that_selects_the_cluster_must_have_generated_its_apps() {
+    let env = Env::start(&["--argocd-sim", "healthy", "--healthy-after", "0"]).await;
+    let web = json!({"fleet": "web"});
+    env.create_application_set(
+        "web",
+        json!({}),
+        json!([{"clusters": {"selector": {"matchLabels": web}}}]),
+    )
+    .await;
+    env.create_application_set(
+        "per-team",
+        json!({}),
+        json!([{"matrix": {"generators": [
+            {"list": {"elements": [{"app": "ledger"}, {"app": "search"}]}},
+            {"clusters": {"selector": {"matchExpressions": [
+                {"key": "fleet", "operator": "In", "values": ["web", "api"]},
+                {"key": "canary", "operator": "DoesNotExist"}]}}}
+        ]}}]),
+    )
+    .await;
+    env.create_application_set(
+        "api-only",
+        json!({}),
+        json!([{"clusters": {"selector": {"matchLabels": {"fleet": "api"}}}}]),
+    )
+    .await;
+    env.create_application_set(
+        "stuck",
+        json!({"kube-api-test-server/generate": "false"}),
+        json!([{"clusters": {"selector": {"matchExpressions": [{"key": "fleet", "operator": "Exists"}]}}}]),
+    )
+    .await;
+    let argocd = json!({"labels": web, "minApps": 1, "stableChecks": 1});
+    env.call("register", &plan(argocd.clone()))
+        .await
+        .expect("register");
+
+    let status = env.apps(argocd.clone(), 0).await;
+    assert_eq!(status["ready"], false, "{status}");
+    assert_eq!(
+        status["applicationSets"],
+        json!(["per-team", "stuck", "web"]),
+        "api-only does not select the cluster"
+    );
+    assert_eq!(status["appCount"], 3, "web, and per-team's two: {status}");
+    assert_eq!(
+        status["reason"],
+        "no Application for the cluster yet from ApplicationSet stuck"
+    );
+
+    env.application_sets()
+        .await
+        .delete("stuck", &Default::default())
+        .await
+        .expect("delete stuck");
+    let status = env.apps(argocd.clone(), 0).await;
+    assert_eq!(status["ready"], true, "{status}");
+    assert_eq!(
+        status["reason"],
+        "all 3 Applications are Synced and Healthy (from ApplicationSets per-team, web)"
+    );
+
+    // A selector Argo CD cannot use is named, and holds traffic.
+    env.create_application_set(
+        "broken",
+        json!({}),
+        json!([{"clusters": {"selector": {"matchExpressions": [{"key": "fleet", "operator": "In"}]}}}]),
+    )
+    .await;
+    let status = env.apps(argocd, 0).await;
+    assert_eq!(status["ready"], false, "{status}");
+    assert_eq!(
+        status["reason"],
+        "ApplicationSet broken: matchExpressions[0]: In needs at least one value"
+    );
+}
+
+#[tokio::test]
+async fn without_the_application_set_resource_min_apps_decides_and_the_reason_says_so() {
+    let env = Env::start(&[
+        "--argocd-sim",
+        "healthy",
+        "--healthy-after",
+        "0",
+        "--without-applicationsets",
+    ])
+    .await;
+    env.call("register", &plan(json!({})))
+        .await
+        .expect("register");
+    let status = env.apps(json!({"stableChecks": 1}), 0).await;
+    assert_eq!(status["ready"], true, "{status}");
+    assert!(
+        status["reason"].as_str().is_some_and(|r| r
+            .starts_with("all 2 Applications are Synced and Healthy (ApplicationSets not read: ")
+            && r.ends_with("; only minApps counts)")),
+        "{status}"
+    );
+}
+
+#[tokio::test]
+async fn stale_apps_are_asked_to_refresh_only_when_the_plan_says_so() {
+    let env = Env::start(&["--argocd-sim", "degraded", "--healthy-after", "0"]).await;
+    env.call("register", &plan(json!({})))
+        .await
+        .expect("register");
+    let refresh = |app: &kube::api::DynamicObject| {
+        app.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("argocd.argoproj.io/refresh").cloned())
+    };
+    env.apps(json!({}), 0).await;
+    let apps = env
+        .applications()
+        .await
+        .list(&Default::default())
+        .await
+        .expect("list");
+    assert!(apps.items.iter().all(|app| refresh(app).is_none()));
+
+    let status = env.apps(json!({"refreshStaleApps": true}), 0).await;
+    assert_eq!(status["ready"], false);
+    let apps = env
+        .applications()
+        .await
+        .list(&Default::default())
+        .await
+        .expect("list");
+    assert!(!apps.items.is_empty());
+    assert!(
+        apps.items
+            .iter()
+            .all(|app| refresh(app).as_deref() == Some("normal")),
+        "every Degraded app was asked to refresh"
     );
 }
 

@@ -45,6 +45,16 @@ pub struct ArgoCdSection {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 1000))]
     pub min_apps: Option<i64>,
+    /// Consecutive apps polls that must find everything ready before traffic moves: an app
+    /// that flaps between Healthy and Progressing does not pass on one lucky look. Default 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 10))]
+    pub stable_checks: Option<i64>,
+    /// Ask Argo CD to refresh Applications on the cluster that are not Synced and Healthy yet
+    /// (the `argocd.argoproj.io/refresh: normal` annotation, at most once per poll). Needs
+    /// `patch` on Applications (infra/argocd-rbac.yaml). Default false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_stale_apps: Option<bool>,
     /// How long to wait for the apps before failing (without having moved traffic). Default 1800.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 60, max = 86400))]
@@ -60,6 +70,16 @@ impl ArgoCdSection {
         self.min_apps
             .and_then(|n| usize::try_from(n).ok())
             .unwrap_or(1)
+    }
+
+    pub fn stable_checks(&self) -> u32 {
+        self.stable_checks
+            .and_then(|n| u32::try_from(n).ok())
+            .unwrap_or(2)
+    }
+
+    pub fn refresh_stale_apps(&self) -> bool {
+        self.refresh_stale_apps.unwrap_or(false)
     }
 
     pub fn apps_timeout_seconds(&self) -> i64 {
@@ -116,6 +136,12 @@ impl ArgoCdSection {
         }
         if let Some(n) = self.min_apps.filter(|n| !(0..=1000).contains(n)) {
             errors.push("argocd.minApps", format!("must be from 0 to 1000, got {n}"));
+        }
+        if let Some(n) = self.stable_checks.filter(|n| !(1..=10).contains(n)) {
+            errors.push(
+                "argocd.stableChecks",
+                format!("must be from 1 to 10, got {n}"),
+            );
         }
         if let Some(t) = self
             .apps_timeout_seconds

@@ -3,6 +3,7 @@
 //! retries and catches on. Nothing here talks to AWS.
 
 pub mod analysis;
+pub mod appsets;
 pub mod argocd;
 pub mod arn;
 pub mod error_name;

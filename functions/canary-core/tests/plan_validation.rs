@@ -364,6 +364,12 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             "not a Kubernetes namespace name",
         ),
         (
+            "argocd stableChecks zero",
+            Box::new(|p| set(p, "/argocd", json!({"stableChecks": 0}))),
+            "argocd.stableChecks",
+            "from 1 to 10, got 0",
+        ),
+        (
             "argocd minApps negative",
             Box::new(|p| set(p, "/argocd", json!({"minApps": -1}))),
             "argocd.minApps",

@@ -32,7 +32,20 @@ pub struct AppStatus {
     pub destination_name: Option<String>,
     pub sync: Option<String>,
     pub health: Option<String>,
+    /// The ApplicationSet that generated it (its owner reference), if one did.
+    pub application_set: Option<String>,
 }
+
+/// An ApplicationSet: its name and `spec` (generators are read from it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApplicationSet {
+    pub name: String,
+    pub spec: Value,
+}
+
+/// Argo CD's refresh annotation: `normal` asks the controller to compare the app with Git
+/// again now, instead of at its next periodic refresh.
+pub const REFRESH_ANNOTATION: &str = "argocd.argoproj.io/refresh";
 
 #[async_trait]
 pub trait ArgoCdApi: Send + Sync {
@@ -45,12 +58,17 @@ pub trait ArgoCdApi: Send + Sync {
     /// `false` when there was nothing to delete.
     async fn delete_secret(&self, name: &str) -> Result<bool, KubeError>;
     async fn applications(&self) -> Result<Vec<AppStatus>, KubeError>;
+    async fn application_sets(&self) -> Result<Vec<ApplicationSet>, KubeError>;
+    /// Sets [`REFRESH_ANNOTATION`] on an Application (a merge patch; Argo CD removes it when
+    /// it has refreshed).
+    async fn request_refresh(&self, application: &str) -> Result<(), KubeError>;
 }
 
 pub struct KubeArgoCd {
     namespace: String,
     secrets: Api<Secret>,
     applications: Api<DynamicObject>,
+    application_sets: Api<DynamicObject>,
 }
 
 impl KubeArgoCd {
@@ -58,7 +76,16 @@ impl KubeArgoCd {
         KubeArgoCd {
             namespace: namespace.to_owned(),
             secrets: Api::namespaced(client.clone(), namespace),
-            applications: Api::namespaced_with(client, namespace, &application_resource()),
+            applications: Api::namespaced_with(
+                client.clone(),
+                namespace,
+                &argo_resource("Application"),
+            ),
+            application_sets: Api::namespaced_with(
+                client,
+                namespace,
+                &argo_resource("ApplicationSet"),
+            ),
         }
     }
 
@@ -67,14 +94,15 @@ impl KubeArgoCd {
     }
 }
 
-/// Argo CD's `Application` custom resource (argoproj.io/v1alpha1), for dynamic access.
-pub fn application_resource() -> ApiResource {
+/// An Argo CD custom resource (argoproj.io/v1alpha1: `Application`, `ApplicationSet`), for
+/// dynamic access.
+pub fn argo_resource(kind: &str) -> ApiResource {
     ApiResource {
         group: "argoproj.io".into(),
         version: "v1alpha1".into(),
         api_version: "argoproj.io/v1alpha1".into(),
-        kind: "Application".into(),
-        plural: "applications".into(),
+        kind: kind.into(),
+        plural: format!("{}s", kind.to_ascii_lowercase()),
     }
 }
 
@@ -169,7 +197,39 @@ impl ArgoCdApi for KubeArgoCd {
                 destination_name: text(app, "/spec/destination/name"),
                 sync: text(app, "/status/sync/status"),
                 health: text(app, "/status/health/status"),
+                application_set: app
+                    .metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .find(|owner| owner.kind == "ApplicationSet")
+                    .map(|owner| owner.name.clone()),
             })
             .collect())
+    }
+
+    async fn application_sets(&self) -> Result<Vec<ApplicationSet>, KubeError> {
+        let list = self
+            .application_sets
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| KubeError::from_kube(self.action("list", "ApplicationSets"), e))?;
+        Ok(list
+            .items
+            .into_iter()
+            .map(|set| ApplicationSet {
+                name: set.metadata.name.unwrap_or_default(),
+                spec: set.data.get("spec").cloned().unwrap_or(Value::Null),
+            })
+            .collect())
+    }
+
+    async fn request_refresh(&self, application: &str) -> Result<(), KubeError> {
+        let patch = json!({"metadata": {"annotations": {REFRESH_ANNOTATION: "normal"}}});
+        self.applications
+            .patch(application, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map(drop)
+            .map_err(|e| KubeError::from_kube(self.action("refresh Application", application), e))
     }
 }

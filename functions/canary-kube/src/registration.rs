@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use canary_aws::ClusterInfo;
+use canary_core::appsets::selects_cluster;
 use canary_core::argocd::{
     secret_name, ArgoCdSection, CLUSTER_ARN_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE,
     SECRET_TYPE_LABEL,
@@ -14,8 +15,8 @@ use serde::Serialize;
 use serde_json::json;
 use tracing::info;
 
-use crate::argocd::{ArgoCdApi, ClusterSecret};
-use crate::error::KubeError;
+use crate::argocd::{AppStatus, ArgoCdApi, ClusterSecret};
+use crate::error::{KubeError, KubeErrorKind};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RegistrationError {
@@ -49,15 +50,21 @@ impl NamedError for RegistrationError {
 }
 
 /// The Argo CD cluster Secret for `cluster`, as Argo CD's `SecretToCluster` reads it.
+/// The labels of the cluster Secret: the plan's, and the two cluster-canary sets itself.
+pub fn secret_labels(argocd: &ArgoCdSection) -> BTreeMap<String, String> {
+    let mut labels: BTreeMap<String, String> = argocd.labels.clone();
+    labels.insert(SECRET_TYPE_LABEL.to_owned(), "cluster".to_owned());
+    labels.insert(MANAGED_BY_LABEL.to_owned(), MANAGED_BY_VALUE.to_owned());
+    labels
+}
+
 pub fn desired_secret(
     cluster: &ClusterInfo,
     server: &str,
     ca_data: &str,
     argocd: &ArgoCdSection,
 ) -> ClusterSecret {
-    let mut labels: BTreeMap<String, String> = argocd.labels.clone();
-    labels.insert(SECRET_TYPE_LABEL.to_owned(), "cluster".to_owned());
-    labels.insert(MANAGED_BY_LABEL.to_owned(), MANAGED_BY_VALUE.to_owned());
+    let labels = secret_labels(argocd);
 
     let mut aws_auth = json!({"clusterName": cluster.name});
     if let Some(role) = &argocd.role_arn {
@@ -277,12 +284,19 @@ pub struct AppReport {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AppsStatus {
-    /// At least `min_apps` Applications target the cluster and all are Synced and Healthy.
+    /// Ready now and for `stableChecks` polls in a row: every ApplicationSet that selects the
+    /// cluster has generated its Applications, at least `min_apps` target the cluster, and all
+    /// of those are Synced and Healthy.
     pub ready: bool,
     pub min_apps: usize,
     /// How many Applications target the cluster.
     pub app_count: usize,
-    /// The first [`MAX_LISTED_APPS`] of them, those not ready first (all are in the log).
+    /// The ApplicationSets whose cluster generators select the new Secret's labels.
+    pub application_sets: Vec<String>,
+    /// Consecutive polls, this one included, that found everything ready; the next poll
+    /// passes it back.
+    pub stable_polls: u32,
+    /// The first [`MAX_LISTED_APPS`] Applications, those not ready first (all are in the log).
     pub apps: Vec<AppReport>,
     /// One bounded line for people and the execution's cause.
     pub reason: String,
@@ -291,26 +305,75 @@ pub struct AppsStatus {
 /// Most Applications an apps status lists: it goes into the execution's state.
 pub const MAX_LISTED_APPS: usize = 20;
 
-/// The Applications whose destination is the cluster (by `server` or by registered `name`),
-/// the way `argocd app list --cluster` matches them.
+/// What the apps wait knows of the cluster and the plan.
+pub struct AppsQuery<'a> {
+    /// The cluster's API server URL (an Application's `destination.server`).
+    pub server: &'a str,
+    /// Its registered name (an Application's `destination.name`).
+    pub cluster_name: &'a str,
+    /// The labels of its cluster Secret, which ApplicationSet cluster generators select on.
+    pub secret_labels: &'a BTreeMap<String, String>,
+    pub argocd: &'a ArgoCdSection,
+    /// `stablePolls` of the previous poll (0 for the first).
+    pub stable_polls: u32,
+}
+
+/// The Applications whose destination is the cluster (by `server` or by registered `name`,
+/// the way `argocd app list --cluster` matches them), and the ApplicationSets expected to
+/// generate some: ready when each of those has, all are Synced and Healthy, there are at least
+/// `minApps`, and it has been so for `stableChecks` polls. With `refreshStaleApps`, each app
+/// not ready yet is asked to refresh.
 pub async fn apps_status(
     api: &dyn ArgoCdApi,
-    server: &str,
-    cluster_name: &str,
-    min_apps: usize,
+    query: &AppsQuery<'_>,
 ) -> Result<AppsStatus, RegistrationError> {
-    let server = server.trim_end_matches('/');
-    let mut apps: Vec<AppReport> = api
+    let server = query.server.trim_end_matches('/');
+    let targets_cluster = |app: &AppStatus| {
+        app.destination_server
+            .as_deref()
+            .map(|s| s.trim_end_matches('/'))
+            == Some(server)
+            || app.destination_name.as_deref() == Some(query.cluster_name)
+    };
+    let ours: Vec<AppStatus> = api
         .applications()
         .await?
         .into_iter()
-        .filter(|app| {
-            app.destination_server
-                .as_deref()
-                .map(|s| s.trim_end_matches('/'))
-                == Some(server)
-                || app.destination_name.as_deref() == Some(cluster_name)
+        .filter(targets_cluster)
+        .collect();
+    let mut expected = Vec::new();
+    let mut unreadable = Vec::new();
+    // Without the ApplicationSet CRD (404) or the permission to list it (403), readiness falls
+    // back to `minApps` and the health of what targets the cluster, and the reason says so.
+    let (sets, sets_note) = match api.application_sets().await {
+        Ok(sets) => (sets, String::new()),
+        Err(e) if matches!(e.kind, KubeErrorKind::Permission | KubeErrorKind::NotFound) => (
+            Vec::new(),
+            format!(
+                " (ApplicationSets not read: {}; only minApps counts)",
+                e.message
+            ),
+        ),
+        Err(e) => return Err(e.into()),
+    };
+    for set in sets {
+        match selects_cluster(&set.spec, query.secret_labels) {
+            Ok(true) => expected.push(set.name),
+            Ok(false) => {}
+            // Argo CD cannot use that generator either: it will generate nothing for anyone.
+            Err(why) => unreadable.push(format!("ApplicationSet {}: {why}", set.name)),
+        }
+    }
+    let missing: Vec<&String> = expected
+        .iter()
+        .filter(|set| {
+            !ours
+                .iter()
+                .any(|app| app.application_set.as_ref() == Some(*set))
         })
+        .collect();
+    let mut apps: Vec<AppReport> = ours
+        .into_iter()
         .map(|app| AppReport {
             name: app.name,
             sync: app.sync.unwrap_or_else(|| "Unknown".to_owned()),
@@ -324,28 +387,69 @@ pub async fn apps_status(
         .filter(|a| !is_ready(a))
         .map(|a| format!("{} is {}/{}", a.name, a.sync, a.health))
         .collect();
+    if query.argocd.refresh_stale_apps() {
+        for app in apps.iter().filter(|a| !is_ready(a)) {
+            api.request_refresh(&app.name).await?;
+        }
+    }
     let app_count = apps.len();
-    let (ready, reason) = if app_count < min_apps {
+    let min_apps = query.argocd.min_apps();
+    let bounded =
+        |items: &[String]| join_bounded(items, ", ", MAX_LISTED_APPS, MAX_REASON_BYTES / 3);
+    let mut problems = Vec::new();
+    if !missing.is_empty() {
+        let names: Vec<String> = missing.iter().map(|s| s.to_string()).collect();
+        problems.push(format!(
+            "no Application for the cluster yet from ApplicationSet {}",
+            bounded(&names)
+        ));
+    }
+    if !unreadable.is_empty() {
+        problems.push(bounded(&unreadable));
+    }
+    if app_count < min_apps {
+        problems.push(format!(
+            "{app_count} of at least {min_apps} Applications target the cluster"
+        ));
+    }
+    if !not_ready.is_empty() {
+        problems.push(format!("not ready: {}", bounded(&not_ready)));
+    }
+    let stable_polls = if problems.is_empty() {
+        query.stable_polls.saturating_add(1)
+    } else {
+        0
+    };
+    let stable_checks = query.argocd.stable_checks();
+    let from_sets = if expected.is_empty() {
+        String::new()
+    } else {
+        format!(" (from ApplicationSets {})", bounded(&expected))
+    };
+    let (ready, reason) = if !problems.is_empty() {
+        (false, problems.join("; ") + &sets_note)
+    } else if stable_polls < stable_checks {
         (
             false,
-            format!("{app_count} of at least {min_apps} Applications target the cluster"),
+            format!(
+                "all {app_count} Applications are Synced and Healthy{from_sets}{sets_note}; {stable_polls} of {stable_checks} looks in a row"
+            ),
         )
-    } else if !not_ready.is_empty() {
-        let listed = join_bounded(&not_ready, ", ", MAX_LISTED_APPS, MAX_REASON_BYTES - 20);
-        (false, format!("not ready: {listed}"))
     } else {
         (
             true,
-            format!("all {app_count} Applications are Synced and Healthy"),
+            format!("all {app_count} Applications are Synced and Healthy{from_sets}{sets_note}"),
         )
     };
-    info!(app_count, ready, not_ready = %not_ready.join(", "), "apps status");
+    info!(app_count, ready, stable_polls, not_ready = %not_ready.join(", "), "apps status");
     apps.truncate(MAX_LISTED_APPS);
     Ok(AppsStatus {
         ready,
         min_apps,
         app_count,
+        application_sets: expected.into_iter().take(MAX_LISTED_APPS).collect(),
+        stable_polls,
         apps,
-        reason,
+        reason: canary_core::limits::truncate(&reason, MAX_REASON_BYTES),
     })
 }

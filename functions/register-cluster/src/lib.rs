@@ -16,8 +16,8 @@ use canary_core::input::parse_input;
 use canary_core::{ErrorName, NamedError, PlanErrors, RolloutPlan};
 use canary_kube::registration::Registration;
 use canary_kube::{
-    apps_status, connect, deregister, desired_secret, register, retire_secret, AccessDeps,
-    KubeArgoCd, KubeError, ManagementAccess, RegistrationError,
+    apps_status, connect, deregister, desired_secret, register, retire_secret, secret_labels,
+    AccessDeps, AppsQuery, KubeArgoCd, KubeError, ManagementAccess, RegistrationError,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -103,8 +103,12 @@ enum Request {
     Register {
         plan: Value,
     },
+    #[serde(rename_all = "camelCase")]
     AppsStatus {
         plan: Value,
+        /// The previous poll's `stablePolls` (0 before the first).
+        #[serde(default)]
+        stable_polls: u32,
     },
     /// `clusterArn` when the cluster may be gone already; otherwise it is described.
     #[serde(rename_all = "camelCase")]
@@ -185,14 +189,19 @@ pub async fn handle(deps: &Deps<'_>, input: Value) -> Result<Value, RegisterErro
                 apps_wait: AppsWait::for_timeout(argocd.apps_timeout_seconds()),
             })
         }
-        Request::AppsStatus { plan } => {
+        Request::AppsStatus { plan, stable_polls } => {
             let plan = RolloutPlan::parse(plan)?.plan;
             let argocd = plan.argocd.clone().unwrap_or_default();
             let (cluster, server, _) = active_cluster(deps.aws.eks, &plan).await?;
             let api = argocd_api(deps, &argocd).await?;
-            serde_json::to_value(
-                apps_status(&api, &server, &cluster.name, argocd.min_apps()).await?,
-            )
+            let query = AppsQuery {
+                server: &server,
+                cluster_name: &cluster.name,
+                secret_labels: &secret_labels(&argocd),
+                argocd: &argocd,
+                stable_polls,
+            };
+            serde_json::to_value(apps_status(&api, &query).await?)
         }
         Request::Deregister { plan, cluster_arn } => {
             let plan = RolloutPlan::parse(plan)?.plan;

@@ -1,0 +1,312 @@
+//! Which Argo CD ApplicationSets will generate Applications for a cluster: those with a
+//! `clusters` generator (at the top, or nested in a `matrix` or `merge` generator) whose
+//! label selector matches the cluster Secret's labels. Kubernetes label selector semantics
+//! (`metav1.LabelSelector`): every `matchLabels` pair and every `matchExpressions` requirement
+//! must hold; an empty selector matches everything.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+/// One `matchExpressions` requirement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Requirement {
+    In(String, Vec<String>),
+    NotIn(String, Vec<String>),
+    Exists(String),
+    DoesNotExist(String),
+}
+
+/// A label selector, as Kubernetes evaluates it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LabelSelector {
+    pub match_labels: BTreeMap<String, String>,
+    pub requirements: Vec<Requirement>,
+}
+
+impl Requirement {
+    fn holds(&self, labels: &BTreeMap<String, String>) -> bool {
+        match self {
+            Requirement::In(key, values) => labels.get(key).is_some_and(|v| values.contains(v)),
+            // Kubernetes: NotIn also matches when the label is absent.
+            Requirement::NotIn(key, values) => labels.get(key).is_none_or(|v| !values.contains(v)),
+            Requirement::Exists(key) => labels.contains_key(key),
+            Requirement::DoesNotExist(key) => !labels.contains_key(key),
+        }
+    }
+}
+
+impl LabelSelector {
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.match_labels
+            .iter()
+            .all(|(k, v)| labels.get(k) == Some(v))
+            && self.requirements.iter().all(|r| r.holds(labels))
+    }
+
+    /// A selector from its JSON (`{matchLabels, matchExpressions}`); the error says what is
+    /// wrong, as the API server would refuse it (`In`/`NotIn` need values, `Exists` and
+    /// `DoesNotExist` take none).
+    pub fn from_json(value: &Value) -> Result<Self, String> {
+        let mut selector = LabelSelector::default();
+        if value.is_null() {
+            return Ok(selector);
+        }
+        if let Some(labels) = value.get("matchLabels").filter(|v| !v.is_null()) {
+            let labels = labels.as_object().ok_or("matchLabels is not an object")?;
+            for (key, v) in labels {
+                let v = v
+                    .as_str()
+                    .ok_or_else(|| format!("matchLabels.{key} is not a string"))?;
+                selector.match_labels.insert(key.clone(), v.to_owned());
+            }
+        }
+        let expressions = match value.get("matchExpressions") {
+            None | Some(Value::Null) => &[][..],
+            Some(Value::Array(items)) => items.as_slice(),
+            Some(_) => return Err("matchExpressions is not a list".to_owned()),
+        };
+        for (i, expression) in expressions.iter().enumerate() {
+            let key = expression["key"]
+                .as_str()
+                .ok_or_else(|| format!("matchExpressions[{i}].key is missing"))?
+                .to_owned();
+            let values: Vec<String> = expression["values"]
+                .as_array()
+                .map(|vs| {
+                    vs.iter()
+                        .filter_map(|v| v.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let operator = expression["operator"].as_str().unwrap_or_default();
+            let requirement = match (operator, values.is_empty()) {
+                ("In", false) => Requirement::In(key, values),
+                ("NotIn", false) => Requirement::NotIn(key, values),
+                ("Exists", true) => Requirement::Exists(key),
+                ("DoesNotExist", true) => Requirement::DoesNotExist(key),
+                ("In" | "NotIn", true) => {
+                    return Err(format!(
+                        "matchExpressions[{i}]: {operator} needs at least one value"
+                    ))
+                }
+                ("Exists" | "DoesNotExist", false) => {
+                    return Err(format!("matchExpressions[{i}]: {operator} takes no values"))
+                }
+                (other, _) => {
+                    return Err(format!(
+                        "matchExpressions[{i}]: unknown operator `{other}` (In, NotIn, Exists, DoesNotExist)"
+                    ))
+                }
+            };
+            selector.requirements.push(requirement);
+        }
+        Ok(selector)
+    }
+}
+
+/// How deep `matrix`/`merge` generators nest: Argo CD allows two levels.
+const MAX_NESTING: usize = 2;
+
+/// Whether an ApplicationSet's spec generates Applications for a cluster Secret with these
+/// labels: one of its generators is a `clusters` generator selecting them (a matrix or merge
+/// counts when any of its child generators is). A selector the API server would refuse is an
+/// error saying what is wrong with it.
+pub fn selects_cluster(spec: &Value, labels: &BTreeMap<String, String>) -> Result<bool, String> {
+    generators_select(&spec["generators"], labels, 0)
+}
+
+fn generators_select(
+    generators: &Value,
+    labels: &BTreeMap<String, String>,
+    depth: usize,
+) -> Result<bool, String> {
+    let Some(generators) = generators.as_array() else {
+        return Ok(false);
+    };
+    for generator in generators {
+        if let Some(clusters) = generator.get("clusters") {
+            if LabelSelector::from_json(&clusters["selector"])?.matches(labels) {
+                return Ok(true);
+            }
+        }
+        for combining in ["matrix", "merge"] {
+            if let Some(inner) = generator.get(combining).filter(|_| depth < MAX_NESTING) {
+                if generators_select(&inner["generators"], labels, depth + 1)? {
+                    return Ok(true);
+                }
+            }
+        }
+    }
+    Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    fn selector(value: Value) -> LabelSelector {
+        LabelSelector::from_json(&value).expect("a valid selector")
+    }
+
+    #[test]
+    fn selector_semantics_are_kubernetes() {
+        let l = labels(&[("env", "prod"), ("fleet", "web")]);
+        let cases = [
+            (json!({}), true),
+            (json!(null), true),
+            (json!({"matchLabels": {"env": "prod"}}), true),
+            (
+                json!({"matchLabels": {"env": "prod", "fleet": "api"}}),
+                false,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "env", "operator": "In", "values": ["prod", "staging"]}]}),
+                true,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "env", "operator": "In", "values": ["staging"]}]}),
+                false,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["a"]}]}),
+                false,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["staging"]}]}),
+                true,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["prod"]}]}),
+                false,
+            ),
+            // NotIn matches a missing label.
+            (
+                json!({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["a"]}]}),
+                true,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "fleet", "operator": "Exists"}]}),
+                true,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "tier", "operator": "Exists"}]}),
+                false,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}),
+                true,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "env", "operator": "DoesNotExist"}]}),
+                false,
+            ),
+            // Every part must hold.
+            (
+                json!({"matchLabels": {"env": "prod"},
+                    "matchExpressions": [{"key": "fleet", "operator": "NotIn", "values": ["web"]}]}),
+                false,
+            ),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(selector(value.clone()).matches(&l), expected, "{value}");
+        }
+    }
+
+    #[test]
+    fn malformed_selectors_are_refused_with_the_reason() {
+        for (value, says) in [
+            (
+                json!({"matchExpressions": [{"key": "a", "operator": "In"}]}),
+                "needs at least one value",
+            ),
+            (
+                json!({"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]}),
+                "takes no values",
+            ),
+            (
+                json!({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]}),
+                "unknown operator `Gt`",
+            ),
+            (
+                json!({"matchExpressions": [{"operator": "Exists"}]}),
+                "key is missing",
+            ),
+            (
+                json!({"matchLabels": ["a"]}),
+                "matchLabels is not an object",
+            ),
+        ] {
+            let error = LabelSelector::from_json(&value).expect_err("refused");
+            assert!(error.contains(says), "{value}: {error}");
+        }
+    }
+
+    #[test]
+    fn cluster_generators_select_top_level_and_nested() {
+        let web = labels(&[
+            ("argocd.argoproj.io/secret-type", "cluster"),
+            ("fleet", "web"),
+        ]);
+        let top =
+            json!({"generators": [{"clusters": {"selector": {"matchLabels": {"fleet": "web"}}}}]});
+        let other =
+            json!({"generators": [{"clusters": {"selector": {"matchLabels": {"fleet": "api"}}}}]});
+        let matrix = json!({"generators": [{"matrix": {"generators": [
+            {"list": {"elements": [{"app": "a"}, {"app": "b"}]}},
+            {"clusters": {"selector": {"matchExpressions": [{"key": "fleet", "operator": "In", "values": ["web"]}]}}}
+        ]}}]});
+        let merge_in_matrix = json!({"generators": [{"matrix": {"generators": [
+            {"git": {"repoURL": "https://git.example.com/apps.git"}},
+            {"merge": {"generators": [{"clusters": {}}, {"list": {"elements": []}}]}}
+        ]}}]});
+        let no_clusters = json!({"generators": [{"list": {"elements": [{"cluster": "green"}]}}]});
+        assert_eq!(selects_cluster(&top, &web), Ok(true));
+        assert_eq!(selects_cluster(&other, &web), Ok(false));
+        assert_eq!(selects_cluster(&matrix, &web), Ok(true));
+        assert_eq!(
+            selects_cluster(&merge_in_matrix, &web),
+            Ok(true),
+            "no selector: every cluster"
+        );
+        assert_eq!(selects_cluster(&no_clusters, &web), Ok(false));
+        assert_eq!(selects_cluster(&json!({}), &web), Ok(false));
+        let broken = json!({"generators": [{"clusters": {"selector": {"matchExpressions": [{"key": "x", "operator": "In"}]}}}]});
+        assert!(selects_cluster(&broken, &web).is_err());
+    }
+
+    fn label_map() -> impl Strategy<Value = BTreeMap<String, String>> {
+        proptest::collection::btree_map("[a-c]", "[x-z]", 0..4)
+    }
+
+    proptest! {
+        /// In and NotIn over the same values are each other's negation; Exists and
+        /// DoesNotExist too; matchLabels {k: v} is In(k, [v]).
+        #[test]
+        fn operators_are_consistent(labels in label_map(), key in "[a-c]", values in proptest::collection::vec("[x-z]", 1..3)) {
+            let holds = |r: Requirement| LabelSelector { requirements: vec![r], ..Default::default() }.matches(&labels);
+            prop_assert_eq!(holds(Requirement::In(key.clone(), values.clone())), !holds(Requirement::NotIn(key.clone(), values.clone())));
+            prop_assert_eq!(holds(Requirement::Exists(key.clone())), !holds(Requirement::DoesNotExist(key.clone())));
+            let single = LabelSelector { match_labels: [(key.clone(), values[0].clone())].into(), ..Default::default() };
+            prop_assert_eq!(single.matches(&labels), holds(Requirement::In(key.clone(), vec![values[0].clone()])));
+        }
+
+        /// Adding a requirement never selects more.
+        #[test]
+        fn requirements_only_narrow(labels in label_map(), key in "[a-c]", value in "[x-z]") {
+            let base = LabelSelector { match_labels: [(key.clone(), value.clone())].into(), ..Default::default() };
+            let mut narrower = base.clone();
+            narrower.requirements.push(Requirement::Exists("b".to_owned()));
+            prop_assert!(!narrower.matches(&labels) || base.matches(&labels));
+        }
+    }
+}
