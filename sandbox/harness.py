@@ -64,10 +64,18 @@ def function_arn(name):
     return f"arn:aws:lambda:{world_mod.REGION}:{world_mod.ACCOUNT}:function:{name}"
 
 
+# The token the functions reach the management cluster with when the sandbox enforces RBAC.
+FUNCTIONS_TOKEN = "sandbox-functions"
+
+
 class Sandbox:
-    def __init__(self, argocd_sim="healthy", healthy_after=3.0, log=print):
+    def __init__(self, argocd_sim="healthy", healthy_after=3.0, log=print, rbac=None):
+        """`rbac`: Kubernetes RBAC manifests (paths); the functions then reach the management
+        cluster as the group `cluster-canary` with only what those grant, as in
+        infra/kubernetes/argocd-rbac.yaml, instead of as its administrator."""
         self.argocd_sim = argocd_sim
         self.healthy_after = healthy_after
+        self.rbac = rbac
         self.log = log
         self.processes = []
         self.front = None
@@ -105,7 +113,9 @@ class Sandbox:
 
         kube = self.spawn(
             [python, "tests/kube/kube_api_server.py", "--admin-token", "sandbox-admin",
-             "--argocd-sim", self.argocd_sim, "--apps-per-cluster", "2", "--healthy-after", str(self.healthy_after)],
+             "--argocd-sim", self.argocd_sim, "--apps-per-cluster", "2", "--healthy-after", str(self.healthy_after),
+             *(["--rbac-token", FUNCTIONS_TOKEN, "--rbac-groups", "cluster-canary"] if self.rbac else []),
+             *[arg for manifest in self.rbac or [] for arg in ("--rbac", str(manifest))]],
             "kube.log",
             stdout=subprocess.PIPE,
         )
@@ -129,7 +139,8 @@ class Sandbox:
         urllib.request.urlopen(request).read()
 
         self.world = world_mod.seed(
-            self.client, {"server": self.kube["server"], "caData": self.kube["caData"], "token": "sandbox-admin"}
+            self.client, {"server": self.kube["server"], "caData": self.kube["caData"],
+                          "token": FUNCTIONS_TOKEN if self.rbac else "sandbox-admin"}
         )
         definition = (REPO / "statemachine/rollout.asl.json").read_text()
         for key, name in (("ShiftWeightsFunctionArn", "shift-weights"), ("EvaluateAlarmsFunctionArn", "evaluate-alarms"),

@@ -112,6 +112,8 @@ pub struct Tracker {
     status: Status,
     /// What running out of time does to the approval of the current step.
     on_approval_timeout: Option<String>,
+    /// The failure last reported: the states after it carry it on to the end.
+    last_failure: Option<(String, String)>,
 }
 
 /// States whose output carries a failure that is reported elsewhere, or is the rollback's own.
@@ -133,6 +135,7 @@ impl Tracker {
                 ..Status::default()
             },
             on_approval_timeout: None,
+            last_failure: None,
         }
     }
 
@@ -210,7 +213,7 @@ impl Tracker {
                 Some(Update::Ended {
                     status: status.clone(),
                     error: given(error),
-                    cause: given(cause),
+                    cause: given(cause).map(|c| cause_text(&Value::String(c))),
                 })
             }
             _ => None,
@@ -251,10 +254,15 @@ impl Tracker {
     fn exited(&mut self, name: &str, state: &Value) -> Option<Update> {
         let failure = &state["failure"];
         if failure.is_object() && !FAILURE_REPORTED_BY.contains(&name) {
+            let seen = (text(&failure["Error"]), cause_text(&failure["Cause"]));
+            if self.last_failure.as_ref() == Some(&seen) {
+                return None;
+            }
+            self.last_failure = Some(seen.clone());
             return Some(Update::Failed {
                 state: name.to_owned(),
-                error: text(&failure["Error"]),
-                cause: text(&failure["Cause"]),
+                error: seen.0,
+                cause: seen.1,
             });
         }
         let weights = |value: &Value| -> Vec<TargetWeights> {
@@ -328,6 +336,16 @@ impl Tracker {
             _ => None,
         }
     }
+}
+
+/// A failure's cause for people: a Lambda function's error arrives as its JSON
+/// (`{"errorType", "errorMessage"}`); the message is what says why.
+fn cause_text(cause: &Value) -> String {
+    let cause = text(cause);
+    serde_json::from_str::<Value>(&cause)
+        .ok()
+        .and_then(|json| json["errorMessage"].as_str().map(str::to_owned))
+        .unwrap_or(cause)
 }
 
 fn text(value: &Value) -> String {

@@ -190,6 +190,27 @@ fn a_rolled_back_rollout() {
 }
 
 #[test]
+fn a_failure_before_traffic_is_said_once_with_the_function_s_message() {
+    let mut h = History::new();
+    let failure = json!({"Error": "KubePermissionDenied",
+        "Cause": json!({"errorType": "KubePermissionDenied", "errorMessage": "list ApplicationSets in namespace argocd: forbidden (403 Forbidden)"}).to_string()});
+    h.state("AppsStatus", json!({ "failure": failure }));
+    for carrying in [
+        "FailedBeforeTrafficOutcome",
+        "NotifyRolloutFailed",
+        "RolloutFailedEnd?",
+    ] {
+        h.state(carrying, json!({ "failure": failure, "outcome": {} }));
+    }
+    h.push(EventKind::ExecutionEnded {
+        status: "FAILED".to_owned(),
+        error: Some("KubePermissionDenied".to_owned()),
+        cause: failure["Cause"].as_str().map(str::to_owned),
+    });
+    insta::assert_snapshot!("failed_before_traffic", text(&h, false));
+}
+
+#[test]
 fn verbose_shows_every_reason_of_a_check() {
     let shown = text(&rolled_back(), true);
     assert!(shown.contains("metric 5xx rate of the canary"), "{shown}");

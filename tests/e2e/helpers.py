@@ -6,6 +6,9 @@ from pathlib import Path
 
 import jsonschema
 
+from sandbox import scenarios
+from sandbox.harness import REPO
+
 BASELINE = {"listener :80": (100, 0), "app.example.com.": (100, 0)}
 # How an execution ends FailedBeforeTraffic: the outcome, the Rollout Failed event, the end.
 FAILED_BEFORE_TRAFFIC = ["FailedBeforeTrafficOutcome", "NotifyRolloutFailed", "RolloutFailedEnd?", "FailedBeforeTraffic"]
@@ -36,3 +39,13 @@ def event_types(report):
         schema = json.loads((EVENT_SCHEMAS / f"{detail_type.lower().replace(' ', '-')}.schema.json").read_text())
         jsonschema.validate(detail, schema)
     return [detail_type for detail_type, _ in report.events]
+
+
+def delete_cluster_event(name, region):
+    """The EventBridge event for DeleteCluster of `name`, as EventBridge delivers it."""
+    event = json.loads((REPO / "tests/events/eks-delete-cluster.json").read_text())
+    detail = event["detail"]
+    detail["awsRegion"] = event["region"] = region
+    detail["requestParameters"]["name"] = name
+    detail["responseElements"]["cluster"].update(name=name, arn=scenarios.cluster_arn(name, region))
+    return event

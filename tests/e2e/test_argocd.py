@@ -4,11 +4,12 @@ plays the ApplicationSet controller (tests/kube/kube_api_server.py)."""
 import base64
 import json
 import ssl
+import urllib.error
 import urllib.request
 
-from helpers import PROMOTED, captured
+from helpers import PROMOTED, captured, delete_cluster_event
 from sandbox import scenarios
-from sandbox.harness import Sandbox
+from sandbox.harness import FUNCTIONS_TOKEN, REPO, Sandbox
 
 
 def kube(sandbox, method, path, body=None):
@@ -56,3 +57,53 @@ def test_the_rollout_waits_for_the_applications_of_the_application_sets_that_sel
         owned = {app["metadata"]["name"]: app["metadata"]["ownerReferences"][0]["name"] for app in apps}
         assert owned == {f"web-{secret}": "web", f"per-team-ledger-{secret}": "per-team",
                          f"per-team-search-{secret}": "per-team"}
+
+
+RBAC = REPO / "infra/kubernetes/argocd-rbac.yaml"
+REFRESH_RBAC = REPO / "infra/kubernetes/argocd-rbac-refresh.yaml"
+
+
+def as_functions(sandbox, method, path):
+    """A request as the functions make them: the group cluster-canary, RBAC only. The status."""
+    context = ssl.create_default_context(cadata=base64.b64decode(sandbox.kube["caData"]).decode())
+    request = urllib.request.Request(f"{sandbox.kube['server']}{path}", method=method,
+                                     headers={"Authorization": f"Bearer {FUNCTIONS_TOKEN}"})
+    try:
+        return urllib.request.urlopen(request, context=context).status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def test_a_rollout_and_a_deregistration_need_no_more_than_the_documented_rbac():
+    with Sandbox(log=captured, rbac=[RBAC]) as sandbox:
+        for method, path in [("GET", "/api/v1/namespaces/argocd/configmaps"),
+                             ("GET", "/api/v1/namespaces/kube-system/secrets"),
+                             ("GET", "/api/v1/namespaces"),
+                             ("DELETE", "/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/guestbook")]:
+            assert as_functions(sandbox, method, path) == 403, (method, path)
+        assert as_functions(sandbox, "GET", "/apis/argoproj.io/v1alpha1/namespaces/argocd/applicationsets") == 200
+
+        report = scenarios.run_on(sandbox, "happy", out=captured)
+        assert report.status == "SUCCEEDED", report.cause
+        assert report.secret is not None
+
+        error, deleted = sandbox.invoke("cluster-created", delete_cluster_event("green", "us-east-1"))
+        assert not error, deleted
+        assert deleted["action"] == "deregistered", deleted
+        assert scenarios.read_secret(sandbox, scenarios.cluster_arn("green")) is None
+
+
+def test_refreshing_stale_apps_needs_the_refresh_role():
+    for rbac, refreshed in (([RBAC], False), ([RBAC, REFRESH_RBAC], True)):
+        with Sandbox(log=captured, rbac=rbac) as sandbox:
+            scenarios.create_green(sandbox)
+            plan = scenarios.manual_plan(sandbox)
+            plan["argocd"]["refreshStaleApps"] = True
+            report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "refresh"), out=captured)
+            if refreshed:
+                assert report.status == "SUCCEEDED", report.cause
+            else:
+                assert (report.status, report.error) == ("FAILED", "KubePermissionDenied"), report.cause
+                message = json.loads(report.cause)["errorMessage"]
+                assert 'cannot patch resource "applications" in API group "argoproj.io"' in message, message
+                assert report.max_canary == 0

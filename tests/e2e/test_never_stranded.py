@@ -6,7 +6,7 @@ sandbox). No execution here ends with traffic away from the baseline unless it p
 import json
 import re
 
-from helpers import FAILED_BEFORE_TRAFFIC, BASELINE, PROMOTED, captured, move_listener_by_hand
+from helpers import FAILED_BEFORE_TRAFFIC, BASELINE, PROMOTED, captured, delete_cluster_event, move_listener_by_hand
 from sandbox.scenarios import manual_plan, start_manual
 from sandbox import scenarios
 from sandbox.harness import REPO, Sandbox
@@ -152,15 +152,6 @@ def test_the_largest_plan_with_the_most_alarms_rolls_back_then_promotes_within_t
         captured(f"largest states: rollback {rolled_back.largest_state} B at {rolled_back.largest_state_at}, "
                  f"promotion {promoted.largest_state} B at {promoted.largest_state_at}")
         assert promoted.largest_state > MAX_PLAN_BYTES, "the plan is in the state"
-
-
-def delete_cluster_event(name, region):
-    event = json.loads((REPO / "tests/events/eks-delete-cluster.json").read_text())
-    detail = event["detail"]
-    detail["awsRegion"] = event["region"] = region
-    detail["requestParameters"]["name"] = name
-    detail["responseElements"]["cluster"].update(name=name, arn=scenarios.cluster_arn(name, region))
-    return event
 
 
 def test_a_cluster_in_another_region_rolls_out_and_same_named_clusters_keep_their_own_secrets():

@@ -18,7 +18,10 @@ What it serves (core/v1 Secrets and argoproj.io/v1alpha1 Applications, namespace
   GET    /version
 
 Auth: `Authorization: Bearer <token>`. The admin token may do everything; the limited token
-is authenticated but forbidden in the Argo CD namespace (403); anything else is 401. With
+is authenticated but forbidden in the Argo CD namespace (403); with `--rbac-token`, that token
+may do what the Roles and RoleBindings of the `--rbac` manifests grant its user and groups,
+and gets a 403 naming the verb, resource and API group for anything else, on any path (an
+unserved resource too: authorization comes first, as in kube-apiserver); anything else is 401. With
 `--accept-eks-tokens`, an EKS token (`k8s-aws-v1.` + base64url of a presigned STS
 GetCallerIdentity URL that signs `x-k8s-aws-id`) also counts as admin: its shape is checked,
 but it is not sent to STS, which is what a real EKS control plane would do.
@@ -50,7 +53,7 @@ and values and annotation keys must be well-formed (422 Invalid, with each field
 Not modelled: watches, resourceVersion preconditions and optimistic concurrency, list paging
 (limit/continue), field selectors, set-based label selectors in URLs (in, notin), the status
 subresource (an Application's `status` is kept as given on create/replace), managedFields
-detail below map keys, RBAC beyond the two tokens, admission, any other resource, other
+detail below map keys, ClusterRoles (see `Rbac`), admission, any other resource, other
 ApplicationSet generators (git, scm, pull request...), templates (names are fixed as above),
 an Application's refresh (the annotation is kept, nothing reacts to it).
 
@@ -214,6 +217,49 @@ def matches_selector(labels, selector):
     return True
 
 
+class Rbac:
+    """Roles and RoleBindings (rbac.authorization.k8s.io/v1) from manifests, for the one
+    identity `--rbac-token` authenticates: user `--rbac-user` in groups `--rbac-groups`. A
+    request is allowed when a RoleBinding in its namespace binds that user or one of those
+    groups to a Role there with a rule naming its API group, resource and verb (and, when the
+    rule has resourceNames, the object's name); `*` matches anything. Not modelled:
+    ClusterRoles and ClusterRoleBindings, aggregation, non-resource URLs, subresources."""
+
+    def __init__(self, paths, user, groups):
+        self.user, self.groups = user, set(groups)
+        self.roles, self.bindings = {}, []
+        for path in paths or []:
+            with open(path) as f:
+                for doc in yaml.safe_load_all(f):
+                    if not doc:
+                        continue
+                    meta = doc["metadata"]
+                    if doc["kind"] == "Role":
+                        self.roles[(meta["namespace"], meta["name"])] = doc.get("rules") or []
+                    elif doc["kind"] == "RoleBinding":
+                        self.bindings.append(doc)
+                    else:
+                        raise ValueError(f"{path}: {doc['kind']} is not modelled (Role and RoleBinding are)")
+
+    def binds_us(self, binding):
+        return any((s["kind"] == "User" and s["name"] == self.user) or (s["kind"] == "Group" and s["name"] in self.groups)
+                   for s in binding.get("subjects") or [])
+
+    def allows(self, ns, group, resource, verb, name):
+        def has(items, value):
+            return "*" in items or value in items
+
+        for binding in self.bindings:
+            if binding["metadata"]["namespace"] != ns or binding["roleRef"]["kind"] != "Role" or not self.binds_us(binding):
+                continue
+            for rule in self.roles.get((ns, binding["roleRef"]["name"]), []):
+                if (has(rule.get("apiGroups") or [], group) and has(rule.get("resources") or [], resource)
+                        and has(rule.get("verbs") or [], verb)
+                        and (not rule.get("resourceNames") or (name is not None and name in rule["resourceNames"]))):
+                    return True
+        return False
+
+
 def selector_matches(labels, selector):
     """A metav1.LabelSelector as Kubernetes evaluates it: every matchLabels pair and every
     matchExpressions requirement holds; NotIn and DoesNotExist hold for a missing label; an
@@ -256,6 +302,7 @@ def generated_names(spec, labels, depth=0):
 class Store:
     def __init__(self, args):
         self.args = args
+        self.rbac = Rbac(args.rbac, args.rbac_user, (args.rbac_groups or "").split(",")) if args.rbac_token else None
         self.lock = threading.Lock()
         self.secrets = {}  # (ns, name) -> object
         self.owners = {}  # (ns, name) -> {field path: manager}
@@ -395,13 +442,24 @@ class Handler(BaseHTTPRequestHandler):
                 raise
             return yaml.safe_load(raw)
 
-    def authorize(self, ns, verb, resource):
+    def authorize(self, ns, verb, group, resource, name):
         header = self.headers.get("Authorization", "")
         token = header[len("Bearer "):] if header.startswith("Bearer ") else None
         if token == self.store.args.admin_token:
             return None
         if token and self.store.args.accept_eks_tokens and is_eks_token(token):
             return None
+        if token and token == self.store.args.rbac_token:
+            rbac = self.store.rbac
+            if ns is not None and rbac.allows(ns, group, resource, verb, name):
+                return None
+            where = f'in the namespace "{ns}"' if ns else "at the cluster scope"
+            return status(
+                403, "Forbidden",
+                f'{resource}{"." + group if group else ""}{f" {name!r}" if name else ""} is forbidden: User '
+                f'"{rbac.user}" cannot {verb} resource "{resource}" in API group "{group}" {where}',
+                {"kind": resource, "group": group},
+            )
         if token and token == self.store.args.limited_token:
             if ns == self.store.args.namespace:
                 return status(
@@ -422,20 +480,24 @@ class Handler(BaseHTTPRequestHandler):
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         if url.path == "/version":
             return 200, {"major": "1", "minor": "34", "gitVersion": "v1.34.0-kube-api-test-server"}
-        m = re.fullmatch(
-            r"/(api/v1|apis/argoproj\.io/v1alpha1)/namespaces/([a-z0-9-]+)/(secrets|applications|applicationsets)(?:/([^/]+))?",
-            url.path,
-        )
+        # Any resource path, namespaced or not: authorization comes before knowing whether the
+        # resource exists, as in kube-apiserver's filter chain.
+        m = re.fullmatch(r"/(?:api/v1|apis/([a-z0-9.-]+)/[a-z0-9]+)(?:/namespaces/([a-z0-9-]+))?/([a-z]+)(?:/([^/]+))?",
+                         url.path)
         if not m:
             return status(404, "NotFound", "the server could not find the requested resource")
         group, ns, resource, name = m.groups()
-        if (group == "api/v1") != (resource == "secrets") or (
-                resource == "applicationsets" and self.store.args.without_applicationsets):
-            return status(404, "NotFound", "the server could not find the requested resource")
+        group = group or ""
         verb = {"GET": "get" if name else "list", "POST": "create", "PATCH": "patch", "PUT": "update", "DELETE": "delete"}[method]
-        denied = self.authorize(ns, verb, resource)
+        denied = self.authorize(ns, verb, group, resource, name)
         if denied:
             return denied
+        served = {("", "secrets"), ("argoproj.io", "applications")}
+        if not self.store.args.without_applicationsets:
+            served.add(("argoproj.io", "applicationsets"))
+        if ns is None or (group, resource) not in served or (
+                not url.path.startswith("/api/v1/") and not url.path.startswith("/apis/argoproj.io/v1alpha1/")):
+            return status(404, "NotFound", "the server could not find the requested resource")
         try:
             body = self.read_body(raw) if method in ("POST", "PATCH", "PUT") else None
         except ValueError as e:
@@ -719,6 +781,11 @@ def main():
     parser.add_argument("--argocd-sim", choices=["off", "healthy", "degraded"], default="off")
     parser.add_argument("--apps-per-cluster", type=int, default=2)
     parser.add_argument("--healthy-after", type=float, default=0.0, help="seconds")
+    parser.add_argument("--rbac-token", default=None,
+                        help="a token authorized only by the RBAC manifests (--rbac), as user --rbac-user in --rbac-groups")
+    parser.add_argument("--rbac", action="append", metavar="MANIFEST", help="Roles and RoleBindings (YAML, multi-document)")
+    parser.add_argument("--rbac-user", default="cluster-canary")
+    parser.add_argument("--rbac-groups", default="", help="comma-separated")
     parser.add_argument("--without-applicationsets", action="store_true",
                         help="serve no ApplicationSet resource (404), as without Argo CD's ApplicationSet CRD")
     parser.add_argument("--certificate-for", action="append", default=None, metavar="DNS_NAME",

@@ -52,7 +52,7 @@ pub struct ArgoCdSection {
     pub stable_checks: Option<i64>,
     /// Ask Argo CD to refresh Applications on the cluster that are not Synced and Healthy yet
     /// (the `argocd.argoproj.io/refresh: normal` annotation, at most once per poll). Needs
-    /// `patch` on Applications (infra/argocd-rbac.yaml). Default false.
+    /// `patch` on Applications (infra/kubernetes/argocd-rbac-refresh.yaml). Default false.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refresh_stale_apps: Option<bool>,
     /// How long to wait for the apps before failing (without having moved traffic). Default 1800.
