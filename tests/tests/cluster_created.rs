@@ -58,9 +58,17 @@ impl Env {
     }
 
     async fn deliver(&self, event: Value) -> Result<Value, IntakeError> {
+        self.deliver_with(&profiles(), event).await
+    }
+
+    async fn deliver_with(
+        &self,
+        profiles: &BTreeMap<String, Value>,
+        event: Value,
+    ) -> Result<Value, IntakeError> {
         let intake = IntakeConfig {
             state_machine_arn: self.world.state_machine.clone(),
-            profiles: profiles(),
+            profiles: profiles.clone(),
             argocd_namespace: "argocd".into(),
         };
         let (executions, eks, secrets) = (
@@ -101,6 +109,70 @@ impl Env {
     }
 }
 
+/// The sample CreateCluster event as another account forwards it to this bus.
+fn from_account(account: &str) -> Value {
+    let mut forwarded = event("eks-create-cluster.json");
+    forwarded["account"] = json!(account);
+    forwarded["detail"]["recipientAccountId"] = json!(account);
+    let cluster = &mut forwarded["detail"]["responseElements"]["cluster"];
+    let arn = cluster["arn"]
+        .as_str()
+        .expect("an ARN")
+        .replace(":123456789012:", &format!(":{account}:"));
+    cluster["arn"] = json!(arn);
+    forwarded
+}
+
+#[tokio::test]
+async fn a_cluster_from_another_account_rolls_out_through_the_profile_s_role_or_is_refused() {
+    let env = Env::start().await;
+    let mut with_role = profiles();
+    with_role
+        .get_mut("web")
+        .expect("web")
+        .as_object_mut()
+        .expect("object")
+        .insert("clusterRoleName".into(), json!("cluster-canary-access"));
+    let out = env
+        .deliver_with(&with_role, from_account("111122223333"))
+        .await
+        .expect("started");
+    let arn = out["executionArn"]
+        .as_str()
+        .expect("an execution")
+        .to_owned();
+    let input = env
+        .sfn
+        .describe_execution()
+        .execution_arn(&arn)
+        .send()
+        .await
+        .expect("describe execution")
+        .input()
+        .map(str::to_owned)
+        .unwrap_or_default();
+    let plan: Value = serde_json::from_str(&input).expect("JSON");
+    assert_eq!(
+        plan["cluster"]["roleArn"],
+        "arn:aws:iam::111122223333:role/cluster-canary-access"
+    );
+    assert!(
+        plan.get("clusterRoleName").is_none(),
+        "a profile-only field"
+    );
+
+    let error = env
+        .deliver(from_account("444455556666"))
+        .await
+        .expect_err("no role to reach that account");
+    assert!(
+        error.to_string().contains("profile.clusterRoleName")
+            && error.to_string().contains("account 444455556666"),
+        "{error}"
+    );
+    assert_eq!(env.executions().await.len(), 1, "nothing else started");
+}
+
 #[tokio::test]
 async fn an_opted_in_cluster_starts_one_rollout_with_the_right_plan() {
     let env = Env::start().await;
@@ -131,8 +203,13 @@ async fn an_opted_in_cluster_starts_one_rollout_with_the_right_plan() {
         event("eks-create-cluster.json")["detail"]["responseElements"]["cluster"]["tags"].clone(),
     )
     .unwrap();
-    let expected =
-        plan_from_profile(&profiles()["web"], "web-green", "us-east-1", &tags).expect("valid");
+    let origin = canary_core::profile::Origin {
+        cluster: "web-green",
+        region: "us-east-1",
+        cluster_arn: "arn:aws:eks:us-east-1:123456789012:cluster/web-green",
+        own_account: "123456789012",
+    };
+    let expected = plan_from_profile(&profiles()["web"], &origin, &tags).expect("valid");
     assert_eq!(plan, serde_json::to_value(&expected.plan).unwrap());
     assert_eq!(
         plan["cluster"],

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use aws_config::SdkConfig;
 use canary_aws::{AwsError, ClusterInfo, EksApi, SdkEks, SdkSecrets};
-use canary_core::NamedError;
+use canary_core::{ErrorName, NamedError};
 use canary_kube::{AccessDeps, ManagementAccess};
 use cluster_canary_tests::{KubeServer, Moto, ADMIN_TOKEN, LIMITED_TOKEN};
 use k8s_openapi::api::core::v1::Secret;
@@ -81,6 +81,7 @@ impl Env {
                 credentials: &credentials,
                 region: "us-east-1",
             },
+            cluster_accounts: &self.eks,
         };
         handle(&deps, input).await
     }
@@ -791,6 +792,7 @@ async fn eks_mode_reaches_the_management_cluster_with_a_minted_token() {
             credentials: &credentials,
             region: "us-east-1",
         },
+        cluster_accounts: &env.eks,
     };
     let out = handle(
         &deps,
@@ -890,6 +892,69 @@ async fn create_cluster(config: &SdkConfig, name: &str, region: &str) -> String 
         .and_then(|c| c.arn())
         .expect("an ARN")
         .to_owned()
+}
+
+#[tokio::test]
+async fn a_cluster_in_another_account_is_described_and_registered_through_the_plan_s_role() {
+    const ROLE: &str = "arn:aws:iam::111122223333:role/cluster-canary-access";
+    let env = Env::start(&["--argocd-sim", "healthy", "--healthy-after", "0"]).await;
+    // The other account creates `teal`: in moto, an assumed role's credentials act in the
+    // role's account, as STS credentials do in AWS.
+    let provider = aws_config::sts::AssumeRoleProvider::builder(ROLE)
+        .session_name("platform-team")
+        .configure(&env.config)
+        .build()
+        .await;
+    let there = env
+        .config
+        .to_builder()
+        .credentials_provider(
+            aws_credential_types::provider::SharedCredentialsProvider::new(provider),
+        )
+        .build();
+    let teal_arn = create_cluster(&there, "teal", "us-east-1").await;
+    assert!(
+        teal_arn.contains(":111122223333:cluster/teal"),
+        "{teal_arn}"
+    );
+
+    let mut teal = plan(json!({}));
+    teal["cluster"] = json!({"name": "teal", "region": "us-east-1", "roleArn": ROLE});
+    let input = |operation: &str, plan: &Value| json!({"operation": operation, "plan": plan, "executionName": "teal-by-hand"});
+    let described = env
+        .call_with(&env.eks, "argocd-hub", input("describe", &teal))
+        .await
+        .expect("describe through the role");
+    assert_eq!(described["arn"], teal_arn.as_str());
+
+    let mut here = teal.clone();
+    here["cluster"]
+        .as_object_mut()
+        .expect("cluster")
+        .remove("roleArn");
+    let error = env
+        .call_with(&env.eks, "argocd-hub", input("describe", &here))
+        .await
+        .expect_err("not in this account");
+    assert_eq!(error.name(), ErrorName::ClusterNotFound);
+
+    let registered = env
+        .call_with(&env.eks, "argocd-hub", input("register", &teal))
+        .await
+        .expect("register");
+    let secret = canary_core::argocd::secret_name(&teal_arn, "teal");
+    assert_eq!(registered["secretName"], secret.as_str());
+    let stored = env
+        .secrets_api()
+        .await
+        .get(&secret)
+        .await
+        .expect("the Secret");
+    assert_eq!(
+        stored.metadata.annotations.unwrap_or_default()["cluster-canary/cluster-arn"],
+        teal_arn,
+        "the cluster is its ARN, account included"
+    );
 }
 
 #[tokio::test]

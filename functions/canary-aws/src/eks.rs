@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 use aws_config::SdkConfig;
+use aws_credential_types::provider::SharedCredentialsProvider;
 use aws_sdk_eks as eks;
 
 use crate::error::{AwsError, AwsErrorKind};
@@ -29,6 +30,15 @@ pub trait EksApi: Send + Sync {
     ) -> Result<ClusterInfo, AwsError>;
 }
 
+/// EKS in the account of a cluster created in another account (the plan's `cluster.roleArn`).
+#[async_trait]
+pub trait ClusterAccounts: Send + Sync {
+    /// EKS as `role_arn`, in a session named `session_name` (what CloudTrail shows there).
+    /// Builds a client only: a role that cannot be assumed fails the first call, as an
+    /// access-denied [`AwsError`].
+    async fn eks_as(&self, role_arn: &str, session_name: &str) -> Box<dyn EksApi>;
+}
+
 pub struct SdkEks {
     config: SdkConfig,
 }
@@ -47,6 +57,23 @@ impl SdkEks {
             builder = builder.region(eks::config::Region::new(region.to_owned()));
         }
         eks::Client::from_conf(builder.build())
+    }
+}
+
+#[async_trait]
+impl ClusterAccounts for SdkEks {
+    async fn eks_as(&self, role_arn: &str, session_name: &str) -> Box<dyn EksApi> {
+        let provider = aws_config::sts::AssumeRoleProvider::builder(role_arn)
+            .session_name(session_name)
+            .configure(&self.config)
+            .build()
+            .await;
+        let config = self
+            .config
+            .to_builder()
+            .credentials_provider(SharedCredentialsProvider::new(provider))
+            .build();
+        Box::new(SdkEks::new(&config))
     }
 }
 

@@ -123,11 +123,7 @@ impl ArgoCdSection {
             );
         }
         if let Some(role) = &self.role_arn {
-            let parts: Vec<&str> = role.splitn(6, ':').collect();
-            let valid = matches!(parts[..], [ "arn", partition, "iam", "", account, resource]
-                if partition.starts_with("aws") && account.len() == 12
-                    && account.bytes().all(|b| b.is_ascii_digit()) && resource.starts_with("role/") && resource.len() > 5);
-            if !valid {
+            if !crate::arn::is_iam_role_arn(role) {
                 errors.push(
                     "argocd.roleArn",
                     format!("`{role}` is not an IAM role ARN such as arn:aws:iam::123456789012:role/argocd-deployer"),

@@ -131,6 +131,21 @@ pub fn is_region(region: &str) -> bool {
         && number.bytes().all(|b| b.is_ascii_digit())
 }
 
+/// An IAM role ARN: `arn:<partition>:iam::<12-digit account>:role/<path and name>`.
+pub fn is_iam_role_arn(arn: &str) -> bool {
+    let parts: Vec<&str> = arn.splitn(6, ':').collect();
+    matches!(parts[..], ["arn", partition, "iam", "", account, resource]
+        if partition.starts_with("aws") && account.len() == 12
+            && account.bytes().all(|b| b.is_ascii_digit()) && resource.starts_with("role/") && resource.len() > 5)
+}
+
+/// The account of an ARN (`arn:<partition>:<service>:<region>:<account>:...`).
+pub fn account_of(arn: &str) -> Option<&str> {
+    arn.split(':')
+        .nth(4)
+        .filter(|a| a.len() == 12 && a.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// A Lambda function ARN, optionally with a version or alias:
 /// `arn:<partition>:lambda:<region>:<account>:function:<name>[:<qualifier>]`.
 pub fn is_lambda_function_arn(arn: &str) -> bool {

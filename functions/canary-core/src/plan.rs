@@ -110,6 +110,11 @@ pub struct ClusterRef {
     pub name: String,
     /// AWS region of the cluster, e.g. `eu-west-1`.
     pub region: String,
+    /// A cluster in another account: the role the functions assume there (session name: the
+    /// execution's name) to describe it. Its trust policy must trust this stack's function
+    /// roles; see infra/cluster-account.yaml.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role_arn: Option<String>,
 }
 
 /// One place where traffic is weighted. Exactly one of `alb` or `route53`.
@@ -321,6 +326,17 @@ impl RolloutPlan {
                     "`{}` is not an EKS cluster name (1–100 letters, digits, '-' or '_', starting with a letter or digit)",
                     self.cluster.name
                 ),
+            );
+        }
+        if let Some(role) = self
+            .cluster
+            .role_arn
+            .as_deref()
+            .filter(|r| !arn::is_iam_role_arn(r))
+        {
+            errors.push(
+                "cluster.roleArn",
+                format!("`{role}` is not an IAM role ARN such as arn:aws:iam::111122223333:role/cluster-canary"),
             );
         }
         if !arn::is_region(&self.cluster.region) {

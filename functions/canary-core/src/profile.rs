@@ -45,12 +45,26 @@ fn error(path: &str, message: impl Into<String>) -> PlanErrors {
     }])
 }
 
-/// The plan for `cluster` in `region`, from `profile` and the cluster's `tags`, validated
-/// exactly like a plan given by hand.
+/// A profile-only field: the role, by name, that cluster-canary assumes in the account of a
+/// cluster created in another account (`cluster.roleArn` of the plan).
+pub const CLUSTER_ROLE_NAME_KEY: &str = "clusterRoleName";
+
+/// Where a cluster was created, as its event says.
+pub struct Origin<'a> {
+    pub cluster: &'a str,
+    pub region: &'a str,
+    /// `arn:<partition>:eks:<region>:<account>:cluster/<name>`.
+    pub cluster_arn: &'a str,
+    /// The account cluster-canary runs in.
+    pub own_account: &'a str,
+}
+
+/// The plan for the cluster of `origin`, from `profile` and the cluster's `tags`, validated
+/// exactly like a plan given by hand. A cluster in another account gets `cluster.roleArn`: the
+/// profile's `clusterRoleName` in that account.
 pub fn plan_from_profile(
     profile: &Value,
-    cluster: &str,
-    region: &str,
+    origin: &Origin<'_>,
     tags: &BTreeMap<String, String>,
 ) -> Result<ValidPlan, PlanErrors> {
     let Some(template) = profile.as_object() else {
@@ -66,10 +80,25 @@ pub fn plan_from_profile(
         ));
     }
     let mut plan: Map<String, Value> = template.clone();
-    plan.insert(
-        "cluster".to_owned(),
-        serde_json::json!({"name": cluster, "region": region}),
-    );
+    let role_name = plan.remove(CLUSTER_ROLE_NAME_KEY);
+    let mut cluster = serde_json::json!({"name": origin.cluster, "region": origin.region});
+    let account = crate::arn::account_of(origin.cluster_arn).unwrap_or(origin.own_account);
+    if account != origin.own_account {
+        let Some(role_name) = role_name.as_ref().and_then(Value::as_str) else {
+            return Err(error(
+                &format!("profile.{CLUSTER_ROLE_NAME_KEY}"),
+                format!(
+                    "the cluster is in account {account}, not {}: name the role to assume there \
+                     (and let that account forward its EKS events here: infra/cluster-account.yaml)",
+                    origin.own_account
+                ),
+            ));
+        };
+        let partition = origin.cluster_arn.split(':').nth(1).unwrap_or("aws");
+        cluster["roleArn"] =
+            Value::String(format!("arn:{partition}:iam::{account}:role/{role_name}"));
+    }
+    plan.insert("cluster".to_owned(), cluster);
 
     // Every field neither the profile nor a tag supplies, all at once, each with the tag that
     // would (a plain parse would stop at the first missing field).
@@ -152,6 +181,13 @@ mod tests {
         })
     }
 
+    const HERE: Origin<'static> = Origin {
+        cluster: "green",
+        region: "us-east-1",
+        cluster_arn: "arn:aws:eks:us-east-1:123456789012:cluster/green",
+        own_account: "123456789012",
+    };
+
     fn tags(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
             .iter()
@@ -163,8 +199,7 @@ mod tests {
     fn tags_fill_the_cluster_specific_fields() {
         let valid = plan_from_profile(
             &profile(),
-            "green",
-            "us-east-1",
+            &HERE,
             &tags(&[
                 (PROFILE_TAG, "web"),
                 ("cluster-canary/canary-target-group", GREEN),
@@ -193,13 +228,8 @@ mod tests {
 
     #[test]
     fn missing_tags_make_an_invalid_plan_with_paths() {
-        let errors = plan_from_profile(
-            &profile(),
-            "green",
-            "us-east-1",
-            &tags(&[(PROFILE_TAG, "web")]),
-        )
-        .unwrap_err();
+        let errors =
+            plan_from_profile(&profile(), &HERE, &tags(&[(PROFILE_TAG, "web")])).unwrap_err();
         assert_eq!(
             errors.to_string(),
             "invalid rollout plan: trafficTargets[0].alb.canaryTargetGroupArn: missing: set it in the profile, \
@@ -213,10 +243,41 @@ mod tests {
     fn a_profile_may_not_set_the_cluster() {
         let mut p = profile();
         p["cluster"] = json!({"name": "x", "region": "us-east-1"});
-        let errors = plan_from_profile(&p, "green", "us-east-1", &BTreeMap::new()).unwrap_err();
+        let errors = plan_from_profile(&p, &HERE, &BTreeMap::new()).unwrap_err();
         assert_eq!(errors.0[0].path, "profile.cluster");
-        let errors =
-            plan_from_profile(&json!([]), "green", "us-east-1", &BTreeMap::new()).unwrap_err();
+        let errors = plan_from_profile(&json!([]), &HERE, &BTreeMap::new()).unwrap_err();
         assert_eq!(errors.0[0].path, "profile");
+    }
+
+    #[test]
+    fn a_cluster_in_another_account_gets_the_profile_s_role_there() {
+        let elsewhere = Origin {
+            cluster_arn: "arn:aws:eks:us-east-1:111122223333:cluster/green",
+            ..HERE
+        };
+        let mut with_role = profile();
+        with_role[CLUSTER_ROLE_NAME_KEY] = json!("cluster-canary-access");
+        let cluster_tags = tags(&[
+            ("cluster-canary/canary-target-group", GREEN),
+            ("cluster-canary/canary-set-identifier", "green"),
+        ]);
+        let plan = plan_from_profile(&with_role, &elsewhere, &cluster_tags)
+            .expect("valid")
+            .plan;
+        assert_eq!(
+            plan.cluster.role_arn.as_deref(),
+            Some("arn:aws:iam::111122223333:role/cluster-canary-access")
+        );
+        let here = plan_from_profile(&with_role, &HERE, &cluster_tags)
+            .expect("valid")
+            .plan;
+        assert_eq!(here.cluster.role_arn, None, "no role to assume at home");
+
+        let errors = plan_from_profile(&profile(), &elsewhere, &cluster_tags).unwrap_err();
+        assert_eq!(errors.0[0].path, "profile.clusterRoleName");
+        assert!(
+            errors.0[0].message.contains("account 111122223333"),
+            "{errors}"
+        );
     }
 }

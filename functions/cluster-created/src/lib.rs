@@ -13,8 +13,9 @@ pub mod event;
 use std::collections::BTreeMap;
 
 use canary_aws::{AwsError, ExecutionStarter, Started};
+use canary_core::arn::account_of;
 use canary_core::input::parse_input;
-use canary_core::profile::{plan_from_profile, PROFILE_TAG};
+use canary_core::profile::{plan_from_profile, Origin, PROFILE_TAG};
 use canary_core::{ErrorName, NamedError, PlanErrors};
 use canary_kube::{
     connect, deregister, AccessDeps, KubeArgoCd, KubeError, ManagementAccess, RegistrationError,
@@ -175,13 +176,20 @@ async fn on_create(
                     .collect::<Vec<_>>()
                     .join(", "),
             })?;
-    let valid = plan_from_profile(profile, &event.cluster, &event.region, &event.tags).map_err(
-        |errors| IntakeError::InvalidPlan {
+    let origin = Origin {
+        cluster: &event.cluster,
+        region: &event.region,
+        cluster_arn: &event.cluster_arn,
+        // The state machine is this stack's, in the account cluster-canary runs in.
+        own_account: account_of(&config.state_machine_arn).unwrap_or_default(),
+    };
+    let valid = plan_from_profile(profile, &origin, &event.tags).map_err(|errors| {
+        IntakeError::InvalidPlan {
             cluster: event.cluster.clone(),
             profile: profile_name.clone(),
             errors,
-        },
-    )?;
+        }
+    })?;
     let input =
         serde_json::to_string(&valid.plan).map_err(|e| IntakeError::InvalidEvent(e.to_string()))?;
     let name = execution_name(&event.cluster, &event.event_id);

@@ -10,7 +10,7 @@
 //!   (`retire.argocdSecret`) if cluster-canary created it or the plan says `evenIfNotOurs`,
 //!   and describe the old cluster (`retire.oldCluster`) for the Old Cluster Retired event.
 
-use canary_aws::{AwsError, AwsErrorKind, ClusterInfo, EksApi};
+use canary_aws::{AwsError, AwsErrorKind, ClusterAccounts, ClusterInfo, EksApi};
 use canary_core::argocd::{ArgoCdSection, MAX_APPS_POLLS};
 use canary_core::input::parse_input;
 use canary_core::{ErrorName, NamedError, PlanErrors, RolloutPlan};
@@ -97,11 +97,19 @@ mod tests {
 #[derive(Debug, Deserialize)]
 #[serde(tag = "operation", rename_all = "camelCase", deny_unknown_fields)]
 enum Request {
+    /// `executionName` (here and below): the role session's name for a cluster in another
+    /// account (`cluster.roleArn`), so its CloudTrail shows which rollout asked.
+    #[serde(rename_all = "camelCase")]
     Describe {
         plan: Value,
+        #[serde(default)]
+        execution_name: Option<String>,
     },
+    #[serde(rename_all = "camelCase")]
     Register {
         plan: Value,
+        #[serde(default)]
+        execution_name: Option<String>,
     },
     #[serde(rename_all = "camelCase")]
     AppsStatus {
@@ -109,6 +117,8 @@ enum Request {
         /// The previous poll's `stablePolls` (0 before the first).
         #[serde(default)]
         stable_polls: u32,
+        #[serde(default)]
+        execution_name: Option<String>,
     },
     /// `clusterArn` when the cluster may be gone already; otherwise it is described.
     #[serde(rename_all = "camelCase")]
@@ -116,6 +126,8 @@ enum Request {
         plan: Value,
         #[serde(default)]
         cluster_arn: Option<String>,
+        #[serde(default)]
+        execution_name: Option<String>,
     },
     Retire {
         plan: Value,
@@ -165,22 +177,78 @@ impl AppsWait {
 pub struct Deps<'a> {
     pub access: &'a ManagementAccess,
     pub aws: AccessDeps<'a>,
+    /// EKS in other accounts, for plans with `cluster.roleArn`.
+    pub cluster_accounts: &'a dyn ClusterAccounts,
+}
+
+/// EKS where the plan's cluster lives: this account's, or that of `cluster.roleArn`.
+enum ClusterEks<'d> {
+    Here(&'d dyn EksApi),
+    Assumed(Box<dyn EksApi>),
+}
+
+impl ClusterEks<'_> {
+    fn api(&self) -> &dyn EksApi {
+        match self {
+            ClusterEks::Here(eks) => *eks,
+            ClusterEks::Assumed(eks) => eks.as_ref(),
+        }
+    }
+}
+
+async fn cluster_eks<'d>(
+    deps: &'d Deps<'_>,
+    plan: &RolloutPlan,
+    execution_name: Option<&str>,
+) -> ClusterEks<'d> {
+    match &plan.cluster.role_arn {
+        None => ClusterEks::Here(deps.aws.eks),
+        Some(role) => ClusterEks::Assumed(
+            deps.cluster_accounts
+                .eks_as(role, &session_name(execution_name))
+                .await,
+        ),
+    }
+}
+
+/// An STS role session name (2 to 64 of letters, digits and `+=,.@_-`) from the execution's
+/// name, which allows all but 16 of those 80 characters.
+fn session_name(execution_name: Option<&str>) -> String {
+    let name: String = execution_name
+        .unwrap_or_default()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || "+=,.@_-".contains(*c))
+        .take(64)
+        .collect();
+    if name.len() < 2 {
+        "cluster-canary".to_owned()
+    } else {
+        name
+    }
 }
 
 pub async fn handle(deps: &Deps<'_>, input: Value) -> Result<Value, RegisterError> {
     let output = match parse_input::<Request>(input).map_err(RegisterError::InvalidInput)? {
-        Request::Describe { plan } => {
+        Request::Describe {
+            plan,
+            execution_name,
+        } => {
             let plan = RolloutPlan::parse(plan)?.plan;
-            let cluster = describe(deps.aws.eks, &plan).await?;
+            let eks = cluster_eks(deps, &plan, execution_name.as_deref()).await;
+            let cluster = describe(eks.api(), &plan).await?;
             serde_json::to_value(DescribeOutput {
                 status: cluster.status,
                 arn: cluster.arn,
             })
         }
-        Request::Register { plan } => {
+        Request::Register {
+            plan,
+            execution_name,
+        } => {
             let plan = RolloutPlan::parse(plan)?.plan;
             let argocd = plan.argocd.clone().unwrap_or_default();
-            let (cluster, server, ca_data) = active_cluster(deps.aws.eks, &plan).await?;
+            let eks = cluster_eks(deps, &plan, execution_name.as_deref()).await;
+            let (cluster, server, ca_data) = active_cluster(eks.api(), &plan).await?;
             let desired = desired_secret(&cluster, &server, &ca_data, &argocd);
             let api = argocd_api(deps, &argocd).await?;
             let registration = register(&api, argocd.namespace(), &desired).await?;
@@ -189,10 +257,15 @@ pub async fn handle(deps: &Deps<'_>, input: Value) -> Result<Value, RegisterErro
                 apps_wait: AppsWait::for_timeout(argocd.apps_timeout_seconds()),
             })
         }
-        Request::AppsStatus { plan, stable_polls } => {
+        Request::AppsStatus {
+            plan,
+            stable_polls,
+            execution_name,
+        } => {
             let plan = RolloutPlan::parse(plan)?.plan;
             let argocd = plan.argocd.clone().unwrap_or_default();
-            let (cluster, server, _) = active_cluster(deps.aws.eks, &plan).await?;
+            let eks = cluster_eks(deps, &plan, execution_name.as_deref()).await;
+            let (cluster, server, _) = active_cluster(eks.api(), &plan).await?;
             let api = argocd_api(deps, &argocd).await?;
             let query = AppsQuery {
                 server: &server,
@@ -203,12 +276,19 @@ pub async fn handle(deps: &Deps<'_>, input: Value) -> Result<Value, RegisterErro
             };
             serde_json::to_value(apps_status(&api, &query).await?)
         }
-        Request::Deregister { plan, cluster_arn } => {
+        Request::Deregister {
+            plan,
+            cluster_arn,
+            execution_name,
+        } => {
             let plan = RolloutPlan::parse(plan)?.plan;
             let argocd = plan.argocd.clone().unwrap_or_default();
             let cluster_arn = match cluster_arn {
                 Some(arn) => arn,
-                None => describe(deps.aws.eks, &plan).await?.arn,
+                None => {
+                    let eks = cluster_eks(deps, &plan, execution_name.as_deref()).await;
+                    describe(eks.api(), &plan).await?.arn
+                }
             };
             let api = argocd_api(deps, &argocd).await?;
             serde_json::to_value(

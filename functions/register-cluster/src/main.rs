@@ -1,7 +1,7 @@
 //! Lambda entry point: read the management-cluster access mode and build the AWS clients
 //! once (no network call), then serve invocations.
 
-use canary_aws::{lambda, load_sdk_config, logging};
+use canary_aws::{lambda, load_sdk_config, logging, SdkEks};
 use canary_kube::{ManagementAccess, SdkAccess};
 use register_cluster::{handle, Deps};
 
@@ -9,10 +9,13 @@ use register_cluster::{handle, Deps};
 async fn main() -> Result<(), lambda_runtime::Error> {
     logging::init();
     let access = ManagementAccess::from_env(|name| std::env::var(name).ok())?;
-    let aws = SdkAccess::new(&load_sdk_config().await)?;
+    let config = load_sdk_config().await;
+    let aws = SdkAccess::new(&config)?;
+    let cluster_accounts = SdkEks::new(&config);
     let deps = Deps {
         access: &access,
         aws: aws.deps(),
+        cluster_accounts: &cluster_accounts,
     };
     lambda::serve(|input| handle(&deps, input)).await
 }
