@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use aws_config::SdkConfig;
-use canary_aws::{AwsErrorKind, EksApi, SdkCloudWatch, SdkEks};
+use canary_aws::{AwsErrorKind, ClusterAccounts, EksApi, SdkCloudWatch, SdkEks};
 use canary_core::plan::{ResolvedStep, ValidPlan};
 use canary_core::{NamedError, RolloutPlan, WeightPair};
 use serde_json::{json, Value};
@@ -199,7 +199,12 @@ pub async fn check(
 
     // As the state machine's DescribeCluster judges it: missing, FAILED or DELETING ends the
     // rollout before traffic; anything but ACTIVE is waited for (40 looks, 30 s apart).
-    let eks = SdkEks::new(config);
+    // A cluster in another account is described through the plan's role, as register-cluster does.
+    let here = SdkEks::new(config);
+    let eks: Box<dyn EksApi> = match &plan.cluster.role_arn {
+        Some(role) => here.eks_as(role, "cluster-canary-plan-check").await,
+        None => Box::new(here),
+    };
     let cluster = &plan.cluster;
     match eks.describe_cluster(Some(&cluster.region), &cluster.name).await {
         Ok(found) if found.status == "ACTIVE" => printer.say(

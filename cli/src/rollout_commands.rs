@@ -169,7 +169,10 @@ pub async fn watch(
                 last_weights.as_deref(),
             ));
         }
-        tokio::time::sleep(POLL).await;
+        // Each look reads the whole history, a page per 1,000 events: a long rollout (approvals
+        // waiting for days) is looked at less often, keeping under half a call a second.
+        let pages = u32::try_from(events.len() / 1000 + 1).unwrap_or(u32::MAX);
+        tokio::time::sleep(POLL.saturating_mul(pages)).await;
     }
 }
 

@@ -388,7 +388,8 @@ pub async fn apps_status(
         .map(|a| format!("{} is {}/{}", a.name, a.sync, a.health))
         .collect();
     if query.argocd.refresh_stale_apps() {
-        for app in apps.iter().filter(|a| !is_ready(a)) {
+        // At most the listed ones per poll: a patch each, within the function's timeout.
+        for app in apps.iter().filter(|a| !is_ready(a)).take(MAX_LISTED_APPS) {
             api.request_refresh(&app.name).await?;
         }
     }
