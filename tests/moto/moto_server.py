@@ -1,4 +1,4 @@
-"""moto_server, plus five things moto 5.2.5 lacks or gets wrong that the tests need.
+"""moto_server, plus six things moto 5.2.5 lacks or gets wrong that the tests need.
 Everything else is stock moto.
 
 1. PutCompositeAlarm. moto models a composite alarm as an alarm with an `AlarmRule`
@@ -23,6 +23,13 @@ Everything else is stock moto.
    Argo CD server and CA handling could not be tested.
 5. SendTaskFailure's `cause`. moto's HTTP layer passes only the error to its engine, so a
    rejected approval lost its reason. The engine itself takes both.
+6. EKS access entries (CreateAccessEntry, DescribeAccessEntry, DeleteAccessEntry,
+   AssociateAccessPolicy, ListAssociatedAccessPolicies), which moto lacks: kept per cluster,
+   with EKS's answers: ResourceInUseException for an entry that exists,
+   ResourceNotFoundException for a missing cluster or entry, InvalidParameterException for a
+   principal that is not an IAM role or user ARN or a policy that is not an EKS access policy.
+   Not modelled: access entry types other than STANDARD, Kubernetes groups' effect, namespace
+   scopes beyond being stored, UpdateAccessEntry, the entries EKS creates by itself.
 
 Still not modelled: the 256 KiB limit on Pass and Choice state output (moto checks task
 results only), and execution events to EventBridge (the sandbox delivers them itself).
@@ -32,6 +39,10 @@ Usage: exactly as moto_server, e.g. python moto_server.py -H 127.0.0.1 -p 5000
 import base64
 import datetime
 import hashlib
+import json
+import re
+import uuid
+from urllib.parse import unquote
 
 import botocore.session
 from botocore import xform_name
@@ -41,7 +52,10 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from moto.cloudwatch.responses import CloudWatchResponse
 from moto.core.responses import EmptyResult
+from moto.eks import exceptions as eks_exceptions
 from moto.eks import models as eks_models
+from moto.eks import urls as eks_urls
+from moto.eks.responses import EKSResponse
 from moto.server import main
 from moto.stepfunctions.responses import StepFunctionResponse
 from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import ErrorEqualsDecl
@@ -195,6 +209,110 @@ def send_task_failure(self):
 
 
 StepFunctionResponse.send_task_failure = send_task_failure
+
+
+# --- 6. EKS access entries ---------------------------------------------------------------
+ACCESS_POLICY_PREFIX = ":eks::aws:cluster-access-policy/"
+PRINCIPAL = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:(role|user)/.+")
+
+
+def _not_found(message):
+    return eks_exceptions.ResourceNotFoundException(
+        clusterName=None, nodegroupName=None, fargateProfileName=None, addonName=None, message=message)
+
+
+def _entries(self, cluster_name):
+    cluster = self.eks_backend.describe_cluster(name=cluster_name)  # ResourceNotFoundException
+    if not hasattr(cluster, "access_entries"):
+        cluster.access_entries = {}
+    return cluster, cluster.access_entries
+
+
+def _entry(self, cluster_name, principal):
+    cluster, entries = _entries(self, cluster_name)
+    if principal not in entries:
+        raise _not_found(f"The specified access entry resource is not found on cluster {cluster_name}.")
+    return cluster, entries[principal]
+
+
+def create_access_entry(self):
+    name, principal = self._get_param("name"), self._get_param("principalArn")
+    cluster, entries = _entries(self, name)
+    if not principal or not PRINCIPAL.fullmatch(principal):
+        raise eks_exceptions.InvalidParameterException(
+            clusterName=name, nodegroupName=None, fargateProfileName=None, addonName=None,
+            message=f"The principalArn parameter format is not valid: {principal}")
+    if principal in entries:
+        raise eks_exceptions.ResourceInUseException(
+            clusterName=name, nodegroupName=None, fargateProfileName=None, addonName=None,
+            message="The specified access entry resource is already in use on this cluster.")
+    account = cluster.arn.split(":")[4]
+    entry = {
+        "clusterName": name,
+        "principalArn": principal,
+        "kubernetesGroups": self._get_param("kubernetesGroups") or [],
+        "accessEntryArn": f"arn:aws:eks:{cluster.arn.split(':')[3]}:{account}:access-entry/{name}/"
+                          f"{principal.split(':')[5].replace('/', '/', 1)}/{uuid.uuid4().hex[:16]}",
+        "createdAt": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "modifiedAt": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "tags": self._get_param("tags") or {},
+        "username": principal,
+        "type": self._get_param("type") or "STANDARD",
+        "_policies": {},
+    }
+    entries[principal] = entry
+    return 200, {}, json.dumps({"accessEntry": _public(entry)})
+
+
+def _public(entry):
+    return {k: v for k, v in entry.items() if not k.startswith("_")}
+
+
+def describe_access_entry(self):
+    _, entry = _entry(self, self._get_param("name"), unquote(self._get_param("principalArn")))
+    return 200, {}, json.dumps({"accessEntry": _public(entry)})
+
+
+def delete_access_entry(self):
+    name, principal = self._get_param("name"), unquote(self._get_param("principalArn"))
+    _, entries = _entries(self, name)
+    _entry(self, name, principal)
+    del entries[principal]
+    return 200, {}, "{}"
+
+
+def associate_access_policy(self):
+    name, principal = self._get_param("name"), unquote(self._get_param("principalArn"))
+    _, entry = _entry(self, name, principal)
+    policy = self._get_param("policyArn") or ""
+    if ACCESS_POLICY_PREFIX not in policy:
+        raise eks_exceptions.InvalidParameterException(
+            clusterName=name, nodegroupName=None, fargateProfileName=None, addonName=None,
+            message=f"The policyArn parameter is not an EKS access policy: {policy}")
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat()
+    association = {"policyArn": policy, "accessScope": self._get_param("accessScope") or {"type": "cluster"},
+                   "associatedAt": entry["_policies"].get(policy, {}).get("associatedAt", now), "modifiedAt": now}
+    entry["_policies"][policy] = association
+    return 200, {}, json.dumps({"clusterName": name, "principalArn": principal, "associatedAccessPolicy": association})
+
+
+def list_associated_access_policies(self):
+    name, principal = self._get_param("name"), unquote(self._get_param("principalArn"))
+    _, entry = _entry(self, name, principal)
+    return 200, {}, json.dumps({"clusterName": name, "principalArn": principal,
+                                "associatedAccessPolicies": list(entry["_policies"].values())})
+
+
+for _action in (create_access_entry, describe_access_entry, delete_access_entry, associate_access_policy,
+                list_associated_access_policies):
+    setattr(EKSResponse, _action.__name__, _action)
+# Before the server builds its routes: the access-entry paths. The principal ARN is
+# URL-encoded in them, but decoded before routing, so it contains "/".
+eks_urls.url_paths.update({
+    "{0}/clusters/(?P<name>[^/]+)/access-entries$": eks_urls.response.dispatch,
+    # One route for an entry and its policies: the action comes from botocore's model.
+    "{0}/clusters/(?P<name>[^/]+)/access-entries/(?P<entry>.+)$": eks_urls.response.dispatch,
+})
 
 if __name__ == "__main__":
     main()
