@@ -41,6 +41,7 @@ import datetime
 import hashlib
 import json
 import re
+import time
 import uuid
 from urllib.parse import unquote
 
@@ -253,8 +254,9 @@ def create_access_entry(self):
         "kubernetesGroups": self._get_param("kubernetesGroups") or [],
         "accessEntryArn": f"arn:aws:eks:{cluster.arn.split(':')[3]}:{account}:access-entry/{name}/"
                           f"{principal.split(':')[5].replace('/', '/', 1)}/{uuid.uuid4().hex[:16]}",
-        "createdAt": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-        "modifiedAt": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        # EKS's JSON gives times as epoch seconds.
+        "createdAt": time.time(),
+        "modifiedAt": time.time(),
         "tags": self._get_param("tags") or {},
         "username": principal,
         "type": self._get_param("type") or "STANDARD",
@@ -289,7 +291,7 @@ def associate_access_policy(self):
         raise eks_exceptions.InvalidParameterException(
             clusterName=name, nodegroupName=None, fargateProfileName=None, addonName=None,
             message=f"The policyArn parameter is not an EKS access policy: {policy}")
-    now = datetime.datetime.now(datetime.timezone.utc).isoformat()
+    now = time.time()
     association = {"policyArn": policy, "accessScope": self._get_param("accessScope") or {"type": "cluster"},
                    "associatedAt": entry["_policies"].get(policy, {}).get("associatedAt", now), "modifiedAt": now}
     entry["_policies"][policy] = association

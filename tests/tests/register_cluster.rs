@@ -82,6 +82,7 @@ impl Env {
                 region: "us-east-1",
             },
             cluster_accounts: &self.eks,
+            access_entries: &self.eks,
         };
         handle(&deps, input).await
     }
@@ -793,6 +794,7 @@ async fn eks_mode_reaches_the_management_cluster_with_a_minted_token() {
             region: "us-east-1",
         },
         cluster_accounts: &env.eks,
+        access_entries: &env.eks,
     };
     let out = handle(
         &deps,
@@ -955,6 +957,102 @@ async fn a_cluster_in_another_account_is_described_and_registered_through_the_pl
         teal_arn,
         "the cluster is its ARN, account included"
     );
+}
+
+const CAPABILITY_ROLE: &str = "arn:aws:iam::123456789012:role/argocd-capability";
+
+/// The access policies `principal`'s entry on `green` has, or `None` without an entry.
+async fn access_policies(env: &Env, principal: &str) -> Option<Vec<String>> {
+    let eks = aws_sdk_eks::Client::new(&env.config);
+    let listed = eks
+        .list_associated_access_policies()
+        .cluster_name("green")
+        .principal_arn(principal)
+        .send()
+        .await
+        .ok()?;
+    Some(
+        listed
+            .associated_access_policies()
+            .iter()
+            .filter_map(|p| p.policy_arn().map(str::to_owned))
+            .collect(),
+    )
+}
+
+#[tokio::test]
+async fn the_eks_capability_gets_its_secret_shape_and_an_access_entry_registration_owns() {
+    let env = Env::start(&["--argocd-sim", "healthy", "--healthy-after", "0"]).await;
+    let argocd = json!({"mode": "eks-capability", "capabilityRoleArn": CAPABILITY_ROLE, "stableChecks": 1});
+    let registered = env
+        .call("register", &plan(argocd.clone()))
+        .await
+        .expect("register");
+    assert_eq!(registered["accessEntry"], "created", "{registered}");
+    let secret = env
+        .secrets_api()
+        .await
+        .get(&env.green_secret)
+        .await
+        .expect("the Secret");
+    let data: BTreeMap<String, String> = secret
+        .data
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| (k, String::from_utf8_lossy(&v.0).into_owned()))
+        .collect();
+    assert_eq!(data["server"], env.green.arn, "the cluster's ARN, not its endpoint");
+    assert!(!data.contains_key("config"), "no config: {data:?}");
+    assert_eq!(
+        access_policies(&env, CAPABILITY_ROLE).await,
+        Some(vec![
+            "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy".to_owned()
+        ])
+    );
+
+    // Applications name the cluster by its ARN there.
+    let status = env.apps(argocd.clone(), 0).await;
+    assert_eq!(status["ready"], true, "{status}");
+    assert_eq!(status["appCount"], 2);
+
+    let again = env
+        .call("register", &plan(argocd.clone()))
+        .await
+        .expect("register again");
+    assert_eq!(again["accessEntry"], "ours");
+
+    env.call("deregister", &plan(argocd))
+        .await
+        .expect("deregister");
+    assert_eq!(access_policies(&env, CAPABILITY_ROLE).await, None, "our entry is gone");
+}
+
+#[tokio::test]
+async fn an_access_entry_someone_else_made_is_left_alone() {
+    let env = Env::start(&[]).await;
+    let deployer = "arn:aws:iam::123456789012:role/argocd-deployer";
+    aws_sdk_eks::Client::new(&env.config)
+        .create_access_entry()
+        .cluster_name("green")
+        .principal_arn(deployer)
+        .send()
+        .await
+        .expect("an entry made by hand");
+    let argocd = json!({"roleArn": deployer, "createAccessEntry": true});
+    let registered = env
+        .call("register", &plan(argocd.clone()))
+        .await
+        .expect("register");
+    assert_eq!(registered["accessEntry"], "foreign");
+    assert_eq!(
+        access_policies(&env, deployer).await,
+        Some(vec![]),
+        "no policy associated to someone else's entry"
+    );
+    env.call("deregister", &plan(argocd))
+        .await
+        .expect("deregister");
+    assert_eq!(access_policies(&env, deployer).await, Some(vec![]), "still there");
 }
 
 #[tokio::test]

@@ -1,5 +1,7 @@
 //! EKS: what a cluster looks like once it can be registered.
 
+use std::collections::{BTreeMap, HashMap};
+
 use async_trait::async_trait;
 use aws_config::SdkConfig;
 use aws_credential_types::provider::SharedCredentialsProvider;
@@ -30,14 +32,54 @@ pub trait EksApi: Send + Sync {
     ) -> Result<ClusterInfo, AwsError>;
 }
 
+/// EKS access entries of a cluster: who may reach its Kubernetes API through IAM.
+#[async_trait]
+pub trait AccessEntries: Send + Sync {
+    /// The entry's tags, or `None` when `principal` has no entry on the cluster.
+    async fn access_entry(
+        &self,
+        region: &str,
+        cluster: &str,
+        principal: &str,
+    ) -> Result<Option<BTreeMap<String, String>>, AwsError>;
+    /// Creates the entry with `tags`; `false` when one exists already (nothing changed).
+    async fn create_access_entry(
+        &self,
+        region: &str,
+        cluster: &str,
+        principal: &str,
+        tags: &BTreeMap<String, String>,
+    ) -> Result<bool, AwsError>;
+    /// Associates an access policy at cluster scope (again: no change).
+    async fn associate_access_policy(
+        &self,
+        region: &str,
+        cluster: &str,
+        principal: &str,
+        policy_arn: &str,
+    ) -> Result<(), AwsError>;
+    /// `false` when there was no entry.
+    async fn delete_access_entry(
+        &self,
+        region: &str,
+        cluster: &str,
+        principal: &str,
+    ) -> Result<bool, AwsError>;
+}
+
 /// EKS in the account of a cluster created in another account (the plan's `cluster.roleArn`).
 #[async_trait]
 pub trait ClusterAccounts: Send + Sync {
     /// EKS as `role_arn`, in a session named `session_name` (what CloudTrail shows there).
     /// Builds a client only: a role that cannot be assumed fails the first call, as an
     /// access-denied [`AwsError`].
-    async fn eks_as(&self, role_arn: &str, session_name: &str) -> Box<dyn EksApi>;
+    async fn eks_as(&self, role_arn: &str, session_name: &str) -> Box<dyn ClusterEksApi>;
 }
+
+/// Everything register-cluster asks of the new cluster's EKS.
+pub trait ClusterEksApi: EksApi + AccessEntries {}
+
+impl<T: EksApi + AccessEntries> ClusterEksApi for T {}
 
 pub struct SdkEks {
     config: SdkConfig,
@@ -62,7 +104,7 @@ impl SdkEks {
 
 #[async_trait]
 impl ClusterAccounts for SdkEks {
-    async fn eks_as(&self, role_arn: &str, session_name: &str) -> Box<dyn EksApi> {
+    async fn eks_as(&self, role_arn: &str, session_name: &str) -> Box<dyn ClusterEksApi> {
         let provider = aws_config::sts::AssumeRoleProvider::builder(role_arn)
             .session_name(session_name)
             .configure(&self.config)
@@ -74,6 +116,105 @@ impl ClusterAccounts for SdkEks {
             .credentials_provider(SharedCredentialsProvider::new(provider))
             .build();
         Box::new(SdkEks::new(&config))
+    }
+}
+
+#[async_trait]
+impl AccessEntries for SdkEks {
+    async fn access_entry(
+        &self,
+        region: &str,
+        cluster: &str,
+        principal: &str,
+    ) -> Result<Option<BTreeMap<String, String>>, AwsError> {
+        match self
+            .client(Some(region))
+            .describe_access_entry()
+            .cluster_name(cluster)
+            .principal_arn(principal)
+            .send()
+            .await
+        {
+            Ok(out) => Ok(Some(
+                out.access_entry()
+                    .and_then(|entry| entry.tags())
+                    .map(|tags| tags.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+                    .unwrap_or_default(),
+            )),
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_resource_not_found_exception()) => {
+                Ok(None)
+            }
+            Err(e) => Err(AwsError::from_sdk("DescribeAccessEntry", e)),
+        }
+    }
+
+    async fn create_access_entry(
+        &self,
+        region: &str,
+        cluster: &str,
+        principal: &str,
+        tags: &BTreeMap<String, String>,
+    ) -> Result<bool, AwsError> {
+        let tags: HashMap<String, String> = tags.clone().into_iter().collect();
+        match self
+            .client(Some(region))
+            .create_access_entry()
+            .cluster_name(cluster)
+            .principal_arn(principal)
+            .set_tags(Some(tags))
+            .send()
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_resource_in_use_exception()) => {
+                Ok(false)
+            }
+            Err(e) => Err(AwsError::from_sdk("CreateAccessEntry", e)),
+        }
+    }
+
+    async fn associate_access_policy(
+        &self,
+        region: &str,
+        cluster: &str,
+        principal: &str,
+        policy_arn: &str,
+    ) -> Result<(), AwsError> {
+        let scope = eks::types::AccessScope::builder()
+            .r#type(eks::types::AccessScopeType::Cluster)
+            .build();
+        self.client(Some(region))
+            .associate_access_policy()
+            .cluster_name(cluster)
+            .principal_arn(principal)
+            .policy_arn(policy_arn)
+            .access_scope(scope)
+            .send()
+            .await
+            .map(drop)
+            .map_err(|e| AwsError::from_sdk("AssociateAccessPolicy", e))
+    }
+
+    async fn delete_access_entry(
+        &self,
+        region: &str,
+        cluster: &str,
+        principal: &str,
+    ) -> Result<bool, AwsError> {
+        match self
+            .client(Some(region))
+            .delete_access_entry()
+            .cluster_name(cluster)
+            .principal_arn(principal)
+            .send()
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_resource_not_found_exception()) => {
+                Ok(false)
+            }
+            Err(e) => Err(AwsError::from_sdk("DeleteAccessEntry", e)),
+        }
     }
 }
 

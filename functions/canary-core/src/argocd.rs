@@ -19,9 +19,39 @@ pub const MAX_APPS_TIMEOUT_SECONDS: i64 = 86_400;
 /// events, and a long timeout is polled less often rather than more times.
 pub const MAX_APPS_POLLS: i64 = 120;
 
+/// How Argo CD runs, which decides the cluster Secret's shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArgoCdMode {
+    /// Argo CD installed in a cluster: `server` is the API endpoint, `config` says how to
+    /// reach it (awsAuthConfig, the CA).
+    #[default]
+    SelfManaged,
+    /// The EKS Capability for Argo CD: `server` is the cluster's ARN and there is no `config`;
+    /// the capability reaches the cluster through an EKS access entry for its role.
+    EksCapability,
+}
+
+/// The EKS access policy an access entry gets when the plan does not say.
+pub const DEFAULT_ACCESS_POLICY: &str = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy";
+
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ArgoCdSection {
+    /// `self-managed` (default) or `eks-capability`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<ArgoCdMode>,
+    /// `eks-capability`: the capability's IAM role. Registration gives it an access entry on
+    /// the new cluster (and deregistration removes the entry if registration created it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capability_role_arn: Option<String>,
+    /// `self-managed` with `roleArn`: also give that role an access entry on the new cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub create_access_entry: Option<bool>,
+    /// The EKS access policy associated with that access entry, at cluster scope. Default
+    /// AmazonEKSClusterAdminPolicy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_policy_arn: Option<String>,
     /// Argo CD's namespace in the management cluster. Default `argocd`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
@@ -64,6 +94,27 @@ pub struct ArgoCdSection {
 impl ArgoCdSection {
     pub fn namespace(&self) -> &str {
         self.namespace.as_deref().unwrap_or("argocd")
+    }
+
+    pub fn mode(&self) -> ArgoCdMode {
+        self.mode.unwrap_or_default()
+    }
+
+    /// The role that gets an access entry on the new cluster, if registration creates one.
+    pub fn access_entry_principal(&self) -> Option<&str> {
+        match self.mode() {
+            ArgoCdMode::EksCapability => self.capability_role_arn.as_deref(),
+            ArgoCdMode::SelfManaged if self.create_access_entry == Some(true) => {
+                self.role_arn.as_deref()
+            }
+            ArgoCdMode::SelfManaged => None,
+        }
+    }
+
+    pub fn access_policy_arn(&self) -> &str {
+        self.access_policy_arn
+            .as_deref()
+            .unwrap_or(DEFAULT_ACCESS_POLICY)
     }
 
     pub fn min_apps(&self) -> usize {
@@ -127,6 +178,50 @@ impl ArgoCdSection {
                 errors.push(
                     "argocd.roleArn",
                     format!("`{role}` is not an IAM role ARN such as arn:aws:iam::123456789012:role/argocd-deployer"),
+                );
+            }
+        }
+        let capability = self.mode() == ArgoCdMode::EksCapability;
+        match (&self.capability_role_arn, capability) {
+            (None, true) => errors.push(
+                "argocd.capabilityRoleArn",
+                "is required with mode eks-capability: the role the capability reaches clusters as",
+            ),
+            (Some(_), false) => errors.push(
+                "argocd.capabilityRoleArn",
+                "only has a meaning with mode eks-capability",
+            ),
+            (Some(role), true) if !crate::arn::is_iam_role_arn(role) => errors.push(
+                "argocd.capabilityRoleArn",
+                format!("`{role}` is not an IAM role ARN"),
+            ),
+            _ => {}
+        }
+        if capability && self.role_arn.is_some() {
+            errors.push(
+                "argocd.roleArn",
+                "has no meaning with mode eks-capability (its Secret has no config)",
+            );
+        }
+        if self.create_access_entry == Some(true) && (capability || self.role_arn.is_none()) {
+            errors.push(
+                "argocd.createAccessEntry",
+                "needs mode self-managed and a roleArn to give the access entry to",
+            );
+        }
+        if let Some(policy) = &self.access_policy_arn {
+            let valid = policy.starts_with("arn:aws")
+                && policy.contains(":eks::aws:cluster-access-policy/")
+                && !policy.ends_with('/');
+            if !valid {
+                errors.push(
+                    "argocd.accessPolicyArn",
+                    format!("`{policy}` is not an EKS access policy ARN such as {DEFAULT_ACCESS_POLICY}"),
+                );
+            } else if self.access_entry_principal().is_none() {
+                errors.push(
+                    "argocd.accessPolicyArn",
+                    "only has a meaning when registration creates an access entry",
                 );
             }
         }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use canary_aws::ClusterInfo;
 use canary_core::appsets::selects_cluster;
 use canary_core::argocd::{
-    secret_name, ArgoCdSection, CLUSTER_ARN_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE,
+    secret_name, ArgoCdMode, ArgoCdSection, CLUSTER_ARN_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE,
     SECRET_TYPE_LABEL,
 };
 use canary_core::limits::{join_bounded, MAX_REASON_BYTES};
@@ -58,28 +58,40 @@ pub fn secret_labels(argocd: &ArgoCdSection) -> BTreeMap<String, String> {
     labels
 }
 
+/// The `server` Argo CD knows the cluster by: its API endpoint, or with the EKS Capability
+/// for Argo CD its ARN (Applications' `destination.server` is the same).
+pub fn argocd_server(cluster: &ClusterInfo, endpoint: &str, argocd: &ArgoCdSection) -> String {
+    match argocd.mode() {
+        ArgoCdMode::EksCapability => cluster.arn.clone(),
+        // Argo CD trims a trailing slash too; EKS endpoints have none, but be exact.
+        ArgoCdMode::SelfManaged => endpoint.trim_end_matches('/').to_owned(),
+    }
+}
+
+/// The cluster Secret. Self-managed Argo CD gets `config` (awsAuthConfig and the CA); the EKS
+/// Capability for Argo CD gets none: it reaches the cluster through its access entry.
 pub fn desired_secret(
     cluster: &ClusterInfo,
-    server: &str,
+    endpoint: &str,
     ca_data: &str,
     argocd: &ArgoCdSection,
 ) -> ClusterSecret {
     let labels = secret_labels(argocd);
-
-    let mut aws_auth = json!({"clusterName": cluster.name});
-    if let Some(role) = &argocd.role_arn {
-        aws_auth["roleARN"] = json!(role);
-    }
-    let config = json!({
-        "awsAuthConfig": aws_auth,
-        "tlsClientConfig": {"insecure": false, "caData": ca_data},
-    });
     let mut data = BTreeMap::from([
         ("name".to_owned(), cluster.name.clone()),
-        // Argo CD trims a trailing slash too; EKS endpoints have none, but be exact.
-        ("server".to_owned(), server.trim_end_matches('/').to_owned()),
-        ("config".to_owned(), config.to_string()),
+        ("server".to_owned(), argocd_server(cluster, endpoint, argocd)),
     ]);
+    if argocd.mode() == ArgoCdMode::SelfManaged {
+        let mut aws_auth = json!({"clusterName": cluster.name});
+        if let Some(role) = &argocd.role_arn {
+            aws_auth["roleARN"] = json!(role);
+        }
+        let config = json!({
+            "awsAuthConfig": aws_auth,
+            "tlsClientConfig": {"insecure": false, "caData": ca_data},
+        });
+        data.insert("config".to_owned(), config.to_string());
+    }
     if let Some(project) = &argocd.project {
         data.insert("project".to_owned(), project.clone());
     }

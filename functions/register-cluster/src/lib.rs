@@ -10,13 +10,19 @@
 //!   (`retire.argocdSecret`) if cluster-canary created it or the plan says `evenIfNotOurs`,
 //!   and describe the old cluster (`retire.oldCluster`) for the Old Cluster Retired event.
 
-use canary_aws::{AwsError, AwsErrorKind, ClusterAccounts, ClusterInfo, EksApi};
+use std::collections::BTreeMap;
+
+use canary_aws::{
+    AccessEntries, AwsError, AwsErrorKind, ClusterAccounts, ClusterEksApi, ClusterInfo, EksApi,
+};
+use canary_core::plan::ClusterRef;
+use tracing::info;
 use canary_core::argocd::{ArgoCdSection, MAX_APPS_POLLS};
 use canary_core::input::parse_input;
 use canary_core::{ErrorName, NamedError, PlanErrors, RolloutPlan};
 use canary_kube::registration::Registration;
 use canary_kube::{
-    apps_status, connect, deregister, desired_secret, register, retire_secret, secret_labels,
+    apps_status, argocd_server, connect, deregister, desired_secret, register, retire_secret, secret_labels,
     AccessDeps, AppsQuery, KubeArgoCd, KubeError, ManagementAccess, RegistrationError,
 };
 use serde::{Deserialize, Serialize};
@@ -148,6 +154,58 @@ struct RegisterOutput {
     #[serde(flatten)]
     registration: Registration,
     apps_wait: AppsWait,
+    /// The access entry registration gave Argo CD's role on the cluster, if the plan asks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    access_entry: Option<AccessEntryOutcome>,
+}
+
+/// The tag on the access entries registration creates: deregistration deletes only these.
+pub const ACCESS_ENTRY_TAG: (&str, &str) = ("cluster-canary/managed-by", "cluster-canary");
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum AccessEntryOutcome {
+    /// Created now, with its access policy.
+    Created,
+    /// Created by an earlier registration: its access policy associated again (no change).
+    Ours,
+    /// Someone else's: left as it is, its access policies included.
+    Foreign,
+}
+
+fn tagged_ours(tags: &BTreeMap<String, String>) -> bool {
+    tags.get(ACCESS_ENTRY_TAG.0).map(String::as_str) == Some(ACCESS_ENTRY_TAG.1)
+}
+
+/// Gives `principal` an access entry on the cluster with the plan's access policy, unless
+/// someone else made one.
+async fn ensure_access_entry(
+    entries: &dyn AccessEntries,
+    cluster: &ClusterRef,
+    principal: &str,
+    policy_arn: &str,
+) -> Result<AccessEntryOutcome, RegisterError> {
+    let (region, name) = (cluster.region.as_str(), cluster.name.as_str());
+    let mut outcome = match entries.access_entry(region, name, principal).await? {
+        Some(tags) if tagged_ours(&tags) => AccessEntryOutcome::Ours,
+        Some(_) => return Ok(AccessEntryOutcome::Foreign),
+        None => AccessEntryOutcome::Created,
+    };
+    if outcome == AccessEntryOutcome::Created {
+        let tags = BTreeMap::from([(ACCESS_ENTRY_TAG.0.to_owned(), ACCESS_ENTRY_TAG.1.to_owned())]);
+        if !entries.create_access_entry(region, name, principal, &tags).await? {
+            // Created meanwhile (a retried registration): whose is it?
+            match entries.access_entry(region, name, principal).await? {
+                Some(tags) if tagged_ours(&tags) => outcome = AccessEntryOutcome::Ours,
+                _ => return Ok(AccessEntryOutcome::Foreign),
+            }
+        }
+    }
+    entries
+        .associate_access_policy(region, name, principal, policy_arn)
+        .await?;
+    info!(principal, ?outcome, "access entry on the new cluster");
+    Ok(outcome)
 }
 
 /// How the state machine polls for the apps: `max_polls` polls `interval_seconds` apart span
@@ -179,18 +237,30 @@ pub struct Deps<'a> {
     pub aws: AccessDeps<'a>,
     /// EKS in other accounts, for plans with `cluster.roleArn`.
     pub cluster_accounts: &'a dyn ClusterAccounts,
+    /// Access entries of new clusters in this account.
+    pub access_entries: &'a dyn AccessEntries,
 }
 
 /// EKS where the plan's cluster lives: this account's, or that of `cluster.roleArn`.
 enum ClusterEks<'d> {
-    Here(&'d dyn EksApi),
-    Assumed(Box<dyn EksApi>),
+    Here {
+        eks: &'d dyn EksApi,
+        entries: &'d dyn AccessEntries,
+    },
+    Assumed(Box<dyn ClusterEksApi>),
 }
 
 impl ClusterEks<'_> {
     fn api(&self) -> &dyn EksApi {
         match self {
-            ClusterEks::Here(eks) => *eks,
+            ClusterEks::Here { eks, .. } => *eks,
+            ClusterEks::Assumed(eks) => eks.as_ref(),
+        }
+    }
+
+    fn entries(&self) -> &dyn AccessEntries {
+        match self {
+            ClusterEks::Here { entries, .. } => *entries,
             ClusterEks::Assumed(eks) => eks.as_ref(),
         }
     }
@@ -202,7 +272,10 @@ async fn cluster_eks<'d>(
     execution_name: Option<&str>,
 ) -> ClusterEks<'d> {
     match &plan.cluster.role_arn {
-        None => ClusterEks::Here(deps.aws.eks),
+        None => ClusterEks::Here {
+            eks: deps.aws.eks,
+            entries: deps.access_entries,
+        },
         Some(role) => ClusterEks::Assumed(
             deps.cluster_accounts
                 .eks_as(role, &session_name(execution_name))
@@ -249,12 +322,25 @@ pub async fn handle(deps: &Deps<'_>, input: Value) -> Result<Value, RegisterErro
             let argocd = plan.argocd.clone().unwrap_or_default();
             let eks = cluster_eks(deps, &plan, execution_name.as_deref()).await;
             let (cluster, server, ca_data) = active_cluster(eks.api(), &plan).await?;
+            let access_entry = match argocd.access_entry_principal() {
+                Some(principal) => Some(
+                    ensure_access_entry(
+                        eks.entries(),
+                        &plan.cluster,
+                        principal,
+                        argocd.access_policy_arn(),
+                    )
+                    .await?,
+                ),
+                None => None,
+            };
             let desired = desired_secret(&cluster, &server, &ca_data, &argocd);
             let api = argocd_api(deps, &argocd).await?;
             let registration = register(&api, argocd.namespace(), &desired).await?;
             serde_json::to_value(RegisterOutput {
                 registration,
                 apps_wait: AppsWait::for_timeout(argocd.apps_timeout_seconds()),
+                access_entry,
             })
         }
         Request::AppsStatus {
@@ -265,8 +351,11 @@ pub async fn handle(deps: &Deps<'_>, input: Value) -> Result<Value, RegisterErro
             let plan = RolloutPlan::parse(plan)?.plan;
             let argocd = plan.argocd.clone().unwrap_or_default();
             let eks = cluster_eks(deps, &plan, execution_name.as_deref()).await;
-            let (cluster, server, _) = active_cluster(eks.api(), &plan).await?;
+            let (cluster, endpoint, _) = active_cluster(eks.api(), &plan).await?;
             let api = argocd_api(deps, &argocd).await?;
+            // Applications name the cluster by the Secret's `server`: the ARN for the EKS
+            // Capability for Argo CD.
+            let server = argocd_server(&cluster, &endpoint, &argocd);
             let query = AppsQuery {
                 server: &server,
                 cluster_name: &cluster.name,
@@ -283,13 +372,20 @@ pub async fn handle(deps: &Deps<'_>, input: Value) -> Result<Value, RegisterErro
         } => {
             let plan = RolloutPlan::parse(plan)?.plan;
             let argocd = plan.argocd.clone().unwrap_or_default();
+            let eks = cluster_eks(deps, &plan, execution_name.as_deref()).await;
             let cluster_arn = match cluster_arn {
                 Some(arn) => arn,
-                None => {
-                    let eks = cluster_eks(deps, &plan, execution_name.as_deref()).await;
-                    describe(eks.api(), &plan).await?.arn
-                }
+                None => describe(eks.api(), &plan).await?.arn,
             };
+            // Only an entry registration created; none at all once the cluster is gone.
+            if let Some(principal) = argocd.access_entry_principal() {
+                let (region, name) = (&plan.cluster.region, &plan.cluster.name);
+                if let Some(tags) = eks.entries().access_entry(region, name, principal).await? {
+                    if tagged_ours(&tags) {
+                        eks.entries().delete_access_entry(region, name, principal).await?;
+                    }
+                }
+            }
             let api = argocd_api(deps, &argocd).await?;
             serde_json::to_value(
                 deregister(&api, argocd.namespace(), &cluster_arn, &plan.cluster.name).await?,

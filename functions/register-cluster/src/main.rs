@@ -16,6 +16,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         access: &access,
         aws: aws.deps(),
         cluster_accounts: &cluster_accounts,
+        access_entries: &cluster_accounts,
     };
     lambda::serve(|input| handle(&deps, input)).await
 }
