@@ -107,3 +107,23 @@ def test_refreshing_stale_apps_needs_the_refresh_role():
                 message = json.loads(report.cause)["errorMessage"]
                 assert 'cannot patch resource "applications" in API group "argoproj.io"' in message, message
                 assert report.max_canary == 0
+
+
+CAPABILITY_ROLE = "arn:aws:iam::123456789012:role/argocd-capability"
+
+
+def test_with_the_eks_capability_for_argo_cd_the_cluster_is_its_arn_and_the_role_gets_an_access_entry():
+    with Sandbox(log=captured) as sandbox:
+        scenarios.create_green(sandbox)
+        plan = scenarios.manual_plan(sandbox)
+        plan["argocd"].update(mode="eks-capability", capabilityRoleArn=CAPABILITY_ROLE)
+        report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "capability"), out=captured)
+        assert report.status == "SUCCEEDED", report.cause
+        assert report.weights == PROMOTED
+        assert report.secret["data"]["server"] == scenarios.cluster_arn("green")
+        assert "config" not in report.secret["data"], "the capability reaches the cluster by its access entry"
+        policies = sandbox.client("eks").list_associated_access_policies(
+            clusterName="green", principalArn=CAPABILITY_ROLE)["associatedAccessPolicies"]
+        assert [p["policyArn"] for p in policies] == [
+            "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"]
+        assert [p["accessScope"]["type"] for p in policies] == ["cluster"]

@@ -983,7 +983,8 @@ async fn access_policies(env: &Env, principal: &str) -> Option<Vec<String>> {
 #[tokio::test]
 async fn the_eks_capability_gets_its_secret_shape_and_an_access_entry_registration_owns() {
     let env = Env::start(&["--argocd-sim", "healthy", "--healthy-after", "0"]).await;
-    let argocd = json!({"mode": "eks-capability", "capabilityRoleArn": CAPABILITY_ROLE, "stableChecks": 1});
+    let argocd =
+        json!({"mode": "eks-capability", "capabilityRoleArn": CAPABILITY_ROLE, "stableChecks": 1});
     let registered = env
         .call("register", &plan(argocd.clone()))
         .await
@@ -1001,7 +1002,10 @@ async fn the_eks_capability_gets_its_secret_shape_and_an_access_entry_registrati
         .into_iter()
         .map(|(k, v)| (k, String::from_utf8_lossy(&v.0).into_owned()))
         .collect();
-    assert_eq!(data["server"], env.green.arn, "the cluster's ARN, not its endpoint");
+    assert_eq!(
+        data["server"], env.green.arn,
+        "the cluster's ARN, not its endpoint"
+    );
     assert!(!data.contains_key("config"), "no config: {data:?}");
     assert_eq!(
         access_policies(&env, CAPABILITY_ROLE).await,
@@ -1024,7 +1028,11 @@ async fn the_eks_capability_gets_its_secret_shape_and_an_access_entry_registrati
     env.call("deregister", &plan(argocd))
         .await
         .expect("deregister");
-    assert_eq!(access_policies(&env, CAPABILITY_ROLE).await, None, "our entry is gone");
+    assert_eq!(
+        access_policies(&env, CAPABILITY_ROLE).await,
+        None,
+        "our entry is gone"
+    );
 }
 
 #[tokio::test]
@@ -1052,7 +1060,11 @@ async fn an_access_entry_someone_else_made_is_left_alone() {
     env.call("deregister", &plan(argocd))
         .await
         .expect("deregister");
-    assert_eq!(access_policies(&env, deployer).await, Some(vec![]), "still there");
+    assert_eq!(
+        access_policies(&env, deployer).await,
+        Some(vec![]),
+        "still there"
+    );
 }
 
 #[tokio::test]

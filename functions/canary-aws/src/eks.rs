@@ -141,7 +141,10 @@ impl AccessEntries for SdkEks {
                     .map(|tags| tags.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
                     .unwrap_or_default(),
             )),
-            Err(e) if e.as_service_error().is_some_and(|s| s.is_resource_not_found_exception()) => {
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_resource_not_found_exception()) =>
+            {
                 Ok(None)
             }
             Err(e) => Err(AwsError::from_sdk("DescribeAccessEntry", e)),
@@ -166,7 +169,10 @@ impl AccessEntries for SdkEks {
             .await
         {
             Ok(_) => Ok(true),
-            Err(e) if e.as_service_error().is_some_and(|s| s.is_resource_in_use_exception()) => {
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_resource_in_use_exception()) =>
+            {
                 Ok(false)
             }
             Err(e) => Err(AwsError::from_sdk("CreateAccessEntry", e)),
@@ -210,7 +216,10 @@ impl AccessEntries for SdkEks {
             .await
         {
             Ok(_) => Ok(true),
-            Err(e) if e.as_service_error().is_some_and(|s| s.is_resource_not_found_exception()) => {
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_resource_not_found_exception()) =>
+            {
                 Ok(false)
             }
             Err(e) => Err(AwsError::from_sdk("DeleteAccessEntry", e)),

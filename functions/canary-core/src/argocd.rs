@@ -33,7 +33,8 @@ pub enum ArgoCdMode {
 }
 
 /// The EKS access policy an access entry gets when the plan does not say.
-pub const DEFAULT_ACCESS_POLICY: &str = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy";
+pub const DEFAULT_ACCESS_POLICY: &str =
+    "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy";
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -364,6 +364,63 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             "not a Kubernetes namespace name",
         ),
         (
+            "eks-capability mode without its role",
+            Box::new(|p| set(p, "/argocd", json!({"mode": "eks-capability"}))),
+            "argocd.capabilityRoleArn",
+            "is required with mode eks-capability",
+        ),
+        (
+            "a capability role without the mode",
+            Box::new(|p| {
+                set(
+                    p,
+                    "/argocd",
+                    json!({"capabilityRoleArn": "arn:aws:iam::123456789012:role/c"}),
+                )
+            }),
+            "argocd.capabilityRoleArn",
+            "only has a meaning with mode eks-capability",
+        ),
+        (
+            "a deployer role in eks-capability mode",
+            Box::new(|p| {
+                set(
+                    p,
+                    "/argocd",
+                    json!({"mode": "eks-capability",
+                "capabilityRoleArn": "arn:aws:iam::123456789012:role/c", "roleArn": "arn:aws:iam::123456789012:role/d"}),
+                )
+            }),
+            "argocd.roleArn",
+            "has no meaning with mode eks-capability",
+        ),
+        (
+            "an access entry with no role to give it to",
+            Box::new(|p| set(p, "/argocd", json!({"createAccessEntry": true}))),
+            "argocd.createAccessEntry",
+            "needs mode self-managed and a roleArn",
+        ),
+        (
+            "an access policy that is not one",
+            Box::new(|p| {
+                set(
+                    p,
+                    "/argocd",
+                    json!({"mode": "eks-capability",
+                "capabilityRoleArn": "arn:aws:iam::123456789012:role/c",
+                "accessPolicyArn": "arn:aws:iam::aws:policy/AdministratorAccess"}),
+                )
+            }),
+            "argocd.accessPolicyArn",
+            "is not an EKS access policy ARN",
+        ),
+        (
+            "an unknown Argo CD mode",
+            Box::new(|p| set(p, "/argocd", json!({"mode": "managed"}))),
+            "argocd.mode",
+            "unknown variant",
+        ),
+        (
             "argocd stableChecks zero",
             Box::new(|p| set(p, "/argocd", json!({"stableChecks": 0}))),
             "argocd.stableChecks",

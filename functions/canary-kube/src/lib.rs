@@ -10,6 +10,6 @@ pub use access::{connect, AccessDeps, ManagementAccess, SdkAccess};
 pub use argocd::{ArgoCdApi, ClusterSecret, KubeArgoCd};
 pub use error::{KubeError, KubeErrorKind};
 pub use registration::{
-    apps_status, argocd_server, deregister, desired_secret, register, retire_secret, secret_labels, AppsQuery,
-    RegistrationError,
+    apps_status, argocd_server, deregister, desired_secret, register, retire_secret, secret_labels,
+    AppsQuery, RegistrationError,
 };

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use canary_aws::ClusterInfo;
 use canary_core::appsets::selects_cluster;
 use canary_core::argocd::{
-    secret_name, ArgoCdMode, ArgoCdSection, CLUSTER_ARN_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE,
-    SECRET_TYPE_LABEL,
+    secret_name, ArgoCdMode, ArgoCdSection, CLUSTER_ARN_ANNOTATION, MANAGED_BY_LABEL,
+    MANAGED_BY_VALUE, SECRET_TYPE_LABEL,
 };
 use canary_core::limits::{join_bounded, MAX_REASON_BYTES};
 use canary_core::{ErrorName, NamedError};
@@ -79,7 +79,10 @@ pub fn desired_secret(
     let labels = secret_labels(argocd);
     let mut data = BTreeMap::from([
         ("name".to_owned(), cluster.name.clone()),
-        ("server".to_owned(), argocd_server(cluster, endpoint, argocd)),
+        (
+            "server".to_owned(),
+            argocd_server(cluster, endpoint, argocd),
+        ),
     ]);
     if argocd.mode() == ArgoCdMode::SelfManaged {
         let mut aws_auth = json!({"clusterName": cluster.name});

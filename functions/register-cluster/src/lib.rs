@@ -15,18 +15,19 @@ use std::collections::BTreeMap;
 use canary_aws::{
     AccessEntries, AwsError, AwsErrorKind, ClusterAccounts, ClusterEksApi, ClusterInfo, EksApi,
 };
-use canary_core::plan::ClusterRef;
-use tracing::info;
 use canary_core::argocd::{ArgoCdSection, MAX_APPS_POLLS};
 use canary_core::input::parse_input;
+use canary_core::plan::ClusterRef;
 use canary_core::{ErrorName, NamedError, PlanErrors, RolloutPlan};
 use canary_kube::registration::Registration;
 use canary_kube::{
-    apps_status, argocd_server, connect, deregister, desired_secret, register, retire_secret, secret_labels,
-    AccessDeps, AppsQuery, KubeArgoCd, KubeError, ManagementAccess, RegistrationError,
+    apps_status, argocd_server, connect, deregister, desired_secret, register, retire_secret,
+    secret_labels, AccessDeps, AppsQuery, KubeArgoCd, KubeError, ManagementAccess,
+    RegistrationError,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tracing::info;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RegisterError {
@@ -193,7 +194,10 @@ async fn ensure_access_entry(
     };
     if outcome == AccessEntryOutcome::Created {
         let tags = BTreeMap::from([(ACCESS_ENTRY_TAG.0.to_owned(), ACCESS_ENTRY_TAG.1.to_owned())]);
-        if !entries.create_access_entry(region, name, principal, &tags).await? {
+        if !entries
+            .create_access_entry(region, name, principal, &tags)
+            .await?
+        {
             // Created meanwhile (a retried registration): whose is it?
             match entries.access_entry(region, name, principal).await? {
                 Some(tags) if tagged_ours(&tags) => outcome = AccessEntryOutcome::Ours,
@@ -382,7 +386,9 @@ pub async fn handle(deps: &Deps<'_>, input: Value) -> Result<Value, RegisterErro
                 let (region, name) = (&plan.cluster.region, &plan.cluster.name);
                 if let Some(tags) = eks.entries().access_entry(region, name, principal).await? {
                     if tagged_ours(&tags) {
-                        eks.entries().delete_access_entry(region, name, principal).await?;
+                        eks.entries()
+                            .delete_access_entry(region, name, principal)
+                            .await?;
                     }
                 }
             }
