@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 
 use aws_sdk_cloudformation as cloudformation;
 use aws_sdk_sfn as sfn;
-use cluster_canary_tests::{python, Moto, World};
+use cluster_canary_tests::{create_cluster, python, Moto, World};
 use serde_json::{json, Value};
 
 struct Cli {
@@ -92,18 +92,7 @@ impl Cli {
 
     /// The plan's new cluster, ACTIVE at once in moto.
     async fn create_green(&self) {
-        aws_sdk_eks::Client::new(&self.moto.sdk_config().await)
-            .create_cluster()
-            .name("green")
-            .role_arn("arn:aws:iam::123456789012:role/eks")
-            .resources_vpc_config(
-                aws_sdk_eks::types::VpcConfigRequest::builder()
-                    .subnet_ids("subnet-1")
-                    .build(),
-            )
-            .send()
-            .await
-            .expect("create cluster green");
+        create_cluster(&self.moto.sdk_config().await, "green", "us-east-1").await;
     }
 
     async fn sfn(&self) -> sfn::Client {
@@ -312,14 +301,16 @@ async fn approve_and_reject_refuse_clearly_when_nothing_waits() {
         stderr(&out).trim(),
         format!("error: {arn} is running but is not waiting for an approval")
     );
-    let long = "x".repeat(1001);
-    let out = cli.run(&["reject", &arn, "--reason", &long]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("1 to 1000 characters"),
-        "{}",
-        stderr(&out)
-    );
+    // Too long for the execution's cause, or blank: refused before anything is sent.
+    for reason in ["x".repeat(1001), "   ".to_owned()] {
+        let out = cli.run(&["reject", &arn, "--reason", &reason]);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(
+            stderr(&out).contains("1 to 1000 characters"),
+            "{}",
+            stderr(&out)
+        );
+    }
 
     cli.running("green-2", &cli.plan()).await;
     let out = cli.run(&["approve"]);

@@ -88,6 +88,12 @@ def test_start_watch_promotes_and_a_finished_rollout_replays(tmp_path):
         row = next(line for line in listed.stdout.splitlines() if line.startswith("by-hand"))
         assert row.split()[1:4] == ["us-east-1/green", "SUCCEEDED", "-"] and "promoted" in row
 
+        # A promotion cannot be aborted: it says so, and nothing moves.
+        refused = sandbox.cli("abort", arn)
+        assert refused.returncode == 1
+        assert "already promoted the canary: abort cannot undo a promotion" in refused.stderr, refused.stderr
+        assert scenarios.read_weights(sandbox) == PROMOTED
+
         # A second start with the same name is AWS's refusal, said plainly.
         again = sandbox.cli("start", plan, "--name", "by-hand")
         assert again.returncode == 1

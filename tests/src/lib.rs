@@ -311,3 +311,27 @@ fn forward_weights(actions: &[elbv2::types::Action]) -> Vec<(String, i32)> {
         })
         .collect()
 }
+
+/// Creates an EKS cluster `name` in `region` (ACTIVE at once in moto) in the account
+/// `config`'s credentials act in; its ARN.
+pub async fn create_cluster(config: &SdkConfig, name: &str, region: &str) -> String {
+    let config = aws_sdk_eks::config::Builder::from(config)
+        .region(aws_sdk_eks::config::Region::new(region.to_owned()))
+        .build();
+    aws_sdk_eks::Client::from_conf(config)
+        .create_cluster()
+        .name(name)
+        .role_arn("arn:aws:iam::123456789012:role/eks")
+        .resources_vpc_config(
+            aws_sdk_eks::types::VpcConfigRequest::builder()
+                .subnet_ids("subnet-1")
+                .build(),
+        )
+        .send()
+        .await
+        .expect("create cluster")
+        .cluster()
+        .and_then(|c| c.arn())
+        .expect("an ARN")
+        .to_owned()
+}

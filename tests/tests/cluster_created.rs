@@ -104,6 +104,21 @@ impl Env {
             .to_vec()
     }
 
+    /// The plan an execution was started with.
+    async fn execution_input(&self, arn: &str) -> Value {
+        let input = self
+            .sfn
+            .describe_execution()
+            .execution_arn(arn)
+            .send()
+            .await
+            .expect("describe execution")
+            .input()
+            .map(str::to_owned)
+            .unwrap_or_default();
+        serde_json::from_str(&input).expect("input is JSON")
+    }
+
     async fn secrets(&self) -> Api<Secret> {
         self.kube.argocd_secrets().await
     }
@@ -141,17 +156,7 @@ async fn a_cluster_from_another_account_rolls_out_through_the_profile_s_role_or_
         .as_str()
         .expect("an execution")
         .to_owned();
-    let input = env
-        .sfn
-        .describe_execution()
-        .execution_arn(&arn)
-        .send()
-        .await
-        .expect("describe execution")
-        .input()
-        .map(str::to_owned)
-        .unwrap_or_default();
-    let plan: Value = serde_json::from_str(&input).expect("JSON");
+    let plan = env.execution_input(&arn).await;
     assert_eq!(
         plan["cluster"]["roleArn"],
         "arn:aws:iam::111122223333:role/cluster-canary-access"
@@ -188,17 +193,7 @@ async fn an_opted_in_cluster_starts_one_rollout_with_the_right_plan() {
         "{arn}"
     );
 
-    let input = env
-        .sfn
-        .describe_execution()
-        .execution_arn(&arn)
-        .send()
-        .await
-        .expect("describe execution")
-        .input()
-        .unwrap()
-        .to_owned();
-    let plan: Value = serde_json::from_str(&input).expect("input is JSON");
+    let plan = env.execution_input(&arn).await;
     let tags: BTreeMap<String, String> = serde_json::from_value(
         event("eks-create-cluster.json")["detail"]["responseElements"]["cluster"]["tags"].clone(),
     )

@@ -9,7 +9,7 @@ use aws_config::SdkConfig;
 use canary_aws::{AwsError, ClusterInfo, EksApi, SdkEks, SdkSecrets};
 use canary_core::{ErrorName, NamedError};
 use canary_kube::{AccessDeps, ManagementAccess};
-use cluster_canary_tests::{KubeServer, Moto, ADMIN_TOKEN, LIMITED_TOKEN};
+use cluster_canary_tests::{create_cluster, KubeServer, Moto, ADMIN_TOKEN, LIMITED_TOKEN};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use register_cluster::{handle, Deps, RegisterError};
@@ -874,27 +874,6 @@ fn plan_for(name: &str, region: &str) -> Value {
 }
 
 /// Creates an EKS cluster in `region` (moto gives each its own endpoint and CA); its ARN.
-async fn create_cluster(config: &SdkConfig, name: &str, region: &str) -> String {
-    let config = aws_sdk_eks::config::Builder::from(config)
-        .region(aws_sdk_eks::config::Region::new(region.to_owned()))
-        .build();
-    aws_sdk_eks::Client::from_conf(config)
-        .create_cluster()
-        .name(name)
-        .role_arn("arn:aws:iam::123456789012:role/eks")
-        .resources_vpc_config(
-            aws_sdk_eks::types::VpcConfigRequest::builder()
-                .subnet_ids("subnet-1")
-                .build(),
-        )
-        .send()
-        .await
-        .expect("create cluster")
-        .cluster()
-        .and_then(|c| c.arn())
-        .expect("an ARN")
-        .to_owned()
-}
 
 #[tokio::test]
 async fn a_cluster_in_another_account_is_described_and_registered_through_the_plan_s_role() {
