@@ -6,8 +6,10 @@ use aws_config::SdkConfig;
 use canary_aws::{AwsErrorKind, ClusterAccounts, EksApi, SdkCloudWatch, SdkEks};
 use canary_core::plan::{ResolvedStep, ValidPlan};
 use canary_core::{NamedError, RolloutPlan, WeightPair};
+use canary_rollout::prepare::{check_targets, refuse_concurrent_rollout};
+use canary_rollout::signals::SignalApis;
+use canary_rollout::{analysis, target_health};
 use serde_json::{json, Value};
-use shift_weights::prepare::{check_targets, refuse_concurrent_rollout};
 
 use crate::args::StateMachineArgs;
 use crate::error::CliError;
@@ -117,8 +119,8 @@ pub async fn check(
     machine: &StateMachineArgs,
     printer: &mut Printer,
 ) -> Result<bool, CliError> {
-    let (raw, valid) = validated(file)?;
-    let ValidPlan { plan, steps } = &valid;
+    let (_, valid) = validated(file)?;
+    let plan = &valid.plan;
     printer.say(
         &format!("{}: valid: {}", file.display(), summary(&valid)),
         json!({"check": "plan", "ok": true}),
@@ -126,8 +128,7 @@ pub async fn check(
     let mut ok = true;
 
     let cloudwatch = SdkCloudWatch::new(config);
-    match evaluate_alarms::validate(&cloudwatch, raw.clone()).await
-    {
+    match analysis::validate(&SignalApis { cloudwatch: &cloudwatch }, plan).await {
         Ok(found) => printer.say(
             &format!(
                 "✓ analysis: {} alarm{} watched{}; {} metric quer{} per check",
@@ -149,7 +150,7 @@ pub async fn check(
     let traffic = Traffic::new(config);
     let apis = traffic.apis();
     let mut baselines = Vec::new();
-    match check_targets(&apis, plan, steps).await {
+    match check_targets(&apis, &valid).await {
         Ok(checked) => {
             for check in &checked {
                 let mut line = format!(
@@ -233,7 +234,7 @@ pub async fn check(
     }
 
     if plan.target_health.is_some() {
-        match shift_weights::target_health::target_health(&apis, raw.clone()).await {
+        match target_health::target_health(&apis, plan).await {
             Ok(health) => printer.say(
                 &format!(
                     "{} canary targets now: {}",
@@ -247,7 +248,7 @@ pub async fn check(
     }
 
     if !baselines.is_empty() {
-        print_step_table(steps, &baselines, printer);
+        print_step_table(&valid.steps, &baselines, printer);
     }
     Ok(ok)
 }

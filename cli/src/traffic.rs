@@ -1,11 +1,11 @@
-//! Reading a plan's traffic weights from AWS, with the same code shift-weights uses.
+//! Reading a plan's traffic weights from AWS, with the traffic routers the rollout uses.
 
 use aws_config::SdkConfig;
 use canary_aws::route53::InSyncWait;
 use canary_aws::{SdkAlb, SdkExecutions, SdkRoute53};
 use canary_core::{RolloutPlan, TargetWeights};
-use shift_weights::traffic::{locate, observe, Observed};
-use shift_weights::Apis;
+use canary_rollout::traffic::{observe, routers, Observed};
+use canary_rollout::Apis;
 
 pub struct Traffic {
     alb: SdkAlb,
@@ -49,12 +49,10 @@ impl Traffic {
     pub async fn weights(&self, plan: &RolloutPlan) -> Result<Vec<TargetWeights>, String> {
         let apis = self.apis();
         let mut weights = Vec::new();
-        for located in locate(&plan.traffic_targets) {
-            match observe(&apis, &located).await.map_err(|e| e.to_string())? {
-                Observed::Pair(pair) => {
-                    weights.push(TargetWeights::new(located.target.key(), pair))
-                }
-                Observed::Reshaped(why) => return Err(format!("{}: {why}", located.label)),
+        for router in routers(&apis, &plan.traffic_targets) {
+            match observe(router.as_ref()).await.map_err(|e| e.to_string())? {
+                Observed::Pair(pair) => weights.push(TargetWeights::new(router.key(), pair)),
+                Observed::Reshaped(why) => return Err(format!("{}: {why}", router.label())),
             }
         }
         Ok(weights)

@@ -7,11 +7,11 @@ use canary_core::argocd::MAX_APPS_POLLS;
 use canary_core::gates::MAX_TARGET_HEALTH_POLLS;
 use canary_core::plan::{MAX_STEPS, MAX_TOTAL_CHECKS};
 use canary_core::ErrorName;
-use cluster_canary_tests::repo_root;
-use serde_json::Value;
-use shift_weights::safety_net::{
+use canary_rollout::safety_net::{
     BASELINE_POINTER, LAST_SET_POINTER, PREPARE_STATE, SETTLED_ENDS, SET_STATE,
 };
+use cluster_canary_tests::repo_root;
+use serde_json::Value;
 
 /// Names only cluster-created raises; it is started by EventBridge, not by the state machine.
 const INTAKE_ONLY: [ErrorName; 2] = [ErrorName::InvalidEvent, ErrorName::ProfileNotFound];

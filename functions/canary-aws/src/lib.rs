@@ -9,8 +9,6 @@ pub mod eks;
 pub mod error;
 pub mod executions;
 pub mod functions;
-pub mod lambda;
-pub mod logging;
 pub mod route53;
 pub mod secrets;
 

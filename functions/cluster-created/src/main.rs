@@ -1,8 +1,9 @@
 //! Lambda entry point: read the configuration and build the AWS clients once (no network
 //! call), then serve EventBridge events.
 
-use canary_aws::{lambda, load_sdk_config, logging, SdkExecutions};
+use canary_aws::{load_sdk_config, SdkExecutions};
 use canary_kube::{ManagementAccess, SdkAccess};
+use canary_lambda::{logging, serve};
 use cluster_created::{handle, Deps, IntakeConfig};
 
 #[tokio::main]
@@ -18,5 +19,5 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         access: &access,
         aws: aws.deps(),
     };
-    lambda::serve(|event| handle(&deps, &config, event)).await
+    serve(|event| handle(&deps, &config, event)).await
 }

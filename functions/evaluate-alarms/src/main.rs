@@ -1,6 +1,7 @@
 //! Lambda entry point: build the clients once (no network call), then serve.
 
-use canary_aws::{lambda, load_sdk_config, logging, SdkCloudWatch, SdkFunctions};
+use canary_aws::{load_sdk_config, SdkCloudWatch, SdkFunctions};
+use canary_lambda::{logging, serve};
 use evaluate_alarms::{handle, Apis};
 
 #[tokio::main]
@@ -12,5 +13,5 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         cloudwatch: &cloudwatch,
         functions: &functions,
     };
-    lambda::serve(|input| handle(&apis, input)).await
+    serve(|input| handle(&apis, input)).await
 }

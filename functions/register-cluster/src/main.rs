@@ -1,8 +1,9 @@
 //! Lambda entry point: read the management-cluster access mode and build the AWS clients
 //! once (no network call), then serve invocations.
 
-use canary_aws::{lambda, load_sdk_config, logging, SdkEks};
+use canary_aws::{load_sdk_config, SdkEks};
 use canary_kube::{ManagementAccess, SdkAccess};
+use canary_lambda::{logging, serve};
 use register_cluster::{handle, Deps};
 
 #[tokio::main]
@@ -18,5 +19,5 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         cluster_accounts: &cluster_accounts,
         access_entries: &cluster_accounts,
     };
-    lambda::serve(|input| handle(&deps, input)).await
+    serve(|input| handle(&deps, input)).await
 }

@@ -1,37 +1,91 @@
-//! The `shift-weights` Lambda: prepare / set / verify / restore the traffic weights of a
-//! rollout, the target health gate, detaching the old cluster after promotion, and the safety net for executions that ended without their own rollback.
-//! `main.rs` only wires the AWS clients; everything here runs against the traits in
-//! `canary-aws`, so it is tested with fakes and, over the wire, against the emulator.
+//! The `shift-weights` Lambda: what the state machine sends it ([`Request`]) and the dispatch
+//! into `canary-rollout`, which holds the logic (prepare / set / verify / restore the traffic
+//! weights, the target health gate, detaching the old cluster after promotion, and the safety
+//! net for executions that ended without their own rollback).
 
-pub mod error;
-pub mod metrics;
-pub mod prepare;
-pub mod request;
-pub mod restore;
-pub mod retire;
-pub mod safety_net;
-pub mod set;
-pub mod target_health;
-pub mod traffic;
-
-use serde::Serialize;
+use canary_core::{RolloutPlan, TargetWeights};
+use canary_rollout::outputs::ExecutionContext;
+use canary_rollout::{prepare, restore, retire, safety_net, set, target_health};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use error::ShiftError;
-pub use request::Request;
-pub use traffic::Apis;
+pub use canary_rollout::{Apis, ShiftError};
 
-/// Runs one invocation.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "operation", rename_all = "camelCase", deny_unknown_fields)]
+pub enum Request {
+    /// Validate the plan, check every target, refuse concurrent rollouts, read the baseline.
+    #[serde(rename_all = "camelCase")]
+    Prepare {
+        plan: Value,
+        execution: ExecutionContext,
+    },
+    /// Put every target at `canary_weight` %, if its weights are still `expected`.
+    #[serde(rename_all = "camelCase")]
+    Set {
+        plan: Value,
+        canary_weight: i64,
+        expected: Vec<TargetWeights>,
+    },
+    /// Put every target back to `baseline`, whatever its weights are now.
+    #[serde(rename_all = "camelCase")]
+    Restore {
+        plan: Value,
+        baseline: Vec<TargetWeights>,
+        /// The weights this rollout last set, if any: a target found at neither these nor the
+        /// baseline was changed by someone else, which the output and log report.
+        #[serde(default)]
+        expected: Option<Vec<TargetWeights>>,
+        /// Why it rolls back (the failure's error name), for the `Rollbacks` metric.
+        #[serde(default)]
+        cause: Option<String>,
+        /// When the failure happened (RFC 3339), for the `RollbackSeconds` metric.
+        #[serde(default)]
+        failed_at: Option<String>,
+    },
+    /// After promotion: take the stable target group out of every ALB forward action, if
+    /// every target is still at `expected` (what promotion left).
+    Detach {
+        plan: Value,
+        expected: Vec<TargetWeights>,
+    },
+    /// The target health gate: one look at the health of every canary target.
+    TargetHealth { plan: Value },
+    /// Before promotion: every target must still be at `expected` (what this rollout last
+    /// set); a foreign change during the last bake is `WeightsChangedExternally`.
+    Verify {
+        plan: Value,
+        expected: Vec<TargetWeights>,
+    },
+    /// The safety net for an execution that ended without its own rollback (stopped, timed
+    /// out, or failed with an error no Catch handles): find its plan, baseline and last
+    /// weights in its history, then restore unless it provably ended settled.
+    #[serde(rename_all = "camelCase")]
+    SafetyNet {
+        execution_arn: String,
+        /// The execution's status from the status-change event.
+        #[serde(default)]
+        status: Option<String>,
+    },
+}
+
+impl Request {
+    pub fn parse(input: Value) -> Result<Self, ShiftError> {
+        canary_core::input::parse_input(input).map_err(ShiftError::InvalidInput)
+    }
+}
+
+/// Runs one invocation. The plan is parsed and validated once, here.
 pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, ShiftError> {
     match Request::parse(input)? {
         Request::Prepare { plan, execution } => {
-            to_json(prepare::prepare(apis, plan, &execution).await?)
+            to_json(prepare::prepare(apis, &RolloutPlan::parse(plan)?, &execution).await?)
         }
         Request::Set {
             plan,
             canary_weight,
             expected,
-        } => to_json(set::set(apis, plan, canary_weight, &expected).await?),
+        } => to_json(set::set(apis, &RolloutPlan::parse(plan)?, canary_weight, &expected).await?),
         Request::Restore {
             plan,
             baseline,
@@ -39,15 +93,22 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, ShiftError> 
             cause,
             failed_at,
         } => {
+            let plan = RolloutPlan::parse(plan)?.plan;
             let why = restore::Rollback {
                 cause: cause.unwrap_or_else(|| "Restore".to_owned()),
                 failed_at,
             };
-            to_json(restore::restore(apis, plan, &baseline, expected.as_deref(), &why).await?)
+            to_json(restore::restore(apis, &plan, &baseline, expected.as_deref(), &why).await?)
         }
-        Request::Detach { plan, expected } => to_json(retire::detach(apis, plan, &expected).await?),
-        Request::TargetHealth { plan } => to_json(target_health::target_health(apis, plan).await?),
-        Request::Verify { plan, expected } => to_json(set::verify(apis, plan, &expected).await?),
+        Request::Detach { plan, expected } => {
+            to_json(retire::detach(apis, &RolloutPlan::parse(plan)?.plan, &expected).await?)
+        }
+        Request::TargetHealth { plan } => {
+            to_json(target_health::target_health(apis, &RolloutPlan::parse(plan)?.plan).await?)
+        }
+        Request::Verify { plan, expected } => {
+            to_json(set::verify(apis, &RolloutPlan::parse(plan)?, &expected).await?)
+        }
         Request::SafetyNet {
             execution_arn,
             status,

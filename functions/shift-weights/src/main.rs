@@ -1,7 +1,8 @@
 //! Lambda entry point: build the clients once (no network call), then serve invocations.
 
 use canary_aws::route53::InSyncWait;
-use canary_aws::{lambda, load_sdk_config, logging, SdkAlb, SdkExecutions, SdkRoute53};
+use canary_aws::{load_sdk_config, SdkAlb, SdkExecutions, SdkRoute53};
+use canary_lambda::{logging, serve};
 use shift_weights::{handle, Apis};
 
 #[tokio::main]
@@ -18,5 +19,5 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         route53: &route53,
         executions: &executions,
     };
-    lambda::serve(|input| handle(&apis, input)).await
+    serve(|input| handle(&apis, input)).await
 }

@@ -448,7 +448,7 @@ async fn asking_for_target_health_without_a_gate_is_invalid_input() {
 #[test]
 fn lambda_reports_the_stable_error_name_not_the_rust_type() {
     let err = shift_weights::ShiftError::WeightsChangedExternally("x".into());
-    let diagnostic = canary_aws::lambda::diagnostic(&err);
+    let diagnostic = canary_lambda::diagnostic(&err);
     assert_eq!(diagnostic.error_type, "WeightsChangedExternally");
     assert_eq!(
         diagnostic.error_message,

@@ -1,28 +1,22 @@
-//! The GetMetricData queries of one check: the plan's metric checks plus, for each ALB
-//! traffic target, the canary's and the stable target group's request count, 5xx count and
-//! latency. Ratios are computed here from the raw sums, not with metric math, so the same
-//! numbers reach the verdict whatever evaluates the queries.
+//! The ALB canary-vs-stable judge (plan `analysis.alb`): for each ALB traffic target, the
+//! canary's and the stable target group's request count, 5xx count and latency from
+//! CloudWatch, compared by `canary_core::analysis::judge_alb`. Ratios are computed here from
+//! the raw sums, not with metric math, so the same numbers reach the verdict whatever
+//! evaluates the queries.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::time::SystemTime;
 
-use canary_aws::{MetricQuery, MetricSeries};
-use canary_core::analysis::{reduce, sum, AnalysisSection, Reduce, TargetGroupTraffic};
+use async_trait::async_trait;
+use canary_aws::{CloudWatchApi, MetricQuery};
+use canary_core::analysis::{judge_alb, reduce, sum, AlbChecks, Reduce, TargetGroupTraffic};
+use canary_core::metrics::Point;
 use canary_core::{AlbTarget, TrafficTarget};
 
-const ALB_NAMESPACE: &str = "AWS/ApplicationELB";
+use super::{metric_values, try_queries, Collected, PlannedQuery, SignalSource, Validated};
+use crate::analysis::AnalysisError;
 
-/// What a query's values are for.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Purpose {
-    /// The plan's `analysis.metrics[index]`.
-    Threshold(usize),
-    /// A built-in ALB metric of one target group pair.
-    Alb {
-        pair: usize,
-        side: Side,
-        metric: AlbMetric,
-    },
-}
+const ALB_NAMESPACE: &str = "AWS/ApplicationELB";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
@@ -44,13 +38,6 @@ pub struct AlbPair {
     pub load_balancer: String,
     pub canary: String,
     pub stable: String,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct PlannedQuery {
-    pub query: MetricQuery,
-    pub purpose: Purpose,
-    pub lookback_seconds: i64,
 }
 
 /// The `LoadBalancer` dimension (`app/<name>/<id>`) and the `TargetGroup` dimension
@@ -82,38 +69,38 @@ pub fn alb_pairs(targets: &[TrafficTarget]) -> Vec<AlbPair> {
     pairs
 }
 
-pub fn plan_queries(analysis: &AnalysisSection, pairs: &[AlbPair]) -> Vec<PlannedQuery> {
-    let mut planned = Vec::new();
-    for (i, check) in analysis.metrics.iter().enumerate() {
-        planned.push(PlannedQuery {
-            query: MetricQuery {
-                id: format!("m{i}"),
-                namespace: check.namespace.clone(),
-                metric_name: check.metric_name.clone(),
-                dimensions: check.dimensions.clone(),
-                stat: check.stat.clone(),
-                period_seconds: i32::try_from(check.period_seconds).unwrap_or(60),
-            },
-            purpose: Purpose::Threshold(i),
-            lookback_seconds: check.lookback_seconds,
-        });
-    }
-    if let Some(alb) = &analysis.alb {
-        for (p, pair) in pairs.iter().enumerate() {
-            for (side, target_group) in [(Side::Canary, &pair.canary), (Side::Stable, &pair.stable)]
-            {
-                for (metric, name, stat) in [
-                    (AlbMetric::Requests, "RequestCount", "Sum"),
-                    (AlbMetric::Errors5xx, "HTTPCode_Target_5XX_Count", "Sum"),
-                    (
-                        AlbMetric::Latency,
-                        "TargetResponseTime",
-                        alb.latency_statistic.as_str(),
-                    ),
+pub(super) struct AlbJudge<'a> {
+    pub api: &'a dyn CloudWatchApi,
+    pub checks: &'a AlbChecks,
+    pub pairs: Vec<AlbPair>,
+}
+
+impl AlbJudge<'_> {
+    /// Three queries per side of each pair, `alb<pair>_<side>_<metric>`.
+    fn queries(&self) -> Vec<PlannedQuery> {
+        let alb = self.checks;
+        let mut planned = Vec::new();
+        for (p, pair) in self.pairs.iter().enumerate() {
+            for side in [Side::Canary, Side::Stable] {
+                let target_group = match side {
+                    Side::Canary => &pair.canary,
+                    Side::Stable => &pair.stable,
+                };
+                for metric in [
+                    AlbMetric::Requests,
+                    AlbMetric::Errors5xx,
+                    AlbMetric::Latency,
                 ] {
+                    let (name, stat) = match metric {
+                        AlbMetric::Requests => ("RequestCount", "Sum"),
+                        AlbMetric::Errors5xx => ("HTTPCode_Target_5XX_Count", "Sum"),
+                        AlbMetric::Latency => {
+                            ("TargetResponseTime", alb.latency_statistic.as_str())
+                        }
+                    };
                     planned.push(PlannedQuery {
                         query: MetricQuery {
-                            id: format!("alb{p}_{}_{}", side_id(side), metric_id(metric)),
+                            id: query_id(p, side, metric),
                             namespace: ALB_NAMESPACE.to_owned(),
                             metric_name: name.to_owned(),
                             dimensions: BTreeMap::from([
@@ -123,18 +110,57 @@ pub fn plan_queries(analysis: &AnalysisSection, pairs: &[AlbPair]) -> Vec<Planne
                             stat: stat.to_owned(),
                             period_seconds: i32::try_from(alb.period_seconds).unwrap_or(60),
                         },
-                        purpose: Purpose::Alb {
-                            pair: p,
-                            side,
-                            metric,
-                        },
                         lookback_seconds: alb.lookback_seconds,
                     });
                 }
             }
         }
+        planned
     }
-    planned
+}
+
+#[async_trait]
+impl SignalSource for AlbJudge<'_> {
+    async fn validate(&self, now: SystemTime) -> Result<Validated, AnalysisError> {
+        try_queries(self.api, &self.queries(), now).await
+    }
+
+    async fn collect(&self, now: SystemTime, cluster: &str) -> Result<Collected, AnalysisError> {
+        let values: HashMap<String, Vec<f64>> =
+            metric_values(self.api, &self.queries(), now).await?;
+        let mut collected = Collected::default();
+        for (index, pair) in self.pairs.iter().enumerate() {
+            let side = |side: Side| {
+                traffic_of(|metric| {
+                    values
+                        .get(&query_id(index, side, metric))
+                        .cloned()
+                        .unwrap_or_default()
+                })
+            };
+            let (canary, stable) = (side(Side::Canary), side(Side::Stable));
+            for (name, traffic) in [("canary", &canary), ("stable", &stable)] {
+                if let Some(rate) = traffic.error_rate_percent() {
+                    collected
+                        .points
+                        .push(Point::error_rate(cluster, &pair.label, name, rate));
+                }
+                if let Some(latency) = traffic.latency_seconds {
+                    collected
+                        .points
+                        .push(Point::latency(cluster, &pair.label, name, latency));
+                }
+            }
+            collected
+                .outcomes
+                .extend(judge_alb(self.checks, &pair.label, canary, stable));
+        }
+        Ok(collected)
+    }
+}
+
+fn query_id(pair: usize, side: Side, metric: AlbMetric) -> String {
+    format!("alb{pair}_{}_{}", side_id(side), metric_id(metric))
 }
 
 fn side_id(side: Side) -> &'static str {
@@ -150,24 +176,6 @@ fn metric_id(metric: AlbMetric) -> &'static str {
         AlbMetric::Errors5xx => "errors",
         AlbMetric::Latency => "latency",
     }
-}
-
-/// The values of a query inside its own lookback (the call spans the longest lookback).
-pub fn values_in_lookback(
-    series: Option<&MetricSeries>,
-    lookback_seconds: i64,
-    now_epoch: i64,
-) -> Vec<f64> {
-    let since = now_epoch - lookback_seconds;
-    series
-        .map(|s| {
-            s.points
-                .iter()
-                .filter(|(t, _)| *t >= since)
-                .map(|(_, v)| *v)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// The traffic of one side of one pair: counters summed, latency at its worst period.
@@ -203,14 +211,5 @@ mod tests {
                 stable: "targetgroup/blue/73e2d6bc24d8a067".into(),
             }]
         );
-    }
-
-    #[test]
-    fn only_values_inside_the_lookback_count() {
-        let series = MetricSeries {
-            points: vec![(100, 1.0), (200, 2.0), (300, 3.0)],
-        };
-        assert_eq!(values_in_lookback(Some(&series), 150, 350), [2.0, 3.0]);
-        assert!(values_in_lookback(None, 150, 350).is_empty());
     }
 }

@@ -3,22 +3,21 @@
 
 use canary_core::plan::ValidPlan;
 use canary_core::weights::{compare_and_set_check, CasCheck};
-use canary_core::{RolloutPlan, TargetWeights, WeightPair};
-use serde_json::Value;
+use canary_core::{TargetWeights, WeightPair};
 use tracing::info;
 
 use crate::error::ShiftError;
 use crate::metrics;
-use crate::request::{SetOutput, VerifyOutput};
-use crate::traffic::{self, locate, Apis, Observed};
+use crate::outputs::{SetOutput, VerifyOutput};
+use crate::traffic::{self, routers, Apis, Observed, Reading, TrafficRouter};
 
 pub async fn set(
     apis: &Apis<'_>,
-    plan: Value,
+    valid: &ValidPlan,
     canary_weight: i64,
     expected: &[TargetWeights],
 ) -> Result<SetOutput, ShiftError> {
-    let ValidPlan { plan, steps } = RolloutPlan::parse(plan)?;
+    let ValidPlan { plan, steps } = valid;
     let step_weight = steps
         .iter()
         .map(|s| s.weight)
@@ -31,30 +30,30 @@ pub async fn set(
     let desired = WeightPair::for_canary_percent(step_weight).ok_or_else(|| {
         ShiftError::InvalidInput(format!("canaryWeight {step_weight} is over 100"))
     })?;
-    let located = locate(&plan.traffic_targets);
-    let expected = per_target(&located, expected, "expected")?;
-    let to_write = compare(apis, &located, &expected, desired).await?;
+    let routers = routers(apis, &plan.traffic_targets);
+    let expected = per_target(&routers, expected, "expected")?;
+    let to_write = compare(&routers, &expected, desired).await?;
 
-    for (target, reading) in &to_write {
-        traffic::write(apis, target, reading, desired).await?;
+    for (router, reading) in &to_write {
+        traffic::write(*router, reading, desired).await?;
     }
 
-    let mut weights = Vec::with_capacity(located.len());
-    for target in &located {
-        match traffic::observe(apis, target).await? {
+    let mut weights = Vec::with_capacity(routers.len());
+    for router in &routers {
+        match traffic::observe(router.as_ref()).await? {
             Observed::Pair(read_back) if read_back == desired => {
-                weights.push(TargetWeights::new(target.target.key(), read_back))
+                weights.push(TargetWeights::new(router.key(), read_back))
             }
             other => {
                 return Err(ShiftError::WeightsChangedExternally(format!(
                     "{}: wrote {desired} but read back {}",
-                    target.label,
+                    router.label(),
                     other.describe()
                 )))
             }
         }
     }
-    metrics::weights(&plan, &weights);
+    metrics::weights(plan, &weights);
     Ok(SetOutput {
         canary_weight: step_weight,
         weights,
@@ -65,16 +64,15 @@ pub async fn set(
 /// change made during the last bake is not promoted over). Reads only.
 pub async fn verify(
     apis: &Apis<'_>,
-    plan: Value,
+    valid: &ValidPlan,
     expected: &[TargetWeights],
 ) -> Result<VerifyOutput, ShiftError> {
-    let plan = RolloutPlan::parse(plan)?.plan;
-    let located = locate(&plan.traffic_targets);
-    let pairs = per_target(&located, expected, "expected")?;
+    let routers = routers(apis, &valid.plan.traffic_targets);
+    let pairs = per_target(&routers, expected, "expected")?;
     let mut changed = Vec::new();
-    for (target, expected) in located.iter().zip(pairs) {
+    for (router, expected) in routers.iter().zip(pairs) {
         // Compare-and-set's compare with nothing to set: `expected` is also the desired state.
-        if let Err(e) = compare(apis, std::slice::from_ref(target), &[expected], expected).await {
+        if let Err(e) = compare(std::slice::from_ref(router), &[expected], expected).await {
             match e {
                 ShiftError::WeightsChangedExternally(why) => changed.push(why),
                 other => return Err(other),
@@ -92,28 +90,27 @@ pub async fn verify(
 /// Compare-and-set's compare: reads every target; returns those still at `expected` with
 /// what was read (to be written from), or `WeightsChangedExternally` naming every target found
 /// elsewhere. A target already at `desired` (an earlier attempt wrote it) needs no write.
-async fn compare<'t, 'p>(
-    apis: &Apis<'_>,
-    located: &'t [traffic::Located<'p>],
+async fn compare<'r, 'a>(
+    routers: &'r [Box<dyn TrafficRouter + 'a>],
     expected: &[WeightPair],
     desired: WeightPair,
-) -> Result<Vec<(&'t traffic::Located<'p>, traffic::Reading)>, ShiftError> {
+) -> Result<Vec<(&'r (dyn TrafficRouter + 'a), Reading)>, ShiftError> {
     let mut to_write = Vec::new();
     let mut changed = Vec::new();
-    for (target, expected) in located.iter().zip(expected.iter().copied()) {
-        let reading = traffic::read(apis, target).await?;
+    for (router, expected) in routers.iter().zip(expected.iter().copied()) {
+        let reading = router.read().await?;
         match &reading.observed {
             Observed::Pair(current) => match compare_and_set_check(*current, expected, desired) {
-                CasCheck::AsExpected => to_write.push((target, reading)),
+                CasCheck::AsExpected => to_write.push((router.as_ref(), reading)),
                 CasCheck::AlreadyDesired => {
-                    info!(target_key = %target.target.key(), "already at the step's weights")
+                    info!(target_key = %router.key(), "already at the step's weights")
                 }
                 CasCheck::ChangedExternally => changed.push(format!(
                     "{}: found {current}, this rollout last set {expected}",
-                    target.label
+                    router.label()
                 )),
             },
-            Observed::Reshaped(why) => changed.push(format!("{}: {why}", target.label)),
+            Observed::Reshaped(why) => changed.push(format!("{}: {why}", router.label())),
         }
     }
     if !changed.is_empty() {
@@ -124,21 +121,21 @@ async fn compare<'t, 'p>(
 
 /// The weights given for each target, in plan order. Each target needs exactly one entry.
 pub fn per_target(
-    located: &[traffic::Located<'_>],
+    routers: &[Box<dyn TrafficRouter + '_>],
     given: &[TargetWeights],
     field: &str,
 ) -> Result<Vec<WeightPair>, ShiftError> {
-    if given.len() != located.len() {
+    if given.len() != routers.len() {
         return Err(ShiftError::InvalidInput(format!(
             "{field} has {} entries, the plan has {} traffic targets",
             given.len(),
-            located.len()
+            routers.len()
         )));
     }
-    located
+    routers
         .iter()
-        .map(|target| {
-            let key = target.target.key();
+        .map(|router| {
+            let key = router.key();
             given
                 .iter()
                 .find(|w| w.target == key)

@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use tracing::info;
 
-use crate::error::AnalysisError;
+use crate::analysis::AnalysisError;
 
 /// Where the rollout stands, as the state machine passes it on to every hook.
 #[derive(Debug, Clone)]
@@ -35,11 +35,10 @@ pub struct HooksOutput {
 
 pub async fn run_hooks(
     functions: &dyn FunctionInvoker,
-    plan: Value,
+    plan: &RolloutPlan,
     point: HookPoint,
     context: HookContext,
 ) -> Result<HooksOutput, AnalysisError> {
-    let plan = RolloutPlan::parse(plan)?.plan;
     let hooks = plan.hooks.clone().unwrap_or_default();
     let timeout = Duration::from_secs(hooks.timeout().unsigned_abs());
     let payload = json!({
@@ -193,7 +192,8 @@ mod tests {
             step: Some(json!({"number": 1, "count": 2, "weight": 50})),
             weights: json!([]),
         };
-        let err = run_hooks(&fake, plan, HookPoint::AfterEachStep, context)
+        let plan = RolloutPlan::parse(plan).expect("a valid plan").plan;
+        let err = run_hooks(&fake, &plan, HookPoint::AfterEachStep, context)
             .await
             .expect_err("the second hook fails");
         assert_eq!(

@@ -6,16 +6,15 @@
 use canary_core::limits::{join_bounded, MAX_REASON_BYTES};
 use canary_core::plan::MAX_TARGETS;
 use canary_core::{RolloutPlan, TargetWeights};
-use serde_json::Value;
 use tracing::{error, info, warn};
 
 use std::time::SystemTime;
 
 use crate::error::ShiftError;
 use crate::metrics;
-use crate::request::{RestoreOutput, UnexpectedWeights};
+use crate::outputs::{RestoreOutput, UnexpectedWeights};
 use crate::set::per_target;
-use crate::traffic::{self, locate, Apis, Observed};
+use crate::traffic::{self, routers, Apis, Observed};
 
 /// Why a restore runs, for its metrics: the cause (an error name, or the safety net's) and when
 /// the failure happened.
@@ -26,30 +25,30 @@ pub struct Rollback {
 
 pub async fn restore(
     apis: &Apis<'_>,
-    plan: Value,
+    plan: &RolloutPlan,
     baseline: &[TargetWeights],
     expected: Option<&[TargetWeights]>,
     why: &Rollback,
 ) -> Result<RestoreOutput, ShiftError> {
-    let plan = RolloutPlan::parse(plan)?.plan;
-    let located = locate(&plan.traffic_targets);
-    let baseline = per_target(&located, baseline, "baseline")?;
+    let routers = routers(apis, &plan.traffic_targets);
+    let baseline = per_target(&routers, baseline, "baseline")?;
     let expected = expected
-        .map(|e| per_target(&located, e, "expected"))
+        .map(|e| per_target(&routers, e, "expected"))
         .transpose()?;
-    for (target, baseline) in located.iter().zip(&baseline) {
-        traffic::check_writable(target, *baseline)?;
+    for (router, baseline) in routers.iter().zip(&baseline) {
+        router.refuse_unwritable(*baseline)?;
     }
 
     let mut unexpected = Vec::new();
-    let mut weights = Vec::with_capacity(located.len());
+    let mut weights = Vec::with_capacity(routers.len());
     let mut first_error = None;
-    for (i, (target, baseline)) in located.iter().zip(&baseline).enumerate() {
+    for (i, (router, baseline)) in routers.iter().zip(&baseline).enumerate() {
+        let router = router.as_ref();
         let restored = async {
-            let reading = traffic::read(apis, target).await?;
+            let reading = router.read().await?;
             let current = reading.observed.clone();
             if current == Observed::Pair(*baseline) {
-                info!(target_key = %target.target.key(), "already at baseline");
+                info!(target_key = %router.key(), "already at baseline");
                 return Ok(current);
             }
             let known = match (&current, &expected) {
@@ -58,31 +57,31 @@ pub async fn restore(
                 (Observed::Reshaped(_), _) => false,
             };
             if !known {
-                warn!(target_key = %target.target.key(), found = %current.describe(), "unexpected weights; restoring the baseline anyway");
+                warn!(target_key = %router.key(), found = %current.describe(), "unexpected weights; restoring the baseline anyway");
                 unexpected.push(UnexpectedWeights {
-                    target: target.target.key(),
+                    target: router.key(),
                     found: current.describe(),
                 });
             }
-            traffic::write(apis, target, &reading, *baseline).await?;
-            traffic::observe(apis, target).await
+            traffic::write(router, &reading, *baseline).await?;
+            traffic::observe(router).await
         }
         .await;
         match restored {
             Ok(Observed::Pair(pair)) if pair == *baseline => {
-                weights.push(TargetWeights::new(target.target.key(), pair))
+                weights.push(TargetWeights::new(router.key(), pair))
             }
             Ok(other) => {
                 let e = ShiftError::WeightsChangedExternally(format!(
                     "{}: restored {baseline} but read back {}",
-                    target.label,
+                    router.label(),
                     other.describe()
                 ));
-                error!(target_key = %target.target.key(), error = %e, "restore did not take");
+                error!(target_key = %router.key(), error = %e, "restore did not take");
                 first_error.get_or_insert(e);
             }
             Err(e) => {
-                error!(target_key = %target.target.key(), error = %e, "restore failed");
+                error!(target_key = %router.key(), error = %e, "restore failed");
                 first_error.get_or_insert(e);
             }
         }
@@ -90,9 +89,9 @@ pub async fn restore(
     match first_error {
         Some(e) => Err(e),
         None => {
-            metrics::weights(&plan, &weights);
+            metrics::weights(plan, &weights);
             metrics::rollback(
-                &plan,
+                plan,
                 &why.cause,
                 why.failed_at.as_deref(),
                 SystemTime::now(),

@@ -4,7 +4,6 @@
 
 use std::collections::HashSet;
 
-use canary_aws::{ForwardRead, TargetGroupInfo};
 use canary_core::plan::{ResolvedStep, ValidPlan};
 use canary_core::{RolloutPlan, TargetWeights, TrafficTarget, WeightPair};
 use serde_json::Value;
@@ -12,54 +11,60 @@ use tracing::{info, warn};
 
 use crate::error::ShiftError;
 use crate::metrics;
-use crate::request::{ExecutionContext, PrepareOutput, TargetReport};
-use crate::traffic::{self, locate, Apis, Located, Observed};
+use crate::outputs::{ExecutionContext, PrepareOutput, TargetReport};
+use crate::traffic::{self, routers, Apis, Inspection, Observed, Reading, TrafficRouter};
 
 pub async fn prepare(
     apis: &Apis<'_>,
-    plan: Value,
+    valid: &ValidPlan,
     execution: &ExecutionContext,
 ) -> Result<PrepareOutput, ShiftError> {
-    let ValidPlan { plan, steps } = RolloutPlan::parse(plan)?;
+    let ValidPlan { plan, steps } = valid;
     refuse_concurrent_rollout(
         apis,
-        &plan,
+        plan,
         &execution.state_machine_arn,
         Some(&execution.execution_arn),
     )
     .await?;
-    let located = locate(&plan.traffic_targets);
-    let mut checked = check_targets(apis, &plan, &steps).await?;
+    let routers = routers(apis, &plan.traffic_targets);
+    let mut checked = check_routers(&routers, steps).await?;
 
     // Every check passed: the only write prepare makes.
-    for (target, check) in located.iter().zip(&mut checked) {
+    for (router, check) in routers.iter().zip(&mut checked) {
         if check.attach_canary {
-            traffic::write(apis, target, &check.reading, check.baseline).await?;
+            traffic::write(router.as_ref(), &check.reading, check.baseline).await?;
             check.report.canary_attached = true;
-            info!(target_key = %target.target.key(), "canary target group attached at weight 0");
+            info!(target_key = %router.key(), "canary target group attached at weight 0");
         }
     }
 
-    let baseline: Vec<TargetWeights> = located
+    let baseline: Vec<TargetWeights> = routers
         .iter()
         .zip(&checked)
-        .map(|(target, check)| TargetWeights::new(target.target.key(), check.baseline))
+        .map(|(router, check)| TargetWeights::new(router.key(), check.baseline))
         .collect();
-    metrics::weights(&plan, &baseline);
+    metrics::weights(plan, &baseline);
     Ok(PrepareOutput {
         baseline,
-        steps,
+        steps: steps.clone(),
         targets: checked.into_iter().map(|c| c.report).collect(),
     })
 }
 
 /// Every read-only check prepare makes of the plan's targets, in plan order: they exist,
-/// forward to the named target groups or have both weighted records, the stable side takes
-/// traffic, Route 53 TTLs are shorter than the shortest bake. Writes nothing, so the operator
-/// CLI's dry run (`cluster-canary plan check`) uses it as is.
+/// have the shape the plan describes, the stable side takes traffic, and what the target's
+/// kind checks (see `TrafficRouter::inspect`). Writes nothing, so the operator CLI's dry run
+/// (`cluster-canary plan check`) uses it as is.
 pub async fn check_targets(
     apis: &Apis<'_>,
-    plan: &RolloutPlan,
+    valid: &ValidPlan,
+) -> Result<Vec<TargetCheck>, ShiftError> {
+    check_routers(&routers(apis, &valid.plan.traffic_targets), &valid.steps).await
+}
+
+async fn check_routers(
+    routers: &[Box<dyn TrafficRouter + '_>],
     steps: &[ResolvedStep],
 ) -> Result<Vec<TargetCheck>, ShiftError> {
     let shortest_bake = steps
@@ -67,9 +72,9 @@ pub async fn check_targets(
         .map(|s| i64::from(s.bake_seconds))
         .min()
         .unwrap_or(0);
-    let mut checked = Vec::with_capacity(plan.traffic_targets.len());
-    for target in &locate(&plan.traffic_targets) {
-        checked.push(check_target(apis, target, shortest_bake).await?);
+    let mut checked = Vec::with_capacity(routers.len());
+    for router in routers {
+        checked.push(check_target(router.as_ref(), shortest_bake).await?);
     }
     Ok(checked)
 }
@@ -138,101 +143,35 @@ pub struct TargetCheck {
     /// The weights now: what a rollback restores.
     pub baseline: WeightPair,
     /// What the checks read, for the one write prepare may make (attaching the canary).
-    reading: traffic::Reading,
+    reading: Reading,
     /// The canary target group is not in the forward action yet: prepare adds it at weight 0.
     pub attach_canary: bool,
     pub report: TargetReport,
 }
 
 async fn check_target(
-    apis: &Apis<'_>,
-    located: &Located<'_>,
+    router: &dyn TrafficRouter,
     shortest_bake: i64,
 ) -> Result<TargetCheck, ShiftError> {
     let misconfigured = |message: String| ShiftError::TargetMisconfigured {
-        path: located.label.clone(),
+        path: router.label().to_owned(),
         message,
     };
+    let Inspection {
+        reading,
+        attach_canary,
+        kind,
+        sticky,
+        ttl_seconds,
+        notes,
+    } = router.inspect(shortest_bake).await?;
     let mut report = TargetReport {
-        target: located.target.key(),
-        kind: "",
+        target: router.key(),
+        kind,
         canary_attached: false,
-        sticky: false,
-        ttl_seconds: None,
-        notes: Vec::new(),
-    };
-    let (reading, attach_canary) = match located.target {
-        TrafficTarget::Alb(alb) => {
-            report.kind = "alb";
-            let read = apis
-                .alb
-                .read_forward(alb)
-                .await
-                .map_err(|e| ShiftError::aws(&located.label, e))?;
-            let region = alb.region().unwrap_or_default();
-            let groups: Vec<TargetGroupInfo> = apis
-                .alb
-                .target_groups(
-                    region,
-                    &[
-                        alb.stable_target_group_arn.clone(),
-                        alb.canary_target_group_arn.clone(),
-                    ],
-                )
-                .await
-                .map_err(|e| ShiftError::aws(&located.label, e))?;
-            let group_sticky = match &read {
-                ForwardRead::Forward(f) => f.group_stickiness.filter(|s| s.enabled),
-                ForwardRead::NotForward { .. } => None,
-            };
-            if let Some(s) = group_sticky {
-                report.notes.push(format!(
-                    "target group stickiness is on in the forward action ({} s): clients stay on their target group that long whatever the weights",
-                    s.duration_seconds.unwrap_or_default()
-                ));
-            }
-            for group in groups.iter().filter(|g| g.stickiness_enabled) {
-                report.notes.push(format!(
-                    "target group {} has sticky sessions (stickiness.enabled): sticky clients do not follow weight changes",
-                    group.arn
-                ));
-            }
-            report.sticky = !report.notes.is_empty();
-            let attach = matches!(&read, ForwardRead::Forward(f) if f.weight_of(&alb.canary_target_group_arn).is_none());
-            (traffic::Reading::alb(alb, read), attach)
-        }
-        TrafficTarget::Route53(r53) => {
-            report.kind = "route53";
-            let records = apis
-                .route53
-                .records(r53)
-                .await
-                .map_err(|e| ShiftError::aws(&located.label, e))?;
-            let observed = traffic::route53_observed(located, r53, &records)?;
-            let ours = records.iter().filter(|r| {
-                r.set_identifier.as_deref() == Some(r53.stable_set_identifier.as_str())
-                    || r.set_identifier.as_deref() == Some(r53.canary_set_identifier.as_str())
-            });
-            for record in ours {
-                match (record.ttl, &record.alias_target) {
-                    (Some(ttl), _) => {
-                        report.ttl_seconds = report.ttl_seconds.max(Some(ttl));
-                    }
-                    (None, Some(alias)) => report.notes.push(format!(
-                        "record `{}` is an alias to {alias}: resolvers cache it for the alias target's TTL (60 s for a load balancer)",
-                        record.set_identifier.as_deref().unwrap_or_default()
-                    )),
-                    (None, None) => {}
-                }
-            }
-            if let Some(ttl) = report.ttl_seconds.filter(|ttl| *ttl > shortest_bake) {
-                return Err(misconfigured(format!(
-                    "the records' TTL is {ttl} s, longer than the shortest bake ({shortest_bake} s): resolvers would still \
-                     use the previous weights when the step's checks run; lower the TTL or lengthen the bake"
-                )));
-            }
-            (traffic::Reading::route53(observed), false)
-        }
+        sticky,
+        ttl_seconds,
+        notes,
     };
     let baseline = match &reading.observed {
         Observed::Pair(pair) => *pair,

@@ -1,11 +1,10 @@
-//! The weight function's CloudWatch metrics (see `canary_core::metrics`): every target's canary
+//! The rollout's CloudWatch metrics (see `canary_core::metrics`): every target's canary
 //! share after each change, and each rollback with its cause and how long it took.
 
 use std::time::SystemTime;
 
 use aws_smithy_types::date_time::Format;
 use aws_smithy_types::DateTime;
-use canary_aws::logging::emit_metrics;
 use canary_core::metrics::{cluster_dimension, Point};
 use canary_core::{RolloutPlan, TargetWeights};
 
@@ -42,6 +41,18 @@ fn utc_time(text: &str) -> Option<SystemTime> {
     };
     let at = DateTime::from_str(&zulu, Format::DateTime).ok()?;
     SystemTime::try_from(at).ok()
+}
+
+/// Prints metric points as Embedded Metric Format lines on stdout, where Lambda's log capture
+/// hands them to CloudWatch Logs, which extracts the metrics. One line per point.
+pub fn emit_metrics(points: impl IntoIterator<Item = canary_core::metrics::Point>) {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    for point in points {
+        // `println!` (not a raw stdout handle) so that tests capture the lines like any output.
+        println!("{}", point.to_emf(now_ms));
+    }
 }
 
 #[cfg(test)]

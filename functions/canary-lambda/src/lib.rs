@@ -1,6 +1,10 @@
 //! The Lambda side every function shares: serve invocations, and report a failure with its
 //! stable error name as Lambda's `errorType` (the runtime's default is the Rust type name,
-//! which a state machine's `ErrorEquals` cannot sensibly match).
+//! which a state machine's `ErrorEquals` cannot sensibly match); JSON logs (`logging`).
+//! Only the functions' `main.rs` use this crate: the libraries and the operator CLI never
+//! link the Lambda runtime.
+
+pub mod logging;
 
 use std::future::Future;
 

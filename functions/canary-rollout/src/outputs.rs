@@ -1,68 +1,8 @@
-//! What the state machine sends the function and what it gets back.
+//! What the traffic operations answer the state machine (their JSON is a contract: deployed
+//! state machines read these fields), and the asking execution's context.
 
 use canary_core::{ResolvedStep, TargetWeights};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
-use crate::error::ShiftError;
-
-#[derive(Debug, Deserialize)]
-#[serde(tag = "operation", rename_all = "camelCase", deny_unknown_fields)]
-pub enum Request {
-    /// Validate the plan, check every target, refuse concurrent rollouts, read the baseline.
-    #[serde(rename_all = "camelCase")]
-    Prepare {
-        plan: Value,
-        execution: ExecutionContext,
-    },
-    /// Put every target at `canary_weight` %, if its weights are still `expected`.
-    #[serde(rename_all = "camelCase")]
-    Set {
-        plan: Value,
-        canary_weight: i64,
-        expected: Vec<TargetWeights>,
-    },
-    /// Put every target back to `baseline`, whatever its weights are now.
-    #[serde(rename_all = "camelCase")]
-    Restore {
-        plan: Value,
-        baseline: Vec<TargetWeights>,
-        /// The weights this rollout last set, if any: a target found at neither these nor the
-        /// baseline was changed by someone else, which the output and log report.
-        #[serde(default)]
-        expected: Option<Vec<TargetWeights>>,
-        /// Why it rolls back (the failure's error name), for the `Rollbacks` metric.
-        #[serde(default)]
-        cause: Option<String>,
-        /// When the failure happened (RFC 3339), for the `RollbackSeconds` metric.
-        #[serde(default)]
-        failed_at: Option<String>,
-    },
-    /// After promotion: take the stable target group out of every ALB forward action, if
-    /// every target is still at `expected` (what promotion left).
-    Detach {
-        plan: Value,
-        expected: Vec<TargetWeights>,
-    },
-    /// The target health gate: one look at the health of every canary target.
-    TargetHealth { plan: Value },
-    /// Before promotion: every target must still be at `expected` (what this rollout last
-    /// set); a foreign change during the last bake is `WeightsChangedExternally`.
-    Verify {
-        plan: Value,
-        expected: Vec<TargetWeights>,
-    },
-    /// The safety net for an execution that ended without its own rollback (stopped, timed
-    /// out, or failed with an error no Catch handles): find its plan, baseline and last
-    /// weights in its history, then restore unless it provably ended settled.
-    #[serde(rename_all = "camelCase")]
-    SafetyNet {
-        execution_arn: String,
-        /// The execution's status from the status-change event.
-        #[serde(default)]
-        status: Option<String>,
-    },
-}
 
 /// Which execution is asking, from the Step Functions context object
 /// (`$$.Execution.Id`, `$$.StateMachine.Id`).
@@ -71,12 +11,6 @@ pub enum Request {
 pub struct ExecutionContext {
     pub execution_arn: String,
     pub state_machine_arn: String,
-}
-
-impl Request {
-    pub fn parse(input: Value) -> Result<Self, ShiftError> {
-        canary_core::input::parse_input(input).map_err(ShiftError::InvalidInput)
-    }
 }
 
 #[derive(Debug, Serialize, PartialEq)]

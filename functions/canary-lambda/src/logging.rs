@@ -11,7 +11,7 @@ pub fn init() {
         .to_lowercase();
     let mut filter = EnvFilter::try_new(&level).unwrap_or_else(|_| EnvFilter::new("info"));
     // lambda_runtime logs every handler error a second time, as `Diagnostic { .. }` in Rust
-    // debug syntax; `lambda::serve` already logged it once with its error name. (Panics abort,
+    // debug syntax; `serve` already logged it once with its error name. (Panics abort,
     // see the release profile, and the panic hook prints them.)
     if let Ok(quiet) = "lambda_runtime::layers::panic=off".parse() {
         filter = filter.add_directive(quiet);
@@ -22,16 +22,4 @@ pub fn init() {
         .with_current_span(false)
         .with_target(false)
         .init();
-}
-
-/// Prints metric points as Embedded Metric Format lines on stdout, where Lambda's log capture
-/// hands them to CloudWatch Logs, which extracts the metrics. One line per point.
-pub fn emit_metrics(points: impl IntoIterator<Item = canary_core::metrics::Point>) {
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    for point in points {
-        // `println!` (not a raw stdout handle) so that tests capture the lines like any output.
-        println!("{}", point.to_emf(now_ms));
-    }
 }

@@ -10,13 +10,13 @@
 //! deliberately untouched; a restore is idempotent, so a duplicate delivery rewrites nothing.
 
 use canary_aws::ExecutionHistory;
-use canary_core::TargetWeights;
+use canary_core::{RolloutPlan, TargetWeights};
 use serde_json::Value;
 use tracing::{info, warn};
 
 use crate::error::ShiftError;
+use crate::outputs::SafetyNetOutput;
 use crate::prepare::refuse_concurrent_rollout;
-use crate::request::SafetyNetOutput;
 use crate::restore::{restore, Rollback};
 use crate::traffic::Apis;
 
@@ -167,11 +167,10 @@ pub async fn safety_net(
                 "execution {execution_arn} has no JSON input (plan)"
             ))
         })?;
+    let plan = RolloutPlan::parse(plan)?.plan;
     // A late or duplicate delivery must not undo a newer rollout of the same traffic.
     if let Some(state_machine_arn) = state_machine_of(execution_arn) {
-        let parsed = canary_core::RolloutPlan::parse(plan.clone())?.plan;
-        match refuse_concurrent_rollout(apis, &parsed, &state_machine_arn, Some(execution_arn))
-            .await
+        match refuse_concurrent_rollout(apis, &plan, &state_machine_arn, Some(execution_arn)).await
         {
             Ok(()) => {}
             Err(ShiftError::ConcurrentRollout {
@@ -190,7 +189,7 @@ pub async fn safety_net(
         cause: "SafetyNet".to_owned(),
         failed_at: None,
     };
-    let restored = restore(apis, plan, &baseline, expected.as_deref(), &why_metric).await?;
+    let restored = restore(apis, &plan, &baseline, expected.as_deref(), &why_metric).await?;
     Ok(SafetyNetOutput {
         execution_arn: execution_arn.to_owned(),
         restored: true,

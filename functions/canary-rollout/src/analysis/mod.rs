@@ -1,0 +1,85 @@
+//! The checks: `validate` (at Prepare, before any traffic moves: every named alarm exists,
+//! every prefix matches an alarm, CloudWatch accepts the metric queries) and `evaluate` (every
+//! check interval of a bake: read alarms and metrics, judge them with
+//! `canary_core::analysis::decide`, and say whether to roll back).
+
+pub mod error;
+
+use std::collections::BTreeSet;
+use std::time::SystemTime;
+
+use canary_core::analysis::{decide, BakeProgress, CheckVerdict, Decision};
+use canary_core::metrics::{cluster_dimension, Point};
+use canary_core::RolloutPlan;
+use serde::Serialize;
+use tracing::info;
+
+use crate::metrics::emit_metrics;
+use crate::signals::{sources, SignalApis};
+
+pub use error::AnalysisError;
+
+#[derive(Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ValidateOutput {
+    /// The alarms the rollout watches (names and prefix matches), at most
+    /// [`canary_core::limits::MAX_ALARMS`]. The state machine keeps only their number.
+    pub alarms: Vec<String>,
+    /// Metric queries each check makes.
+    pub metric_queries: usize,
+}
+
+/// At Prepare: every signal source of the plan can be evaluated (see `SignalSource::validate`).
+pub async fn validate(
+    apis: &SignalApis<'_>,
+    plan: &RolloutPlan,
+) -> Result<ValidateOutput, AnalysisError> {
+    let now = SystemTime::now();
+    let mut alarms = BTreeSet::new();
+    let mut metric_queries = 0;
+    for source in sources(apis, plan) {
+        let validated = source.validate(now).await?;
+        alarms.extend(validated.alarms);
+        metric_queries += validated.metric_queries;
+    }
+    Ok(ValidateOutput {
+        alarms: alarms.into_iter().collect(),
+        metric_queries,
+    })
+}
+
+/// At a check: every source's outcomes, judged together with the bake's progress.
+pub async fn evaluate(
+    apis: &SignalApis<'_>,
+    plan: &RolloutPlan,
+    progress: BakeProgress,
+    now: SystemTime,
+) -> Result<Decision, AnalysisError> {
+    let cluster = cluster_dimension(&plan.cluster.region, &plan.cluster.name);
+    let mut outcomes = Vec::new();
+    let mut points = Vec::new();
+    for source in sources(apis, plan) {
+        let collected = source.collect(now, &cluster).await?;
+        outcomes.extend(collected.outcomes);
+        points.extend(collected.points);
+    }
+    let decision = decide(plan.analysis.as_ref(), &outcomes, progress);
+    points.extend(Point::check_result(
+        &cluster,
+        decision.verdict == CheckVerdict::Pass,
+        decision.verdict == CheckVerdict::Fail,
+    ));
+    emit_metrics(points);
+    // The verdict carries a bounded summary; every signal's reason goes to the log.
+    for outcome in &outcomes {
+        info!(verdict = ?outcome.verdict, reason = %outcome.reason, "signal");
+    }
+    info!(
+        verdict = ?decision.verdict,
+        rollback = decision.rollback,
+        consecutive_failures = decision.consecutive_failures,
+        summary = %decision.summary,
+        "check evaluated"
+    );
+    Ok(decision)
+}

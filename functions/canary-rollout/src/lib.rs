@@ -1,0 +1,27 @@
+//! The rollout's logic, whatever runs it (the Lambda functions, the operator CLI):
+//! - traffic: one [`traffic::TrafficRouter`] per kind of traffic target, and the operations
+//!   written once over it: [`prepare`], [`set`] (set and verify, compare-and-set),
+//!   [`restore`], [`retire`] (detach), [`target_health`], and the [`safety_net`];
+//! - signals: one [`signals::SignalSource`] per provider, and the checks over them
+//!   ([`analysis`]: validate at Prepare, evaluate at every check); the plan's [`hooks`].
+//!
+//! Everything runs against the traits of `canary-aws`, so it is tested with fakes and, over
+//! the wire, against the emulator. No Lambda runtime here: see `canary-lambda`.
+
+pub mod analysis;
+pub mod error;
+pub mod hooks;
+pub mod metrics;
+pub mod outputs;
+pub mod prepare;
+pub mod restore;
+pub mod retire;
+pub mod safety_net;
+pub mod set;
+pub mod signals;
+pub mod target_health;
+pub mod traffic;
+
+pub use analysis::AnalysisError;
+pub use error::ShiftError;
+pub use traffic::Apis;

@@ -1,0 +1,187 @@
+//! The signal-source seam: one [`SignalSource`] per provider of evidence about the canary
+//! (CloudWatch alarms, CloudWatch metric thresholds, the ALB canary-vs-stable judge), built in
+//! one place ([`sources`]). The checks (`crate::analysis`) are written once over the trait:
+//! validate every source at Prepare, collect every source's outcomes at a check, and let
+//! `canary_core::analysis::decide` judge them together. Adding a provider: see
+//! `docs/extending.md`.
+
+mod alb_judge;
+mod cloudwatch_alarms;
+mod cloudwatch_metrics;
+
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use canary_aws::{AwsErrorKind, CloudWatchApi, MetricQuery, MetricSeries};
+use canary_core::analysis::CheckOutcome;
+use canary_core::metrics::Point;
+use canary_core::RolloutPlan;
+
+use crate::analysis::AnalysisError;
+
+pub use alb_judge::{alb_pairs, AlbPair};
+pub use cloudwatch_alarms::alarm_outcome;
+
+/// The APIs the signal sources read.
+pub struct SignalApis<'a> {
+    pub cloudwatch: &'a dyn CloudWatchApi,
+}
+
+/// What a source found it can evaluate, at Prepare.
+#[derive(Debug, Default)]
+pub struct Validated {
+    /// The alarms it watches (names and prefix matches).
+    pub alarms: Vec<String>,
+    /// The metric queries each check makes.
+    pub metric_queries: usize,
+}
+
+/// What a source found at one check.
+#[derive(Debug, Default)]
+pub struct Collected {
+    pub outcomes: Vec<CheckOutcome>,
+    /// The values it judged, as CloudWatch metric points (`MetricValue`, `ErrorRatePercent`…).
+    pub points: Vec<Point>,
+}
+
+/// One provider of evidence about the canary.
+#[async_trait]
+pub trait SignalSource: Send + Sync {
+    /// At Prepare, before traffic moves: refuses what could never be evaluated (a missing
+    /// alarm, a query the provider rejects), naming the plan path.
+    async fn validate(&self, now: SystemTime) -> Result<Validated, AnalysisError>;
+    /// At a check: one outcome per signal. A signal that cannot be read is `Inconclusive`,
+    /// never a pass; a provider failure is an error (the state machine retries it).
+    /// `cluster` is the metrics' Cluster dimension.
+    async fn collect(&self, now: SystemTime, cluster: &str) -> Result<Collected, AnalysisError>;
+}
+
+/// The sources of the plan's `analysis` section, in the order their outcomes are listed:
+/// the one place that chooses by provider.
+pub fn sources<'a>(
+    apis: &SignalApis<'a>,
+    plan: &'a RolloutPlan,
+) -> Vec<Box<dyn SignalSource + 'a>> {
+    let Some(analysis) = &plan.analysis else {
+        return Vec::new();
+    };
+    let mut sources: Vec<Box<dyn SignalSource + 'a>> = Vec::new();
+    if let Some(checks) = &analysis.alarms {
+        sources.push(Box::new(cloudwatch_alarms::CloudWatchAlarms {
+            api: apis.cloudwatch,
+            checks,
+        }));
+    }
+    if !analysis.metrics.is_empty() {
+        sources.push(Box::new(cloudwatch_metrics::CloudWatchMetrics {
+            api: apis.cloudwatch,
+            checks: &analysis.metrics,
+        }));
+    }
+    if let Some(checks) = &analysis.alb {
+        let pairs = alb_pairs(&plan.traffic_targets);
+        if !pairs.is_empty() {
+            sources.push(Box::new(alb_judge::AlbJudge {
+                api: apis.cloudwatch,
+                checks,
+                pairs,
+            }));
+        }
+    }
+    sources
+}
+
+/// One GetMetricData query and the lookback its values are judged over.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedQuery {
+    pub query: MetricQuery,
+    pub lookback_seconds: i64,
+}
+
+/// The values of each query (by id) inside its own lookback; one GetMetricData call spanning
+/// the longest lookback.
+async fn metric_values(
+    cloudwatch: &dyn CloudWatchApi,
+    planned: &[PlannedQuery],
+    now: SystemTime,
+) -> Result<HashMap<String, Vec<f64>>, AnalysisError> {
+    let queries: Vec<MetricQuery> = planned.iter().map(|p| p.query.clone()).collect();
+    let start = now - Duration::from_secs(longest_lookback(planned));
+    let series = cloudwatch.metric_data(&queries, start, now).await?;
+    let now_epoch = now
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or_default();
+    Ok(planned
+        .iter()
+        .map(|p| {
+            let values = values_in_lookback(series.get(&p.query.id), p.lookback_seconds, now_epoch);
+            (p.query.id.clone(), values)
+        })
+        .collect())
+}
+
+/// Prepare's try of the queries: CloudWatch's refusal is the plan's fault (`InvalidPlan`).
+async fn try_queries(
+    cloudwatch: &dyn CloudWatchApi,
+    planned: &[PlannedQuery],
+    now: SystemTime,
+) -> Result<Validated, AnalysisError> {
+    let queries: Vec<MetricQuery> = planned.iter().map(|p| p.query.clone()).collect();
+    let start = now - Duration::from_secs(longest_lookback(planned));
+    cloudwatch
+        .metric_data(&queries, start, now)
+        .await
+        .map_err(|source| match source.kind {
+            AwsErrorKind::Rejected => AnalysisError::QueriesRejected {
+                path: "analysis".to_owned(),
+                source,
+            },
+            _ => AnalysisError::Aws(source),
+        })?;
+    Ok(Validated {
+        alarms: Vec::new(),
+        metric_queries: queries.len(),
+    })
+}
+
+fn longest_lookback(planned: &[PlannedQuery]) -> u64 {
+    planned
+        .iter()
+        .map(|p| u64::try_from(p.lookback_seconds).unwrap_or(0))
+        .max()
+        .unwrap_or(0)
+}
+
+/// The values of a query inside its own lookback (the call spans the longest lookback).
+pub fn values_in_lookback(
+    series: Option<&MetricSeries>,
+    lookback_seconds: i64,
+    now_epoch: i64,
+) -> Vec<f64> {
+    let since = now_epoch - lookback_seconds;
+    series
+        .map(|s| {
+            s.points
+                .iter()
+                .filter(|(t, _)| *t >= since)
+                .map(|(_, v)| *v)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_values_inside_the_lookback_count() {
+        let series = MetricSeries {
+            points: vec![(100, 1.0), (200, 2.0), (300, 3.0)],
+        };
+        assert_eq!(values_in_lookback(Some(&series), 150, 350), [2.0, 3.0]);
+        assert!(values_in_lookback(None, 150, 350).is_empty());
+    }
+}

@@ -1,0 +1,223 @@
+//! An ALB listener's default action or a listener rule that forwards to the stable and the
+//! canary target group: its weights are the forward action's target group weights.
+
+use async_trait::async_trait;
+use canary_aws::{
+    AlbApi, AwsError, ForwardAction, ForwardRead, TargetGroupInfo, TargetGroupWeight,
+};
+use canary_core::gates::target_group_problem;
+use canary_core::{AlbTarget, WeightPair};
+use tracing::info;
+
+use super::{Detach, Health, Inspection, Observed, Reading, TrafficRouter};
+use crate::error::ShiftError;
+
+pub(super) struct AlbRouter<'a> {
+    pub api: &'a dyn AlbApi,
+    pub target: &'a AlbTarget,
+    pub label: String,
+}
+
+impl AlbRouter<'_> {
+    fn aws(&self, e: AwsError) -> ShiftError {
+        ShiftError::aws(&self.label, e)
+    }
+
+    async fn read_forward(&self) -> Result<ForwardRead, ShiftError> {
+        self.api
+            .read_forward(self.target)
+            .await
+            .map_err(|e| self.aws(e))
+    }
+
+    fn reading(&self, read: ForwardRead) -> Reading {
+        let observed = observed(self.target, &read);
+        let alb_forward = match read {
+            ForwardRead::Forward(forward) => Some(forward),
+            ForwardRead::NotForward { .. } => None,
+        };
+        Reading {
+            observed,
+            alb_forward,
+        }
+    }
+
+    /// Writes `weights` as the forward action's target groups, from `current` as read.
+    async fn write_groups(
+        &self,
+        current: &ForwardAction,
+        weights: &[TargetGroupWeight],
+    ) -> Result<(), ShiftError> {
+        self.api
+            .write_forward(self.target, current, weights)
+            .await
+            .map_err(|e| self.aws(e))
+    }
+}
+
+#[async_trait]
+impl TrafficRouter for AlbRouter<'_> {
+    fn label(&self) -> &str {
+        &self.label
+    }
+
+    fn key(&self) -> String {
+        self.target.key()
+    }
+
+    async fn read(&self) -> Result<Reading, ShiftError> {
+        Ok(self.reading(self.read_forward().await?))
+    }
+
+    /// One `ModifyListener`/`ModifyRule` built from the forward action read.
+    async fn write(&self, reading: &Reading, pair: WeightPair) -> Result<(), ShiftError> {
+        // A listener or rule that no longer forwards cannot take weights.
+        let Some(current) = &reading.alb_forward else {
+            return Err(ShiftError::WeightsChangedExternally(format!(
+                "{}: {}",
+                self.label,
+                reading.observed.describe()
+            )));
+        };
+        let weights = [
+            TargetGroupWeight {
+                arn: self.target.stable_target_group_arn.clone(),
+                weight: pair.stable,
+            },
+            TargetGroupWeight {
+                arn: self.target.canary_target_group_arn.clone(),
+                weight: pair.canary,
+            },
+        ];
+        self.write_groups(current, &weights).await
+    }
+
+    async fn inspect(&self, _shortest_bake_seconds: i64) -> Result<Inspection, ShiftError> {
+        let alb = self.target;
+        let read = self.read_forward().await?;
+        let region = alb.region().unwrap_or_default();
+        let groups: Vec<TargetGroupInfo> = self
+            .api
+            .target_groups(
+                region,
+                &[
+                    alb.stable_target_group_arn.clone(),
+                    alb.canary_target_group_arn.clone(),
+                ],
+            )
+            .await
+            .map_err(|e| self.aws(e))?;
+        let mut notes = Vec::new();
+        let group_sticky = match &read {
+            ForwardRead::Forward(f) => f.group_stickiness.filter(|s| s.enabled),
+            ForwardRead::NotForward { .. } => None,
+        };
+        if let Some(s) = group_sticky {
+            notes.push(format!(
+                "target group stickiness is on in the forward action ({} s): clients stay on their target group that long whatever the weights",
+                s.duration_seconds.unwrap_or_default()
+            ));
+        }
+        for group in groups.iter().filter(|g| g.stickiness_enabled) {
+            notes.push(format!(
+                "target group {} has sticky sessions (stickiness.enabled): sticky clients do not follow weight changes",
+                group.arn
+            ));
+        }
+        let attach_canary = matches!(&read, ForwardRead::Forward(f) if f.weight_of(&alb.canary_target_group_arn).is_none());
+        Ok(Inspection {
+            reading: self.reading(read),
+            attach_canary,
+            kind: "alb",
+            sticky: !notes.is_empty(),
+            ttl_seconds: None,
+            notes,
+        })
+    }
+
+    async fn health(&self, min_healthy_targets: u32) -> Result<Health, ShiftError> {
+        let arn = &self.target.canary_target_group_arn;
+        let targets = self.api.target_health(arn).await.map_err(|e| self.aws(e))?;
+        // `targetgroup/<name>/<id>`: the name is what a person recognises.
+        let name = arn.split('/').nth(1).unwrap_or(arn);
+        let group = format!("canary target group {name}");
+        Ok(target_group_problem(&group, &targets, min_healthy_targets)
+            .map_or(Health::Ready, Health::NotReady))
+    }
+
+    /// Compare-and-set: the listener or rule must still be as promotion left it (`expected`),
+    /// or detached already (a retry).
+    async fn detach(&self, expected: WeightPair) -> Result<Detach, ShiftError> {
+        if expected.stable != 0 {
+            return Err(ShiftError::InvalidInput(format!(
+                "{}: expected {expected}; only a promoted target (stable weight 0) is detached",
+                self.label
+            )));
+        }
+        let read = self.read_forward().await?;
+        let observed = observed(self.target, &read);
+        let ForwardRead::Forward(forward) = read else {
+            return Err(ShiftError::WeightsChangedExternally(format!(
+                "{}: {}",
+                self.label,
+                observed.describe()
+            )));
+        };
+        let canary_only = [TargetGroupWeight {
+            arn: self.target.canary_target_group_arn.clone(),
+            weight: expected.canary,
+        }];
+        match observed {
+            Observed::Pair(found) if found == expected => {
+                self.write_groups(&forward, &canary_only).await?;
+                info!(target_key = %self.key(), "stable target group detached");
+            }
+            // An earlier attempt detached it already.
+            _ if forward.target_groups == canary_only => {}
+            other => {
+                return Err(ShiftError::WeightsChangedExternally(format!(
+                    "{}: found {}, promotion left {expected}; nothing detached",
+                    self.label,
+                    other.describe()
+                )))
+            }
+        }
+        Ok(Detach::Detached)
+    }
+}
+
+/// The weights of the forward action, or how it no longer has the plan's shape.
+fn observed(alb: &AlbTarget, read: &ForwardRead) -> Observed {
+    let forward: &ForwardAction = match read {
+        ForwardRead::Forward(forward) => forward,
+        ForwardRead::NotForward { action_types } => {
+            return Observed::Reshaped(format!(
+                "it does not forward to target groups (its actions are: {})",
+                action_types.join(", ")
+            ))
+        }
+    };
+    let foreign: Vec<&str> = forward
+        .target_groups
+        .iter()
+        .map(|tg| tg.arn.as_str())
+        .filter(|arn| *arn != alb.stable_target_group_arn && *arn != alb.canary_target_group_arn)
+        .collect();
+    if !foreign.is_empty() {
+        return Observed::Reshaped(format!(
+            "its forward action also sends traffic to target groups the plan does not name: {}",
+            foreign.join(", ")
+        ));
+    }
+    let Some(stable) = forward.weight_of(&alb.stable_target_group_arn) else {
+        return Observed::Reshaped(format!(
+            "its forward action does not include the stable target group {}",
+            alb.stable_target_group_arn
+        ));
+    };
+    Observed::Pair(WeightPair {
+        stable,
+        // A canary target group that is not attached receives nothing: weight 0.
+        canary: forward.weight_of(&alb.canary_target_group_arn).unwrap_or(0),
+    })
+}

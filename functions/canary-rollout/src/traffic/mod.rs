@@ -1,0 +1,176 @@
+//! The traffic-router seam: one [`TrafficRouter`] per kind of traffic target (an ALB listener
+//! or rule, a pair of Route 53 weighted records), built in one place ([`routers`]). Prepare,
+//! set, verify, restore, detach and the target health gate are written once, against the
+//! trait; what differs by kind lives in that kind's module. Adding a kind: see
+//! `docs/extending.md`.
+
+mod alb;
+mod route53;
+
+use async_trait::async_trait;
+use canary_aws::{AlbApi, ExecutionsApi, ForwardAction, Route53Api};
+use canary_core::{TrafficTarget, WeightPair};
+use tracing::info;
+
+use crate::error::ShiftError;
+
+/// The AWS APIs the traffic operations use.
+pub struct Apis<'a> {
+    pub alb: &'a dyn AlbApi,
+    pub route53: &'a dyn Route53Api,
+    pub executions: &'a dyn ExecutionsApi,
+}
+
+/// One plan target with the label its messages use: `trafficTargets[1] (route53:Z1:api.example.com.:A)`.
+pub struct Located<'p> {
+    pub label: String,
+    pub target: &'p TrafficTarget,
+}
+
+impl Located<'_> {
+    pub fn key(&self) -> String {
+        self.target.key()
+    }
+}
+
+pub fn locate(targets: &[TrafficTarget]) -> Vec<Located<'_>> {
+    targets
+        .iter()
+        .enumerate()
+        .map(|(i, target)| Located {
+            label: format!("trafficTargets[{i}] ({})", target.key()),
+            target,
+        })
+        .collect()
+}
+
+/// A router for each of the plan's targets, in plan order: the one place that chooses by kind.
+pub fn routers<'a>(
+    apis: &'a Apis<'a>,
+    targets: &'a [TrafficTarget],
+) -> Vec<Box<dyn TrafficRouter + 'a>> {
+    locate(targets)
+        .into_iter()
+        .map(|located| -> Box<dyn TrafficRouter + 'a> {
+            match located.target {
+                TrafficTarget::Alb(target) => Box::new(alb::AlbRouter {
+                    api: apis.alb,
+                    target,
+                    label: located.label,
+                }),
+                TrafficTarget::Route53(target) => Box::new(route53::Route53Router {
+                    api: apis.route53,
+                    target,
+                    label: located.label,
+                }),
+            }
+        })
+        .collect()
+}
+
+/// A target's weights as found in AWS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Observed {
+    /// The stable and canary weights.
+    Pair(WeightPair),
+    /// The target no longer has the shape the plan describes; the text says how.
+    Reshaped(String),
+}
+
+impl Observed {
+    pub fn describe(&self) -> String {
+        match self {
+            Observed::Pair(pair) => pair.to_string(),
+            Observed::Reshaped(why) => why.clone(),
+        }
+    }
+}
+
+/// What a read of a target found, and what its router needs to write from it without a second
+/// read (compare-and-set): for an ALB target, the forward action as read, so that a write keeps
+/// everything but the weights.
+pub struct Reading {
+    pub observed: Observed,
+    alb_forward: Option<ForwardAction>,
+}
+
+impl Reading {
+    fn of(observed: Observed) -> Self {
+        Reading {
+            observed,
+            alb_forward: None,
+        }
+    }
+}
+
+/// What Prepare's read-only checks found that is particular to the target's kind.
+pub struct Inspection {
+    pub reading: Reading,
+    /// The canary is not attached yet: Prepare attaches it at weight 0 (its one write).
+    pub attach_canary: bool,
+    pub kind: &'static str,
+    pub sticky: bool,
+    pub ttl_seconds: Option<i64>,
+    pub notes: Vec<String>,
+}
+
+/// One look at the canary side's health (the target health gate).
+pub enum Health {
+    Ready,
+    NotReady(String),
+    /// Nothing to wait for on this target (a Route 53 record without a health check).
+    NotGated(String),
+}
+
+/// What detaching the stable side after promotion did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Detach {
+    /// The stable side is out of the target (now, or by an earlier attempt).
+    Detached,
+    /// The kind has nothing to detach (a Route 53 stable record stays at weight 0).
+    NothingToDetach,
+}
+
+/// The moves a rollout makes on one traffic target. Every method names the target in its
+/// errors (`label`); none decides anything about the rollout: compare-and-set, restore and
+/// the gates are written once, over this trait.
+#[async_trait]
+pub trait TrafficRouter: Send + Sync {
+    /// `trafficTargets[i] (<key>)`, for messages.
+    fn label(&self) -> &str;
+    /// The target's identity (`TrafficTarget::key`), which the state's weights are keyed by.
+    fn key(&self) -> String;
+    /// Where the target's weights are now.
+    async fn read(&self) -> Result<Reading, ShiftError>;
+    /// Refuses weights that would not mean what they say on this kind of target.
+    fn refuse_unwritable(&self, _pair: WeightPair) -> Result<(), ShiftError> {
+        Ok(())
+    }
+    /// Writes `pair` from what `reading` found; returns once the change is in effect. The
+    /// caller has compared (compare-and-set) and calls `refuse_unwritable` first.
+    async fn write(&self, reading: &Reading, pair: WeightPair) -> Result<(), ShiftError>;
+    /// Prepare's read-only checks particular to the kind (it exists, has the plan's shape,
+    /// stickiness, TTLs shorter than `shortest_bake_seconds`). Writes nothing.
+    async fn inspect(&self, shortest_bake_seconds: i64) -> Result<Inspection, ShiftError>;
+    /// One look at the canary side's health.
+    async fn health(&self, min_healthy_targets: u32) -> Result<Health, ShiftError>;
+    /// After promotion: take the stable side out, if the target is still at `expected`.
+    async fn detach(&self, expected: WeightPair) -> Result<Detach, ShiftError>;
+}
+
+/// Reads the target and keeps only what it found.
+pub async fn observe(router: &dyn TrafficRouter) -> Result<Observed, ShiftError> {
+    Ok(router.read().await?.observed)
+}
+
+/// Writes `pair` after `refuse_unwritable`, and logs it.
+pub async fn write(
+    router: &dyn TrafficRouter,
+    reading: &Reading,
+    pair: WeightPair,
+) -> Result<(), ShiftError> {
+    router.refuse_unwritable(pair)?;
+    router.write(reading, pair).await?;
+    info!(target_key = %router.key(), stable = pair.stable, canary = pair.canary, "weights written");
+    Ok(())
+}

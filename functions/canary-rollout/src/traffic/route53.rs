@@ -1,0 +1,182 @@
+//! Two Route 53 weighted records of one name and type (the stable's and the canary's set
+//! identifiers): their weights are the records' weights.
+
+use async_trait::async_trait;
+use canary_aws::{AwsError, Route53Api, WeightedRecord};
+use canary_core::gates::health_check_problem;
+use canary_core::{Route53Target, WeightPair};
+
+use super::{Detach, Health, Inspection, Observed, Reading, TrafficRouter};
+use crate::error::ShiftError;
+
+pub(super) struct Route53Router<'a> {
+    pub api: &'a dyn Route53Api,
+    pub target: &'a Route53Target,
+    pub label: String,
+}
+
+impl Route53Router<'_> {
+    fn aws(&self, e: AwsError) -> ShiftError {
+        ShiftError::aws(&self.label, e)
+    }
+
+    async fn records(&self) -> Result<Vec<WeightedRecord>, ShiftError> {
+        self.api.records(self.target).await.map_err(|e| self.aws(e))
+    }
+
+    /// The record with set identifier `id`, or `TargetNotFound`.
+    fn record<'r>(
+        &self,
+        records: &'r [WeightedRecord],
+        id: &str,
+    ) -> Result<&'r WeightedRecord, ShiftError> {
+        let r53 = self.target;
+        records
+            .iter()
+            .find(|r| r.set_identifier.as_deref() == Some(id))
+            .ok_or_else(|| ShiftError::TargetNotFound {
+                path: self.label.clone(),
+                message: format!(
+                    "hosted zone {} has no {} record {} with set identifier `{id}`",
+                    r53.hosted_zone_id,
+                    r53.record_type.as_str(),
+                    r53.fqdn()
+                ),
+            })
+    }
+
+    /// `TargetNotFound` when one of the plan's two records does not exist.
+    fn observed(&self, records: &[WeightedRecord]) -> Result<Observed, ShiftError> {
+        let r53 = self.target;
+        let (stable, canary) = (
+            self.record(records, &r53.stable_set_identifier)?,
+            self.record(records, &r53.canary_set_identifier)?,
+        );
+        let others: Vec<&str> = records
+            .iter()
+            .filter_map(|r| r.set_identifier.as_deref())
+            .filter(|id| *id != r53.stable_set_identifier && *id != r53.canary_set_identifier)
+            .collect();
+        if !others.is_empty() {
+            return Ok(Observed::Reshaped(format!(
+                "other records of the same name and type also take traffic (set identifiers: {})",
+                others.join(", ")
+            )));
+        }
+        match (stable.weight, canary.weight) {
+            (Some(stable), Some(canary)) => Ok(Observed::Pair(WeightPair { stable, canary })),
+            _ => Ok(Observed::Reshaped(
+                "its records do not use weighted routing".to_owned(),
+            )),
+        }
+    }
+}
+
+#[async_trait]
+impl TrafficRouter for Route53Router<'_> {
+    fn label(&self) -> &str {
+        &self.label
+    }
+
+    fn key(&self) -> String {
+        self.target.key()
+    }
+
+    async fn read(&self) -> Result<Reading, ShiftError> {
+        let records = self.records().await?;
+        Ok(Reading::of(self.observed(&records)?))
+    }
+
+    /// Route 53 splits traffic evenly between weighted records that are all 0, so "stable 0 /
+    /// canary 0" would send the canary half.
+    fn refuse_unwritable(&self, pair: WeightPair) -> Result<(), ShiftError> {
+        if pair.both_zero() {
+            return Err(ShiftError::InvalidInput(format!(
+                "{}: refusing to write weight 0 to both records (Route 53 would split traffic evenly)",
+                self.label
+            )));
+        }
+        Ok(())
+    }
+
+    /// One change batch, then a bounded wait for `INSYNC`.
+    async fn write(&self, _reading: &Reading, pair: WeightPair) -> Result<(), ShiftError> {
+        let change_id = self
+            .api
+            .write_weights(self.target, pair.stable, pair.canary)
+            .await
+            .map_err(|e| self.aws(e))?;
+        let in_sync = self
+            .api
+            .wait_in_sync(&change_id)
+            .await
+            .map_err(|e| self.aws(e))?;
+        if !in_sync {
+            return Err(ShiftError::ChangeNotInSync {
+                path: self.label.clone(),
+                change_id,
+            });
+        }
+        Ok(())
+    }
+
+    async fn inspect(&self, shortest_bake_seconds: i64) -> Result<Inspection, ShiftError> {
+        let r53 = self.target;
+        let records = self.records().await?;
+        let observed = self.observed(&records)?;
+        let mut notes = Vec::new();
+        let mut ttl_seconds = None;
+        let ours = records.iter().filter(|r| {
+            r.set_identifier.as_deref() == Some(r53.stable_set_identifier.as_str())
+                || r.set_identifier.as_deref() == Some(r53.canary_set_identifier.as_str())
+        });
+        for record in ours {
+            match (record.ttl, &record.alias_target) {
+                (Some(ttl), _) => ttl_seconds = ttl_seconds.max(Some(ttl)),
+                (None, Some(alias)) => notes.push(format!(
+                    "record `{}` is an alias to {alias}: resolvers cache it for the alias target's TTL (60 s for a load balancer)",
+                    record.set_identifier.as_deref().unwrap_or_default()
+                )),
+                (None, None) => {}
+            }
+        }
+        if let Some(ttl) = ttl_seconds.filter(|ttl| *ttl > shortest_bake_seconds) {
+            return Err(ShiftError::TargetMisconfigured {
+                path: self.label.clone(),
+                message: format!(
+                    "the records' TTL is {ttl} s, longer than the shortest bake ({shortest_bake_seconds} s): resolvers would still \
+                     use the previous weights when the step's checks run; lower the TTL or lengthen the bake"
+                ),
+            });
+        }
+        Ok(Inspection {
+            reading: Reading::of(observed),
+            attach_canary: false,
+            kind: "route53",
+            sticky: false,
+            ttl_seconds,
+            notes,
+        })
+    }
+
+    async fn health(&self, _min_healthy_targets: u32) -> Result<Health, ShiftError> {
+        let records = self.records().await?;
+        let canary = self.record(&records, &self.target.canary_set_identifier)?;
+        let Some(health_check_id) = &canary.health_check_id else {
+            return Ok(Health::NotGated(
+                "the canary record has no Route 53 health check; nothing to wait for".to_owned(),
+            ));
+        };
+        let reports = self
+            .api
+            .health_check_reports(health_check_id)
+            .await
+            .map_err(|e| self.aws(e))?;
+        Ok(health_check_problem(health_check_id, &reports).map_or(Health::Ready, Health::NotReady))
+    }
+
+    /// The stable record stays at weight 0: there is nothing to detach.
+    async fn detach(&self, _expected: WeightPair) -> Result<Detach, ShiftError> {
+        Ok(Detach::NothingToDetach)
+    }
+}
