@@ -13,7 +13,7 @@ import urllib.request
 import uuid
 from dataclasses import dataclass, field
 
-from .harness import REPO, Sandbox, safety_net_rule
+from .harness import CONTRACT, REPO, Sandbox, safety_net_rule
 from .world import ACCOUNT, REGION
 
 SCENARIOS = ("happy", "rollback", "apps-unhealthy", "stopped", "approval")
@@ -248,7 +248,7 @@ def watch(sandbox, execution_arn, on_event=None, out=print, timeout=300, verbose
                 details = event.get("stateExitedEventDetails")
                 if details:
                     name = details["name"]
-                    if name == "SetWeights":
+                    if name == CONTRACT["states"]["setWeights"]:
                         weights = read_weights(sandbox)
                         max_canary = max(max_canary, *(g * 100 // max(b + g, 1) for b, g in weights.values()))
                     if on_event:
@@ -346,7 +346,7 @@ def run_on(sandbox, scenario, out=print, verbose=False):
     aborting = []
 
     def on_event(name, state):
-        at_half = name == "SetWeights" and state["cursor"]["step"]["weight"] == 50
+        at_half = name == CONTRACT["states"]["setWeights"] and state["cursor"]["step"]["weight"] == 50
         if scenario == "rollback" and at_half:
             out(">>> alarm web-green-5xx goes to ALARM")
             sandbox.client("cloudwatch").set_alarm_state(

@@ -5,6 +5,7 @@
 use std::fmt;
 
 pub use canary_aws::executions::{EventKind, HistoryEvent};
+use canary_core::state::{ExecutionState, PREPARE_STATE};
 use canary_core::TargetWeights;
 use serde_json::Value;
 
@@ -78,10 +79,11 @@ fn approval_task(parameters: &str) -> Option<PendingApproval> {
 /// (no traffic has moved then).
 pub fn baseline(events: &[HistoryEvent]) -> Option<Vec<TargetWeights>> {
     events.iter().find_map(|event| match &event.kind {
-        EventKind::StateExited { name, output } if name == "PrepareTraffic" => {
-            let state: Value = serde_json::from_str(output.as_deref()?).ok()?;
-            serde_json::from_value(state["prepared"]["baseline"].clone()).ok()
-        }
+        EventKind::StateExited { name, output } if name == PREPARE_STATE => Some(
+            ExecutionState::parse(output.as_deref()?)?
+                .prepared?
+                .baseline,
+        ),
         _ => None,
     })
 }

@@ -2,6 +2,7 @@
 //! live view and a replay of a finished execution say the same things, and the words are
 //! tested without a network (see `view` for how they are printed).
 
+use canary_core::state::{ExecutionState, Prepared, PREPARE_STATE, SET_STATE};
 use canary_core::TargetWeights;
 use serde::Serialize;
 use serde_json::Value;
@@ -265,23 +266,22 @@ impl Tracker {
                 cause: seen.1,
             });
         }
+        let typed =
+            || -> ExecutionState { serde_json::from_value(state.clone()).unwrap_or_default() };
         let weights = |value: &Value| -> Vec<TargetWeights> {
             serde_json::from_value(value.clone()).unwrap_or_default()
         };
         match name {
-            "PrepareTraffic" => Some(Update::Prepared {
-                steps: state["prepared"]["steps"]
-                    .as_array()
-                    .map(|steps| {
-                        steps
-                            .iter()
-                            .filter_map(|s| s["weight"].as_u64())
-                            .filter_map(|w| u8::try_from(w).ok())
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-                baseline: weights(&state["prepared"]["baseline"]),
-            }),
+            PREPARE_STATE => {
+                let prepared = typed().prepared.unwrap_or(Prepared {
+                    baseline: Vec::new(),
+                    steps: Vec::new(),
+                });
+                Some(Update::Prepared {
+                    steps: prepared.steps.iter().map(|s| s.weight).collect(),
+                    baseline: prepared.baseline,
+                })
+            }
             "DescribeCluster" => Some(Update::Cluster {
                 name: text(&state["plan"]["cluster"]["name"]),
                 status: text(&state["cluster"]["status"]),
@@ -305,9 +305,9 @@ impl Tracker {
                     .map(str::to_owned);
                 None
             }
-            "SetWeights" => Some(Update::Step {
+            SET_STATE => Some(Update::Step {
                 step: step_of_cursor(&state["cursor"])?,
-                weights: weights(&state["lastSet"]["weights"]),
+                weights: typed().last_set.map(|l| l.weights).unwrap_or_default(),
                 read_back: None,
             }),
             "Evaluate" | "WatchEvaluate" => {

@@ -1,4 +1,3 @@
-import re
 import sys
 from pathlib import Path
 
@@ -11,15 +10,9 @@ sys.path.insert(0, str(REPO))
 from sandbox import scenarios  # noqa: E402
 
 
-def state_budget():
-    """The written budget for the largest execution state, from canary_core::limits."""
-    source = (REPO / "functions/canary-core/src/limits.rs").read_text()
-    kib = re.search(r"pub const STATE_BUDGET_BYTES: usize = (\d+) \* 1024;", source)
-    assert kib, "STATE_BUDGET_BYTES not found in limits.rs"
-    return int(kib.group(1)) * 1024
-
-
-BUDGET = state_budget()
+# The written budget for the largest execution state (canary_core::limits, through the
+# generated schema/contract.json).
+BUDGET = scenarios.CONTRACT["limits"]["stateBudgetBytes"]
 LARGEST = {"bytes": 0, "where": None}
 
 

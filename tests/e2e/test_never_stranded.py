@@ -11,9 +11,9 @@ from sandbox.scenarios import manual_plan, start_manual
 from sandbox import scenarios
 from sandbox.harness import REPO, Sandbox
 
-LIMITS = (REPO / "functions/canary-core/src/limits.rs").read_text()
-MAX_PLAN_BYTES = int(re.search(r"pub const MAX_PLAN_BYTES: usize = (\d+) \* 1024;", LIMITS).group(1)) * 1024
-MAX_ALARMS = int(re.search(r"pub const MAX_ALARMS: usize = (\d+);", LIMITS).group(1))
+LIMITS = scenarios.CONTRACT["limits"]
+MAX_PLAN_BYTES = LIMITS["maxPlanBytes"]
+MAX_ALARMS = LIMITS["maxAlarms"]
 # CloudWatch keeps at most 1023 characters of a state reason: the longest a reason can be.
 LONG_REASON = ("Threshold Crossed: 5 out of the last 5 datapoints [12.0 (22/11/26 10:03:00), 11.0 (22/11/26 10:02:00)] "
                "were greater than the threshold (10.0) (minimum 5 datapoints for OK -> ALARM transition). ") * 5

@@ -4,14 +4,15 @@
 use std::collections::BTreeSet;
 
 use canary_core::argocd::MAX_APPS_POLLS;
-use canary_core::gates::MAX_TARGET_HEALTH_POLLS;
-use canary_core::plan::{MAX_STEPS, MAX_TOTAL_CHECKS};
-use canary_core::ErrorName;
-use canary_rollout::safety_net::{
+use canary_core::limits::{MAX_STEPS, MAX_TOTAL_CHECKS};
+use canary_core::state::{
     BASELINE_POINTER, LAST_SET_POINTER, PREPARE_STATE, SETTLED_ENDS, SET_STATE,
 };
+use canary_core::target_health::MAX_TARGET_HEALTH_POLLS;
+use canary_core::ErrorName;
 use cluster_canary_tests::repo_root;
 use serde_json::Value;
+use strum::VariantArray;
 
 /// Names only cluster-created raises; it is started by EventBridge, not by the state machine.
 const INTAKE_ONLY: [ErrorName; 2] = [ErrorName::InvalidEvent, ErrorName::ProfileNotFound];
@@ -75,8 +76,8 @@ fn retry_and_catch_name_exactly_the_errors_the_functions_raise() {
         .map(|(n, _)| n)
         .filter(|n| !BUILT_IN.iter().any(|p| n.starts_with(p)) && !own.contains(n))
         .collect();
-    let raised: BTreeSet<String> = ErrorName::ALL
-        .into_iter()
+    let raised: BTreeSet<String> = ErrorName::VARIANTS
+        .iter()
         .filter(|n| !INTAKE_ONLY.contains(n))
         .map(|n| n.as_str().to_owned())
         .collect();
@@ -95,14 +96,18 @@ fn retry_and_catch_name_exactly_the_errors_the_functions_raise() {
 #[test]
 fn retryable_errors_are_retried_and_nothing_else_is_retried_by_name() {
     let names = error_equals(&definition());
-    for name in ErrorName::ALL.into_iter().filter(|n| n.is_retryable()) {
+    for name in ErrorName::VARIANTS
+        .iter()
+        .copied()
+        .filter(|n| n.is_retryable())
+    {
         assert!(
             names.contains(&(name.as_str().to_owned(), true)),
             "{name} is never retried"
         );
     }
     for (name, retry) in &names {
-        let permanent = ErrorName::ALL
+        let permanent = ErrorName::VARIANTS
             .iter()
             .any(|n| n.as_str() == name && !n.is_retryable());
         // Restore names InvalidInput/InvalidPlan in a Retry with MaxAttempts 0: not a retry.
@@ -360,11 +365,11 @@ fn the_execution_times_out_after_the_longest_run_the_plan_caps_allow() {
     let s = states(&asl);
     assert_eq!(
         s["WaitForCluster"]["Seconds"].as_u64(),
-        Some(canary_core::plan::CLUSTER_POLL_SECONDS)
+        Some(canary_core::limits::CLUSTER_POLL_SECONDS)
     );
     assert_eq!(
         s["ClusterActive?"]["Choices"][2]["NumericGreaterThanEquals"].as_u64(),
-        Some(canary_core::plan::MAX_CLUSTER_POLLS)
+        Some(canary_core::limits::MAX_CLUSTER_POLLS)
     );
 }
 

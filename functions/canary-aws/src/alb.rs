@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use aws_config::SdkConfig;
 use aws_sdk_elasticloadbalancingv2 as elbv2;
-use canary_core::gates::TargetState;
+use canary_core::target_health::TargetState;
 use canary_core::AlbTarget;
 use elbv2::types::{Action, ActionTypeEnum, ForwardActionConfig, TargetGroupTuple};
 

@@ -7,14 +7,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::plan::Errors;
+use crate::limits::MAX_APPS_TIMEOUT_SECONDS;
+use crate::validate::Errors;
 
 /// Labels this project sets itself; a plan may not set them.
 pub const SECRET_TYPE_LABEL: &str = "argocd.argoproj.io/secret-type";
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 pub const MANAGED_BY_VALUE: &str = "cluster-canary";
-/// Longest wait for the apps to become ready (`argocd.appsTimeoutSeconds`): one day.
-pub const MAX_APPS_TIMEOUT_SECONDS: i64 = 86_400;
 /// Most times the state machine asks for the apps' status: each is about eleven history
 /// events, and a long timeout is polled less often rather than more times.
 pub const MAX_APPS_POLLS: i64 = 120;

@@ -4,7 +4,9 @@
 
 use std::fmt;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+use strum::{EnumMessage, IntoStaticStr, VariantArray};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, IntoStaticStr, VariantArray, EnumMessage)]
 pub enum ErrorName {
     /// The Lambda input itself is malformed (unknown operation, missing field).
     InvalidInput,
@@ -69,62 +71,13 @@ pub trait NamedError: std::error::Error {
 }
 
 impl ErrorName {
-    pub const ALL: [ErrorName; 25] = [
-        ErrorName::InvalidInput,
-        ErrorName::InvalidPlan,
-        ErrorName::TargetNotFound,
-        ErrorName::TargetMisconfigured,
-        ErrorName::ConcurrentRollout,
-        ErrorName::WeightsChangedExternally,
-        ErrorName::AwsTransient,
-        ErrorName::AwsAccessDenied,
-        ErrorName::AwsRequestFailed,
-        ErrorName::ChangeNotInSync,
-        ErrorName::AlarmNotFound,
-        ErrorName::ClusterNotReady,
-        ErrorName::ClusterNotFound,
-        ErrorName::ClusterFailed,
-        ErrorName::SecretNotOwned,
-        ErrorName::DuplicateClusterServer,
-        ErrorName::KubePermissionDenied,
-        ErrorName::KubeNotFound,
-        ErrorName::KubeConflict,
-        ErrorName::KubeTransient,
-        ErrorName::KubeRequestFailed,
-        ErrorName::KubeTlsFailed,
-        ErrorName::InvalidEvent,
-        ErrorName::ProfileNotFound,
-        ErrorName::HookFailed,
-    ];
-
     pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorName::InvalidInput => "InvalidInput",
-            ErrorName::InvalidPlan => "InvalidPlan",
-            ErrorName::TargetNotFound => "TargetNotFound",
-            ErrorName::TargetMisconfigured => "TargetMisconfigured",
-            ErrorName::ConcurrentRollout => "ConcurrentRollout",
-            ErrorName::WeightsChangedExternally => "WeightsChangedExternally",
-            ErrorName::AwsTransient => "AwsTransient",
-            ErrorName::AwsAccessDenied => "AwsAccessDenied",
-            ErrorName::AwsRequestFailed => "AwsRequestFailed",
-            ErrorName::ChangeNotInSync => "ChangeNotInSync",
-            ErrorName::AlarmNotFound => "AlarmNotFound",
-            ErrorName::ClusterNotReady => "ClusterNotReady",
-            ErrorName::ClusterNotFound => "ClusterNotFound",
-            ErrorName::ClusterFailed => "ClusterFailed",
-            ErrorName::SecretNotOwned => "SecretNotOwned",
-            ErrorName::DuplicateClusterServer => "DuplicateClusterServer",
-            ErrorName::KubePermissionDenied => "KubePermissionDenied",
-            ErrorName::KubeNotFound => "KubeNotFound",
-            ErrorName::KubeConflict => "KubeConflict",
-            ErrorName::KubeTransient => "KubeTransient",
-            ErrorName::KubeRequestFailed => "KubeRequestFailed",
-            ErrorName::KubeTlsFailed => "KubeTlsFailed",
-            ErrorName::InvalidEvent => "InvalidEvent",
-            ErrorName::ProfileNotFound => "ProfileNotFound",
-            ErrorName::HookFailed => "HookFailed",
-        }
+        self.into()
+    }
+
+    /// The doc comment of the variant: what the error means (docs/errors.md is made of them).
+    pub fn meaning(self) -> &'static str {
+        self.get_documentation().unwrap_or_default()
     }
 
     /// Whether the state machine should retry a task that failed with this error.
@@ -152,8 +105,8 @@ mod tests {
 
     #[test]
     fn names_are_unique_and_pascal_case() {
-        let names: HashSet<_> = ErrorName::ALL.iter().map(|n| n.as_str()).collect();
-        assert_eq!(names.len(), ErrorName::ALL.len());
+        let names: HashSet<_> = ErrorName::VARIANTS.iter().map(|n| n.as_str()).collect();
+        assert_eq!(names.len(), ErrorName::VARIANTS.len());
         for name in names {
             assert!(name.chars().all(|c| c.is_ascii_alphanumeric()), "{name}");
             assert!(name.starts_with(|c: char| c.is_ascii_uppercase()), "{name}");
@@ -161,9 +114,20 @@ mod tests {
     }
 
     #[test]
+    fn every_name_says_what_it_means() {
+        for name in ErrorName::VARIANTS {
+            assert!(!name.meaning().is_empty(), "{name} has no doc comment");
+        }
+        assert!(ErrorName::HookFailed
+            .meaning()
+            .starts_with("A hook of the plan"));
+    }
+
+    #[test]
     fn only_transient_errors_are_retryable() {
-        let retryable: Vec<_> = ErrorName::ALL
-            .into_iter()
+        let retryable: Vec<_> = ErrorName::VARIANTS
+            .iter()
+            .copied()
             .filter(|n| n.is_retryable())
             .collect();
         assert_eq!(

@@ -22,6 +22,28 @@
 //! function's log instead. The end-to-end tests report the largest state they saw and fail
 //! above the budget.
 
+/// Most steps a plan may have. Each step is one weight change plus a bake of checks in the
+/// state machine; the cap keeps a rollout well inside Step Functions' 25,000 history events.
+pub const MAX_STEPS: usize = 20;
+/// Most traffic targets a plan may shift. Every change is one API call per target, made one
+/// after the other, and must finish inside one Lambda invocation.
+pub const MAX_TARGETS: usize = 10;
+/// Most bake checks a whole rollout may run (sum over steps of bake / interval). At about ten
+/// history events per check this leaves room under the 25,000-event limit for the rest.
+pub const MAX_TOTAL_CHECKS: u64 = 2000;
+/// Longest bake of one step: one day.
+pub const MAX_BAKE_SECONDS: i64 = 86_400;
+/// The state machine polls the new cluster's status this often, at most this many times
+/// (EKS takes 10–15 minutes to create a cluster): `WaitForCluster` and `ClusterActive?`.
+pub const CLUSTER_POLL_SECONDS: u64 = 30;
+pub const MAX_CLUSTER_POLLS: u64 = 40;
+
+/// Longest wait for the apps to become ready (`argocd.appsTimeoutSeconds`): one day.
+pub const MAX_APPS_TIMEOUT_SECONDS: i64 = 86_400;
+/// Longest a step may wait for its approval: one day.
+pub const MAX_APPROVAL_TIMEOUT_SECONDS: i64 = 86_400;
+/// Longest wait for the canary targets to be healthy: one hour.
+pub const MAX_TARGET_HEALTH_TIMEOUT_SECONDS: i64 = 3600;
 /// The written budget for the largest execution state (and task result), in bytes: a quarter
 /// of Step Functions' 256 KiB, so a plan at every cap still leaves a wide margin.
 pub const STATE_BUDGET_BYTES: usize = 64 * 1024;
@@ -93,17 +115,16 @@ pub fn join_bounded<S: AsRef<str>>(
 /// year (Step Functions' own limit).
 pub const fn max_execution_seconds() -> u64 {
     let prepare = 2 * 15 * 60; // two tasks, each with its Lambda retries
-    let cluster_wait = crate::plan::MAX_CLUSTER_POLLS * crate::plan::CLUSTER_POLL_SECONDS + 15 * 60;
+    let cluster_wait = MAX_CLUSTER_POLLS * CLUSTER_POLL_SECONDS + 15 * 60;
     let registration = 20 * 30 + 15 * 60; // ClusterNotReady retries, then the others
-    let apps = crate::argocd::MAX_APPS_TIMEOUT_SECONDS as u64 + 15 * 60;
-    let target_health = crate::gates::MAX_TARGET_HEALTH_TIMEOUT_SECONDS as u64 + 15 * 60;
-    let approvals =
-        crate::plan::MAX_STEPS as u64 * crate::gates::MAX_APPROVAL_TIMEOUT_SECONDS as u64;
+    let apps = MAX_APPS_TIMEOUT_SECONDS as u64 + 15 * 60;
+    let target_health = MAX_TARGET_HEALTH_TIMEOUT_SECONDS as u64 + 15 * 60;
+    let approvals = MAX_STEPS as u64 * MAX_APPROVAL_TIMEOUT_SECONDS as u64;
     // Hooks before traffic, after every step and after promotion: one task each, its attempts
     // up to the function's 300 s timeout.
-    let hooks = (crate::plan::MAX_STEPS as u64 + 2) * 60 * 60;
+    let hooks = (MAX_STEPS as u64 + 2) * 60 * 60;
     let retire = 2 * 15 * 60;
-    let bakes = crate::plan::MAX_STEPS as u64 * (crate::plan::MAX_BAKE_SECONDS as u64 + 15 * 60);
+    let bakes = MAX_STEPS as u64 * (MAX_BAKE_SECONDS as u64 + 15 * 60);
     let rollback = 60 * 60;
     prepare
         + cluster_wait

@@ -9,12 +9,13 @@
 //! checks), and a point can only be built with the dimensions its metric declares.
 
 use serde_json::{json, Map, Value};
+use strum::{IntoStaticStr, VariantArray};
 
 use crate::weights::TargetWeights;
 
 pub const NAMESPACE: &str = "ClusterCanary";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, IntoStaticStr, VariantArray)]
 pub enum Metric {
     /// The canary's share of a target's weights after a change, read back (0–100).
     CanaryWeight,
@@ -35,30 +36,8 @@ pub enum Metric {
 }
 
 impl Metric {
-    pub const ALL: [Metric; 9] = [
-        Metric::CanaryWeight,
-        Metric::ChecksPassed,
-        Metric::ChecksFailed,
-        Metric::ChecksInconclusive,
-        Metric::ErrorRatePercent,
-        Metric::LatencySeconds,
-        Metric::MetricValue,
-        Metric::Rollbacks,
-        Metric::RollbackSeconds,
-    ];
-
     pub fn name(self) -> &'static str {
-        match self {
-            Metric::CanaryWeight => "CanaryWeight",
-            Metric::ChecksPassed => "ChecksPassed",
-            Metric::ChecksFailed => "ChecksFailed",
-            Metric::ChecksInconclusive => "ChecksInconclusive",
-            Metric::ErrorRatePercent => "ErrorRatePercent",
-            Metric::LatencySeconds => "LatencySeconds",
-            Metric::MetricValue => "MetricValue",
-            Metric::Rollbacks => "Rollbacks",
-            Metric::RollbackSeconds => "RollbackSeconds",
-        }
+        self.into()
     }
 
     /// The CloudWatch unit (one of the names CloudWatch accepts).
@@ -265,11 +244,11 @@ mod tests {
         }
         assert_eq!(
             seen.len(),
-            Metric::ALL.len(),
+            Metric::VARIANTS.len(),
             "every metric has a point here"
         );
-        for metric in Metric::ALL {
-            assert!(seen.contains(&metric), "{metric:?}");
+        for metric in Metric::VARIANTS {
+            assert!(seen.contains(metric), "{metric:?}");
         }
     }
 

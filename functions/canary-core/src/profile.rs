@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use crate::plan::{PlanError, PlanErrors, RolloutPlan, ValidPlan};
+use crate::plan::{RolloutPlan, ValidPlan};
+use crate::validate::{PlanError, PlanErrors};
 
 /// Opt-in: the name of the profile to roll the cluster out with.
 pub const PROFILE_TAG: &str = "cluster-canary/profile";

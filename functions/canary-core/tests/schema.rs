@@ -3,20 +3,18 @@
 
 use std::path::PathBuf;
 
-use canary_core::schema::rollout_plan_schema;
+use canary_core::schema::{contract, errors_page, rollout_plan_schema};
 use canary_core::RolloutPlan;
 
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-#[test]
-fn checked_in_schema_matches_the_rust_types() {
-    let path = repo_root().join("schema/rollout-plan.schema.json");
-    let generated =
-        serde_json::to_string_pretty(&rollout_plan_schema()).expect("schema serializes") + "\n";
+/// The checked-in file at `path` is `generated` (written instead with `UPDATE_SCHEMA=1`).
+fn assert_current(path: &str, generated: &str) {
+    let path = repo_root().join(path);
     if std::env::var_os("UPDATE_SCHEMA").is_some() {
-        std::fs::write(&path, &generated).expect("write schema");
+        std::fs::write(&path, generated).expect("write the generated file");
     }
     let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
@@ -24,6 +22,28 @@ fn checked_in_schema_matches_the_rust_types() {
         "{} is out of date; regenerate it with `UPDATE_SCHEMA=1 cargo test -p canary-core --test schema`",
         path.display()
     );
+}
+
+fn pretty(value: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(value).expect("JSON serializes") + "\n"
+}
+
+#[test]
+fn checked_in_schema_matches_the_rust_types() {
+    assert_current(
+        "schema/rollout-plan.schema.json",
+        &pretty(&rollout_plan_schema()),
+    );
+}
+
+#[test]
+fn checked_in_contract_matches_the_rust_constants() {
+    assert_current("schema/contract.json", &pretty(&contract()));
+}
+
+#[test]
+fn the_errors_page_is_current() {
+    assert_current("docs/errors.md", &errors_page());
 }
 
 #[test]

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use canary_aws::{FunctionInvoker, Invocation};
-use canary_core::gates::HookPoint;
+use canary_core::hooks::HookPoint;
 use canary_core::limits::{truncate, MAX_REASON_BYTES};
 use canary_core::RolloutPlan;
 use serde::Serialize;

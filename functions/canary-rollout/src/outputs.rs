@@ -97,7 +97,7 @@ pub struct VerifyOutput {
 #[serde(rename_all = "camelCase")]
 pub struct SafetyNetOutput {
     pub execution_arn: String,
-    /// `false` when the execution ended settled (see `safety_net::SETTLED_ENDS`), had not
+    /// `false` when the execution ended settled (see `canary_core::state::SETTLED_ENDS`), had not
     /// moved traffic yet, or a newer rollout now shifts the same traffic.
     pub restored: bool,
     pub reason: String,

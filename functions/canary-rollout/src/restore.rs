@@ -3,8 +3,8 @@
 //! targets when one fails, then reports the first failure so the state machine retries;
 //! a retry rewrites nothing that is already restored.
 
+use canary_core::limits::MAX_TARGETS;
 use canary_core::limits::{join_bounded, MAX_REASON_BYTES};
-use canary_core::plan::MAX_TARGETS;
 use canary_core::{RolloutPlan, TargetWeights};
 use tracing::{error, info, warn};
 

@@ -10,6 +10,7 @@
 //! deliberately untouched; a restore is idempotent, so a duplicate delivery rewrites nothing.
 
 use canary_aws::ExecutionHistory;
+use canary_core::state::{ExecutionState, PREPARE_STATE, SETTLED_ENDS, SET_STATE};
 use canary_core::{RolloutPlan, TargetWeights};
 use serde_json::Value;
 use tracing::{info, warn};
@@ -19,53 +20,6 @@ use crate::outputs::SafetyNetOutput;
 use crate::prepare::refuse_concurrent_rollout;
 use crate::restore::{restore, Rollback};
 use crate::traffic::Apis;
-
-/// State names and result paths of `statemachine/rollout.asl.json` this relies on; a test
-/// checks the definition still has them.
-pub const PREPARE_STATE: &str = "PrepareTraffic";
-pub const BASELINE_POINTER: &str = "/prepared/baseline";
-pub const SET_STATE: &str = "SetWeights";
-pub const LAST_SET_POINTER: &str = "/lastSet/weights";
-
-/// Terminal states that leave traffic where it should be, and why. An execution that entered
-/// one of them last and failed with the state's own error (not a `States.*` platform error
-/// raised while running it) needs nothing from the safety net.
-pub const SETTLED_ENDS: [(&str, &str); 10] = [
-    ("FailedBeforeTraffic", "it failed before any traffic moved"),
-    (
-        "ClusterFailed",
-        "the new cluster failed before any traffic moved",
-    ),
-    (
-        "ClusterNotActive",
-        "the new cluster never became ACTIVE; no traffic moved",
-    ),
-    (
-        "AppsNotReady",
-        "the apps never became ready; no traffic moved",
-    ),
-    (
-        "RetireFailed",
-        "it was promoted; only retiring the old cluster failed, and traffic stays on the new cluster",
-    ),
-    (
-        "TargetsNotHealthy",
-        "the new cluster's targets never became healthy; no traffic moved",
-    ),
-    (
-        "RolledBack",
-        "its own Restore put traffic back to the baseline",
-    ),
-    (
-        "StoppedByForeignChange",
-        "someone else changed the weights, which it leaves as they are",
-    ),
-    (
-        "ChangedBeforePromotion",
-        "someone else changed the weights during the last bake, which it leaves as they are",
-    ),
-    ("Promoted", "it promoted the new cluster"),
-];
 
 /// What the safety net does about one ended execution.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,9 +32,8 @@ pub enum Assessment {
     },
 }
 
-fn weights_at(output: Option<&str>, pointer: &str) -> Option<Vec<TargetWeights>> {
-    let output: Value = serde_json::from_str(output?).ok()?;
-    serde_json::from_value(output.pointer(pointer)?.clone()).ok()
+fn state_after(output: Option<&str>) -> Option<ExecutionState> {
+    ExecutionState::parse(output?)
 }
 
 /// Decides from the history alone (pure, table-tested).
@@ -88,7 +41,7 @@ pub fn assess(status: Option<&str>, history: &ExecutionHistory) -> Assessment {
     let exits = || history.states.iter().filter(|s| s.exited);
     let Some(baseline) = exits()
         .filter(|s| s.name == PREPARE_STATE)
-        .find_map(|s| weights_at(s.output.as_deref(), BASELINE_POINTER))
+        .find_map(|s| Some(state_after(s.output.as_deref())?.prepared?.baseline))
     else {
         return Assessment::LeaveAlone(
             "the execution ended before Prepare finished: no traffic had moved".to_owned(),
@@ -109,7 +62,7 @@ pub fn assess(status: Option<&str>, history: &ExecutionHistory) -> Assessment {
     let expected = exits()
         .rev()
         .filter(|s| s.name == SET_STATE)
-        .find_map(|s| weights_at(s.output.as_deref(), LAST_SET_POINTER));
+        .find_map(|s| Some(state_after(s.output.as_deref())?.last_set?.weights));
     let at = last_entered.map_or("an unknown state", |s| s.name.as_str());
     let how = match (status, platform_error) {
         (_, Some(error)) => format!("failed with {error} at {at}, which no Catch handles"),

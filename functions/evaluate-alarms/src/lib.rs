@@ -13,7 +13,7 @@ use std::time::SystemTime;
 
 use canary_aws::{CloudWatchApi, FunctionInvoker};
 use canary_core::analysis::BakeProgress;
-use canary_core::gates::HookPoint;
+use canary_core::hooks::HookPoint;
 use canary_core::input::parse_input;
 use canary_core::RolloutPlan;
 use canary_rollout::hooks;

@@ -9,7 +9,7 @@ use canary_aws::{
     AlbApi, AwsError, AwsErrorKind, ExecutionsApi, ForwardAction, ForwardRead, Route53Api,
     TargetGroupInfo, TargetGroupWeight, WeightedRecord,
 };
-use canary_core::gates::TargetState;
+use canary_core::target_health::TargetState;
 use canary_core::NamedError;
 use canary_core::{AlbTarget, Route53Target};
 use serde_json::{json, Value};

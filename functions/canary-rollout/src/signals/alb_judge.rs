@@ -60,7 +60,7 @@ fn alb_pair(alb: &AlbTarget) -> Option<AlbPair> {
 pub fn alb_pairs(targets: &[TrafficTarget]) -> Vec<AlbPair> {
     let mut pairs: Vec<AlbPair> = Vec::new();
     for target in targets {
-        if let TrafficTarget::Alb(alb) = target {
+        if let Some(alb) = target.as_alb() {
             if let Some(pair) = alb_pair(alb).filter(|p| !pairs.contains(p)) {
                 pairs.push(pair);
             }

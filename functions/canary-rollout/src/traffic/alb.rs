@@ -5,8 +5,8 @@ use async_trait::async_trait;
 use canary_aws::{
     AlbApi, AwsError, ForwardAction, ForwardRead, TargetGroupInfo, TargetGroupWeight,
 };
-use canary_core::gates::target_group_problem;
-use canary_core::{AlbTarget, WeightPair};
+use canary_core::target_health::target_group_problem;
+use canary_core::{AlbTarget, TargetKind, WeightPair};
 use tracing::info;
 
 use super::{Detach, Health, Inspection, Observed, Reading, TrafficRouter};

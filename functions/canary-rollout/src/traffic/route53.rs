@@ -3,8 +3,8 @@
 
 use async_trait::async_trait;
 use canary_aws::{AwsError, Route53Api, WeightedRecord};
-use canary_core::gates::health_check_problem;
-use canary_core::{Route53Target, WeightPair};
+use canary_core::target_health::health_check_problem;
+use canary_core::{Route53Target, TargetKind, WeightPair};
 
 use super::{Detach, Health, Inspection, Observed, Reading, TrafficRouter};
 use crate::error::ShiftError;

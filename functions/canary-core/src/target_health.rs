@@ -1,15 +1,14 @@
-//! Gates a rollout passes before traffic moves. Today: the load balancer (or Route 53) must
-//! see the new cluster's targets as healthy. Argo CD's "Healthy" means the pods are ready; it
-//! does not mean the ALB's health checks pass, and a first step sent to a target group with no
-//! healthy target is answered with 503s.
+//! The target health gate (plan `targetHealth`), passed before traffic moves: the load
+//! balancer (or Route 53) must see the new cluster's targets as healthy. Argo CD's "Healthy"
+//! means the pods are ready; it does not mean the ALB's health checks pass, and a first step
+//! sent to a target group with no healthy target is answered with 503s.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::plan::Errors;
+use crate::limits::MAX_TARGET_HEALTH_TIMEOUT_SECONDS;
+use crate::validate::Errors;
 
-/// Longest wait for the canary targets to be healthy: one hour.
-pub const MAX_TARGET_HEALTH_TIMEOUT_SECONDS: i64 = 3600;
 /// Most targets one gate may require per target group (ALB target groups hold up to 1,000).
 pub const MAX_MIN_HEALTHY_TARGETS: i64 = 1000;
 /// Most looks one gate may take (`timeoutSeconds / intervalSeconds`): each is about eleven
@@ -121,172 +120,6 @@ impl TargetHealthGate {
             min_healthy_targets: min as u32,
             interval_seconds: interval as u32,
             max_polls: (timeout / interval).max(1) as u32,
-        }
-    }
-}
-
-/// Longest a step may wait for its approval: one day.
-pub const MAX_APPROVAL_TIMEOUT_SECONDS: i64 = 86_400;
-
-/// A person approves before chosen steps. While the execution waits, the checks keep running
-/// at the current weights: a failing check during the wait rolls back.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ApprovalSection {
-    /// The weights of the steps that wait for an approval before they are set, e.g. `[100]`.
-    /// A step can also ask for one itself (`"approval": true`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub before_steps: Vec<i64>,
-    /// How long to wait for the approval. Default 3600.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 86400))]
-    pub timeout_seconds: Option<i64>,
-    /// What a timeout does: `rollback` (default) restores the baseline, `promote` goes on as if
-    /// approved.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub on_timeout: Option<OnApprovalTimeout>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub enum OnApprovalTimeout {
-    #[default]
-    Rollback,
-    Promote,
-}
-
-impl ApprovalSection {
-    const DEFAULT_TIMEOUT_SECONDS: i64 = 3600;
-
-    pub(crate) fn validate(&self, step_weights: &[i64], errors: &mut Errors) {
-        for (i, weight) in self.before_steps.iter().enumerate() {
-            if !step_weights.contains(weight) {
-                errors.push(
-                    format!("approval.beforeSteps[{i}]"),
-                    format!("{weight} is not the weight of one of the plan's steps"),
-                );
-            }
-        }
-        let timeout = self.timeout();
-        if !(1..=MAX_APPROVAL_TIMEOUT_SECONDS).contains(&timeout) {
-            errors.push(
-                "approval.timeoutSeconds",
-                format!("must be from 1 to {MAX_APPROVAL_TIMEOUT_SECONDS} seconds, got {timeout}"),
-            );
-        }
-    }
-
-    pub fn timeout(&self) -> i64 {
-        self.timeout_seconds
-            .unwrap_or(Self::DEFAULT_TIMEOUT_SECONDS)
-    }
-
-    /// Whether the step of `weight` (which may ask itself with `step_asks`) waits.
-    pub fn gates(&self, weight: i64, step_asks: bool) -> bool {
-        step_asks || self.before_steps.contains(&weight)
-    }
-}
-
-/// Most hooks at one point: they run one after the other in one invocation of evaluate-alarms.
-pub const MAX_HOOKS_PER_POINT: usize = 5;
-/// The longest all hooks of one point may take together: evaluate-alarms runs them in one
-/// invocation, and its Lambda timeout (template.yaml) is 300 s.
-pub const MAX_HOOK_SECONDS_PER_POINT: i64 = 280;
-
-/// Checks of a team's own, as Lambda functions (CodeDeploy's BeforeAllowTraffic /
-/// AfterAllowTraffic, Flagger's webhooks). Each is invoked with the JSON documented in the
-/// README and answers `{"status": "pass"}` or `{"status": "fail", "reason": "…"}`; an error, a
-/// timeout or any other answer fails too.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct HooksSection {
-    /// Run before the first non-zero weight: a failure ends the rollout with nothing moved.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub before_traffic: Vec<String>,
-    /// Run after each step's weights are set, before its bake: a failure restores the baseline.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub after_each_step: Vec<String>,
-    /// Run after the last bake, before the rollout is promoted: a failure restores the baseline.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub after_promotion: Vec<String>,
-    /// How long one hook may take. Default 60.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 280))]
-    pub timeout_seconds: Option<i64>,
-}
-
-/// Where in a rollout hooks run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub enum HookPoint {
-    BeforeTraffic,
-    AfterEachStep,
-    AfterPromotion,
-}
-
-impl HookPoint {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HookPoint::BeforeTraffic => "beforeTraffic",
-            HookPoint::AfterEachStep => "afterEachStep",
-            HookPoint::AfterPromotion => "afterPromotion",
-        }
-    }
-}
-
-impl HooksSection {
-    const DEFAULT_TIMEOUT_SECONDS: i64 = 60;
-
-    pub fn timeout(&self) -> i64 {
-        self.timeout_seconds
-            .unwrap_or(Self::DEFAULT_TIMEOUT_SECONDS)
-    }
-
-    pub fn at(&self, point: HookPoint) -> &[String] {
-        match point {
-            HookPoint::BeforeTraffic => &self.before_traffic,
-            HookPoint::AfterEachStep => &self.after_each_step,
-            HookPoint::AfterPromotion => &self.after_promotion,
-        }
-    }
-
-    pub(crate) fn validate(&self, errors: &mut Errors) {
-        let timeout = self.timeout();
-        if !(1..=MAX_HOOK_SECONDS_PER_POINT).contains(&timeout) {
-            errors.push(
-                "hooks.timeoutSeconds",
-                format!("must be from 1 to {MAX_HOOK_SECONDS_PER_POINT} seconds, got {timeout}"),
-            );
-        }
-        for point in [
-            HookPoint::BeforeTraffic,
-            HookPoint::AfterEachStep,
-            HookPoint::AfterPromotion,
-        ] {
-            let hooks = self.at(point);
-            let path = format!("hooks.{}", point.as_str());
-            if hooks.len() > MAX_HOOKS_PER_POINT {
-                errors.push(
-                    &path,
-                    format!("at most {MAX_HOOKS_PER_POINT} hooks, got {}", hooks.len()),
-                );
-            } else if hooks.len() as i64 * timeout > MAX_HOOK_SECONDS_PER_POINT {
-                errors.push(
-                    &path,
-                    format!(
-                        "{} hooks of up to {timeout} s each could take longer than the {MAX_HOOK_SECONDS_PER_POINT} s one invocation may run",
-                        hooks.len()
-                    ),
-                );
-            }
-            for (i, arn) in hooks.iter().enumerate() {
-                if !crate::arn::is_lambda_function_arn(arn) {
-                    errors.push(
-                        format!("{path}[{i}]"),
-                        format!("`{arn}` is not a Lambda function ARN (arn:aws:lambda:<region>:<account>:function:<name>)"),
-                    );
-                }
-            }
         }
     }
 }
@@ -504,46 +337,6 @@ mod tests {
         let problem = target_group_problem("tg", &targets, 1).unwrap();
         assert!(problem.len() < 400, "{problem}");
         assert!(problem.ends_with("… and 495 more"), "{problem}");
-    }
-
-    #[test]
-    fn approvals_name_steps_by_weight() {
-        let approval = ApprovalSection {
-            before_steps: vec![50, 75],
-            timeout_seconds: Some(0),
-            on_timeout: None,
-        };
-        let mut errors = Errors::default();
-        approval.validate(&[10, 50, 100], &mut errors);
-        assert_eq!(
-            errors.paths(),
-            ["approval.beforeSteps[1]", "approval.timeoutSeconds"]
-        );
-        assert!(
-            approval.gates(50, false) && approval.gates(10, true) && !approval.gates(100, false)
-        );
-    }
-
-    #[test]
-    fn hooks_are_lambda_arns_within_one_invocations_time() {
-        let arn = "arn:aws:lambda:us-east-1:123456789012:function:smoke".to_owned();
-        let hooks = HooksSection {
-            before_traffic: vec![arn.clone(), "smoke".to_owned()],
-            after_each_step: vec![arn.clone(); 6],
-            after_promotion: vec![arn.clone(); 2],
-            timeout_seconds: Some(200),
-        };
-        let mut errors = Errors::default();
-        hooks.validate(&mut errors);
-        assert_eq!(
-            errors.paths(),
-            [
-                "hooks.beforeTraffic",
-                "hooks.beforeTraffic[1]",
-                "hooks.afterEachStep",
-                "hooks.afterPromotion"
-            ]
-        );
     }
 
     #[test]

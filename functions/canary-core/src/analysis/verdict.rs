@@ -1,0 +1,245 @@
+//! The verdict of one check: given what every signal said, decide pass / fail /
+//! inconclusive, count consecutive failures, and say whether the rollout must roll back.
+//! Pure: the rollout's signal sources feed it.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::section::{AnalysisSection, InconclusivePolicy, MetricCheck, NoEvidencePolicy, Reduce};
+use crate::limits;
+
+/// How one alarm or metric judged the canary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum CheckVerdict {
+    Pass,
+    Fail,
+    Inconclusive,
+    /// Configured not to count (an INSUFFICIENT_DATA alarm under `ignore`).
+    Ignored,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckOutcome {
+    pub verdict: CheckVerdict,
+    /// One line for people: "alarm api-5xx is ALARM since 2026-11-22T12:03:10Z: Threshold Crossed ...".
+    pub reason: String,
+}
+
+impl CheckOutcome {
+    pub fn new(verdict: CheckVerdict, reason: impl Into<String>) -> Self {
+        CheckOutcome {
+            verdict,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Where the bake stands before this check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BakeProgress {
+    /// Failing checks in a row so far.
+    #[serde(default)]
+    pub consecutive_failures: u32,
+    /// Passing checks so far in this step's bake.
+    #[serde(default)]
+    pub passes: u32,
+    /// The number of this check in the step's bake, from 1.
+    #[serde(default)]
+    pub check: u32,
+    /// How many checks the step's bake has (the resolved step's `checks`).
+    #[serde(default)]
+    pub checks: u32,
+}
+
+impl BakeProgress {
+    /// This check ends the step's bake.
+    pub fn last_check(&self) -> bool {
+        self.checks > 0 && self.check >= self.checks
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Decision {
+    /// This check's verdict: `fail` if any signal failed, else `inconclusive` if any was
+    /// inconclusive (or none counted), else `pass`.
+    pub verdict: CheckVerdict,
+    /// Roll back now.
+    pub rollback: bool,
+    /// The check this verdict is for (`progress.check`): the state machine counts from it.
+    pub check: u32,
+    pub consecutive_failures: u32,
+    pub passes: u32,
+    /// How many signals gave each verdict in this check.
+    pub counts: VerdictCounts,
+    /// Why, one line per signal, failing ones first, then inconclusive, then passing: at most
+    /// [`limits::MAX_VERDICT_REASONS`] and "… and N more" (every signal is in the function's
+    /// log); then the decision's own reason when it rolls back.
+    pub reasons: Vec<String>,
+    /// The reasons in one bounded line, for an execution's failure cause.
+    pub summary: String,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VerdictCounts {
+    pub pass: u32,
+    pub fail: u32,
+    pub inconclusive: u32,
+    pub ignored: u32,
+}
+
+impl VerdictCounts {
+    fn of(outcomes: &[CheckOutcome]) -> Self {
+        let mut counts = VerdictCounts::default();
+        for outcome in outcomes {
+            *match outcome.verdict {
+                CheckVerdict::Pass => &mut counts.pass,
+                CheckVerdict::Fail => &mut counts.fail,
+                CheckVerdict::Inconclusive => &mut counts.inconclusive,
+                CheckVerdict::Ignored => &mut counts.ignored,
+            } += 1;
+        }
+        counts
+    }
+}
+
+/// The signals' reasons as a verdict carries them: failing first, bounded (see [`Decision::reasons`]).
+fn bounded_reasons(outcomes: &[CheckOutcome]) -> Vec<String> {
+    let rank = |v: CheckVerdict| match v {
+        CheckVerdict::Fail => 0,
+        CheckVerdict::Inconclusive => 1,
+        CheckVerdict::Pass => 2,
+        CheckVerdict::Ignored => 3,
+    };
+    let mut ordered: Vec<&CheckOutcome> = outcomes.iter().collect();
+    ordered.sort_by_key(|o| rank(o.verdict)); // stable: signals keep their order within a verdict
+    let mut reasons: Vec<String> = ordered
+        .iter()
+        .take(limits::MAX_VERDICT_REASONS)
+        .map(|o| limits::truncate(&o.reason, limits::MAX_LINE_BYTES))
+        .collect();
+    if ordered.len() > limits::MAX_VERDICT_REASONS {
+        reasons.push(format!(
+            "… and {} more signal(s) (every one is in the function's log)",
+            ordered.len() - limits::MAX_VERDICT_REASONS
+        ));
+    }
+    reasons
+}
+
+fn summary_of(reasons: &[String]) -> String {
+    limits::truncate(&reasons.join("; "), limits::MAX_SUMMARY_BYTES)
+}
+
+/// Judges one check from its signals' outcomes.
+pub fn decide(
+    analysis: Option<&AnalysisSection>,
+    outcomes: &[CheckOutcome],
+    progress: BakeProgress,
+) -> Decision {
+    let counts = VerdictCounts::of(outcomes);
+    let mut reasons = bounded_reasons(outcomes);
+    let Some(analysis) = analysis else {
+        reasons.push("no analysis configured: the step passes on time alone".to_owned());
+        return Decision {
+            verdict: CheckVerdict::Pass,
+            rollback: false,
+            check: progress.check,
+            consecutive_failures: 0,
+            passes: progress.passes + 1,
+            counts,
+            summary: summary_of(&reasons),
+            reasons,
+        };
+    };
+    let verdict = if counts.fail > 0 {
+        CheckVerdict::Fail
+    } else if counts.inconclusive > 0 {
+        CheckVerdict::Inconclusive
+    } else if counts.pass > 0 {
+        CheckVerdict::Pass
+    } else {
+        reasons.push("no signal counted in this check".to_owned());
+        CheckVerdict::Inconclusive
+    };
+
+    let counts_as_failure = verdict == CheckVerdict::Fail
+        || (verdict == CheckVerdict::Inconclusive
+            && analysis.inconclusive == InconclusivePolicy::CountAsFailure);
+    let consecutive_failures = match verdict {
+        CheckVerdict::Pass => 0,
+        _ if counts_as_failure => progress.consecutive_failures.saturating_add(1),
+        _ => progress.consecutive_failures,
+    };
+    let passes = progress.passes + u32::from(verdict == CheckVerdict::Pass);
+    let limit = analysis.failure_limit();
+    let mut rollback = false;
+    if consecutive_failures >= limit {
+        rollback = true;
+        reasons.push(format!(
+            "{consecutive_failures} failing check(s) in a row reached the failure limit of {limit}"
+        ));
+    } else if progress.last_check() && passes == 0 && analysis.no_evidence == NoEvidencePolicy::Fail
+    {
+        rollback = true;
+        reasons.push(
+            "the step's bake ended without a single passing check: no evidence, no promotion"
+                .to_owned(),
+        );
+    }
+    Decision {
+        verdict,
+        rollback,
+        check: progress.check,
+        consecutive_failures,
+        passes,
+        counts,
+        summary: summary_of(&reasons),
+        reasons,
+    }
+}
+
+/// One value from a metric's datapoints (in time order, oldest first).
+pub fn reduce(values: &[f64], how: Reduce) -> Option<f64> {
+    let last = values.last().copied()?;
+    Some(match how {
+        Reduce::Latest => last,
+        Reduce::Average => sum(values) / values.len() as f64,
+        Reduce::Max => values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        Reduce::Min => values.iter().copied().fold(f64::INFINITY, f64::min),
+        Reduce::Sum => sum(values),
+    })
+}
+
+/// The sum, 0 for none. (`Iterator::sum` of no floats is -0.0, which prints as "-0".)
+pub fn sum(values: &[f64]) -> f64 {
+    values.iter().fold(0.0, |total, v| total + v)
+}
+
+/// Compares a value with a metric check's limits.
+pub fn judge_threshold(check: &MetricCheck, value: Option<f64>) -> CheckOutcome {
+    let name = &check.name;
+    let Some(value) = value else {
+        return CheckOutcome::new(
+            CheckVerdict::Inconclusive,
+            format!(
+                "no datapoints for {name} in the last {} s",
+                check.lookback_seconds
+            ),
+        );
+    };
+    if let Some(max) = check.max.filter(|max| value > *max) {
+        return CheckOutcome::new(CheckVerdict::Fail, format!("{name} is {value} > max {max}"));
+    }
+    if let Some(min) = check.min.filter(|min| value < *min) {
+        return CheckOutcome::new(CheckVerdict::Fail, format!("{name} is {value} < min {min}"));
+    }
+    CheckOutcome::new(
+        CheckVerdict::Pass,
+        format!("{name} is {value}, within limits"),
+    )
+}

@@ -1,0 +1,186 @@
+//! The plan's steps and bake: each step's weight, how long it bakes and how often it is
+//! checked, resolved into what the state machine runs.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::RolloutPlan;
+use crate::approval::OnApprovalTimeout;
+use crate::limits::{MAX_BAKE_SECONDS, MAX_TOTAL_CHECKS};
+use crate::validate::Errors;
+
+/// After 100 %, the checks go on for `bakeSeconds` (every `bake.checkIntervalSeconds`); a
+/// failure then still restores the baseline: the old cluster is still attached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Promotion {
+    /// The 100 % step's bake (instead of `bake.seconds`).
+    #[schemars(range(min = 1, max = 86400))]
+    pub bake_seconds: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Step {
+    /// The canary's share of traffic in percent, 1–100.
+    #[schemars(range(min = 1, max = 100))]
+    pub weight: i64,
+    /// Overrides `bake.seconds` for this step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 86400))]
+    pub bake_seconds: Option<i64>,
+    /// Overrides `bake.checkIntervalSeconds` for this step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub check_interval_seconds: Option<i64>,
+    /// Wait for a person's approval before setting this step (timeout and what it does: the
+    /// plan's `approval`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Bake {
+    /// How long each step is watched before the next one, in seconds.
+    #[schemars(range(min = 1, max = 86400))]
+    pub seconds: i64,
+    /// How often the checks run during a bake, in seconds. At most `seconds`.
+    #[schemars(range(min = 1))]
+    pub check_interval_seconds: i64,
+}
+
+/// A step with its bake settings resolved, as the state machine runs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResolvedStep {
+    pub weight: u8,
+    pub bake_seconds: u32,
+    pub check_interval_seconds: u32,
+    /// Checks in the bake: `bake_seconds / check_interval_seconds`, at least 1.
+    pub checks: u32,
+    /// How long the step waits for an approval before it is set; 0: it does not wait.
+    pub approval_timeout_seconds: u32,
+    /// What running out of that time does.
+    pub on_approval_timeout: OnApprovalTimeout,
+}
+
+impl RolloutPlan {
+    pub(super) fn resolve_steps(&self, errors: &mut Errors) -> Vec<ResolvedStep> {
+        let bake_ok = check_bake(
+            "bake.seconds",
+            self.bake.seconds,
+            "bake.checkIntervalSeconds",
+            self.bake.check_interval_seconds,
+            errors,
+        );
+        let promotion_bake = self.promotion.map(|p| p.bake_seconds);
+        if let (Some(_), Some((i, last))) =
+            (promotion_bake, self.steps.iter().enumerate().next_back())
+        {
+            if last.bake_seconds.is_some() {
+                errors.push(
+                    "promotion.bakeSeconds",
+                    format!("steps[{i}] sets its own bakeSeconds: set one of the two"),
+                );
+            }
+        }
+        let mut resolved = Vec::with_capacity(self.steps.len());
+        let mut total_checks: u64 = 0;
+        let approval = self.approval.clone().unwrap_or_default();
+        let approval_timeout = u32::try_from(approval.timeout()).ok();
+        for (i, step) in self.steps.iter().enumerate() {
+            let is_last = i + 1 == self.steps.len();
+            let bake = step
+                .bake_seconds
+                .or(promotion_bake.filter(|_| is_last))
+                .unwrap_or(self.bake.seconds);
+            let interval = step
+                .check_interval_seconds
+                .unwrap_or(self.bake.check_interval_seconds);
+            let promoted = is_last && step.bake_seconds.is_none() && promotion_bake.is_some();
+            let overridden = step.bake_seconds.is_some() || step.check_interval_seconds.is_some();
+            let step_ok = !(overridden || promoted)
+                || check_bake(
+                    &if promoted {
+                        "promotion.bakeSeconds".to_owned()
+                    } else {
+                        format!("steps[{i}].bakeSeconds")
+                    },
+                    bake,
+                    &format!("steps[{i}].checkIntervalSeconds"),
+                    interval,
+                    errors,
+                );
+            let values = (
+                u8::try_from(step.weight).ok().filter(|w| *w <= 100),
+                u32::try_from(bake).ok(),
+                u32::try_from(interval).ok(),
+            );
+            if let (
+                true,
+                true,
+                (Some(weight), Some(bake_seconds), Some(check_interval_seconds)),
+                Some(timeout),
+            ) = (bake_ok, step_ok, values, approval_timeout)
+            {
+                let checks = (bake_seconds / check_interval_seconds).max(1);
+                // The checks go on while a step waits for its approval: they count too.
+                let approval_timeout_seconds =
+                    if approval.gates(step.weight, step.approval == Some(true)) {
+                        total_checks += u64::from(timeout / check_interval_seconds);
+                        timeout
+                    } else {
+                        0
+                    };
+                total_checks += u64::from(checks);
+                resolved.push(ResolvedStep {
+                    weight,
+                    bake_seconds,
+                    check_interval_seconds,
+                    checks,
+                    approval_timeout_seconds,
+                    on_approval_timeout: approval.on_timeout.unwrap_or_default(),
+                });
+            }
+        }
+        if total_checks > MAX_TOTAL_CHECKS {
+            errors.push(
+                "steps",
+                format!(
+                    "the rollout would run {total_checks} checks (bake / interval summed over steps, and approval timeout / interval for steps that wait for one), more than {MAX_TOTAL_CHECKS}; \
+                     a Step Functions execution is limited to 25,000 history events: use a longer check interval or fewer steps"
+                ),
+            );
+        }
+        resolved
+    }
+}
+
+fn check_bake(
+    bake_path: &str,
+    bake: i64,
+    interval_path: &str,
+    interval: i64,
+    errors: &mut Errors,
+) -> bool {
+    let before = errors.0.len();
+    if !(1..=MAX_BAKE_SECONDS).contains(&bake) {
+        errors.push(
+            bake_path,
+            format!("must be from 1 to {MAX_BAKE_SECONDS} seconds, got {bake}"),
+        );
+    }
+    if interval < 1 {
+        errors.push(
+            interval_path,
+            format!("must be at least 1 second, got {interval}"),
+        );
+    } else if interval > bake && bake >= 1 {
+        errors.push(
+            interval_path,
+            format!("must not be longer than the bake time ({bake} s), got {interval}"),
+        );
+    }
+    errors.0.len() == before
+}

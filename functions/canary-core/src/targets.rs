@@ -1,0 +1,280 @@
+//! The plan's traffic targets: where traffic is weighted between the stable and the new
+//! cluster, each kind's identity (its key) and validation.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::arn::{parse_elb_arn, ElbResource};
+use crate::validate::Errors;
+
+/// One place where traffic is weighted. Exactly one of `alb` or `route53`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum TrafficTarget {
+    /// An Application Load Balancer listener's default action, or one of its rules, that
+    /// forwards to the stable and the canary target group with weights.
+    Alb(AlbTarget),
+    /// Two Route 53 weighted records of the same name and type.
+    Route53(Route53Target),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AlbTarget {
+    pub listener_arn: String,
+    /// A rule of that listener. Without it, the listener's default action is shifted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_arn: Option<String>,
+    /// The target group of the cluster(s) serving traffic now.
+    pub stable_target_group_arn: String,
+    /// The target group of the new cluster.
+    pub canary_target_group_arn: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Route53Target {
+    /// The bare hosted zone id, e.g. `Z0123456789ABCDEFGHIJ`.
+    pub hosted_zone_id: String,
+    /// The record name, e.g. `api.example.com` (a trailing dot is optional).
+    pub record_name: String,
+    pub record_type: RecordType,
+    /// `SetIdentifier` of the record pointing at the stable cluster.
+    pub stable_set_identifier: String,
+    /// `SetIdentifier` of the record pointing at the new cluster.
+    pub canary_set_identifier: String,
+}
+
+/// Record types Route 53 allows weighted routing for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum RecordType {
+    A,
+    Aaaa,
+    Caa,
+    Cname,
+    Ds,
+    Mx,
+    Naptr,
+    Ptr,
+    Spf,
+    Srv,
+    Txt,
+}
+
+impl RecordType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordType::A => "A",
+            RecordType::Aaaa => "AAAA",
+            RecordType::Caa => "CAA",
+            RecordType::Cname => "CNAME",
+            RecordType::Ds => "DS",
+            RecordType::Mx => "MX",
+            RecordType::Naptr => "NAPTR",
+            RecordType::Ptr => "PTR",
+            RecordType::Spf => "SPF",
+            RecordType::Srv => "SRV",
+            RecordType::Txt => "TXT",
+        }
+    }
+}
+
+impl TrafficTarget {
+    /// The identity of the traffic this target weights. Two targets with the same key shift
+    /// the same traffic: the rule (or the listener's default action), or the Route 53 record
+    /// name and type, whatever the set identifiers.
+    pub fn key(&self) -> String {
+        self.kind().key()
+    }
+
+    /// What every kind of target answers; the one place in the plan that tells the kinds
+    /// apart. (The rollout's traffic routers are built in `canary_rollout::traffic`.)
+    pub fn kind(&self) -> &dyn TargetKind {
+        match self {
+            TrafficTarget::Alb(alb) => alb,
+            TrafficTarget::Route53(r53) => r53,
+        }
+    }
+
+    /// The ALB target, for what only an ALB has (the built-in ALB checks, detaching).
+    pub fn as_alb(&self) -> Option<&AlbTarget> {
+        if let TrafficTarget::Alb(alb) = self {
+            Some(alb)
+        } else {
+            None
+        }
+    }
+}
+
+/// A kind of traffic target, as the plan knows it: its identity and its validation.
+pub trait TargetKind {
+    /// The plan's field name for the kind (`alb`, `route53`).
+    fn name(&self) -> &'static str;
+    /// The identity of the traffic this target weights (see [`TrafficTarget::key`]).
+    fn key(&self) -> String;
+    /// Its problems, at `path` (`trafficTargets[1].route53`).
+    fn validate(&self, path: &str, errors: &mut Errors);
+}
+
+impl TargetKind for AlbTarget {
+    fn name(&self) -> &'static str {
+        "alb"
+    }
+
+    fn key(&self) -> String {
+        self.rule_arn
+            .clone()
+            .unwrap_or_else(|| self.listener_arn.clone())
+    }
+
+    fn validate(&self, path: &str, errors: &mut Errors) {
+        validate_alb(self, path, errors)
+    }
+}
+
+impl TargetKind for Route53Target {
+    fn name(&self) -> &'static str {
+        "route53"
+    }
+
+    fn key(&self) -> String {
+        format!(
+            "route53:{}:{}:{}",
+            self.hosted_zone_id,
+            self.fqdn(),
+            self.record_type.as_str()
+        )
+    }
+
+    fn validate(&self, path: &str, errors: &mut Errors) {
+        validate_route53(self, path, errors)
+    }
+}
+
+impl AlbTarget {
+    /// The region the load balancer lives in (from the listener ARN).
+    pub fn region(&self) -> Option<&str> {
+        self.listener_arn.split(':').nth(3)
+    }
+}
+
+impl Route53Target {
+    /// The record name as Route 53 lists it: lower case, a trailing dot, and a leading `*`
+    /// escaped as `\052`.
+    pub fn fqdn(&self) -> String {
+        let lower = self.record_name.to_ascii_lowercase();
+        let escaped = match lower.strip_prefix('*') {
+            Some(rest) => format!("\\052{rest}"),
+            None => lower,
+        };
+        if escaped.ends_with('.') {
+            escaped
+        } else {
+            format!("{escaped}.")
+        }
+    }
+}
+
+fn validate_alb(alb: &AlbTarget, path: &str, errors: &mut Errors) {
+    let listener = match parse_elb_arn(&alb.listener_arn, ElbResource::Listener) {
+        Ok(l) => Some(l),
+        Err(e) => {
+            errors.push(format!("{path}.listenerArn"), e);
+            None
+        }
+    };
+    if let Some(rule_arn) = &alb.rule_arn {
+        match parse_elb_arn(rule_arn, ElbResource::ListenerRule) {
+            Ok(rule) => {
+                if let Some(listener) = &listener {
+                    if rule.listener_path() != listener.listener_path()
+                        || rule.region != listener.region
+                        || rule.account != listener.account
+                    {
+                        errors.push(
+                            format!("{path}.ruleArn"),
+                            format!(
+                                "the rule does not belong to the listener {}",
+                                alb.listener_arn
+                            ),
+                        );
+                    }
+                }
+            }
+            Err(e) => errors.push(format!("{path}.ruleArn"), e),
+        }
+    }
+    for (field, arn) in [
+        ("stableTargetGroupArn", &alb.stable_target_group_arn),
+        ("canaryTargetGroupArn", &alb.canary_target_group_arn),
+    ] {
+        match parse_elb_arn(arn, ElbResource::TargetGroup) {
+            Ok(tg) => {
+                if let Some(listener) = &listener {
+                    if (tg.partition, tg.region, tg.account)
+                        != (listener.partition, listener.region, listener.account)
+                    {
+                        errors.push(
+                            format!("{path}.{field}"),
+                            "a listener can only forward to target groups of its own account and region",
+                        );
+                    }
+                }
+            }
+            Err(e) => errors.push(format!("{path}.{field}"), e),
+        }
+    }
+    if alb.stable_target_group_arn == alb.canary_target_group_arn {
+        errors.push(
+            format!("{path}.canaryTargetGroupArn"),
+            "must differ from stableTargetGroupArn",
+        );
+    }
+}
+
+fn validate_route53(r53: &Route53Target, path: &str, errors: &mut Errors) {
+    let zone = &r53.hosted_zone_id;
+    if let Some(bare) = zone.strip_prefix("/hostedzone/") {
+        errors.push(
+            format!("{path}.hostedZoneId"),
+            format!("give the bare hosted zone id `{bare}`, without `/hostedzone/`"),
+        );
+    } else if zone.is_empty()
+        || zone.len() > 32
+        || !zone
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+    {
+        errors.push(
+            format!("{path}.hostedZoneId"),
+            format!("`{zone}` is not a hosted zone id (upper-case letters and digits, e.g. Z0123456789ABCDEFGHIJ)"),
+        );
+    }
+    let name = r53.record_name.trim_end_matches('.');
+    if name.is_empty()
+        || r53.record_name.len() > 255
+        || name
+            .split('.')
+            .any(|label| label.is_empty() || label.len() > 63)
+    {
+        errors.push(
+            format!("{path}.recordName"),
+            format!("`{}` is not a DNS name", r53.record_name),
+        );
+    }
+    for (field, id) in [
+        ("stableSetIdentifier", &r53.stable_set_identifier),
+        ("canarySetIdentifier", &r53.canary_set_identifier),
+    ] {
+        if id.is_empty() || id.len() > 128 {
+            errors.push(format!("{path}.{field}"), "must be 1 to 128 characters");
+        }
+    }
+    if r53.stable_set_identifier == r53.canary_set_identifier {
+        errors.push(
+            format!("{path}.canarySetIdentifier"),
+            "must differ from stableSetIdentifier",
+        );
+    }
+}
