@@ -5,8 +5,9 @@ use std::path::Path;
 use aws_config::SdkConfig;
 
 use crate::args::StateMachineArgs;
-use crate::aws::{stack_output, StepFunctions};
+use crate::aws::stack_output;
 use crate::error::CliError;
+use canary_aws::SdkExecutions;
 
 /// The stack name when neither `--stack` nor samconfig.toml says: the one the README deploys.
 const DEFAULT_STACK: &str = "cluster-canary";
@@ -76,7 +77,7 @@ pub async fn execution(
             machine.replacen(":stateMachine:", ":execution:", 1)
         ));
     }
-    let sfn = StepFunctions::new(config, region_of(&machine));
+    let sfn = SdkExecutions::in_region(config, region_of(&machine));
     let running = sfn.list(&machine, true, 50).await?;
     match running.as_slice() {
         [one] => Ok(one.clone()),

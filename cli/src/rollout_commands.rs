@@ -11,7 +11,6 @@ use canary_core::{RolloutPlan, TargetWeights};
 use serde_json::json;
 
 use crate::args::StateMachineArgs;
-use crate::aws::StepFunctions;
 use crate::error::CliError;
 use crate::history::{self, EventKind};
 use crate::locate::{self, region_of};
@@ -20,6 +19,7 @@ use crate::printer::Printer;
 use crate::progress::{Tracker, Update};
 use crate::traffic::Traffic;
 use crate::view::{status_line, weights_text};
+use canary_aws::SdkExecutions;
 
 /// How often the live view reads the history: well under Step Functions' GetExecutionHistory
 /// rate (a refill of 5 calls a second per account).
@@ -80,7 +80,7 @@ pub async fn start(
     };
     check_execution_name(&name)?;
     let machine = locate::state_machine(config, machine).await?;
-    let sfn = StepFunctions::new(config, region_of(&machine));
+    let sfn = SdkExecutions::in_region(config, region_of(&machine));
     let arn = sfn.start(&machine, &name, &raw.to_string()).await?;
     printer.say(
         &format!("started: {arn}"),
@@ -95,7 +95,7 @@ pub async fn watch(
     execution_arn: &str,
     printer: &mut Printer,
 ) -> Result<bool, CliError> {
-    let sfn = StepFunctions::new(config, region_of(execution_arn));
+    let sfn = SdkExecutions::in_region(config, region_of(execution_arn));
     let traffic = Traffic::new(config);
     let mut tracker = Tracker::new(execution_arn);
     let mut plan: Option<RolloutPlan> = None;
@@ -105,7 +105,7 @@ pub async fn watch(
     loop {
         // Status first, history second: the history read then includes the final events.
         let execution = sfn.describe(execution_arn).await?;
-        let events = sfn.history(execution_arn).await?;
+        let events = sfn.events(execution_arn).await?;
         if plan.is_none() {
             plan = history::plan(&events).and_then(|p| RolloutPlan::parse(p).ok().map(|v| v.plan));
         }
@@ -191,7 +191,7 @@ pub async fn answer(
             )));
         }
     }
-    let sfn = StepFunctions::new(config, region_of(execution_arn));
+    let sfn = SdkExecutions::in_region(config, region_of(execution_arn));
     let execution = sfn.describe(execution_arn).await?;
     if !execution.running() {
         return Err(CliError::NotFound(format!(
@@ -199,7 +199,7 @@ pub async fn answer(
             execution.status
         )));
     }
-    let events = sfn.history(execution_arn).await?;
+    let events = sfn.events(execution_arn).await?;
     let Some(pending) = history::pending_approval(&events) else {
         let at = history::current_step(&events)
             .map(|s| format!(" (at step {}/{}, {}%)", s.number, s.count, s.weight))
@@ -212,13 +212,17 @@ pub async fn answer(
     let step = pending.step;
     let (said, then) = match rejection {
         None => {
-            sfn.approve(&pending.token, &json!({ "approvedBy": by }).to_string())
+            sfn.send_task_success(&pending.token.0, &json!({ "approvedBy": by }).to_string())
                 .await?;
             ("approved", "it goes on")
         }
         Some(reason) => {
-            sfn.reject(&pending.token, &format!("rejected by {by}: {reason}"))
-                .await?;
+            sfn.send_task_failure(
+                &pending.token.0,
+                "ApprovalRejected",
+                &format!("rejected by {by}: {reason}"),
+            )
+            .await?;
             ("rejected", "it restores the baseline")
         }
     };
@@ -240,7 +244,7 @@ pub async fn abort(
     timeout: Duration,
     printer: &mut Printer,
 ) -> Result<(), CliError> {
-    let sfn = StepFunctions::new(config, region_of(execution_arn));
+    let sfn = SdkExecutions::in_region(config, region_of(execution_arn));
     let execution = sfn.describe(execution_arn).await?;
     match execution.status.as_str() {
         "RUNNING" => {
@@ -262,7 +266,7 @@ pub async fn abort(
             json!({"type": "alreadyEnded", "executionArn": execution_arn, "status": status}),
         ),
     }
-    let events = sfn.history(execution_arn).await?;
+    let events = sfn.events(execution_arn).await?;
     let Some(baseline) = history::baseline(&events) else {
         printer.say(
             "no traffic had moved (Prepare had not finished): nothing to restore",
@@ -313,7 +317,7 @@ pub async fn list(
     printer: &mut Printer,
 ) -> Result<(), CliError> {
     let machine = locate::state_machine(config, machine).await?;
-    let sfn = StepFunctions::new(config, region_of(&machine));
+    let sfn = SdkExecutions::in_region(config, region_of(&machine));
     let mut rows = vec![["NAME", "CLUSTER", "STATUS", "STEP", "OUTCOME", "AGE"]
         .map(str::to_owned)
         .to_vec()];
@@ -331,7 +335,7 @@ pub async fn list(
         );
         // The step a running rollout is at needs its history; a finished one says its outcome.
         let step = if execution.running() {
-            history::current_step(&sfn.history(&arn).await?)
+            history::current_step(&sfn.events(&arn).await?)
         } else {
             None
         };

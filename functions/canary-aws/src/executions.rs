@@ -1,10 +1,13 @@
-//! Step Functions executions: refusing a second rollout on the same traffic, reading
-//! an execution's history (the safety net, the operator CLI), starting executions.
+//! Step Functions executions, the one adapter over `aws-sdk-sfn`: refusing a second rollout
+//! on the same traffic, reading an execution's history (the safety net, the operator CLI),
+//! starting executions (the intake, the CLI), and what the operator CLI does to one
+//! (describe, list, stop, answer an approval).
 
 use async_trait::async_trait;
 use aws_config::SdkConfig;
 use aws_sdk_sfn as sfn;
 use aws_sdk_sfn::types::HistoryEventType;
+use aws_smithy_types::DateTime;
 
 use crate::error::AwsError;
 
@@ -58,7 +61,7 @@ pub enum EventKind {
 }
 
 /// Every event of an execution's history, oldest first.
-pub async fn history_events(
+async fn history_events(
     client: &sfn::Client,
     execution_arn: &str,
 ) -> Result<Vec<HistoryEvent>, AwsError> {
@@ -241,37 +244,44 @@ pub struct SdkExecutions {
     client: sfn::Client,
 }
 
-impl SdkExecutions {
-    pub fn new(config: &SdkConfig) -> Self {
-        SdkExecutions {
-            client: sfn::Client::new(config),
-        }
+/// An execution as `DescribeExecution` reports it.
+#[derive(Debug, Clone)]
+pub struct Execution {
+    pub arn: String,
+    pub name: String,
+    pub status: String,
+    pub input: Option<String>,
+    /// Seconds since the Unix epoch.
+    pub started: f64,
+    pub stopped: Option<f64>,
+    pub error: Option<String>,
+    pub cause: Option<String>,
+}
+
+impl Execution {
+    pub fn running(&self) -> bool {
+        self.status == "RUNNING"
     }
 }
 
-#[async_trait]
-impl ExecutionsApi for SdkExecutions {
-    async fn running_executions(&self, state_machine_arn: &str) -> Result<Vec<String>, AwsError> {
-        let mut arns = Vec::new();
-        let mut pages = self
-            .client
-            .list_executions()
-            .state_machine_arn(state_machine_arn)
-            .status_filter(sfn::types::ExecutionStatus::Running)
-            .into_paginator()
-            .send();
-        while let Some(page) = pages.next().await {
-            let page = page.map_err(|e| AwsError::from_sdk("ListExecutions", e))?;
-            arns.extend(
-                page.executions()
-                    .iter()
-                    .map(|e| e.execution_arn().to_owned()),
-            );
-        }
-        Ok(arns)
+impl SdkExecutions {
+    pub fn new(config: &SdkConfig) -> Self {
+        Self::in_region(config, None)
     }
 
-    async fn execution_input(&self, execution_arn: &str) -> Result<Option<String>, AwsError> {
+    /// A client for `region` (an execution's or state machine's ARN says which), else the
+    /// configured region.
+    pub fn in_region(config: &SdkConfig, region: Option<&str>) -> Self {
+        let mut builder = sfn::config::Builder::from(config);
+        if let Some(region) = region {
+            builder = builder.region(aws_config::Region::new(region.to_owned()));
+        }
+        SdkExecutions {
+            client: sfn::Client::from_conf(builder.build()),
+        }
+    }
+
+    pub async fn describe(&self, execution_arn: &str) -> Result<Execution, AwsError> {
         let out = self
             .client
             .describe_execution()
@@ -279,11 +289,131 @@ impl ExecutionsApi for SdkExecutions {
             .send()
             .await
             .map_err(|e| AwsError::from_sdk("DescribeExecution", e))?;
-        Ok(out.input().map(str::to_owned))
+        Ok(Execution {
+            arn: out.execution_arn().to_owned(),
+            name: out.name().unwrap_or_default().to_owned(),
+            status: out.status().as_str().to_owned(),
+            input: out.input().map(str::to_owned),
+            started: out.start_date().as_secs_f64(),
+            stopped: out.stop_date().map(DateTime::as_secs_f64),
+            error: out.error().map(str::to_owned),
+            cause: out.cause().map(str::to_owned),
+        })
+    }
+
+    /// The whole history, oldest first.
+    pub async fn events(&self, execution_arn: &str) -> Result<Vec<HistoryEvent>, AwsError> {
+        history_events(&self.client, execution_arn).await
+    }
+
+    /// The most recent executions of a state machine, newest first, at most `limit`;
+    /// only the running ones with `running_only`.
+    pub async fn list(
+        &self,
+        state_machine_arn: &str,
+        running_only: bool,
+        limit: usize,
+    ) -> Result<Vec<String>, AwsError> {
+        let mut request = self
+            .client
+            .list_executions()
+            .state_machine_arn(state_machine_arn);
+        if running_only {
+            request = request.status_filter(sfn::types::ExecutionStatus::Running);
+        }
+        let mut arns = Vec::new();
+        let mut pages = request.into_paginator().send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| AwsError::from_sdk("ListExecutions", e))?;
+            arns.extend(
+                page.executions()
+                    .iter()
+                    .map(|e| e.execution_arn().to_owned()),
+            );
+            if arns.len() >= limit {
+                break;
+            }
+        }
+        arns.truncate(limit);
+        Ok(arns)
+    }
+
+    /// Starts an execution as a person asks for it: unlike [`ExecutionStarter`] (event
+    /// deliveries, where a repeat is a duplicate), a name already taken is Step Functions'
+    /// answer to report, not a success.
+    pub async fn start(
+        &self,
+        state_machine_arn: &str,
+        name: &str,
+        input: &str,
+    ) -> Result<String, AwsError> {
+        let out = self
+            .client
+            .start_execution()
+            .state_machine_arn(state_machine_arn)
+            .name(name)
+            .input(input)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("StartExecution", e))?;
+        Ok(out.execution_arn().to_owned())
+    }
+
+    pub async fn stop(&self, execution_arn: &str, cause: &str) -> Result<(), AwsError> {
+        self.client
+            .stop_execution()
+            .execution_arn(execution_arn)
+            .error("Aborted")
+            .cause(cause)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("StopExecution", e))?;
+        Ok(())
+    }
+
+    /// Answers a `.waitForTaskToken` task with success (an approval).
+    pub async fn send_task_success(&self, task_token: &str, output: &str) -> Result<(), AwsError> {
+        self.client
+            .send_task_success()
+            .task_token(task_token)
+            .output(output)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("SendTaskSuccess", e))?;
+        Ok(())
+    }
+
+    /// Fails a `.waitForTaskToken` task with `error` (a rejection).
+    pub async fn send_task_failure(
+        &self,
+        task_token: &str,
+        error: &str,
+        cause: &str,
+    ) -> Result<(), AwsError> {
+        self.client
+            .send_task_failure()
+            .task_token(task_token)
+            .error(error)
+            .cause(cause)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("SendTaskFailure", e))?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl ExecutionsApi for SdkExecutions {
+    async fn running_executions(&self, state_machine_arn: &str) -> Result<Vec<String>, AwsError> {
+        self.list(state_machine_arn, true, usize::MAX).await
+    }
+
+    async fn execution_input(&self, execution_arn: &str) -> Result<Option<String>, AwsError> {
+        Ok(self.describe(execution_arn).await?.input)
     }
 
     async fn history(&self, execution_arn: &str) -> Result<ExecutionHistory, AwsError> {
-        let events = history_events(&self.client, execution_arn).await?;
+        let events = self.events(execution_arn).await?;
         Ok(ExecutionHistory::from_events(&events))
     }
 }
