@@ -1,5 +1,5 @@
 """End to end: which Applications a rollout waits for comes from Argo CD's ApplicationSets
-(README "Readiness from the ApplicationSets"), on the sandbox, whose Kubernetes API test server
+(docs/functions.md, "Readiness from the ApplicationSets"), on the sandbox, whose Kubernetes API test server
 plays the ApplicationSet controller (tests/kube/kube_api_server.py)."""
 import base64
 import json

@@ -1,4 +1,4 @@
-"""End to end: the gates a rollout passes before traffic moves (README "Gates"), on the
+"""End to end: the gates a rollout passes before traffic moves (docs/plan.md, "Gates and notifications"), on the
 sandbox (see test_rollouts.py). moto reports every registered target `healthy` and every
 Route 53 health check `Success`; unhealthy targets are tried against fakes in
 functions/shift-weights/tests/decisions.rs.

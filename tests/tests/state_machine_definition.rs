@@ -312,12 +312,12 @@ fn a_long_rollout_stays_under_the_history_limit() {
     assert_eq!(
         (per_check, per_step),
         (9, 27),
-        "update the README's history budget"
+        "update the history budget in docs/architecture.md"
     );
     let history = |steps: usize, checks_per_step: usize| {
         fixed + steps * (per_step + checks_per_step * per_check)
     };
-    // The README's example: 10 steps baking 1 h, checked every 30 s.
+    // docs/architecture.md's example: 10 steps baking 1 h, checked every 30 s.
     assert!(history(10, 3600 / 30) < 25_000, "{}", history(10, 120));
     let per_target_health_look: usize = [
         "TargetHealth",

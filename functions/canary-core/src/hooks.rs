@@ -12,8 +12,8 @@ pub const MAX_HOOKS_PER_POINT: usize = 5;
 pub const MAX_HOOK_SECONDS_PER_POINT: i64 = 280;
 
 /// Checks of a team's own, as Lambda functions (CodeDeploy's BeforeAllowTraffic /
-/// AfterAllowTraffic, Flagger's webhooks). Each is invoked with the JSON documented in the
-/// README and answers `{"status": "pass"}` or `{"status": "fail", "reason": "…"}`; an error, a
+/// AfterAllowTraffic, Flagger's webhooks). Each is invoked with the JSON documented in
+/// docs/plan.md and answers `{"status": "pass"}` or `{"status": "fail", "reason": "…"}`; an error, a
 /// timeout or any other answer fails too.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

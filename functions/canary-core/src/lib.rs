@@ -9,7 +9,6 @@
 
 pub mod analysis;
 pub mod approval;
-pub mod appsets;
 pub mod argocd;
 pub mod arn;
 pub mod error_name;

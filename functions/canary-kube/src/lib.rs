@@ -1,6 +1,7 @@
 //! Argo CD cluster registration through the Kubernetes API of the management cluster.
 
 pub mod access;
+pub mod appsets;
 pub mod argocd;
 pub mod error;
 pub mod registration;

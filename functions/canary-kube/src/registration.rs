@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::appsets::selects_cluster;
 use canary_aws::ClusterInfo;
-use canary_core::appsets::selects_cluster;
 use canary_core::argocd::{
     secret_name, ArgoCdMode, ArgoCdSection, CLUSTER_ARN_ANNOTATION, MANAGED_BY_LABEL,
     MANAGED_BY_VALUE, SECRET_TYPE_LABEL,

@@ -1,108 +1,78 @@
 //! Which Argo CD ApplicationSets will generate Applications for a cluster: those with a
 //! `clusters` generator (at the top, or nested in a `matrix` or `merge` generator) whose
-//! label selector matches the cluster Secret's labels. Kubernetes label selector semantics
-//! (`metav1.LabelSelector`): every `matchLabels` pair and every `matchExpressions` requirement
-//! must hold; an empty selector matches everything.
+//! label selector matches the cluster Secret's labels. The selector is evaluated by kube's
+//! `Selector` (`metav1.LabelSelector` semantics: every `matchLabels` pair and every
+//! `matchExpressions` requirement must hold; an empty selector matches everything).
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+use kube::core::{Selector, SelectorExt};
 use serde_json::Value;
 
-/// One `matchExpressions` requirement.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Requirement {
-    In(String, Vec<String>),
-    NotIn(String, Vec<String>),
-    Exists(String),
-    DoesNotExist(String),
-}
-
-/// A label selector, as Kubernetes evaluates it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LabelSelector {
-    pub match_labels: BTreeMap<String, String>,
-    pub requirements: Vec<Requirement>,
-}
-
-impl Requirement {
-    fn holds(&self, labels: &BTreeMap<String, String>) -> bool {
-        match self {
-            Requirement::In(key, values) => labels.get(key).is_some_and(|v| values.contains(v)),
-            // Kubernetes: NotIn also matches when the label is absent.
-            Requirement::NotIn(key, values) => labels.get(key).is_none_or(|v| !values.contains(v)),
-            Requirement::Exists(key) => labels.contains_key(key),
-            Requirement::DoesNotExist(key) => !labels.contains_key(key),
-        }
+/// A selector from its JSON (`{matchLabels, matchExpressions}`), for kube's [`Selector`] to
+/// evaluate; the error says what is wrong, as the API server would refuse it (`In`/`NotIn`
+/// need values, `Exists` and `DoesNotExist` take none), naming the requirement.
+pub fn label_selector(value: &Value) -> Result<Selector, String> {
+    let mut selector = LabelSelector::default();
+    if value.is_null() {
+        return Ok(Selector::default());
     }
-}
-
-impl LabelSelector {
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        self.match_labels
-            .iter()
-            .all(|(k, v)| labels.get(k) == Some(v))
-            && self.requirements.iter().all(|r| r.holds(labels))
-    }
-
-    /// A selector from its JSON (`{matchLabels, matchExpressions}`); the error says what is
-    /// wrong, as the API server would refuse it (`In`/`NotIn` need values, `Exists` and
-    /// `DoesNotExist` take none).
-    pub fn from_json(value: &Value) -> Result<Self, String> {
-        let mut selector = LabelSelector::default();
-        if value.is_null() {
-            return Ok(selector);
+    if let Some(labels) = value.get("matchLabels").filter(|v| !v.is_null()) {
+        let labels = labels.as_object().ok_or("matchLabels is not an object")?;
+        let mut match_labels = BTreeMap::new();
+        for (key, v) in labels {
+            let v = v
+                .as_str()
+                .ok_or_else(|| format!("matchLabels.{key} is not a string"))?;
+            match_labels.insert(key.clone(), v.to_owned());
         }
-        if let Some(labels) = value.get("matchLabels").filter(|v| !v.is_null()) {
-            let labels = labels.as_object().ok_or("matchLabels is not an object")?;
-            for (key, v) in labels {
-                let v = v
-                    .as_str()
-                    .ok_or_else(|| format!("matchLabels.{key} is not a string"))?;
-                selector.match_labels.insert(key.clone(), v.to_owned());
+        selector.match_labels = Some(match_labels);
+    }
+    let expressions = match value.get("matchExpressions") {
+        None | Some(Value::Null) => &[][..],
+        Some(Value::Array(items)) => items.as_slice(),
+        Some(_) => return Err("matchExpressions is not a list".to_owned()),
+    };
+    let mut requirements = Vec::with_capacity(expressions.len());
+    for (i, expression) in expressions.iter().enumerate() {
+        let key = expression["key"]
+            .as_str()
+            .ok_or_else(|| format!("matchExpressions[{i}].key is missing"))?
+            .to_owned();
+        let values: Vec<String> = expression["values"]
+            .as_array()
+            .map(|vs| {
+                vs.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let operator = expression["operator"].as_str().unwrap_or_default();
+        match (operator, values.is_empty()) {
+            ("In" | "NotIn", false) | ("Exists" | "DoesNotExist", true) => {}
+            ("In" | "NotIn", true) => {
+                return Err(format!(
+                    "matchExpressions[{i}]: {operator} needs at least one value"
+                ))
+            }
+            ("Exists" | "DoesNotExist", false) => {
+                return Err(format!("matchExpressions[{i}]: {operator} takes no values"))
+            }
+            (other, _) => {
+                return Err(format!(
+                    "matchExpressions[{i}]: unknown operator `{other}` (In, NotIn, Exists, DoesNotExist)"
+                ))
             }
         }
-        let expressions = match value.get("matchExpressions") {
-            None | Some(Value::Null) => &[][..],
-            Some(Value::Array(items)) => items.as_slice(),
-            Some(_) => return Err("matchExpressions is not a list".to_owned()),
-        };
-        for (i, expression) in expressions.iter().enumerate() {
-            let key = expression["key"]
-                .as_str()
-                .ok_or_else(|| format!("matchExpressions[{i}].key is missing"))?
-                .to_owned();
-            let values: Vec<String> = expression["values"]
-                .as_array()
-                .map(|vs| {
-                    vs.iter()
-                        .filter_map(|v| v.as_str().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let operator = expression["operator"].as_str().unwrap_or_default();
-            let requirement = match (operator, values.is_empty()) {
-                ("In", false) => Requirement::In(key, values),
-                ("NotIn", false) => Requirement::NotIn(key, values),
-                ("Exists", true) => Requirement::Exists(key),
-                ("DoesNotExist", true) => Requirement::DoesNotExist(key),
-                ("In" | "NotIn", true) => {
-                    return Err(format!(
-                        "matchExpressions[{i}]: {operator} needs at least one value"
-                    ))
-                }
-                ("Exists" | "DoesNotExist", false) => {
-                    return Err(format!("matchExpressions[{i}]: {operator} takes no values"))
-                }
-                (other, _) => {
-                    return Err(format!(
-                        "matchExpressions[{i}]: unknown operator `{other}` (In, NotIn, Exists, DoesNotExist)"
-                    ))
-                }
-            };
-            selector.requirements.push(requirement);
-        }
-        Ok(selector)
+        requirements.push(LabelSelectorRequirement {
+            key,
+            operator: operator.to_owned(),
+            values: (!values.is_empty()).then_some(values),
+        });
     }
+    selector.match_expressions = Some(requirements);
+    Selector::try_from(selector).map_err(|e| e.0)
 }
 
 /// How deep `matrix`/`merge` generators nest: Argo CD allows two levels.
@@ -126,7 +96,7 @@ fn generators_select(
     };
     for generator in generators {
         if let Some(clusters) = generator.get("clusters") {
-            if LabelSelector::from_json(&clusters["selector"])?.matches(labels) {
+            if label_selector(&clusters["selector"])?.matches(labels) {
                 return Ok(true);
             }
         }
@@ -154,8 +124,8 @@ mod tests {
             .collect()
     }
 
-    fn selector(value: Value) -> LabelSelector {
-        LabelSelector::from_json(&value).expect("a valid selector")
+    fn selector(value: Value) -> Selector {
+        label_selector(&value).expect("a valid selector")
     }
 
     #[test]
@@ -246,7 +216,7 @@ mod tests {
                 "matchLabels is not an object",
             ),
         ] {
-            let error = LabelSelector::from_json(&value).expect_err("refused");
+            let error = label_selector(&value).expect_err("refused");
             assert!(error.contains(says), "{value}: {error}");
         }
     }
@@ -293,19 +263,20 @@ mod tests {
         /// DoesNotExist too; matchLabels {k: v} is In(k, [v]).
         #[test]
         fn operators_are_consistent(labels in label_map(), key in "[a-c]", values in proptest::collection::vec("[x-z]", 1..3)) {
-            let holds = |r: Requirement| LabelSelector { requirements: vec![r], ..Default::default() }.matches(&labels);
-            prop_assert_eq!(holds(Requirement::In(key.clone(), values.clone())), !holds(Requirement::NotIn(key.clone(), values.clone())));
-            prop_assert_eq!(holds(Requirement::Exists(key.clone())), !holds(Requirement::DoesNotExist(key.clone())));
-            let single = LabelSelector { match_labels: [(key.clone(), values[0].clone())].into(), ..Default::default() };
-            prop_assert_eq!(single.matches(&labels), holds(Requirement::In(key.clone(), vec![values[0].clone()])));
+            let holds = |operator: &str, values: &[String]| {
+                selector(json!({"matchExpressions": [{"key": key, "operator": operator, "values": values}]})).matches(&labels)
+            };
+            prop_assert_eq!(holds("In", &values), !holds("NotIn", &values));
+            prop_assert_eq!(holds("Exists", &[]), !holds("DoesNotExist", &[]));
+            let single = selector(json!({"matchLabels": {&key: &values[0]}}));
+            prop_assert_eq!(single.matches(&labels), holds("In", &values[..1]));
         }
 
         /// Adding a requirement never selects more.
         #[test]
         fn requirements_only_narrow(labels in label_map(), key in "[a-c]", value in "[x-z]") {
-            let base = LabelSelector { match_labels: [(key.clone(), value.clone())].into(), ..Default::default() };
-            let mut narrower = base.clone();
-            narrower.requirements.push(Requirement::Exists("b".to_owned()));
+            let base = selector(json!({"matchLabels": {&key: &value}}));
+            let narrower = selector(json!({"matchLabels": {&key: &value}, "matchExpressions": [{"key": "b", "operator": "Exists"}]}));
             prop_assert!(!narrower.matches(&labels) || base.matches(&labels));
         }
     }
