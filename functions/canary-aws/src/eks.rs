@@ -7,7 +7,10 @@ use aws_config::SdkConfig;
 use aws_credential_types::provider::SharedCredentialsProvider;
 use aws_sdk_eks as eks;
 
-use crate::error::{AwsError, AwsErrorKind};
+use aws_smithy_runtime_api::client::result::SdkError;
+use aws_smithy_types::error::metadata::ProvideErrorMetadata;
+
+use crate::error::{AwsError, AwsErrorKind, HasStatus};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterInfo {
@@ -119,6 +122,30 @@ impl ClusterAccounts for SdkEks {
     }
 }
 
+const NOT_FOUND: &str = "ResourceNotFoundException";
+const IN_USE: &str = "ResourceInUseException";
+
+/// An access-entry call whose refusal with error `code` means its work is already done (or
+/// has nothing to do): `otherwise`; its success: `done` of the output; anything else: the
+/// classified error.
+fn done_unless<O, T, E, R>(
+    result: Result<O, SdkError<E, R>>,
+    operation: &'static str,
+    code: &str,
+    done: impl FnOnce(O) -> T,
+    otherwise: T,
+) -> Result<T, AwsError>
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug + HasStatus,
+{
+    match result {
+        Ok(out) => Ok(done(out)),
+        Err(e) if e.as_service_error().and_then(|s| s.code()) == Some(code) => Ok(otherwise),
+        Err(e) => Err(AwsError::from_sdk(operation, e)),
+    }
+}
+
 #[async_trait]
 impl AccessEntries for SdkEks {
     async fn access_entry(
@@ -127,28 +154,26 @@ impl AccessEntries for SdkEks {
         cluster: &str,
         principal: &str,
     ) -> Result<Option<BTreeMap<String, String>>, AwsError> {
-        match self
+        let found = self
             .client(Some(region))
             .describe_access_entry()
             .cluster_name(cluster)
             .principal_arn(principal)
             .send()
-            .await
-        {
-            Ok(out) => Ok(Some(
-                out.access_entry()
-                    .and_then(|entry| entry.tags())
-                    .map(|tags| tags.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-                    .unwrap_or_default(),
-            )),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_resource_not_found_exception()) =>
-            {
-                Ok(None)
-            }
-            Err(e) => Err(AwsError::from_sdk("DescribeAccessEntry", e)),
-        }
+            .await;
+        let tags = |out: eks::operation::describe_access_entry::DescribeAccessEntryOutput| {
+            out.access_entry()
+                .and_then(|entry| entry.tags())
+                .map(|tags| tags.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+                .unwrap_or_default()
+        };
+        done_unless(
+            found,
+            "DescribeAccessEntry",
+            NOT_FOUND,
+            |out| Some(tags(out)),
+            None,
+        )
     }
 
     async fn create_access_entry(
@@ -159,24 +184,15 @@ impl AccessEntries for SdkEks {
         tags: &BTreeMap<String, String>,
     ) -> Result<bool, AwsError> {
         let tags: HashMap<String, String> = tags.clone().into_iter().collect();
-        match self
+        let created = self
             .client(Some(region))
             .create_access_entry()
             .cluster_name(cluster)
             .principal_arn(principal)
             .set_tags(Some(tags))
             .send()
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_resource_in_use_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(AwsError::from_sdk("CreateAccessEntry", e)),
-        }
+            .await;
+        done_unless(created, "CreateAccessEntry", IN_USE, |_| true, false)
     }
 
     async fn associate_access_policy(
@@ -207,23 +223,14 @@ impl AccessEntries for SdkEks {
         cluster: &str,
         principal: &str,
     ) -> Result<bool, AwsError> {
-        match self
+        let deleted = self
             .client(Some(region))
             .delete_access_entry()
             .cluster_name(cluster)
             .principal_arn(principal)
             .send()
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_resource_not_found_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(AwsError::from_sdk("DeleteAccessEntry", e)),
-        }
+            .await;
+        done_unless(deleted, "DeleteAccessEntry", NOT_FOUND, |_| true, false)
     }
 }
 

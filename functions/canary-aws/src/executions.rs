@@ -80,6 +80,17 @@ async fn history_events(
 }
 
 fn model_event(event: &sfn::types::HistoryEvent) -> HistoryEvent {
+    // The three end events carry details of three SDK types with the same two fields.
+    macro_rules! ended_with {
+        ($status:literal, $details:ident) => {{
+            let details = event.$details();
+            ended(
+                $status,
+                details.and_then(|d| d.error()),
+                details.and_then(|d| d.cause()),
+            )
+        }};
+    }
     use HistoryEventType as T;
     let kind = match event.r#type() {
         T::ExecutionStarted => EventKind::ExecutionStarted {
@@ -141,30 +152,9 @@ fn model_event(event: &sfn::types::HistoryEvent) -> HistoryEvent {
             }
         }
         T::ExecutionSucceeded => ended("SUCCEEDED", None, None),
-        T::ExecutionFailed => {
-            let d = event.execution_failed_event_details();
-            ended(
-                "FAILED",
-                d.and_then(|d| d.error()),
-                d.and_then(|d| d.cause()),
-            )
-        }
-        T::ExecutionAborted => {
-            let d = event.execution_aborted_event_details();
-            ended(
-                "ABORTED",
-                d.and_then(|d| d.error()),
-                d.and_then(|d| d.cause()),
-            )
-        }
-        T::ExecutionTimedOut => {
-            let d = event.execution_timed_out_event_details();
-            ended(
-                "TIMED_OUT",
-                d.and_then(|d| d.error()),
-                d.and_then(|d| d.cause()),
-            )
-        }
+        T::ExecutionFailed => ended_with!("FAILED", execution_failed_event_details),
+        T::ExecutionAborted => ended_with!("ABORTED", execution_aborted_event_details),
+        T::ExecutionTimedOut => ended_with!("TIMED_OUT", execution_timed_out_event_details),
         _ => EventKind::Other,
     };
     HistoryEvent {
@@ -348,15 +338,24 @@ impl SdkExecutions {
         input: &str,
     ) -> Result<String, AwsError> {
         let out = self
-            .client
-            .start_execution()
-            .state_machine_arn(state_machine_arn)
-            .name(name)
-            .input(input)
+            .start_request(state_machine_arn, name, input)
             .send()
             .await
             .map_err(|e| AwsError::from_sdk("StartExecution", e))?;
         Ok(out.execution_arn().to_owned())
+    }
+
+    fn start_request(
+        &self,
+        state_machine_arn: &str,
+        name: &str,
+        input: &str,
+    ) -> sfn::operation::start_execution::builders::StartExecutionFluentBuilder {
+        self.client
+            .start_execution()
+            .state_machine_arn(state_machine_arn)
+            .name(name)
+            .input(input)
     }
 
     pub async fn stop(&self, execution_arn: &str, cause: &str) -> Result<(), AwsError> {
@@ -448,11 +447,7 @@ impl ExecutionStarter for SdkExecutions {
             Err(e) => return Err(AwsError::from_sdk("DescribeExecution", e)),
         }
         match self
-            .client
-            .start_execution()
-            .state_machine_arn(state_machine_arn)
-            .name(name)
-            .input(input)
+            .start_request(state_machine_arn, name, input)
             .send()
             .await
         {

@@ -146,13 +146,16 @@ fn upsert(mut set: ResourceRecordSet, weight: u16) -> Result<Change, AwsError> {
         .action(ChangeAction::Upsert)
         .resource_record_set(set)
         .build()
-        .map_err(|e| {
-            AwsError::new(
-                AwsErrorKind::Rejected,
-                "ChangeResourceRecordSets",
-                e.to_string(),
-            )
-        })
+        .map_err(change_not_built)
+}
+
+/// The SDK refused to build the change (a required field missing): nothing was sent.
+fn change_not_built(e: aws_smithy_types::error::operation::BuildError) -> AwsError {
+    AwsError::new(
+        AwsErrorKind::Rejected,
+        "ChangeResourceRecordSets",
+        e.to_string(),
+    )
 }
 
 #[derive(Debug)]
@@ -202,13 +205,7 @@ impl Route53Api for SdkRoute53 {
             .comment(format!("cluster-canary: stable {stable} / canary {canary}"))
             .set_changes(Some(changes))
             .build()
-            .map_err(|e| {
-                AwsError::new(
-                    AwsErrorKind::Rejected,
-                    "ChangeResourceRecordSets",
-                    e.to_string(),
-                )
-            })?;
+            .map_err(change_not_built)?;
         let out = self
             .client
             .change_resource_record_sets()

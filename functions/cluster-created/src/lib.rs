@@ -127,9 +127,18 @@ pub async fn handle(
     input: Value,
 ) -> Result<Value, IntakeError> {
     let event = event::parse(&input).map_err(IntakeError::InvalidEvent)?;
-    let result = match event.call {
-        EksCall::CreateCluster => on_create(deps, config, &event).await?,
-        EksCall::DeleteCluster => on_delete(deps, config, &event).await?,
+    let result = match (&event.call, &event.error) {
+        // A call that failed changed nothing to act on.
+        (EksCall::CreateCluster, Some(error)) => skipped(
+            &event,
+            format!("CreateCluster failed ({error}); no cluster to roll out"),
+        ),
+        (EksCall::DeleteCluster, Some(error)) => skipped(
+            &event,
+            format!("DeleteCluster failed ({error}); the cluster still exists"),
+        ),
+        (EksCall::CreateCluster, None) => on_create(deps, config, &event).await?,
+        (EksCall::DeleteCluster, None) => on_delete(deps, config, &event).await?,
     };
     info!(cluster = %result.cluster, action = ?result.action, reason = %result.reason, "event handled");
     serde_json::to_value(result)
@@ -150,12 +159,6 @@ async fn on_create(
     config: &IntakeConfig,
     event: &EksEvent,
 ) -> Result<IntakeResult, IntakeError> {
-    if let Some(error) = &event.error {
-        return Ok(skipped(
-            event,
-            format!("CreateCluster failed ({error}); no cluster to roll out"),
-        ));
-    }
     let Some(profile_name) = event.tags.get(PROFILE_TAG) else {
         return Ok(skipped(
             event,
@@ -222,12 +225,6 @@ async fn on_delete(
     config: &IntakeConfig,
     event: &EksEvent,
 ) -> Result<IntakeResult, IntakeError> {
-    if let Some(error) = &event.error {
-        return Ok(skipped(
-            event,
-            format!("DeleteCluster failed ({error}); the cluster still exists"),
-        ));
-    }
     let client = connect(deps.access, &deps.aws).await?;
     let api = KubeArgoCd::new(client, &config.argocd_namespace);
     let registration = deregister(

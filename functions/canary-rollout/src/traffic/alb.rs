@@ -2,27 +2,17 @@
 //! canary target group: its weights are the forward action's target group weights.
 
 use async_trait::async_trait;
-use canary_aws::{
-    AlbApi, AwsError, ForwardAction, ForwardRead, TargetGroupInfo, TargetGroupWeight,
-};
+use canary_aws::{AlbApi, ForwardAction, ForwardRead, TargetGroupInfo, TargetGroupWeight};
 use canary_core::target_health::target_group_problem;
-use canary_core::{AlbTarget, TargetKind, WeightPair};
+use canary_core::{AlbTarget, WeightPair};
 use tracing::info;
 
-use super::{Detach, Health, Inspection, Observed, Reading, TrafficRouter};
+use super::{Detach, Health, Inspection, Located, Observed, Reading, Router, TrafficRouter};
 use crate::error::ShiftError;
 
-pub(super) struct AlbRouter<'a> {
-    pub api: &'a dyn AlbApi,
-    pub target: &'a AlbTarget,
-    pub label: String,
-}
+type AlbRouter<'a> = Router<'a, dyn AlbApi + 'a, AlbTarget>;
 
 impl AlbRouter<'_> {
-    fn aws(&self, e: AwsError) -> ShiftError {
-        ShiftError::aws(&self.label, e)
-    }
-
     async fn read_forward(&self) -> Result<ForwardRead, ShiftError> {
         self.api
             .read_forward(self.target)
@@ -57,12 +47,8 @@ impl AlbRouter<'_> {
 
 #[async_trait]
 impl TrafficRouter for AlbRouter<'_> {
-    fn label(&self) -> &str {
-        &self.label
-    }
-
-    fn key(&self) -> String {
-        self.target.key()
+    fn located(&self) -> &Located<'_> {
+        &self.located
     }
 
     async fn read(&self) -> Result<Reading, ShiftError> {
@@ -75,7 +61,7 @@ impl TrafficRouter for AlbRouter<'_> {
         let Some(current) = &reading.alb_forward else {
             return Err(ShiftError::WeightsChangedExternally(format!(
                 "{}: {}",
-                self.label,
+                self.located.label,
                 reading.observed.describe()
             )));
         };
@@ -151,7 +137,7 @@ impl TrafficRouter for AlbRouter<'_> {
         if expected.stable != 0 {
             return Err(ShiftError::InvalidInput(format!(
                 "{}: expected {expected}; only a promoted target (stable weight 0) is detached",
-                self.label
+                self.located.label
             )));
         }
         let read = self.read_forward().await?;
@@ -159,7 +145,7 @@ impl TrafficRouter for AlbRouter<'_> {
         let ForwardRead::Forward(forward) = read else {
             return Err(ShiftError::WeightsChangedExternally(format!(
                 "{}: {}",
-                self.label,
+                self.located.label,
                 observed.describe()
             )));
         };
@@ -177,7 +163,7 @@ impl TrafficRouter for AlbRouter<'_> {
             other => {
                 return Err(ShiftError::WeightsChangedExternally(format!(
                     "{}: found {}, promotion left {expected}; nothing detached",
-                    self.label,
+                    self.located.label,
                     other.describe()
                 )))
             }

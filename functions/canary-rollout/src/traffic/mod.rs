@@ -8,7 +8,7 @@ mod alb;
 mod route53;
 
 use async_trait::async_trait;
-use canary_aws::{AlbApi, ExecutionsApi, ForwardAction, Route53Api};
+use canary_aws::{AlbApi, AwsError, ExecutionsApi, ForwardAction, Route53Api};
 use canary_core::{TrafficTarget, WeightPair};
 use tracing::info;
 
@@ -53,19 +53,34 @@ pub fn routers<'a>(
         .into_iter()
         .map(|located| -> Box<dyn TrafficRouter + 'a> {
             match located.target {
-                TrafficTarget::Alb(target) => Box::new(alb::AlbRouter {
+                TrafficTarget::Alb(target) => Box::new(Router {
                     api: apis.alb,
                     target,
-                    label: located.label,
+                    located,
                 }),
-                TrafficTarget::Route53(target) => Box::new(route53::Route53Router {
+                TrafficTarget::Route53(target) => Box::new(Router {
                     api: apis.route53,
                     target,
-                    label: located.label,
+                    located,
                 }),
             }
         })
         .collect()
+}
+
+/// What every router holds: the API it calls, the plan's target of its kind, and where the
+/// target sits in the plan. Each kind implements [`TrafficRouter`] for its own `Api`/`Target`.
+struct Router<'a, Api: ?Sized, Target> {
+    api: &'a Api,
+    target: &'a Target,
+    located: Located<'a>,
+}
+
+impl<Api: ?Sized, Target> Router<'_, Api, Target> {
+    /// An AWS error met on this target.
+    fn aws(&self, e: AwsError) -> ShiftError {
+        ShiftError::aws(&self.located.label, e)
+    }
 }
 
 /// A target's weights as found in AWS.
@@ -136,10 +151,16 @@ pub enum Detach {
 /// the gates are written once, over this trait.
 #[async_trait]
 pub trait TrafficRouter: Send + Sync {
+    /// The plan target it moves.
+    fn located(&self) -> &Located<'_>;
     /// `trafficTargets[i] (<key>)`, for messages.
-    fn label(&self) -> &str;
+    fn label(&self) -> &str {
+        &self.located().label
+    }
     /// The target's identity (`TrafficTarget::key`), which the state's weights are keyed by.
-    fn key(&self) -> String;
+    fn key(&self) -> String {
+        self.located().key()
+    }
     /// Where the target's weights are now.
     async fn read(&self) -> Result<Reading, ShiftError>;
     /// Refuses weights that would not mean what they say on this kind of target.

@@ -2,24 +2,16 @@
 //! identifiers): their weights are the records' weights.
 
 use async_trait::async_trait;
-use canary_aws::{AwsError, Route53Api, WeightedRecord};
+use canary_aws::{Route53Api, WeightedRecord};
 use canary_core::target_health::health_check_problem;
-use canary_core::{Route53Target, TargetKind, WeightPair};
+use canary_core::{Route53Target, WeightPair};
 
-use super::{Detach, Health, Inspection, Observed, Reading, TrafficRouter};
+use super::{Detach, Health, Inspection, Located, Observed, Reading, Router, TrafficRouter};
 use crate::error::ShiftError;
 
-pub(super) struct Route53Router<'a> {
-    pub api: &'a dyn Route53Api,
-    pub target: &'a Route53Target,
-    pub label: String,
-}
+type Route53Router<'a> = Router<'a, dyn Route53Api + 'a, Route53Target>;
 
 impl Route53Router<'_> {
-    fn aws(&self, e: AwsError) -> ShiftError {
-        ShiftError::aws(&self.label, e)
-    }
-
     async fn records(&self) -> Result<Vec<WeightedRecord>, ShiftError> {
         self.api.records(self.target).await.map_err(|e| self.aws(e))
     }
@@ -35,7 +27,7 @@ impl Route53Router<'_> {
             .iter()
             .find(|r| r.set_identifier.as_deref() == Some(id))
             .ok_or_else(|| ShiftError::TargetNotFound {
-                path: self.label.clone(),
+                path: self.located.label.clone(),
                 message: format!(
                     "hosted zone {} has no {} record {} with set identifier `{id}`",
                     r53.hosted_zone_id,
@@ -74,12 +66,8 @@ impl Route53Router<'_> {
 
 #[async_trait]
 impl TrafficRouter for Route53Router<'_> {
-    fn label(&self) -> &str {
-        &self.label
-    }
-
-    fn key(&self) -> String {
-        self.target.key()
+    fn located(&self) -> &Located<'_> {
+        &self.located
     }
 
     async fn read(&self) -> Result<Reading, ShiftError> {
@@ -93,7 +81,7 @@ impl TrafficRouter for Route53Router<'_> {
         if pair.both_zero() {
             return Err(ShiftError::InvalidInput(format!(
                 "{}: refusing to write weight 0 to both records (Route 53 would split traffic evenly)",
-                self.label
+                self.located.label
             )));
         }
         Ok(())
@@ -113,7 +101,7 @@ impl TrafficRouter for Route53Router<'_> {
             .map_err(|e| self.aws(e))?;
         if !in_sync {
             return Err(ShiftError::ChangeNotInSync {
-                path: self.label.clone(),
+                path: self.located.label.clone(),
                 change_id,
             });
         }
@@ -142,7 +130,7 @@ impl TrafficRouter for Route53Router<'_> {
         }
         if let Some(ttl) = ttl_seconds.filter(|ttl| *ttl > shortest_bake_seconds) {
             return Err(ShiftError::TargetMisconfigured {
-                path: self.label.clone(),
+                path: self.located.label.clone(),
                 message: format!(
                     "the records' TTL is {ttl} s, longer than the shortest bake ({shortest_bake_seconds} s): resolvers would still \
                      use the previous weights when the step's checks run; lower the TTL or lengthen the bake"
