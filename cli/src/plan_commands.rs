@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use aws_config::SdkConfig;
-use canary_aws::{AwsErrorKind, ClusterAccounts, EksApi, SdkCloudWatch, SdkEks};
+use canary_aws::{AwsErrorKind, ClusterAccounts, ClusterReadiness, EksApi, SdkCloudWatch, SdkEks};
 use canary_core::plan::{ResolvedStep, ValidPlan};
 use canary_core::{NamedError, RolloutPlan, WeightPair};
 use canary_rollout::prepare::{check_targets, refuse_concurrent_rollout};
@@ -208,11 +208,11 @@ pub async fn check(
     };
     let cluster = &plan.cluster;
     match eks.describe_cluster(Some(&cluster.region), &cluster.name).await {
-        Ok(found) if found.status == "ACTIVE" => printer.say(
+        Ok(found) if found.readiness() == ClusterReadiness::Active => printer.say(
             &format!("✓ cluster {} ({}) is ACTIVE", found.name, cluster.region),
             json!({"check": "cluster", "ok": true, "status": found.status}),
         ),
-        Ok(found) if matches!(found.status.as_str(), "FAILED" | "DELETING") => refuse(printer, &mut ok, "cluster",
+        Ok(found) if found.readiness() == ClusterReadiness::Failed => refuse(printer, &mut ok, "cluster",
             "ClusterFailed",
             format!("cluster {} ({}) is {}", found.name, cluster.region, found.status),
         ),

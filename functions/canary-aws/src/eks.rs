@@ -24,6 +24,27 @@ pub struct ClusterInfo {
     pub ca_data: Option<String>,
 }
 
+/// What a cluster's status means for a rollout: the one place it is judged (register-cluster
+/// and the CLI's `plan check` both ask here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClusterReadiness {
+    Active,
+    /// `FAILED` or `DELETING`: it will never serve traffic.
+    Failed,
+    /// `CREATING`, `PENDING`, `UPDATING`: worth waiting for.
+    NotYet,
+}
+
+impl ClusterInfo {
+    pub fn readiness(&self) -> ClusterReadiness {
+        match self.status.as_str() {
+            "ACTIVE" => ClusterReadiness::Active,
+            "FAILED" | "DELETING" => ClusterReadiness::Failed,
+            _ => ClusterReadiness::NotYet,
+        }
+    }
+}
+
 #[async_trait]
 pub trait EksApi: Send + Sync {
     /// The cluster `name` in `region` (the configured region when `None`). `NotFound` for a

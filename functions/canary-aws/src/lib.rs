@@ -20,7 +20,9 @@ pub use cloudwatch::{
     AlarmState, AlarmStateValue, CloudWatchApi, MetricQuery, MetricSeries, SdkCloudWatch,
 };
 pub use config::{load_sdk_config, sdk_config_loader};
-pub use eks::{AccessEntries, ClusterAccounts, ClusterEksApi, ClusterInfo, EksApi, SdkEks};
+pub use eks::{
+    AccessEntries, ClusterAccounts, ClusterEksApi, ClusterInfo, ClusterReadiness, EksApi, SdkEks,
+};
 pub use error::{AwsError, AwsErrorKind};
 pub use executions::{
     ExecutionHistory, ExecutionStarter, ExecutionsApi, SdkExecutions, Started, StateEvent,

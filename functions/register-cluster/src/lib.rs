@@ -13,7 +13,8 @@
 use std::collections::BTreeMap;
 
 use canary_aws::{
-    AccessEntries, AwsError, AwsErrorKind, ClusterAccounts, ClusterEksApi, ClusterInfo, EksApi,
+    AccessEntries, AwsError, AwsErrorKind, ClusterAccounts, ClusterEksApi, ClusterInfo,
+    ClusterReadiness, EksApi,
 };
 use canary_core::argocd::{ArgoCdSection, MAX_APPS_POLLS};
 use canary_core::input::parse_input;
@@ -474,12 +475,12 @@ async fn active_cluster(
     let name = &plan.cluster.name;
     let cluster = describe(eks, plan).await?;
     let status = cluster.status.clone();
-    match (status.as_str(), &cluster.endpoint, &cluster.ca_data) {
-        ("ACTIVE", Some(server), Some(ca)) => {
+    match (cluster.readiness(), &cluster.endpoint, &cluster.ca_data) {
+        (ClusterReadiness::Active, Some(server), Some(ca)) => {
             let (server, ca) = (server.clone(), ca.clone());
             Ok((cluster, server, ca))
         }
-        ("FAILED" | "DELETING", _, _) => Err(RegisterError::ClusterFailed {
+        (ClusterReadiness::Failed, _, _) => Err(RegisterError::ClusterFailed {
             name: name.clone(),
             status,
         }),

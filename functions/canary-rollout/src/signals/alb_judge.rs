@@ -10,6 +10,7 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use canary_aws::{CloudWatchApi, MetricQuery};
 use canary_core::analysis::{judge_alb, reduce, sum, AlbChecks, Reduce, TargetGroupTraffic};
+use canary_core::arn::{parse_elb_arn, ElbResource};
 use canary_core::metrics::Point;
 use canary_core::{AlbTarget, TrafficTarget};
 
@@ -43,15 +44,25 @@ pub struct AlbPair {
 /// The `LoadBalancer` dimension (`app/<name>/<id>`) and the `TargetGroup` dimension
 /// (`targetgroup/<name>/<id>`) are the ARNs' resource parts.
 fn alb_pair(alb: &AlbTarget) -> Option<AlbPair> {
-    let listener = alb.listener_arn.split_once(":listener/")?.1;
-    let load_balancer = listener.rsplit_once('/')?.0.to_owned();
-    let resource = |arn: &str| arn.splitn(6, ':').nth(5).map(str::to_owned);
-    let canary = resource(&alb.canary_target_group_arn)?;
+    let listener = parse_elb_arn(&alb.listener_arn, ElbResource::Listener).ok()?;
+    // `app/<name>/<id>/<listener id>` → `app/<name>/<id>`
+    let load_balancer = listener.path.rsplit_once('/')?.0.to_owned();
+    let group = |arn| parse_elb_arn(arn, ElbResource::TargetGroup).ok();
+    let (canary, stable) = (
+        group(&alb.canary_target_group_arn)?,
+        group(&alb.stable_target_group_arn)?,
+    );
     Some(AlbPair {
-        label: canary.split('/').nth(1).unwrap_or(&canary).to_owned(),
+        // `<name>/<id>`: the name is what a person recognises.
+        label: canary
+            .path
+            .split('/')
+            .next()
+            .unwrap_or(canary.path)
+            .to_owned(),
         load_balancer,
-        canary,
-        stable: resource(&alb.stable_target_group_arn)?,
+        canary: format!("targetgroup/{}", canary.path),
+        stable: format!("targetgroup/{}", stable.path),
     })
 }
 
