@@ -287,6 +287,7 @@ async fn bad_events_are_named_errors_and_start_nothing() {
     let cases: Vec<(&str, Value, &str, &str)> = vec![
         ("not an object", json!(["CreateCluster"]), "InvalidEvent", "invalid event: the event is not a JSON object"),
         ("no detail", without("detail"), "InvalidEvent", "the event has no `detail` object"),
+        ("no source", without("source"), "InvalidEvent", "the event is not an EventBridge event: missing field `source`"),
         ("another detail-type", with("/detail-type", json!("EKS Cluster State Change")), "InvalidEvent", "detail-type is `EKS Cluster State Change`"),
         ("another service", with("/detail/eventSource", json!("ec2.amazonaws.com")), "InvalidEvent", "detail.eventSource is `ec2.amazonaws.com`"),
         ("another API call", with("/detail/eventName", json!("CreateNodegroup")), "InvalidEvent", "detail.eventName is `CreateNodegroup`; only CreateCluster and DeleteCluster are handled"),

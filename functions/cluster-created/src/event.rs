@@ -1,7 +1,9 @@
-//! Reading the EventBridge event for an EKS API call recorded by CloudTrail.
+//! Reading the EventBridge event for an EKS API call recorded by CloudTrail: the envelope as
+//! `aws_lambda_events` models it, the CloudTrail record in its `detail`.
 
 use std::collections::BTreeMap;
 
+use aws_lambda_events::event::eventbridge::EventBridgeEvent;
 use serde_json::Value;
 
 pub const DETAIL_TYPE: &str = "AWS API Call via CloudTrail";
@@ -52,16 +54,18 @@ pub fn parse(event: &Value) -> Result<EksEvent, String> {
     if !event.is_object() {
         return Err("the event is not a JSON object".to_owned());
     }
-    let detail_type = text(event, "/detail-type").unwrap_or_default();
-    if detail_type != DETAIL_TYPE {
+    if !event.get("detail").is_some_and(Value::is_object) {
+        return Err("the event has no `detail` object".to_owned());
+    }
+    let envelope: EventBridgeEvent = serde_json::from_value(event.clone())
+        .map_err(|e| format!("the event is not an EventBridge event: {e}"))?;
+    if envelope.detail_type != DETAIL_TYPE {
         return Err(format!(
-            "detail-type is `{detail_type}`, expected `{DETAIL_TYPE}`"
+            "detail-type is `{}`, expected `{DETAIL_TYPE}`",
+            envelope.detail_type
         ));
     }
-    let detail = event
-        .get("detail")
-        .filter(|d| d.is_object())
-        .ok_or("the event has no `detail` object")?;
+    let detail = &envelope.detail;
     let source = text(detail, "/eventSource").unwrap_or_default();
     if source != EVENT_SOURCE {
         return Err(format!(
@@ -83,20 +87,20 @@ pub fn parse(event: &Value) -> Result<EksEvent, String> {
         .ok_or("the event names no cluster (detail.requestParameters.name)")?
         .to_owned();
     let region = text(detail, "/awsRegion")
-        .or_else(|| text(event, "/region"))
+        .or(envelope.region.as_deref().filter(|r| !r.is_empty()))
         .ok_or("the event names no region (detail.awsRegion)")?
         .to_owned();
     let cluster_arn = match text(detail, "/responseElements/cluster/arn") {
         Some(arn) => arn.to_owned(),
         None => {
             let account = text(detail, "/recipientAccountId")
-                .or_else(|| text(event, "/account"))
+                .or(envelope.account.as_deref().filter(|a| !a.is_empty()))
                 .ok_or("the event names no account (detail.recipientAccountId)")?;
             format!("arn:aws:eks:{region}:{account}:cluster/{cluster}")
         }
     };
     let event_id = text(detail, "/eventID")
-        .or_else(|| text(event, "/id"))
+        .or(envelope.id.as_deref().filter(|id| !id.is_empty()))
         .ok_or("the event has no id (detail.eventID)")?
         .to_owned();
     let error = text(detail, "/errorCode").map(|code| match text(detail, "/errorMessage") {
