@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use tracing::info;
 
-use crate::analysis::AnalysisError;
+use crate::error::AnalysisError;
 
 /// Where the rollout stands, as the state machine passes it on to every hook.
 #[derive(Debug, Clone)]

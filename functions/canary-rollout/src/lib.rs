@@ -22,6 +22,5 @@ pub mod signals;
 pub mod target_health;
 pub mod traffic;
 
-pub use analysis::AnalysisError;
-pub use error::ShiftError;
+pub use error::{AnalysisError, ShiftError};
 pub use traffic::Apis;

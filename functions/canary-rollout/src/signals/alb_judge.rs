@@ -15,7 +15,7 @@ use canary_core::metrics::Point;
 use canary_core::{AlbTarget, TrafficTarget};
 
 use super::{metric_values, try_queries, Collected, PlannedQuery, SignalSource, Validated};
-use crate::analysis::AnalysisError;
+use crate::error::AnalysisError;
 
 const ALB_NAMESPACE: &str = "AWS/ApplicationELB";
 

@@ -11,7 +11,7 @@ use canary_core::analysis::{AlarmChecks, CheckOutcome, CheckVerdict, Insufficien
 use canary_core::limits::MAX_ALARMS;
 
 use super::{Collected, SignalSource, Validated};
-use crate::analysis::AnalysisError;
+use crate::error::AnalysisError;
 
 pub(super) struct CloudWatchAlarms<'a> {
     pub api: &'a dyn CloudWatchApi,

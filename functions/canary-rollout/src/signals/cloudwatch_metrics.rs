@@ -9,7 +9,7 @@ use canary_core::analysis::{judge_threshold, reduce, MetricCheck};
 use canary_core::metrics::Point;
 
 use super::{metric_values, try_queries, Collected, PlannedQuery, SignalSource, Validated};
-use crate::analysis::AnalysisError;
+use crate::error::AnalysisError;
 
 pub(super) struct CloudWatchMetrics<'a> {
     pub api: &'a dyn CloudWatchApi,

@@ -18,7 +18,7 @@ use canary_core::analysis::CheckOutcome;
 use canary_core::metrics::Point;
 use canary_core::RolloutPlan;
 
-use crate::analysis::AnalysisError;
+use crate::error::AnalysisError;
 
 pub use alb_judge::{alb_pairs, AlbPair};
 pub use cloudwatch_alarms::alarm_outcome;

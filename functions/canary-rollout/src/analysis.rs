@@ -3,8 +3,6 @@
 //! check interval of a bake: read alarms and metrics, judge them with
 //! `canary_core::analysis::decide`, and say whether to roll back).
 
-pub mod error;
-
 use std::collections::BTreeSet;
 use std::time::SystemTime;
 
@@ -17,7 +15,7 @@ use tracing::info;
 use crate::metrics::emit_metrics;
 use crate::signals::{sources, SignalApis};
 
-pub use error::AnalysisError;
+pub use crate::error::AnalysisError;
 
 #[derive(Debug, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
