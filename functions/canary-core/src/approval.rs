@@ -12,7 +12,8 @@ use crate::validate::Errors;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ApprovalSection {
     /// The weights of the steps that wait for an approval before they are set, e.g. `[100]`.
-    /// A step can also ask for one itself (`"approval": true`).
+    /// A step's own `approval` wins: `true` asks for one, `false` never waits even when the
+    /// step is listed here.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub before_steps: Vec<i64>,
     /// How long to wait for the approval. Default 3600.
@@ -59,9 +60,10 @@ impl ApprovalSection {
             .unwrap_or(Self::DEFAULT_TIMEOUT_SECONDS)
     }
 
-    /// Whether the step of `weight` (which may ask itself with `step_asks`) waits.
-    pub fn gates(&self, weight: i64, step_asks: bool) -> bool {
-        step_asks || self.before_steps.contains(&weight)
+    /// Whether the step of `weight` waits: its own `approval` when it says (`step_says`),
+    /// else whether `beforeSteps` lists it.
+    pub fn gates(&self, weight: i64, step_says: Option<bool>) -> bool {
+        step_says.unwrap_or_else(|| self.before_steps.contains(&weight))
     }
 }
 
@@ -82,8 +84,9 @@ mod tests {
             errors.paths(),
             ["approval.beforeSteps[1]", "approval.timeoutSeconds"]
         );
-        assert!(
-            approval.gates(50, false) && approval.gates(10, true) && !approval.gates(100, false)
-        );
+        assert!(approval.gates(50, None) && approval.gates(10, Some(true)));
+        assert!(!approval.gates(100, None));
+        // The step's own setting wins over the list, both ways.
+        assert!(!approval.gates(50, Some(false)));
     }
 }

@@ -712,6 +712,28 @@ fn the_promotion_bake_is_the_last_steps_bake() {
 }
 
 #[test]
+fn a_steps_own_approval_false_wins_over_before_steps() {
+    let mut plan = base_plan();
+    set(
+        &mut plan,
+        "/approval",
+        json!({"beforeSteps": [50, 100], "timeoutSeconds": 600}),
+    );
+    set(
+        &mut plan,
+        "/steps/3",
+        json!({"weight": 100, "approval": false}),
+    );
+    let valid = RolloutPlan::parse(plan).expect("valid");
+    let waits: Vec<(u8, u32)> = valid
+        .steps
+        .iter()
+        .map(|s| (s.weight, s.approval_timeout_seconds))
+        .collect();
+    assert_eq!(waits, [(5, 0), (25, 0), (50, 600), (100, 0)]);
+}
+
+#[test]
 fn approvals_resolve_into_the_steps_that_wait() {
     let mut plan = base_plan();
     set(

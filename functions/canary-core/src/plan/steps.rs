@@ -34,7 +34,7 @@ pub struct Step {
     #[schemars(range(min = 1))]
     pub check_interval_seconds: Option<i64>,
     /// Wait for a person's approval before setting this step (timeout and what it does: the
-    /// plan's `approval`).
+    /// plan's `approval`). It wins over `approval.beforeSteps`: `false` never waits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<bool>,
 }
@@ -127,7 +127,7 @@ impl RolloutPlan {
                 let checks = (bake_seconds / check_interval_seconds).max(1);
                 // The checks go on while a step waits for its approval: they count too.
                 let approval_timeout_seconds =
-                    if approval.gates(step.weight, step.approval == Some(true)) {
+                    if approval.gates(step.weight, step.approval) {
                         total_checks += u64::from(timeout / check_interval_seconds);
                         timeout
                     } else {
