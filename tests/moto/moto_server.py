@@ -22,7 +22,9 @@ Everything else is stock moto.
    same endpoint and random text as CA data, so a second cluster looked like a duplicate
    Argo CD server and CA handling could not be tested.
 5. SendTaskFailure's `cause`. moto's HTTP layer passes only the error to its engine, so a
-   rejected approval lost its reason. The engine itself takes both.
+   rejected approval lost its reason. The engine itself takes both. And its limits, which moto
+   does not check: an `error` over 256 or a `cause` over 32,768 characters is a
+   ValidationException, as AWS answers.
 6. EKS access entries (CreateAccessEntry, DescribeAccessEntry, DeleteAccessEntry,
    AssociateAccessPolicy, ListAssociatedAccessPolicies), which moto lacks: kept per cluster,
    with EKS's answers: ResourceInUseException for an entry that exists,
@@ -58,6 +60,7 @@ from moto.eks import models as eks_models
 from moto.eks import urls as eks_urls
 from moto.eks.responses import EKSResponse
 from moto.server import main
+from moto.stepfunctions import exceptions as sfn_exceptions
 from moto.stepfunctions.responses import StepFunctionResponse
 from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import ErrorEqualsDecl
 from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
@@ -202,10 +205,17 @@ def _cluster_init(self, *args, **kwargs):
 eks_models.Cluster.__init__ = _cluster_init
 
 
+SEND_TASK_FAILURE_LIMITS = {"error": 256, "cause": 32768}
+
+
 def send_task_failure(self):
-    self.stepfunction_backend.send_task_failure(
-        self._get_param("taskToken"), error=self._get_param("error"), cause=self._get_param("cause")
-    )
+    params = {name: self._get_param(name) for name in SEND_TASK_FAILURE_LIMITS}
+    for name, limit in SEND_TASK_FAILURE_LIMITS.items():
+        if params[name] is not None and len(params[name]) > limit:
+            raise sfn_exceptions.ValidationException(
+                f"1 validation error detected: Value at '{name}' failed to satisfy constraint: "
+                f"Member must have length less than or equal to {limit}")
+    self.stepfunction_backend.send_task_failure(self._get_param("taskToken"), **params)
     return EmptyResult()
 
 

@@ -3,7 +3,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::limits::MAX_APPROVAL_TIMEOUT_SECONDS;
+use crate::limits::{
+    truncate, MAX_APPROVAL_TIMEOUT_SECONDS, MAX_REJECTION_CAUSE_BYTES, MAX_REJECTION_ERROR_BYTES,
+};
 use crate::validate::Errors;
 
 /// A person approves before chosen steps. While the execution waits, the checks keep running
@@ -67,6 +69,38 @@ impl ApprovalSection {
     }
 }
 
+/// An approver's rejection as the state keeps it: `SendTaskFailure`'s error and cause (either
+/// may be absent) cut to [`MAX_REJECTION_ERROR_BYTES`] and [`MAX_REJECTION_CAUSE_BYTES`]
+/// with "…", so that no answer, whatever sent it, can grow the execution's state or cause.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Rejection {
+    pub error: String,
+    pub cause: String,
+}
+
+impl Rejection {
+    /// From the `{"Error", "Cause"}` object a `Catch` gives.
+    pub fn bounded(caught: &serde_json::Value) -> Self {
+        let text = |key: &str| {
+            caught[key]
+                .as_str()
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+        };
+        Rejection {
+            error: truncate(
+                text("Error").unwrap_or("ApprovalRejected"),
+                MAX_REJECTION_ERROR_BYTES,
+            ),
+            cause: truncate(
+                text("Cause").unwrap_or("rejected without a reason"),
+                MAX_REJECTION_CAUSE_BYTES,
+            ),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,5 +122,26 @@ mod tests {
         assert!(!approval.gates(100, None));
         // The step's own setting wins over the list, both ways.
         assert!(!approval.gates(50, Some(false)));
+    }
+
+    #[test]
+    fn a_rejection_is_cut_where_it_enters() {
+        let long = "é".repeat(40_000);
+        let rejection = Rejection::bounded(&serde_json::json!({"Error": long, "Cause": long}));
+        assert!(rejection.error.len() <= MAX_REJECTION_ERROR_BYTES);
+        assert!(rejection.cause.len() <= MAX_REJECTION_CAUSE_BYTES);
+        assert!(rejection.cause.ends_with('…'));
+        let plain = Rejection::bounded(
+            &serde_json::json!({"Error": "ApprovalRejected", "Cause": "p99 looks off"}),
+        );
+        assert_eq!(
+            (plain.error.as_str(), plain.cause.as_str()),
+            ("ApprovalRejected", "p99 looks off")
+        );
+        let bare = Rejection::bounded(&serde_json::json!({"Error": null}));
+        assert_eq!(
+            (bare.error.as_str(), bare.cause.as_str()),
+            ("ApprovalRejected", "rejected without a reason")
+        );
     }
 }

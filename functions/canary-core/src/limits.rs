@@ -14,6 +14,7 @@
 //! | `cluster`, `registration`, `apps`              | [`MAX_REASON_BYTES`] + < 1 KiB  |
 //! | `verdict` (counts, bounded summary)            | [`MAX_SUMMARY_BYTES`] + < 200 B |
 //! | `failure`, `restoreFailure` (error and cause)  | [`MAX_CAUSE_BYTES`] each        |
+//! | an approver's rejection, caught                | 32,768 characters (AWS's cap), alone: the plan is left out until it is cut to [`MAX_REJECTION_CAUSE_BYTES`] |
 //!
 //! which adds up to well under [`STATE_BUDGET_BYTES`]. Task results (the raw Lambda
 //! payloads, before `ResultSelector`) are bounded the same way: every function's output is a
@@ -69,6 +70,10 @@ pub const MAX_REASON_BYTES: usize = 2 * 1024;
 /// Longest error message a function reports (Lambda's `errorMessage`, which Step Functions
 /// puts in the `Cause` a `Catch` adds to the state).
 pub const MAX_ERROR_MESSAGE_BYTES: usize = 2 * 1024;
+/// Longest rejection cause kept from an approver (`SendTaskFailure` allows 32,768 characters),
+/// and the longest error name (it allows 256): cut where the answer enters the state.
+pub const MAX_REJECTION_CAUSE_BYTES: usize = 1024;
+pub const MAX_REJECTION_ERROR_BYTES: usize = 128;
 /// Longest cause the state machine builds from an error message and its own words.
 pub const MAX_CAUSE_BYTES: usize = MAX_ERROR_MESSAGE_BYTES + 1024;
 

@@ -1,11 +1,12 @@
 //! The `evaluate-alarms` Lambda: what the state machine sends it ([`Request`]) and the
-//! dispatch into `canary-rollout`, which holds the logic. Four operations:
+//! dispatch into `canary-rollout`, which holds the logic. Five operations:
 //! - `validate` (at Prepare, before any traffic moves): every signal source of the plan can be
 //!   evaluated (alarms exist, CloudWatch accepts the metric queries).
 //! - `evaluate` (every check interval of a bake): collect every source's outcomes, judge them
 //!   with `canary_core::analysis::decide`, and say whether to roll back.
 //! - `hooks` (before traffic, after each step, before promotion): run the plan's hook
 //!   functions at that point (see `canary_rollout::hooks`).
+//! - `boundRejection`: an approver's rejection, cut before it reaches the state.
 //! - `awaitApproval`: the task a step's approval waits on (`.waitForTaskToken`): it only says
 //!   so in the log. The token stays in the execution's history, where the approver reads it.
 
@@ -13,6 +14,7 @@ use std::time::SystemTime;
 
 use canary_aws::{CloudWatchApi, FunctionInvoker};
 use canary_core::analysis::BakeProgress;
+use canary_core::approval::Rejection;
 use canary_core::hooks::HookPoint;
 use canary_core::input::parse_input;
 use canary_core::RolloutPlan;
@@ -41,6 +43,11 @@ pub enum Request {
         task_token: String,
         execution_arn: String,
         step: Value,
+    },
+    /// An approval's rejection (`SendTaskFailure`'s error and cause, as the approval's `Catch`
+    /// gives them), cut before it reaches the state: see `canary_core::approval::Rejection`.
+    BoundRejection {
+        rejection: Value,
     },
     #[serde(rename_all = "camelCase")]
     Hooks {
@@ -85,6 +92,9 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
             }
             info!(%execution_arn, %step, "waiting for a person to approve the step");
             Ok(serde_json::json!({"waiting": true}))
+        }
+        Request::BoundRejection { rejection } => {
+            serde_json::to_value(Rejection::bounded(&rejection))
         }
         Request::Hooks {
             plan,

@@ -126,13 +126,12 @@ impl RolloutPlan {
             {
                 let checks = (bake_seconds / check_interval_seconds).max(1);
                 // The checks go on while a step waits for its approval: they count too.
-                let approval_timeout_seconds =
-                    if approval.gates(step.weight, step.approval) {
-                        total_checks += u64::from(timeout / check_interval_seconds);
-                        timeout
-                    } else {
-                        0
-                    };
+                let approval_timeout_seconds = if approval.gates(step.weight, step.approval) {
+                    total_checks += u64::from(timeout / check_interval_seconds);
+                    timeout
+                } else {
+                    0
+                };
                 total_checks += u64::from(checks);
                 resolved.push(ResolvedStep {
                     weight,
