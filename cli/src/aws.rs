@@ -20,9 +20,17 @@ pub async fn stack_output(config: &SdkConfig, stack: &str, key: &str) -> Result<
             let region = config
                 .region()
                 .map_or_else(|| "the configured region".to_owned(), ToString::to_string);
+            // CloudFormation says a missing stack with ValidationError "... does not exist".
+            let missing = error.code.as_deref() == Some("ValidationError")
+                && error.message.contains("does not exist");
+            let cause = if missing {
+                "it does not exist there; deploy it with `sam deploy`, or name it".to_owned()
+            } else {
+                format!("{error}; or name the state machine")
+            };
             CliError::NotFound(format!(
-                "cannot read the state machine from stack `{stack}` in {region} ({error}); deploy it with \
-                 `sam deploy`, or name it: --stack NAME, --state-machine ARN or CLUSTER_CANARY_STATE_MACHINE"
+                "cannot read the state machine from stack `{stack}` in {region}: {cause}: \
+                 --stack NAME, --state-machine ARN or CLUSTER_CANARY_STATE_MACHINE"
             ))
         })?;
     out.stacks()

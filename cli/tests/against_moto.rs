@@ -415,3 +415,37 @@ async fn list_shows_rollouts_and_finds_the_state_machine_from_the_stack() {
         stderr(&out)
     );
 }
+
+#[tokio::test]
+async fn without_credentials_every_message_is_for_people() {
+    let cli = Cli::start();
+    let plan = cli.file("plan.json", &cli.plan().to_string());
+    // No keys, no profile files (HOME is the empty test directory), no instance metadata.
+    let without_credentials = |args: &[&str]| {
+        cli.command(args)
+            .env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_SECRET_ACCESS_KEY")
+            .env("HOME", &cli.dir)
+            .output()
+            .expect("run cluster-canary")
+    };
+    for args in [
+        vec!["plan", "check", plan.as_str()],
+        vec!["list"],
+        vec!["list", "--state-machine", &cli.world.state_machine],
+    ] {
+        let out = without_credentials(&args);
+        let said = format!("{}{}", stdout(&out), stderr(&out));
+        assert_ne!(out.status.code(), Some(0), "{args:?}: {said}");
+        assert!(said.contains("no AWS credentials"), "{args:?}: {said}");
+        assert!(said.contains("AWS_PROFILE"), "{args:?}: {said}");
+        for debug in ["{ ", "DispatchFailure(", "ConnectorError", "Some("] {
+            assert!(
+                !said.contains(debug),
+                "{args:?} shows Rust debug syntax: {said}"
+            );
+        }
+        assert!(!said.contains("AwsTransient"), "{args:?}: {said}");
+        assert!(!said.contains("sam deploy"), "{args:?}: {said}");
+    }
+}

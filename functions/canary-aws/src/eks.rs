@@ -158,7 +158,7 @@ fn done_unless<O, T, E, R>(
 ) -> Result<T, AwsError>
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-    R: std::fmt::Debug + HasStatus,
+    R: std::fmt::Debug + HasStatus + 'static,
 {
     match result {
         Ok(out) => Ok(done(out)),

@@ -3,7 +3,6 @@
 use std::fmt;
 
 use aws_runtime::retries::classifiers::{THROTTLING_ERRORS, TRANSIENT_ERRORS};
-use aws_smithy_types::error::display::DisplayErrorContext;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use canary_core::ErrorName;
 
@@ -87,7 +86,7 @@ impl AwsError {
     ) -> Self
     where
         E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-        R: fmt::Debug + HasStatus,
+        R: fmt::Debug + HasStatus + 'static,
     {
         use aws_smithy_runtime_api::client::result::SdkError;
         let (kind, code, message) = match &err {
@@ -102,18 +101,19 @@ impl AwsError {
                     .unwrap_or_else(|| format!("HTTP {status}"));
                 (kind, code, message)
             }
+            _ if loading_credentials(&err) => (
+                AwsErrorKind::AccessDenied,
+                None,
+                format!(
+                    "no AWS credentials: {}; set AWS_PROFILE (or AWS_ACCESS_KEY_ID and \
+                     AWS_SECRET_ACCESS_KEY) and AWS_REGION, as for the AWS CLI",
+                    human_chain(&err)
+                ),
+            ),
             SdkError::TimeoutError(_)
             | SdkError::DispatchFailure(_)
-            | SdkError::ResponseError(_) => (
-                AwsErrorKind::Transient,
-                None,
-                DisplayErrorContext(&err).to_string(),
-            ),
-            _ => (
-                AwsErrorKind::Rejected,
-                None,
-                DisplayErrorContext(&err).to_string(),
-            ),
+            | SdkError::ResponseError(_) => (AwsErrorKind::Transient, None, human_chain(&err)),
+            _ => (AwsErrorKind::Rejected, None, human_chain(&err)),
         };
         AwsError {
             kind,
@@ -122,6 +122,33 @@ impl AwsError {
             message,
         }
     }
+}
+
+/// The error and its sources as sentences, `a: b: c`, each said once: what
+/// `DisplayErrorContext` prints, without the Rust debug dump it ends with.
+pub fn human_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut next = Some(err);
+    while let Some(e) = next {
+        let text = e.to_string();
+        if !text.is_empty() && !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        next = e.source();
+    }
+    parts.join(": ")
+}
+
+/// Whether the call failed before it was sent because no credentials could be loaded.
+fn loading_credentials(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if e.is::<aws_credential_types::provider::error::CredentialsError>() {
+            return true;
+        }
+        next = e.source();
+    }
+    false
 }
 
 fn classify(code: Option<&str>, status: u16) -> AwsErrorKind {
