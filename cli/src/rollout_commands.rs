@@ -19,6 +19,7 @@ use crate::printer::Printer;
 use crate::progress::{Tracker, Update};
 use crate::traffic::Traffic;
 use crate::view::{status_line, weights_text};
+use canary_aws::executions::execution_arn;
 use canary_aws::SdkExecutions;
 
 /// How often the live view reads the history: well under Step Functions' GetExecutionHistory
@@ -81,6 +82,18 @@ pub async fn start(
     check_execution_name(&name)?;
     let machine = locate::state_machine(config, machine).await?;
     let sfn = SdkExecutions::in_region(config, region_of(&machine));
+    // StartExecution answers a name that is RUNNING with the same input as a success, starting
+    // nothing: say so instead of `started:`.
+    // (Any other answer, a missing execution included, is StartExecution's to give.)
+    if let Ok(existing) = sfn.describe(&execution_arn(&machine, &name)).await {
+        if existing.running() {
+            return Err(CliError::Invalid(format!(
+                "a rollout named `{name}` is already running ({}): nothing new started; \
+                 follow it with `cluster-canary watch {name}`",
+                existing.arn
+            )));
+        }
+    }
     let arn = sfn.start(&machine, &name, &raw.to_string()).await?;
     printer.say(
         &format!("started: {arn}"),

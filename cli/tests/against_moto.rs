@@ -281,6 +281,17 @@ async fn start_validates_first_and_starts_with_the_plan_as_input() {
         .expect("it exists");
     let input: Value = serde_json::from_str(started.input().unwrap_or_default()).expect("JSON");
     assert_eq!(input, cli.plan());
+
+    // The same name and plan again while it runs: StartExecution would answer with the running
+    // one's ARN, starting nothing; the CLI says so instead of `started:`.
+    let again = cli.run(&["start", &good, "--name", "green-by-hand"]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(!stdout(&again).contains("started:"), "{}", stdout(&again));
+    assert!(
+        stderr(&again).contains("a rollout named `green-by-hand` is already running"),
+        "{}",
+        stderr(&again)
+    );
 }
 
 #[tokio::test]

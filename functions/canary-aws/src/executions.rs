@@ -230,6 +230,15 @@ pub enum Started {
     AlreadyExists { execution_arn: String },
 }
 
+/// The ARN an execution named `name` of `state_machine_arn` has (or would have): the state
+/// machine's with `:execution:` and the name.
+pub fn execution_arn(state_machine_arn: &str, name: &str) -> String {
+    format!(
+        "{}:{name}",
+        state_machine_arn.replacen(":stateMachine:", ":execution:", 1)
+    )
+}
+
 pub struct SdkExecutions {
     client: sfn::Client,
 }
@@ -425,11 +434,7 @@ impl ExecutionStarter for SdkExecutions {
         name: &str,
         input: &str,
     ) -> Result<Started, AwsError> {
-        // Execution ARNs are the state machine's with `:execution:` and the name.
-        let execution_arn = format!(
-            "{}:{name}",
-            state_machine_arn.replacen(":stateMachine:", ":execution:", 1)
-        );
+        let execution_arn = execution_arn(state_machine_arn, name);
         // StartExecution answers a repeated name with the same input as a success while the
         // first run is RUNNING (and with ExecutionAlreadyExists once it ended), so only a
         // lookup first tells a duplicate delivery from a new start.

@@ -67,11 +67,26 @@ pub async fn run_hooks(
 }
 
 /// `Ok` for `{"status": "pass"}`; otherwise why not, bounded (it ends up in the cause).
+/// The first bytes of an answer, as text a person can read in one line.
+fn first_bytes(bytes: &[u8]) -> String {
+    let head = String::from_utf8_lossy(&bytes[..bytes.len().min(120)]);
+    let line: String = head
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    format!("`{}`", line.trim())
+}
+
 pub fn judge(invocation: &Invocation, timeout_seconds: i64) -> Result<(), String> {
     let reason = match invocation {
         Invocation::TimedOut => format!("did not answer within {timeout_seconds} s"),
-        Invocation::Raised(error) => {
-            let error: Value = serde_json::from_slice(error).unwrap_or(Value::Null);
+        Invocation::Raised(bytes) => {
+            let Ok(error) = serde_json::from_slice::<Value>(bytes) else {
+                return Err(format!(
+                    "raised an error that is not JSON, beginning: {}",
+                    first_bytes(bytes)
+                ));
+            };
             let text = |key: &str| error.get(key).and_then(Value::as_str).unwrap_or("");
             format!(
                 "raised {}: {}",
@@ -82,8 +97,14 @@ pub fn judge(invocation: &Invocation, timeout_seconds: i64) -> Result<(), String
                 text("errorMessage")
             )
         }
-        Invocation::Answered(answer) => {
-            let answer: Value = serde_json::from_slice(answer).unwrap_or(Value::Null);
+        Invocation::Answered(bytes) => {
+            let Ok(answer) = serde_json::from_slice::<Value>(bytes) else {
+                return Err(format!(
+                    "answered {} bytes that are not JSON, beginning: {}",
+                    bytes.len(),
+                    first_bytes(bytes)
+                ));
+            };
             match answer.get("status").and_then(Value::as_str) {
                 Some("pass") => return Ok(()),
                 Some("fail") => format!(
@@ -137,9 +158,11 @@ mod tests {
                     .to_owned()
             )
         );
-        assert!(judge(&Invocation::Answered(b"not json".to_vec()), 60)
-            .unwrap_err()
-            .ends_with(": null"));
+        // Not JSON is said so (it once read as answering `null`).
+        assert_eq!(
+            judge(&Invocation::Answered(b"not json".to_vec()), 60),
+            Err("answered 8 bytes that are not JSON, beginning: `not json`".to_owned())
+        );
         assert_eq!(
             judge(&Invocation::TimedOut, 30),
             Err("did not answer within 30 s".to_owned())
@@ -211,5 +234,24 @@ mod tests {
         let reason = "x".repeat(10_000);
         let err = judge(&answered(json!({"status": "fail", "reason": reason})), 60).unwrap_err();
         assert!(err.len() <= MAX_REASON_BYTES, "{}", err.len());
+    }
+
+    #[test]
+    fn an_answer_that_is_not_json_is_said_so_with_its_first_bytes() {
+        let mut html = b"<html>\n<body>Bad Gateway</body>".to_vec();
+        html.extend(std::iter::repeat_n(b'x', 5 * 1024 * 1024));
+        let err = judge(&Invocation::Answered(html), 60).unwrap_err();
+        assert!(
+            err.starts_with(
+                "answered 5242911 bytes that are not JSON, beginning: `<html> <body>Bad Gateway"
+            ),
+            "{err}"
+        );
+        assert!(err.len() <= 300, "{}", err.len());
+        let err = judge(&Invocation::Raised(b"Task timed out".to_vec()), 60).unwrap_err();
+        assert_eq!(
+            err,
+            "raised an error that is not JSON, beginning: `Task timed out`"
+        );
     }
 }
