@@ -7,7 +7,7 @@ import ssl
 import urllib.error
 import urllib.request
 
-from helpers import PROMOTED, captured, delete_cluster_event
+from helpers import BASELINE, PROMOTED, captured, delete_cluster_event
 from sandbox import scenarios
 from sandbox.harness import FUNCTIONS_TOKEN, REPO, Sandbox
 
@@ -91,6 +91,22 @@ def test_a_rollout_and_a_deregistration_need_no_more_than_the_documented_rbac():
         assert not error, deleted
         assert deleted["action"] == "deregistered", deleted
         assert scenarios.read_secret(sandbox, scenarios.cluster_arn("green")) is None
+
+
+def test_registering_needs_create_as_well_as_patch(tmp_path):
+    """A server-side apply that creates the Secret is a `create` for RBAC, as kube-apiserver
+    authorizes it: a Role without it fails the rollout before traffic, naming the verb."""
+    without_create = tmp_path / "argocd-rbac-without-create.yaml"
+    without_create.write_text(RBAC.read_text().replace("verbs: [get, list, create, patch, delete]",
+                                                       "verbs: [get, list, patch, delete]"))
+    assert without_create.read_text() != RBAC.read_text()
+    with Sandbox(log=captured, rbac=[without_create]) as sandbox:
+        scenarios.create_green(sandbox)
+        report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, scenarios.manual_plan(sandbox), "no-create"),
+                                 out=captured)
+        assert (report.status, report.error) == ("FAILED", "KubePermissionDenied"), report.cause
+        assert "cannot create resource" in report.cause, report.cause
+        assert report.max_canary == 0 and report.weights == BASELINE
 
 
 def test_refreshing_stale_apps_needs_the_refresh_role():

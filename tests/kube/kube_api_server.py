@@ -606,6 +606,11 @@ class Handler(BaseHTTPRequestHandler):
 
         created = current is None
         if created:
+            # A server-side apply that creates the object needs `create` as well as `patch`,
+            # as kube-apiserver authorizes it.
+            denied = self.authorize(ns, "create", "", "secrets", name)
+            if denied:
+                return denied
             current = {"apiVersion": "v1", "kind": "Secret", "metadata": store.new_metadata(ns, name, {}), "type": "Opaque", "data": {}}
             store.owners[(ns, name)] = {}
         owners = store.owners.setdefault((ns, name), {})

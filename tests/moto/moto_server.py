@@ -175,7 +175,9 @@ ErrorEqualsDecl._eval_body = _error_equals
 def _cluster_ca(name):
     """A self-signed CA certificate for one cluster, base64 of its PEM, as EKS gives it."""
     key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"kubernetes ({name})")])
+    # EKS's CA is named `kubernetes` whatever the cluster's name (a common name is at most 64
+    # characters, a cluster name 100).
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubernetes")])
     now = datetime.datetime.now(datetime.timezone.utc)
     certificate = (
         x509.CertificateBuilder()

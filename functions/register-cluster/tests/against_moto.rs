@@ -1142,6 +1142,27 @@ async fn an_eks_name_ending_in_an_underscore_gets_a_secret_name_the_api_server_a
 }
 
 #[tokio::test]
+async fn a_cluster_with_the_longest_name_eks_allows_registers() {
+    // 100 characters: the harness once answered CreateCluster with HTTP 500 over 51.
+    let name = format!("g{}", "0123456789".repeat(10))[..100].to_owned();
+    let env = Env::start(&[]).await;
+    create_cluster(&env.config, &name, "us-east-1").await;
+    let out = env
+        .call("register", &plan_for(&name, "us-east-1"))
+        .await
+        .expect("registered");
+    let secret = out["secretName"].as_str().unwrap();
+    assert!(secret.len() <= 253, "{secret}");
+    assert!(env
+        .secrets_api()
+        .await
+        .get_opt(secret)
+        .await
+        .unwrap()
+        .is_some());
+}
+
+#[tokio::test]
 async fn the_test_server_refuses_names_and_labels_a_real_api_server_refuses() {
     let env = Env::start(&[]).await;
     let secrets = env.secrets_api().await;
