@@ -193,8 +193,15 @@ pub async fn register(
     }
     let outcome = match &existing {
         None => Outcome::Created,
-        // The ARN annotation is equal already (ownership above); other annotations are not ours.
-        Some(e) if e.labels == desired.labels && e.data == desired.data => Outcome::Unchanged,
+        // The ARN annotation is equal already (ownership above); other annotations are not
+        // ours, nor are labels someone else added (Argo CD's cluster-info labelling, a
+        // person's): a re-apply would leave them as they are.
+        Some(e)
+            if desired.labels.iter().all(|(k, v)| e.labels.get(k) == Some(v))
+                && e.data == desired.data =>
+        {
+            Outcome::Unchanged
+        }
         Some(_) => Outcome::Updated,
     };
     if outcome != Outcome::Unchanged {

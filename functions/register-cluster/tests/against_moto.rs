@@ -254,6 +254,36 @@ async fn register_writes_exactly_the_secret_argo_cd_expects_and_is_idempotent() 
         version
     );
 
+    // A label someone else adds (Argo CD labels the clusters it knows) is not ours: a
+    // re-register is still unchanged and writes nothing.
+    let patch = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {
+        "name": env.green_secret, "labels": {"argocd.argoproj.io/auto-label-cluster-info": "true"}}});
+    secrets
+        .patch(
+            env.green_secret.as_str(),
+            &kube::api::PatchParams::apply("argocd-application-controller"),
+            &kube::api::Patch::Apply(&patch),
+        )
+        .await
+        .expect("someone else labels the Secret");
+    let version = secrets
+        .get(env.green_secret.as_str())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version;
+    let again = env.call("register", &plan).await.expect("register again");
+    assert_eq!(again["outcome"], "unchanged");
+    assert_eq!(
+        secrets
+            .get(env.green_secret.as_str())
+            .await
+            .unwrap()
+            .metadata
+            .resource_version,
+        version
+    );
+
     // A changed label is an update of the same Secret, by the same field manager.
     let mut relabelled = plan.clone();
     relabelled["argocd"]["labels"]["env"] = json!("staging");
