@@ -8,7 +8,7 @@ What it serves (core/v1 Secrets and argoproj.io/v1alpha1 Applications, namespace
   GET    /api/v1/namespaces/{ns}/secrets/{name}
   PATCH  /api/v1/namespaces/{ns}/secrets/{name}?fieldManager=M[&force=true]
          server-side apply (Content-Type application/apply-patch+yaml; JSON is YAML)
-  DELETE /api/v1/namespaces/{ns}/secrets/{name}
+  DELETE /api/v1/namespaces/{ns}/secrets/{name}   (DeleteOptions.preconditions.uid: 409 Conflict)
   GET|POST /apis/argoproj.io/v1alpha1/namespaces/{ns}/applications
   GET|PUT|DELETE /apis/argoproj.io/v1alpha1/namespaces/{ns}/applications/{name}
   PATCH  /apis/argoproj.io/v1alpha1/namespaces/{ns}/applications/{name}
@@ -49,6 +49,9 @@ as a cluster without Argo CD's ApplicationSet CRD.
 Validation as kube-apiserver does it: object names must be DNS-1123 subdomains, label keys
 and values and annotation keys must be well-formed (422 Invalid, with each field in
 `details.causes`); an invalid name in a URL reaches validation (not a 404).
+
+With `--audit-log PATH`, every request's verb, URI and User-Agent is appended there as a JSON
+line (kube-apiserver's audit log, much reduced).
 
 Not modelled: watches, resourceVersion preconditions and optimistic concurrency, list paging
 (limit/continue), field selectors, set-based label selectors in URLs (in, notin), the status
@@ -476,6 +479,11 @@ class Handler(BaseHTTPRequestHandler):
         # an unread body would be read as the start of the next request.
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if self.store.args.audit_log:
+            # As kube-apiserver's audit log (--audit-log-path), one JSON line per request.
+            with self.store.lock, open(self.store.args.audit_log, "a") as audit:
+                audit.write(json.dumps({"verb": method, "requestURI": self.path,
+                                        "userAgent": self.headers.get("User-Agent")}) + "\n")
         url = urlparse(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         if url.path == "/version":
@@ -499,7 +507,7 @@ class Handler(BaseHTTPRequestHandler):
                 not url.path.startswith("/api/v1/") and not url.path.startswith("/apis/argoproj.io/v1alpha1/")):
             return status(404, "NotFound", "the server could not find the requested resource")
         try:
-            body = self.read_body(raw) if method in ("POST", "PATCH", "PUT") else None
+            body = self.read_body(raw) if method in ("POST", "PATCH", "PUT", "DELETE") else None
         except ValueError as e:
             return status(400, "BadRequest", f"the request body is not JSON or YAML: {e}")
         with self.store.lock:
@@ -545,6 +553,13 @@ class Handler(BaseHTTPRequestHandler):
         if method == "DELETE":
             if not current:
                 return not_found
+            # DeleteOptions.preconditions, as kube-apiserver checks them.
+            wanted = ((body or {}).get("preconditions") or {}).get("uid")
+            if wanted and wanted != current["metadata"]["uid"]:
+                return status(409, "Conflict",
+                              f'Operation cannot be fulfilled on secrets "{name}": Precondition failed: UID in '
+                              f'precondition: {wanted}, UID in object meta: {current["metadata"]["uid"]}',
+                              {"name": name, "kind": "secrets"})
             del store.secrets[(ns, name)]
             store.owners.pop((ns, name), None)
             store.forget_generated(ns, name)
@@ -786,6 +801,8 @@ def main():
     parser.add_argument("--argocd-sim", choices=["off", "healthy", "degraded"], default="off")
     parser.add_argument("--apps-per-cluster", type=int, default=2)
     parser.add_argument("--healthy-after", type=float, default=0.0, help="seconds")
+    parser.add_argument("--audit-log", default=None, metavar="PATH",
+                        help="append each request (verb, requestURI, userAgent) as a JSON line, like kube-apiserver's audit log")
     parser.add_argument("--rbac-token", default=None,
                         help="a token authorized only by the RBAC manifests (--rbac), as user --rbac-user in --rbac-groups")
     parser.add_argument("--rbac", action="append", metavar="MANIFEST", help="Roles and RoleBindings (YAML, multi-document)")

@@ -173,6 +173,11 @@ pub async fn client(server: &str, ca_data: &str, token: String) -> Result<kube::
         kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
             .await
             .map_err(|e| rejected(format!("bad connection settings for {server}: {e}")))?;
+    // API audit logs say who acted (kube-rs sends no User-Agent of its own).
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(concat!("cluster-canary/", env!("CARGO_PKG_VERSION"))),
+    ));
     config.connect_timeout = Some(Duration::from_secs(10));
     config.read_timeout = Some(Duration::from_secs(20));
     kube::Client::try_from(config).map_err(|e| {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::ByteString;
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, Preconditions};
 use kube::core::ApiResource;
 use serde_json::{json, Value};
 
@@ -20,6 +20,9 @@ pub const FIELD_MANAGER: &str = "cluster-canary";
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ClusterSecret {
     pub name: String,
+    /// The object's uid as read (none for a Secret still to be written): a delete names it
+    /// as a precondition, so a Secret re-created in between is never deleted.
+    pub uid: Option<String>,
     pub labels: BTreeMap<String, String>,
     pub annotations: BTreeMap<String, String>,
     pub data: BTreeMap<String, String>,
@@ -56,7 +59,7 @@ pub trait ArgoCdApi: Send + Sync {
     /// are a conflict, not overwritten.
     async fn apply_secret(&self, secret: &ClusterSecret) -> Result<(), KubeError>;
     /// `false` when there was nothing to delete.
-    async fn delete_secret(&self, name: &str) -> Result<bool, KubeError>;
+    async fn delete_secret(&self, name: &str, uid: Option<&str>) -> Result<bool, KubeError>;
     async fn applications(&self) -> Result<Vec<AppStatus>, KubeError>;
     async fn application_sets(&self) -> Result<Vec<ApplicationSet>, KubeError>;
     /// Sets [`REFRESH_ANNOTATION`] on an Application (a merge patch; Argo CD removes it when
@@ -109,6 +112,7 @@ pub fn argo_resource(kind: &str) -> ApiResource {
 fn decoded(secret: Secret) -> ClusterSecret {
     ClusterSecret {
         name: secret.metadata.name.unwrap_or_default(),
+        uid: secret.metadata.uid,
         labels: secret.metadata.labels.unwrap_or_default(),
         annotations: secret.metadata.annotations.unwrap_or_default(),
         data: secret
@@ -174,8 +178,15 @@ impl ArgoCdApi for KubeArgoCd {
             .map_err(|e| KubeError::from_kube(self.action("apply Secret", &secret.name), e))
     }
 
-    async fn delete_secret(&self, name: &str) -> Result<bool, KubeError> {
-        match self.secrets.delete(name, &DeleteParams::default()).await {
+    async fn delete_secret(&self, name: &str, uid: Option<&str>) -> Result<bool, KubeError> {
+        let params = DeleteParams {
+            preconditions: uid.map(|uid| Preconditions {
+                uid: Some(uid.to_owned()),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match self.secrets.delete(name, &params).await {
             Ok(_) => Ok(true),
             Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
             Err(e) => Err(KubeError::from_kube(self.action("delete Secret", name), e)),

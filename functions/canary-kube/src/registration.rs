@@ -106,6 +106,7 @@ pub fn desired_secret(
     }
     ClusterSecret {
         name: secret_name(&cluster.arn, &cluster.name),
+        uid: None,
         labels,
         annotations: BTreeMap::from([(CLUSTER_ARN_ANNOTATION.to_owned(), cluster.arn.clone())]),
         data,
@@ -197,7 +198,10 @@ pub async fn register(
         // ours, nor are labels someone else added (Argo CD's cluster-info labelling, a
         // person's): a re-apply would leave them as they are.
         Some(e)
-            if desired.labels.iter().all(|(k, v)| e.labels.get(k) == Some(v))
+            if desired
+                .labels
+                .iter()
+                .all(|(k, v)| e.labels.get(k) == Some(v))
                 && e.data == desired.data =>
         {
             Outcome::Unchanged
@@ -238,7 +242,7 @@ pub async fn deregister(
                 ),
             })
         }
-        Some(_) => delete(api, &name).await?,
+        Some(existing) => delete(api, &existing).await?,
     };
     info!(secret = %name, %namespace, outcome = outcome.as_str(), "cluster deregistered from Argo CD");
     Ok(Registration {
@@ -249,13 +253,16 @@ pub async fn deregister(
     })
 }
 
-/// `Deleted`, or `Absent` when someone else deleted it first.
-async fn delete(api: &dyn ArgoCdApi, name: &str) -> Result<Outcome, RegistrationError> {
-    Ok(if api.delete_secret(name).await? {
-        Outcome::Deleted
-    } else {
-        Outcome::Absent
-    })
+/// `Deleted`, or `Absent` when someone else deleted it first. Only the Secret that was read
+/// (its uid): one re-created in between is a conflict, and stays.
+async fn delete(api: &dyn ArgoCdApi, read: &ClusterSecret) -> Result<Outcome, RegistrationError> {
+    Ok(
+        if api.delete_secret(&read.name, read.uid.as_deref()).await? {
+            Outcome::Deleted
+        } else {
+            Outcome::Absent
+        },
+    )
 }
 
 /// Deletes the old cluster's Argo CD cluster Secret named by the plan (`retire.argocdSecret`)
@@ -284,7 +291,7 @@ pub async fn retire_secret(
                 "was not created by cluster-canary (retire.evenIfNotOurs deletes it anyway)",
             ))
         }
-        Some(_) => delete(api, name).await?,
+        Some(existing) => delete(api, &existing).await?,
     };
     info!(secret = %name, %namespace, outcome = outcome.as_str(), "old cluster deregistered from Argo CD");
     Ok(Registration {

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use aws_config::SdkConfig;
 use canary_aws::{AwsError, ClusterInfo, EksApi, SdkEks, SdkSecrets};
 use canary_core::{ErrorName, NamedError};
+use canary_kube::argocd::ArgoCdApi;
 use canary_kube::{AccessDeps, ManagementAccess};
 use cluster_canary_tests::{create_cluster, KubeServer, Moto, ADMIN_TOKEN, LIMITED_TOKEN};
 use k8s_openapi::api::core::v1::Secret;
@@ -682,6 +683,77 @@ async fn deregister_deletes_our_secret_and_already_gone_is_success() {
             .expect("again")["outcome"],
         "absent"
     );
+}
+
+#[tokio::test]
+async fn every_kubernetes_request_says_who_acts_in_the_audit_log() {
+    let audit = std::env::temp_dir().join(format!(
+        "cluster-canary-audit-{}-{}.jsonl",
+        std::process::id(),
+        line!()
+    ));
+    let _ = std::fs::remove_file(&audit);
+    let env = Env::start(&[
+        "--argocd-sim",
+        "healthy",
+        "--audit-log",
+        audit.to_str().unwrap(),
+    ])
+    .await;
+    env.call("register", &plan(json!({})))
+        .await
+        .expect("register");
+    env.call("deregister", &plan(json!({})))
+        .await
+        .expect("deregister");
+    let ours: Vec<Value> = std::fs::read_to_string(&audit)
+        .expect("the audit log")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("JSON line"))
+        .collect();
+    assert!(ours.iter().any(|r| r["verb"] == "DELETE"), "{ours:?}");
+    for request in &ours {
+        assert_eq!(
+            request["userAgent"],
+            format!("cluster-canary/{}", env!("CARGO_PKG_VERSION")),
+            "{request}"
+        );
+    }
+    let _ = std::fs::remove_file(&audit);
+}
+
+#[tokio::test]
+async fn a_secret_re_created_between_the_read_and_the_delete_is_never_deleted() {
+    let env = Env::start(&["--argocd-sim", "healthy"]).await;
+    env.call("register", &plan(json!({})))
+        .await
+        .expect("register");
+    let argocd = canary_kube::argocd::KubeArgoCd::new(env.kube.admin_client().await, "argocd");
+    let read = argocd
+        .get_secret(&env.green_secret)
+        .await
+        .expect("get")
+        .expect("it exists");
+    // Someone deletes it and registers the cluster again, in between.
+    let secrets = env.secrets_api().await;
+    secrets
+        .delete(env.green_secret.as_str(), &Default::default())
+        .await
+        .expect("deleted by someone else");
+    env.call("register", &plan(json!({})))
+        .await
+        .expect("register again");
+    let error = argocd
+        .delete_secret(&read.name, read.uid.as_deref())
+        .await
+        .expect_err("the uid read is not the Secret's now");
+    assert_eq!(error.error_name().as_str(), "KubeConflict", "{error}");
+    assert!(error.to_string().contains("Precondition failed"), "{error}");
+    assert!(secrets
+        .get_opt(env.green_secret.as_str())
+        .await
+        .unwrap()
+        .is_some());
 }
 
 #[tokio::test]
