@@ -283,19 +283,30 @@ def selector_matches(labels, selector):
     return True
 
 
-def generated_names(spec, labels, depth=0):
+def cluster_params(clusters, labels, name, server):
+    """The parameters a `clusters` generator gives a cluster, flattened as Argo CD flattens
+    them for a post-selector."""
+    params = {"name": name, "server": server, **{f"metadata.labels.{k}": v for k, v in labels.items()}}
+    params.update({f"values.{k}": v for k, v in ((clusters or {}).get("values") or {}).items() if isinstance(v, str)})
+    return params
+
+
+def generated_names(spec, labels, depth=0, name="", server=""):
     """The name parts of the Applications an ApplicationSet's generators make for a cluster
-    Secret with `labels`: "" for a selecting `clusters` generator, each element's `app` for a
+    Secret with `labels`: "" for a selecting `clusters` generator (whose post-selector, the
+    generator's own `selector`, keeps the cluster's parameters), each element's `app` for a
     matrix of a selecting `clusters` generator and a `list` generator."""
     names = []
     for generator in spec.get("generators") or []:
-        if "clusters" in generator and selector_matches(labels, (generator["clusters"] or {}).get("selector")):
+        if ("clusters" in generator and selector_matches(labels, (generator["clusters"] or {}).get("selector"))
+                and selector_matches(cluster_params(generator["clusters"], labels, name, server),
+                                     generator.get("selector"))):
             names.append("")
         for combining in ("matrix", "merge"):
             inner = (generator.get(combining) or {}).get("generators") or []
             if not inner or depth >= 2:
                 continue
-            if not generated_names({"generators": [g for g in inner if "list" not in g]}, labels, depth + 1):
+            if not generated_names({"generators": [g for g in inner if "list" not in g]}, labels, depth + 1, name, server):
                 continue
             elements = [e for g in inner if "list" in g for e in (g["list"].get("elements") or [])]
             names += [str(e.get("app", i)) for i, e in enumerate(elements)] if combining == "matrix" and elements else [""]
@@ -350,7 +361,9 @@ class Store:
         if app_set["metadata"]["annotations"].get("kube-api-test-server/generate") == "false":
             return []
         names = []
-        for part in generated_names(app_set.get("spec") or {}, secret["metadata"]["labels"]):
+        registered = base64.b64decode((secret.get("data") or {}).get("name") or "").decode()
+        for part in generated_names(app_set.get("spec") or {}, secret["metadata"]["labels"], name=registered,
+                                    server=server):
             name = "-".join(p for p in (app_set["metadata"]["name"], part, secret["metadata"]["name"]) if p)
             owner = {"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet", "name": app_set["metadata"]["name"],
                      "uid": app_set["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}

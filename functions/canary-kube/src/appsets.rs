@@ -78,17 +78,50 @@ pub fn label_selector(value: &Value) -> Result<Selector, String> {
 /// How deep `matrix`/`merge` generators nest: Argo CD allows two levels.
 const MAX_NESTING: usize = 2;
 
-/// Whether an ApplicationSet's spec generates Applications for a cluster Secret with these
-/// labels: one of its generators is a `clusters` generator selecting them (a matrix or merge
-/// counts when any of its child generators is). A selector the API server would refuse is an
-/// error saying what is wrong with it.
-pub fn selects_cluster(spec: &Value, labels: &BTreeMap<String, String>) -> Result<bool, String> {
-    generators_select(&spec["generators"], labels, 0)
+/// What an ApplicationSet `clusters` generator knows of a cluster: the cluster Secret's
+/// name, server and labels (from which it generates its parameters).
+pub struct ClusterParams<'a> {
+    /// The registered name (`name` in the Secret).
+    pub name: &'a str,
+    pub server: &'a str,
+    pub labels: &'a BTreeMap<String, String>,
+}
+
+impl ClusterParams<'_> {
+    /// The parameters the generator gives this cluster, flattened as Argo CD flattens them to
+    /// match a post-selector (`name`, `server`, `metadata.labels.<key>`, `values.<key>`; with
+    /// `goTemplate` the same keys, nested).
+    fn flattened(&self, clusters: &Value) -> BTreeMap<String, String> {
+        let mut params = BTreeMap::from([
+            ("name".to_owned(), self.name.to_owned()),
+            ("server".to_owned(), self.server.to_owned()),
+        ]);
+        for (key, value) in self.labels {
+            params.insert(format!("metadata.labels.{key}"), value.clone());
+        }
+        if let Some(values) = clusters["values"].as_object() {
+            for (key, value) in values {
+                if let Some(value) = value.as_str() {
+                    params.insert(format!("values.{key}"), value.to_owned());
+                }
+            }
+        }
+        params
+    }
+}
+
+/// Whether an ApplicationSet's spec generates Applications for a cluster: one of its
+/// generators is a `clusters` generator whose selector selects the cluster Secret's labels
+/// and whose post-selector (the generator's own `selector`, Argo CD's "post selector") keeps
+/// the cluster's parameters (a matrix or merge counts when any of its child generators does).
+/// A selector the API server or Argo CD would refuse is an error saying what is wrong with it.
+pub fn selects_cluster(spec: &Value, cluster: &ClusterParams<'_>) -> Result<bool, String> {
+    generators_select(&spec["generators"], cluster, 0)
 }
 
 fn generators_select(
     generators: &Value,
-    labels: &BTreeMap<String, String>,
+    cluster: &ClusterParams<'_>,
     depth: usize,
 ) -> Result<bool, String> {
     let Some(generators) = generators.as_array() else {
@@ -96,13 +129,20 @@ fn generators_select(
     };
     for generator in generators {
         if let Some(clusters) = generator.get("clusters") {
-            if label_selector(&clusters["selector"])?.matches(labels) {
+            let selected = label_selector(&clusters["selector"])?.matches(cluster.labels);
+            let kept = match generator.get("selector") {
+                Some(post) => label_selector(post)
+                    .map_err(|why| format!("post selector: {why}"))?
+                    .matches(&cluster.flattened(clusters)),
+                None => true,
+            };
+            if selected && kept {
                 return Ok(true);
             }
         }
         for combining in ["matrix", "merge"] {
             if let Some(inner) = generator.get(combining).filter(|_| depth < MAX_NESTING) {
-                if generators_select(&inner["generators"], labels, depth + 1)? {
+                if generators_select(&inner["generators"], cluster, depth + 1)? {
                     return Ok(true);
                 }
             }
@@ -221,12 +261,66 @@ mod tests {
         }
     }
 
+    fn cluster(labels: &BTreeMap<String, String>) -> ClusterParams<'_> {
+        ClusterParams {
+            name: "green",
+            server: "https://green.example.com",
+            labels,
+        }
+    }
+
+    #[test]
+    fn a_post_selector_keeps_or_drops_the_cluster_by_its_parameters() {
+        let labels = labels(&[
+            ("argocd.argoproj.io/secret-type", "cluster"),
+            ("env", "prod"),
+        ]);
+        let with_post = |post: Value| json!({"generators": [{"clusters": {"values": {"tier": "front"}}, "selector": post}]});
+        let cases = [
+            (
+                json!({"matchLabels": {"metadata.labels.env": "prod"}}),
+                true,
+            ),
+            (
+                json!({"matchLabels": {"metadata.labels.env": "staging"}}),
+                false,
+            ),
+            (
+                json!({"matchLabels": {"name": "green", "values.tier": "front"}}),
+                true,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "server", "operator": "NotIn", "values": ["https://green.example.com"]}]}),
+                false,
+            ),
+        ];
+        for (post, kept) in cases {
+            assert_eq!(
+                selects_cluster(&with_post(post.clone()), &cluster(&labels)),
+                Ok(kept),
+                "{post}"
+            );
+        }
+        let nested = json!({"generators": [{"matrix": {"generators": [
+            {"list": {"elements": [{"app": "a"}]}},
+            {"clusters": {}, "selector": {"matchLabels": {"metadata.labels.env": "staging"}}}
+        ]}}]});
+        assert_eq!(selects_cluster(&nested, &cluster(&labels)), Ok(false));
+        let broken = with_post(json!({"matchExpressions": [{"key": "env", "operator": "Equals"}]}));
+        let error = selects_cluster(&broken, &cluster(&labels)).expect_err("refused");
+        assert!(
+            error.starts_with("post selector: matchExpressions[0]: unknown operator"),
+            "{error}"
+        );
+    }
+
     #[test]
     fn cluster_generators_select_top_level_and_nested() {
         let web = labels(&[
             ("argocd.argoproj.io/secret-type", "cluster"),
             ("fleet", "web"),
         ]);
+        let web = cluster(&web);
         let top =
             json!({"generators": [{"clusters": {"selector": {"matchLabels": {"fleet": "web"}}}}]});
         let other =

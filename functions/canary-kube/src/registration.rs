@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::appsets::selects_cluster;
+use crate::appsets::{selects_cluster, ClusterParams};
 use canary_aws::ClusterInfo;
 use canary_core::argocd::{
     secret_name, ArgoCdMode, ArgoCdSection, CLUSTER_ARN_ANNOTATION, MANAGED_BY_LABEL,
@@ -13,7 +13,7 @@ use canary_core::limits::{join_bounded, MAX_REASON_BYTES};
 use canary_core::{ErrorName, NamedError};
 use serde::Serialize;
 use serde_json::json;
-use tracing::info;
+use tracing::{info, warn};
 
 use crate::argocd::{AppStatus, ArgoCdApi, ClusterSecret};
 use crate::error::{KubeError, KubeErrorKind};
@@ -385,12 +385,21 @@ pub async fn apps_status(
         ),
         Err(e) => return Err(e.into()),
     };
+    let cluster = ClusterParams {
+        name: query.cluster_name,
+        server,
+        labels: query.secret_labels,
+    };
     for set in sets {
-        match selects_cluster(&set.spec, query.secret_labels) {
+        match selects_cluster(&set.spec, &cluster) {
             Ok(true) => expected.push(set.name),
             Ok(false) => {}
-            // Argo CD cannot use that generator either: it will generate nothing for anyone.
-            Err(why) => unreadable.push(format!("ApplicationSet {}: {why}", set.name)),
+            // Argo CD cannot use that generator either: it generates nothing from the set, for
+            // any cluster, so it cannot hold this one back. Said, not waited for.
+            Err(why) => {
+                warn!(application_set = %set.name, %why, "ApplicationSet ignored: Argo CD would refuse its selector");
+                unreadable.push(format!("ApplicationSet {}: {why}", set.name));
+            }
         }
     }
     let missing: Vec<&String> = expected
@@ -434,9 +443,6 @@ pub async fn apps_status(
             bounded(&names)
         ));
     }
-    if !unreadable.is_empty() {
-        problems.push(bounded(&unreadable));
-    }
     if app_count < min_apps {
         problems.push(format!(
             "{app_count} of at least {min_apps} Applications target the cluster"
@@ -455,6 +461,14 @@ pub async fn apps_status(
         String::new()
     } else {
         format!(" (from ApplicationSets {})", bounded(&expected))
+    };
+    let sets_note = if unreadable.is_empty() {
+        sets_note
+    } else {
+        format!(
+            "{sets_note} (ignored, Argo CD generates nothing from it: {})",
+            bounded(&unreadable)
+        )
     };
     let (ready, reason) = if !problems.is_empty() {
         (false, problems.join("; ") + &sets_note)

@@ -562,19 +562,45 @@ async fn every_application_set_that_selects_the_cluster_must_have_generated_its_
         "all 3 Applications are Synced and Healthy (from ApplicationSets per-team, web)"
     );
 
-    // A selector Argo CD cannot use is named, and holds traffic.
+    // A selector Argo CD cannot use (an operator the CRD accepts, Argo CD refuses): Argo CD
+    // generates nothing from that set, for any cluster, so it cannot hold this one back. It is
+    // named in the reason, and not waited for.
     env.create_application_set(
         "broken",
         json!({}),
-        json!([{"clusters": {"selector": {"matchExpressions": [{"key": "fleet", "operator": "In"}]}}}]),
+        json!([{"clusters": {"selector": {"matchExpressions": [{"key": "fleet", "operator": "Equals", "values": ["web"]}]}}}]),
     )
     .await;
-    let status = env.apps(argocd, 0).await;
-    assert_eq!(status["ready"], false, "{status}");
+    let status = env.apps(argocd.clone(), 0).await;
+    assert_eq!(status["ready"], true, "{status}");
     assert_eq!(
         status["reason"],
-        "ApplicationSet broken: matchExpressions[0]: In needs at least one value"
+        "all 3 Applications are Synced and Healthy (from ApplicationSets per-team, web) (ignored, Argo CD \
+         generates nothing from it: ApplicationSet broken: matchExpressions[0]: unknown operator `Equals` \
+         (In, NotIn, Exists, DoesNotExist))"
     );
+
+    // A set whose post-selector (the generator's own `selector`) drops the cluster generates
+    // nothing for it, and is not waited for; one that keeps it is.
+    for (name, cluster, waited) in [
+        ("post-dropped", "blue", false),
+        ("post-kept", "green", true),
+    ] {
+        env.create_application_set(
+            name,
+            json!({}),
+            json!([{"clusters": {}, "selector": {"matchLabels": {"name": cluster}}}]),
+        )
+        .await;
+        let status = env.apps(argocd.clone(), 0).await;
+        let sets: Vec<&str> = status["applicationSets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(sets.contains(&name), waited, "{status}");
+    }
 }
 
 #[tokio::test]
