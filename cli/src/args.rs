@@ -135,6 +135,19 @@ pub enum Command {
         #[command(flatten)]
         state_machine: StateMachineArgs,
     },
+    /// Put an ended rollout's targets back at the baseline its Prepare recorded, whatever
+    /// they are at now (the way back when the safety net rightly left them alone: a foreign
+    /// change, a weight someone put back). Shows the baseline and what is there now, asks
+    /// first (or `--yes`), writes, reads back, says what it overwrote.
+    Restore {
+        /// Execution ARN or name.
+        execution: String,
+        /// Do not ask.
+        #[arg(long)]
+        yes: bool,
+        #[command(flatten)]
+        state_machine: StateMachineArgs,
+    },
     /// Running and recent rollouts: cluster, step, outcome, age.
     List {
         /// How many of the most recent executions to show.

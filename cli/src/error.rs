@@ -13,6 +13,9 @@ pub enum CliError {
     NotFound(String),
     #[error("{0}")]
     Aws(#[from] AwsError),
+    /// A traffic operation failed (the restore command).
+    #[error("{0}")]
+    Traffic(#[from] canary_rollout::ShiftError),
     /// The safety net did not restore in time.
     #[error("{0}")]
     TimedOut(String),

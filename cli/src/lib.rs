@@ -133,6 +133,15 @@ pub async fn run(cli: Cli) -> Result<bool, CliError> {
             .await?;
             Ok(true)
         }
+        Command::Restore {
+            execution,
+            yes,
+            state_machine,
+        } => {
+            let arn = locate::execution(config, Some(&execution), &state_machine).await?;
+            rollout_commands::restore(config, &arn, yes, &mut printer).await?;
+            Ok(true)
+        }
         Command::List {
             limit,
             state_machine,

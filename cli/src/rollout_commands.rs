@@ -18,7 +18,7 @@ use crate::plan_commands::{duration_text, validated};
 use crate::printer::Printer;
 use crate::progress::{Tracker, Update};
 use crate::traffic::Traffic;
-use crate::view::{status_line, weights_text};
+use crate::view::{status_line, target_label, weights_text};
 use canary_aws::executions::execution_arn;
 use canary_aws::SdkExecutions;
 
@@ -311,15 +311,121 @@ pub async fn abort(
             };
             return Err(CliError::TimedOut(format!(
                 "the baseline is not back after {}: found {found}, expected {}.\n\
-                 Is the stack's SafetyNet rule enabled? Restore by hand (the safety net's own action):\n  \
-                 aws lambda invoke --function-name <stack output ShiftWeightsFunctionArn> --cli-binary-format raw-in-base64-out \\\n    \
-                 --payload '{{\"operation\": \"safetyNet\", \"executionArn\": \"{execution_arn}\"}}' /dev/stdout",
+                 The safety net leaves a rollout alone that ended settled (a foreign change it refused to \
+                 overwrite), and acts only if the stack's SafetyNet rule is enabled. Restore by hand:\n  \
+                 cluster-canary restore {execution_arn}",
                 duration_text(timeout.as_secs()),
                 weights_text(&baseline)
             )));
         }
         tokio::time::sleep(POLL).await;
     }
+}
+
+/// Writes an ended execution's recorded baseline to every target of its plan, after showing
+/// it beside what is there now and asking (unless `yes`); reads back; says what it overwrote.
+pub async fn restore(
+    config: &SdkConfig,
+    execution_arn: &str,
+    yes: bool,
+    printer: &mut Printer,
+) -> Result<(), CliError> {
+    let sfn = SdkExecutions::in_region(config, region_of(execution_arn));
+    let execution = sfn.describe(execution_arn).await?;
+    if execution.running() {
+        return Err(CliError::Invalid(format!(
+            "{execution_arn} is still running: it restores the baseline itself on a failure; \
+             stop it with `cluster-canary abort {execution_arn}`"
+        )));
+    }
+    let events = sfn.events(execution_arn).await?;
+    let Some(baseline) = history::baseline(&events) else {
+        printer.say(
+            "no traffic had moved (Prepare had not finished): nothing to restore",
+            json!({"type": "nothingToRestore"}),
+        );
+        return Ok(());
+    };
+    let plan = history::plan(&events)
+        .and_then(|p| RolloutPlan::parse(p).ok())
+        .ok_or_else(|| {
+            CliError::Invalid(format!("{execution_arn}: its input is not a valid plan"))
+        })?
+        .plan;
+    let traffic = Traffic::new(config);
+    let now = traffic.weights(&plan).await;
+    let now_text = match &now {
+        Ok(weights) => weights_text(weights),
+        Err(why) => why.clone(),
+    };
+    printer.say(
+        &format!(
+            "{execution_arn} ended {}.\n  baseline: {}\n  now:      {now_text}",
+            execution.status,
+            weights_text(&baseline)
+        ),
+        json!({"type": "restorePlan", "executionArn": execution_arn, "status": execution.status,
+               "baseline": baseline, "now": now.as_ref().ok()}),
+    );
+    if now.as_ref().is_ok_and(|w| *w == baseline) {
+        printer.say(
+            "already at the baseline: nothing written",
+            json!({"type": "restored", "weights": baseline, "overwrote": []}),
+        );
+        return Ok(());
+    }
+    if !yes && !confirmed("write the baseline to every target? [y/N] ")? {
+        return Err(CliError::Invalid(
+            "nothing written (answer y, or pass --yes)".to_owned(),
+        ));
+    }
+    let apis = traffic.apis();
+    // Compared with the baseline itself: every target found elsewhere is reported as
+    // overwritten, with what it was.
+    let why = canary_rollout::restore::Rollback {
+        cause: "ManualRestore".to_owned(),
+        failed_at: None,
+    };
+    canary_rollout::metrics::quiet();
+    let restored =
+        canary_rollout::restore::restore(&apis, &plan, &baseline, Some(&baseline), &why).await?;
+    for overwritten in &restored.unexpected {
+        printer.say(
+            &format!(
+                "overwrote {}: it was {}",
+                target_label(&overwritten.target),
+                overwritten.found
+            ),
+            json!({"type": "overwrote", "target": overwritten.target, "found": overwritten.found}),
+        );
+    }
+    printer.say(
+        &format!(
+            "baseline restored, read back: {}",
+            weights_text(&restored.weights)
+        ),
+        json!({"type": "restored", "weights": restored.weights}),
+    );
+    Ok(())
+}
+
+/// Asks on the terminal; without one there is nobody to answer, so no.
+fn confirmed(question: &str) -> Result<bool, CliError> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !std::io::stdin().is_terminal() {
+        return Err(CliError::Invalid(
+            "nothing written: not asked on a terminal; pass --yes to restore without asking"
+                .to_owned(),
+        ));
+    }
+    eprint!("{question}");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| CliError::Invalid(format!("cannot read the answer: {e}")))?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
 }
 
 /// Running and recent rollouts, newest first.

@@ -123,7 +123,7 @@ def test_abort_says_how_to_restore_by_hand_when_the_safety_net_does_not_act(tmp_
         assert aborted.returncode == 1
         assert aborted.stdout.startswith(f"stopped {arn}")
         assert "the baseline is not back after 4 s" in aborted.stderr
-        assert f'"operation": "safetyNet", "executionArn": "{arn}"' in aborted.stderr, "the manual restore"
+        assert f"cluster-canary restore {arn}" in aborted.stderr, "the way back by hand"
 
         scenarios.play_safety_net(sandbox, arn, "ABORTED")
         again = sandbox.cli("abort", arn)

@@ -166,6 +166,29 @@ def test_a_foreign_weight_change_stops_the_rollout_without_overwriting():
         assert '"error_name":"WeightsChangedExternally"' in errors[0] and "Diagnostic {" not in errors[0]
         assert report.weights == {"listener :80": (70, 30), "app.example.com.": (90, 10)}, "nothing overwritten"
 
+        # The way back: abort says to restore by hand with the CLI, which shows, asks, writes.
+        arn = started["executionArn"]
+        aborted = sandbox.cli("abort", arn, "--timeout", "2")
+        assert aborted.returncode == 1
+        assert f"cluster-canary restore {arn}" in aborted.stderr, aborted.stderr
+        unasked = sandbox.cli("restore", arn)  # no terminal to ask on, no --yes: nothing written
+        assert unasked.returncode == 1 and "pass --yes" in unasked.stderr, unasked.stderr
+        assert scenarios.read_weights(sandbox) == {"listener :80": (70, 30), "app.example.com.": (90, 10)}
+        restored = sandbox.cli("restore", arn, "--yes")
+        captured(restored.stdout + restored.stderr)
+        assert restored.returncode == 0, restored.stderr
+        lines = restored.stdout.splitlines()
+        assert lines[0] == f"{arn} ended FAILED.", lines
+        assert lines[1].startswith("  baseline: listener ") and "stable 100 / canary 0" in lines[1], lines
+        assert "stable 70 / canary 30" in lines[2], lines
+        assert any(line.startswith("overwrote listener ") and line.endswith("it was stable 70 / canary 30")
+                   for line in lines), lines
+        assert any(line.startswith("overwrote app.example.com.") for line in lines), lines
+        assert lines[-1].startswith("baseline restored, read back: listener "), lines
+        assert scenarios.read_weights(sandbox) == BASELINE
+        again = sandbox.cli("restore", arn, "--yes")
+        assert again.returncode == 0 and again.stdout.splitlines()[-1] == "already at the baseline: nothing written"
+
 
 def test_transient_failures_are_retried_and_the_rollout_succeeds():
     with Sandbox(log=captured) as sandbox:
