@@ -126,7 +126,7 @@ impl AwsError {
 
 /// The error and its sources as sentences, `a: b: c`, each said once: what
 /// `DisplayErrorContext` prints, without the Rust debug dump it ends with.
-pub fn human_chain(err: &(dyn std::error::Error + 'static)) -> String {
+fn human_chain(err: &(dyn std::error::Error + 'static)) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut next = Some(err);
     while let Some(e) = next {

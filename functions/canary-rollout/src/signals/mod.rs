@@ -20,8 +20,7 @@ use canary_core::RolloutPlan;
 
 use crate::error::AnalysisError;
 
-pub use alb_judge::{alb_pairs, AlbPair};
-pub use cloudwatch_alarms::alarm_outcome;
+use alb_judge::alb_pairs;
 
 /// The APIs the signal sources read.
 pub struct SignalApis<'a> {
@@ -94,9 +93,9 @@ pub fn sources<'a>(
 
 /// One GetMetricData query and the lookback its values are judged over.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PlannedQuery {
-    pub query: MetricQuery,
-    pub lookback_seconds: i64,
+struct PlannedQuery {
+    query: MetricQuery,
+    lookback_seconds: i64,
 }
 
 /// The values of each query (by id) inside its own lookback; one GetMetricData call spanning
@@ -155,7 +154,7 @@ fn longest_lookback(planned: &[PlannedQuery]) -> u64 {
 }
 
 /// The values of a query inside its own lookback (the call spans the longest lookback).
-pub fn values_in_lookback(
+fn values_in_lookback(
     series: Option<&MetricSeries>,
     lookback_seconds: i64,
     now_epoch: i64,
