@@ -279,20 +279,9 @@ pub async fn abort(
             json!({"type": "alreadyEnded", "executionArn": execution_arn, "status": status}),
         ),
     }
-    let events = sfn.events(execution_arn).await?;
-    let Some(baseline) = history::baseline(&events) else {
-        printer.say(
-            "no traffic had moved (Prepare had not finished): nothing to restore",
-            json!({"type": "nothingToRestore"}),
-        );
+    let Some((baseline, plan)) = recorded(&sfn, execution_arn, printer).await? else {
         return Ok(());
     };
-    let plan = history::plan(&events)
-        .and_then(|p| RolloutPlan::parse(p).ok())
-        .ok_or_else(|| {
-            CliError::Invalid(format!("{execution_arn}: its input is not a valid plan"))
-        })?
-        .plan;
     let traffic = Traffic::new(config);
     let deadline = Instant::now() + timeout;
     loop {
@@ -322,6 +311,30 @@ pub async fn abort(
     }
 }
 
+/// The baseline Prepare recorded and the plan, from the execution's history; `None` (and it
+/// says so) when Prepare had not finished: no traffic had moved.
+async fn recorded(
+    sfn: &SdkExecutions,
+    execution_arn: &str,
+    printer: &mut Printer,
+) -> Result<Option<(Vec<TargetWeights>, RolloutPlan)>, CliError> {
+    let events = sfn.events(execution_arn).await?;
+    let Some(baseline) = history::baseline(&events) else {
+        printer.say(
+            "no traffic had moved (Prepare had not finished): nothing to restore",
+            json!({"type": "nothingToRestore"}),
+        );
+        return Ok(None);
+    };
+    let plan = history::plan(&events)
+        .and_then(|p| RolloutPlan::parse(p).ok())
+        .ok_or_else(|| {
+            CliError::Invalid(format!("{execution_arn}: its input is not a valid plan"))
+        })?
+        .plan;
+    Ok(Some((baseline, plan)))
+}
+
 /// Writes an ended execution's recorded baseline to every target of its plan, after showing
 /// it beside what is there now and asking (unless `yes`); reads back; says what it overwrote.
 pub async fn restore(
@@ -338,20 +351,9 @@ pub async fn restore(
              stop it with `cluster-canary abort {execution_arn}`"
         )));
     }
-    let events = sfn.events(execution_arn).await?;
-    let Some(baseline) = history::baseline(&events) else {
-        printer.say(
-            "no traffic had moved (Prepare had not finished): nothing to restore",
-            json!({"type": "nothingToRestore"}),
-        );
+    let Some((baseline, plan)) = recorded(&sfn, execution_arn, printer).await? else {
         return Ok(());
     };
-    let plan = history::plan(&events)
-        .and_then(|p| RolloutPlan::parse(p).ok())
-        .ok_or_else(|| {
-            CliError::Invalid(format!("{execution_arn}: its input is not a valid plan"))
-        })?
-        .plan;
     let traffic = Traffic::new(config);
     let now = traffic.weights(&plan).await;
     let now_text = match &now {
