@@ -7,6 +7,7 @@ use aws_config::SdkConfig;
 use crate::args::StateMachineArgs;
 use crate::aws::stack_output;
 use crate::error::CliError;
+use canary_aws::executions::execution_arn;
 use canary_aws::SdkExecutions;
 
 /// The stack name when neither `--stack` nor samconfig.toml says: the one the README deploys.
@@ -72,10 +73,7 @@ pub async fn execution(
     }
     let machine = state_machine(config, args).await?;
     if let Some(name) = given {
-        return Ok(format!(
-            "{}:{name}",
-            machine.replacen(":stateMachine:", ":execution:", 1)
-        ));
+        return Ok(execution_arn(&machine, name));
     }
     let sfn = SdkExecutions::in_region(config, region_of(&machine));
     let running = sfn.list(&machine, true, 50).await?;

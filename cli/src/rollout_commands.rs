@@ -383,14 +383,9 @@ pub async fn restore(
     }
     let apis = traffic.apis();
     // Compared with the baseline itself: every target found elsewhere is reported as
-    // overwritten, with what it was.
-    let why = canary_rollout::restore::Rollback {
-        cause: "ManualRestore".to_owned(),
-        failed_at: None,
-    };
-    canary_rollout::metrics::quiet();
+    // overwritten, with what it was. A person's restore records no rollback metrics.
     let restored =
-        canary_rollout::restore::restore(&apis, &plan, &baseline, Some(&baseline), &why).await?;
+        canary_rollout::restore::restore(&apis, &plan, &baseline, Some(&baseline)).await?;
     for overwritten in &restored.unexpected {
         printer.say(
             &format!(

@@ -711,6 +711,15 @@ fn the_promotion_bake_is_the_last_steps_bake() {
     );
 }
 
+/// Each resolved step's weight and how long it waits for an approval (0: it does not).
+fn approval_waits(valid: &canary_core::plan::ValidPlan) -> Vec<(u8, u32)> {
+    valid
+        .steps
+        .iter()
+        .map(|s| (s.weight, s.approval_timeout_seconds))
+        .collect()
+}
+
 #[test]
 fn a_steps_own_approval_false_wins_over_before_steps() {
     let mut plan = base_plan();
@@ -725,11 +734,7 @@ fn a_steps_own_approval_false_wins_over_before_steps() {
         json!({"weight": 100, "approval": false}),
     );
     let valid = RolloutPlan::parse(plan).expect("valid");
-    let waits: Vec<(u8, u32)> = valid
-        .steps
-        .iter()
-        .map(|s| (s.weight, s.approval_timeout_seconds))
-        .collect();
+    let waits = approval_waits(&valid);
     assert_eq!(waits, [(5, 0), (25, 0), (50, 600), (100, 0)]);
 }
 
@@ -747,11 +752,7 @@ fn approvals_resolve_into_the_steps_that_wait() {
         json!({"weight": 25, "approval": true}),
     );
     let valid = RolloutPlan::parse(plan).expect("valid");
-    let waits: Vec<(u8, u32)> = valid
-        .steps
-        .iter()
-        .map(|s| (s.weight, s.approval_timeout_seconds))
-        .collect();
+    let waits = approval_waits(&valid);
     assert_eq!(waits, [(5, 0), (25, 600), (50, 0), (100, 600)]);
     let resolved = serde_json::to_value(valid.steps[3]).expect("serializes");
     assert_eq!(resolved["onApprovalTimeout"], "promote");

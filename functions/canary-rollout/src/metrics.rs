@@ -43,21 +43,9 @@ fn utc_time(text: &str) -> Option<SystemTime> {
     SystemTime::try_from(at).ok()
 }
 
-/// Set by a process that is not a Lambda function (the operator CLI): stdout is a person's
-/// terminal there, and nothing turns EMF lines into metrics.
-static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// No metric lines from this process from now on.
-pub fn quiet() {
-    QUIET.store(true, std::sync::atomic::Ordering::Relaxed);
-}
-
 /// Prints metric points as Embedded Metric Format lines on stdout, where Lambda's log capture
 /// hands them to CloudWatch Logs, which extracts the metrics. One line per point.
 pub fn emit_metrics(points: impl IntoIterator<Item = canary_core::metrics::Point>) {
-    if QUIET.load(std::sync::atomic::Ordering::Relaxed) {
-        return;
-    }
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);

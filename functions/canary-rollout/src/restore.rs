@@ -23,12 +23,24 @@ pub struct Rollback {
     pub failed_at: Option<String>,
 }
 
+/// A rollback the rollout made (the state machine's Restore, the safety net): the weights read
+/// back and the `Rollbacks`/`RollbackSeconds` metrics. A person's restore with the CLI is not
+/// one, and records nothing.
+pub fn record(plan: &RolloutPlan, restored: &RestoreOutput, why: &Rollback) {
+    metrics::weights(plan, &restored.weights);
+    metrics::rollback(
+        plan,
+        &why.cause,
+        why.failed_at.as_deref(),
+        SystemTime::now(),
+    );
+}
+
 pub async fn restore(
     apis: &Apis<'_>,
     plan: &RolloutPlan,
     baseline: &[TargetWeights],
     expected: Option<&[TargetWeights]>,
-    why: &Rollback,
 ) -> Result<RestoreOutput, ShiftError> {
     let routers = routers(apis, &plan.traffic_targets);
     let baseline = per_target(&routers, baseline, "baseline")?;
@@ -88,20 +100,11 @@ pub async fn restore(
     }
     match first_error {
         Some(e) => Err(e),
-        None => {
-            metrics::weights(plan, &weights);
-            metrics::rollback(
-                plan,
-                &why.cause,
-                why.failed_at.as_deref(),
-                SystemTime::now(),
-            );
-            Ok(RestoreOutput {
-                weights,
-                note: overwritten_note(&unexpected),
-                unexpected,
-            })
-        }
+        None => Ok(RestoreOutput {
+            weights,
+            note: overwritten_note(&unexpected),
+            unexpected,
+        }),
     }
 }
 

@@ -18,7 +18,7 @@ use tracing::{info, warn};
 use crate::error::ShiftError;
 use crate::outputs::SafetyNetOutput;
 use crate::prepare::refuse_concurrent_rollout;
-use crate::restore::{restore, Rollback};
+use crate::restore::{record, restore, Rollback};
 use crate::traffic::Apis;
 
 /// What the safety net does about one ended execution.
@@ -142,7 +142,8 @@ pub async fn safety_net(
         cause: "SafetyNet".to_owned(),
         failed_at: None,
     };
-    let restored = restore(apis, &plan, &baseline, expected.as_deref(), &why_metric).await?;
+    let restored = restore(apis, &plan, &baseline, expected.as_deref()).await?;
+    record(&plan, &restored, &why_metric);
     Ok(SafetyNetOutput {
         execution_arn: execution_arn.to_owned(),
         restored: true,

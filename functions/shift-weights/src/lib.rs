@@ -98,7 +98,9 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, ShiftError> 
                 cause: cause.unwrap_or_else(|| "Restore".to_owned()),
                 failed_at,
             };
-            to_json(restore::restore(apis, &plan, &baseline, expected.as_deref(), &why).await?)
+            let restored = restore::restore(apis, &plan, &baseline, expected.as_deref()).await?;
+            restore::record(&plan, &restored, &why);
+            to_json(restored)
         }
         Request::Detach { plan, expected } => {
             to_json(retire::detach(apis, &RolloutPlan::parse(plan)?.plan, &expected).await?)
