@@ -32,7 +32,8 @@ CREDENTIAL_SCOPE = re.compile(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/")
 
 def api_call(method, path, headers, body):
     """(service, action) of an AWS request, from its signature's scope and its protocol: the
-    X-Amz-Target header (JSON protocols), `Action=` (query protocols), or the REST path."""
+    X-Amz-Target header (JSON protocols), `Action=` (query protocols), the operation path
+    (Smithy RPC v2 CBOR: CloudWatch), or the REST path."""
     scope = CREDENTIAL_SCOPE.search(headers.get("Authorization", ""))
     service = scope.group(1) if scope else "?"
     target = headers.get("X-Amz-Target")
@@ -42,6 +43,8 @@ def api_call(method, path, headers, body):
     if action:
         return service, action.group(1).decode()
     path = path.split("?")[0]
+    if headers.get("smithy-protocol") == "rpc-v2-cbor":
+        return service, path.rsplit("/operation/", 1)[-1]
     if INVOKE.match(unquote(path)):
         return "lambda", "Invoke"
     rest = {("POST", "rrset"): "ChangeResourceRecordSets", ("GET", "rrset"): "ListResourceRecordSets"}

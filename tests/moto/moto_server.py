@@ -1,4 +1,4 @@
-"""moto_server, plus six things moto 5.2.5 lacks or gets wrong that the tests need.
+"""moto_server, plus seven things moto 5.2.5 lacks or gets wrong that the tests need.
 Everything else is stock moto.
 
 1. PutCompositeAlarm. moto models a composite alarm as an alarm with an `AlarmRule`
@@ -33,6 +33,17 @@ Everything else is stock moto.
    Not modelled: access entry types other than STANDARD, Kubernetes groups' effect, namespace
    scopes beyond being stored, UpdateAccessEntry, the entries EKS creates by itself.
 
+7. CloudWatch's Smithy RPC v2 CBOR protocol, the only one aws-sdk-cloudwatch speaks since 1.100
+   (`POST /service/GraniteServiceVersion20100801/operation/<Operation>`, `smithy-protocol:
+   rpc-v2-cbor`, CBOR bodies). moto already parses and serialises every protocol from
+   botocore's service model; this adds the CBOR pair beside its JSON one (cbor2 for the
+   encoding, timestamps as CBOR tag 1, blobs as byte strings, errors with `__type` and the
+   `x-amzn-query-error` header of CloudWatch's awsQueryCompatible trait) and routes the
+   operation path, so every CloudWatch action moto has answers both protocols the same.
+   Not modelled: request compression (`Content-Encoding: gzip`, which the SDK uses for
+   PutMetricData bodies over 10 KiB: refused here with an error that says so), RPC v2's
+   event streams (CloudWatch has none).
+
 Still not modelled: the 256 KiB limit on Pass and Choice state output (moto checks task
 results only), and execution events to EventBridge (the sandbox delivers them itself).
 
@@ -48,12 +59,16 @@ import uuid
 from urllib.parse import unquote
 
 import botocore.session
+import cbor2
 from botocore import xform_name
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from moto.cloudwatch import urls as cloudwatch_urls
 from moto.cloudwatch.responses import CloudWatchResponse
+from moto.core import parse as moto_parse
+from moto.core import serialize as moto_serialize
 from moto.core.responses import EmptyResult
 from moto.eks import exceptions as eks_exceptions
 from moto.eks import models as eks_models
@@ -97,6 +112,90 @@ def put_composite_alarm(self):
 CloudWatchResponse.put_composite_alarm = put_composite_alarm
 
 _models = botocore.session.get_session()
+
+RPC_V2_CBOR = "smithy-rpc-v2-cbor"
+_RPC_V2_OPERATION = re.compile(r"/service/[A-Za-z0-9]+/operation/(?P<operation>[A-Za-z0-9]+)$")
+
+
+class RpcV2CborParser(moto_parse.JSONParser):
+    """A request body in CBOR, walked over the input shape exactly as moto walks JSON."""
+
+    def _do_parse(self, request_dict, shape):
+        if "gzip" in request_dict["headers"].get("Content-Encoding", ""):
+            raise NotImplementedError("the moto harness does not model RPC v2 CBOR request compression")
+        return super()._do_parse(request_dict, shape)
+
+    def _parse_body_as_json(self, body_contents):
+        return cbor2.loads(body_contents) if body_contents else {}
+
+    def _parse_timestamp(self, shape, value):
+        # cbor2 decodes tag 1 to an aware datetime; moto keeps naive UTC.
+        if isinstance(value, datetime.datetime):
+            return value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        return super()._parse_timestamp(shape, value)
+
+    def _parse_blob(self, shape, value):
+        return value
+
+
+class RpcV2CborSerializer(moto_serialize.JSONSerializer):
+    """moto's JSON serialiser with CBOR on the wire: the same members, names and errors."""
+
+    def _get_protocol_specific_content_type(self):
+        return "application/cbor"
+
+    def _serialize_body(self, body):
+        return cbor2.dumps(body)
+
+    def _serialize_type_timestamp(self, serialized, value, shape, key):
+        # Tag 1, epoch seconds cut to milliseconds as Smithy asks (and moto's JSON does).
+        aware = moto_serialize.parse_to_aware_datetime(value)
+        epoch = moto_serialize.TimestampSerializer._timestamp_unixtimestamp(aware)
+        self._default_serialize(serialized, cbor2.CBORTag(1, epoch), shape, key)
+
+    def _serialize_type_blob(self, serialized, value, shape, key):
+        self._default_serialize(serialized, value if isinstance(value, bytes) else value.encode(), shape, key)
+
+    def _serialized_result_to_response(self, resp, result, shape, serialized_result):
+        resp = super()._serialized_result_to_response(resp, result, shape, serialized_result)
+        resp["headers"]["smithy-protocol"] = "rpc-v2-cbor"
+        return resp
+
+    def _serialized_error_to_response(self, resp, error, shape, serialized_error):
+        resp = super()._serialized_error_to_response(resp, error, shape, serialized_error)
+        resp["headers"]["smithy-protocol"] = "rpc-v2-cbor"
+        return resp
+
+
+_stock_cloudwatch_action = CloudWatchResponse._get_action
+_stock_cloudwatch_setup = CloudWatchResponse.setup_class
+
+
+def _is_rpc_v2_cbor(headers):
+    return headers.get("smithy-protocol") == "rpc-v2-cbor"
+
+
+def _cloudwatch_setup(self, request, full_url, headers, use_raw_body=None):
+    # A CBOR body is binary: moto would decode it as UTF-8 text for the query protocol.
+    raw = True if _is_rpc_v2_cbor(request.headers) else use_raw_body
+    return _stock_cloudwatch_setup(self, request, full_url, headers, use_raw_body=raw)
+
+
+def _cloudwatch_action(self):
+    # RPC v2 names the operation in the path, not in `Action=` or `X-Amz-Target`.
+    operation = _RPC_V2_OPERATION.search(self.path)
+    if operation and _is_rpc_v2_cbor(self.headers):
+        return operation.group("operation")
+    return _stock_cloudwatch_action(self)
+
+
+moto_parse.PROTOCOL_PARSERS[RPC_V2_CBOR] = RpcV2CborParser
+moto_serialize.SERIALIZERS[RPC_V2_CBOR] = RpcV2CborSerializer
+CloudWatchResponse._get_action = _cloudwatch_action
+CloudWatchResponse.setup_class = _cloudwatch_setup
+cloudwatch_urls.url_paths[r"{0}/service/(?P<service>[A-Za-z0-9]+)/operation/(?P<operation>[A-Za-z0-9]+)$"] = (
+    CloudWatchResponse.dispatch
+)
 
 
 def _operation(task):

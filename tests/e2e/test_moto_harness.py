@@ -1,0 +1,132 @@
+"""The moto harness speaks CloudWatch's three wire protocols alike.
+
+aws-sdk-cloudwatch speaks only Smithy RPC v2 CBOR; boto3 speaks awsJson 1.0; the AWS CLI of
+old and many tools speak awsQuery. tests/moto/moto_server.py teaches moto the CBOR one. Here
+botocore, whose CBOR client is written independently of both moto and the Rust SDK, drives the
+same CloudWatch operations over each protocol against one moto server, and every answer and
+every error must be the same.
+"""
+import copy
+import datetime
+import subprocess
+import sys
+
+import boto3
+import botocore.session
+import pytest
+from botocore.exceptions import ClientError
+
+from sandbox.harness import REPO, free_port, wait_port
+
+PROTOCOLS = ("smithy-rpc-v2-cbor", "json", "query")
+CREDENTIALS = {"aws_access_key_id": "test", "aws_secret_access_key": "test", "region_name": "us-east-1"}
+
+
+@pytest.fixture(scope="module")
+def moto_endpoint():
+    port = free_port()
+    moto = subprocess.Popen([sys.executable, str(REPO / "tests/moto/moto_server.py"), "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_port(port, 60, moto, "moto")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        moto.terminate()
+        moto.wait()
+
+
+def cloudwatch(endpoint, protocol):
+    """A botocore CloudWatch client that speaks `protocol` only."""
+    session = botocore.session.get_session()
+    loader = session.get_component("data_loader")
+    load = loader.load_service_model
+
+    def one_protocol(service_name, type_name, api_version=None):
+        model = load(service_name, type_name, api_version)
+        if service_name == "cloudwatch" and type_name == "service-2":
+            model = copy.deepcopy(model)
+            model["metadata"].update(protocol=protocol, protocols=[protocol])
+        return model
+
+    loader.load_service_model = one_protocol
+    return boto3.Session(botocore_session=session, **CREDENTIALS).client("cloudwatch", endpoint_url=endpoint)
+
+
+def comparable(answer):
+    """An answer without its request id, timestamps to the millisecond: JSON and CBOR carry
+    epoch seconds to the millisecond, awsQuery's ISO 8601 text keeps microseconds."""
+    if isinstance(answer, dict):
+        return {key: comparable(value) for key, value in answer.items() if key != "ResponseMetadata"}
+    if isinstance(answer, list):
+        return [comparable(value) for value in answer]
+    if isinstance(answer, datetime.datetime):
+        return answer.replace(microsecond=answer.microsecond // 1000 * 1000)
+    return answer
+
+
+def test_each_client_speaks_its_protocol(moto_endpoint):
+    for protocol in PROTOCOLS:
+        client = cloudwatch(moto_endpoint, protocol)
+        assert client.meta.service_model.protocol == protocol
+        sent = []
+        client.meta.events.register("before-send.cloudwatch.*", lambda request, **_: sent.append(request))
+        client.describe_alarms(AlarmNames=["none"])
+        content_type = sent[0].headers.get("Content-Type", b"")
+        content_type = content_type.decode() if isinstance(content_type, bytes) else content_type
+        assert content_type == {"smithy-rpc-v2-cbor": "application/cbor", "json": "application/x-amz-json-1.0",
+                                "query": "application/x-www-form-urlencoded; charset=utf-8"}[protocol]
+
+
+def test_alarms_metrics_and_errors_answer_the_same_over_every_protocol(moto_endpoint):
+    clients = {protocol: cloudwatch(moto_endpoint, protocol) for protocol in PROTOCOLS}
+    at = datetime.datetime(2026, 11, 23, 12, 0, tzinfo=datetime.timezone.utc)
+    # Each protocol writes its own alarms and data points; every protocol reads all of them.
+    for protocol, client in clients.items():
+        name = f"errors-{protocol}"
+        client.put_metric_alarm(
+            AlarmName=name, Namespace="App", MetricName="Errors", Statistic="Sum", Period=60,
+            EvaluationPeriods=1, Threshold=5.0, ComparisonOperator="GreaterThanThreshold",
+            Dimensions=[{"Name": "Cluster", "Value": protocol}],
+        )
+        client.put_composite_alarm(AlarmName=f"any-{protocol}", AlarmRule=f'ALARM("{name}")')
+        client.set_alarm_state(AlarmName=name, StateValue="ALARM", StateReason=f"set over {protocol}")
+        client.put_metric_data(Namespace="App", MetricData=[
+            {"MetricName": "Errors", "Dimensions": [{"Name": "Cluster", "Value": protocol}], "Timestamp": at,
+             "Value": 7.5, "Unit": "Count"},
+        ])
+
+    def read(client):
+        alarms = client.describe_alarms(AlarmNamePrefix="errors-")
+        composites = client.describe_alarms(AlarmNamePrefix="any-", AlarmTypes=["CompositeAlarm"])
+        data = client.get_metric_data(
+            StartTime=at - datetime.timedelta(minutes=5), EndTime=at + datetime.timedelta(minutes=5),
+            MetricDataQueries=[{
+                "Id": f"m{n}",
+                "MetricStat": {"Metric": {"Namespace": "App", "MetricName": "Errors",
+                                          "Dimensions": [{"Name": "Cluster", "Value": protocol}]},
+                               "Period": 60, "Stat": "Sum"},
+            } for n, protocol in enumerate(PROTOCOLS)],
+        )
+        with pytest.raises(ClientError) as missing:
+            client.set_alarm_state(AlarmName="no-such-alarm", StateValue="OK", StateReason="x")
+        with pytest.raises(ClientError) as invalid:
+            client.set_alarm_state(AlarmName="errors-json", StateValue="ALARM", StateReason="x",
+                                   StateReasonData="not json")
+        return {
+            "alarms": comparable(alarms),
+            "composites": comparable(composites),
+            "data": comparable(data),
+            "errors": [(e.value.response["Error"]["Code"], e.value.response["Error"]["Message"],
+                        e.value.response["ResponseMetadata"]["HTTPStatusCode"]) for e in (missing, invalid)],
+        }
+
+    answers = {protocol: read(client) for protocol, client in clients.items()}
+    cbor = answers["smithy-rpc-v2-cbor"]
+    assert sorted(alarm["AlarmName"] for alarm in cbor["alarms"]["MetricAlarms"]) == sorted(f"errors-{p}" for p in PROTOCOLS)
+    assert {alarm["StateValue"] for alarm in cbor["alarms"]["MetricAlarms"]} == {"ALARM"}
+    assert len(cbor["composites"]["CompositeAlarms"]) == 3
+    assert [result["Values"] for result in cbor["data"]["MetricDataResults"]] == [[7.5]] * 3
+    assert cbor["errors"][0][0] == "ResourceNotFound"
+    assert cbor["errors"][1][0] == "InvalidFormat"
+    assert answers["json"] == cbor
+    assert answers["query"] == cbor
