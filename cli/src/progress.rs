@@ -118,12 +118,16 @@ pub struct Tracker {
 }
 
 /// States whose output carries a failure that is reported elsewhere, or is the rollback's own.
-const FAILURE_REPORTED_BY: [&str; 6] = [
+const FAILURE_REPORTED_BY: [&str; 10] = [
     "DescribeCheckFailure",
     "DescribeTaskFailure",
     "DescribeApprovalFailure",
     "ApprovalTimeoutFails",
     "Restore",
+    "FailureDetail?",
+    "ReadFailureDetail",
+    "EndWithErrorMessage",
+    "EndWithDetail",
     "AwaitApproval",
 ];
 

@@ -11,7 +11,12 @@ from sandbox.harness import REPO
 
 BASELINE = {"listener :80": (100, 0), "app.example.com.": (100, 0)}
 # How an execution ends FailedBeforeTraffic: the outcome, the Rollout Failed event, the end.
-FAILED_BEFORE_TRAFFIC = ["FailedBeforeTrafficOutcome", "NotifyRolloutFailed", "RolloutFailedEnd?", "FailedBeforeTraffic"]
+# A function's error: the cause ends with the error's message, not its JSON document.
+FAILED_BEFORE_TRAFFIC = ["FailedBeforeTrafficOutcome", "OutcomeDetail?", "ReadOutcomeDetail", "OutcomeEndsWithErrorMessage",
+                         "NotifyRolloutFailed", "RolloutFailedEnd?", "FailedBeforeTraffic"]
+# How a rollback for a failed check ends, from the restore on.
+ROLLED_BACK_FOR_A_CHECK = ["Restore", "FailureDetail?", "EndWithDetail", "RolledBackBy?", "NotifyCheckFailed",
+                           "NotifyRolledBack", "RolledBack"]
 EVENT_SCHEMAS = Path(__file__).resolve().parents[2] / "schema/events"
 PROMOTED = {"listener :80": (0, 100), "app.example.com.": (0, 100)}
 

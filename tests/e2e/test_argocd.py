@@ -120,8 +120,10 @@ def test_refreshing_stale_apps_needs_the_refresh_role():
                 assert report.status == "SUCCEEDED", report.cause
             else:
                 assert (report.status, report.error) == ("FAILED", "KubePermissionDenied"), report.cause
-                message = json.loads(report.cause)["errorMessage"]
-                assert 'cannot patch resource "applications" in API group "argoproj.io"' in message, message
+                # Sentences with the error's name once, not the function's JSON error document.
+                assert report.cause.startswith("KubePermissionDenied before any traffic moved: "), report.cause
+                assert 'cannot patch resource "applications" in API group "argoproj.io"' in report.cause, report.cause
+                assert "errorType" not in report.cause and report.cause.count("KubePermissionDenied") == 1
                 assert report.max_canary == 0
 
 

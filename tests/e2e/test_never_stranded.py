@@ -6,7 +6,7 @@ sandbox). No execution here ends with traffic away from the baseline unless it p
 import json
 import re
 
-from helpers import FAILED_BEFORE_TRAFFIC, BASELINE, PROMOTED, captured, delete_cluster_event, move_listener_by_hand
+from helpers import FAILED_BEFORE_TRAFFIC, ROLLED_BACK_FOR_A_CHECK, BASELINE, PROMOTED, captured, delete_cluster_event, move_listener_by_hand
 from sandbox.scenarios import manual_plan, start_manual
 from sandbox import scenarios
 from sandbox.harness import REPO, Sandbox
@@ -57,8 +57,10 @@ def test_a_foreign_change_during_the_last_bake_is_not_promoted_over():
         report = scenarios.watch(sandbox, start_green(sandbox), on_event=on_event, out=captured)
         assert report.status == "FAILED"
         assert report.error == "WeightsChangedExternally"
-        assert report.states[-5:] == ["VerifyPromotion", "ChangedBeforePromotionOutcome", "NotifyRolloutFailed",
-                                     "RolloutFailedEnd?", "ChangedBeforePromotion"]
+        assert report.states[-8:] == ["VerifyPromotion", "ChangedBeforePromotionOutcome", "OutcomeDetail?",
+                                      "ReadOutcomeDetail", "OutcomeEndsWithErrorMessage", "NotifyRolloutFailed",
+                                      "RolloutFailedEnd?", "ChangedBeforePromotion"]
+        assert "errorType" not in report.cause and report.cause.count("WeightsChangedExternally") <= 1
         assert "during the last bake; the rollout stopped without promoting" in report.cause
         assert "found stable 50 / canary 50, this rollout last set stable 0 / canary 100" in report.cause
         assert report.safety_net["restored"] is False
@@ -75,7 +77,7 @@ def test_a_rollback_that_overwrites_a_foreign_change_says_so():
 
         report = scenarios.watch(sandbox, start_green(sandbox), on_event=on_event, out=captured)
         assert (report.status, report.error) == ("FAILED", "CheckFailed")
-        assert report.states[-5:] == ["Restore", "RolledBackBy?", "NotifyCheckFailed", "NotifyRolledBack", "RolledBack"]
+        assert report.states[-7:] == ROLLED_BACK_FOR_A_CHECK
         assert (f"It overwrote weights changed outside this rollout: {sandbox.world.listener} "
                 "was stable 70 / canary 30") in report.cause
         assert report.weights == BASELINE

@@ -9,7 +9,7 @@ import json
 import re
 from pathlib import Path
 
-from helpers import FAILED_BEFORE_TRAFFIC, BASELINE, PROMOTED, captured, event_types, move_listener_by_hand
+from helpers import FAILED_BEFORE_TRAFFIC, ROLLED_BACK_FOR_A_CHECK, BASELINE, PROMOTED, captured, event_types, move_listener_by_hand
 from sandbox.scenarios import manual_plan, start_manual
 from sandbox import scenarios
 from sandbox.harness import Sandbox
@@ -61,7 +61,7 @@ def test_an_alarm_at_50_percent_rolls_everything_back():
     assert report.cli_exit == 1, "`cluster-canary watch` exits 1 when not promoted"
     assert report.cause.startswith("Canary check failed at step 2 of 3 (50% of traffic on the new cluster); traffic restored to the baseline.")
     assert "alarm web-green-5xx is ALARM since" in report.cause
-    assert report.states[-5:] == ["Restore", "RolledBackBy?", "NotifyCheckFailed", "NotifyRolledBack", "RolledBack"]
+    assert report.states[-7:] == ROLLED_BACK_FOR_A_CHECK
     assert series(report, "CanaryWeight", "listener/") == [0, 10, 50, 0]
     assert series(report, "ChecksFailed")[-1] == 1
     assert [p[1]["Cause"] for p in report.metrics if p[0] == "Rollbacks"] == ["CheckFailed"]
