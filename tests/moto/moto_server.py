@@ -39,7 +39,7 @@ Everything else is stock moto.
    botocore's service model; this adds the CBOR pair beside its JSON one (cbor2 for the
    encoding, timestamps as CBOR tag 1, blobs as byte strings, errors with `__type` and the
    `x-amzn-query-error` header of CloudWatch's awsQueryCompatible trait) and routes the
-   operation path, so every CloudWatch action moto has answers both protocols the same.
+   operation path, so every CloudWatch action moto has answers CBOR as it answers JSON and query.
    Not modelled: request compression (`Content-Encoding: gzip`, which the SDK uses for
    PutMetricData bodies over 10 KiB: refused here with an error that says so), RPC v2's
    event streams (CloudWatch has none).

@@ -20,7 +20,7 @@ pub async fn load_sdk_config() -> SdkConfig {
 pub fn sdk_config_loader() -> ConfigLoader {
     // rustls on ring rather than the SDK's default aws-lc-rs: the same TLS as the SDK's default
     // client (hyper 1, rustls 0.23, the system roots), the crypto provider kube uses too, and
-    // about a third of a function's package size less (docs/size-and-startup.md).
+    // about 1 MB less per zipped function (docs/size-and-startup.md).
     let https = HttpClientBuilder::new()
         .tls_provider(Provider::Rustls(CryptoMode::Ring))
         .build_https();
