@@ -80,3 +80,44 @@ async fn a_refused_connection_is_transient_and_says_so() {
     assert_eq!(err.error_name().as_str(), "KubeTransient", "{err}");
     assert!(err.to_string().contains("Connection refused"), "{err}");
 }
+
+#[tokio::test]
+async fn bad_connection_settings_are_refused_before_connecting_and_never_echo_the_token() {
+    use base64::Engine;
+    let kube = KubeServer::start(&[]);
+    let base64 = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
+    let key_only = base64("-----BEGIN PRIVATE KEY-----\nbm9wZQ==\n-----END PRIVATE KEY-----\n");
+    for (server, ca_data, token, expected) in [
+        (
+            kube.server.as_str(),
+            "not base64!",
+            ADMIN_TOKEN,
+            "the CA data is not base64",
+        ),
+        (
+            kube.server.as_str(),
+            key_only.as_str(),
+            ADMIN_TOKEN,
+            "the CA data holds no PEM certificate",
+        ),
+        (
+            kube.server.as_str(),
+            kube.ca_data.as_str(),
+            "secret-token\nsecond-line",
+            "the token has characters an HTTP header cannot carry",
+        ),
+        (
+            "https://a b",
+            kube.ca_data.as_str(),
+            ADMIN_TOKEN,
+            "bad connection settings: server \"https://a b\"",
+        ),
+    ] {
+        let Err(err) = client(server, ca_data, token.to_owned()).await else {
+            panic!("bad settings must be refused: {server}");
+        };
+        assert_eq!(err.error_name().as_str(), "KubeRequestFailed", "{err}");
+        assert!(err.to_string().contains(expected), "{err}");
+        assert!(!err.to_string().contains("secret-token"), "{err}");
+    }
+}

@@ -11,9 +11,16 @@ use std::time::{Duration, SystemTime};
 
 use aws_config::SdkConfig;
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
 use canary_aws::{EksApi, SdkEks, SdkSecrets, SecretsApi};
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use hyper_timeout::TimeoutConnector;
+use hyper_util::client::legacy::Client as HttpClient;
+use hyper_util::rt::TokioExecutor;
+use kube::client::{Body, ConfigExt};
 use serde::Deserialize;
+use tower::{BoxError, ServiceBuilder};
+use tower_http::auth::AddAuthorizationLayer;
 
 use crate::error::{tls_failure, with_causes, KubeError, KubeErrorKind};
 use crate::token::eks_token;
@@ -161,26 +168,23 @@ pub async fn connect(
 }
 
 /// A kube client for `server`, trusting the base64 PEM `ca_data`, authenticating with `token`.
+///
+/// Assembled from kube's own layers (`ConfigExt`) rather than from a kubeconfig: the functions
+/// only ever hold a server, a CA and a bearer token, and kube's kubeconfig path links a YAML
+/// parser and the exec/OIDC auth providers (JSONPath, regex) into every package that reaches
+/// Kubernetes (docs/size-and-startup.md). The stack is kube's default one, minus those.
 pub async fn client(server: &str, ca_data: &str, token: String) -> Result<kube::Client, KubeError> {
-    let kubeconfig: Kubeconfig = serde_json::from_value(serde_json::json!({
-        "clusters": [{"name": "management", "cluster": {"server": server, "certificate-authority-data": ca_data}}],
-        "users": [{"name": "cluster-canary", "user": {"token": token}}],
-        "contexts": [{"name": "management", "context": {"cluster": "management", "user": "cluster-canary"}}],
-        "current-context": "management",
-    }))
-    .map_err(|e| rejected(format!("bad connection settings: {e}")))?;
-    let mut config =
-        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-            .await
-            .map_err(|e| rejected(format!("bad connection settings for {server}: {e}")))?;
+    let cluster_url: http::Uri = server
+        .parse()
+        .map_err(|e| rejected(format!("bad connection settings: server {server:?}: {e}")))?;
+    let mut config = kube::Config::new(cluster_url);
+    config.root_cert = Some(ca_certificates(server, ca_data)?);
     // API audit logs say who acted (kube-rs sends no User-Agent of its own).
     config.headers.push((
         http::header::USER_AGENT,
         http::HeaderValue::from_static(concat!("cluster-canary/", env!("CARGO_PKG_VERSION"))),
     ));
-    config.connect_timeout = Some(Duration::from_secs(10));
-    config.read_timeout = Some(Duration::from_secs(20));
-    kube::Client::try_from(config).map_err(|e| {
+    let cannot_build = |e: kube::Error| {
         let kind = match tls_failure(&e) {
             // The CA data decoded, but is not a certificate rustls can trust.
             Some(_) => KubeErrorKind::Tls,
@@ -191,7 +195,44 @@ pub async fn client(server: &str, ca_data: &str, token: String) -> Result<kube::
             CONNECT,
             format!("cannot build a client for {server}: {}", with_causes(&e)),
         )
-    })
+    };
+    let mut connector =
+        TimeoutConnector::new(config.rustls_https_connector().map_err(cannot_build)?);
+    connector.set_connect_timeout(Some(Duration::from_secs(10)));
+    connector.set_read_timeout(Some(Duration::from_secs(20)));
+    // tower-http panics on a token that is no header value (a secret's stray newline, say).
+    if http::HeaderValue::try_from(format!("Bearer {token}")).is_err() {
+        return Err(rejected(format!(
+            "bad connection settings for {server}: the token has characters an HTTP header cannot carry"
+        )));
+    }
+    let http = HttpClient::builder(TokioExecutor::new()).build::<_, Body>(connector);
+    let service = ServiceBuilder::new()
+        .layer(config.base_uri_layer())
+        .layer(AddAuthorizationLayer::bearer(&token).as_sensitive(true))
+        .layer(config.extra_headers_layer().map_err(cannot_build)?)
+        .map_err(BoxError::from)
+        .service(http);
+    Ok(kube::Client::new(service, "default"))
+}
+
+/// The DER certificates of the base64 PEM bundle `ca_data`, as a kubeconfig's
+/// `certificate-authority-data` holds them.
+fn ca_certificates(server: &str, ca_data: &str) -> Result<Vec<Vec<u8>>, KubeError> {
+    let bad = |what: String| rejected(format!("bad connection settings for {server}: {what}"));
+    let pem = BASE64
+        .decode(ca_data.trim())
+        .map_err(|e| bad(format!("the CA data is not base64: {e}")))?;
+    let certificates: Vec<Vec<u8>> = pem::parse_many(&pem)
+        .map_err(|e| bad(format!("the CA data is not PEM: {e}")))?
+        .into_iter()
+        .filter(|block| block.tag() == "CERTIFICATE")
+        .map(pem::Pem::into_contents)
+        .collect();
+    if certificates.is_empty() {
+        return Err(bad("the CA data holds no PEM certificate".to_owned()));
+    }
+    Ok(certificates)
 }
 
 #[cfg(test)]
