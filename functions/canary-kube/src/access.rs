@@ -17,8 +17,10 @@ use canary_aws::{EksApi, SdkEks, SdkSecrets, SecretsApi};
 use hyper_timeout::TimeoutConnector;
 use hyper_util::client::legacy::Client as HttpClient;
 use hyper_util::rt::TokioExecutor;
+use kube::client::retry::RetryPolicy;
 use kube::client::{Body, ConfigExt};
 use serde::Deserialize;
+use tower::retry::RetryLayer;
 use tower::{BoxError, ServiceBuilder};
 use tower_http::auth::AddAuthorizationLayer;
 
@@ -209,6 +211,8 @@ pub async fn client(server: &str, ca_data: &str, token: String) -> Result<kube::
     let http = HttpClient::builder(TokioExecutor::new()).build::<_, Body>(connector);
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
+        // kube's own: 429, 503 and 504 retried after the server's Retry-After.
+        .layer(RetryLayer::new(RetryPolicy::server_retry()))
         .layer(AddAuthorizationLayer::bearer(&token).as_sensitive(true))
         .layer(config.extra_headers_layer().map_err(cannot_build)?)
         .map_err(BoxError::from)
