@@ -174,7 +174,8 @@ pub async fn connect(
 /// Assembled from kube's own layers (`ConfigExt`) rather than from a kubeconfig: the functions
 /// only ever hold a server, a CA and a bearer token, and kube's kubeconfig path links a YAML
 /// parser and the exec/OIDC auth providers (JSONPath, regex) into every package that reaches
-/// Kubernetes (docs/size-and-startup.md). The stack is kube's default one, minus those.
+/// Kubernetes (docs/size-and-startup.md). The stack is kube's default one without those and
+/// without its debug-level HTTP spans.
 pub async fn client(server: &str, ca_data: &str, token: String) -> Result<kube::Client, KubeError> {
     let cluster_url: http::Uri = server
         .parse()
