@@ -25,9 +25,16 @@ use error::CliError;
 use printer::Printer;
 use view::Output;
 
+/// The SDK's `app/<name>` in the User-Agent of the CLI's calls: CloudTrail (and the benchmark)
+/// tell an operator's calls from the functions'.
+const APP_NAME: &str = "cluster-canary-cli";
+
 /// The SDK configuration: the standard chain, with the global flags on top.
 pub async fn sdk_config(global: &GlobalArgs) -> SdkConfig {
     let mut loader = canary_aws::sdk_config_loader();
+    if let Ok(name) = aws_config::AppName::new(APP_NAME) {
+        loader = loader.app_name(name);
+    }
     if let Some(profile) = &global.profile {
         loader = loader.profile_name(profile);
     }
