@@ -388,6 +388,31 @@ fn the_safety_net_knows_every_terminal_state() {
     assert!(settled.is_subset(&terminal), "{settled:?} vs {terminal:?}");
 }
 
+/// The safety net reads the end an `<End>Outcome` state decided (`$.outcome.End`): each state
+/// that writes `$.outcome` names a terminal state, or carries the decided end on.
+#[test]
+fn every_outcome_names_its_terminal_state_and_keeps_it() {
+    let asl = definition();
+    let all = states(&asl);
+    let writers: Vec<_> = all
+        .iter()
+        .filter(|(_, s)| s["ResultPath"] == "$.outcome")
+        .collect();
+    assert!(writers.len() >= 9, "{writers:?}");
+    for (name, state) in writers {
+        let params = &state["Parameters"];
+        match (params["End"].as_str(), params["End.$"].as_str()) {
+            (Some(end), None) => assert_eq!(
+                all.get(end).and_then(|s| s["Type"].as_str()),
+                Some("Fail"),
+                "{name}: End {end} is no Fail state"
+            ),
+            (None, Some(path)) => assert_eq!(path, "$.outcome.End", "{name}"),
+            other => panic!("{name}: no End: {other:?}"),
+        }
+    }
+}
+
 /// Every `putEvents` entry of the definition, as (detail-type, detail keys).
 fn published_events(asl: &Value) -> Vec<(String, BTreeSet<String>)> {
     all_states(asl)

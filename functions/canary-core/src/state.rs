@@ -1,7 +1,7 @@
 //! The execution state's shape, as far as code outside the state machine reads it: the
 //! safety net and the operator CLI read what the `PrepareTraffic` and `SetWeights` states
-//! left (`$.prepared`, `$.lastSet`) from the execution history, and judge an ended execution
-//! by the state it entered last. `statemachine/rollout.asl.json` writes these paths; a test
+//! left (`$.prepared`, `$.lastSet`, `$.outcome`) from the execution history, and judge an
+//! ended execution by the state it entered last, or the end its outcome already decided. `statemachine/rollout.asl.json` writes these paths; a test
 //! checks the definition still has them (tests/tests/state_machine_definition.rs), and
 //! `schema/contract.json` hands the names to the Python sandbox and tests.
 
@@ -39,6 +39,14 @@ pub struct LastSet {
     pub weights: Vec<TargetWeights>,
 }
 
+/// `$.outcome`: how an execution that did not roll back ends, written by its `<End>Outcome`
+/// state before the lifecycle event and the Fail state of that name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcome {
+    #[serde(rename = "End")]
+    pub end: String,
+}
+
 /// The parts of an execution's state read outside the state machine; each absent until the
 /// state that writes it has run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -48,6 +56,8 @@ pub struct ExecutionState {
     pub prepared: Option<Prepared>,
     #[serde(default)]
     pub last_set: Option<LastSet>,
+    #[serde(default)]
+    pub outcome: Option<Outcome>,
 }
 
 impl ExecutionState {

@@ -59,6 +59,20 @@ pub fn assess(status: Option<&str>, history: &ExecutionHistory) -> Assessment {
             return Assessment::LeaveAlone(format!("the execution ended in {state}: {why}"));
         }
     }
+    // The end was decided once an `<End>Outcome` state wrote it; what follows (the cause's
+    // wording, the Rollout Failed event) moves no traffic. A platform error or a stop in there
+    // must not undo a promotion or overwrite weights the rollout chose to leave alone.
+    let decided = exits()
+        .rev()
+        .find_map(|s| Some(state_after(s.output.as_deref())?.outcome?.end));
+    if let Some((state, why)) =
+        decided.and_then(|end| SETTLED_ENDS.iter().find(|(name, _)| *name == end))
+    {
+        let at = last_entered.map_or("an unknown state", |s| s.name.as_str());
+        return Assessment::LeaveAlone(format!(
+            "the execution ended in {state}: {why} (decided before it stopped at {at})"
+        ));
+    }
     let expected = exits()
         .rev()
         .filter(|s| s.name == SET_STATE)
@@ -256,6 +270,40 @@ mod tests {
             why,
             "the execution failed with States.DataLimitExceeded at Evaluate, which no Catch handles, without its own rollback"
         );
+    }
+
+    #[test]
+    fn an_end_its_outcome_decided_stays_settled_whatever_fails_after() {
+        let decided = |end: &str, status: &str, error: Option<&str>| {
+            let mut history = moved_traffic(&[], error);
+            history.states.extend([
+                entered("RetireOldCluster"),
+                exited(
+                    &format!("{end}Outcome"),
+                    serde_json::json!({"outcome": {"End": end, "Error": "SecretNotOwned", "Cause": "…"}}),
+                ),
+                entered("ReadOutcomeDetail"),
+            ]);
+            assess(Some(status), &history)
+        };
+        let verdict = decided("RetireFailed", "FAILED", Some("States.Runtime"));
+        assert_eq!(
+            verdict,
+            Assessment::LeaveAlone(
+                "the execution ended in RetireFailed: it was promoted; only retiring the old cluster \
+                 failed, and traffic stays on the new cluster (decided before it stopped at ReadOutcomeDetail)"
+                    .to_owned()
+            )
+        );
+        assert!(matches!(
+            decided("ChangedBeforePromotion", "ABORTED", None),
+            Assessment::LeaveAlone(_)
+        ));
+        // A failed rollback is decided too, but nothing is where it should be: restore.
+        assert!(matches!(
+            decided("RollbackFailed", "FAILED", Some("States.Runtime")),
+            Assessment::Restore { .. }
+        ));
     }
 
     #[test]
