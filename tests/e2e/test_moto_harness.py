@@ -94,6 +94,13 @@ def test_alarms_metrics_and_errors_answer_the_same_over_every_protocol(moto_endp
             {"MetricName": "Errors", "Dimensions": [{"Name": "Cluster", "Value": protocol}], "Timestamp": at,
              "Value": 7.5, "Unit": "Count"},
         ])
+        # Over 10 KiB: the SDKs gzip it (CloudWatch's requestCompression trait).
+        sent = []
+        client.meta.events.register("before-send.cloudwatch.PutMetricData", lambda request, **_: sent.append(request))
+        client.put_metric_data(Namespace="Bulk", MetricData=[
+            {"MetricName": f"padding-{n:03}-{'x' * 80}", "Value": 1.0} for n in range(150)
+        ])
+        assert sent[-1].headers.get("Content-Encoding") in ("gzip", b"gzip"), protocol
 
     def read(client):
         alarms = client.describe_alarms(AlarmNamePrefix="errors-")
@@ -112,7 +119,10 @@ def test_alarms_metrics_and_errors_answer_the_same_over_every_protocol(moto_endp
         with pytest.raises(ClientError) as invalid:
             client.set_alarm_state(AlarmName="errors-json", StateValue="ALARM", StateReason="x",
                                    StateReasonData="not json")
+        bulk = [metric["MetricName"] for page in client.get_paginator("list_metrics").paginate(Namespace="Bulk")
+                for metric in page["Metrics"]]
         return {
+            "bulk": sorted(set(bulk)),
             "alarms": comparable(alarms),
             "composites": comparable(composites),
             "data": comparable(data),
@@ -128,5 +138,6 @@ def test_alarms_metrics_and_errors_answer_the_same_over_every_protocol(moto_endp
     assert [result["Values"] for result in cbor["data"]["MetricDataResults"]] == [[7.5]] * 3
     assert cbor["errors"][0][0] == "ResourceNotFound"
     assert cbor["errors"][1][0] == "InvalidFormat"
+    assert sorted(cbor["bulk"]) == sorted(f"padding-{n:03}-{'x' * 80}" for n in range(150)), "every compressed body read"
     assert answers["json"] == cbor
     assert answers["query"] == cbor

@@ -40,9 +40,9 @@ Everything else is stock moto.
    encoding, timestamps as CBOR tag 1, blobs as byte strings, errors with `__type` and the
    `x-amzn-query-error` header of CloudWatch's awsQueryCompatible trait) and routes the
    operation path, so every CloudWatch action moto has answers CBOR as it answers JSON and query.
-   Not modelled: request compression (`Content-Encoding: gzip`, which the SDK uses for
-   PutMetricData bodies over 10 KiB: refused here with an error that says so), RPC v2's
-   event streams (CloudWatch has none).
+   Request compression (`Content-Encoding: gzip`, which the SDKs use for PutMetricData bodies
+   over 10 KiB) moto's request layer undoes already. Not modelled: RPC v2's event streams
+   (CloudWatch has none).
 
 Still not modelled: the 256 KiB limit on Pass and Choice state output (moto checks task
 results only), and execution events to EventBridge (the sandbox delivers them itself).
@@ -119,11 +119,6 @@ _RPC_V2_OPERATION = re.compile(r"/service/[A-Za-z0-9]+/operation/(?P<operation>[
 
 class RpcV2CborParser(moto_parse.JSONParser):
     """A request body in CBOR, walked over the input shape exactly as moto walks JSON."""
-
-    def _do_parse(self, request_dict, shape):
-        if "gzip" in request_dict["headers"].get("Content-Encoding", ""):
-            raise NotImplementedError("the moto harness does not model RPC v2 CBOR request compression")
-        return super()._do_parse(request_dict, shape)
 
     def _parse_body_as_json(self, body_contents):
         return cbor2.loads(body_contents) if body_contents else {}
