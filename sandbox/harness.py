@@ -26,6 +26,7 @@ import boto3
 from botocore.config import Config
 
 from . import world as world_mod
+from .alarm_events import AlarmEvents
 from .front_door import FrontDoor
 
 REPO = Path(__file__).resolve().parent.parent
@@ -36,6 +37,7 @@ FUNCTIONS = ("shift-weights", "evaluate-alarms", "register-cluster", "cluster-cr
 # The operator CLI (`cargo build --workspace --bins` builds it with the functions).
 CLI = REPO / "target" / "debug" / "cluster-canary"
 STATE_MACHINE = "cluster-canary-rollout"
+ALARM_WATCH_TABLE = "cluster-canary-alarm-watches"
 CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "test",
     "AWS_SECRET_ACCESS_KEY": "test",
@@ -83,6 +85,7 @@ class Sandbox:
         self.processes = []
         self.front = None
         self.run_dir = None
+        self.alarm_events = None
 
     # --- lifecycle ----------------------------------------------------------------------
     def __enter__(self):
@@ -145,6 +148,7 @@ class Sandbox:
             self.client, {"server": self.kube["server"], "caData": self.kube["caData"],
                           "token": FUNCTIONS_TOKEN if self.rbac else "sandbox-admin"}
         )
+        create_alarm_watch_table(self.client("dynamodb"))
         definition = (REPO / "statemachine/rollout.asl.json").read_text()
         for key, name in (("ShiftWeightsFunctionArn", "shift-weights"), ("EvaluateAlarmsFunctionArn", "evaluate-alarms"),
                           ("RegisterClusterFunctionArn", "register-cluster")):
@@ -162,6 +166,7 @@ class Sandbox:
                 "MANAGEMENT_ACCESS": "secret",
                 "MANAGEMENT_SECRET_ID": world_mod.CONNECTION_SECRET,
                 "STATE_MACHINE_ARN": self.state_machine,
+                "ALARM_WATCH_TABLE": ALARM_WATCH_TABLE,
                 "ARGOCD_NAMESPACE": "argocd",
                 "PROFILES": json.dumps(self.world.profiles),
             }.items():
@@ -171,11 +176,15 @@ class Sandbox:
         watch = self.spawn([cargo_lambda, "lambda", "watch", "--ignore-changes", "-A", "127.0.0.1", "-P", str(lambda_port),
                             "--env-file", env_file], "functions.log")
         wait_port(lambda_port, 600, watch, "cargo lambda watch")
+        self.alarm_events = AlarmEvents(self.client, self.invoke, sam_template(), self.log).start()
         self.log(f"sandbox up: AWS at {self.endpoint}, Argo CD at {self.kube['server']} (logs in {self.run_dir})")
         self.log("cluster-canary from another terminal: export " + " ".join(
             f"{k}={v}" for k, v in {**self.cli_env(), "PATH": "$PWD/target/debug:$PATH"}.items()))
 
     def stop(self):
+        if self.alarm_events:
+            self.alarm_events.stop()
+            self.alarm_events = None
         for process in reversed(self.processes):
             if process.poll() is None:
                 try:
@@ -248,6 +257,15 @@ def sam_template():
 
     Template.add_multi_constructor("!", construct)
     return yaml.load((REPO / "template.yaml").read_text(), Loader=Template)
+
+
+def create_alarm_watch_table(dynamodb):
+    """The template's AlarmWatchTable, as CloudFormation would create it."""
+    table = sam_template()["Resources"]["AlarmWatchTable"]["Properties"]
+    dynamodb.create_table(TableName=ALARM_WATCH_TABLE, BillingMode=table["BillingMode"],
+                          AttributeDefinitions=table["AttributeDefinitions"], KeySchema=table["KeySchema"])
+    dynamodb.update_time_to_live(TableName=ALARM_WATCH_TABLE, TimeToLiveSpecification={
+        "AttributeName": table["TimeToLiveSpecification"]["AttributeName"], "Enabled": True})
 
 
 def safety_net_rule():

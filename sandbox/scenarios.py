@@ -349,9 +349,9 @@ def run_on(sandbox, scenario, out=print, verbose=False):
         at_half = name == CONTRACT["states"]["setWeights"] and state["cursor"]["step"]["weight"] == 50
         if scenario == "rollback" and at_half:
             out(">>> alarm web-green-5xx goes to ALARM")
-            sandbox.client("cloudwatch").set_alarm_state(
-                AlarmName="web-green-5xx", StateValue="ALARM",
-                StateReason="Threshold Crossed: 1 datapoint [42.0] was greater than the threshold (10.0).",
+            sandbox.alarm_events.set_state(
+                "web-green-5xx", "ALARM",
+                "Threshold Crossed: 1 datapoint [42.0] was greater than the threshold (10.0).",
             )
         if scenario == "stopped" and at_half:
             out(">>> an operator runs: cluster-canary abort")

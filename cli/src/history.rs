@@ -12,6 +12,18 @@ use serde_json::Value;
 /// The resource of the task an approval waits on (`lambda:invoke.waitForTaskToken`).
 const WAIT_FOR_TASK_TOKEN: &str = "invoke.waitForTaskToken";
 
+/// The states entered once an approval wait is over: the approval branch's answers (after
+/// `WaitForApproval`) and `AwaitApproval`'s Catch targets (another branch ended the wait). The
+/// alarm watch beside the approval waits on a task of the same resource, so the end of "a
+/// `waitForTaskToken` task" cannot tell which wait ended.
+pub const APPROVED_AT: &str = "Approved";
+pub const NOT_APPROVED_AT: [&str; 2] = ["BoundRejection", "ApprovalTimedOut"];
+const APPROVAL_OVER_AT: [&str; 3] = [
+    "SetWeights",
+    "OnApprovalTimeout?",
+    "DescribeApprovalFailure",
+];
+
 /// A task token: never printed, not even by `{:?}`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct TaskToken(pub String);
@@ -38,7 +50,7 @@ pub struct StepRef {
 }
 
 /// The approval the execution waits for now: the latest `awaitApproval` task scheduled and
-/// not yet answered, timed out or failed. `None` when nothing waits.
+/// not yet answered, timed out or ended by the wait's other branches. `None` when nothing waits.
 pub fn pending_approval(events: &[HistoryEvent]) -> Option<PendingApproval> {
     let mut pending = None;
     for event in events {
@@ -47,8 +59,16 @@ pub fn pending_approval(events: &[HistoryEvent]) -> Option<PendingApproval> {
                 resource,
                 parameters,
                 ..
-            } if resource == WAIT_FOR_TASK_TOKEN => pending = approval_task(parameters),
-            EventKind::TaskEnded { resource, .. } if resource == WAIT_FOR_TASK_TOKEN => {
+            } if resource == WAIT_FOR_TASK_TOKEN => {
+                if let Some(approval) = approval_task(parameters) {
+                    pending = Some(approval);
+                }
+            }
+            EventKind::StateEntered { name, .. }
+                if name == APPROVED_AT
+                    || NOT_APPROVED_AT.contains(&name.as_str())
+                    || APPROVAL_OVER_AT.contains(&name.as_str()) =>
+            {
                 pending = None
             }
             EventKind::ExecutionEnded { .. } => pending = None,
@@ -139,10 +159,10 @@ mod tests {
         })
     }
 
-    fn ended(succeeded: bool) -> HistoryEvent {
-        at(EventKind::TaskEnded {
-            resource: WAIT_FOR_TASK_TOKEN.to_owned(),
-            succeeded,
+    fn entered(name: &str) -> HistoryEvent {
+        at(EventKind::StateEntered {
+            name: name.to_owned(),
+            input: None,
         })
     }
 
@@ -159,23 +179,48 @@ mod tests {
                 weight: 100
             }
         );
-        assert_eq!(
-            pending_approval(&[scheduled("awaitApproval", "T1"), ended(true)]),
-            None
-        );
-        assert_eq!(
-            pending_approval(&[scheduled("awaitApproval", "T1"), ended(false)]),
-            None
-        );
+        for over in [
+            "Approved",
+            "BoundRejection",
+            "ApprovalTimedOut",
+            "DescribeApprovalFailure",
+        ] {
+            assert_eq!(
+                pending_approval(&[scheduled("awaitApproval", "T1"), entered(over)]),
+                None,
+                "{over}"
+            );
+        }
         let again = [
             scheduled("awaitApproval", "T1"),
-            ended(true),
+            entered("Approved"),
             scheduled("awaitApproval", "T2"),
         ];
         assert_eq!(
             pending_approval(&again).map(|p| p.token),
             Some(TaskToken("T2".to_owned()))
         );
+    }
+
+    #[test]
+    fn the_alarm_watch_beside_an_approval_neither_hides_nor_ends_it() {
+        let watch = || scheduled("watchAlarms", "W1");
+        let beside = [watch(), scheduled("awaitApproval", "T1"), watch()];
+        assert_eq!(
+            pending_approval(&beside).map(|p| p.token),
+            Some(TaskToken("T1".to_owned()))
+        );
+        // The watch's task ended (it could not register): the approval still waits.
+        let watch_ended = [
+            scheduled("awaitApproval", "T1"),
+            watch(),
+            at(EventKind::TaskEnded {
+                resource: WAIT_FOR_TASK_TOKEN.to_owned(),
+                succeeded: false,
+            }),
+            entered("AlarmWatchUnavailableWhileWaiting"),
+        ];
+        assert!(pending_approval(&watch_ended).is_some());
     }
 
     #[test]

@@ -7,7 +7,9 @@ use canary_core::TargetWeights;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::history::{step_of_cursor, EventKind, HistoryEvent, StepRef};
+use crate::history::{
+    step_of_cursor, EventKind, HistoryEvent, StepRef, APPROVED_AT, NOT_APPROVED_AT,
+};
 
 /// One thing that happened in a rollout, in the order it happened.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -118,7 +120,7 @@ pub struct Tracker {
 }
 
 /// States whose output carries a failure that is reported elsewhere, or is the rollback's own.
-const FAILURE_REPORTED_BY: [&str; 10] = [
+const FAILURE_REPORTED_BY: [&str; 11] = [
     "DescribeCheckFailure",
     "DescribeTaskFailure",
     "DescribeApprovalFailure",
@@ -129,6 +131,7 @@ const FAILURE_REPORTED_BY: [&str; 10] = [
     "EndWithErrorMessage",
     "EndWithDetail",
     "AwaitApproval",
+    "Bake",
 ];
 
 impl Tracker {
@@ -168,10 +171,6 @@ impl Tracker {
                     ),
                 })
             }
-            EventKind::StateEntered { name, input } => {
-                self.entered(name, input.as_deref(), event.timestamp);
-                None
-            }
             EventKind::StateExited { name, output } => {
                 let state: Value = output
                     .as_deref()
@@ -192,17 +191,19 @@ impl Tracker {
                     on_timeout: self.on_approval_timeout.clone(),
                 })
             }
-            EventKind::TaskEnded {
-                resource,
-                succeeded,
-            } if self.status.awaiting_approval => {
-                if !resource.ends_with(".waitForTaskToken") {
-                    return None;
-                }
+            EventKind::StateEntered { name, .. }
+                if self.status.awaiting_approval
+                    && (name == APPROVED_AT || NOT_APPROVED_AT.contains(&name.as_str())) =>
+            {
                 self.status.awaiting_approval = false;
+                self.entered(name, None, event.timestamp);
                 Some(Update::ApprovalAnswered {
-                    approved: *succeeded,
+                    approved: name == APPROVED_AT,
                 })
+            }
+            EventKind::StateEntered { name, input } => {
+                self.entered(name, input.as_deref(), event.timestamp);
+                None
             }
             EventKind::ExecutionEnded {
                 status,

@@ -119,9 +119,9 @@ fn promoted_after_approval() -> History {
     let mut watching = check(&last, 1, "pass", "OK");
     watching["cursor"]["step"]["checks"] = json!(0);
     h.state("WatchEvaluate", watching);
-    h.push(EventKind::TaskEnded {
-        resource: "invoke.waitForTaskToken".to_owned(),
-        succeeded: true,
+    h.push(EventKind::StateEntered {
+        name: "Approved".to_owned(),
+        input: None,
     });
     h.state(
         "SetWeights",

@@ -24,7 +24,8 @@ Everything else is stock moto.
 5. SendTaskFailure's `cause`. moto's HTTP layer passes only the error to its engine, so a
    rejected approval lost its reason. The engine itself takes both. And its limits, which moto
    does not check: an `error` over 256 or a `cause` over 32,768 characters is a
-   ValidationException, as AWS answers.
+   ValidationException, as AWS answers. A token whose task no longer waits (or that never
+   was one) is AWS's 400 `TaskDoesNotExist`/`TaskTimedOut`/`InvalidToken`, not moto's 500.
 6. EKS access entries (CreateAccessEntry, DescribeAccessEntry, DeleteAccessEntry,
    AssociateAccessPolicy, ListAssociatedAccessPolicies), which moto lacks: kept per cluster,
    with EKS's answers: ResourceInUseException for an entry that exists,
@@ -75,7 +76,10 @@ from moto.eks import models as eks_models
 from moto.eks import urls as eks_urls
 from moto.eks.responses import EKSResponse
 from moto.server import main
+from moto.core.exceptions import AWSError
 from moto.stepfunctions import exceptions as sfn_exceptions
+from moto.stepfunctions.parser import api as sfn_api
+from moto.stepfunctions.parser import models as sfn_parser_models
 from moto.stepfunctions.responses import StepFunctionResponse
 from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import ErrorEqualsDecl
 from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
@@ -311,7 +315,16 @@ def send_task_failure(self):
             raise sfn_exceptions.ValidationException(
                 f"1 validation error detected: Value at '{name}' failed to satisfy constraint: "
                 f"Member must have length less than or equal to {limit}")
-    self.stepfunction_backend.send_task_failure(self._get_param("taskToken"), **params)
+    backend = self.stepfunction_backend
+    if not isinstance(backend, sfn_parser_models.StepFunctionsParserBackend):
+        # Without the engine no task runs, so no token is one AWS would know.
+        raise AWSError("Invalid Token: the token belongs to no task", "InvalidToken", 400)
+    try:
+        backend.send_task_failure(self._get_param("taskToken"), **params)
+    except (sfn_api.InvalidToken, sfn_api.TaskDoesNotExist, sfn_api.TaskTimedOut) as gone:
+        # The engine raises its own exception classes, which moto's HTTP layer answers with a
+        # 500; AWS answers 400 with the error's name.
+        raise AWSError("the task token is invalid or its task no longer waits", type(gone).__name__, 400)
     return EmptyResult()
 
 

@@ -219,11 +219,96 @@ fn the_watch_while_waiting_for_approval_checks_like_the_bake() {
         retried.iter().all(|e| e.starts_with("Lambda.")),
         "never a rejection or a timeout: {retried:?}"
     );
-    let text = serde_json::to_string(&asl).unwrap();
+    // A token goes only to the `.waitForTaskToken` task it belongs to: the approval's, and
+    // the alarm watches', each to evaluate-alarms (never into an event, a log or the state).
+    let with_token: Vec<(&String, &Value)> = all
+        .iter()
+        .copied()
+        .filter(|(_, s)| s["Type"] == "Task")
+        .filter(|(_, s)| serde_json::to_string(s).unwrap().contains("$$.Task.Token"))
+        .collect();
+    let names: BTreeSet<&str> = with_token.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
-        text.matches("$$.Task.Token").count(),
-        1,
-        "the token goes nowhere else"
+        names,
+        BTreeSet::from(["WaitForApproval", "WatchAlarms", "WatchAlarmsWhileWaiting"])
+    );
+    for (name, state) in with_token {
+        assert_eq!(
+            state["Resource"], "arn:aws:states:::lambda:invoke.waitForTaskToken",
+            "{name}"
+        );
+        assert_eq!(
+            state["Parameters"]["Payload"]["taskToken.$"], "$$.Task.Token",
+            "{name}"
+        );
+        assert_eq!(state["ResultPath"], Value::Null, "{name}");
+    }
+}
+
+/// The alarm watch beside the bake's checks and the approval wait: an alarm's event fails it
+/// with the check's own error, and nothing else the watch meets fails the rollout.
+#[test]
+fn the_alarm_watches_fail_only_with_the_checks_error() {
+    let asl = definition();
+    let all = all_states(&asl);
+    let find = |wanted: &str| {
+        all.iter()
+            .find(|(name, _)| name.as_str() == wanted)
+            .map(|(_, s)| (*s).clone())
+            .unwrap_or_else(|| panic!("no state {wanted}"))
+    };
+    for (watch, fired, unavailable, during) in [
+        ("WatchAlarms", "AlarmFired", "AlarmWatchUnavailable", "bake"),
+        (
+            "WatchAlarmsWhileWaiting",
+            "AlarmFiredWhileWaiting",
+            "AlarmWatchUnavailableWhileWaiting",
+            "approval",
+        ),
+    ] {
+        let state = find(watch);
+        assert_eq!(state["Parameters"]["Payload"]["operation"], "watchAlarms");
+        assert_eq!(state["Parameters"]["Payload"]["during"], during);
+        assert!(
+            state.get("TimeoutSeconds").is_none() && state.get("TimeoutSecondsPath").is_none(),
+            "{watch} waits until its Parallel ends"
+        );
+        let catch = state["Catch"].as_array().unwrap();
+        assert_eq!(
+            catch[0]["ErrorEquals"],
+            serde_json::json!([canary_core::alarm_watch::CHECK_FAILED])
+        );
+        assert_eq!(catch[0]["Next"], fired);
+        assert_eq!(catch[1]["ErrorEquals"], serde_json::json!(["States.ALL"]));
+        assert_eq!(catch[1]["Next"], unavailable);
+        assert_eq!(state["Next"], unavailable);
+        assert_eq!(find(fired)["Error"], canary_core::alarm_watch::CHECK_FAILED);
+        assert_eq!(find(unavailable)["Type"], "Succeed");
+    }
+    // The bake's checks end their branch with the same error the watch does.
+    assert_eq!(
+        find("BakeCheckFailed")["Error"],
+        canary_core::alarm_watch::CHECK_FAILED
+    );
+    let bake = &states(&asl)["Bake"];
+    let routed: Vec<(String, String)> = bake["Catch"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["ErrorEquals"][0].as_str().unwrap().to_owned(),
+                c["Next"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        routed,
+        [
+            ("BakePassed".to_owned(), "NextStep".to_owned()),
+            ("CheckFailed".to_owned(), "DescribeCheckFailure".to_owned()),
+            ("States.ALL".to_owned(), "DescribeTaskFailure".to_owned()),
+        ]
     );
 }
 
@@ -290,10 +375,18 @@ fn events(state: &Value) -> usize {
 fn a_long_rollout_stays_under_the_history_limit() {
     let asl = definition();
     let s = states(&asl);
+    let bake_branches: Vec<&Value> = s["Bake"]["Branches"].as_array().unwrap().iter().collect();
+    let checks = states(bake_branches[0]);
     let per_check: usize = ["BakeWait", "Evaluate", "CheckVerdict?"]
         .iter()
-        .map(|n| events(&s[*n]))
+        .map(|n| events(&checks[*n]))
         .sum();
+    // The bake's Parallel (4 events), each branch's states once but the checks, and the rest.
+    let bake_once: usize = 4 + bake_branches
+        .iter()
+        .map(|b| states(b).values().map(events).sum::<usize>())
+        .sum::<usize>()
+        - per_check;
     let per_step: usize = [
         "StepSetup",
         "ApprovalNeeded?",
@@ -301,17 +394,17 @@ fn a_long_rollout_stays_under_the_history_limit() {
         "NotifyShifted",
         "AfterStepHooks?",
         "RunAfterStepHooks",
-        "StartBake",
         "NextStep",
         "MoreSteps?",
     ]
     .iter()
     .map(|n| events(&s[*n]))
-    .sum();
+    .sum::<usize>()
+        + bake_once;
     let fixed: usize = s.values().map(events).sum::<usize>() + 2; // every state once, plus execution start/end
     assert_eq!(
         (per_check, per_step),
-        (9, 27),
+        (9, 44),
         "update the history budget in docs/architecture.md"
     );
     let history = |steps: usize, checks_per_step: usize| {

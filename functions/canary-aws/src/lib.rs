@@ -11,6 +11,7 @@ pub mod executions;
 pub mod functions;
 pub mod route53;
 pub mod secrets;
+pub mod watches;
 
 pub use alb::{
     AlbApi, ForwardAction, ForwardRead, GroupStickiness, ListenerActions, SdkAlb, TargetGroupInfo,
@@ -30,3 +31,4 @@ pub use executions::{
 pub use functions::{FunctionInvoker, Invocation, SdkFunctions};
 pub use route53::{Route53Api, SdkRoute53, WeightedRecord};
 pub use secrets::{SdkSecrets, SecretsApi};
+pub use watches::{AlarmWatchStore, SdkAlarmWatches, TaskFailer};

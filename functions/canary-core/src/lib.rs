@@ -7,6 +7,7 @@
 //! (`targets`, `analysis`, `argocd`, `approval`, `hooks`, `target_health`) uses them; `plan`
 //! puts the sections together; `profile` and `schema` build on `plan`.
 
+pub mod alarm_watch;
 pub mod analysis;
 pub mod approval;
 pub mod argocd;

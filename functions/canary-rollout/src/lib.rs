@@ -3,11 +3,13 @@
 //!   written once over it: [`prepare`], [`set`] (set and verify, compare-and-set),
 //!   [`restore`], [`retire`] (detach), [`target_health`], and the [`safety_net`];
 //! - signals: one [`signals::SignalSource`] per provider, and the checks over them
-//!   ([`analysis`]: validate at Prepare, evaluate at every check); the plan's [`hooks`].
+//!   ([`analysis`]: validate at Prepare, evaluate at every check); the plan's [`hooks`];
+//!   the [`alarm_watch`] that fails a bake the moment a watched alarm fires.
 //!
 //! Everything runs against the traits of `canary-aws`, so it is tested with fakes and, over
 //! the wire, against the emulator. No Lambda runtime here: see `canary-lambda`.
 
+pub mod alarm_watch;
 pub mod analysis;
 pub mod error;
 pub mod hooks;

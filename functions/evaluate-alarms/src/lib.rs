@@ -1,5 +1,5 @@
 //! The `evaluate-alarms` Lambda: what the state machine sends it ([`Request`]) and the
-//! dispatch into `canary-rollout`, which holds the logic. Five operations:
+//! dispatch into `canary-rollout`, which holds the logic. Seven operations:
 //! - `validate` (at Prepare, before any traffic moves): every signal source of the plan can be
 //!   evaluated (alarms exist, CloudWatch accepts the metric queries).
 //! - `evaluate` (every check interval of a bake): collect every source's outcomes, judge them
@@ -9,17 +9,23 @@
 //! - `boundRejection`: an approver's rejection, cut before it reaches the state.
 //! - `awaitApproval`: the task a step's approval waits on (`.waitForTaskToken`): it only says
 //!   so in the log. The token stays in the execution's history, where the approver reads it.
+//! - `watchAlarms`: the task a bake or an approval wait keeps waiting beside its checks
+//!   (`.waitForTaskToken`): registers the execution's alarm watch.
+//! - `alarmStateChange` (the template's `AlarmStateChange` rule, on an alarm going to ALARM):
+//!   fails the watching task of every rollout that watches the alarm (`CheckFailed`), so the
+//!   rollback starts at once. See `canary_rollout::alarm_watch`.
 
-use std::time::SystemTime;
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use canary_aws::{CloudWatchApi, FunctionInvoker};
+use canary_aws::{AlarmWatchStore, CloudWatchApi, FunctionInvoker, TaskFailer};
+use canary_core::alarm_watch::{AlarmStateChange, WatchDuring, WatchedStep};
 use canary_core::analysis::BakeProgress;
 use canary_core::approval::Rejection;
 use canary_core::hooks::HookPoint;
 use canary_core::input::parse_input;
 use canary_core::RolloutPlan;
-use canary_rollout::hooks;
 use canary_rollout::signals::SignalApis;
+use canary_rollout::{alarm_watch, hooks};
 use serde::Deserialize;
 use serde_json::Value;
 use tracing::info;
@@ -50,6 +56,20 @@ pub enum Request {
         rejection: Value,
     },
     #[serde(rename_all = "camelCase")]
+    WatchAlarms {
+        /// Never logged nor returned: it is stored for the alarm events to fail.
+        task_token: String,
+        execution_arn: String,
+        /// `$$.Execution.StartTime`.
+        execution_start: String,
+        during: WatchDuring,
+        plan: Value,
+        step: WatchedStep,
+    },
+    AlarmStateChange {
+        change: AlarmStateChange,
+    },
+    #[serde(rename_all = "camelCase")]
     Hooks {
         plan: Value,
         point: HookPoint,
@@ -64,6 +84,27 @@ pub enum Request {
 pub struct Apis<'a> {
     pub cloudwatch: &'a dyn CloudWatchApi,
     pub functions: &'a dyn FunctionInvoker,
+    /// The alarm watches' table (`ALARM_WATCH_TABLE`); `None` when it is not configured.
+    pub watches: Option<&'a dyn AlarmWatchStore>,
+    pub tasks: &'a dyn TaskFailer,
+}
+
+impl Apis<'_> {
+    fn watches(&self) -> Result<&dyn AlarmWatchStore, AnalysisError> {
+        self.watches.ok_or_else(|| {
+            AnalysisError::InvalidInput(
+                "ALARM_WATCH_TABLE is not set: the function's environment names the DynamoDB \
+                 table of alarm watches (template.yaml sets it to AlarmWatchTable)"
+                    .to_owned(),
+            )
+        })
+    }
+}
+
+fn epoch_seconds(time: SystemTime) -> i64 {
+    time.duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or_default()
 }
 
 /// Runs one invocation. The plan is parsed and validated once, here.
@@ -92,6 +133,32 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
             }
             info!(%execution_arn, %step, "waiting for a person to approve the step");
             Ok(serde_json::json!({"waiting": true}))
+        }
+        Request::WatchAlarms {
+            task_token,
+            execution_arn,
+            execution_start,
+            during,
+            plan,
+            step,
+        } => {
+            let plan = RolloutPlan::parse(plan)?.plan;
+            let task = alarm_watch::WaitingTask {
+                execution_arn: &execution_arn,
+                task_token: &task_token,
+                execution_start: &execution_start,
+                during,
+                step,
+                now: epoch_seconds(SystemTime::now()),
+            };
+            serde_json::to_value(alarm_watch::register(apis.watches()?, &plan, task).await?)
+        }
+        Request::AlarmStateChange { change } => {
+            let now = epoch_seconds(SystemTime::now());
+            let reaction =
+                alarm_watch::on_alarm_state_change(apis.watches()?, apis.tasks, &change, now)
+                    .await?;
+            serde_json::to_value(reaction)
         }
         Request::BoundRejection { rejection } => {
             serde_json::to_value(Rejection::bounded(&rejection))

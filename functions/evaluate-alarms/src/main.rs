@@ -1,6 +1,8 @@
 //! Lambda entry point: build the clients once (no network call), then serve.
 
-use canary_aws::{load_sdk_config, SdkCloudWatch, SdkFunctions};
+use canary_aws::{
+    load_sdk_config, AlarmWatchStore, SdkAlarmWatches, SdkCloudWatch, SdkExecutions, SdkFunctions,
+};
 use canary_lambda::{logging, serve};
 use evaluate_alarms::{handle, Apis};
 
@@ -9,9 +11,15 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     logging::init();
     let config = load_sdk_config().await;
     let (cloudwatch, functions) = (SdkCloudWatch::new(&config), SdkFunctions::new(&config));
+    let watches = std::env::var("ALARM_WATCH_TABLE")
+        .ok()
+        .map(|table| SdkAlarmWatches::new(&config, table));
+    let executions = SdkExecutions::new(&config);
     let apis = Apis {
         cloudwatch: &cloudwatch,
         functions: &functions,
+        watches: watches.as_ref().map(|w| w as &dyn AlarmWatchStore),
+        tasks: &executions,
     };
     serve(|input| handle(&apis, input)).await
 }

@@ -8,7 +8,7 @@
 use std::time::{Duration, SystemTime};
 
 use aws_sdk_cloudwatch as cloudwatch;
-use canary_aws::{SdkCloudWatch, SdkFunctions};
+use canary_aws::{SdkAlarmWatches, SdkCloudWatch, SdkExecutions, SdkFunctions};
 use canary_core::NamedError;
 use cloudwatch::types::{ComparisonOperator, Dimension, MetricDatum, StateValue, Statistic};
 use cluster_canary_tests::{Moto, World};
@@ -21,7 +21,12 @@ struct Env {
     cw: cloudwatch::Client,
     function: SdkCloudWatch,
     functions: SdkFunctions,
+    watches: SdkAlarmWatches,
+    executions: SdkExecutions,
+    dynamodb: aws_sdk_dynamodb::Client,
 }
+
+const WATCH_TABLE: &str = "alarm-watches";
 
 impl Env {
     async fn start() -> Env {
@@ -34,6 +39,9 @@ impl Env {
             cw: cloudwatch::Client::new(&config),
             function: SdkCloudWatch::new(&config),
             functions: SdkFunctions::new(&config),
+            watches: SdkAlarmWatches::new(&config, WATCH_TABLE),
+            executions: SdkExecutions::new(&config),
+            dynamodb: aws_sdk_dynamodb::Client::new(&config),
         }
     }
 
@@ -41,6 +49,8 @@ impl Env {
         Apis {
             cloudwatch: &self.function,
             functions: &self.functions,
+            watches: Some(&self.watches),
+            tasks: &self.executions,
         }
     }
 
@@ -553,4 +563,82 @@ async fn await_approval_only_says_it_waits_and_refuses_a_missing_token() {
         assert_eq!(err.name().as_str(), "InvalidInput");
         assert!(err.to_string().contains(says), "{err}");
     }
+}
+
+/// The table as template.yaml's AlarmWatchTable defines it (key `executionArn`).
+async fn create_watch_table(env: &Env) {
+    use aws_sdk_dynamodb::types::{
+        AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+    };
+    env.dynamodb
+        .create_table()
+        .table_name(WATCH_TABLE)
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(
+            AttributeDefinition::builder()
+                .attribute_name("executionArn")
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .unwrap(),
+        )
+        .key_schema(
+            KeySchemaElement::builder()
+                .attribute_name("executionArn")
+                .key_type(KeyType::Hash)
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .expect("table");
+}
+
+async fn watch_items(env: &Env) -> usize {
+    let scan = env.dynamodb.scan().table_name(WATCH_TABLE).send().await.unwrap();
+    scan.items().len()
+}
+
+#[tokio::test]
+async fn an_alarm_event_for_a_rollout_no_longer_waiting_changes_nothing_and_drops_its_watch() {
+    let env = Env::start().await;
+    create_watch_table(&env).await;
+    let execution = "arn:aws:states:us-east-1:123456789012:execution:rollout:green";
+    let plan = env.plan(json!({"alarms": {"names": ["api-5xx"]}}));
+    let watch = |token: &str| {
+        json!({
+            "operation": "watchAlarms", "taskToken": token, "executionArn": execution,
+            "executionStart": "2026-01-01T00:00:00.000Z", "during": "bake", "plan": plan,
+            "step": {"weight": 50, "checks": 3, "checkIntervalSeconds": 60},
+        })
+    };
+    let apis = env.apis();
+    let out = handle(&apis, watch("token-1")).await.expect("registers");
+    assert_eq!(out, json!({"watching": true}), "the token is not echoed");
+    // The next bake's watch replaces the execution's last one.
+    handle(&apis, watch("token-2")).await.expect("registers");
+    assert_eq!(watch_items(&env).await, 1);
+
+    let change = |name: &str| {
+        json!({"operation": "alarmStateChange", "change": {
+            "alarmName": name, "state": "ALARM", "reason": "Threshold Crossed",
+            "time": "2026-11-23T20:00:00Z", "account": "123456789012", "region": "us-east-1"}})
+    };
+    let unrelated = handle(&apis, change("other-alarm")).await.expect("ignored");
+    assert_eq!(unrelated["unrelated"], 1);
+    assert!(unrelated["failed"].as_array().unwrap().is_empty());
+    assert_eq!(watch_items(&env).await, 1, "an unrelated alarm leaves the watch");
+
+    // Step Functions no longer knows the token (the task ended): nothing fails, the watch goes.
+    let gone = handle(&apis, change("api-5xx")).await.expect("answered");
+    assert_eq!(gone["noLongerWaiting"], json!([execution]), "{gone}");
+    assert!(gone["failed"].as_array().unwrap().is_empty());
+    assert_eq!(watch_items(&env).await, 0);
+
+    let bad = handle(&apis, json!({"operation": "alarmStateChange", "change": {
+        "alarmName": "api-5xx", "state": "ALARM", "time": "soon",
+        "account": "123456789012", "region": "us-east-1"}}))
+    .await
+    .expect_err("refused");
+    assert_eq!(bad.name().as_str(), "InvalidInput");
+    assert!(bad.to_string().contains("not a UTC time"), "{bad}");
 }
