@@ -1,4 +1,4 @@
-"""moto_server, plus seven things moto 5.2.5 lacks or gets wrong that the tests need.
+"""moto_server, plus eight things moto 5.2.5 lacks or gets wrong that the tests need.
 Everything else is stock moto.
 
 1. PutCompositeAlarm. moto models a composite alarm as an alarm with an `AlarmRule`
@@ -45,6 +45,9 @@ Everything else is stock moto.
    over 10 KiB) moto's request layer undoes already. Not modelled: RPC v2's event streams
    (CloudWatch has none).
 
+8. The `account` of an event EventBridge delivers. moto's default target input leaves it out;
+   AWS's events always carry it (the sandbox's alarm events are matched to rollouts by it).
+
 Still not modelled: the 256 KiB limit on Pass and Choice state output (moto checks task
 results only), and execution events to EventBridge (the sandbox delivers them itself).
 
@@ -77,6 +80,7 @@ from moto.eks import urls as eks_urls
 from moto.eks.responses import EKSResponse
 from moto.server import main
 from moto.core.exceptions import AWSError
+from moto.events.utils import EventTemplateParser
 from moto.stepfunctions import exceptions as sfn_exceptions
 from moto.stepfunctions.parser import api as sfn_api
 from moto.stepfunctions.parser import models as sfn_parser_models
@@ -434,6 +438,10 @@ eks_urls.url_paths.update({
     # One route for an entry and its policies: the action comes from botocore's model.
     "{0}/clusters/(?P<name>[^/]+)/access-entries/(?P<entry>.+)$": eks_urls.response.dispatch,
 })
+
+# --- 8. the account of a delivered event -------------------------------------------------
+EventTemplateParser.DEFAULT_EVENT_INPUT_TEMPLATE = EventTemplateParser.DEFAULT_EVENT_INPUT_TEMPLATE.replace(
+    '"version": "0",', '"version": "0", "account": "<account>",')
 
 if __name__ == "__main__":
     main()

@@ -2,16 +2,19 @@
 //! wait keeps while its task waits, and [`on_alarm_state_change`]: fail the task of every
 //! running rollout the alarm's event concerns.
 
-use canary_aws::{AlarmWatchStore, TaskFailer};
+use canary_aws::{AlarmWatchStore, CloudWatchApi, TaskFailer};
 use canary_core::alarm_watch::{
     unwatched_reason, AlarmStateChange, AlarmWatch, Concern, WatchDuring, WatchedStep,
     CHECK_FAILED, MAX_TASK_TOKEN_BYTES, WATCH_GRACE_SECONDS,
 };
+use canary_core::analysis::CheckVerdict;
+use canary_core::limits::{join_bounded, truncate, MAX_SUMMARY_BYTES, MAX_VERDICT_REASONS};
 use canary_core::RolloutPlan;
 use serde::Serialize;
 use tracing::{info, warn};
 
 use crate::error::AnalysisError;
+use crate::signals::alarm_outcomes;
 
 /// What a waiting task registered.
 #[derive(Debug, Serialize, PartialEq, Eq)]
@@ -21,6 +24,16 @@ pub struct Registered {
     /// Why not, when not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<&'static str>,
+    /// A watched alarm already failed the check as the watch began: the task was failed at once.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub failed_at_once: bool,
+}
+
+/// The APIs a watch's registration uses.
+pub struct WatchApis<'a> {
+    pub store: &'a dyn AlarmWatchStore,
+    pub cloudwatch: &'a dyn CloudWatchApi,
+    pub tasks: &'a dyn TaskFailer,
 }
 
 /// Where and when a waiting task registers its watch.
@@ -36,12 +49,16 @@ pub struct WaitingTask<'a> {
 }
 
 /// Puts the execution's watch (replacing its last), unless the plan's alarms cannot decide a
-/// check alone; the task then simply waits for the other branch to end it.
+/// check alone; the task then simply waits for the other branch to end it. Then reads the
+/// watched alarms once: one that went to ALARM between the last wait and this one (while the
+/// weights were set, or the hooks ran) sent its event when no watch was there, so the task is
+/// failed now rather than at the first check.
 pub async fn register(
-    store: &dyn AlarmWatchStore,
+    apis: &WatchApis<'_>,
     plan: &RolloutPlan,
     task: WaitingTask<'_>,
 ) -> Result<Registered, AnalysisError> {
+    let store = apis.store;
     if task.task_token.is_empty() || task.task_token.len() > MAX_TASK_TOKEN_BYTES {
         return Err(AnalysisError::InvalidInput(format!(
             "taskToken must be 1 to {MAX_TASK_TOKEN_BYTES} bytes (watchAlarms runs as a \
@@ -54,6 +71,7 @@ pub async fn register(
         return Ok(Registered {
             watching: false,
             reason: Some(reason),
+            failed_at_once: false,
         });
     }
     let alarms = plan
@@ -65,8 +83,8 @@ pub async fn register(
     let watch = AlarmWatch {
         execution_arn: task.execution_arn.to_owned(),
         task_token: task.task_token.to_owned(),
-        names: alarms.names,
-        prefixes: alarms.prefixes,
+        names: alarms.names.clone(),
+        prefixes: alarms.prefixes.clone(),
         since: task.execution_start.to_owned(),
         expires_at: task
             .now
@@ -81,9 +99,33 @@ pub async fn register(
         prefixes = watch.prefixes.len(),
         "watching alarms: a state change to ALARM fails this wait at once"
     );
+    let failing: Vec<String> = alarm_outcomes(apis.cloudwatch, &alarms)
+        .await?
+        .into_iter()
+        .filter(|o| o.verdict == CheckVerdict::Fail)
+        .map(|o| o.reason)
+        .collect();
+    let mut failed_at_once = false;
+    if !failing.is_empty() {
+        let cause = truncate(
+            &format!(
+                "{} (found as the alarm watch began)",
+                join_bounded(&failing, "; ", MAX_VERDICT_REASONS, MAX_SUMMARY_BYTES)
+            ),
+            MAX_SUMMARY_BYTES,
+        );
+        failed_at_once = apis
+            .tasks
+            .fail_task(task.task_token, CHECK_FAILED, &cause)
+            .await?;
+        store.remove(task.execution_arn, task.task_token).await?;
+        warn!(execution_arn = %task.execution_arn, %cause,
+              "a watched alarm is already in ALARM: the wait fails at once");
+    }
     Ok(Registered {
         watching: true,
         reason: None,
+        failed_at_once,
     })
 }
 
@@ -153,10 +195,12 @@ pub async fn on_alarm_state_change(
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
     use std::sync::Mutex;
+    use std::time::SystemTime;
 
     use async_trait::async_trait;
-    use canary_aws::AwsError;
+    use canary_aws::{AlarmState, AlarmStateValue, AwsError, MetricQuery, MetricSeries};
 
     use super::*;
 
@@ -196,6 +240,68 @@ mod tests {
             }
             failed.push((token.to_owned(), error.to_owned(), cause.to_owned()));
             Ok(true)
+        }
+    }
+
+    /// Alarms by name and state; every one exists.
+    #[derive(Default)]
+    struct Alarms(Mutex<Vec<(String, AlarmStateValue)>>);
+
+    #[async_trait]
+    impl CloudWatchApi for Alarms {
+        async fn alarms_by_names(&self, names: &[String]) -> Result<Vec<AlarmState>, AwsError> {
+            Ok(self.matching(|n| names.iter().any(|w| w == n)))
+        }
+        async fn alarms_by_prefix(&self, prefix: &str) -> Result<Vec<AlarmState>, AwsError> {
+            Ok(self.matching(|n| n.starts_with(prefix)))
+        }
+        async fn metric_data(
+            &self,
+            _: &[MetricQuery],
+            _: SystemTime,
+            _: SystemTime,
+        ) -> Result<BTreeMap<String, MetricSeries>, AwsError> {
+            Ok(BTreeMap::new())
+        }
+    }
+
+    impl Alarms {
+        fn set(&self, name: &str, state: AlarmStateValue) {
+            let mut all = self.0.lock().unwrap();
+            all.retain(|(n, _)| n != name);
+            all.push((name.to_owned(), state));
+        }
+        fn matching(&self, wanted: impl Fn(&str) -> bool) -> Vec<AlarmState> {
+            self.0
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|(n, _)| wanted(n))
+                .map(|(name, state)| AlarmState {
+                    name: name.clone(),
+                    composite: false,
+                    state: *state,
+                    reason: "Threshold Crossed".to_owned(),
+                    since: Some("2026-11-23T20:04:00Z".to_owned()),
+                })
+                .collect()
+        }
+    }
+
+    #[derive(Default)]
+    struct Env {
+        store: Store,
+        alarms: Alarms,
+        tasks: Tasks,
+    }
+
+    impl Env {
+        fn apis(&self) -> WatchApis<'_> {
+            WatchApis {
+                store: &self.store,
+                cloudwatch: &self.alarms,
+                tasks: &self.tasks,
+            }
         }
     }
 
@@ -243,18 +349,19 @@ mod tests {
 
     #[tokio::test]
     async fn only_the_rollout_watching_the_alarm_fails_and_only_once() {
-        let (store, tasks) = (Store::default(), Tasks::default());
+        let env = Env::default();
+        let (store, tasks) = (&env.store, &env.tasks);
         let (a, b) = (format!("{ARN}a"), format!("{ARN}b"));
         let watching_5xx = plan(serde_json::json!({"alarms": {"names": ["api-5xx"]}}));
         let watching_latency = plan(serde_json::json!({"alarms": {"prefixes": ["latency-"]}}));
-        register(&store, &watching_5xx, task("token-a", &a))
+        register(&env.apis(), &watching_5xx, task("token-a", &a))
             .await
             .unwrap();
-        register(&store, &watching_latency, task("token-b", &b))
+        register(&env.apis(), &watching_latency, task("token-b", &b))
             .await
             .unwrap();
 
-        let reaction = on_alarm_state_change(&store, &tasks, &alarm("api-5xx"), 1_100)
+        let reaction = on_alarm_state_change(store, tasks, &alarm("api-5xx"), 1_100)
             .await
             .unwrap();
         assert_eq!(reaction.failed, [a.clone()]);
@@ -268,7 +375,7 @@ mod tests {
         assert!(failed[0].2.starts_with("alarm api-5xx went to ALARM"));
 
         // The same event again (EventBridge delivers at least once): the watch is gone.
-        let again = on_alarm_state_change(&store, &tasks, &alarm("api-5xx"), 1_101)
+        let again = on_alarm_state_change(store, tasks, &alarm("api-5xx"), 1_101)
             .await
             .unwrap();
         assert!(again.failed.is_empty());
@@ -277,15 +384,18 @@ mod tests {
 
     #[tokio::test]
     async fn a_task_no_longer_waiting_is_reported_and_its_watch_dropped() {
-        let (store, tasks) = (Store::default(), Tasks::default());
+        let env = Env::default();
+        let (store, tasks) = (&env.store, &env.tasks);
         let a = format!("{ARN}a");
         let p = plan(serde_json::json!({"alarms": {"names": ["api-5xx"]}}));
-        register(&store, &p, task("token-a", &a)).await.unwrap();
+        register(&env.apis(), &p, task("token-a", &a))
+            .await
+            .unwrap();
         tasks
             .fail_task("token-a", "CheckFailed", "by the polling check")
             .await
             .unwrap();
-        let reaction = on_alarm_state_change(&store, &tasks, &alarm("api-5xx"), 1_100)
+        let reaction = on_alarm_state_change(store, tasks, &alarm("api-5xx"), 1_100)
             .await
             .unwrap();
         assert_eq!(reaction.no_longer_waiting, [a]);
@@ -294,12 +404,15 @@ mod tests {
 
     #[tokio::test]
     async fn a_stale_watch_is_dropped_without_failing_anything() {
-        let (store, tasks) = (Store::default(), Tasks::default());
+        let env = Env::default();
+        let (store, tasks) = (&env.store, &env.tasks);
         let a = format!("{ARN}a");
         let p = plan(serde_json::json!({"alarms": {"names": ["api-5xx"]}}));
-        register(&store, &p, task("token-a", &a)).await.unwrap();
+        register(&env.apis(), &p, task("token-a", &a))
+            .await
+            .unwrap();
         let after = 1_000 + 180 + WATCH_GRACE_SECONDS + 1;
-        let reaction = on_alarm_state_change(&store, &tasks, &alarm("api-5xx"), after)
+        let reaction = on_alarm_state_change(store, tasks, &alarm("api-5xx"), after)
             .await
             .unwrap();
         assert!(reaction.failed.is_empty());
@@ -309,10 +422,11 @@ mod tests {
 
     #[tokio::test]
     async fn plans_the_event_cannot_decide_alone_register_nothing() {
-        let store = Store::default();
+        let env = Env::default();
+        let store = &env.store;
         let a = format!("{ARN}a");
         let counted = plan(serde_json::json!({"alarms": {"names": ["x"]}, "failureLimit": 3}));
-        let registered = register(&store, &counted, task("token-a", &a))
+        let registered = register(&env.apis(), &counted, task("token-a", &a))
             .await
             .unwrap();
         assert!(!registered.watching);
@@ -320,22 +434,58 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_alarm_already_in_alarm_as_the_watch_begins_fails_the_wait_at_once() {
+        let env = Env::default();
+        let a = format!("{ARN}a");
+        env.alarms.set("web-green-5xx", AlarmStateValue::Alarm);
+        env.alarms.set("web-green-latency", AlarmStateValue::Ok);
+        let p = plan(serde_json::json!({"alarms": {"prefixes": ["web-green-"]}}));
+        let registered = register(&env.apis(), &p, task("token-a", &a))
+            .await
+            .unwrap();
+        assert!(registered.watching && registered.failed_at_once);
+        let failed = env.tasks.0.lock().unwrap().clone();
+        assert_eq!(failed.len(), 1);
+        assert_eq!(failed[0].1, CHECK_FAILED);
+        assert!(
+            failed[0].2.starts_with("alarm web-green-5xx is ALARM")
+                && failed[0].2.ends_with("(found as the alarm watch began)"),
+            "{}",
+            failed[0].2
+        );
+        assert!(env.store.0.lock().unwrap().is_empty(), "its watch is done");
+
+        // All OK: the watch stays and nothing fails.
+        env.alarms.set("web-green-5xx", AlarmStateValue::Ok);
+        let b = format!("{ARN}b");
+        let quiet = register(&env.apis(), &p, task("token-b", &b))
+            .await
+            .unwrap();
+        assert!(quiet.watching && !quiet.failed_at_once);
+        assert_eq!(env.tasks.0.lock().unwrap().len(), 1);
+        assert_eq!(env.store.0.lock().unwrap().len(), 1);
+    }
+
+    #[tokio::test]
     async fn bad_tokens_and_events_are_refused_and_change_nothing() {
-        let (store, tasks) = (Store::default(), Tasks::default());
+        let env = Env::default();
+        let (store, tasks) = (&env.store, &env.tasks);
         let a = format!("{ARN}a");
         let p = plan(serde_json::json!({"alarms": {"names": ["api-5xx"]}}));
-        let empty = register(&store, &p, task("", &a)).await.unwrap_err();
+        let empty = register(&env.apis(), &p, task("", &a)).await.unwrap_err();
         assert!(empty.to_string().contains("taskToken"), "{empty}");
         let long = "t".repeat(MAX_TASK_TOKEN_BYTES + 1);
-        assert!(register(&store, &p, task(&long, &a)).await.is_err());
+        assert!(register(&env.apis(), &p, task(&long, &a)).await.is_err());
         assert!(store.0.lock().unwrap().is_empty());
 
-        register(&store, &p, task("token-a", &a)).await.unwrap();
+        register(&env.apis(), &p, task("token-a", &a))
+            .await
+            .unwrap();
         let bad = AlarmStateChange {
             time: "not a time".to_owned(),
             ..alarm("api-5xx")
         };
-        let refused = on_alarm_state_change(&store, &tasks, &bad, 1_100)
+        let refused = on_alarm_state_change(store, tasks, &bad, 1_100)
             .await
             .unwrap_err();
         assert!(refused

@@ -151,7 +151,12 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
                 step,
                 now: epoch_seconds(SystemTime::now()),
             };
-            serde_json::to_value(alarm_watch::register(apis.watches()?, &plan, task).await?)
+            let watch_apis = alarm_watch::WatchApis {
+                store: apis.watches()?,
+                cloudwatch: apis.cloudwatch,
+                tasks: apis.tasks,
+            };
+            serde_json::to_value(alarm_watch::register(&watch_apis, &plan, task).await?)
         }
         Request::AlarmStateChange { change } => {
             let now = epoch_seconds(SystemTime::now());

@@ -594,7 +594,13 @@ async fn create_watch_table(env: &Env) {
 }
 
 async fn watch_items(env: &Env) -> usize {
-    let scan = env.dynamodb.scan().table_name(WATCH_TABLE).send().await.unwrap();
+    let scan = env
+        .dynamodb
+        .scan()
+        .table_name(WATCH_TABLE)
+        .send()
+        .await
+        .unwrap();
     scan.items().len()
 }
 
@@ -626,7 +632,11 @@ async fn an_alarm_event_for_a_rollout_no_longer_waiting_changes_nothing_and_drop
     let unrelated = handle(&apis, change("other-alarm")).await.expect("ignored");
     assert_eq!(unrelated["unrelated"], 1);
     assert!(unrelated["failed"].as_array().unwrap().is_empty());
-    assert_eq!(watch_items(&env).await, 1, "an unrelated alarm leaves the watch");
+    assert_eq!(
+        watch_items(&env).await,
+        1,
+        "an unrelated alarm leaves the watch"
+    );
 
     // Step Functions no longer knows the token (the task ended): nothing fails, the watch goes.
     let gone = handle(&apis, change("api-5xx")).await.expect("answered");
@@ -634,9 +644,12 @@ async fn an_alarm_event_for_a_rollout_no_longer_waiting_changes_nothing_and_drop
     assert!(gone["failed"].as_array().unwrap().is_empty());
     assert_eq!(watch_items(&env).await, 0);
 
-    let bad = handle(&apis, json!({"operation": "alarmStateChange", "change": {
+    let bad = handle(
+        &apis,
+        json!({"operation": "alarmStateChange", "change": {
         "alarmName": "api-5xx", "state": "ALARM", "time": "soon",
-        "account": "123456789012", "region": "us-east-1"}}))
+        "account": "123456789012", "region": "us-east-1"}}),
+    )
     .await
     .expect_err("refused");
     assert_eq!(bad.name().as_str(), "InvalidInput");

@@ -69,7 +69,8 @@ impl SignalSource for CloudWatchAlarms<'_> {
     }
 }
 
-async fn alarm_outcomes(
+/// One outcome per watched alarm (and per name or prefix that matches nothing any more).
+pub(crate) async fn alarm_outcomes(
     cloudwatch: &dyn CloudWatchApi,
     checks: &AlarmChecks,
 ) -> Result<Vec<CheckOutcome>, AnalysisError> {

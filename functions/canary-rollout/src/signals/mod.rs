@@ -21,6 +21,7 @@ use canary_core::RolloutPlan;
 use crate::error::AnalysisError;
 
 use alb_judge::alb_pairs;
+pub(crate) use cloudwatch_alarms::alarm_outcomes;
 
 /// The APIs the signal sources read.
 pub struct SignalApis<'a> {
