@@ -12,7 +12,7 @@ import subprocess
 import urllib.error
 import urllib.request
 
-from helpers import BASELINE, PROMOTED, captured, event_types
+from helpers import BASELINE, PROMOTED, captured, event_types, wait_for_alarm_watch
 from sandbox import scenarios
 from sandbox.harness import CLI, REPO, Sandbox
 
@@ -237,15 +237,20 @@ def test_an_unanswered_approval_times_out_into_a_rollback_or_goes_on_if_the_plan
 
 
 def test_an_alarm_while_waiting_for_approval_rolls_back():
+    """The polling check during the wait (the alarm changes state without an event: CloudWatch's
+    event is not what catches it here; see test_instant_rollback for that)."""
     with Sandbox(log=captured) as sandbox:
         def on_notification(detail_type, detail):
             if detail_type == "Approval Requested":
+                # After the wait's own alarm watch began (the third: two bakes before it), which
+                # would otherwise find the alarm already in ALARM.
+                wait_for_alarm_watch(sandbox, execution_arn, 3)
                 sandbox.client("cloudwatch").set_alarm_state(
                     AlarmName="web-green-5xx", StateValue="ALARM", StateReason="Threshold Crossed")
 
         plan = approval_plan(sandbox, timeoutSeconds=120)
-        report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "alarm-while-waiting"), out=captured,
-                                 on_notification=on_notification)
+        execution_arn = scenarios.start_manual(sandbox, plan, "alarm-while-waiting")
+        report = scenarios.watch(sandbox, execution_arn, out=captured, on_notification=on_notification)
         assert (report.status, report.error) == ("FAILED", "CheckFailed")
         assert report.cause.startswith("CheckFailed while waiting for approval to go to step 3 of 3 (100%)")
         assert "web-green-5xx" in report.cause

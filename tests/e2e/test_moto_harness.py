@@ -141,3 +141,24 @@ def test_alarms_metrics_and_errors_answer_the_same_over_every_protocol(moto_endp
     assert sorted(cbor["bulk"]) == sorted(f"padding-{n:03}-{'x' * 80}" for n in range(150)), "every compressed body read"
     assert answers["json"] == cbor
     assert answers["query"] == cbor
+
+
+def test_eventbridge_delivers_as_aws_does(moto_endpoint):
+    """An event a rule delivers carries its account, and a disabled rule delivers nothing
+    (the sandbox's alarm events, and the test of a lost one, rely on both)."""
+    client = lambda service: boto3.client(service, endpoint_url=moto_endpoint, **CREDENTIALS)  # noqa: E731
+    sqs, events = client("sqs"), client("events")
+    queue = sqs.create_queue(QueueName="delivered")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    events.put_rule(Name="alarms", EventPattern='{"source": ["aws.cloudwatch"]}')
+    events.put_targets(Rule="alarms", Targets=[{"Id": "q", "Arn": arn}])
+    entry = {"Source": "aws.cloudwatch", "DetailType": "CloudWatch Alarm State Change", "Detail": '{"alarmName": "a"}'}
+
+    events.put_events(Entries=[entry])
+    [message] = sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=2)["Messages"]
+    assert '"account": "123456789012"' in message["Body"]
+    sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
+
+    events.disable_rule(Name="alarms")
+    events.put_events(Entries=[entry])
+    assert sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=1).get("Messages", []) == []

@@ -6,7 +6,8 @@ sandbox). No execution here ends with traffic away from the baseline unless it p
 import json
 import re
 
-from helpers import FAILED_BEFORE_TRAFFIC, ROLLED_BACK_FOR_A_CHECK, BASELINE, PROMOTED, captured, delete_cluster_event, move_listener_by_hand
+from helpers import (FAILED_BEFORE_TRAFFIC, ROLLED_BACK_FOR_A_CHECK, BASELINE, PROMOTED, captured, delete_cluster_event,
+                     move_listener_by_hand, wait_for_alarm_watch)
 from sandbox.scenarios import manual_plan, start_manual
 from sandbox import scenarios
 from sandbox.harness import REPO, Sandbox
@@ -138,10 +139,13 @@ def test_the_largest_plan_with_the_most_alarms_rolls_back_then_promotes_within_t
 
         def alarm_at_half(name, state):
             if name == "SetWeights" and state["cursor"]["step"]["weight"] == 50:
+                # Once this step's alarm watch began (one per bake so far): the polling check,
+                # whose summary lists every alarm, is what finds it (no event is sent).
+                wait_for_alarm_watch(sandbox, execution_arn, state["cursor"]["number"])
                 cloudwatch.set_alarm_state(AlarmName="web-green-slo-137", StateValue="ALARM", StateReason=LONG_REASON)
 
-        rolled_back = scenarios.watch(sandbox, start_manual(sandbox, plan, "largest-rollback"),
-                                      on_event=alarm_at_half, out=captured)
+        execution_arn = start_manual(sandbox, plan, "largest-rollback")
+        rolled_back = scenarios.watch(sandbox, execution_arn, on_event=alarm_at_half, out=captured)
         assert (rolled_back.status, rolled_back.error) == ("FAILED", "CheckFailed")
         assert "alarm web-green-slo-137 is ALARM" in rolled_back.cause
         assert f"… and {MAX_ALARMS - 5} more signal(s)" in rolled_back.cause

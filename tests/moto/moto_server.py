@@ -45,8 +45,9 @@ Everything else is stock moto.
    over 10 KiB) moto's request layer undoes already. Not modelled: RPC v2's event streams
    (CloudWatch has none).
 
-8. The `account` of an event EventBridge delivers. moto's default target input leaves it out;
-   AWS's events always carry it (the sandbox's alarm events are matched to rollouts by it).
+8. EventBridge's delivery as AWS does it: an event carries its `account` (moto's default
+   target input leaves it out; the sandbox's alarm events are matched to rollouts by it), and
+   a DISABLED rule delivers nothing (moto's rules deliver whatever their state).
 
 Still not modelled: the 256 KiB limit on Pass and Choice state output (moto checks task
 results only), and execution events to EventBridge (the sandbox delivers them itself).
@@ -80,6 +81,7 @@ from moto.eks import urls as eks_urls
 from moto.eks.responses import EKSResponse
 from moto.server import main
 from moto.core.exceptions import AWSError
+from moto.events import models as events_models
 from moto.events.utils import EventTemplateParser
 from moto.stepfunctions import exceptions as sfn_exceptions
 from moto.stepfunctions.parser import api as sfn_api
@@ -439,9 +441,19 @@ eks_urls.url_paths.update({
     "{0}/clusters/(?P<name>[^/]+)/access-entries/(?P<entry>.+)$": eks_urls.response.dispatch,
 })
 
-# --- 8. the account of a delivered event -------------------------------------------------
+# --- 8. EventBridge's delivery ------------------------------------------------------------
 EventTemplateParser.DEFAULT_EVENT_INPUT_TEMPLATE = EventTemplateParser.DEFAULT_EVENT_INPUT_TEMPLATE.replace(
     '"version": "0",', '"version": "0", "account": "<account>",')
+_stock_send_to_targets = events_models.Rule.send_to_targets
+
+
+def _send_to_targets(self, *args, **kwargs):
+    if self.state == "DISABLED":
+        return None
+    return _stock_send_to_targets(self, *args, **kwargs)
+
+
+events_models.Rule.send_to_targets = _send_to_targets
 
 if __name__ == "__main__":
     main()

@@ -65,6 +65,7 @@ fn from_item(item: &HashMap<String, AttributeValue>) -> Option<AlarmWatch> {
     };
     Some(AlarmWatch {
         execution_arn: text("executionArn")?,
+        cluster: text("cluster")?,
         task_token: text("taskToken")?,
         names: list("names")?,
         prefixes: list("prefixes")?,
@@ -83,6 +84,7 @@ impl AlarmWatchStore for SdkAlarmWatches {
                 "executionArn",
                 AttributeValue::S(watch.execution_arn.clone()),
             )
+            .item("cluster", AttributeValue::S(watch.cluster.clone()))
             .item("taskToken", AttributeValue::S(watch.task_token.clone()))
             .item("names", strings(&watch.names))
             .item("prefixes", strings(&watch.prefixes))

@@ -28,6 +28,9 @@ pub const WATCH_GRACE_SECONDS: i64 = 15 * 60;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AlarmWatch {
     pub execution_arn: String,
+    /// The rollout's cluster as the metrics name it (`region/name`): the failed check is
+    /// counted for it.
+    pub cluster: String,
     /// Fails the waiting task. Never logged nor returned.
     pub task_token: String,
     pub names: Vec<String>,
@@ -214,6 +217,7 @@ mod tests {
     fn watch() -> AlarmWatch {
         AlarmWatch {
             execution_arn: EXECUTION.to_owned(),
+            cluster: "us-east-1/green".to_owned(),
             task_token: "token".to_owned(),
             names: vec!["api-5xx".to_owned()],
             prefixes: vec!["web-green-".to_owned()],

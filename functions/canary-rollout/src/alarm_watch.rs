@@ -9,11 +9,13 @@ use canary_core::alarm_watch::{
 };
 use canary_core::analysis::CheckVerdict;
 use canary_core::limits::{join_bounded, truncate, MAX_SUMMARY_BYTES, MAX_VERDICT_REASONS};
+use canary_core::metrics::{cluster_dimension, Point};
 use canary_core::RolloutPlan;
 use serde::Serialize;
 use tracing::{info, warn};
 
 use crate::error::AnalysisError;
+use crate::metrics::emit_metrics;
 use crate::signals::alarm_outcomes;
 
 /// What a waiting task registered.
@@ -82,6 +84,7 @@ pub async fn register(
         .unwrap_or_default();
     let watch = AlarmWatch {
         execution_arn: task.execution_arn.to_owned(),
+        cluster: cluster_dimension(&plan.cluster.region, &plan.cluster.name),
         task_token: task.task_token.to_owned(),
         names: alarms.names.clone(),
         prefixes: alarms.prefixes.clone(),
@@ -118,6 +121,9 @@ pub async fn register(
             .tasks
             .fail_task(task.task_token, CHECK_FAILED, &cause)
             .await?;
+        if failed_at_once {
+            count_failed_check(&watch.cluster);
+        }
         store.remove(task.execution_arn, task.task_token).await?;
         warn!(execution_arn = %task.execution_arn, %cause,
               "a watched alarm is already in ALARM: the wait fails at once");
@@ -127,6 +133,12 @@ pub async fn register(
         reason: None,
         failed_at_once,
     })
+}
+
+/// The failed check an alarm stood for, in the rollout's metrics (the polling check that did
+/// not run would have counted it).
+fn count_failed_check(cluster: &str) {
+    emit_metrics(Point::check_result(cluster, false, true));
 }
 
 /// What one alarm event did.
@@ -179,6 +191,7 @@ pub async fn on_alarm_state_change(
                     .remove(&watch.execution_arn, &watch.task_token)
                     .await?;
                 if failed {
+                    count_failed_check(&watch.cluster);
                     warn!(execution_arn = %watch.execution_arn, alarm = %event.alarm_name,
                           "alarm went to ALARM: the rollout's wait failed, it rolls back now");
                     reaction.failed.push(watch.execution_arn);
