@@ -377,7 +377,7 @@ mod tests {
         let reaction = on_alarm_state_change(store, tasks, &alarm("api-5xx"), 1_100)
             .await
             .unwrap();
-        assert_eq!(reaction.failed, [a.clone()]);
+        assert_eq!(reaction.failed, std::slice::from_ref(&a));
         assert_eq!(reaction.unrelated, 1);
         let failed = tasks.0.lock().unwrap().clone();
         assert_eq!(failed.len(), 1);
