@@ -13,7 +13,7 @@ import urllib.request
 import uuid
 from dataclasses import dataclass, field
 
-from .harness import CONTRACT, REPO, Sandbox, safety_net_rule
+from .harness import ALARM_WATCH_TABLE, CONTRACT, REPO, Sandbox, safety_net_rule
 from .world import ACCOUNT, REGION
 
 SCENARIOS = ("happy", "rollback", "apps-unhealthy", "stopped", "approval")
@@ -299,6 +299,40 @@ def watch(sandbox, execution_arn, on_event=None, out=print, timeout=300, verbose
     if cluster.get("name"):
         report.metrics = emitted_metrics(sandbox, f"{cluster.get('region')}/{cluster['name']}")
     return report
+
+
+def watch_tokens(sandbox, execution_arn):
+    """The task tokens of the execution's watchAlarms tasks (bakes and approval waits), in the
+    order they were scheduled, as its history records them."""
+    sfn, events, token = sandbox.client("stepfunctions"), [], None
+    while True:
+        page = sfn.get_execution_history(executionArn=execution_arn, maxResults=1000, **({"nextToken": token} if token else {}))
+        events += page["events"]
+        token = page.get("nextToken")
+        if not token:
+            break
+    tokens = []
+    for event in events:
+        details = event.get("taskScheduledEventDetails")
+        if not details or "watchAlarms" not in details["parameters"]:
+            continue
+        payload = json.loads(details["parameters"])["Payload"]
+        tokens.append((json.loads(payload) if isinstance(payload, str) else payload)["taskToken"])
+    return tokens
+
+
+def wait_for_alarm_watch(sandbox, execution_arn, nth, timeout=60):
+    """Waits until the execution's `nth` alarm watch (1 = its first watchAlarms task) is the one
+    registered in the AlarmWatchTable: from then on an alarm's event fails that wait."""
+    dynamodb = sandbox.client("dynamodb")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        tokens = watch_tokens(sandbox, execution_arn)
+        item = dynamodb.get_item(TableName=ALARM_WATCH_TABLE, Key={"executionArn": {"S": execution_arn}}).get("Item")
+        if len(tokens) >= nth and item and item["taskToken"]["S"] == tokens[nth - 1]:
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"alarm watch {nth} of {execution_arn} not registered in {timeout} s")
 
 
 def play_safety_net(sandbox, execution_arn, status):

@@ -2,13 +2,13 @@
 foreign weight changes. (Manual plans and executions are the sandbox's: sandbox.scenarios.)"""
 
 import json
-import time
 from pathlib import Path
 
 import jsonschema
 
 from sandbox import scenarios
-from sandbox.harness import ALARM_WATCH_TABLE, REPO
+from sandbox.harness import REPO
+from sandbox.scenarios import wait_for_alarm_watch  # noqa: F401 (the tests' import)
 
 BASELINE = {"listener :80": (100, 0), "app.example.com.": (100, 0)}
 # How an execution ends FailedBeforeTraffic: the outcome, the Rollout Failed event, the end.
@@ -56,36 +56,3 @@ def delete_cluster_event(name, region):
     detail["responseElements"]["cluster"].update(name=name, arn=scenarios.cluster_arn(name, region))
     return event
 
-
-def watch_tokens(sandbox, execution_arn):
-    """The task tokens of the execution's watchAlarms tasks (bakes and approval waits), in the
-    order they were scheduled, as its history records them."""
-    sfn, events, token = sandbox.client("stepfunctions"), [], None
-    while True:
-        page = sfn.get_execution_history(executionArn=execution_arn, maxResults=1000, **({"nextToken": token} if token else {}))
-        events += page["events"]
-        token = page.get("nextToken")
-        if not token:
-            break
-    tokens = []
-    for event in events:
-        details = event.get("taskScheduledEventDetails")
-        if not details or "watchAlarms" not in details["parameters"]:
-            continue
-        payload = json.loads(details["parameters"])["Payload"]
-        tokens.append((json.loads(payload) if isinstance(payload, str) else payload)["taskToken"])
-    return tokens
-
-
-def wait_for_alarm_watch(sandbox, execution_arn, nth, timeout=60):
-    """Waits until the execution's `nth` alarm watch (1 = its first watchAlarms task) is the one
-    registered in the AlarmWatchTable: from then on an alarm's event fails that wait."""
-    dynamodb = sandbox.client("dynamodb")
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        tokens = watch_tokens(sandbox, execution_arn)
-        item = dynamodb.get_item(TableName=ALARM_WATCH_TABLE, Key={"executionArn": {"S": execution_arn}}).get("Item")
-        if len(tokens) >= nth and item and item["taskToken"]["S"] == tokens[nth - 1]:
-            return
-        time.sleep(0.2)
-    raise TimeoutError(f"alarm watch {nth} of {execution_arn} not registered in {timeout} s")

@@ -218,18 +218,20 @@ def test_transient_failures_are_retried_and_the_rollout_succeeds():
 def test_the_eventbridge_rules_match_what_they_should():
     """The template's rule patterns, in moto's EventBridge, delivering to SQS (moto cannot
     deliver to Lambda or Step Functions)."""
+    from sandbox import alarm_events
     from sandbox.harness import REPO, sam_template
 
     template = sam_template()
     intake = template["Resources"]["ClusterCreatedFunction"]["Properties"]["Events"]["EksClusterCalls"]["Properties"]["Pattern"]
     safety = template["Resources"]["ShiftWeightsFunction"]["Properties"]["Events"]["SafetyNet"]["Properties"]["Pattern"]
+    alarm_rule = template["Resources"]["EvaluateAlarmsFunction"]["Properties"]["Events"]["AlarmStateChange"]["Properties"]
     with Sandbox(log=captured) as sandbox:
         events, sqs = sandbox.client("events"), sandbox.client("sqs")
         state_machine = sandbox.state_machine
         safety = json.loads(json.dumps(safety).replace(
             "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:stateMachine:${AWS::StackName}-rollout", state_machine))
         received = {}
-        for name, pattern in (("intake", intake), ("safety", safety)):
+        for name, pattern in (("intake", intake), ("safety", safety), ("alarms", alarm_rule["Pattern"])):
             queue = sqs.create_queue(QueueName=name)["QueueUrl"]
             queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
             events.put_rule(Name=name, EventPattern=json.dumps(pattern))
@@ -255,6 +257,17 @@ def test_the_eventbridge_rules_match_what_they_should():
         put({"source": "aws.states", "detail-type": "Step Functions Execution Status Change",
              "detail": {"executionArn": "x", "stateMachineArn": state_machine + "-other", "status": "ABORTED"}})
 
+        alarm = sample("cloudwatch-alarm-state-change.json")
+        put(alarm)
+        for value in ("OK", "INSUFFICIENT_DATA"):
+            other_state = json.loads(json.dumps(alarm))
+            other_state["detail"]["state"]["value"] = value
+            put(other_state)
+        composite = json.loads(json.dumps(alarm))
+        composite["detail"]["alarmName"] = "web-green-slo"
+        composite["detail"]["configuration"] = {"alarmRule": "ALARM(web-green-5xx) OR ALARM(web-green-latency)"}
+        put(composite)
+
         def drain(queue):
             bodies = []
             while True:
@@ -269,6 +282,17 @@ def test_the_eventbridge_rules_match_what_they_should():
         assert intake_names == ["CreateCluster", "CreateCluster", "DeleteCluster"], "failed calls reach the function, which skips them"
         safety_statuses = sorted(e["detail"]["status"] for e in drain(received["safety"]))
         assert safety_statuses == ["ABORTED", "FAILED", "TIMED_OUT"]
+        delivered = drain(received["alarms"])
+        assert sorted(e["detail"]["alarmName"] for e in delivered) == ["web-green-5xx", "web-green-slo"], \
+            "only changes to ALARM, of metric and composite alarms"
+        # What the rule's InputTransformer makes of AWS's documented event: evaluate-alarms' input.
+        assert alarm_events.transform(alarm, alarm_rule["InputTransformer"]) == {
+            "operation": "alarmStateChange",
+            "change": {"alarmName": "web-green-5xx", "state": "ALARM", "reason": alarm["detail"]["state"]["reason"],
+                       "time": "2026-11-23T20:00:57Z", "account": "123456789012", "region": "us-east-1"}}
+        error, answer = sandbox.invoke("evaluate-alarms", alarm_events.transform(alarm, alarm_rule["InputTransformer"]))
+        assert error is None and answer == {"alarm": "web-green-5xx", "failed": [], "noLongerWaiting": [],
+                                            "unrelated": 0}, answer
 
 
 def test_the_dashboard_is_accepted_and_plots_only_metrics_the_functions_emit():
@@ -276,6 +300,7 @@ def test_the_dashboard_is_accepted_and_plots_only_metrics_the_functions_emit():
     PutDashboard (moto); every ClusterCanary metric it plots is one the functions emit
     (canary_core::metrics) or the stack's own metric filter makes, and every emitted metric
     is on it."""
+    from sandbox import alarm_events
     from sandbox.harness import REPO, sam_template
 
     template = sam_template()

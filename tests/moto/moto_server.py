@@ -15,7 +15,11 @@ Everything else is stock moto.
 3. `States.ALL` as AWS defines it: a wildcard for every error *except* the terminal
    `States.DataLimitExceeded` and `States.Runtime`, which no Retry or Catch handles (the
    execution ends FAILED). moto's engine lets `States.ALL` match them, which would hide the
-   very failures the safety net exists for.
+   very failures the safety net exists for. And a Parallel fails with its branch's error as
+   it is: moto raised every branch error as a custom name, and refuses a custom `States.*`
+   name, so a branch's `States.DataLimitExceeded` became `States.Runtime`. And StopExecution
+   aborts a Parallel's branches, as AWS does: moto waited for them to end, and a branch waiting
+   on a task token without a timeout never did, so the stopped execution stayed RUNNING.
 4. EKS clusters as EKS makes them: each with its own endpoint
    (`https://<32 hex>.gr7.<region>.eks.amazonaws.com`) and a real PEM CA certificate,
    base64-encoded, as `certificateAuthority.data`. moto gives every cluster of a region the
@@ -87,7 +91,9 @@ from moto.stepfunctions import exceptions as sfn_exceptions
 from moto.stepfunctions.parser import api as sfn_api
 from moto.stepfunctions.parser import models as sfn_parser_models
 from moto.stepfunctions.responses import StepFunctionResponse
+from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import CustomErrorName
 from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import ErrorEqualsDecl
+from moto.stepfunctions.parser.asl.component.state.exec.state_parallel import branches_decl as parallel_branches
 from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
 from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
     StatesErrorNameType,
@@ -274,6 +280,63 @@ def _error_equals(self, env):
 
 
 ErrorEqualsDecl._eval_body = _error_equals
+
+
+def _branch_error_name(error_name):
+    """A Parallel branch's error as the Parallel raises it: a `States.*` error stays one (moto
+    made every branch error a custom name, and a `States.*` custom name is itself an error,
+    which turned a branch's terminal failure into `States.Runtime`)."""
+    if error_name and error_name.startswith("States."):
+        try:
+            return StatesErrorName.from_name(error_name)
+        except ValueError:
+            pass
+    return CustomErrorName(error_name=error_name)
+
+
+parallel_branches.CustomErrorName = lambda error_name: _branch_error_name(error_name)
+
+
+def _branches_eval_body(self, env):
+    """BranchesDecl._eval_body as moto has it, except that the wait for the branches also ends
+    when the execution stops (StopExecution): moto waited for every branch to end, and a branch
+    waiting on a task token without a timeout never does, so a stopped execution stayed
+    RUNNING. AWS aborts the branches with the execution."""
+    input_val = env.stack.pop()
+    pool = parallel_branches.BranchWorkerPool(workers_num=len(self.programs))
+    workers = []
+    for program in self.programs:
+        frame = env.open_inner_frame()
+        frame.states.reset(input_value=input_val)
+        worker = parallel_branches.BranchWorker(branch_worker_comm=pool, program=program, env=frame)
+        workers.append(worker)
+        worker.start()
+    while not pool._termination_event.wait(0.2):
+        if not env.is_running():
+            break
+    exit_event_details = pool.get_exit_event_details()
+    if exit_event_details is not None or not env.is_running():
+        for worker in workers:
+            worker.stop(stop_date=datetime.datetime.now(), cause=None, error=None)
+            env.close_frame(worker.env)
+    if exit_event_details is not None and env.is_running():
+        raise parallel_branches.FailureEventException(failure_event=parallel_branches.FailureEvent(
+            env=env,
+            error_name=_branch_error_name(exit_event_details.get("error")),
+            event_type=parallel_branches.HistoryEventType.ExecutionFailed,
+            event_details=parallel_branches.EventDetails(executionFailedEventDetails=exit_event_details),
+        ))
+    if not env.is_running():
+        env.stack.append([])  # stopped: the execution ends ABORTED, nothing reads this
+        return
+    results = []
+    for worker in workers:
+        results.append(worker.env.states.get_input())
+        env.close_frame(worker.env)
+    env.stack.append(results)
+
+
+parallel_branches.BranchesDecl._eval_body = _branches_eval_body
 
 
 def _cluster_ca(name):
