@@ -8,7 +8,7 @@ use canary_core::alarm_watch::{
     CHECK_FAILED, MAX_TASK_TOKEN_BYTES, WATCH_GRACE_SECONDS,
 };
 use canary_core::analysis::CheckVerdict;
-use canary_core::limits::{join_bounded, truncate, MAX_SUMMARY_BYTES, MAX_VERDICT_REASONS};
+use canary_core::limits::{join_bounded, MAX_SUMMARY_BYTES, MAX_VERDICT_REASONS};
 use canary_core::metrics::{cluster_dimension, Point};
 use canary_core::RolloutPlan;
 use serde::Serialize;
@@ -110,13 +110,14 @@ pub async fn register(
         .collect();
     let mut failed_at_once = false;
     if !failing.is_empty() {
-        let cause = truncate(
-            &format!(
-                "{} (found as the alarm watch began)",
-                join_bounded(&failing, "; ", MAX_VERDICT_REASONS, MAX_SUMMARY_BYTES)
-            ),
-            MAX_SUMMARY_BYTES,
+        const FOUND: &str = " (found as the alarm watch began)";
+        let reasons = join_bounded(
+            &failing,
+            "; ",
+            MAX_VERDICT_REASONS,
+            MAX_SUMMARY_BYTES - FOUND.len(),
         );
+        let cause = format!("{reasons}{FOUND}");
         failed_at_once = apis
             .tasks
             .fail_task(task.task_token, CHECK_FAILED, &cause)
@@ -467,6 +468,7 @@ mod tests {
             failed[0].2
         );
         assert!(env.store.0.lock().unwrap().is_empty(), "its watch is done");
+        assert!(failed[0].2.len() <= MAX_SUMMARY_BYTES);
 
         // All OK: the watch stays and nothing fails.
         env.alarms.set("web-green-5xx", AlarmStateValue::Ok);
@@ -477,6 +479,29 @@ mod tests {
         assert!(quiet.watching && !quiet.failed_at_once);
         assert_eq!(env.tasks.0.lock().unwrap().len(), 1);
         assert_eq!(env.store.0.lock().unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn the_cause_stays_bounded_with_the_most_alarms_in_alarm() {
+        let env = Env::default();
+        for i in 0..canary_core::limits::MAX_ALARMS {
+            env.alarms.set(
+                &format!("web-green-{i:03}-{}", "x".repeat(240)),
+                AlarmStateValue::Alarm,
+            );
+        }
+        let p = plan(serde_json::json!({"alarms": {"prefixes": ["web-green-"]}}));
+        let a = format!("{ARN}a");
+        register(&env.apis(), &p, task("token-a", &a))
+            .await
+            .unwrap();
+        let cause = env.tasks.0.lock().unwrap()[0].2.clone();
+        assert!(cause.len() <= MAX_SUMMARY_BYTES, "{}", cause.len());
+        assert!(
+            cause.ends_with("(found as the alarm watch began)"),
+            "{cause}"
+        );
+        assert!(cause.contains("… and 195 more"), "{cause}");
     }
 
     #[tokio::test]
