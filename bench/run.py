@@ -299,7 +299,7 @@ def main():
         f"transitions x $0.025 / 1,000 = ${cost_sfn:.4f}; {big_invocations} Lambda invocations at 128 MB "
         f"(${PRICE_REQUEST * 1e6:.2f} per million requests, ${PRICE_GB_SECOND} per GB-s, "
         f"{duration_s * 1000:.0f} ms each, the sandbox's median) = ${cost_lambda:.6f}. In all about ${cost_sfn + cost_lambda:.4f} per rollout; "
-        "CloudWatch `GetMetricData`/`DescribeAlarms` calls are extra when the plan uses them.",
+        "CloudWatch `GetMetricData`/`DescribeAlarms` calls are extra when the plan uses them, and so are the alarm watch's DynamoDB requests (a write per step, a scan per alarm event: fractions of a cent a month).",
         "",
     ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
