@@ -7,7 +7,8 @@
 
 moto's engine runs statemachine/rollout.asl.json and reaches Lambda through the front door
 ($MOTO_PORT); the functions reach AWS through it too ($AWS_ENDPOINT_URL), and Argo CD through
-the Secrets Manager connection secret. `Sandbox` is a context manager: leaving it stops
+the Secrets Manager connection secret. CloudWatch alarm state changes reach evaluate-alarms as
+EventBridge would deliver them (alarm_events.py; `sandbox.alarm_events.set_state`). `Sandbox` is a context manager: leaving it stops
 every process it started.
 """
 import json
