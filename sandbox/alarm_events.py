@@ -12,9 +12,10 @@ Lambda from a rule, so the sandbox does both halves:
 - a pump reads the queue and invokes evaluate-alarms with the template's InputTransformer
   applied, one event after the other, as Lambda's asynchronous invocation would.
 
-Disabling the rule (`disable_rule`) loses the events, as on AWS. Every invocation's answer is
-kept in `reactions`, in order.
+Disabling the rule (`disable_rule`) loses the events, as on AWS; `held()` delays them. Every
+invocation's answer is kept in `reactions`, in order.
 """
+import contextlib
 import json
 import threading
 import time
@@ -52,6 +53,9 @@ class AlarmEvents:
         self.log = log
         self.reactions = []
         self.stopping = threading.Event()
+        self.flowing = threading.Event()
+        self.flowing.set()
+        self.busy = threading.Lock()  # held by the pump while it reads and delivers
         self.thread = None
 
     def start(self):
@@ -98,6 +102,17 @@ class AlarmEvents:
         if answer.get("FailedEntryCount"):
             raise RuntimeError(f"EventBridge refused the alarm event: {answer['Entries']}")
 
+    @contextlib.contextmanager
+    def held(self):
+        """Events wait in the queue until the block ends: a delivery that arrives late."""
+        self.flowing.clear()
+        with self.busy:  # and a delivery under way has ended
+            pass
+        try:
+            yield
+        finally:
+            self.flowing.set()
+
     def describe(self, name):
         answer = self.client("cloudwatch").describe_alarms(AlarmNames=[name], AlarmTypes=["MetricAlarm", "CompositeAlarm"])
         alarms = answer.get("MetricAlarms", []) + answer.get("CompositeAlarms", [])
@@ -108,20 +123,27 @@ class AlarmEvents:
     def pump(self):
         sqs = self.client("sqs")
         while not self.stopping.is_set():
-            try:
-                messages = sqs.receive_message(QueueUrl=self.queue, MaxNumberOfMessages=10, WaitTimeSeconds=1)
-            except Exception as error:  # the sandbox is stopping
-                if self.stopping.is_set():
-                    return
+            if not self.flowing.wait(timeout=0.5):
+                continue
+            with self.busy:
+                if self.flowing.is_set():
+                    self.deliver_waiting(sqs)
+
+    def deliver_waiting(self, sqs):
+        """Reads the queue once (waiting up to a second) and delivers what it finds."""
+        try:
+            messages = sqs.receive_message(QueueUrl=self.queue, MaxNumberOfMessages=10, WaitTimeSeconds=1)
+        except Exception as error:
+            if not self.stopping.is_set():  # else: the sandbox is stopping
                 self.log(f"alarm events: cannot read the queue: {error}")
                 time.sleep(0.5)
-                continue
-            for message in messages.get("Messages", []):
-                sqs.delete_message(QueueUrl=self.queue, ReceiptHandle=message["ReceiptHandle"])
-                payload = transform(json.loads(message["Body"]), self.rule["InputTransformer"])
-                error, answer = self.invoke("evaluate-alarms", payload)
-                self.reactions.append({"change": payload["change"], "error": error, "answer": answer})
-                failed = ", ".join(a.rsplit(":", 1)[-1] for a in (answer or {}).get("failed", [])) if not error else ""
-                self.log(f"alarm event: {payload['change']['alarmName']} went to ALARM"
-                         + (f"; evaluate-alarms failed: {answer}" if error else
-                            f"; rollouts failed at once: {failed or 'none'}"))
+            return
+        for message in messages.get("Messages", []):
+            sqs.delete_message(QueueUrl=self.queue, ReceiptHandle=message["ReceiptHandle"])
+            payload = transform(json.loads(message["Body"]), self.rule["InputTransformer"])
+            error, answer = self.invoke("evaluate-alarms", payload)
+            self.reactions.append({"change": payload["change"], "error": error, "answer": answer})
+            failed = ", ".join(a.rsplit(":", 1)[-1] for a in (answer or {}).get("failed", [])) if not error else ""
+            self.log(f"alarm event: {payload['change']['alarmName']} went to ALARM"
+                     + (f"; evaluate-alarms failed: {answer}" if error else
+                        f"; rollouts failed at once: {failed or 'none'}"))
