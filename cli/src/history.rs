@@ -210,14 +210,10 @@ mod tests {
             pending_approval(&beside).map(|p| p.token),
             Some(TaskToken("T1".to_owned()))
         );
-        // The watch's task ended (it could not register): the approval still waits.
+        // The watch's branch ended (it could not register): the approval still waits.
         let watch_ended = [
             scheduled("awaitApproval", "T1"),
             watch(),
-            at(EventKind::TaskEnded {
-                resource: WAIT_FOR_TASK_TOKEN.to_owned(),
-                succeeded: false,
-            }),
             entered("AlarmWatchUnavailableWhileWaiting"),
         ];
         assert!(pending_approval(&watch_ended).is_some());

@@ -376,3 +376,60 @@ pub fn short_reason(reason: &str) -> String {
         format!("{cut}…")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(kind: EventKind) -> HistoryEvent {
+        HistoryEvent {
+            timestamp: 0.0,
+            kind,
+        }
+    }
+
+    fn scheduled(operation: &str) -> HistoryEvent {
+        let payload = serde_json::json!({"operation": operation, "taskToken": "T",
+                                         "step": {"number": 2, "count": 2, "weight": 100}});
+        at(EventKind::TaskScheduled {
+            resource: "invoke.waitForTaskToken".to_owned(),
+            parameters: serde_json::json!({"Payload": payload}).to_string(),
+            timeout_seconds: Some(600),
+        })
+    }
+
+    fn entered(name: &str) -> HistoryEvent {
+        at(EventKind::StateEntered {
+            name: name.to_owned(),
+            input: None,
+        })
+    }
+
+    #[test]
+    fn an_approval_is_answered_by_its_own_branch_not_by_the_alarm_watch_beside_it() {
+        let mut tracker = Tracker::new("arn");
+        assert!(matches!(
+            tracker.feed(&scheduled("awaitApproval")),
+            Some(Update::ApprovalRequested { .. })
+        ));
+        assert_eq!(tracker.feed(&scheduled("watchAlarms")), None);
+        // The watch's branch ends (it could not register): the approval still waits.
+        assert_eq!(
+            tracker.feed(&entered("AlarmWatchUnavailableWhileWaiting")),
+            None
+        );
+        assert!(tracker.status().awaiting_approval);
+        assert_eq!(
+            tracker.feed(&entered("BoundRejection")),
+            Some(Update::ApprovalAnswered { approved: false })
+        );
+        assert!(!tracker.status().awaiting_approval);
+
+        let mut approved = Tracker::new("arn");
+        approved.feed(&scheduled("awaitApproval"));
+        assert_eq!(
+            approved.feed(&entered("Approved")),
+            Some(Update::ApprovalAnswered { approved: true })
+        );
+    }
+}

@@ -41,6 +41,15 @@ fn all_states(asl: &Value) -> Vec<(&String, &Value)> {
     all
 }
 
+/// The state called `name`, wherever it is (in a Parallel branch too).
+fn state_named(asl: &Value, name: &str) -> Value {
+    all_states(asl)
+        .into_iter()
+        .find(|(n, _)| n.as_str() == name)
+        .map(|(_, s)| s.clone())
+        .unwrap_or_else(|| panic!("no state {name}"))
+}
+
 /// The errors Fail states inside Parallel branches raise: they end a branch (and stop the
 /// other ones) for the Parallel's Catch to route, e.g. `Approved`.
 fn branch_errors(asl: &Value) -> BTreeSet<String> {
@@ -170,12 +179,7 @@ fn every_lambda_task_retries_lambda_service_errors() {
 fn the_watch_while_waiting_for_approval_checks_like_the_bake() {
     let asl = definition();
     let all = all_states(&asl);
-    let find = |wanted: &str| {
-        all.iter()
-            .find(|(name, _)| name.as_str() == wanted)
-            .map(|(_, s)| (*s).clone())
-            .unwrap_or_else(|| panic!("no state {wanted}"))
-    };
+    let find = |wanted: &str| state_named(&asl, wanted);
     let (mut bake, mut watch) = (find("Evaluate"), find("WatchEvaluate"));
     assert_eq!(
         watch["Parameters"]["Payload"]["progress"]["checks"], 0,
@@ -250,13 +254,7 @@ fn the_watch_while_waiting_for_approval_checks_like_the_bake() {
 #[test]
 fn the_alarm_watches_fail_only_with_the_checks_error() {
     let asl = definition();
-    let all = all_states(&asl);
-    let find = |wanted: &str| {
-        all.iter()
-            .find(|(name, _)| name.as_str() == wanted)
-            .map(|(_, s)| (*s).clone())
-            .unwrap_or_else(|| panic!("no state {wanted}"))
-    };
+    let find = |wanted: &str| state_named(&asl, wanted);
     for (watch, fired, unavailable, during) in [
         ("WatchAlarms", "AlarmFired", "AlarmWatchUnavailable", "bake"),
         (

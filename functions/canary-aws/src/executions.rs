@@ -47,11 +47,6 @@ pub enum EventKind {
         parameters: String,
         timeout_seconds: Option<i64>,
     },
-    /// The task succeeded, failed, timed out or could not start.
-    TaskEnded {
-        resource: String,
-        succeeded: bool,
-    },
     ExecutionEnded {
         status: String,
         error: Option<String>,
@@ -121,34 +116,6 @@ fn model_event(event: &sfn::types::HistoryEvent) -> HistoryEvent {
                     .map(|d| d.parameters().to_owned())
                     .unwrap_or_default(),
                 timeout_seconds: details.and_then(|d| d.timeout_in_seconds()),
-            }
-        }
-        T::TaskSucceeded => EventKind::TaskEnded {
-            resource: event
-                .task_succeeded_event_details()
-                .map(|d| d.resource().to_owned())
-                .unwrap_or_default(),
-            succeeded: true,
-        },
-        T::TaskFailed | T::TaskTimedOut | T::TaskStartFailed | T::TaskSubmitFailed => {
-            let resource = event
-                .task_failed_event_details()
-                .map(|d| d.resource())
-                .or_else(|| event.task_timed_out_event_details().map(|d| d.resource()))
-                .or_else(|| {
-                    event
-                        .task_start_failed_event_details()
-                        .map(|d| d.resource())
-                })
-                .or_else(|| {
-                    event
-                        .task_submit_failed_event_details()
-                        .map(|d| d.resource())
-                })
-                .unwrap_or_default();
-            EventKind::TaskEnded {
-                resource: resource.to_owned(),
-                succeeded: false,
             }
         }
         T::ExecutionSucceeded => ended("SUCCEEDED", None, None),

@@ -55,6 +55,7 @@ fn strings(values: &[String]) -> AttributeValue {
 
 fn from_item(item: &HashMap<String, AttributeValue>) -> Option<AlarmWatch> {
     let text = |key: &str| item.get(key)?.as_s().ok().cloned();
+    let number = |key: &str| item.get(key)?.as_n().ok()?.parse().ok();
     let list = |key: &str| -> Option<Vec<String>> {
         item.get(key)?
             .as_l()
@@ -69,8 +70,8 @@ fn from_item(item: &HashMap<String, AttributeValue>) -> Option<AlarmWatch> {
         task_token: text("taskToken")?,
         names: list("names")?,
         prefixes: list("prefixes")?,
-        since: text("since")?,
-        expires_at: item.get("expiresAt")?.as_n().ok()?.parse().ok()?,
+        since: number("since")?,
+        expires_at: number("expiresAt")?,
     })
 }
 
@@ -88,7 +89,7 @@ impl AlarmWatchStore for SdkAlarmWatches {
             .item("taskToken", AttributeValue::S(watch.task_token.clone()))
             .item("names", strings(&watch.names))
             .item("prefixes", strings(&watch.prefixes))
-            .item("since", AttributeValue::S(watch.since.clone()))
+            .item("since", AttributeValue::N(watch.since.to_string()))
             .item("expiresAt", AttributeValue::N(watch.expires_at.to_string()))
             .send()
             .await

@@ -35,9 +35,9 @@ pub struct AlarmWatch {
     pub task_token: String,
     pub names: Vec<String>,
     pub prefixes: Vec<String>,
-    /// The execution's start (`$$.Execution.StartTime`, UTC `…Z`): an alarm that changed
+    /// The execution's start (`$$.Execution.StartTime`), epoch seconds: an alarm that changed
     /// state before it is not this rollout's to act on.
-    pub since: String,
+    pub since: i64,
     /// Epoch seconds after which the watch is stale.
     pub expires_at: i64,
 }
@@ -103,23 +103,18 @@ pub struct AlarmStateChange {
     pub state: String,
     #[serde(default)]
     pub reason: String,
-    /// The event's time (UTC, `2026-11-23T20:00:00Z`).
+    /// The event's time (RFC 3339 UTC, `2026-11-23T20:00:00Z`), read where it is used.
     pub time: String,
     pub account: String,
     pub region: String,
 }
 
 impl AlarmStateChange {
-    /// Refuses an event no CloudWatch alarm change could produce, saying what is wrong.
+    /// Refuses an event no CloudWatch alarm change could produce, saying what is wrong (its
+    /// time is checked where it is parsed).
     pub fn validate(&self) -> Result<(), String> {
         if self.alarm_name.is_empty() {
             return Err("alarmName is empty".to_owned());
-        }
-        if utc_second(&self.time).is_none() {
-            return Err(format!(
-                "time `{}` is not a UTC time like 2026-11-23T20:00:00Z",
-                truncate(&self.time, 64)
-            ));
         }
         if self.account.len() != 12 || !self.account.bytes().all(|b| b.is_ascii_digit()) {
             return Err(format!(
@@ -167,11 +162,11 @@ pub enum Concern {
 }
 
 impl AlarmWatch {
-    /// Whether `event` fails this watch's bake, at `now` (epoch seconds). An alarm is this
-    /// rollout's when it is in the execution's account and region and its name is named or
-    /// starts with a prefix. The alarm's state now does not matter: an alarm that flapped back
-    /// to OK before its event arrived did fire.
-    pub fn concerns(&self, event: &AlarmStateChange, now: i64) -> Concern {
+    /// Whether `event`, which happened at `changed_at`, fails this watch's bake at `now` (both
+    /// epoch seconds). An alarm is this rollout's when it is in the execution's account and
+    /// region and its name is named or starts with a prefix. The alarm's state now does not
+    /// matter: an alarm that flapped back to OK before its event arrived did fire.
+    pub fn concerns(&self, event: &AlarmStateChange, changed_at: i64, now: i64) -> Concern {
         if event.state != "ALARM" {
             return Concern::NotWatched;
         }
@@ -189,29 +184,20 @@ impl AlarmWatch {
         if now > self.expires_at {
             return Concern::Stale;
         }
-        match (utc_second(&event.time), utc_second(&self.since)) {
-            (Some(changed), Some(since)) if changed < since => Concern::BeforeRollout,
-            _ => Concern::Fails,
+        if changed_at < self.since {
+            return Concern::BeforeRollout;
         }
+        Concern::Fails
     }
-}
-
-/// `YYYY-MM-DDTHH:MM:SS` of a UTC time ending in `Z`: such strings order as their times do.
-fn utc_second(time: &str) -> Option<&str> {
-    let second = time.get(..19)?;
-    let shape_ok = second.bytes().enumerate().all(|(i, b)| match i {
-        4 | 7 => b == b'-',
-        10 => b == b'T',
-        13 | 16 => b == b':',
-        _ => b.is_ascii_digit(),
-    });
-    (shape_ok && time.ends_with('Z')).then_some(second)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// 2026-11-23T20:00:00Z, the execution's start; the events are a minute later.
+    const SINCE: i64 = 1_795_464_000;
+    const CHANGED: i64 = SINCE + 60;
     const EXECUTION: &str = "arn:aws:states:us-east-1:123456789012:execution:cc-rollout:green";
 
     fn watch() -> AlarmWatch {
@@ -221,8 +207,8 @@ mod tests {
             task_token: "token".to_owned(),
             names: vec!["api-5xx".to_owned()],
             prefixes: vec!["web-green-".to_owned()],
-            since: "2026-11-23T20:00:00.123Z".to_owned(),
-            expires_at: 2_000,
+            since: SINCE,
+            expires_at: CHANGED + 600,
         }
     }
 
@@ -237,53 +223,51 @@ mod tests {
         }
     }
 
+    /// What the watch makes of `event` a second after it happened.
+    fn concern(event: &AlarmStateChange) -> Concern {
+        watch().concerns(event, CHANGED, CHANGED + 1)
+    }
+
     #[test]
     fn a_named_or_prefixed_alarm_fails_the_watch() {
-        assert_eq!(watch().concerns(&event("api-5xx"), 1_000), Concern::Fails);
-        assert_eq!(
-            watch().concerns(&event("web-green-latency"), 1_000),
-            Concern::Fails
-        );
+        assert_eq!(concern(&event("api-5xx")), Concern::Fails);
+        assert_eq!(concern(&event("web-green-latency")), Concern::Fails);
     }
 
     #[test]
     fn other_alarms_accounts_regions_and_states_are_not_watched() {
-        let w = watch();
-        assert_eq!(w.concerns(&event("api-5xx-2"), 1_000), Concern::NotWatched);
-        assert_eq!(
-            w.concerns(&event("web-blue-5xx"), 1_000),
-            Concern::NotWatched
-        );
+        assert_eq!(concern(&event("api-5xx-2")), Concern::NotWatched);
+        assert_eq!(concern(&event("web-blue-5xx")), Concern::NotWatched);
         let elsewhere = AlarmStateChange {
             account: "210987654321".to_owned(),
             ..event("api-5xx")
         };
-        assert_eq!(w.concerns(&elsewhere, 1_000), Concern::NotWatched);
+        assert_eq!(concern(&elsewhere), Concern::NotWatched);
         let other_region = AlarmStateChange {
             region: "eu-west-1".to_owned(),
             ..event("api-5xx")
         };
-        assert_eq!(w.concerns(&other_region, 1_000), Concern::NotWatched);
+        assert_eq!(concern(&other_region), Concern::NotWatched);
         let ok = AlarmStateChange {
             state: "OK".to_owned(),
             ..event("api-5xx")
         };
-        assert_eq!(w.concerns(&ok, 1_000), Concern::NotWatched);
+        assert_eq!(concern(&ok), Concern::NotWatched);
     }
 
     #[test]
     fn a_watch_past_its_time_is_stale_and_an_older_change_is_not_this_rollouts() {
-        assert_eq!(watch().concerns(&event("api-5xx"), 2_001), Concern::Stale);
-        let older = AlarmStateChange {
-            time: "2026-11-23T19:59:59Z".to_owned(),
-            ..event("api-5xx")
-        };
-        assert_eq!(watch().concerns(&older, 1_000), Concern::BeforeRollout);
-        let same_second = AlarmStateChange {
-            time: "2026-11-23T20:00:00Z".to_owned(),
-            ..event("api-5xx")
-        };
-        assert_eq!(watch().concerns(&same_second, 1_000), Concern::Fails);
+        let w = watch();
+        let alarm = event("api-5xx");
+        assert_eq!(
+            w.concerns(&alarm, CHANGED, w.expires_at + 1),
+            Concern::Stale
+        );
+        assert_eq!(
+            w.concerns(&alarm, SINCE - 1, CHANGED),
+            Concern::BeforeRollout
+        );
+        assert_eq!(w.concerns(&alarm, SINCE, CHANGED), Concern::Fails);
     }
 
     #[test]
@@ -296,13 +280,6 @@ mod tests {
                     ..event("x")
                 },
                 "alarmName is empty",
-            ),
-            (
-                AlarmStateChange {
-                    time: "yesterday".to_owned(),
-                    ..event("x")
-                },
-                "not a UTC time",
             ),
             (
                 AlarmStateChange {

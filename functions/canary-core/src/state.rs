@@ -1,7 +1,8 @@
 //! The execution state's shape, as far as code outside the state machine reads it: the
 //! safety net and the operator CLI read what the `PrepareTraffic` and `SetWeights` states
 //! left (`$.prepared`, `$.lastSet`, `$.outcome`) from the execution history, and judge an
-//! ended execution by the state it entered last, or the end its outcome already decided. `statemachine/rollout.asl.json` writes these paths; a test
+//! ended execution by the state it entered last, or the end its outcome already decided.
+//! `statemachine/rollout.asl.json` writes these paths; a test
 //! checks the definition still has them (tests/tests/state_machine_definition.rs), and
 //! `schema/contract.json` hands the names to the Python sandbox and tests.
 

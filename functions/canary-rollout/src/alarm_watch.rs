@@ -2,20 +2,22 @@
 //! wait keeps while its task waits, and [`on_alarm_state_change`]: fail the task of every
 //! running rollout the alarm's event concerns.
 
+use std::time::UNIX_EPOCH;
+
 use canary_aws::{AlarmWatchStore, CloudWatchApi, TaskFailer};
 use canary_core::alarm_watch::{
     unwatched_reason, AlarmStateChange, AlarmWatch, Concern, WatchDuring, WatchedStep,
     CHECK_FAILED, MAX_TASK_TOKEN_BYTES, WATCH_GRACE_SECONDS,
 };
 use canary_core::analysis::CheckVerdict;
-use canary_core::limits::{join_bounded, MAX_SUMMARY_BYTES, MAX_VERDICT_REASONS};
+use canary_core::limits::{join_bounded, truncate, MAX_SUMMARY_BYTES, MAX_VERDICT_REASONS};
 use canary_core::metrics::{cluster_dimension, Point};
 use canary_core::RolloutPlan;
 use serde::Serialize;
 use tracing::{info, warn};
 
 use crate::error::AnalysisError;
-use crate::metrics::emit_metrics;
+use crate::metrics::{emit_metrics, utc_time};
 use crate::signals::alarm_outcomes;
 
 /// What a waiting task registered.
@@ -68,6 +70,12 @@ pub async fn register(
             task.task_token.len()
         )));
     }
+    let since = epoch_seconds(task.execution_start).ok_or_else(|| {
+        AnalysisError::InvalidInput(format!(
+            "executionStart `{}` is not an RFC 3339 UTC time ($$.Execution.StartTime)",
+            truncate(task.execution_start, 64)
+        ))
+    })?;
     if let Some(reason) = unwatched_reason(plan.analysis.as_ref()) {
         info!(execution_arn = %task.execution_arn, reason, "no alarm watch");
         return Ok(Registered {
@@ -88,7 +96,7 @@ pub async fn register(
         task_token: task.task_token.to_owned(),
         names: alarms.names.clone(),
         prefixes: alarms.prefixes.clone(),
-        since: task.execution_start.to_owned(),
+        since,
         expires_at: task
             .now
             .saturating_add(task.step.seconds(task.during))
@@ -136,6 +144,12 @@ pub async fn register(
     })
 }
 
+/// Epoch seconds (whole, rounded down) of an RFC 3339 UTC time.
+fn epoch_seconds(text: &str) -> Option<i64> {
+    let at = utc_time(text)?.duration_since(UNIX_EPOCH).ok()?;
+    i64::try_from(at.as_secs()).ok()
+}
+
 /// The failed check an alarm stood for, in the rollout's metrics (the polling check that did
 /// not run would have counted it).
 fn count_failed_check(cluster: &str) {
@@ -164,8 +178,15 @@ pub async fn on_alarm_state_change(
     event: &AlarmStateChange,
     now: i64,
 ) -> Result<Reaction, AnalysisError> {
-    event.validate().map_err(|e| {
+    let invalid = |e: String| {
         AnalysisError::InvalidInput(format!("not a CloudWatch alarm state change: {e}"))
+    };
+    event.validate().map_err(invalid)?;
+    let changed_at = epoch_seconds(&event.time).ok_or_else(|| {
+        invalid(format!(
+            "time `{}` is not a UTC time like 2026-11-23T20:00:00Z",
+            truncate(&event.time, 64)
+        ))
     })?;
     let mut reaction = Reaction {
         alarm: event.alarm_name.clone(),
@@ -173,7 +194,7 @@ pub async fn on_alarm_state_change(
     };
     let cause = event.cause();
     for watch in store.all().await? {
-        match watch.concerns(event, now) {
+        match watch.concerns(event, changed_at, now) {
             Concern::NotWatched => reaction.unrelated += 1,
             Concern::BeforeRollout => {
                 info!(execution_arn = %watch.execution_arn, alarm = %event.alarm_name,
@@ -350,6 +371,16 @@ mod tests {
         }
     }
 
+    /// Registers a watch of the alarm `api-5xx` for execution `<ARN>a` with `token-a`; its ARN.
+    async fn watching_5xx(env: &Env) -> String {
+        let a = format!("{ARN}a");
+        let p = plan(serde_json::json!({"alarms": {"names": ["api-5xx"]}}));
+        register(&env.apis(), &p, task("token-a", &a))
+            .await
+            .unwrap();
+        a
+    }
+
     fn alarm(name: &str) -> AlarmStateChange {
         AlarmStateChange {
             alarm_name: name.to_owned(),
@@ -400,11 +431,7 @@ mod tests {
     async fn a_task_no_longer_waiting_is_reported_and_its_watch_dropped() {
         let env = Env::default();
         let (store, tasks) = (&env.store, &env.tasks);
-        let a = format!("{ARN}a");
-        let p = plan(serde_json::json!({"alarms": {"names": ["api-5xx"]}}));
-        register(&env.apis(), &p, task("token-a", &a))
-            .await
-            .unwrap();
+        let a = watching_5xx(&env).await;
         tasks
             .fail_task("token-a", "CheckFailed", "by the polling check")
             .await
@@ -420,11 +447,7 @@ mod tests {
     async fn a_stale_watch_is_dropped_without_failing_anything() {
         let env = Env::default();
         let (store, tasks) = (&env.store, &env.tasks);
-        let a = format!("{ARN}a");
-        let p = plan(serde_json::json!({"alarms": {"names": ["api-5xx"]}}));
-        register(&env.apis(), &p, task("token-a", &a))
-            .await
-            .unwrap();
+        watching_5xx(&env).await;
         let after = 1_000 + 180 + WATCH_GRACE_SECONDS + 1;
         let reaction = on_alarm_state_change(store, tasks, &alarm("api-5xx"), after)
             .await
@@ -432,6 +455,37 @@ mod tests {
         assert!(reaction.failed.is_empty());
         assert!(tasks.0.lock().unwrap().is_empty());
         assert!(store.0.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_change_before_the_rollout_started_fails_nothing() {
+        let env = Env::default();
+        let a = format!("{ARN}a");
+        let p = plan(serde_json::json!({"alarms": {"names": ["api-5xx"]}}));
+        // Step Functions writes `…Z`; emulators `…+00:00`: the same instant either way.
+        for start in [
+            "2026-11-23T20:00:00.000Z",
+            "2026-11-23T20:00:00.000000+00:00",
+        ] {
+            let started = WaitingTask {
+                execution_start: start,
+                ..task("token-a", &a)
+            };
+            register(&env.apis(), &p, started).await.unwrap();
+            let earlier = AlarmStateChange {
+                time: "2026-11-23T19:59:59Z".to_owned(),
+                ..alarm("api-5xx")
+            };
+            let reaction = on_alarm_state_change(&env.store, &env.tasks, &earlier, 1_100)
+                .await
+                .unwrap();
+            assert!(
+                reaction.failed.is_empty() && reaction.unrelated == 0,
+                "{start}"
+            );
+        }
+        assert!(env.tasks.0.lock().unwrap().is_empty());
+        assert_eq!(env.store.0.lock().unwrap().len(), 1, "the watch stays");
     }
 
     #[tokio::test]
@@ -514,6 +568,17 @@ mod tests {
         assert!(empty.to_string().contains("taskToken"), "{empty}");
         let long = "t".repeat(MAX_TASK_TOKEN_BYTES + 1);
         assert!(register(&env.apis(), &p, task(&long, &a)).await.is_err());
+        let unstarted = WaitingTask {
+            execution_start: "when it began",
+            ..task("token-a", &a)
+        };
+        let refused = register(&env.apis(), &p, unstarted).await.unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .contains("executionStart `when it began` is not"),
+            "{refused}"
+        );
         assert!(store.0.lock().unwrap().is_empty());
 
         register(&env.apis(), &p, task("token-a", &a))
@@ -526,9 +591,12 @@ mod tests {
         let refused = on_alarm_state_change(store, tasks, &bad, 1_100)
             .await
             .unwrap_err();
-        assert!(refused
-            .to_string()
-            .contains("not a CloudWatch alarm state change"));
+        assert!(
+            refused.to_string().contains(
+                "not a CloudWatch alarm state change: time `not a time` is not a UTC time"
+            ),
+            "{refused}"
+        );
         assert!(tasks.0.lock().unwrap().is_empty());
         assert_eq!(store.0.lock().unwrap().len(), 1);
     }

@@ -34,7 +34,7 @@ pub fn rollback(plan: &RolloutPlan, cause: &str, failed_at: Option<&str>, now: S
 
 /// An RFC 3339 UTC time as Step Functions writes it (`2026-11-22T10:03:00.192Z`), or with the
 /// offset spelled `+00:00` (as some emulators do).
-fn utc_time(text: &str) -> Option<SystemTime> {
+pub(crate) fn utc_time(text: &str) -> Option<SystemTime> {
     let zulu = match text.strip_suffix("+00:00") {
         Some(rest) => format!("{rest}Z"),
         None => text.to_owned(),
