@@ -14,17 +14,22 @@ use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvid
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 use canary_aws::{EksApi, SdkEks, SdkSecrets, SecretsApi};
+use http_body_util::combinators::MapErr;
+use http_body_util::BodyExt;
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_timeout::TimeoutConnector;
+use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as HttpClient;
 use hyper_util::rt::TokioExecutor;
 use kube::client::retry::RetryPolicy;
 use kube::client::{Body, ConfigExt};
+use rustls::pki_types::CertificateDer;
 use serde::Deserialize;
 use tower::retry::RetryLayer;
 use tower::{BoxError, ServiceBuilder};
 use tower_http::auth::AddAuthorizationLayer;
 
-use crate::error::{tls_failure, with_causes, KubeError, KubeErrorKind};
+use crate::error::{KubeError, KubeErrorKind};
 use crate::token::eks_token;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -181,26 +186,13 @@ pub async fn client(server: &str, ca_data: &str, token: String) -> Result<kube::
         .parse()
         .map_err(|e| rejected(format!("bad connection settings: server {server:?}: {e}")))?;
     let mut config = kube::Config::new(cluster_url);
-    config.root_cert = Some(ca_certificates(server, ca_data)?);
     // API audit logs say who acted (kube-rs sends no User-Agent of its own).
     config.headers.push((
         http::header::USER_AGENT,
         http::HeaderValue::from_static(concat!("cluster-canary/", env!("CARGO_PKG_VERSION"))),
     ));
-    let cannot_build = |e: kube::Error| {
-        let kind = match tls_failure(&e) {
-            // The CA data decoded, but is not a certificate rustls can trust.
-            Some(_) => KubeErrorKind::Tls,
-            None => KubeErrorKind::Rejected,
-        };
-        KubeError::new(
-            kind,
-            CONNECT,
-            format!("cannot build a client for {server}: {}", with_causes(&e)),
-        )
-    };
     let mut connector =
-        TimeoutConnector::new(config.rustls_https_connector().map_err(cannot_build)?);
+        TimeoutConnector::new(https_connector(server, ca_certificates(server, ca_data)?)?);
     connector.set_connect_timeout(Some(Duration::from_secs(10)));
     connector.set_read_timeout(Some(Duration::from_secs(20)));
     // tower-http panics on a token that is no header value (a secret's stray newline, say).
@@ -209,16 +201,67 @@ pub async fn client(server: &str, ca_data: &str, token: String) -> Result<kube::
             "bad connection settings for {server}: the token has characters an HTTP header cannot carry"
         )));
     }
-    let http = HttpClient::builder(TokioExecutor::new()).build::<_, Body>(connector);
+    let http = HttpClient::builder(TokioExecutor::new()).build::<_, RequestBody>(connector);
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
         // kube's own: 429, 503 and 504 retried after the server's Retry-After.
         .layer(RetryLayer::new(RetryPolicy::server_retry()))
         .layer(AddAuthorizationLayer::bearer(&token).as_sensitive(true))
-        .layer(config.extra_headers_layer().map_err(cannot_build)?)
+        .layer(
+            config
+                .extra_headers_layer()
+                .map_err(|e| KubeError::from_kube(CONNECT, e))?,
+        )
         .map_err(BoxError::from)
+        .map_request(|request: http::Request<Body>| request.map(request_body))
         .service(http);
     Ok(kube::Client::new(service, "default"))
+}
+
+/// What hyper sends: kube's request body with its error type replaced.
+///
+/// hyper boxes a body's error as `dyn Error`, and kube's error type reaches kube's kubeconfig
+/// and exec-auth errors, which link a YAML parser and its error renderer into the package
+/// (docs/size-and-startup.md). The bodies kube sends for us are whole JSON documents, which
+/// cannot fail part-way.
+type RequestBody = MapErr<Body, fn(kube::Error) -> std::io::Error>;
+
+fn request_body(body: Body) -> RequestBody {
+    body.map_err(|_| std::io::Error::other("the request body failed"))
+}
+
+/// HTTPS (rustls, the process's ring provider) trusting only the `ca` certificates.
+///
+/// Built here rather than by kube's `ConfigExt::rustls_https_connector`: that one first asks the
+/// kubeconfig's auth settings for an exec-plugin client certificate, which links kube's exec and
+/// OIDC auth providers (a YAML parser, JSONPath, regex: half a megabyte) into the package.
+fn https_connector(
+    server: &str,
+    ca: Vec<Vec<u8>>,
+) -> Result<HttpsConnector<HttpConnector>, KubeError> {
+    let mut roots = rustls::RootCertStore::empty();
+    for der in ca {
+        roots.add(CertificateDer::from(der)).map_err(|e| {
+            // The CA data decoded, but is not a certificate rustls can trust.
+            KubeError::new(
+                KubeErrorKind::Tls,
+                CONNECT,
+                format!(
+                    "cannot build a client for {server}: failed to add a root certificate: {e}"
+                ),
+            )
+        })?;
+    }
+    let tls = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    Ok(HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(http))
 }
 
 /// The DER certificates of the base64 PEM bundle `ca_data`, as a kubeconfig's

@@ -58,12 +58,18 @@ impl KubeError {
                     format!("{} ({} {})", status.message, status.code, status.reason),
                 )
             }
-            _ if tls_failure(&error).is_some() => (KubeErrorKind::Tls, with_causes(&error)),
-            // Refused, reset, timed out: the cause chain says which.
-            kube::Error::HyperError(_) | kube::Error::Service(_) => {
-                (KubeErrorKind::Transient, with_causes(&error))
+            other => {
+                let message = describe(other);
+                let kind = match (other, cause(other).and_then(tls_failure)) {
+                    (_, Some(_)) => KubeErrorKind::Tls,
+                    // Refused, reset, timed out: the cause chain says which.
+                    (kube::Error::HyperError(_) | kube::Error::Service(_), None) => {
+                        KubeErrorKind::Transient
+                    }
+                    _ => KubeErrorKind::Rejected,
+                };
+                (kind, message)
             }
-            _ => (KubeErrorKind::Rejected, with_causes(&error)),
         };
         KubeError {
             kind,
@@ -81,6 +87,49 @@ impl KubeError {
             KubeErrorKind::Rejected => ErrorName::KubeRequestFailed,
             KubeErrorKind::Tls => ErrorName::KubeTlsFailed,
         }
+    }
+}
+
+/// The error a kube error wraps, for the variants a client built by `access::client` can give.
+///
+/// Never `&kube::Error` as `&dyn Error`: kube's own `Display` and `source` reach its kubeconfig
+/// and exec-auth errors, and through them a YAML parser's error renderer, which would be linked
+/// into every package that reaches Kubernetes (docs/size-and-startup.md).
+fn cause(error: &kube::Error) -> Option<&(dyn std::error::Error + 'static)> {
+    match error {
+        kube::Error::HyperError(e) => Some(e),
+        kube::Error::Service(e) => Some(e.as_ref()),
+        kube::Error::FromUtf8(e) => Some(e),
+        kube::Error::ReadEvents(e) => Some(e),
+        kube::Error::HttpError(e) => Some(e),
+        kube::Error::SerdeError(e) => Some(e),
+        kube::Error::BuildRequest(e) => Some(e),
+        kube::Error::RustlsTls(e) => Some(e),
+        _ => None,
+    }
+}
+
+/// A kube error's text with its causes, labelled as kube labels it.
+fn describe(error: &kube::Error) -> String {
+    let label = match error {
+        kube::Error::HyperError(_) => "HyperError",
+        kube::Error::Service(_) => "ServiceError",
+        kube::Error::FromUtf8(_) => "UTF-8 Error",
+        kube::Error::ReadEvents(_) => "Error reading events stream",
+        kube::Error::HttpError(_) => "HttpError",
+        kube::Error::SerdeError(_) => "Error deserializing response",
+        kube::Error::BuildRequest(_) => "Failed to build request",
+        kube::Error::RustlsTls(_) => "rustls tls error",
+        kube::Error::LinesCodecMaxLineLengthExceeded => {
+            return "Error finding newline character".to_owned()
+        }
+        // Kubeconfig inference, discovery, proxies, OpenSSL, upgrades, auth plugins: a client
+        // assembled by `access::client` uses none of them.
+        _ => return "kube client error from a feature cluster-canary does not use".to_owned(),
+    };
+    match cause(error) {
+        Some(inner) => format!("{label}: {}", with_causes(inner)),
+        None => label.to_owned(),
     }
 }
 
@@ -172,6 +221,33 @@ mod tests {
         assert_eq!(
             tls_failure(&io::Error::from(io::ErrorKind::ConnectionRefused)),
             None
+        );
+    }
+
+    #[test]
+    fn other_kube_errors_read_as_kube_labels_them_with_their_causes() {
+        let not_json = serde_json::from_str::<serde_json::Value>("<html>").unwrap_err();
+        let error = KubeError::from_kube("list Applications", kube::Error::SerdeError(not_json));
+        assert_eq!(error.error_name(), ErrorName::KubeRequestFailed);
+        assert_eq!(
+            error.to_string(),
+            "list Applications: Error deserializing response: expected value at line 1 column 1"
+        );
+
+        let tls = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        let handshake = std::io::Error::other(tls);
+        let error =
+            KubeError::from_kube("list Applications", kube::Error::Service(handshake.into()));
+        assert_eq!(error.error_name(), ErrorName::KubeTlsFailed);
+        assert!(error.message.starts_with("ServiceError: "), "{error}");
+        assert!(error.message.contains("UnknownIssuer"), "{error}");
+
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        let error = KubeError::from_kube("list Applications", kube::Error::Service(refused.into()));
+        assert_eq!(error.error_name(), ErrorName::KubeTransient);
+        assert_eq!(
+            error.to_string(),
+            "list Applications: ServiceError: connection refused"
         );
     }
 }
