@@ -13,10 +13,11 @@ import urllib.request
 import uuid
 from dataclasses import dataclass, field
 
+from . import prometheus
 from .harness import ALARM_WATCH_TABLE, CONTRACT, REPO, Sandbox, safety_net_rule
 from .world import ACCOUNT, REGION
 
-SCENARIOS = ("happy", "rollback", "apps-unhealthy", "stopped", "approval")
+SCENARIOS = ("happy", "rollback", "apps-unhealthy", "stopped", "approval", "prometheus", "prometheus-healthy")
 
 
 @dataclass
@@ -355,7 +356,31 @@ def run(scenario, out=print, verbose=False):
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown scenario {scenario!r}; one of {', '.join(SCENARIOS)}")
     with Sandbox(argocd_sim="degraded" if scenario == "apps-unhealthy" else "healthy", log=out) as sandbox:
+        if scenario.startswith("prometheus"):
+            with prometheus.Metrics({"blue": 0.01, "green": 0.001}, log=out) as metrics:
+                return run_prometheus(sandbox, metrics, scenario, out, verbose)
         return run_on(sandbox, scenario, out, verbose)
+
+
+def run_prometheus(sandbox, metrics, scenario, out=print, verbose=False):
+    """The canary judged by its error ratio in a real Prometheus: in `prometheus` it crosses
+    the limit once the 50 % step is set, and the rollout rolls back; in `prometheus-healthy` it
+    stays low, and the rollout promotes."""
+    out(f"scenario {scenario}: blue serves everything; creating EKS cluster green")
+    out(f"start: {format_weights(read_weights(sandbox))}")
+    create_green(sandbox)
+    plan = manual_plan(sandbox)
+    plan["analysis"] = prometheus.analysis(metrics.url)
+    execution_arn = start_manual(sandbox, plan, f"green-{scenario}")
+    out(f"started a rollout judged by Prometheus ({metrics.url}): {execution_arn}")
+
+    def on_event(name, state):
+        at_half = name == CONTRACT["states"]["setWeights"] and state["cursor"]["step"]["weight"] == 50
+        if scenario == "prometheus" and at_half:
+            out(">>> green's error ratio in Prometheus goes to 0.2 (the limit is 0.05)")
+            metrics.set("green", 0.2)
+
+    return watch(sandbox, execution_arn, on_event, out, verbose=verbose)
 
 
 APPROVAL_TIMEOUT_SECONDS = 600

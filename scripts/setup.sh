@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the tests and the sandbox need: a Python venv (.venv) with the pinned AWS
 # emulator (moto), boto3, pytest, cargo-lambda + ziglang, the SAM CLI and the linters, all
-# from PyPI. Idempotent, and quick when done already: it remembers the requirements it
-# installed (.venv/.requirements.sha256) and does nothing until they change.
+# from PyPI; and Prometheus from the Debian package. Idempotent, and quick when done already:
+# it remembers the requirements it installed (.venv/.requirements.sha256) and does nothing
+# until they change.
 # scripts/sandbox.sh and scripts/test.sh run it first, so a fresh clone needs no extra step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +11,18 @@ cd "$(dirname "$0")/.."
 for tool in cargo cargo-fmt cargo-clippy python3; do
   command -v "$tool" > /dev/null || { echo "$tool is missing (a stable Rust toolchain and Python 3 are needed)" >&2; exit 1; }
 done
+# A real Prometheus server (and promtool, to backfill its TSDB) for the Prometheus checks' tests
+# and the sandbox's `prometheus` scenario: Debian's package, nothing downloaded from elsewhere.
+if ! command -v prometheus > /dev/null || ! command -v promtool > /dev/null; then
+  if command -v apt-get > /dev/null && [ "$(id -u)" = 0 ]; then
+    echo "installing Debian's prometheus package (the server and promtool)..." >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus > /dev/null \
+      || { apt-get update > /dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus > /dev/null; }
+  else
+    echo "prometheus and promtool are missing: install Debian's (or your distribution's) prometheus package" >&2
+    exit 1
+  fi
+fi
 wanted="$(sha256sum scripts/requirements-test.txt | cut -d' ' -f1)"
 if [ -x .venv/bin/python ] && [ "$(cat .venv/.requirements.sha256 2>/dev/null)" = "$wanted" ]; then
   exit 0

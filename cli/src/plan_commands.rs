@@ -3,7 +3,9 @@
 use std::path::Path;
 
 use aws_config::SdkConfig;
-use canary_aws::{AwsErrorKind, ClusterAccounts, ClusterReadiness, EksApi, SdkCloudWatch, SdkEks};
+use canary_aws::{
+    AwsErrorKind, ClusterAccounts, ClusterReadiness, EksApi, HttpPrometheus, SdkCloudWatch, SdkEks,
+};
 use canary_core::plan::{ResolvedStep, ValidPlan};
 use canary_core::{NamedError, RolloutPlan, WeightPair};
 use canary_rollout::prepare::{check_targets, refuse_concurrent_rollout};
@@ -128,10 +130,15 @@ pub async fn check(
     let mut ok = true;
 
     let cloudwatch = SdkCloudWatch::new(config);
-    match analysis::validate(&SignalApis { cloudwatch: &cloudwatch }, plan).await {
-        Ok(found) => printer.say(
-            &format!(
-                "✓ analysis: {} alarm{} watched{}; {} metric quer{} per check",
+    let prometheus = HttpPrometheus::new(config);
+    let signals = SignalApis {
+        cloudwatch: &cloudwatch,
+        prometheus: &prometheus,
+    };
+    match analysis::validate(&signals, plan).await {
+        Ok(found) => {
+            let text = format!(
+                "✓ analysis: {} alarm{} watched{}; {} metric quer{} per check{}",
                 found.alarms.len(),
                 if found.alarms.len() == 1 { "" } else { "s" },
                 if found.alarms.is_empty() {
@@ -140,10 +147,22 @@ pub async fn check(
                     format!(" ({})", found.alarms.join(", "))
                 },
                 found.metric_queries,
-                if found.metric_queries == 1 { "y" } else { "ies" },
-            ),
-            json!({"check": "analysis", "ok": true, "alarms": found.alarms, "metricQueries": found.metric_queries}),
-        ),
+                if found.metric_queries == 1 {
+                    "y"
+                } else {
+                    "ies"
+                },
+                found
+                    .current
+                    .iter()
+                    .map(|now| format!("\n  now: {now}"))
+                    .collect::<String>(),
+            );
+            printer.say(
+                &text,
+                json!({"check": "analysis", "ok": true, "alarms": found.alarms, "metricQueries": found.metric_queries, "current": found.current}),
+            )
+        }
         Err(error) => refuse_with(printer, &mut ok, "analysis", &error),
     }
 

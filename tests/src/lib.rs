@@ -17,6 +17,8 @@ use aws_sdk_elasticloadbalancingv2 as elbv2;
 use aws_sdk_route53 as route53;
 use serde::Deserialize;
 
+pub mod prometheus;
+
 pub const REGION: &str = "us-east-1";
 
 pub fn repo_root() -> PathBuf {

@@ -9,6 +9,7 @@ pub mod eks;
 pub mod error;
 pub mod executions;
 pub mod functions;
+pub mod prometheus;
 pub mod route53;
 pub mod secrets;
 pub mod watches;
@@ -29,6 +30,7 @@ pub use executions::{
     ExecutionHistory, ExecutionStarter, ExecutionsApi, SdkExecutions, Started, StateEvent,
 };
 pub use functions::{FunctionInvoker, Invocation, SdkFunctions};
+pub use prometheus::{HttpPrometheus, PrometheusApi, PrometheusError};
 pub use route53::{Route53Api, SdkRoute53, WeightedRecord};
 pub use secrets::{SdkSecrets, SecretsApi};
 pub use watches::{AlarmWatchStore, SdkAlarmWatches, TaskFailer};

@@ -63,6 +63,12 @@ pub enum ErrorName {
     ProfileNotFound,
     /// A hook of the plan answered `fail`, failed, timed out or answered something else.
     HookFailed,
+    /// A metrics provider the plan queries (Prometheus, AMP) could not be reached, or failed
+    /// or throttled on its side; retrying may succeed.
+    MetricsProviderUnavailable,
+    /// A metrics provider refused the function's credentials (401/403), or answered with
+    /// something that is not its API (a wrong URL, a proxy's page): retrying cannot fix it.
+    MetricsProviderRefused,
 }
 
 /// An error that knows its stable name: what every function's error type implements.
@@ -85,6 +91,7 @@ impl ErrorName {
         matches!(
             self,
             ErrorName::AwsTransient
+                | ErrorName::MetricsProviderUnavailable
                 | ErrorName::ChangeNotInSync
                 | ErrorName::KubeTransient
                 | ErrorName::ClusterNotReady
@@ -136,7 +143,8 @@ mod tests {
                 ErrorName::AwsTransient,
                 ErrorName::ChangeNotInSync,
                 ErrorName::ClusterNotReady,
-                ErrorName::KubeTransient
+                ErrorName::KubeTransient,
+                ErrorName::MetricsProviderUnavailable
             ]
         );
     }

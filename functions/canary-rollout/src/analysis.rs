@@ -25,6 +25,9 @@ pub struct ValidateOutput {
     pub alarms: Vec<String>,
     /// Metric queries each check makes.
     pub metric_queries: usize,
+    /// What the queries give now (`plan check` shows them); not part of the state.
+    #[serde(skip)]
+    pub current: Vec<String>,
 }
 
 /// At Prepare: every signal source of the plan can be evaluated (see `SignalSource::validate`).
@@ -35,14 +38,17 @@ pub async fn validate(
     let now = SystemTime::now();
     let mut alarms = BTreeSet::new();
     let mut metric_queries = 0;
+    let mut current = Vec::new();
     for source in sources(apis, plan) {
         let validated = source.validate(now).await?;
         alarms.extend(validated.alarms);
         metric_queries += validated.metric_queries;
+        current.extend(validated.current);
     }
     Ok(ValidateOutput {
         alarms: alarms.into_iter().collect(),
         metric_queries,
+        current,
     })
 }
 

@@ -67,6 +67,15 @@ pub enum AnalysisError {
     TooManyAlarms { path: String, message: String },
     #[error("{path}: CloudWatch rejected the metric queries: {source}")]
     QueriesRejected { path: String, source: AwsError },
+    /// A Prometheus check that cannot be evaluated: the query, or what it gives.
+    #[error("{path}: {message}")]
+    PrometheusQuery { path: String, message: String },
+    /// The Prometheus endpoint cannot be reached, fails or refuses.
+    #[error("{path}: {source}")]
+    Prometheus {
+        path: String,
+        source: canary_aws::PrometheusError,
+    },
     #[error("{point} hook {function} failed: {reason}")]
     HookFailed {
         point: &'static str,
@@ -85,7 +94,9 @@ impl NamedError for AnalysisError {
             AnalysisError::InvalidInput(_) => ErrorName::InvalidInput,
             AnalysisError::InvalidPlan(_)
             | AnalysisError::QueriesRejected { .. }
-            | AnalysisError::TooManyAlarms { .. } => ErrorName::InvalidPlan,
+            | AnalysisError::TooManyAlarms { .. }
+            | AnalysisError::PrometheusQuery { .. } => ErrorName::InvalidPlan,
+            AnalysisError::Prometheus { source, .. } => source.error_name(),
             AnalysisError::AlarmNotFound { .. } => ErrorName::AlarmNotFound,
             AnalysisError::HookFailed { .. } => ErrorName::HookFailed,
             AnalysisError::Aws(e) => e.error_name(),

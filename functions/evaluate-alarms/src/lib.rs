@@ -17,7 +17,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use canary_aws::{AlarmWatchStore, CloudWatchApi, FunctionInvoker, TaskFailer};
+use canary_aws::{AlarmWatchStore, CloudWatchApi, FunctionInvoker, PrometheusApi, TaskFailer};
 use canary_core::alarm_watch::{AlarmStateChange, WatchDuring, WatchedStep};
 use canary_core::analysis::BakeProgress;
 use canary_core::approval::Rejection;
@@ -83,6 +83,7 @@ pub enum Request {
 /// The AWS APIs the function uses.
 pub struct Apis<'a> {
     pub cloudwatch: &'a dyn CloudWatchApi,
+    pub prometheus: &'a dyn PrometheusApi,
     pub functions: &'a dyn FunctionInvoker,
     /// The alarm watches' table (`ALARM_WATCH_TABLE`); `None` when it is not configured.
     pub watches: Option<&'a dyn AlarmWatchStore>,
@@ -111,6 +112,7 @@ fn epoch_seconds(time: SystemTime) -> i64 {
 pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisError> {
     let signals = SignalApis {
         cloudwatch: apis.cloudwatch,
+        prometheus: apis.prometheus,
     };
     let output = match parse_input::<Request>(input).map_err(AnalysisError::InvalidInput)? {
         Request::Validate { plan } => {

@@ -1,7 +1,8 @@
 //! Lambda entry point: build the clients once (no network call), then serve.
 
 use canary_aws::{
-    load_sdk_config, AlarmWatchStore, SdkAlarmWatches, SdkCloudWatch, SdkExecutions, SdkFunctions,
+    load_sdk_config, AlarmWatchStore, HttpPrometheus, SdkAlarmWatches, SdkCloudWatch,
+    SdkExecutions, SdkFunctions,
 };
 use canary_lambda::{logging, serve};
 use evaluate_alarms::{handle, Apis};
@@ -15,8 +16,10 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         .ok()
         .map(|table| SdkAlarmWatches::new(&config, table));
     let executions = SdkExecutions::new(&config);
+    let prometheus = HttpPrometheus::new(&config);
     let apis = Apis {
         cloudwatch: &cloudwatch,
+        prometheus: &prometheus,
         functions: &functions,
         watches: watches.as_ref().map(|w| w as &dyn AlarmWatchStore),
         tasks: &executions,

@@ -8,7 +8,7 @@
 use std::time::{Duration, SystemTime};
 
 use aws_sdk_cloudwatch as cloudwatch;
-use canary_aws::{SdkAlarmWatches, SdkCloudWatch, SdkExecutions, SdkFunctions};
+use canary_aws::{HttpPrometheus, SdkAlarmWatches, SdkCloudWatch, SdkExecutions, SdkFunctions};
 use canary_core::NamedError;
 use cloudwatch::types::{ComparisonOperator, Dimension, MetricDatum, StateValue, Statistic};
 use cluster_canary_tests::{Moto, World};
@@ -20,6 +20,7 @@ struct Env {
     world: World,
     cw: cloudwatch::Client,
     function: SdkCloudWatch,
+    prometheus: HttpPrometheus,
     functions: SdkFunctions,
     watches: SdkAlarmWatches,
     executions: SdkExecutions,
@@ -38,6 +39,7 @@ impl Env {
             world,
             cw: cloudwatch::Client::new(&config),
             function: SdkCloudWatch::new(&config),
+            prometheus: HttpPrometheus::new(&config),
             functions: SdkFunctions::new(&config),
             watches: SdkAlarmWatches::new(&config, WATCH_TABLE),
             executions: SdkExecutions::new(&config),
@@ -48,6 +50,7 @@ impl Env {
     fn apis(&self) -> Apis<'_> {
         Apis {
             cloudwatch: &self.function,
+            prometheus: &self.prometheus,
             functions: &self.functions,
             watches: Some(&self.watches),
             tasks: &self.executions,

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::prometheus::PrometheusChecks;
+use crate::plan::ClusterRef;
 use crate::targets::TrafficTarget;
 use crate::validate::Errors;
 
@@ -25,6 +27,9 @@ pub struct AnalysisSection {
     /// Built-in checks of the canary target group of every ALB traffic target.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alb: Option<AlbChecks>,
+    /// PromQL instant queries against Prometheus or an AMP workspace (docs/signals/prometheus.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prometheus: Option<PrometheusChecks>,
     /// Roll back after this many failing checks in a row. Default 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 100))]
@@ -172,7 +177,12 @@ impl AnalysisSection {
             .unwrap_or(1)
     }
 
-    pub(crate) fn validate(&self, targets: &[TrafficTarget], errors: &mut Errors) {
+    pub(crate) fn validate(
+        &self,
+        cluster: &ClusterRef,
+        targets: &[TrafficTarget],
+        errors: &mut Errors,
+    ) {
         if let Some(limit) = self.failure_limit.filter(|l| !(1..=100).contains(l)) {
             errors.push(
                 "analysis.failureLimit",
@@ -214,6 +224,9 @@ impl AnalysisSection {
         }
         if let Some(alb) = &self.alb {
             alb.validate(targets, errors);
+        }
+        if let Some(prometheus) = &self.prometheus {
+            prometheus.validate(cluster, errors);
         }
     }
 }

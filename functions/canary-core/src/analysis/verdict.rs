@@ -223,23 +223,34 @@ pub fn sum(values: &[f64]) -> f64 {
 /// Compares a value with a metric check's limits.
 pub fn judge_threshold(check: &MetricCheck, value: Option<f64>) -> CheckOutcome {
     let name = &check.name;
-    let Some(value) = value else {
-        return CheckOutcome::new(
+    match value {
+        Some(value) => judge_limits(name, value, check.min, check.max),
+        None => CheckOutcome::new(
             CheckVerdict::Inconclusive,
             format!(
                 "no datapoints for {name} in the last {} s",
                 check.lookback_seconds
             ),
-        );
-    };
-    if let Some(max) = check.max.filter(|max| value > *max) {
-        return CheckOutcome::new(CheckVerdict::Fail, format!("{name} is {value} > max {max}"));
+        ),
     }
-    if let Some(min) = check.min.filter(|min| value < *min) {
-        return CheckOutcome::new(CheckVerdict::Fail, format!("{name} is {value} < min {min}"));
+}
+
+/// Compares `subject`'s value with its limits: outside fails, within passes.
+pub fn judge_limits(subject: &str, value: f64, min: Option<f64>, max: Option<f64>) -> CheckOutcome {
+    if let Some(max) = max.filter(|max| value > *max) {
+        return CheckOutcome::new(
+            CheckVerdict::Fail,
+            format!("{subject} is {value} > max {max}"),
+        );
+    }
+    if let Some(min) = min.filter(|min| value < *min) {
+        return CheckOutcome::new(
+            CheckVerdict::Fail,
+            format!("{subject} is {value} < min {min}"),
+        );
     }
     CheckOutcome::new(
         CheckVerdict::Pass,
-        format!("{name} is {value}, within limits"),
+        format!("{subject} is {value}, within limits"),
     )
 }

@@ -217,7 +217,7 @@ impl RolloutPlan {
             previous = Some(step.weight);
         }
         if let Some(analysis) = &self.analysis {
-            analysis.validate(&self.traffic_targets, errors);
+            analysis.validate(&self.cluster, &self.traffic_targets, errors);
         }
         if let Some(argocd) = &self.argocd {
             argocd.validate(errors);

@@ -57,7 +57,7 @@ impl SignalSource for CloudWatchAlarms<'_> {
         }
         Ok(Validated {
             alarms: watched.into_iter().collect(),
-            metric_queries: 0,
+            ..Validated::default()
         })
     }
 

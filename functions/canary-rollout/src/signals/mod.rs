@@ -1,5 +1,6 @@
 //! The signal-source seam: one [`SignalSource`] per provider of evidence about the canary
-//! (CloudWatch alarms, CloudWatch metric thresholds, the ALB canary-vs-stable judge), built in
+//! (CloudWatch alarms, CloudWatch metric thresholds, the ALB canary-vs-stable judge,
+//! Prometheus/AMP queries), built in
 //! one place ([`sources`]). The checks (`crate::analysis`) are written once over the trait:
 //! validate every source at Prepare, collect every source's outcomes at a check, and let
 //! `canary_core::analysis::decide` judge them together. Adding a provider: see
@@ -8,12 +9,13 @@
 mod alb_judge;
 mod cloudwatch_alarms;
 mod cloudwatch_metrics;
+mod prometheus;
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use canary_aws::{AwsErrorKind, CloudWatchApi, MetricQuery, MetricSeries};
+use canary_aws::{AwsErrorKind, CloudWatchApi, MetricQuery, MetricSeries, PrometheusApi};
 use canary_core::analysis::CheckOutcome;
 use canary_core::metrics::Point;
 use canary_core::RolloutPlan;
@@ -26,6 +28,7 @@ pub(crate) use cloudwatch_alarms::alarm_outcomes;
 /// The APIs the signal sources read.
 pub struct SignalApis<'a> {
     pub cloudwatch: &'a dyn CloudWatchApi,
+    pub prometheus: &'a dyn PrometheusApi,
 }
 
 /// What a source found it can evaluate, at Prepare.
@@ -35,6 +38,8 @@ pub struct Validated {
     pub alarms: Vec<String>,
     /// The metric queries each check makes.
     pub metric_queries: usize,
+    /// What the queries give now, one line each, for `cluster-canary plan check`.
+    pub current: Vec<String>,
 }
 
 /// What a source found at one check.
@@ -89,6 +94,13 @@ pub fn sources<'a>(
             }));
         }
     }
+    if let Some(section) = &analysis.prometheus {
+        sources.push(Box::new(prometheus::Prometheus {
+            api: apis.prometheus,
+            section,
+            cluster: &plan.cluster,
+        }));
+    }
     sources
 }
 
@@ -141,8 +153,8 @@ async fn try_queries(
             _ => AnalysisError::Aws(source),
         })?;
     Ok(Validated {
-        alarms: Vec::new(),
         metric_queries: queries.len(),
+        ..Validated::default()
     })
 }
 

@@ -1,0 +1,423 @@
+//! The plan's `analysis.prometheus` checks: PromQL instant queries against a Prometheus HTTP
+//! API or an Amazon Managed Service for Prometheus (AMP) workspace, each judged against its
+//! `min`/`max`. Pure: the endpoint, the rendered queries, what an answer means.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::verdict::{judge_limits, CheckOutcome, CheckVerdict};
+use crate::plan::ClusterRef;
+use crate::validate::Errors;
+
+/// Most Prometheus checks in a plan: each is one HTTP request per check interval.
+pub const MAX_PROMETHEUS_CHECKS: usize = 20;
+/// Longest query, rendered. Prometheus itself takes far longer ones; a plan travels in the
+/// execution's state (the 256 KiB budget, docs/plan.md).
+pub const MAX_QUERY_BYTES: usize = 2048;
+/// The placeholders a query may use, and what they become.
+pub const QUERY_PLACEHOLDERS: [&str; 2] = ["{{cluster}}", "{{region}}"];
+
+/// Instant PromQL queries, judged at every check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PrometheusChecks {
+    /// A Prometheus HTTP API base URL (`http://prometheus.monitoring:9090`): queried
+    /// unauthenticated. Exactly one of `url` and `ampWorkspace`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// An AMP workspace's query URL,
+    /// `https://aps-workspaces.<region>.amazonaws.com/workspaces/<workspace id>`: queried
+    /// with SigV4 (service `aps`) as the function's role.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amp_workspace: Option<String>,
+    pub checks: Vec<PrometheusCheck>,
+}
+
+/// One PromQL query and its limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PrometheusCheck {
+    /// A name for people, used in the check's reason.
+    pub name: String,
+    /// An instant PromQL query giving one number: a scalar, or a vector of one series
+    /// (aggregate with `sum(...)` and the like). `{{cluster}}` and `{{region}}` become the
+    /// new cluster's name and region.
+    pub query: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+}
+
+/// Where the queries go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PrometheusEndpoint {
+    /// `base` + `/api/v1/query`, unsigned.
+    Plain { base: String },
+    /// `base` + `/api/v1/query`, SigV4-signed for service `aps` in `region`.
+    Amp { base: String, region: String },
+}
+
+impl PrometheusEndpoint {
+    pub fn query_url(&self) -> String {
+        let base = match self {
+            PrometheusEndpoint::Plain { base } | PrometheusEndpoint::Amp { base, .. } => base,
+        };
+        format!("{}/api/v1/query", base.trim_end_matches('/'))
+    }
+}
+
+impl PrometheusChecks {
+    /// The endpoint, once the plan is valid.
+    pub fn endpoint(&self) -> Result<PrometheusEndpoint, String> {
+        match (&self.url, &self.amp_workspace) {
+            (Some(url), None) => plain_url(url).map(|base| PrometheusEndpoint::Plain { base }),
+            (None, Some(workspace)) => {
+                amp_region(workspace).map(|region| PrometheusEndpoint::Amp {
+                    base: workspace.trim_end_matches('/').to_owned(),
+                    region,
+                })
+            }
+            _ => Err("give exactly one of `url` and `ampWorkspace`".to_owned()),
+        }
+    }
+
+    pub(crate) fn validate(&self, cluster: &ClusterRef, errors: &mut Errors) {
+        let path = "analysis.prometheus";
+        if let Err(message) = self.endpoint() {
+            let field = match (&self.url, &self.amp_workspace) {
+                (Some(_), None) => ".url",
+                (None, Some(_)) => ".ampWorkspace",
+                _ => "",
+            };
+            errors.push(format!("{path}{field}"), message);
+        }
+        if self.checks.is_empty() {
+            errors.push(format!("{path}.checks"), "give at least one check");
+        }
+        if self.checks.len() > MAX_PROMETHEUS_CHECKS {
+            errors.push(
+                format!("{path}.checks"),
+                format!(
+                    "at most {MAX_PROMETHEUS_CHECKS} Prometheus checks, got {}",
+                    self.checks.len()
+                ),
+            );
+        }
+        for (i, check) in self.checks.iter().enumerate() {
+            let path = format!("{path}.checks[{i}]");
+            if check.name.is_empty() || check.name.len() > 255 {
+                errors.push(format!("{path}.name"), "must be 1 to 255 characters");
+            }
+            if let Err(message) = render_query(&check.query, cluster) {
+                errors.push(format!("{path}.query"), message);
+            }
+            match (check.min, check.max) {
+                (None, None) => errors.push(
+                    path,
+                    "give `min`, `max` or both: a check without a limit cannot fail",
+                ),
+                (Some(min), Some(max)) if min > max => errors.push(
+                    format!("{path}.min"),
+                    format!("{min} is greater than max {max}"),
+                ),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// A plain Prometheus base URL: http(s), a host, no credentials, query or fragment.
+fn plain_url(url: &str) -> Result<String, String> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .ok_or_else(|| format!("{url:?} is not an http:// or https:// URL"))?;
+    let host = rest.split('/').next().unwrap_or_default();
+    if host.is_empty() {
+        return Err(format!("{url:?} names no host"));
+    }
+    if host.contains('@') {
+        return Err(
+            "a URL with credentials in it would put them in the execution's state: use a \
+             Prometheus the function's network reaches without them, or an AMP workspace"
+                .to_owned(),
+        );
+    }
+    if rest.contains(['?', '#', ' ']) {
+        return Err(format!(
+            "{url:?}: give the API's base URL, without a query, fragment or spaces"
+        ));
+    }
+    Ok(url.trim_end_matches('/').to_owned())
+}
+
+/// The region of an AMP workspace query URL.
+fn amp_region(url: &str) -> Result<String, String> {
+    let shape = || {
+        format!(
+            "{url:?} is not an AMP workspace URL: \
+             https://aps-workspaces.<region>.amazonaws.com/workspaces/<workspace id>"
+        )
+    };
+    let rest = url
+        .strip_prefix("https://aps-workspaces.")
+        .ok_or_else(shape)?;
+    let (region, rest) = rest
+        .split_once(".amazonaws.com/workspaces/")
+        .ok_or_else(shape)?;
+    let id = rest.trim_end_matches('/');
+    let region_ok = !region.is_empty()
+        && region
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    let id_ok = !id.is_empty()
+        && id.len() <= 64
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if region_ok && id_ok {
+        Ok(region.to_owned())
+    } else {
+        Err(shape())
+    }
+}
+
+/// The query with its placeholders replaced by the cluster's values. Anything else between
+/// `{{` and `}}` is refused: a typo would otherwise reach Prometheus as PromQL.
+pub fn render_query(template: &str, cluster: &ClusterRef) -> Result<String, String> {
+    if template.trim().is_empty() {
+        return Err("must be a PromQL query".to_owned());
+    }
+    let rendered = template
+        .replace(QUERY_PLACEHOLDERS[0], &cluster.name)
+        .replace(QUERY_PLACEHOLDERS[1], &cluster.region);
+    if let Some(start) = rendered.find("{{") {
+        let unknown: String = rendered[start..].chars().take(40).collect();
+        return Err(format!(
+            "unknown placeholder at {unknown:?}: a query may use {}",
+            QUERY_PLACEHOLDERS.join(" and ")
+        ));
+    }
+    if rendered.len() > MAX_QUERY_BYTES {
+        return Err(format!(
+            "is {} bytes once rendered; at most {MAX_QUERY_BYTES}",
+            rendered.len()
+        ));
+    }
+    Ok(rendered)
+}
+
+/// The one number of an instant query's `data` (`{"resultType", "result"}`): `Ok(None)` when
+/// there is none (an empty vector, `NaN`: no data, never a pass); `Err` for an answer a check
+/// cannot judge (several series, a range vector, a string).
+pub fn instant_value(data: &Value) -> Result<Option<f64>, String> {
+    let result = &data["result"];
+    let sample = match data["resultType"].as_str() {
+        Some("scalar") => result,
+        Some("vector") => {
+            let series = result.as_array().map(Vec::len).unwrap_or_default();
+            match series {
+                0 => return Ok(None),
+                1 => &result[0]["value"],
+                n => {
+                    return Err(format!(
+                        "returned {n} series; aggregate the query to one (sum(...), max(...))"
+                    ))
+                }
+            }
+        }
+        Some(other) => {
+            return Err(format!(
+                "returned a {other}; a check needs a scalar or a vector of one series"
+            ))
+        }
+        None => return Err("answered without a resultType".to_owned()),
+    };
+    // A sample is [<unix time>, "<value>"]; Prometheus writes NaN and ±Inf as strings too.
+    let value = sample[1]
+        .as_str()
+        .and_then(|v| v.parse::<f64>().ok())
+        .ok_or_else(|| "answered a sample that is not [time, \"value\"]".to_owned())?;
+    Ok((!value.is_nan()).then_some(value))
+}
+
+/// A check's outcome from what its query gave.
+pub fn judge_prometheus(
+    check: &PrometheusCheck,
+    value: Result<Option<f64>, String>,
+) -> CheckOutcome {
+    let subject = format!("prometheus {}", check.name);
+    match value {
+        Ok(Some(value)) => judge_limits(&subject, value, check.min, check.max),
+        Ok(None) => CheckOutcome::new(
+            CheckVerdict::Inconclusive,
+            format!("{subject}: no data (an empty result or NaN)"),
+        ),
+        Err(why) => CheckOutcome::new(CheckVerdict::Inconclusive, format!("{subject}: {why}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn cluster() -> ClusterRef {
+        ClusterRef {
+            name: "green".into(),
+            region: "eu-west-1".into(),
+            role_arn: None,
+        }
+    }
+
+    fn checks(url: Option<&str>, amp: Option<&str>) -> PrometheusChecks {
+        PrometheusChecks {
+            url: url.map(Into::into),
+            amp_workspace: amp.map(Into::into),
+            checks: vec![PrometheusCheck {
+                name: "5xx".into(),
+                query: "sum(rate(errors{cluster=\"{{cluster}}\"}[1m]))".into(),
+                min: None,
+                max: Some(0.05),
+            }],
+        }
+    }
+
+    fn errors_of(section: &PrometheusChecks) -> Vec<String> {
+        let mut errors = Errors::default();
+        section.validate(&cluster(), &mut errors);
+        errors
+            .0
+            .iter()
+            .map(|e| format!("{}: {}", e.path, e.message))
+            .collect()
+    }
+
+    #[test]
+    fn endpoints() {
+        let plain = checks(Some("http://prometheus.monitoring:9090/"), None);
+        assert_eq!(
+            plain.endpoint().unwrap().query_url(),
+            "http://prometheus.monitoring:9090/api/v1/query"
+        );
+        let amp = checks(
+            None,
+            Some("https://aps-workspaces.eu-west-1.amazonaws.com/workspaces/ws-1a2b3c"),
+        );
+        assert_eq!(
+            amp.endpoint().unwrap(),
+            PrometheusEndpoint::Amp {
+                base: "https://aps-workspaces.eu-west-1.amazonaws.com/workspaces/ws-1a2b3c".into(),
+                region: "eu-west-1".into()
+            }
+        );
+        assert!(errors_of(&plain).is_empty());
+        assert!(errors_of(&amp).is_empty());
+    }
+
+    #[test]
+    fn bad_endpoints_are_refused_with_their_path() {
+        let cases = [
+            (checks(None, None), "analysis.prometheus: give exactly one"),
+            (
+                checks(Some("http://p:9090"), Some("https://aps-workspaces.x.amazonaws.com/workspaces/ws-1")),
+                "analysis.prometheus: give exactly one",
+            ),
+            (checks(Some("prometheus:9090"), None), "analysis.prometheus.url: \"prometheus:9090\" is not an http"),
+            (checks(Some("http://user:pw@p:9090"), None), "analysis.prometheus.url: a URL with credentials"),
+            (checks(Some("http://p:9090/?x=1"), None), "analysis.prometheus.url: \"http://p:9090/?x=1\": give the API's base URL"),
+            (
+                checks(None, Some("https://example.com/workspaces/ws-1")),
+                "analysis.prometheus.ampWorkspace: \"https://example.com/workspaces/ws-1\" is not an AMP workspace URL",
+            ),
+        ];
+        for (section, expected) in cases {
+            let errors = errors_of(&section);
+            assert!(errors.iter().any(|e| e.starts_with(expected)), "{errors:?}");
+        }
+    }
+
+    #[test]
+    fn queries_are_rendered_and_bounded() {
+        assert_eq!(
+            render_query(
+                "up{cluster=\"{{cluster}}\",region=\"{{region}}\"}",
+                &cluster()
+            )
+            .unwrap(),
+            "up{cluster=\"green\",region=\"eu-west-1\"}"
+        );
+        assert!(render_query("up{cluster=\"{{clustr}}\"}", &cluster())
+            .unwrap_err()
+            .starts_with("unknown placeholder at \"{{clustr}}"));
+        assert!(render_query("  ", &cluster()).is_err());
+        let at_cap = "x".repeat(MAX_QUERY_BYTES);
+        assert!(render_query(&at_cap, &cluster()).is_ok());
+        assert!(render_query(&format!("{at_cap}x"), &cluster())
+            .unwrap_err()
+            .contains("at most 2048"));
+    }
+
+    #[test]
+    fn checks_need_limits_and_are_bounded() {
+        let mut section = checks(Some("http://p:9090"), None);
+        section.checks[0].max = None;
+        assert!(errors_of(&section)[0].contains("give `min`, `max` or both"));
+        section.checks = vec![section.checks[0].clone(); MAX_PROMETHEUS_CHECKS + 1];
+        section.checks.iter_mut().for_each(|c| c.max = Some(1.0));
+        assert_eq!(
+            errors_of(&section),
+            ["analysis.prometheus.checks: at most 20 Prometheus checks, got 21"]
+        );
+    }
+
+    #[test]
+    fn answers() {
+        let vector = |result: Value| json!({"resultType": "vector", "result": result});
+        let one = vector(json!([{"metric": {}, "value": [1.7e9, "0.25"]}]));
+        assert_eq!(instant_value(&one), Ok(Some(0.25)));
+        assert_eq!(
+            instant_value(&json!({"resultType": "scalar", "result": [1.7e9, "3"]})),
+            Ok(Some(3.0))
+        );
+        assert_eq!(instant_value(&vector(json!([]))), Ok(None));
+        let nan = vector(json!([{"metric": {}, "value": [1.7e9, "NaN"]}]));
+        assert_eq!(instant_value(&nan), Ok(None));
+        let inf = vector(json!([{"metric": {}, "value": [1.7e9, "+Inf"]}]));
+        assert_eq!(instant_value(&inf), Ok(Some(f64::INFINITY)));
+        let two = vector(json!([
+            {"metric": {"a": "1"}, "value": [1.7e9, "1"]},
+            {"metric": {"a": "2"}, "value": [1.7e9, "2"]}
+        ]));
+        assert!(instant_value(&two)
+            .unwrap_err()
+            .starts_with("returned 2 series"));
+        assert!(
+            instant_value(&json!({"resultType": "matrix", "result": []}))
+                .unwrap_err()
+                .starts_with("returned a matrix")
+        );
+    }
+
+    #[test]
+    fn judgements_name_the_provider_the_check_the_value_and_the_limit() {
+        let check = &checks(Some("http://p:9090"), None).checks[0];
+        let fail = judge_prometheus(check, Ok(Some(0.2)));
+        assert_eq!(fail.verdict, CheckVerdict::Fail);
+        assert_eq!(fail.reason, "prometheus 5xx is 0.2 > max 0.05");
+        assert_eq!(
+            judge_prometheus(check, Ok(Some(0.01))).verdict,
+            CheckVerdict::Pass
+        );
+        let none = judge_prometheus(check, Ok(None));
+        assert_eq!(none.verdict, CheckVerdict::Inconclusive);
+        assert_eq!(
+            none.reason,
+            "prometheus 5xx: no data (an empty result or NaN)"
+        );
+        let odd = judge_prometheus(check, Err("returned 2 series".into()));
+        assert_eq!(odd.verdict, CheckVerdict::Inconclusive);
+    }
+}

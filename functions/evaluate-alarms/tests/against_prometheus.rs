@@ -1,0 +1,277 @@
+//! evaluate-alarms' Prometheus checks against a real Prometheus server (Debian's package),
+//! its TSDB backfilled with the samples each test gives, queried at the time the function
+//! queries (now): `validate` at Prepare and `evaluate` at a check, through `handle`.
+//!
+//! The AWS clients point at a closed loopback port: these plans have no CloudWatch checks,
+//! so a call to one would fail the test.
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, TcpListener};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use canary_aws::{HttpPrometheus, SdkCloudWatch, SdkExecutions, SdkFunctions};
+use canary_core::NamedError;
+use cluster_canary_tests::prometheus::PrometheusServer;
+use evaluate_alarms::{handle, AnalysisError, Apis};
+use serde_json::{json, Value};
+
+struct Env {
+    cloudwatch: SdkCloudWatch,
+    prometheus: HttpPrometheus,
+    functions: SdkFunctions,
+    executions: SdkExecutions,
+}
+
+impl Env {
+    async fn new() -> Env {
+        let config = canary_aws::sdk_config_loader()
+            .endpoint_url("http://127.0.0.1:9")
+            .region(aws_config::Region::new("us-east-1"))
+            .credentials_provider(aws_credential_types::Credentials::new(
+                "test", "test", None, None, "tests",
+            ))
+            .load()
+            .await;
+        Env {
+            cloudwatch: SdkCloudWatch::new(&config),
+            prometheus: HttpPrometheus::new(&config),
+            functions: SdkFunctions::new(&config),
+            executions: SdkExecutions::new(&config),
+        }
+    }
+
+    fn apis(&self) -> Apis<'_> {
+        Apis {
+            cloudwatch: &self.cloudwatch,
+            prometheus: &self.prometheus,
+            functions: &self.functions,
+            watches: None,
+            tasks: &self.executions,
+        }
+    }
+
+    async fn validate(&self, prometheus: Value) -> Result<Value, AnalysisError> {
+        handle(
+            &self.apis(),
+            json!({"operation": "validate", "plan": plan(prometheus)}),
+        )
+        .await
+    }
+
+    async fn evaluate(&self, prometheus: Value) -> Result<Value, AnalysisError> {
+        let progress = json!({"consecutiveFailures": 0, "passes": 0, "check": 1, "checks": 3});
+        handle(
+            &self.apis(),
+            json!({"operation": "evaluate", "plan": plan(prometheus), "progress": progress}),
+        )
+        .await
+    }
+}
+
+fn plan(prometheus: Value) -> Value {
+    json!({
+        "cluster": {"name": "green", "region": "us-east-1"},
+        "trafficTargets": [{"alb": {
+            "listenerArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/shop/50dc6c495c0c9188/f2f7dc8efc522ab2",
+            "stableTargetGroupArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/blue/73e2d6bc24d8a067",
+            "canaryTargetGroupArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/green/8ad1c3f2b5e0d4a7",
+        }}],
+        "steps": [{"weight": 10}, {"weight": 100}],
+        "bake": {"seconds": 120, "checkIntervalSeconds": 10},
+        "analysis": {"prometheus": prometheus},
+    })
+}
+
+/// The error ratio of each cluster over the last minute: green's is twenty times blue's.
+fn error_ratios() -> PrometheusServer {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("a clock after 1970")
+        .as_secs();
+    let mut samples = String::from("# TYPE canary_error_ratio gauge\n");
+    for ago in [60, 30, 5] {
+        let at = now - ago;
+        samples.push_str(&format!(
+            "canary_error_ratio{{cluster=\"green\"}} 0.2 {at}\n"
+        ));
+        samples.push_str(&format!(
+            "canary_error_ratio{{cluster=\"blue\"}} 0.01 {at}\n"
+        ));
+    }
+    samples.push_str("# EOF\n");
+    PrometheusServer::start(&samples)
+}
+
+fn check(query: &str, limits: Value) -> Value {
+    let mut check = json!({"name": "5xx ratio", "query": query});
+    check
+        .as_object_mut()
+        .expect("an object")
+        .extend(limits.as_object().expect("limits").clone());
+    check
+}
+
+const GREEN: &str = "max(canary_error_ratio{cluster=\"{{cluster}}\"})";
+
+#[tokio::test]
+async fn a_canary_over_its_limit_fails_the_check_and_one_within_passes() {
+    let (prometheus, env) = (error_ratios(), Env::new().await);
+    let section = |limits| json!({"url": prometheus.url, "checks": [check(GREEN, limits)]});
+
+    let found = env.validate(section(json!({"max": 0.05}))).await.unwrap();
+    assert_eq!(found["metricQueries"], 1);
+
+    let failing = env.evaluate(section(json!({"max": 0.05}))).await.unwrap();
+    assert_eq!(failing["verdict"], "fail", "{failing}");
+    assert_eq!(failing["rollback"], true);
+    assert_eq!(
+        failing["reasons"][0],
+        "prometheus 5xx ratio is 0.2 > max 0.05"
+    );
+
+    let passing = env.evaluate(section(json!({"max": 0.5}))).await.unwrap();
+    assert_eq!(passing["verdict"], "pass", "{passing}");
+    assert_eq!(
+        passing["reasons"][0],
+        "prometheus 5xx ratio is 0.2, within limits"
+    );
+}
+
+#[tokio::test]
+async fn canary_against_stable_and_scalar_answers() {
+    let (prometheus, env) = (error_ratios(), Env::new().await);
+    // The canary's error ratio may be at most twice the stable cluster's.
+    let versus = "max(canary_error_ratio{cluster=\"{{cluster}}\"}) / max(canary_error_ratio{cluster=\"blue\"})";
+    let scalar = "scalar(max(canary_error_ratio{cluster=\"blue\"}))";
+    let section = json!({"url": prometheus.url, "checks": [
+        check(versus, json!({"max": 2})),
+        {"name": "stable ratio", "query": scalar, "max": 0.05},
+    ]});
+    env.validate(section.clone()).await.unwrap();
+    let decision = env.evaluate(section).await.unwrap();
+    assert_eq!(decision["counts"]["fail"], 1, "{decision}");
+    assert_eq!(decision["counts"]["pass"], 1, "{decision}");
+    assert_eq!(decision["reasons"][0], "prometheus 5xx ratio is 20 > max 2");
+    assert_eq!(
+        decision["reasons"][1],
+        "prometheus stable ratio is 0.01, within limits"
+    );
+}
+
+#[tokio::test]
+async fn no_data_is_refused_at_prepare_and_inconclusive_at_a_check() {
+    let (prometheus, env) = (error_ratios(), Env::new().await);
+    for query in [
+        "max(canary_error_ratio{cluster=\"nowhere\"})",
+        // 0/0: Prometheus answers NaN.
+        "max(canary_error_ratio{cluster=\"blue\"}) * 0 / 0",
+    ] {
+        let section = json!({"url": prometheus.url, "checks": [check(query, json!({"max": 1}))]});
+        let refused = env.validate(section.clone()).await.unwrap_err();
+        assert_eq!(refused.name().as_str(), "InvalidPlan");
+        assert!(
+            refused
+                .to_string()
+                .starts_with("analysis.prometheus.checks[0].query: gives no data now"),
+            "{refused}"
+        );
+        let decision = env.evaluate(section).await.unwrap();
+        assert_eq!(decision["verdict"], "inconclusive", "{decision}");
+        assert_eq!(
+            decision["reasons"][0],
+            "prometheus 5xx ratio: no data (an empty result or NaN)"
+        );
+    }
+}
+
+#[tokio::test]
+async fn queries_prometheus_rejects_or_a_check_cannot_judge_are_refused_naming_the_check() {
+    let (prometheus, env) = (error_ratios(), Env::new().await);
+    let cases = [
+        ("sum(rate(canary_error_ratio[5", "parse error"),
+        (
+            "canary_error_ratio",
+            "returned 2 series; aggregate the query to one",
+        ),
+        ("canary_error_ratio[1m]", "returned a matrix"),
+    ];
+    for (query, expected) in cases {
+        let section = json!({"url": prometheus.url, "checks": [
+            check(GREEN, json!({"max": 1})),
+            check(query, json!({"max": 1})),
+        ]});
+        let refused = env.validate(section).await.unwrap_err();
+        assert_eq!(refused.name().as_str(), "InvalidPlan", "{refused}");
+        let text = refused.to_string();
+        assert!(
+            text.starts_with("analysis.prometheus.checks[1].query: ") && text.contains(expected),
+            "{query}: {text}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_endpoint_that_cannot_be_reached_or_is_not_prometheus_is_named() {
+    let (prometheus, env) = (error_ratios(), Env::new().await);
+    let closed = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let unreachable = json!({"url": format!("http://127.0.0.1:{closed}"), "checks": [check(GREEN, json!({"max": 1}))]});
+    let error = env.validate(unreachable.clone()).await.unwrap_err();
+    assert_eq!(
+        error.name().as_str(),
+        "MetricsProviderUnavailable",
+        "{error}"
+    );
+    assert!(
+        error.to_string().contains("cannot reach http://127.0.0.1:"),
+        "{error}"
+    );
+    // At a check it is an error the state machine retries, never a pass.
+    let error = env.evaluate(unreachable).await.unwrap_err();
+    assert_eq!(
+        error.name().as_str(),
+        "MetricsProviderUnavailable",
+        "{error}"
+    );
+
+    // A base URL that is not the API's: Prometheus answers 404 page not found.
+    let wrong = json!({"url": format!("{}/graph", prometheus.url), "checks": [check(GREEN, json!({"max": 1}))]});
+    let error = env.validate(wrong).await.unwrap_err();
+    assert_eq!(error.name().as_str(), "MetricsProviderRefused", "{error}");
+    assert!(error.to_string().contains("404"), "{error}");
+}
+
+#[tokio::test]
+async fn an_answer_of_several_megabytes_is_bounded_and_named() {
+    let env = Env::new().await;
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("a free port");
+    let url = format!("http://{}", listener.local_addr().expect("its address"));
+    std::thread::spawn(move || {
+        // Answers every request with 3 MB of JSON-looking text.
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request);
+            let body = format!(
+                "{{\"status\":\"success\",\"data\":{{\"pad\":\"{}\"}}}}",
+                "x".repeat(3 << 20)
+            );
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    let section = json!({"url": url, "checks": [check(GREEN, json!({"max": 1}))]});
+    let error = env.validate(section).await.unwrap_err();
+    assert_eq!(error.name().as_str(), "InvalidPlan", "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("answered more than 1048576 bytes"),
+        "{error}"
+    );
+}

@@ -1,0 +1,33 @@
+"""End to end with a real Prometheus (Debian's package) judging the canary: the sandbox's
+`prometheus` scenarios. The plan's `analysis.prometheus` is validated at Prepare (the query
+runs once) and evaluated at every check by the real evaluate-alarms function, inside the real
+state machine; Prometheus scrapes an exporter whose error ratios the scenario sets.
+"""
+from helpers import BASELINE, PROMOTED, ROLLED_BACK_FOR_A_CHECK, captured, event_types
+from sandbox import scenarios
+
+
+def test_the_canary_error_ratio_in_prometheus_crossing_its_limit_at_50_percent_rolls_back():
+    report = scenarios.run("prometheus", out=captured)
+    assert report.status == "FAILED", report
+    assert report.error == "CheckFailed"
+    assert report.cause.startswith("Canary check failed at step 2 of 3 (50% of traffic on the new cluster); traffic restored to the baseline.")
+    assert "prometheus canary error ratio is 0.2 > max 0.05" in report.cause, report.cause
+    assert report.states[-7:] == ROLLED_BACK_FOR_A_CHECK
+    assert report.states.count("SetWeights") == 2, "the 100% step never ran"
+    # The 10 % step's checks passed on Prometheus's answer (0.001, within the limit).
+    assert report.states.count("Evaluate") >= 4
+    assert report.weights == BASELINE
+    assert event_types(report) == ["Rollout Started", "Traffic Shifted", "Traffic Shifted", "Check Failed", "Rolled Back"]
+
+
+def test_a_canary_whose_error_ratio_stays_low_in_prometheus_is_promoted():
+    report = scenarios.run("prometheus-healthy", out=captured)
+    assert report.status == "SUCCEEDED", report
+    assert report.weights == PROMOTED
+    assert report.states.count("Evaluate") == 9, "3 checks in each of 3 steps"
+    assert "Restore" not in report.states
+    passed = [value for name, _, value in report.metrics if name == "ChecksPassed"]
+    assert passed == [1] * 9
+    values = [(d.get("Check"), value) for name, d, value in report.metrics if name == "MetricValue"]
+    assert values and all(v == ("canary error ratio", 0.001) for v in values), values
