@@ -4,7 +4,8 @@ use std::path::Path;
 
 use aws_config::SdkConfig;
 use canary_aws::{
-    AwsErrorKind, ClusterAccounts, ClusterReadiness, EksApi, HttpPrometheus, SdkCloudWatch, SdkEks,
+    AwsErrorKind, ClusterAccounts, ClusterReadiness, EksApi, HttpDatadog, HttpPrometheus,
+    SdkCloudWatch, SdkEks,
 };
 use canary_core::plan::{ResolvedStep, ValidPlan};
 use canary_core::{NamedError, RolloutPlan, WeightPair};
@@ -131,9 +132,20 @@ pub async fn check(
 
     let cloudwatch = SdkCloudWatch::new(config);
     let prometheus = HttpPrometheus::new(config);
+    // As the function reads them: the Datadog keys' secret, and a replacement API URL.
+    let datadog = HttpDatadog::new(
+        config,
+        std::env::var("DATADOG_SECRET_ARN")
+            .ok()
+            .filter(|v| !v.is_empty()),
+        std::env::var("DATADOG_API_URL")
+            .ok()
+            .filter(|v| !v.is_empty()),
+    );
     let signals = SignalApis {
         cloudwatch: &cloudwatch,
         prometheus: &prometheus,
+        datadog: &datadog,
     };
     match analysis::validate(&signals, plan).await {
         Ok(found) => {

@@ -5,10 +5,12 @@
 pub mod alb;
 pub mod cloudwatch;
 pub mod config;
+pub mod datadog;
 pub mod eks;
 pub mod error;
 pub mod executions;
 pub mod functions;
+pub mod http;
 pub mod prometheus;
 pub mod route53;
 pub mod secrets;
@@ -22,6 +24,7 @@ pub use cloudwatch::{
     AlarmState, AlarmStateValue, CloudWatchApi, MetricQuery, MetricSeries, SdkCloudWatch,
 };
 pub use config::{load_sdk_config, sdk_config_loader};
+pub use datadog::{DatadogApi, DatadogError, HttpDatadog};
 pub use eks::{
     AccessEntries, ClusterAccounts, ClusterEksApi, ClusterInfo, ClusterReadiness, EksApi, SdkEks,
 };

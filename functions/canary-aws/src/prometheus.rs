@@ -3,8 +3,7 @@
 //! (service `aps`) as the function's role. Each answer is bounded before it is parsed; errors
 //! carry the endpoint and the server's own words, never a credential.
 
-use std::sync::OnceLock;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use aws_config::SdkConfig;
@@ -15,19 +14,9 @@ use aws_sigv4::sign::v4;
 use bytes::Bytes;
 use canary_core::analysis::PrometheusEndpoint;
 use canary_core::{limits, ErrorName};
-use http_body_util::{BodyExt, Full, Limited};
-use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
-use hyper_timeout::TimeoutConnector;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 
-/// Largest answer read: one series' instant sample is about 100 bytes; a query that answers a
-/// megabyte selects far more than a check can judge.
-pub const MAX_ANSWER_BYTES: usize = 1 << 20;
-/// Longest wait for one query, connection included: a check interval is at least 10 s.
-const QUERY_TIMEOUT: Duration = Duration::from_secs(20);
+use crate::http::{first_bytes, HttpFailure, LazyHttps, MAX_ANSWER_BYTES};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PrometheusError {
@@ -100,43 +89,18 @@ pub trait PrometheusApi: Send + Sync {
     ) -> Result<Value, PrometheusError>;
 }
 
-type HttpsClient = Client<TimeoutConnector<HttpsConnector<HttpConnector>>, Full<Bytes>>;
-
-/// Queries over HTTPS (the system's roots, the process's ring provider) or plain HTTP.
+/// Queries over HTTPS or plain HTTP.
 pub struct HttpPrometheus {
     credentials: Option<SharedCredentialsProvider>,
-    /// Built on first use: loading the system's roots is a cold-start cost plans without
-    /// Prometheus checks should not pay.
-    client: OnceLock<Result<HttpsClient, String>>,
+    http: LazyHttps,
 }
 
 impl HttpPrometheus {
     pub fn new(sdk: &SdkConfig) -> Self {
         HttpPrometheus {
             credentials: sdk.credentials_provider(),
-            client: OnceLock::new(),
+            http: LazyHttps::default(),
         }
-    }
-
-    fn client(&self, url: &str) -> Result<&HttpsClient, PrometheusError> {
-        let built = self.client.get_or_init(|| {
-            let https = HttpsConnectorBuilder::new()
-                .with_native_roots()
-                .map_err(|e| format!("no system root certificates: {e}"))?
-                .https_or_http()
-                .enable_http1()
-                .build();
-            let mut connector = TimeoutConnector::new(https);
-            connector.set_connect_timeout(Some(Duration::from_secs(5)));
-            connector.set_read_timeout(Some(QUERY_TIMEOUT));
-            Ok(Client::builder(TokioExecutor::new()).build(connector))
-        });
-        built
-            .as_ref()
-            .map_err(|message| PrometheusError::Unreachable {
-                url: url.to_owned(),
-                message: message.clone(),
-            })
     }
 
     async fn credentials(&self) -> Result<Credentials, PrometheusError> {
@@ -170,30 +134,18 @@ impl PrometheusApi for HttpPrometheus {
             credentials.as_ref(),
             SystemTime::now(),
         )?;
-        let unreachable = |message: String| PrometheusError::Unreachable {
-            url: url.clone(),
-            message,
-        };
-        let send = self.client(&url)?.request(request.map(Full::new));
-        let response = tokio::time::timeout(QUERY_TIMEOUT, send)
+        let got = self
+            .http
+            .send(request)
             .await
-            .map_err(|_| unreachable(format!("no answer within {} s", QUERY_TIMEOUT.as_secs())))?
-            .map_err(|e| unreachable(error_chain(&e)))?;
-        let status = response.status().as_u16();
-        let body = Limited::new(response.into_body(), MAX_ANSWER_BYTES)
-            .collect()
-            .await
-            .map_err(|e| {
-                if e.downcast_ref::<http_body_util::LengthLimitError>()
-                    .is_some()
-                {
-                    PrometheusError::AnswerTooLarge { url: url.clone() }
-                } else {
-                    unreachable(error_chain(e.as_ref()))
-                }
-            })?
-            .to_bytes();
-        answer(&url, status, &body)
+            .map_err(|failure| match failure {
+                HttpFailure::Unreachable(message) => PrometheusError::Unreachable {
+                    url: url.clone(),
+                    message,
+                },
+                HttpFailure::TooLarge => PrometheusError::AnswerTooLarge { url: url.clone() },
+            })?;
+        answer(&url, got.status, &got.body)
     }
 }
 
@@ -297,30 +249,10 @@ fn answer(url: &str, status: u16, body: &[u8]) -> Result<Value, PrometheusError>
     }
 }
 
-/// The start of a body, as text, for an error a person reads.
-fn first_bytes(body: &[u8]) -> String {
-    let start = &body[..body.len().min(120)];
-    String::from_utf8_lossy(start).into_owned()
-}
-
-/// An error and its causes, `: `-joined (hyper's own text is only "client error (Connect)").
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut next = error.source();
-    while let Some(e) = next {
-        let line = e.to_string();
-        if !text.contains(&line) {
-            text.push_str(": ");
-            text.push_str(&line);
-        }
-        next = e.source();
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn answers_map_to_named_errors() {

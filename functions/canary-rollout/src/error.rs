@@ -67,14 +67,16 @@ pub enum AnalysisError {
     TooManyAlarms { path: String, message: String },
     #[error("{path}: CloudWatch rejected the metric queries: {source}")]
     QueriesRejected { path: String, source: AwsError },
-    /// A Prometheus check that cannot be evaluated: the query, or what it gives.
+    /// A Prometheus or Datadog check that cannot be evaluated: the query, or what it gives.
     #[error("{path}: {message}")]
-    PrometheusQuery { path: String, message: String },
-    /// The Prometheus endpoint cannot be reached, fails or refuses.
-    #[error("{path}: {source}")]
-    Prometheus {
+    QueryCheck { path: String, message: String },
+    /// A metrics provider (Prometheus, AMP, Datadog) cannot be reached, fails or refuses;
+    /// `name` is its error's.
+    #[error("{path}: {message}")]
+    MetricsProvider {
         path: String,
-        source: canary_aws::PrometheusError,
+        name: ErrorName,
+        message: String,
     },
     #[error("{point} hook {function} failed: {reason}")]
     HookFailed {
@@ -95,8 +97,8 @@ impl NamedError for AnalysisError {
             AnalysisError::InvalidPlan(_)
             | AnalysisError::QueriesRejected { .. }
             | AnalysisError::TooManyAlarms { .. }
-            | AnalysisError::PrometheusQuery { .. } => ErrorName::InvalidPlan,
-            AnalysisError::Prometheus { source, .. } => source.error_name(),
+            | AnalysisError::QueryCheck { .. } => ErrorName::InvalidPlan,
+            AnalysisError::MetricsProvider { name, .. } => *name,
             AnalysisError::AlarmNotFound { .. } => ErrorName::AlarmNotFound,
             AnalysisError::HookFailed { .. } => ErrorName::HookFailed,
             AnalysisError::Aws(e) => e.error_name(),

@@ -17,7 +17,9 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use canary_aws::{AlarmWatchStore, CloudWatchApi, FunctionInvoker, PrometheusApi, TaskFailer};
+use canary_aws::{
+    AlarmWatchStore, CloudWatchApi, DatadogApi, FunctionInvoker, PrometheusApi, TaskFailer,
+};
 use canary_core::alarm_watch::{AlarmStateChange, WatchDuring, WatchedStep};
 use canary_core::analysis::BakeProgress;
 use canary_core::approval::Rejection;
@@ -84,6 +86,7 @@ pub enum Request {
 pub struct Apis<'a> {
     pub cloudwatch: &'a dyn CloudWatchApi,
     pub prometheus: &'a dyn PrometheusApi,
+    pub datadog: &'a dyn DatadogApi,
     pub functions: &'a dyn FunctionInvoker,
     /// The alarm watches' table (`ALARM_WATCH_TABLE`); `None` when it is not configured.
     pub watches: Option<&'a dyn AlarmWatchStore>,
@@ -113,6 +116,7 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
     let signals = SignalApis {
         cloudwatch: apis.cloudwatch,
         prometheus: apis.prometheus,
+        datadog: apis.datadog,
     };
     let output = match parse_input::<Request>(input).map_err(AnalysisError::InvalidInput)? {
         Request::Validate { plan } => {

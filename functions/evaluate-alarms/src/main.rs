@@ -1,7 +1,7 @@
 //! Lambda entry point: build the clients once (no network call), then serve.
 
 use canary_aws::{
-    load_sdk_config, AlarmWatchStore, HttpPrometheus, SdkAlarmWatches, SdkCloudWatch,
+    load_sdk_config, AlarmWatchStore, HttpDatadog, HttpPrometheus, SdkAlarmWatches, SdkCloudWatch,
     SdkExecutions, SdkFunctions,
 };
 use canary_lambda::{logging, serve};
@@ -17,9 +17,21 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         .map(|table| SdkAlarmWatches::new(&config, table));
     let executions = SdkExecutions::new(&config);
     let prometheus = HttpPrometheus::new(&config);
+    // The Datadog keys' secret (template parameter DatadogSecretArn); DATADOG_API_URL replaces
+    // `https://api.<site>` (a test server, a proxy).
+    let datadog = HttpDatadog::new(
+        &config,
+        std::env::var("DATADOG_SECRET_ARN")
+            .ok()
+            .filter(|v| !v.is_empty()),
+        std::env::var("DATADOG_API_URL")
+            .ok()
+            .filter(|v| !v.is_empty()),
+    );
     let apis = Apis {
         cloudwatch: &cloudwatch,
         prometheus: &prometheus,
+        datadog: &datadog,
         functions: &functions,
         watches: watches.as_ref().map(|w| w as &dyn AlarmWatchStore),
         tasks: &executions,

@@ -8,7 +8,9 @@
 use std::time::{Duration, SystemTime};
 
 use aws_sdk_cloudwatch as cloudwatch;
-use canary_aws::{HttpPrometheus, SdkAlarmWatches, SdkCloudWatch, SdkExecutions, SdkFunctions};
+use canary_aws::{
+    HttpDatadog, HttpPrometheus, SdkAlarmWatches, SdkCloudWatch, SdkExecutions, SdkFunctions,
+};
 use canary_core::NamedError;
 use cloudwatch::types::{ComparisonOperator, Dimension, MetricDatum, StateValue, Statistic};
 use cluster_canary_tests::{Moto, World};
@@ -21,6 +23,7 @@ struct Env {
     cw: cloudwatch::Client,
     function: SdkCloudWatch,
     prometheus: HttpPrometheus,
+    datadog: HttpDatadog,
     functions: SdkFunctions,
     watches: SdkAlarmWatches,
     executions: SdkExecutions,
@@ -40,6 +43,7 @@ impl Env {
             cw: cloudwatch::Client::new(&config),
             function: SdkCloudWatch::new(&config),
             prometheus: HttpPrometheus::new(&config),
+            datadog: HttpDatadog::new(&config, None, None),
             functions: SdkFunctions::new(&config),
             watches: SdkAlarmWatches::new(&config, WATCH_TABLE),
             executions: SdkExecutions::new(&config),
@@ -51,6 +55,7 @@ impl Env {
         Apis {
             cloudwatch: &self.function,
             prometheus: &self.prometheus,
+            datadog: &self.datadog,
             functions: &self.functions,
             watches: Some(&self.watches),
             tasks: &self.executions,

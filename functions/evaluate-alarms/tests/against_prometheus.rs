@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use canary_aws::{HttpPrometheus, SdkCloudWatch, SdkExecutions, SdkFunctions};
+use canary_aws::{HttpDatadog, HttpPrometheus, SdkCloudWatch, SdkExecutions, SdkFunctions};
 use canary_core::NamedError;
 use cluster_canary_tests::prometheus::PrometheusServer;
 use evaluate_alarms::{handle, AnalysisError, Apis};
@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 struct Env {
     cloudwatch: SdkCloudWatch,
     prometheus: HttpPrometheus,
+    datadog: HttpDatadog,
     functions: SdkFunctions,
     executions: SdkExecutions,
 }
@@ -35,6 +36,7 @@ impl Env {
         Env {
             cloudwatch: SdkCloudWatch::new(&config),
             prometheus: HttpPrometheus::new(&config),
+            datadog: HttpDatadog::new(&config, None, None),
             functions: SdkFunctions::new(&config),
             executions: SdkExecutions::new(&config),
         }
@@ -44,6 +46,7 @@ impl Env {
         Apis {
             cloudwatch: &self.cloudwatch,
             prometheus: &self.prometheus,
+            datadog: &self.datadog,
             functions: &self.functions,
             watches: None,
             tasks: &self.executions,

@@ -6,17 +6,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::query_template::{validate_check_count, validate_query_check};
 use super::verdict::{judge_limits, CheckOutcome, CheckVerdict};
 use crate::plan::ClusterRef;
 use crate::validate::Errors;
 
 /// Most Prometheus checks in a plan: each is one HTTP request per check interval.
 pub const MAX_PROMETHEUS_CHECKS: usize = 20;
-/// Longest query, rendered. Prometheus itself takes far longer ones; a plan travels in the
-/// execution's state (the 256 KiB budget, docs/plan.md).
-pub const MAX_QUERY_BYTES: usize = 2048;
-/// The placeholders a query may use, and what they become.
-pub const QUERY_PLACEHOLDERS: [&str; 2] = ["{{cluster}}", "{{region}}"];
 
 /// Instant PromQL queries, judged at every check.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -93,37 +89,24 @@ impl PrometheusChecks {
             };
             errors.push(format!("{path}{field}"), message);
         }
-        if self.checks.is_empty() {
-            errors.push(format!("{path}.checks"), "give at least one check");
-        }
-        if self.checks.len() > MAX_PROMETHEUS_CHECKS {
-            errors.push(
-                format!("{path}.checks"),
-                format!(
-                    "at most {MAX_PROMETHEUS_CHECKS} Prometheus checks, got {}",
-                    self.checks.len()
-                ),
-            );
-        }
+        validate_check_count(
+            path,
+            self.checks.len(),
+            MAX_PROMETHEUS_CHECKS,
+            "Prometheus",
+            errors,
+        );
         for (i, check) in self.checks.iter().enumerate() {
             let path = format!("{path}.checks[{i}]");
-            if check.name.is_empty() || check.name.len() > 255 {
-                errors.push(format!("{path}.name"), "must be 1 to 255 characters");
-            }
-            if let Err(message) = render_query(&check.query, cluster) {
-                errors.push(format!("{path}.query"), message);
-            }
-            match (check.min, check.max) {
-                (None, None) => errors.push(
-                    path,
-                    "give `min`, `max` or both: a check without a limit cannot fail",
-                ),
-                (Some(min), Some(max)) if min > max => errors.push(
-                    format!("{path}.min"),
-                    format!("{min} is greater than max {max}"),
-                ),
-                _ => {}
-            }
+            validate_query_check(
+                &path,
+                &check.name,
+                &check.query,
+                check.min,
+                check.max,
+                cluster,
+                errors,
+            );
         }
     }
 }
@@ -184,31 +167,6 @@ fn amp_region(url: &str) -> Result<String, String> {
     }
 }
 
-/// The query with its placeholders replaced by the cluster's values. Anything else between
-/// `{{` and `}}` is refused: a typo would otherwise reach Prometheus as PromQL.
-pub fn render_query(template: &str, cluster: &ClusterRef) -> Result<String, String> {
-    if template.trim().is_empty() {
-        return Err("must be a PromQL query".to_owned());
-    }
-    let rendered = template
-        .replace(QUERY_PLACEHOLDERS[0], &cluster.name)
-        .replace(QUERY_PLACEHOLDERS[1], &cluster.region);
-    if let Some(start) = rendered.find("{{") {
-        let unknown: String = rendered[start..].chars().take(40).collect();
-        return Err(format!(
-            "unknown placeholder at {unknown:?}: a query may use {}",
-            QUERY_PLACEHOLDERS.join(" and ")
-        ));
-    }
-    if rendered.len() > MAX_QUERY_BYTES {
-        return Err(format!(
-            "is {} bytes once rendered; at most {MAX_QUERY_BYTES}",
-            rendered.len()
-        ));
-    }
-    Ok(rendered)
-}
-
 /// The one number of an instant query's `data` (`{"resultType", "result"}`): `Ok(None)` when
 /// there is none (an empty vector, `NaN`: no data, never a pass); `Err` for an answer a check
 /// cannot judge (several series, a range vector, a string).
@@ -262,6 +220,7 @@ pub fn judge_prometheus(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::query_template::{render_query, MAX_QUERY_BYTES};
     use serde_json::json;
 
     fn cluster() -> ClusterRef {

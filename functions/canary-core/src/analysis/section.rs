@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::datadog::DatadogChecks;
 use super::prometheus::PrometheusChecks;
 use crate::plan::ClusterRef;
 use crate::targets::TrafficTarget;
@@ -30,6 +31,9 @@ pub struct AnalysisSection {
     /// PromQL instant queries against Prometheus or an AMP workspace (docs/signals/prometheus.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prometheus: Option<PrometheusChecks>,
+    /// Datadog metrics queries through its scalar query API (docs/signals/datadog.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datadog: Option<DatadogChecks>,
     /// Roll back after this many failing checks in a row. Default 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 100))]
@@ -227,6 +231,9 @@ impl AnalysisSection {
         }
         if let Some(prometheus) = &self.prometheus {
             prometheus.validate(cluster, errors);
+        }
+        if let Some(datadog) = &self.datadog {
+            datadog.validate(cluster, errors);
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The signal-source seam: one [`SignalSource`] per provider of evidence about the canary
 //! (CloudWatch alarms, CloudWatch metric thresholds, the ALB canary-vs-stable judge,
-//! Prometheus/AMP queries), built in
+//! Prometheus/AMP and Datadog queries), built in
 //! one place ([`sources`]). The checks (`crate::analysis`) are written once over the trait:
 //! validate every source at Prepare, collect every source's outcomes at a check, and let
 //! `canary_core::analysis::decide` judge them together. Adding a provider: see
@@ -9,13 +9,17 @@
 mod alb_judge;
 mod cloudwatch_alarms;
 mod cloudwatch_metrics;
+mod datadog;
 mod prometheus;
+mod query_checks;
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use canary_aws::{AwsErrorKind, CloudWatchApi, MetricQuery, MetricSeries, PrometheusApi};
+use canary_aws::{
+    AwsErrorKind, CloudWatchApi, DatadogApi, MetricQuery, MetricSeries, PrometheusApi,
+};
 use canary_core::analysis::CheckOutcome;
 use canary_core::metrics::Point;
 use canary_core::RolloutPlan;
@@ -24,11 +28,13 @@ use crate::error::AnalysisError;
 
 use alb_judge::alb_pairs;
 pub(crate) use cloudwatch_alarms::alarm_outcomes;
+use query_checks::QueryChecks;
 
 /// The APIs the signal sources read.
 pub struct SignalApis<'a> {
     pub cloudwatch: &'a dyn CloudWatchApi,
     pub prometheus: &'a dyn PrometheusApi,
+    pub datadog: &'a dyn DatadogApi,
 }
 
 /// What a source found it can evaluate, at Prepare.
@@ -95,9 +101,20 @@ pub fn sources<'a>(
         }
     }
     if let Some(section) = &analysis.prometheus {
-        sources.push(Box::new(prometheus::Prometheus {
-            api: apis.prometheus,
-            section,
+        sources.push(Box::new(QueryChecks {
+            provider: prometheus::Prometheus {
+                api: apis.prometheus,
+                section,
+            },
+            cluster: &plan.cluster,
+        }));
+    }
+    if let Some(section) = &analysis.datadog {
+        sources.push(Box::new(QueryChecks {
+            provider: datadog::Datadog {
+                api: apis.datadog,
+                section,
+            },
             cluster: &plan.cluster,
         }));
     }

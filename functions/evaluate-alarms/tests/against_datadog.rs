@@ -1,0 +1,254 @@
+//! evaluate-alarms' Datadog checks against the Datadog API test double
+//! (`tests/datadog/datadog_api_server.py`: it refuses missing or wrong keys, bad requests and
+//! queries, and rate-limits as Datadog does), the keys read from a Secrets Manager secret in
+//! moto through the real SDK: `validate` at Prepare and `evaluate` at a check, through `handle`.
+
+use aws_sdk_secretsmanager as secretsmanager;
+use canary_aws::{HttpDatadog, HttpPrometheus, SdkCloudWatch, SdkExecutions, SdkFunctions};
+use canary_core::NamedError;
+use cluster_canary_tests::datadog::DatadogServer;
+use cluster_canary_tests::Moto;
+use evaluate_alarms::{handle, AnalysisError, Apis};
+use serde_json::{json, Value};
+
+const API_KEY: &str = "dd-api-key-for-tests-0123456789abcdef";
+const APP_KEY: &str = "dd-app-key-for-tests-fedcba9876543210";
+const ERRORS: &str = "sum:trace.http.request.errors{kube_cluster_name:{{cluster}}}.as_count()";
+
+struct Env {
+    _moto: Moto,
+    cloudwatch: SdkCloudWatch,
+    prometheus: HttpPrometheus,
+    datadog: HttpDatadog,
+    functions: SdkFunctions,
+    executions: SdkExecutions,
+}
+
+impl Env {
+    /// The function's clients, its Datadog keys in a secret holding `secret`, its Datadog API
+    /// at `server` (`DATADOG_API_URL`). `secret` None: no `DATADOG_SECRET_ARN`.
+    async fn new(server: &DatadogServer, secret: Option<&str>) -> Env {
+        let moto = Moto::start();
+        let config = moto.sdk_config().await;
+        let secret_arn = match secret {
+            Some(text) => Some(
+                secretsmanager::Client::new(&config)
+                    .create_secret()
+                    .name("datadog-keys")
+                    .secret_string(text)
+                    .send()
+                    .await
+                    .expect("a secret in moto")
+                    .arn
+                    .expect("its ARN"),
+            ),
+            None => None,
+        };
+        Env {
+            cloudwatch: SdkCloudWatch::new(&config),
+            prometheus: HttpPrometheus::new(&config),
+            datadog: HttpDatadog::new(&config, secret_arn, Some(server.url.clone())),
+            functions: SdkFunctions::new(&config),
+            executions: SdkExecutions::new(&config),
+            _moto: moto,
+        }
+    }
+
+    fn apis(&self) -> Apis<'_> {
+        Apis {
+            cloudwatch: &self.cloudwatch,
+            prometheus: &self.prometheus,
+            datadog: &self.datadog,
+            functions: &self.functions,
+            watches: None,
+            tasks: &self.executions,
+        }
+    }
+
+    async fn validate(&self, datadog: Value) -> Result<Value, AnalysisError> {
+        handle(
+            &self.apis(),
+            json!({"operation": "validate", "plan": plan(datadog)}),
+        )
+        .await
+    }
+
+    async fn evaluate(&self, datadog: Value) -> Result<Value, AnalysisError> {
+        let progress = json!({"consecutiveFailures": 0, "passes": 0, "check": 1, "checks": 3});
+        handle(
+            &self.apis(),
+            json!({"operation": "evaluate", "plan": plan(datadog), "progress": progress}),
+        )
+        .await
+    }
+}
+
+fn plan(datadog: Value) -> Value {
+    json!({
+        "cluster": {"name": "green", "region": "us-east-1"},
+        "trafficTargets": [{"alb": {
+            "listenerArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/shop/50dc6c495c0c9188/f2f7dc8efc522ab2",
+            "stableTargetGroupArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/blue/73e2d6bc24d8a067",
+            "canaryTargetGroupArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/green/8ad1c3f2b5e0d4a7",
+        }}],
+        "steps": [{"weight": 10}, {"weight": 100}],
+        "bake": {"seconds": 120, "checkIntervalSeconds": 10},
+        "analysis": {"datadog": datadog},
+    })
+}
+
+fn keys() -> String {
+    json!({"apiKey": API_KEY, "appKey": APP_KEY}).to_string()
+}
+
+fn errors_server(extra: &[&str]) -> DatadogServer {
+    let values = json!({
+        "trace.http.request.errors{kube_cluster_name:green}": 12.0,
+        "trace.http.request.errors{kube_cluster_name:blue}": 1.0,
+    });
+    DatadogServer::start(API_KEY, APP_KEY, &values, extra)
+}
+
+fn section(query: &str, limits: Value) -> Value {
+    let mut check = json!({"name": "canary errors", "query": query, "aggregator": "sum"});
+    check
+        .as_object_mut()
+        .expect("an object")
+        .extend(limits.as_object().expect("limits").clone());
+    json!({"site": "datadoghq.eu", "checks": [check]})
+}
+
+#[tokio::test]
+async fn a_canary_over_its_limit_fails_the_check_and_one_within_passes() {
+    let server = errors_server(&[]);
+    let env = Env::new(&server, Some(&keys())).await;
+    env.validate(section(ERRORS, json!({"max": 5})))
+        .await
+        .unwrap();
+
+    let failing = env
+        .evaluate(section(ERRORS, json!({"max": 5})))
+        .await
+        .unwrap();
+    assert_eq!(failing["verdict"], "fail", "{failing}");
+    assert_eq!(failing["rollback"], true);
+    assert_eq!(failing["reasons"][0], "datadog canary errors is 12 > max 5");
+
+    let passing = env
+        .evaluate(section(ERRORS, json!({"max": 50})))
+        .await
+        .unwrap();
+    assert_eq!(passing["verdict"], "pass", "{passing}");
+    assert_eq!(
+        passing["reasons"][0],
+        "datadog canary errors is 12, within limits"
+    );
+}
+
+#[tokio::test]
+async fn wrong_or_missing_keys_are_refused_naming_neither_key() {
+    let server = errors_server(&[]);
+    let wrong = json!({"apiKey": API_KEY, "appKey": "not-the-app-key"}).to_string();
+    let cases = [
+        (Some(wrong.as_str()), "refused the keys (403): Forbidden"),
+        (
+            Some("not json, and secret"),
+            "must be a JSON object with string fields apiKey and appKey",
+        ),
+        (None, "DATADOG_SECRET_ARN is not set"),
+    ];
+    for (secret, expected) in cases {
+        let env = Env::new(&server, secret).await;
+        let error = env
+            .validate(section(ERRORS, json!({"max": 5})))
+            .await
+            .unwrap_err();
+        assert_eq!(error.name().as_str(), "MetricsProviderRefused", "{error}");
+        let text = error.to_string();
+        assert!(
+            text.starts_with("analysis.datadog.checks[0].query: "),
+            "{text}"
+        );
+        assert!(text.contains(expected), "{text}");
+        for secret in [API_KEY, APP_KEY, "not-the-app-key", "not json, and secret"] {
+            assert!(!text.contains(secret), "the error shows a key: {text}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn queries_datadog_rejects_or_a_check_cannot_judge_are_refused_naming_the_check() {
+    let server = errors_server(&[]);
+    let env = Env::new(&server, Some(&keys())).await;
+    let cases = [
+        ("trace.http.request.errors", "Error parsing query"),
+        (
+            "sum:trace.http.request.errors{*}.as_count() by {kube_cluster_name}",
+            "returned 2 values (one per group)",
+        ),
+        (
+            "sum:trace.http.request.errors{kube_cluster_name:nowhere}",
+            "gives no data now",
+        ),
+    ];
+    for (query, expected) in cases {
+        let error = env
+            .validate(section(query, json!({"max": 5})))
+            .await
+            .unwrap_err();
+        assert_eq!(error.name().as_str(), "InvalidPlan", "{error}");
+        let text = error.to_string();
+        assert!(
+            text.starts_with("analysis.datadog.checks[0].query: ") && text.contains(expected),
+            "{query}: {text}"
+        );
+    }
+    // At a check, no data is inconclusive, never a pass.
+    let nowhere = section(
+        "sum:trace.http.request.errors{kube_cluster_name:nowhere}",
+        json!({"max": 5}),
+    );
+    let decision = env.evaluate(nowhere).await.unwrap();
+    assert_eq!(decision["verdict"], "inconclusive", "{decision}");
+    assert_eq!(
+        decision["reasons"][0],
+        "datadog canary errors: no data in the last 300 s"
+    );
+}
+
+#[tokio::test]
+async fn a_rate_limited_query_waits_for_the_reset_datadog_gives() {
+    // One query per 2 s window: the second check's query is answered 429 first.
+    let server = errors_server(&["--rate-limit", "1", "--rate-period", "2"]);
+    let env = Env::new(&server, Some(&keys())).await;
+    let two = json!({"site": "datadoghq.com", "checks": [
+        {"name": "canary errors", "query": ERRORS, "aggregator": "sum", "max": 50},
+        {"name": "stable errors", "query": "sum:trace.http.request.errors{kube_cluster_name:blue}.as_count()", "aggregator": "sum", "max": 50},
+    ]});
+    let decision = env.evaluate(two).await.unwrap();
+    assert_eq!(decision["counts"]["pass"], 2, "{decision}");
+    let seen = server.requests();
+    assert!(seen["limited"].as_u64().unwrap() >= 1, "{seen}");
+}
+
+#[tokio::test]
+async fn a_rate_limit_that_outlasts_the_wait_is_unavailable_and_retried_by_the_state_machine() {
+    // The window resets in 60 s: longer than a check waits.
+    let server = errors_server(&["--rate-limit", "0", "--rate-period", "60"]);
+    let env = Env::new(&server, Some(&keys())).await;
+    let error = env
+        .evaluate(section(ERRORS, json!({"max": 5})))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.name().as_str(),
+        "MetricsProviderUnavailable",
+        "{error}"
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("rate limited, the limit resets in"),
+        "{error}"
+    );
+}

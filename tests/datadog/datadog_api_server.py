@@ -1,0 +1,147 @@
+"""A Datadog API test double: the v2 scalar query endpoint (`POST /api/v2/query/scalar`), as
+Datadog's API reference describes it, on a free loopback port. It prints one JSON line,
+{"url": ...}, once it listens.
+
+It refuses what Datadog refuses:
+- a missing or wrong `DD-API-KEY` or `DD-APPLICATION-KEY`: 403 {"errors": ["Forbidden"]};
+- a body that is not a scalar request (`data.type` "scalar_request", integer `from` < `to` in
+  milliseconds, `queries` of `data_source` "metrics" with a `name`, a `query` and an
+  `aggregator` of avg/min/max/sum/last/percentile/mean/l2norm/area): 400 {"errors": [...]};
+- a metrics query that is not `<space aggregation>:<metric>{<tags>}` with an optional
+  `.as_count()`/`.as_rate()`/`.fill(...)` and `by {<tags>}`: 400 "Error parsing query";
+- more than `--rate-limit` requests in a `--rate-period` window: 429 {"errors": ["Too many
+  requests"]} with `X-RateLimit-Limit`, `-Period`, `-Remaining`, `-Reset` (seconds until the
+  window ends) and `-Name`, the headers Datadog sends (on every answer);
+- any other path: 404 {"errors": ["Not found"]}.
+
+Answers: the value given for `<metric>{<tags>}` (`--values` JSON, or `POST /_test/values`) as
+one `number` column named after the query; a `by {…}` query answers every value of that
+metric with a `group` column; a series with no value answers an empty `values` list.
+`GET /_test/requests` says how many requests came and how many were rate limited.
+
+Not modelled: the query language beyond that shape (functions, arithmetic, formulas),
+other data sources, units, time aggregation over `from`/`to` (the value is the value), and
+Datadog's per-organisation limits (the rate limit is the one this double is started with).
+"""
+import argparse
+import json
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+AGGREGATORS = {"avg", "min", "max", "sum", "last", "percentile", "mean", "l2norm", "area"}
+QUERY = re.compile(
+    r"^(avg|sum|min|max):([A-Za-z0-9_.]+)\{([^{}]*)\}"
+    r"((?:\.as_count\(\)|\.as_rate\(\)|\.fill\((?:zero|null|last|linear)\))*)"
+    r"(?: by \{([^{}]*)\})?$"
+)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--api-key", required=True)
+    parser.add_argument("--app-key", required=True)
+    parser.add_argument("--values", default="{}", help='JSON: {"metric{tags}": value}')
+    parser.add_argument("--rate-limit", type=int, default=1000)
+    parser.add_argument("--rate-period", type=int, default=10)
+    args = parser.parse_args()
+    state = {"values": json.loads(args.values), "requests": 0, "limited": 0, "window": (time.time(), 0)}
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def answer(self, status, document, headers=None):
+            body = json.dumps(document).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+        def do_GET(self):
+            if self.path == "/_test/requests":
+                with lock:
+                    return self.answer(200, {"requests": state["requests"], "limited": state["limited"]})
+            self.answer(404, {"errors": ["Not found"]})
+
+        def do_POST(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length)
+            if self.path == "/_test/values":
+                with lock:
+                    state["values"].update(json.loads(raw))
+                return self.answer(200, {"values": state["values"]})
+            if self.path != "/api/v2/query/scalar":
+                return self.answer(404, {"errors": ["Not found"]})
+            with lock:
+                state["requests"] += 1
+                start, count = state["window"]
+                now = time.time()
+                if now - start >= args.rate_period:
+                    start, count = now, 0
+                count += 1
+                state["window"] = (start, count)
+                remaining = max(args.rate_limit - count, 0)
+                reset = max(int(start + args.rate_period - now + 0.999), 1)
+                limited = count > args.rate_limit
+                if limited:
+                    state["limited"] += 1
+            rate = {
+                "X-RateLimit-Limit": str(args.rate_limit),
+                "X-RateLimit-Period": str(args.rate_period),
+                "X-RateLimit-Remaining": str(remaining),
+                "X-RateLimit-Reset": str(reset),
+                "X-RateLimit-Name": "query_scalar_public",
+            }
+            if self.headers.get("DD-API-KEY") != args.api_key or self.headers.get("DD-APPLICATION-KEY") != args.app_key:
+                return self.answer(403, {"errors": ["Forbidden"]})
+            if limited:
+                return self.answer(429, {"errors": ["Too many requests"]}, rate)
+            try:
+                request = json.loads(raw)
+                attributes = request["data"]["attributes"]
+                assert request["data"]["type"] == "scalar_request", "data.type must be scalar_request"
+                start_ms, end_ms = attributes["from"], attributes["to"]
+                assert isinstance(start_ms, int) and isinstance(end_ms, int), "from and to must be integers (ms)"
+                assert start_ms < end_ms, "from must be before to"
+                queries = attributes["queries"]
+                assert isinstance(queries, list) and queries, "queries must be a non-empty list"
+                for q in queries:
+                    assert q.get("data_source") == "metrics", "data_source must be metrics"
+                    assert isinstance(q.get("name"), str) and isinstance(q.get("query"), str), "name and query are strings"
+                    assert q.get("aggregator") in AGGREGATORS, f"unknown aggregator {q.get('aggregator')!r}"
+            except (ValueError, KeyError, TypeError, AssertionError) as e:
+                return self.answer(400, {"errors": [f"Invalid request: {e}"]}, rate)
+            columns = []
+            for q in queries:
+                m = QUERY.match(q["query"].strip())
+                if not m:
+                    return self.answer(400, {"errors": [f"Error parsing query: {q['query']}"]}, rate)
+                metric, tags, grouped = m.group(2), m.group(3), m.group(5)
+                with lock:
+                    values = dict(state["values"])
+                if grouped is not None:
+                    matching = {k: v for k, v in sorted(values.items()) if k.startswith(metric + "{")}
+                    columns.append({"name": q["name"], "type": "group",
+                                    "values": [[k[len(metric) + 1:-1]] for k in matching]})
+                    numbers = list(matching.values())
+                else:
+                    key = f"{metric}{{{tags}}}"
+                    numbers = [values[key]] if key in values else []
+                columns.append({"name": q["name"], "type": "number", "values": numbers, "meta": {"unit": None}})
+            self.answer(200, {"data": {"id": "0", "type": "scalar_response", "attributes": {"columns": columns}}}, rate)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    print(json.dumps({"url": f"http://127.0.0.1:{server.server_address[1]}"}), flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
