@@ -4,6 +4,7 @@
                              \\-> `cargo lambda watch`, running the real functions through
                                  the Lambda runtime API
   Kubernetes API test server (tests/kube/kube_api_server.py) in Argo CD simulation mode
+  Datadog API test double (tests/datadog/datadog_api_server.py), its keys in a secret in moto
 
 moto's engine runs statemachine/rollout.asl.json and reaches Lambda through the front door
 ($MOTO_PORT); the functions reach AWS through it too ($AWS_ENDPOINT_URL), and Argo CD through
@@ -39,6 +40,7 @@ FUNCTIONS = ("shift-weights", "evaluate-alarms", "register-cluster", "cluster-cr
 CLI = REPO / "target" / "debug" / "cluster-canary"
 STATE_MACHINE = "cluster-canary-rollout"
 ALARM_WATCH_TABLE = "cluster-canary-alarm-watches"
+DATADOG_KEYS = {"apiKey": "sandbox-datadog-api-key", "appKey": "sandbox-datadog-app-key"}
 CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "test",
     "AWS_SECRET_ACCESS_KEY": "test",
@@ -130,6 +132,17 @@ class Sandbox:
         if not line:
             raise RuntimeError(f"the Kubernetes API test server did not start; see {self.run_dir}/kube.log")
         self.kube = json.loads(line)
+        # Datadog's API, played by its test double; the functions' keys are in a secret in moto.
+        datadog = self.spawn(
+            [python, "tests/datadog/datadog_api_server.py", "--api-key", DATADOG_KEYS["apiKey"],
+             "--app-key", DATADOG_KEYS["appKey"]],
+            "datadog.log",
+            stdout=subprocess.PIPE,
+        )
+        line = datadog.stdout.readline().decode()
+        if not line:
+            raise RuntimeError(f"the Datadog API test server did not start; see {self.run_dir}/datadog.log")
+        self.datadog_url = json.loads(line)["url"]
 
         moto_port, front_port, lambda_port = free_port(), free_port(), free_port()
         self.front = FrontDoor(front_port, moto_port, lambda_port).start()
@@ -150,6 +163,8 @@ class Sandbox:
                           "token": FUNCTIONS_TOKEN if self.rbac else "sandbox-admin"}
         )
         create_alarm_watch_table(self.client("dynamodb"))
+        datadog_secret = self.client("secretsmanager").create_secret(
+            Name="datadog-keys", SecretString=json.dumps(DATADOG_KEYS))["ARN"]
         definition = (REPO / "statemachine/rollout.asl.json").read_text()
         for key, name in (("ShiftWeightsFunctionArn", "shift-weights"), ("EvaluateAlarmsFunctionArn", "evaluate-alarms"),
                           ("RegisterClusterFunctionArn", "register-cluster")):
@@ -170,6 +185,8 @@ class Sandbox:
                 "ALARM_WATCH_TABLE": ALARM_WATCH_TABLE,
                 "ARGOCD_NAMESPACE": "argocd",
                 "PROFILES": json.dumps(self.world.profiles),
+                "DATADOG_SECRET_ARN": datadog_secret,
+                "DATADOG_API_URL": self.datadog_url,
             }.items():
                 # Single quotes: dotenv takes the value verbatim (PROFILES is JSON).
                 f.write(f"{k}='{v}'\n")

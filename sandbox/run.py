@@ -1,6 +1,6 @@
 """Runs a rollout end to end on the local sandbox and shows it live.
 
-    python -m sandbox.run [--scenario happy|rollback|apps-unhealthy|stopped|approval|prometheus|prometheus-healthy] [--verbose]
+    python -m sandbox.run [--scenario happy|rollback|apps-unhealthy|stopped|approval|prometheus|prometheus-healthy|datadog] [--verbose]
 
 `approval` stops before 100 % and prints the command that approves (run it in another
 terminal); the rollout goes on when it is run.

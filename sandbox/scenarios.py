@@ -13,11 +13,11 @@ import urllib.request
 import uuid
 from dataclasses import dataclass, field
 
-from . import prometheus
+from . import datadog, prometheus
 from .harness import ALARM_WATCH_TABLE, CONTRACT, REPO, Sandbox, safety_net_rule
 from .world import ACCOUNT, REGION
 
-SCENARIOS = ("happy", "rollback", "apps-unhealthy", "stopped", "approval", "prometheus", "prometheus-healthy")
+SCENARIOS = ("happy", "rollback", "apps-unhealthy", "stopped", "approval", "prometheus", "prometheus-healthy", "datadog")
 
 
 @dataclass
@@ -356,10 +356,33 @@ def run(scenario, out=print, verbose=False):
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown scenario {scenario!r}; one of {', '.join(SCENARIOS)}")
     with Sandbox(argocd_sim="degraded" if scenario == "apps-unhealthy" else "healthy", log=out) as sandbox:
+        if scenario == "datadog":
+            return run_datadog(sandbox, out, verbose)
         if scenario.startswith("prometheus"):
             with prometheus.Metrics({"blue": 0.01, "green": 0.001}, log=out) as metrics:
                 return run_prometheus(sandbox, metrics, scenario, out, verbose)
         return run_on(sandbox, scenario, out, verbose)
+
+
+def run_datadog(sandbox, out=print, verbose=False):
+    """The canary judged by its error count in Datadog (the sandbox's API double, the keys in
+    a secret): the count crosses its limit once the 50 % step is set, and the rollout rolls
+    back."""
+    out("scenario datadog: blue serves everything; creating EKS cluster green")
+    out(f"start: {format_weights(read_weights(sandbox))}")
+    datadog.set_errors(sandbox, "green", 2)
+    create_green(sandbox)
+    plan = manual_plan(sandbox)
+    plan["analysis"] = datadog.analysis()
+    execution_arn = start_manual(sandbox, plan, "green-datadog")
+    out(f"started a rollout judged by Datadog ({sandbox.datadog_url}): {execution_arn}")
+
+    def on_event(name, state):
+        if name == CONTRACT["states"]["setWeights"] and state["cursor"]["step"]["weight"] == 50:
+            out(">>> green's error count in Datadog goes to 40 (the limit is 25)")
+            datadog.set_errors(sandbox, "green", 40)
+
+    return watch(sandbox, execution_arn, on_event, out, verbose=verbose)
 
 
 def run_prometheus(sandbox, metrics, scenario, out=print, verbose=False):

@@ -1,7 +1,8 @@
-"""End to end with a real Prometheus (Debian's package) judging the canary: the sandbox's
-`prometheus` scenarios. The plan's `analysis.prometheus` is validated at Prepare (the query
-runs once) and evaluated at every check by the real evaluate-alarms function, inside the real
-state machine; Prometheus scrapes an exporter whose error ratios the scenario sets.
+"""End to end with the metrics providers judging the canary: a real Prometheus (Debian's
+package) scraping an exporter whose error ratios the scenario sets (the sandbox's `prometheus`
+scenarios), and Datadog's API double with the keys in a Secrets Manager secret (`datadog`).
+The plan's checks are validated at Prepare (each query runs once) and evaluated at every check
+by the real evaluate-alarms function, inside the real state machine.
 """
 from helpers import BASELINE, PROMOTED, ROLLED_BACK_FOR_A_CHECK, captured, event_types
 from sandbox import scenarios
@@ -31,3 +32,15 @@ def test_a_canary_whose_error_ratio_stays_low_in_prometheus_is_promoted():
     assert passed == [1] * 9
     values = [(d.get("Check"), value) for name, d, value in report.metrics if name == "MetricValue"]
     assert values and all(v == ("canary error ratio", 0.001) for v in values), values
+
+
+def test_the_canary_error_count_in_datadog_crossing_its_limit_at_50_percent_rolls_back():
+    # The sandbox's Datadog is the API test double; the function reads its keys from a
+    # Secrets Manager secret (DATADOG_SECRET_ARN), as deployed.
+    report = scenarios.run("datadog", out=captured)
+    assert report.status == "FAILED", report
+    assert report.error == "CheckFailed"
+    assert "datadog canary errors is 40 > max 25" in report.cause, report.cause
+    assert report.states[-7:] == ROLLED_BACK_FOR_A_CHECK
+    assert report.states.count("SetWeights") == 2, "the 100% step never ran"
+    assert report.weights == BASELINE
