@@ -163,7 +163,7 @@ class Sandbox:
                           "token": FUNCTIONS_TOKEN if self.rbac else "sandbox-admin"}
         )
         create_alarm_watch_table(self.client("dynamodb"))
-        datadog_secret = self.client("secretsmanager").create_secret(
+        self.datadog_secret = self.client("secretsmanager").create_secret(
             Name="datadog-keys", SecretString=json.dumps(DATADOG_KEYS))["ARN"]
         definition = (REPO / "statemachine/rollout.asl.json").read_text()
         for key, name in (("ShiftWeightsFunctionArn", "shift-weights"), ("EvaluateAlarmsFunctionArn", "evaluate-alarms"),
@@ -185,7 +185,7 @@ class Sandbox:
                 "ALARM_WATCH_TABLE": ALARM_WATCH_TABLE,
                 "ARGOCD_NAMESPACE": "argocd",
                 "PROFILES": json.dumps(self.world.profiles),
-                "DATADOG_SECRET_ARN": datadog_secret,
+                "DATADOG_SECRET_ARN": self.datadog_secret,
                 "DATADOG_API_URL": self.datadog_url,
             }.items():
                 # Single quotes: dotenv takes the value verbatim (PROFILES is JSON).
@@ -240,6 +240,9 @@ class Sandbox:
             "AWS_EC2_METADATA_DISABLED": "true",
             "AWS_ENDPOINT_URL": self.endpoint,
             "CLUSTER_CANARY_STATE_MACHINE": self.state_machine,
+            # `plan check` runs a plan's Datadog queries as the function would.
+            "DATADOG_SECRET_ARN": self.datadog_secret,
+            "DATADOG_API_URL": self.datadog_url,
         }
 
     def cli(self, *args, timeout=120):

@@ -4,8 +4,11 @@ scenarios), and Datadog's API double with the keys in a Secrets Manager secret (
 The plan's checks are validated at Prepare (each query runs once) and evaluated at every check
 by the real evaluate-alarms function, inside the real state machine.
 """
+import json
+
 from helpers import BASELINE, PROMOTED, ROLLED_BACK_FOR_A_CHECK, captured, event_types
-from sandbox import scenarios
+from sandbox import datadog, prometheus, scenarios
+from sandbox.harness import Sandbox
 
 
 def test_the_canary_error_ratio_in_prometheus_crossing_its_limit_at_50_percent_rolls_back():
@@ -44,3 +47,26 @@ def test_the_canary_error_count_in_datadog_crossing_its_limit_at_50_percent_roll
     assert report.states[-7:] == ROLLED_BACK_FOR_A_CHECK
     assert report.states.count("SetWeights") == 2, "the 100% step never ran"
     assert report.weights == BASELINE
+
+
+def test_plan_check_shows_what_each_query_gives_now_and_refuses_one_that_does_not_parse(tmp_path):
+    with Sandbox(log=captured) as sandbox, prometheus.Metrics({"green": 0.001}, log=captured) as metrics:
+        scenarios.create_green(sandbox)
+        datadog.set_errors(sandbox, "green", 2)
+        plan = scenarios.manual_plan(sandbox)
+        plan["analysis"] = {**prometheus.analysis(metrics.url), **datadog.analysis()}
+        path = tmp_path / "plan.json"
+        path.write_text(json.dumps(plan))
+        check = sandbox.cli("plan", "check", str(path))
+        captured(check.stdout + check.stderr)
+        assert check.returncode == 0, check.stdout + check.stderr
+        assert "✓ analysis: 0 alarms watched; 2 metric queries per check" in check.stdout
+        assert "  now: prometheus canary error ratio is 0.001, within limits" in check.stdout
+        assert "  now: datadog canary errors is 2, within limits" in check.stdout
+
+        plan["analysis"]["prometheus"]["checks"][0]["query"] = "max(canary_error_ratio{"
+        path.write_text(json.dumps(plan))
+        refused = sandbox.cli("plan", "check", str(path))
+        assert refused.returncode != 0
+        assert "analysis.prometheus.checks[0].query" in refused.stdout + refused.stderr
+        assert "parse error" in refused.stdout + refused.stderr
