@@ -146,6 +146,26 @@ async fn a_canary_over_its_limit_fails_the_check_and_one_within_passes() {
 }
 
 #[tokio::test]
+async fn the_canary_compared_with_the_stable_cluster_by_its_stable_query() {
+    let server = errors_server(&[]);
+    let env = Env::new(&server, Some(&keys())).await;
+    let section = |factor: f64| {
+        json!({"checks": [{"name": "canary errors", "query": ERRORS, "aggregator": "sum",
+            "stableQuery": "sum:trace.http.request.errors{kube_cluster_name:blue}.as_count()",
+            "maxVsStable": factor, "vsStableFloor": 3}]})
+    };
+    env.validate(section(5.0)).await.unwrap();
+    let worse = env.evaluate(section(5.0)).await.unwrap();
+    assert_eq!(worse["verdict"], "fail", "{worse}");
+    assert_eq!(
+        worse["reasons"][0],
+        "datadog canary errors is 12 > 5 x stable 1"
+    );
+    let tolerated = env.evaluate(section(20.0)).await.unwrap();
+    assert_eq!(tolerated["verdict"], "pass", "{tolerated}");
+}
+
+#[tokio::test]
 async fn wrong_or_missing_keys_are_refused_naming_neither_key() {
     let server = errors_server(&[]);
     let wrong = json!({"apiKey": API_KEY, "appKey": "not-the-app-key"}).to_string();

@@ -162,6 +162,47 @@ async fn canary_against_stable_and_scalar_answers() {
 }
 
 #[tokio::test]
+async fn the_canary_compared_with_the_stable_cluster_by_its_stable_query() {
+    let (prometheus, env) = (error_ratios(), Env::new().await);
+    let stable = "max(canary_error_ratio{cluster=\"blue\"})";
+    let section = |factor: f64| {
+        json!({"url": prometheus.url, "checks": [
+            {"name": "5xx ratio", "query": GREEN, "stableQuery": stable, "maxVsStable": factor},
+        ]})
+    };
+    let found = env.validate(section(2.0)).await.unwrap();
+    assert_eq!(
+        found["metricQueries"], 2,
+        "the check's query and its stable query"
+    );
+    let worse = env.evaluate(section(2.0)).await.unwrap();
+    assert_eq!(worse["verdict"], "fail", "{worse}");
+    assert_eq!(
+        worse["reasons"][0],
+        "prometheus 5xx ratio is 0.2 > 2 x stable 0.01"
+    );
+    let tolerated = env.evaluate(section(25.0)).await.unwrap();
+    assert_eq!(tolerated["verdict"], "pass", "{tolerated}");
+    assert_eq!(
+        tolerated["reasons"][0],
+        "prometheus 5xx ratio is 0.2, at most 25 x stable 0.01"
+    );
+
+    // A stable query with no data: refused at Prepare with its own path, inconclusive at a check.
+    let nowhere = json!({"url": prometheus.url, "checks": [{"name": "5xx ratio", "query": GREEN,
+        "stableQuery": "max(canary_error_ratio{cluster=\"nowhere\"})", "maxVsStable": 2}]});
+    let refused = env.validate(nowhere.clone()).await.unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .starts_with("analysis.prometheus.checks[0].stableQuery: gives no data now"),
+        "{refused}"
+    );
+    let decision = env.evaluate(nowhere).await.unwrap();
+    assert_eq!(decision["verdict"], "inconclusive", "{decision}");
+}
+
+#[tokio::test]
 async fn no_data_is_refused_at_prepare_and_inconclusive_at_a_check() {
     let (prometheus, env) = (error_ratios(), Env::new().await);
     for query in [

@@ -7,8 +7,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::query_template::{validate_check_count, validate_query_check};
-use super::verdict::{judge_limits, CheckOutcome, CheckVerdict};
+use super::query_template::{
+    judge_query, validate_check_count, validate_query_check, QueryCheckSpec,
+};
+use super::verdict::CheckOutcome;
 use crate::plan::ClusterRef;
 use crate::validate::Errors;
 
@@ -63,6 +65,32 @@ pub struct DatadogCheck {
     pub min: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max: Option<f64>,
+    /// The same measure for the stable cluster (same placeholders), compared with `maxVsStable`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stable_query: Option<String>,
+    /// The canary's value may not exceed the stable cluster's times this (1 or more), as the
+    /// built-in ALB judge compares them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_vs_stable: Option<f64>,
+    /// Canary values at or below this never fail the comparison with the stable cluster (one
+    /// error against its zero). Default 0.
+    #[serde(default)]
+    pub vs_stable_floor: f64,
+}
+
+impl DatadogCheck {
+    /// The check as the shared query-check code sees it.
+    pub fn spec(&self) -> QueryCheckSpec<'_> {
+        QueryCheckSpec {
+            name: &self.name,
+            query: &self.query,
+            stable_query: self.stable_query.as_deref(),
+            min: self.min,
+            max: self.max,
+            max_vs_stable: self.max_vs_stable,
+            vs_stable_floor: self.vs_stable_floor,
+        }
+    }
 }
 
 fn default_lookback() -> i64 {
@@ -119,15 +147,7 @@ impl DatadogChecks {
         );
         for (i, check) in self.checks.iter().enumerate() {
             let path = format!("{path}.checks[{i}]");
-            validate_query_check(
-                &path,
-                &check.name,
-                &check.query,
-                check.min,
-                check.max,
-                cluster,
-                errors,
-            );
+            validate_query_check(&path, check.spec(), cluster, errors);
             if !(60..=86_400).contains(&check.lookback_seconds) {
                 errors.push(
                     format!("{path}.lookbackSeconds"),
@@ -181,19 +201,14 @@ pub fn scalar_value(answer: &Value) -> Result<Option<f64>, String> {
 }
 
 /// A check's outcome from what its query gave.
-pub fn judge_datadog(check: &DatadogCheck, value: Result<Option<f64>, String>) -> CheckOutcome {
+pub fn judge_datadog(
+    check: &DatadogCheck,
+    value: Result<Option<f64>, String>,
+    stable: Option<Result<Option<f64>, String>>,
+) -> CheckOutcome {
     let subject = format!("datadog {}", check.name);
-    match value {
-        Ok(Some(value)) => judge_limits(&subject, value, check.min, check.max),
-        Ok(None) => CheckOutcome::new(
-            CheckVerdict::Inconclusive,
-            format!(
-                "{subject}: no data in the last {} s",
-                check.lookback_seconds
-            ),
-        ),
-        Err(why) => CheckOutcome::new(CheckVerdict::Inconclusive, format!("{subject}: {why}")),
-    }
+    let no_data = format!("no data in the last {} s", check.lookback_seconds);
+    judge_query(&subject, check.spec(), &no_data, value, stable)
 }
 
 #[cfg(test)]
@@ -289,11 +304,11 @@ mod tests {
         assert!(scalar_value(&json!({"data": {}})).is_err());
         let check = &section("datadoghq.com").checks[0];
         assert_eq!(
-            judge_datadog(check, Ok(Some(12.0))).reason,
+            judge_datadog(check, Ok(Some(12.0)), None).reason,
             "datadog errors is 12 > max 10"
         );
         assert_eq!(
-            judge_datadog(check, Ok(None)).reason,
+            judge_datadog(check, Ok(None), None).reason,
             "datadog errors: no data in the last 300 s"
         );
     }

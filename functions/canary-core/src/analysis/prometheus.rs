@@ -6,8 +6,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::query_template::{validate_check_count, validate_query_check};
-use super::verdict::{judge_limits, CheckOutcome, CheckVerdict};
+use super::query_template::{
+    judge_query, validate_check_count, validate_query_check, QueryCheckSpec,
+};
+use super::verdict::CheckOutcome;
 use crate::plan::ClusterRef;
 use crate::validate::Errors;
 
@@ -44,6 +46,32 @@ pub struct PrometheusCheck {
     pub min: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max: Option<f64>,
+    /// The same measure for the stable cluster (same placeholders), compared with `maxVsStable`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stable_query: Option<String>,
+    /// The canary's value may not exceed the stable cluster's times this (1 or more), as the
+    /// built-in ALB judge compares them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_vs_stable: Option<f64>,
+    /// Canary values at or below this never fail the comparison with the stable cluster (one
+    /// error against its zero). Default 0.
+    #[serde(default)]
+    pub vs_stable_floor: f64,
+}
+
+impl PrometheusCheck {
+    /// The check as the shared query-check code sees it.
+    pub fn spec(&self) -> QueryCheckSpec<'_> {
+        QueryCheckSpec {
+            name: &self.name,
+            query: &self.query,
+            stable_query: self.stable_query.as_deref(),
+            min: self.min,
+            max: self.max,
+            max_vs_stable: self.max_vs_stable,
+            vs_stable_floor: self.vs_stable_floor,
+        }
+    }
 }
 
 /// Where the queries go.
@@ -98,15 +126,7 @@ impl PrometheusChecks {
         );
         for (i, check) in self.checks.iter().enumerate() {
             let path = format!("{path}.checks[{i}]");
-            validate_query_check(
-                &path,
-                &check.name,
-                &check.query,
-                check.min,
-                check.max,
-                cluster,
-                errors,
-            );
+            validate_query_check(&path, check.spec(), cluster, errors);
         }
     }
 }
@@ -205,22 +225,18 @@ pub fn instant_value(data: &Value) -> Result<Option<f64>, String> {
 pub fn judge_prometheus(
     check: &PrometheusCheck,
     value: Result<Option<f64>, String>,
+    stable: Option<Result<Option<f64>, String>>,
 ) -> CheckOutcome {
     let subject = format!("prometheus {}", check.name);
-    match value {
-        Ok(Some(value)) => judge_limits(&subject, value, check.min, check.max),
-        Ok(None) => CheckOutcome::new(
-            CheckVerdict::Inconclusive,
-            format!("{subject}: no data (an empty result or NaN)"),
-        ),
-        Err(why) => CheckOutcome::new(CheckVerdict::Inconclusive, format!("{subject}: {why}")),
-    }
+    let no_data = "no data (an empty result or NaN)";
+    judge_query(&subject, check.spec(), no_data, value, stable)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::analysis::query_template::{render_query, MAX_QUERY_BYTES};
+    use crate::analysis::CheckVerdict;
     use serde_json::json;
 
     fn cluster() -> ClusterRef {
@@ -240,6 +256,9 @@ mod tests {
                 query: "sum(rate(errors{cluster=\"{{cluster}}\"}[1m]))".into(),
                 min: None,
                 max: Some(0.05),
+                stable_query: None,
+                max_vs_stable: None,
+                vs_stable_floor: 0.0,
             }],
         }
     }
@@ -323,7 +342,7 @@ mod tests {
     fn checks_need_limits_and_are_bounded() {
         let mut section = checks(Some("http://p:9090"), None);
         section.checks[0].max = None;
-        assert!(errors_of(&section)[0].contains("give `min`, `max` or both"));
+        assert!(errors_of(&section)[0].contains("give `min`, `max` or `maxVsStable`"));
         section.checks = vec![section.checks[0].clone(); MAX_PROMETHEUS_CHECKS + 1];
         section.checks.iter_mut().for_each(|c| c.max = Some(1.0));
         assert_eq!(
@@ -363,20 +382,20 @@ mod tests {
     #[test]
     fn judgements_name_the_provider_the_check_the_value_and_the_limit() {
         let check = &checks(Some("http://p:9090"), None).checks[0];
-        let fail = judge_prometheus(check, Ok(Some(0.2)));
+        let fail = judge_prometheus(check, Ok(Some(0.2)), None);
         assert_eq!(fail.verdict, CheckVerdict::Fail);
         assert_eq!(fail.reason, "prometheus 5xx is 0.2 > max 0.05");
         assert_eq!(
-            judge_prometheus(check, Ok(Some(0.01))).verdict,
+            judge_prometheus(check, Ok(Some(0.01)), None).verdict,
             CheckVerdict::Pass
         );
-        let none = judge_prometheus(check, Ok(None));
+        let none = judge_prometheus(check, Ok(None), None);
         assert_eq!(none.verdict, CheckVerdict::Inconclusive);
         assert_eq!(
             none.reason,
             "prometheus 5xx: no data (an empty result or NaN)"
         );
-        let odd = judge_prometheus(check, Err("returned 2 series".into()));
+        let odd = judge_prometheus(check, Err("returned 2 series".into()), None);
         assert_eq!(odd.verdict, CheckVerdict::Inconclusive);
     }
 }

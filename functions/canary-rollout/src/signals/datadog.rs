@@ -6,9 +6,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use canary_aws::DatadogApi;
 use canary_core::analysis::datadog::{judge_datadog, scalar_request, scalar_value};
+use canary_core::analysis::query_template::QueryCheckSpec;
 use canary_core::analysis::{CheckOutcome, DatadogChecks};
 
-use super::query_checks::{AskError, QueryProvider};
+use super::query_checks::{AskError, Number, QueryProvider};
 
 pub(super) struct Datadog<'a> {
     pub api: &'a dyn DatadogApi,
@@ -21,19 +22,11 @@ impl QueryProvider for Datadog<'_> {
         "analysis.datadog"
     }
 
-    fn checks(&self) -> Vec<(&str, &str)> {
-        let checks = self.section.checks.iter();
-        checks
-            .map(|c| (c.name.as_str(), c.query.as_str()))
-            .collect()
+    fn checks(&self) -> Vec<QueryCheckSpec<'_>> {
+        self.section.checks.iter().map(|c| c.spec()).collect()
     }
 
-    async fn ask(
-        &self,
-        index: usize,
-        query: &str,
-        now: SystemTime,
-    ) -> Result<Result<Option<f64>, String>, AskError> {
+    async fn ask(&self, index: usize, query: &str, now: SystemTime) -> Result<Number, AskError> {
         let now_ms = now
             .duration_since(UNIX_EPOCH)
             .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
@@ -46,8 +39,8 @@ impl QueryProvider for Datadog<'_> {
         }
     }
 
-    fn judge(&self, index: usize, value: Result<Option<f64>, String>) -> CheckOutcome {
-        judge_datadog(&self.section.checks[index], value)
+    fn judge(&self, index: usize, value: Number, stable: Option<Number>) -> CheckOutcome {
+        judge_datadog(&self.section.checks[index], value, stable)
     }
 
     fn no_data_hint(&self) -> &'static str {

@@ -6,9 +6,10 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use canary_aws::PrometheusApi;
 use canary_core::analysis::prometheus::{instant_value, judge_prometheus};
+use canary_core::analysis::query_template::QueryCheckSpec;
 use canary_core::analysis::{CheckOutcome, PrometheusChecks};
 
-use super::query_checks::{AskError, QueryProvider};
+use super::query_checks::{AskError, Number, QueryProvider};
 
 pub(super) struct Prometheus<'a> {
     pub api: &'a dyn PrometheusApi,
@@ -21,19 +22,11 @@ impl QueryProvider for Prometheus<'_> {
         "analysis.prometheus"
     }
 
-    fn checks(&self) -> Vec<(&str, &str)> {
-        let checks = self.section.checks.iter();
-        checks
-            .map(|c| (c.name.as_str(), c.query.as_str()))
-            .collect()
+    fn checks(&self) -> Vec<QueryCheckSpec<'_>> {
+        self.section.checks.iter().map(|c| c.spec()).collect()
     }
 
-    async fn ask(
-        &self,
-        _index: usize,
-        query: &str,
-        now: SystemTime,
-    ) -> Result<Result<Option<f64>, String>, AskError> {
+    async fn ask(&self, _index: usize, query: &str, now: SystemTime) -> Result<Number, AskError> {
         let endpoint = self.section.endpoint().map_err(AskError::Query)?;
         match self.api.instant_query(&endpoint, query, now).await {
             Ok(data) => Ok(instant_value(&data)),
@@ -42,8 +35,8 @@ impl QueryProvider for Prometheus<'_> {
         }
     }
 
-    fn judge(&self, index: usize, value: Result<Option<f64>, String>) -> CheckOutcome {
-        judge_prometheus(&self.section.checks[index], value)
+    fn judge(&self, index: usize, value: Number, stable: Option<Number>) -> CheckOutcome {
+        judge_prometheus(&self.section.checks[index], value, stable)
     }
 
     fn no_data_hint(&self) -> &'static str {

@@ -1,13 +1,14 @@
 //! What the query-language providers (Prometheus, Datadog) share as signal sources: every
-//! check's query rendered for the cluster and asked once per check (and once at Prepare, where
-//! anything but a number is refused, naming the check), each number judged against its
-//! limits. A provider says only how to ask and how to judge ([`QueryProvider`]).
+//! check's query (and its stable query, when it compares with the stable cluster) rendered for
+//! the cluster and asked once per check, and once at Prepare, where anything but a number is
+//! refused, naming the query's path; each number judged against the check's limits. A provider
+//! says only how to ask and how to judge ([`QueryProvider`]).
 
 use std::time::SystemTime;
 
 use async_trait::async_trait;
-use canary_core::analysis::query_template::render_query;
-use canary_core::analysis::{CheckOutcome, CheckVerdict};
+use canary_core::analysis::query_template::{render_query, QueryCheckSpec};
+use canary_core::analysis::CheckOutcome;
 use canary_core::metrics::Point;
 use canary_core::plan::ClusterRef;
 use canary_core::ErrorName;
@@ -24,23 +25,20 @@ pub(super) enum AskError {
     Provider(ErrorName, String),
 }
 
+/// A query's answer: a number, none (`Ok(None)`), or an answer a check cannot judge (`Err`).
+pub(super) type Number = Result<Option<f64>, String>;
+
 /// One provider's checks, as [`QueryChecks`] asks and judges them.
 #[async_trait]
 pub(super) trait QueryProvider: Send + Sync {
     /// The plan section's path, `analysis.<provider>`.
     fn path(&self) -> &'static str;
-    /// The checks' names and query templates, in plan order.
-    fn checks(&self) -> Vec<(&str, &str)>;
-    /// Check `index`'s number for the rendered `query` at `now`: `Ok(None)` for no data, an
-    /// inner `Err` for an answer a check cannot judge (several series).
-    async fn ask(
-        &self,
-        index: usize,
-        query: &str,
-        now: SystemTime,
-    ) -> Result<Result<Option<f64>, String>, AskError>;
-    /// Check `index`'s outcome from its number.
-    fn judge(&self, index: usize, value: Result<Option<f64>, String>) -> CheckOutcome;
+    /// The checks, in plan order.
+    fn checks(&self) -> Vec<QueryCheckSpec<'_>>;
+    /// The number check `index`'s rendered `query` (its own or its stable one) gives at `now`.
+    async fn ask(&self, index: usize, query: &str, now: SystemTime) -> Result<Number, AskError>;
+    /// Check `index`'s outcome from its number and, with a stable query, the stable one's.
+    fn judge(&self, index: usize, value: Number, stable: Option<Number>) -> CheckOutcome;
     /// What to write instead when a query has no data at Prepare.
     fn no_data_hint(&self) -> &'static str;
 }
@@ -50,24 +48,71 @@ pub(super) struct QueryChecks<'a, P> {
     pub cluster: &'a ClusterRef,
 }
 
+/// One query of a check, asked: its plan path and what the provider answered.
+struct Asked {
+    path: String,
+    answer: Result<Number, AskError>,
+}
+
 impl<P: QueryProvider> QueryChecks<'_, P> {
-    /// Each check's path and what the provider answered to its rendered query.
-    async fn ask_all(
+    async fn ask(
         &self,
+        index: usize,
+        field: &str,
+        template: &str,
         now: SystemTime,
-    ) -> Result<Vec<(String, Result<Result<Option<f64>, String>, AskError>)>, AnalysisError> {
-        let mut answers = Vec::new();
-        for (index, (_, template)) in self.provider.checks().into_iter().enumerate() {
-            let path = format!("{}.checks[{index}].query", self.provider.path());
-            let query = render_query(template, self.cluster).map_err(|message| {
-                AnalysisError::QueryCheck {
-                    path: path.clone(),
-                    message,
-                }
+    ) -> Result<Asked, AnalysisError> {
+        let path = format!("{}.checks[{index}].{field}", self.provider.path());
+        let query =
+            render_query(template, self.cluster).map_err(|message| AnalysisError::QueryCheck {
+                path: path.clone(),
+                message,
             })?;
-            answers.push((path, self.provider.ask(index, &query, now).await));
+        let answer = self.provider.ask(index, &query, now).await;
+        Ok(Asked { path, answer })
+    }
+
+    /// Every check's query and, when it has one, its stable query, asked.
+    async fn ask_all(&self, now: SystemTime) -> Result<Vec<(Asked, Option<Asked>)>, AnalysisError> {
+        let mut asked = Vec::new();
+        for (index, check) in self.provider.checks().into_iter().enumerate() {
+            let canary = self.ask(index, "query", check.query, now).await?;
+            let stable = match check.stable_query {
+                Some(template) => Some(self.ask(index, "stableQuery", template, now).await?),
+                None => None,
+            };
+            asked.push((canary, stable));
         }
-        Ok(answers)
+        Ok(asked)
+    }
+
+    /// At Prepare: the number a query gives now, or why the rollout cannot start.
+    fn number_now(&self, asked: Asked) -> Result<f64, AnalysisError> {
+        let refused = |message: String| AnalysisError::QueryCheck {
+            path: asked.path.clone(),
+            message,
+        };
+        match asked.answer {
+            Ok(Ok(Some(value))) => Ok(value),
+            Ok(Ok(None)) => Err(refused(format!(
+                "gives no data now: a check that never has data can never pass; {}",
+                self.provider.no_data_hint()
+            ))),
+            Ok(Err(why)) | Err(AskError::Query(why)) => Err(refused(why)),
+            Err(AskError::Provider(name, message)) => {
+                Err(provider_error(asked.path, name, message))
+            }
+        }
+    }
+}
+
+/// At a check: a query's number, the query's own fault as the number's `Err` (the check is
+/// inconclusive), the provider's as the check's error.
+fn number_at_check(asked: Asked) -> Result<Number, AnalysisError> {
+    match asked.answer {
+        Ok(number) => Ok(number),
+        Err(AskError::Query(why)) => Ok(Err(why)),
+        Err(AskError::Provider(name, message)) => Err(provider_error(asked.path, name, message)),
     }
 }
 
@@ -84,68 +129,40 @@ impl<P: QueryProvider> SignalSource for QueryChecks<'_, P> {
     /// Runs every query once: a provider that cannot be reached or refuses, a query it
     /// rejects, and a query that gives no number now are refused before traffic moves.
     async fn validate(&self, now: SystemTime) -> Result<Validated, AnalysisError> {
-        let mut current = Vec::new();
-        for (index, (path, answer)) in self.ask_all(now).await?.into_iter().enumerate() {
-            let refused = |message: String| AnalysisError::QueryCheck {
-                path: path.clone(),
-                message,
+        let mut validated = Validated::default();
+        for (index, (canary, stable)) in self.ask_all(now).await?.into_iter().enumerate() {
+            let value = self.number_now(canary)?;
+            let stable = match stable {
+                Some(stable) => Some(Ok(Some(self.number_now(stable)?))),
+                None => None,
             };
-            match answer {
-                Ok(Ok(Some(value))) => {
-                    current.push(self.provider.judge(index, Ok(Some(value))).reason)
-                }
-                Ok(Ok(None)) => {
-                    return Err(refused(format!(
-                        "gives no data now: a check that never has data can never pass; {}",
-                        self.provider.no_data_hint()
-                    )))
-                }
-                Ok(Err(why)) | Err(AskError::Query(why)) => return Err(refused(why)),
-                Err(AskError::Provider(name, message)) => {
-                    return Err(provider_error(path, name, message))
-                }
-            }
+            validated.metric_queries += 1 + usize::from(stable.is_some());
+            let now = self.provider.judge(index, Ok(Some(value)), stable);
+            validated.current.push(now.reason);
         }
-        Ok(Validated {
-            metric_queries: current.len(),
-            current,
-            ..Validated::default()
-        })
+        Ok(validated)
     }
 
     /// A provider that cannot be reached or refuses is an error (retried, then a rollback);
-    /// an answer about the query itself is that check's inconclusive outcome.
+    /// an answer about the query itself makes that check inconclusive.
     async fn collect(&self, now: SystemTime, cluster: &str) -> Result<Collected, AnalysisError> {
-        let names: Vec<String> = self
-            .provider
-            .checks()
-            .iter()
-            .map(|(name, _)| (*name).to_owned())
-            .collect();
+        let checks = self.provider.checks();
         let mut collected = Collected::default();
-        for (index, (path, answer)) in self.ask_all(now).await?.into_iter().enumerate() {
-            let outcome = match answer {
-                Ok(value) => {
-                    // CloudWatch takes finite values only; ±Inf is still judged.
-                    if let Ok(Some(v)) = &value {
-                        if v.is_finite() {
-                            collected
-                                .points
-                                .push(Point::metric_value(cluster, &names[index], *v));
-                        }
-                    }
-                    self.provider.judge(index, value)
+        for (index, (canary, stable)) in self.ask_all(now).await?.into_iter().enumerate() {
+            let value = number_at_check(canary)?;
+            let stable = stable.map(number_at_check).transpose()?;
+            // CloudWatch takes finite values only; ±Inf is still judged.
+            if let Ok(Some(v)) = &value {
+                if v.is_finite() {
+                    let name = checks[index].name;
+                    collected
+                        .points
+                        .push(Point::metric_value(cluster, name, *v));
                 }
-                Err(AskError::Query(why)) => {
-                    let mut outcome = self.provider.judge(index, Err(why));
-                    outcome.verdict = CheckVerdict::Inconclusive;
-                    outcome
-                }
-                Err(AskError::Provider(name, message)) => {
-                    return Err(provider_error(path, name, message))
-                }
-            };
-            collected.outcomes.push(outcome);
+            }
+            collected
+                .outcomes
+                .push(self.provider.judge(index, value, stable));
         }
         Ok(collected)
     }
