@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs a whole rollout on the local sandbox and shows it live:
-#   scripts/sandbox.sh [--scenario happy|rollback|apps-unhealthy|stopped|approval] [--verbose]
+#   scripts/sandbox.sh [--scenario happy|rollback|apps-unhealthy|stopped|approval|prometheus|prometheus-healthy|datadog] [--verbose]
 # moto (AWS, with its Step Functions engine running statemachine/rollout.asl.json), the real
 # functions under `cargo lambda watch`, and a Kubernetes API test server standing in for
-# Argo CD, all on loopback with dummy credentials. Exits 0 when the rollout succeeded.
+# Argo CD (and, for the prometheus and datadog scenarios, a real Prometheus and a Datadog API
+# double), all on loopback with dummy credentials. Exits 0 when the rollout succeeded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
