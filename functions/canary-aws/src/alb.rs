@@ -1,7 +1,7 @@
 //! Application Load Balancer forward actions: read the target group weights of a listener's
 //! default action or of a rule, and write new weights in one `ModifyListener`/`ModifyRule`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use async_trait::async_trait;
 use aws_config::SdkConfig;
@@ -85,6 +85,8 @@ pub trait AlbApi: Send + Sync {
     ) -> Result<Vec<TargetGroupInfo>, AwsError>;
     /// Every registered target of a target group with its health (`DescribeTargetHealth`).
     async fn target_health(&self, target_group_arn: &str) -> Result<Vec<TargetState>, AwsError>;
+    /// The tags of a listener or rule (`DescribeTags`): who manages it.
+    async fn tags(&self, region: &str, arn: &str) -> Result<BTreeMap<String, String>, AwsError>;
 }
 
 /// `AlbApi` on the real ELBv2 client, one client per region the plan names.
@@ -278,6 +280,27 @@ impl AlbApi for SdkAlb {
                 .map(drop)
                 .map_err(|e| AwsError::from_sdk("ModifyListener", e)),
         }
+    }
+
+    async fn tags(&self, region: &str, arn: &str) -> Result<BTreeMap<String, String>, AwsError> {
+        let described = self
+            .client(Some(region))
+            .describe_tags()
+            .resource_arns(arn)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("DescribeTags", e))?;
+        Ok(described
+            .tag_descriptions()
+            .iter()
+            .flat_map(|d| d.tags())
+            .filter_map(|t| {
+                Some((
+                    t.key()?.to_owned(),
+                    t.value().unwrap_or_default().to_owned(),
+                ))
+            })
+            .collect())
     }
 
     async fn target_groups(

@@ -19,6 +19,10 @@ pub enum ErrorName {
     TargetMisconfigured,
     /// Another running execution of the same state machine already shifts one of the targets.
     ConcurrentRollout,
+    /// A controller (the AWS Load Balancer Controller, ACK) manages the listener or rule and
+    /// would put its own weights back; nothing was written. The message names the controller,
+    /// its owner and the ways out.
+    TrafficOwnedByController,
     /// The weights are no longer what this rollout last set: someone else changed them.
     WeightsChangedExternally,
     /// AWS throttled, timed out or failed on its side; retrying may succeed.

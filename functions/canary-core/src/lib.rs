@@ -17,6 +17,7 @@ pub mod hooks;
 pub mod input;
 pub mod limits;
 pub mod metrics;
+pub mod ownership;
 pub mod plan;
 pub mod profile;
 pub mod schema;

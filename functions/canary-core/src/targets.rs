@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::arn::{parse_elb_arn, ElbResource};
+use crate::ownership::OwnerCheck;
 use crate::validate::Errors;
 
 /// One place where traffic is weighted. Exactly one of `alb` or `route53`.
@@ -29,6 +30,11 @@ pub struct AlbTarget {
     pub stable_target_group_arn: String,
     /// The target group of the new cluster.
     pub canary_target_group_arn: String,
+    /// A listener or rule that the AWS Load Balancer Controller or ACK manages is refused
+    /// (`TrafficOwnedByController`): it would put its weights back. `{"ignore": "<reason>"}`
+    /// shifts it anyway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<OwnerCheck>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -177,6 +183,9 @@ impl Route53Target {
 }
 
 fn validate_alb(alb: &AlbTarget, path: &str, errors: &mut Errors) {
+    if let Some(owner) = &alb.owner {
+        owner.validate(path, errors);
+    }
     let listener = match parse_elb_arn(&alb.listener_arn, ElbResource::Listener) {
         Ok(l) => Some(l),
         Err(e) => {

@@ -14,6 +14,8 @@ pub enum ShiftError {
     TargetNotFound { path: String, message: String },
     #[error("{path}: {message}")]
     TargetMisconfigured { path: String, message: String },
+    #[error("{path}: {message}")]
+    TrafficOwnedByController { path: String, message: String },
     #[error(
         "execution {execution_arn} is already shifting {target}; wait for it to end or stop it"
     )]
@@ -36,6 +38,7 @@ impl NamedError for ShiftError {
             ShiftError::InvalidPlan(_) => ErrorName::InvalidPlan,
             ShiftError::TargetNotFound { .. } => ErrorName::TargetNotFound,
             ShiftError::TargetMisconfigured { .. } => ErrorName::TargetMisconfigured,
+            ShiftError::TrafficOwnedByController { .. } => ErrorName::TrafficOwnedByController,
             ShiftError::ConcurrentRollout { .. } => ErrorName::ConcurrentRollout,
             ShiftError::WeightsChangedExternally(_) => ErrorName::WeightsChangedExternally,
             ShiftError::Aws { source, .. } => source.error_name(),

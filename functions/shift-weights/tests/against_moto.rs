@@ -425,6 +425,81 @@ async fn a_second_rollout_on_the_same_traffic_is_refused() {
     assert!(own.is_ok(), "{own:?}");
 }
 
+/// A listener or rule the AWS Load Balancer Controller (or ACK) manages would have its weights
+/// put back: refused before anything moves, unless the plan says why to go ahead.
+#[tokio::test]
+async fn a_listener_or_rule_a_controller_manages_is_refused_unless_the_plan_says_why() {
+    use aws_sdk_elasticloadbalancingv2::types::Tag;
+    let env = Env::start().await;
+    let elbv2 = env.observer.elbv2();
+    let tag = |key: &str, value: &str| Tag::builder().key(key).value(value).build();
+    elbv2
+        .add_tags()
+        .resource_arns(&env.world.rule)
+        .tags(tag("elbv2.k8s.aws/cluster", "blue"))
+        .tags(tag("ingress.k8s.aws/stack", "shop/web"))
+        .tags(tag("ingress.k8s.aws/resource", "80:1"))
+        .send()
+        .await
+        .expect("tag the rule");
+    elbv2
+        .add_tags()
+        .resource_arns(&env.world.listener)
+        .tags(tag("services.k8s.aws/namespace", "infra"))
+        .send()
+        .await
+        .expect("tag the listener");
+
+    let before = env.observer.snapshot(&env.world).await;
+    let err = env
+        .prepare(&plan(vec![env.rule_target()]))
+        .await
+        .expect_err("a controller's rule");
+    assert_eq!(err.name().as_str(), "TrafficOwnedByController");
+    let text = err.to_string();
+    assert!(text.starts_with("trafficTargets[0] ("), "{text}");
+    assert!(
+        text.contains("the rule is managed by the AWS Load Balancer Controller (cluster blue, stack shop/web, resource 80:1)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("TargetGroupBinding") && text.contains("owner.ignore"),
+        "{text}"
+    );
+    let err = env
+        .prepare(&plan(vec![env.listener_target()]))
+        .await
+        .expect_err("an ACK listener");
+    assert!(
+        err.to_string()
+            .contains("the listener is managed by ACK's ELBv2 controller (namespace infra)"),
+        "{err}"
+    );
+    assert_eq!(
+        env.observer.snapshot(&env.world).await,
+        before,
+        "nothing moved"
+    );
+
+    // Said why: it goes ahead, and the reason is in the target's notes.
+    let mut target = env.rule_target();
+    target["alb"]["owner"] =
+        json!({"ignore": "the Ingress group is gone; nothing reconciles this rule"});
+    let prepared = env
+        .prepare(&plan(vec![target]))
+        .await
+        .expect("owner ignored");
+    let notes = prepared["targets"][0]["notes"].to_string();
+    assert!(
+        notes.contains("managed by the AWS Load Balancer Controller"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("shifted anyway: the Ingress group is gone"),
+        "{notes}"
+    );
+}
+
 /// Every bad input: the error name, the message, and moto exactly as before.
 #[tokio::test]
 async fn bad_inputs_fail_with_a_named_error_and_change_nothing() {

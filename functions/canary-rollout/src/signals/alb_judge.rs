@@ -210,6 +210,7 @@ mod tests {
                 rule_arn: rule.map(str::to_owned),
                 stable_target_group_arn: "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/blue/73e2d6bc24d8a067".into(),
                 canary_target_group_arn: "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/green/4b7c9a1e2f3d5a68".into(),
+                owner: None,
             })
         };
         let pairs = alb_pairs(&[target(None), target(Some("rule"))]);

@@ -3,6 +3,7 @@
 
 use async_trait::async_trait;
 use canary_aws::{AlbApi, ForwardAction, ForwardRead, TargetGroupInfo, TargetGroupWeight};
+use canary_core::ownership::alb_controller;
 use canary_core::target_health::target_group_problem;
 use canary_core::{AlbTarget, WeightPair};
 use tracing::info;
@@ -30,6 +31,37 @@ impl AlbRouter<'_> {
             observed,
             alb_forward,
         }
+    }
+
+    /// Refuses a listener or rule a controller manages (its tags say so), unless the plan says
+    /// why it may be shifted anyway; that reason becomes a note.
+    async fn check_owner(&self, region: &str, notes: &mut Vec<String>) -> Result<(), ShiftError> {
+        let (what, arn) = match &self.target.rule_arn {
+            Some(rule) => ("rule", rule),
+            None => ("listener", &self.target.listener_arn),
+        };
+        let tags = self.api.tags(region, arn).await.map_err(|e| self.aws(e))?;
+        let Some(owner) = alb_controller(&tags) else {
+            return Ok(());
+        };
+        if let Some(check) = &self.target.owner {
+            notes.push(format!(
+                "managed by {} ({}), shifted anyway: {}",
+                owner.controller, owner.owner, check.ignore
+            ));
+            return Ok(());
+        }
+        Err(ShiftError::TrafficOwnedByController {
+            path: self.located.label.clone(),
+            message: format!(
+                "the {what} is managed by {} ({}), which puts its own weights back on its next \
+                 reconcile, undoing a step or a rollback; nothing was written. Shift a listener \
+                 or rule created outside the clusters, with a TargetGroupBinding in each \
+                 (docs/traffic/alb.md), or set owner.ignore on this target to the reason the \
+                 controller will not reconcile it",
+                owner.controller, owner.owner
+            ),
+        })
     }
 
     /// Writes `weights` as the forward action's target groups, from `current` as read.
@@ -94,6 +126,8 @@ impl TrafficRouter for AlbRouter<'_> {
             .await
             .map_err(|e| self.aws(e))?;
         let mut notes = Vec::new();
+        let mut owner_notes = Vec::new();
+        self.check_owner(region, &mut owner_notes).await?;
         let group_sticky = match &read {
             ForwardRead::Forward(f) => f.group_stickiness.filter(|s| s.enabled),
             ForwardRead::NotForward { .. } => None,
@@ -111,11 +145,14 @@ impl TrafficRouter for AlbRouter<'_> {
             ));
         }
         let attach_canary = matches!(&read, ForwardRead::Forward(f) if f.weight_of(&alb.canary_target_group_arn).is_none());
+        // The notes so far are all about stickiness.
+        let sticky = !notes.is_empty();
+        notes.extend(owner_notes);
         Ok(Inspection {
             reading: self.reading(read),
             attach_canary,
             kind: "alb",
-            sticky: !notes.is_empty(),
+            sticky,
             ttl_seconds: None,
             notes,
         })
