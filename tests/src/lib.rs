@@ -219,6 +219,10 @@ impl Observer {
         &self.elbv2
     }
 
+    pub fn route53(&self) -> &route53::Client {
+        &self.route53
+    }
+
     async fn listener(&self, arn: &str) -> elbv2::types::Listener {
         let out = self
             .elbv2

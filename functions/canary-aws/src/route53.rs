@@ -42,6 +42,16 @@ pub trait Route53Api: Send + Sync {
     /// What each Route 53 health checker last reported for a health check
     /// (`GetHealthCheckStatus`): `Success: …` or `Failure: …`.
     async fn health_check_reports(&self, health_check_id: &str) -> Result<Vec<String>, AwsError>;
+    /// The TXT records named `name` (as Route 53 lists it) in the zone: each one's set
+    /// identifier and values (ExternalDNS's registry records are looked for among them).
+    async fn txt_records(&self, zone_id: &str, name: &str) -> Result<Vec<TxtRecord>, AwsError>;
+}
+
+/// A TXT record set: its set identifier (weighted TXT records have one) and its values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxtRecord {
+    pub set_identifier: Option<String>,
+    pub values: Vec<String>,
 }
 
 /// How long to wait for a change to reach `INSYNC`. Route 53 documents "generally within
@@ -79,13 +89,23 @@ impl SdkRoute53 {
         &self,
         target: &Route53Target,
     ) -> Result<Vec<ResourceRecordSet>, AwsError> {
-        let name = target.fqdn();
         let rr_type = RrType::from(target.record_type.as_str());
+        self.record_sets_named(&target.hosted_zone_id, &target.fqdn(), rr_type)
+            .await
+    }
+
+    /// The full record sets of one name (as Route 53 lists it) and type, following pages.
+    async fn record_sets_named(
+        &self,
+        zone_id: &str,
+        name: &str,
+        rr_type: RrType,
+    ) -> Result<Vec<ResourceRecordSet>, AwsError> {
         let mut request = self
             .client
             .list_resource_record_sets()
-            .hosted_zone_id(&target.hosted_zone_id)
-            .start_record_name(&name)
+            .hosted_zone_id(zone_id)
+            .start_record_name(name)
             .start_record_type(rr_type.clone());
         let mut sets = Vec::new();
         loop {
@@ -96,7 +116,7 @@ impl SdkRoute53 {
                 .map_err(|e| AwsError::from_sdk("ListResourceRecordSets", e))?;
             let mut past_the_name = false;
             for set in page.resource_record_sets() {
-                if set.name().eq_ignore_ascii_case(&name) && set.r#type() == &rr_type {
+                if set.name().eq_ignore_ascii_case(name) && set.r#type() == &rr_type {
                     sets.push(set.clone());
                 } else {
                     // Listing is sorted from the start name and type: anything else means we are past them.
@@ -261,6 +281,21 @@ impl Route53Api for SdkRoute53 {
             .iter()
             .filter_map(|o| o.status_report()?.status())
             .map(str::to_owned)
+            .collect())
+    }
+
+    async fn txt_records(&self, zone_id: &str, name: &str) -> Result<Vec<TxtRecord>, AwsError> {
+        let sets = self.record_sets_named(zone_id, name, RrType::Txt).await?;
+        Ok(sets
+            .iter()
+            .map(|set| TxtRecord {
+                set_identifier: set.set_identifier().map(str::to_owned),
+                values: set
+                    .resource_records()
+                    .iter()
+                    .map(|r| r.value().to_owned())
+                    .collect(),
+            })
             .collect())
     }
 }

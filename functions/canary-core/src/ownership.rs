@@ -1,7 +1,8 @@
 //! Who else writes a traffic target's weights. A controller that reconciles a listener or rule
-//! (the AWS Load Balancer Controller, ACK's ELBv2 controller) puts its own weights back on its
-//! next reconcile, undoing a step — or a rollback — with nothing watching. They tag what they
-//! create; these are the tags, read before anything moves.
+//! (the AWS Load Balancer Controller, ACK's ELBv2 controller) or a weighted record (ExternalDNS)
+//! puts its own weights back on its next reconcile, undoing a step — or a rollback — with
+//! nothing watching. They mark what they own — tags on listeners and rules, TXT registry records
+//! beside records — and these are the marks, read before anything moves.
 
 use std::collections::BTreeMap;
 
@@ -21,24 +22,59 @@ const LOAD_BALANCER_CONTROLLER_PREFIXES: [&str; 4] = [
 /// What ACK's controllers tag the resources they manage with.
 const ACK_PREFIX: &str = "services.k8s.aws/";
 
-/// A plan's word on a target a controller owns: go ahead anyway, for a reason people can read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+/// A plan's word on who owns a target: go ahead anyway (for a reason people can read), and, for
+/// Route 53, where ExternalDNS keeps its TXT registry records if not at its default names.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OwnerCheck {
-    /// Shift the weights even though a controller's tags are on the target, because of this
-    /// (e.g. "the Ingress group was deleted; the controller no longer reconciles this ALB").
-    /// Shown in the Prepare notes and `cluster-canary plan check`.
-    pub ignore: String,
+    /// Shift the weights even though a controller owns the target, because of this (e.g. "the
+    /// Ingress group was deleted; the controller no longer reconciles this ALB"). Shown in the
+    /// Prepare notes and `cluster-canary plan check`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignore: Option<String>,
+    /// Route 53: ExternalDNS's `--txt-prefix`, when it runs with one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub txt_prefix: Option<String>,
+    /// Route 53: ExternalDNS's `--txt-suffix`, when it runs with one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub txt_suffix: Option<String>,
 }
 
 impl OwnerCheck {
-    pub(crate) fn validate(&self, path: &str, errors: &mut Errors) {
-        let reason = self.ignore.trim();
-        if reason.is_empty() || self.ignore.len() > 500 {
-            errors.push(
+    pub(crate) fn validate(&self, path: &str, route53: bool, errors: &mut Errors) {
+        if let Some(reason) = &self.ignore {
+            if reason.trim().is_empty() || reason.len() > 500 {
+                errors.push(
+                    format!("{path}.owner.ignore"),
+                    "give the reason the controller will not put its weights back (1 to 500 characters)",
+                );
+            }
+        }
+        match route53 {
+            true if self.txt_prefix.is_some() && self.txt_suffix.is_some() => errors.push(
+                format!("{path}.owner"),
+                "ExternalDNS takes --txt-prefix or --txt-suffix, not both",
+            ),
+            false if self.txt_prefix.is_some() || self.txt_suffix.is_some() => errors.push(
+                format!("{path}.owner"),
+                "txtPrefix and txtSuffix are ExternalDNS's, for route53 targets",
+            ),
+            false if self.ignore.is_none() => errors.push(
                 format!("{path}.owner.ignore"),
-                "give the reason the controller will not put its weights back (1 to 500 characters)",
-            );
+                "give the reason to shift this target although a controller owns it",
+            ),
+            _ => {}
+        }
+        for (field, affix) in [
+            ("txtPrefix", &self.txt_prefix),
+            ("txtSuffix", &self.txt_suffix),
+        ] {
+            if affix.as_ref().is_some_and(|a| a.is_empty() || a.len() > 63) {
+                errors.push(
+                    format!("{path}.owner.{field}"),
+                    "must be 1 to 63 characters",
+                );
+            }
         }
     }
 }
@@ -91,6 +127,78 @@ pub fn alb_controller(tags: &BTreeMap<String, String>) -> Option<ControllerOwner
     None
 }
 
+/// The names ExternalDNS's TXT registry may give the ownership record of the record `fqdn` of
+/// type `record_type` (`registry/mapper`): the type on the first label (`a-app.example.com.`;
+/// an A alias record's may still be the older `cname-`), and the legacy name without the type;
+/// a prefix before the first label, a suffix after it, `%{record_type}` in either standing for
+/// the type.
+pub fn external_dns_txt_names(
+    fqdn: &str,
+    record_type: &str,
+    prefix: Option<&str>,
+    suffix: Option<&str>,
+) -> Vec<String> {
+    let fqdn = fqdn.trim_end_matches('.').to_ascii_lowercase();
+    let (first, rest) = match fqdn.split_once('.') {
+        Some((first, rest)) => (first, Some(rest)),
+        None => (fqdn.as_str(), None),
+    };
+    let name = |kind: Option<&str>| {
+        let affix = |a: Option<&str>| {
+            let a = a.unwrap_or_default();
+            a.replace("%{record_type}", kind.unwrap_or_default())
+        };
+        let in_affix = [prefix, suffix]
+            .iter()
+            .flatten()
+            .any(|a| a.contains("%{record_type}"));
+        let label = match (kind, in_affix) {
+            (Some(kind), false) => format!("{kind}-{first}"),
+            _ => first.to_owned(),
+        };
+        let head = format!("{}{label}{}", affix(prefix), affix(suffix));
+        match rest {
+            Some(rest) => format!("{head}.{rest}."),
+            None => format!("{head}."),
+        }
+    };
+    let kind = record_type.to_ascii_lowercase();
+    let mut names = vec![name(Some(&kind))];
+    if kind == "a" {
+        names.push(name(Some("cname")));
+    }
+    names.push(name(None));
+    names.dedup();
+    names
+}
+
+/// What an ExternalDNS TXT registry value says (`"heritage=external-dns,external-dns/owner=…,
+/// external-dns/resource=…"`), if it is one.
+pub fn external_dns_owner(value: &str) -> Option<ControllerOwner> {
+    let value = value.trim().trim_matches('"');
+    let fields: BTreeMap<&str, &str> = value
+        .split(',')
+        .filter_map(|pair| pair.split_once('='))
+        .collect();
+    if fields.get("heritage") != Some(&"external-dns") {
+        return None;
+    }
+    let said: Vec<String> = [
+        ("external-dns/owner", "owner"),
+        ("external-dns/resource", "resource"),
+    ]
+    .iter()
+    .filter_map(|(key, what)| fields.get(key).map(|v| format!("{what} {v}")))
+    .collect();
+    Some(ControllerOwner {
+        controller: "ExternalDNS",
+        owner: match said.is_empty() {
+            true => "a TXT registry record".to_owned(),
+            false => said.join(", "),
+        },
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,8 +233,69 @@ mod tests {
 
     #[test]
     fn ignoring_the_owner_takes_a_reason() {
-        let mut errors = Errors::default();
-        OwnerCheck { ignore: " ".into() }.validate("trafficTargets[0].alb", &mut errors);
-        assert_eq!(errors.paths(), ["trafficTargets[0].alb.owner.ignore"]);
+        let paths = |check: OwnerCheck, route53: bool| {
+            let mut errors = Errors::default();
+            check.validate("t", route53, &mut errors);
+            errors
+                .paths()
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+        };
+        let ignore = |r: &str| OwnerCheck {
+            ignore: Some(r.into()),
+            ..OwnerCheck::default()
+        };
+        assert_eq!(paths(ignore(" "), false), ["t.owner.ignore"]);
+        assert!(paths(ignore("the Ingress is gone"), false).is_empty());
+        assert_eq!(paths(OwnerCheck::default(), false), ["t.owner.ignore"]);
+        let prefix = OwnerCheck {
+            txt_prefix: Some("p-".into()),
+            ..OwnerCheck::default()
+        };
+        assert!(paths(prefix.clone(), true).is_empty());
+        assert_eq!(paths(prefix.clone(), false), ["t.owner"]);
+        let both = OwnerCheck {
+            txt_suffix: Some("-s".into()),
+            ..prefix
+        };
+        assert_eq!(paths(both, true), ["t.owner"]);
+    }
+
+    #[test]
+    fn external_dns_registry_names_and_values() {
+        assert_eq!(
+            external_dns_txt_names("App.Example.com.", "A", None, None),
+            [
+                "a-app.example.com.",
+                "cname-app.example.com.",
+                "app.example.com."
+            ]
+        );
+        assert_eq!(
+            external_dns_txt_names("www.example.com", "CNAME", Some("p-"), None),
+            ["p-cname-www.example.com.", "p-www.example.com."]
+        );
+        assert_eq!(
+            external_dns_txt_names("www.ex.com", "CNAME", None, Some("-.%{record_type}")),
+            ["www-.cname.ex.com.", "www-..ex.com."]
+        );
+        assert_eq!(
+            external_dns_txt_names("ex.com", "CNAME", Some("%{record_type}-abc-."), None),
+            ["cname-abc-.ex.com.", "-abc-.ex.com."]
+        );
+        let owner = external_dns_owner(
+            "\"heritage=external-dns,external-dns/owner=green-cluster,external-dns/resource=ingress/shop/web\"",
+        )
+        .unwrap();
+        assert_eq!(owner.controller, "ExternalDNS");
+        assert_eq!(
+            owner.owner,
+            "owner green-cluster, resource ingress/shop/web"
+        );
+        assert_eq!(
+            external_dns_owner("\"v=spf1 include:_spf.example.com ~all\""),
+            None
+        );
     }
 }

@@ -49,6 +49,12 @@ pub struct Route53Target {
     pub stable_set_identifier: String,
     /// `SetIdentifier` of the record pointing at the new cluster.
     pub canary_set_identifier: String,
+    /// Records ExternalDNS owns (its TXT registry records are beside them) are refused
+    /// (`TrafficOwnedByController`): it would put its weights back. `ignore` shifts them anyway;
+    /// `txtPrefix`/`txtSuffix` say where ExternalDNS keeps its registry records, when it runs
+    /// with `--txt-prefix`/`--txt-suffix`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<OwnerCheck>,
 }
 
 /// Record types Route 53 allows weighted routing for.
@@ -184,7 +190,7 @@ impl Route53Target {
 
 fn validate_alb(alb: &AlbTarget, path: &str, errors: &mut Errors) {
     if let Some(owner) = &alb.owner {
-        owner.validate(path, errors);
+        owner.validate(path, false, errors);
     }
     let listener = match parse_elb_arn(&alb.listener_arn, ElbResource::Listener) {
         Ok(l) => Some(l),
@@ -243,6 +249,9 @@ fn validate_alb(alb: &AlbTarget, path: &str, errors: &mut Errors) {
 }
 
 fn validate_route53(r53: &Route53Target, path: &str, errors: &mut Errors) {
+    if let Some(owner) = &r53.owner {
+        owner.validate(path, true, errors);
+    }
     let zone = &r53.hosted_zone_id;
     if let Some(bare) = zone.strip_prefix("/hostedzone/") {
         errors.push(

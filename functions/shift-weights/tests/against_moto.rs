@@ -500,6 +500,98 @@ async fn a_listener_or_rule_a_controller_manages_is_refused_unless_the_plan_says
     );
 }
 
+/// Weighted records ExternalDNS owns (its TXT registry record beside them, with the same set
+/// identifier) would have their weights put back: refused, unless the plan says why.
+#[tokio::test]
+async fn records_external_dns_owns_are_refused_unless_the_plan_says_why() {
+    use aws_sdk_route53::types::{
+        Change, ChangeAction, ChangeBatch, ResourceRecord, ResourceRecordSet, RrType,
+    };
+    let env = Env::start().await;
+    let registry = |name: &str, set: &str, owner: &str| {
+        let value = format!("\"heritage=external-dns,external-dns/owner={owner},external-dns/resource=ingress/shop/web\"");
+        Change::builder()
+            .action(ChangeAction::Create)
+            .resource_record_set(
+                ResourceRecordSet::builder()
+                    .name(name)
+                    .r#type(RrType::Txt)
+                    .ttl(300)
+                    .set_identifier(set)
+                    .weight(0)
+                    .resource_records(ResourceRecord::builder().value(value).build().unwrap())
+                    .build()
+                    .unwrap(),
+            )
+            .build()
+            .unwrap()
+    };
+    env.observer
+        .route53()
+        .change_resource_record_sets()
+        .hosted_zone_id(&env.world.zone_id)
+        .change_batch(
+            ChangeBatch::builder()
+                // The green cluster's ExternalDNS owns www's green record; app's registry entry
+                // is another set identifier's, and p-a-app only counts with that prefix.
+                .changes(registry("cname-www.example.com.", "green", "green-cluster"))
+                .changes(registry("a-app.example.com.", "purple", "purple-cluster"))
+                .changes(registry("p-a-app.example.com.", "blue", "blue-cluster"))
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .expect("TXT registry records");
+
+    let before = env.observer.snapshot(&env.world).await;
+    let www = env.record_target("www.example.com", "CNAME");
+    let err = env
+        .prepare(&plan(vec![www.clone()]))
+        .await
+        .expect_err("ExternalDNS's record");
+    assert_eq!(err.name().as_str(), "TrafficOwnedByController");
+    let text = err.to_string();
+    assert!(
+        text.contains("record `green` (its TXT registry record cname-www.example.com.) is managed by ExternalDNS (owner green-cluster, resource ingress/shop/web)"),
+        "{text}"
+    );
+    assert!(text.contains("owner.ignore"), "{text}");
+    env.prepare(&plan(vec![env.record_target("app.example.com", "A")]))
+        .await
+        .expect("another set identifier's registry entry");
+    let mut prefixed = env.record_target("app.example.com", "A");
+    prefixed["route53"]["owner"] = json!({"txtPrefix": "p-"});
+    let err = env
+        .prepare(&plan(vec![prefixed]))
+        .await
+        .expect_err("found with the prefix");
+    assert!(
+        err.to_string().contains(
+            "registry record p-a-app.example.com.) is managed by ExternalDNS (owner blue-cluster"
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        env.observer.snapshot(&env.world).await,
+        before,
+        "nothing moved"
+    );
+
+    let mut ignored = www;
+    ignored["route53"]["owner"] =
+        json!({"ignore": "ExternalDNS runs with --policy create-only here"});
+    let prepared = env
+        .prepare(&plan(vec![ignored]))
+        .await
+        .expect("owner ignored");
+    let notes = prepared["targets"][0]["notes"].to_string();
+    assert!(
+        notes.contains("shifted anyway: ExternalDNS runs with --policy create-only here"),
+        "{notes}"
+    );
+}
+
 /// Every bad input: the error name, the message, and moto exactly as before.
 #[tokio::test]
 async fn bad_inputs_fail_with_a_named_error_and_change_nothing() {

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use canary_aws::{
     AlbApi, AwsError, AwsErrorKind, ExecutionsApi, ForwardAction, ForwardRead, Route53Api,
-    TargetGroupInfo, TargetGroupWeight, WeightedRecord,
+    TargetGroupInfo, TargetGroupWeight, TxtRecord, WeightedRecord,
 };
 use canary_core::target_health::TargetState;
 use canary_core::NamedError;
@@ -144,6 +144,11 @@ impl Route53Api for FakeRoute53 {
 
     async fn health_check_reports(&self, _health_check_id: &str) -> Result<Vec<String>, AwsError> {
         Ok(self.canary_health.clone().unwrap_or_default())
+    }
+
+    /// No ExternalDNS here (over the wire: shift-weights `against_moto.rs`).
+    async fn txt_records(&self, _zone_id: &str, _name: &str) -> Result<Vec<TxtRecord>, AwsError> {
+        Ok(Vec::new())
     }
 }
 

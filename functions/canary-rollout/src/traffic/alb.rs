@@ -8,7 +8,9 @@ use canary_core::target_health::target_group_problem;
 use canary_core::{AlbTarget, WeightPair};
 use tracing::info;
 
-use super::{Detach, Health, Inspection, Located, Observed, Reading, Router, TrafficRouter};
+use super::{
+    controller_owns, Detach, Health, Inspection, Located, Observed, Reading, Router, TrafficRouter,
+};
 use crate::error::ShiftError;
 
 type AlbRouter<'a> = Router<'a, dyn AlbApi + 'a, AlbTarget>;
@@ -44,24 +46,15 @@ impl AlbRouter<'_> {
         let Some(owner) = alb_controller(&tags) else {
             return Ok(());
         };
-        if let Some(check) = &self.target.owner {
-            notes.push(format!(
-                "managed by {} ({}), shifted anyway: {}",
-                owner.controller, owner.owner, check.ignore
-            ));
-            return Ok(());
-        }
-        Err(ShiftError::TrafficOwnedByController {
-            path: self.located.label.clone(),
-            message: format!(
-                "the {what} is managed by {} ({}), which puts its own weights back on its next \
-                 reconcile, undoing a step or a rollback; nothing was written. Shift a listener \
-                 or rule created outside the clusters, with a TargetGroupBinding in each \
-                 (docs/traffic/alb.md), or set owner.ignore on this target to the reason the \
-                 controller will not reconcile it",
-                owner.controller, owner.owner
-            ),
-        })
+        controller_owns(
+            &self.located.label,
+            &format!("the {what}"),
+            owner,
+            "Shift a listener or rule created outside the clusters, with a TargetGroupBinding in \
+             each (docs/traffic/alb.md)",
+            self.target.owner.as_ref(),
+            notes,
+        )
     }
 
     /// Writes `weights` as the forward action's target groups, from `current` as read.

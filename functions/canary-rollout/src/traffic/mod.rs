@@ -9,6 +9,7 @@ mod route53;
 
 use async_trait::async_trait;
 use canary_aws::{AlbApi, AwsError, ExecutionsApi, ForwardAction, Route53Api};
+use canary_core::ownership::{ControllerOwner, OwnerCheck};
 use canary_core::{TrafficTarget, WeightPair};
 use tracing::info;
 
@@ -81,6 +82,35 @@ impl<Api: ?Sized, Target> Router<'_, Api, Target> {
     fn aws(&self, e: AwsError) -> ShiftError {
         ShiftError::aws(&self.located.label, e)
     }
+}
+
+/// A controller owns `what` (of the target `label`): refused, nothing written, naming the
+/// controller, its owner and the ways out — unless the plan's `owner.ignore` says why to go
+/// ahead, which then becomes a note.
+fn controller_owns(
+    label: &str,
+    what: &str,
+    owner: ControllerOwner,
+    shape: &str,
+    ignore: Option<&OwnerCheck>,
+    notes: &mut Vec<String>,
+) -> Result<(), ShiftError> {
+    if let Some(reason) = ignore.and_then(|o| o.ignore.as_ref()) {
+        notes.push(format!(
+            "{what} is managed by {} ({}), shifted anyway: {reason}",
+            owner.controller, owner.owner
+        ));
+        return Ok(());
+    }
+    Err(ShiftError::TrafficOwnedByController {
+        path: label.to_owned(),
+        message: format!(
+            "{what} is managed by {} ({}), which puts its own weights back, undoing a step or a \
+             rollback; nothing was written. {shape}, or set owner.ignore on this target to the \
+             reason the controller will not reconcile it",
+            owner.controller, owner.owner
+        ),
+    })
 }
 
 /// A target's weights as found in AWS.

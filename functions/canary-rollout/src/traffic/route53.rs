@@ -3,10 +3,13 @@
 
 use async_trait::async_trait;
 use canary_aws::{Route53Api, WeightedRecord};
+use canary_core::ownership::{external_dns_owner, external_dns_txt_names};
 use canary_core::target_health::health_check_problem;
 use canary_core::{Route53Target, WeightPair};
 
-use super::{Detach, Health, Inspection, Located, Observed, Reading, Router, TrafficRouter};
+use super::{
+    controller_owns, Detach, Health, Inspection, Located, Observed, Reading, Router, TrafficRouter,
+};
 use crate::error::ShiftError;
 
 type Route53Router<'a> = Router<'a, dyn Route53Api + 'a, Route53Target>;
@@ -35,6 +38,52 @@ impl Route53Router<'_> {
                     r53.fqdn()
                 ),
             })
+    }
+
+    /// Refuses records ExternalDNS owns: a TXT registry record of its, at one of the names its
+    /// registry uses, with the stable or the canary set identifier (or none). Unless the plan
+    /// says why to go ahead; that reason becomes a note.
+    async fn check_owner(&self, notes: &mut Vec<String>) -> Result<(), ShiftError> {
+        let r53 = self.target;
+        let owner = r53.owner.as_ref();
+        let names = external_dns_txt_names(
+            &r53.fqdn(),
+            r53.record_type.as_str(),
+            owner.and_then(|o| o.txt_prefix.as_deref()),
+            owner.and_then(|o| o.txt_suffix.as_deref()),
+        );
+        let ours = [&r53.stable_set_identifier, &r53.canary_set_identifier];
+        for name in names {
+            let txt = self
+                .api
+                .txt_records(&r53.hosted_zone_id, &name)
+                .await
+                .map_err(|e| self.aws(e))?;
+            for record in txt {
+                let set = record.set_identifier.as_ref();
+                if set.is_some_and(|id| !ours.contains(&id)) {
+                    continue; // another record's registry entry
+                }
+                let Some(found) = record.values.iter().find_map(|v| external_dns_owner(v)) else {
+                    continue;
+                };
+                let what = match set {
+                    Some(id) => format!("record `{id}` (its TXT registry record {name})"),
+                    None => format!("the record (its TXT registry record {name})"),
+                };
+                return controller_owns(
+                    &self.located.label,
+                    &what,
+                    found,
+                    "Weight records cluster-canary owns instead: weighted alias records of the \
+                     service name pointing at per-cluster names each cluster's ExternalDNS \
+                     manages (docs/traffic/route53.md)",
+                    owner,
+                    notes,
+                );
+            }
+        }
+        Ok(())
     }
 
     /// `TargetNotFound` when one of the plan's two records does not exist.
@@ -128,6 +177,7 @@ impl TrafficRouter for Route53Router<'_> {
                 (None, None) => {}
             }
         }
+        self.check_owner(&mut notes).await?;
         if let Some(ttl) = ttl_seconds.filter(|ttl| *ttl > shortest_bake_seconds) {
             return Err(ShiftError::TargetMisconfigured {
                 path: self.located.label.clone(),
