@@ -133,15 +133,7 @@ pub async fn check(
     let cloudwatch = SdkCloudWatch::new(config);
     let prometheus = HttpPrometheus::new(config);
     // As the function reads them: the Datadog keys' secret, and a replacement API URL.
-    let datadog = HttpDatadog::new(
-        config,
-        std::env::var("DATADOG_SECRET_ARN")
-            .ok()
-            .filter(|v| !v.is_empty()),
-        std::env::var("DATADOG_API_URL")
-            .ok()
-            .filter(|v| !v.is_empty()),
-    );
+    let datadog = HttpDatadog::from_env(config);
     let signals = SignalApis {
         cloudwatch: &cloudwatch,
         prometheus: &prometheus,

@@ -121,6 +121,14 @@ impl HttpDatadog {
         }
     }
 
+    /// As the function is configured: the keys' secret from `DATADOG_SECRET_ARN` (the template's
+    /// `DatadogSecretArn`), and `DATADOG_API_URL`, which replaces `https://api.<site>` (a test
+    /// server, a proxy). Unset or empty: none.
+    pub fn from_env(sdk: &SdkConfig) -> Self {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        HttpDatadog::new(sdk, var("DATADOG_SECRET_ARN"), var("DATADOG_API_URL"))
+    }
+
     async fn keys(&self) -> Result<Keys, DatadogError> {
         let secret_id = self
             .secret_id

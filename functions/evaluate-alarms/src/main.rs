@@ -17,17 +17,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         .map(|table| SdkAlarmWatches::new(&config, table));
     let executions = SdkExecutions::new(&config);
     let prometheus = HttpPrometheus::new(&config);
-    // The Datadog keys' secret (template parameter DatadogSecretArn); DATADOG_API_URL replaces
-    // `https://api.<site>` (a test server, a proxy).
-    let datadog = HttpDatadog::new(
-        &config,
-        std::env::var("DATADOG_SECRET_ARN")
-            .ok()
-            .filter(|v| !v.is_empty()),
-        std::env::var("DATADOG_API_URL")
-            .ok()
-            .filter(|v| !v.is_empty()),
-    );
+    let datadog = HttpDatadog::from_env(&config);
     let apis = Apis {
         cloudwatch: &cloudwatch,
         prometheus: &prometheus,
