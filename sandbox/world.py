@@ -46,6 +46,8 @@ def profile(listener, blue_tg, zone_id, record):
         "steps": [{"weight": 10}, {"weight": 50}, {"weight": 100}],
         "bake": {"seconds": 6, "checkIntervalSeconds": 2},
         "analysis": {"alarms": {"prefixes": ["web-green-"]}, "failureLimit": 1},
+        # Long enough for the sandbox's stand-in controllers (tests/e2e) to put weights back.
+        "rollback": {"settleSeconds": 4},
         "argocd": {"labels": {"fleet": "web"}, "minApps": 2, "appsTimeoutSeconds": 60},
     }
 

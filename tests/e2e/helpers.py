@@ -15,9 +15,10 @@ BASELINE = {"listener :80": (100, 0), "app.example.com.": (100, 0)}
 # A function's error: the cause ends with the error's message, not its JSON document.
 FAILED_BEFORE_TRAFFIC = ["FailedBeforeTrafficOutcome", "OutcomeDetail?", "ReadOutcomeDetail", "OutcomeEndsWithErrorMessage",
                          "NotifyRolloutFailed", "RolloutFailedEnd?", "FailedBeforeTraffic"]
-# How a rollback for a failed check ends, from the restore on.
+# How a rollback for a failed check ends, from the restore on: the restore, its events, and the look
+# after the settle period (nothing had moved).
 ROLLED_BACK_FOR_A_CHECK = ["Restore", "FailureDetail?", "EndWithDetail", "RolledBackBy?", "NotifyCheckFailed",
-                           "NotifyRolledBack", "RolledBack"]
+                           "NotifyRolledBack", "SettleAfterRestore", "LookAfterRestore", "Reverted?", "RolledBack"]
 EVENT_SCHEMAS = Path(__file__).resolve().parents[2] / "schema/events"
 PROMOTED = {"listener :80": (0, 100), "app.example.com.": (0, 100)}
 

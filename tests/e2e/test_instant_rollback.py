@@ -80,7 +80,7 @@ def test_an_alarm_rolls_back_at_once_only_the_rollout_watching_it():
         # No check of the 50 % step ran: the event, not the minute-later check, rolled it back.
         after_set = states_since_last(report, "SetWeights")
         assert "Evaluate" not in after_set, after_set
-        assert "AlarmFired" in after_set and after_set[-7:] == ROLLED_BACK_FOR_A_CHECK
+        assert "AlarmFired" in after_set and after_set[-len(ROLLED_BACK_FOR_A_CHECK):] == ROLLED_BACK_FOR_A_CHECK
         assert report.weights["listener :80"] == BASELINE["listener :80"]
         assert event_types(report)[-2:] == ["Check Failed", "Rolled Back"]
         assert [p[1]["Cause"] for p in report.metrics if p[0] == "Rollbacks"] == ["CheckFailed"]

@@ -304,10 +304,80 @@ fn the_alarm_watches_fail_only_with_the_checks_error() {
         routed,
         [
             ("BakePassed".to_owned(), "NextStep".to_owned()),
+            (
+                "WeightsChangedExternally".to_owned(),
+                "MovedUnderCheckOutcome".to_owned()
+            ),
             ("CheckFailed".to_owned(), "DescribeCheckFailure".to_owned()),
             ("States.ALL".to_owned(), "DescribeTaskFailure".to_owned()),
         ]
     );
+}
+
+/// Every check (a bake's, an approval wait's) reads where traffic is before it judges: a target
+/// not where the rollout last set it stops the rollout as a foreign change at SetWeights does.
+#[test]
+fn every_check_looks_at_where_traffic_is() {
+    let asl = definition();
+    for check in ["Evaluate", "WatchEvaluate"] {
+        let payload = &state_named(&asl, check)["Parameters"]["Payload"];
+        assert_eq!(payload["expected.$"], "$.lastSet.weights", "{check}");
+    }
+    let foreign = |state: &str| -> Vec<String> {
+        states(&asl)[state]["Catch"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["ErrorEquals"] == serde_json::json!(["WeightsChangedExternally"]))
+            .map(|c| c["Next"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(foreign("SetWeights"), ["StoppedByForeignChangeOutcome"]);
+    for parallel in ["Bake", "AwaitApproval"] {
+        assert_eq!(foreign(parallel), ["MovedUnderCheckOutcome"], "{parallel}");
+    }
+    let (at_set, at_check) = (
+        &states(&asl)["StoppedByForeignChangeOutcome"]["Parameters"],
+        &states(&asl)["MovedUnderCheckOutcome"]["Parameters"],
+    );
+    assert_eq!(at_set["End"], at_check["End"], "the same settled end");
+    assert_eq!(at_set["Error"], at_check["Error"]);
+}
+
+/// After the rollback's restore and its events: wait the settle period, look again, and say so
+/// when the baseline had been undone. A failed look is a failed rollback (the safety net then
+/// tries again), never a quiet end.
+#[test]
+fn a_rollback_looks_again_after_its_settle_period() {
+    let asl = definition();
+    let s = states(&asl);
+    assert_eq!(s["NotifyRolledBack"]["Next"], "SettleAfterRestore");
+    assert_eq!(
+        s["NotifyRolledBack"]["Catch"][0]["Next"],
+        "SettleAfterRestore"
+    );
+    assert_eq!(
+        s["SettleAfterRestore"]["SecondsPath"],
+        "$.prepared.settleSeconds"
+    );
+    assert_eq!(
+        s["PrepareTraffic"]["ResultSelector"]["settleSeconds.$"],
+        "$.Payload.settleSeconds"
+    );
+    let look = &s["LookAfterRestore"];
+    assert_eq!(look["Parameters"]["Payload"]["operation"], "lookAgain");
+    assert_eq!(
+        look["Retry"], s["Restore"]["Retry"],
+        "retried as hard as the restore"
+    );
+    assert_eq!(look["Catch"][0]["Next"], "RollbackFailedOutcome");
+    assert_eq!(look["Next"], "Reverted?");
+    assert_eq!(
+        s["Reverted?"]["Choices"][0]["Next"],
+        "NotifyRollbackReverted"
+    );
+    assert_eq!(s["Reverted?"]["Default"], "RolledBack");
+    assert_eq!(s["NotifyRollbackReverted"]["Next"], "RolledBack");
 }
 
 #[test]

@@ -33,6 +33,10 @@ pub enum Metric {
     Rollbacks,
     /// From the failing check (or failed step) to every target read back at the baseline.
     RollbackSeconds,
+    /// 1 when the look after a rollback's settle period found a target moved away from the
+    /// baseline again (a controller put weights back) and re-asserted it. Also emitted without
+    /// dimensions, for the template's `RollbackRevertedAlarm`.
+    RollbacksReverted,
 }
 
 impl Metric {
@@ -47,7 +51,8 @@ impl Metric {
             Metric::ChecksPassed
             | Metric::ChecksFailed
             | Metric::ChecksInconclusive
-            | Metric::Rollbacks => "Count",
+            | Metric::Rollbacks
+            | Metric::RollbacksReverted => "Count",
             Metric::LatencySeconds | Metric::RollbackSeconds => "Seconds",
             Metric::MetricValue => "None",
         }
@@ -62,8 +67,14 @@ impl Metric {
             Metric::ErrorRatePercent | Metric::LatencySeconds => &["Cluster", "Target", "Side"],
             Metric::MetricValue => &["Cluster", "Check"],
             Metric::Rollbacks => &["Cluster", "Cause"],
-            Metric::RollbackSeconds => &["Cluster"],
+            Metric::RollbackSeconds | Metric::RollbacksReverted => &["Cluster"],
         }
+    }
+
+    /// Metrics an alarm of the template watches across every cluster: emitted with an empty
+    /// dimension set too (an alarm cannot SEARCH).
+    fn also_stack_wide(self) -> bool {
+        matches!(self, Metric::RollbacksReverted)
     }
 }
 
@@ -144,6 +155,10 @@ impl Point {
         Point::new(Metric::Rollbacks, values, 1.0)
     }
 
+    pub fn rollback_reverted(cluster: &str) -> Self {
+        Point::new(Metric::RollbacksReverted, vec![cluster.to_owned()], 1.0)
+    }
+
     pub fn rollback_seconds(cluster: &str, seconds: f64) -> Self {
         Point::new(Metric::RollbackSeconds, vec![cluster.to_owned()], seconds)
     }
@@ -156,6 +171,11 @@ impl Point {
     /// metric with its unit, then each dimension and the metric as top-level members.
     pub fn to_emf(&self, timestamp_ms: u64) -> Value {
         let metric = self.metric;
+        let dimension_sets = if metric.also_stack_wide() {
+            json!([metric.dimensions(), []])
+        } else {
+            json!([metric.dimensions()])
+        };
         let mut document = Map::new();
         document.insert(
             "_aws".to_owned(),
@@ -163,7 +183,7 @@ impl Point {
                 "Timestamp": timestamp_ms,
                 "CloudWatchMetrics": [{
                     "Namespace": NAMESPACE,
-                    "Dimensions": [metric.dimensions()],
+                    "Dimensions": dimension_sets,
                     "Metrics": [{"Name": metric.name(), "Unit": metric.unit()}],
                 }],
             }),
@@ -225,6 +245,7 @@ mod tests {
             Point::metric_value("r/c", "checkout p99", 0.4),
             Point::rollback("r/c", "CheckFailed"),
             Point::rollback_seconds("r/c", 1.5),
+            Point::rollback_reverted("r/c"),
         ]
         .into_iter()
         .chain(Point::check_result("r/c", false, true));
@@ -238,6 +259,12 @@ mod tests {
                 assert!(document[*dimension].is_string(), "{document}");
             }
             assert!(document[metric.name()].is_number(), "{document}");
+            // An alarm watches the stack-wide series: it has no dimension at all.
+            let stack_wide = metric == Metric::RollbacksReverted;
+            assert_eq!(
+                declared["Dimensions"].get(1) == Some(&json!([])),
+                stack_wide
+            );
             let units = ["Percent", "Count", "Seconds", "None"];
             assert!(units.contains(&declared["Metrics"][0]["Unit"].as_str().unwrap()));
             seen.push(metric);

@@ -643,6 +643,18 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             "steps[3] sets its own bakeSeconds: set one of the two",
         ),
         (
+            "a settle period longer than the safety net can wait",
+            Box::new(|p| set(p, "/rollback", json!({"settleSeconds": 300}))),
+            "rollback.settleSeconds",
+            "must be from 0 to 240 seconds (the safety net waits it inside one Lambda invocation), got 300",
+        ),
+        (
+            "a negative settle period",
+            Box::new(|p| set(p, "/rollback", json!({"settleSeconds": -1}))),
+            "rollback.settleSeconds",
+            "must be from 0 to 240 seconds",
+        ),
+        (
             "retiring the new cluster itself",
             Box::new(|p| {
                 set(

@@ -87,6 +87,10 @@ pub enum AnalysisError {
         function: String,
         reason: String,
     },
+    /// A check's look at the traffic targets: `WeightsChangedExternally` when one is not
+    /// where the rollout last set it, or the error reading it.
+    #[error("{0}")]
+    Traffic(#[from] ShiftError),
     /// A CloudWatch (or Lambda, for hooks) failure. Never a pass: the state machine retries transient ones and rolls
     /// back when they persist.
     #[error("{0}")]
@@ -104,6 +108,7 @@ impl NamedError for AnalysisError {
             AnalysisError::MetricsProvider { name, .. } => *name,
             AnalysisError::AlarmNotFound { .. } => ErrorName::AlarmNotFound,
             AnalysisError::HookFailed { .. } => ErrorName::HookFailed,
+            AnalysisError::Traffic(e) => e.name(),
             AnalysisError::Aws(e) => e.error_name(),
         }
     }

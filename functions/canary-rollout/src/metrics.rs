@@ -32,6 +32,11 @@ pub fn rollback(plan: &RolloutPlan, cause: &str, failed_at: Option<&str>, now: S
     );
 }
 
+/// The look after a rollback's settle period found the baseline undone and put it back.
+pub fn rollback_reverted(plan: &RolloutPlan) {
+    emit_metrics([Point::rollback_reverted(&cluster(plan))]);
+}
+
 /// An RFC 3339 UTC time as Step Functions writes it (`2026-11-22T10:03:00.192Z`), or with the
 /// offset spelled `+00:00` (as some emulators do).
 pub(crate) fn utc_time(text: &str) -> Option<SystemTime> {

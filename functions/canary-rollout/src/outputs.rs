@@ -20,6 +20,9 @@ pub struct PrepareOutput {
     pub baseline: Vec<TargetWeights>,
     /// The plan's steps with bake settings resolved, for the state machine to iterate.
     pub steps: Vec<ResolvedStep>,
+    /// How long after a restore the rollout looks at its targets again (`rollback.settleSeconds`
+    /// or its default), for the state machine's wait.
+    pub settle_seconds: i64,
     pub targets: Vec<TargetReport>,
 }
 
@@ -63,6 +66,19 @@ pub struct RestoreOutput {
     pub note: String,
 }
 
+/// The look after a restore's settle period.
+#[derive(Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct LookAgainOutput {
+    /// A target had moved away from the baseline since the restore, and was put back.
+    pub reverted: bool,
+    /// Which targets, and what they were found at (`<target> was 50/50; …`); empty when
+    /// nothing moved. Bounded.
+    pub found: String,
+    /// The weights read back: every target at the baseline.
+    pub weights: Vec<TargetWeights>,
+}
+
 #[derive(Debug, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct TargetHealthOutput {
@@ -103,6 +119,9 @@ pub struct SafetyNetOutput {
     pub reason: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub restore: Option<RestoreOutput>,
+    /// After a restore, the look once the plan's settle period passed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub look_again: Option<LookAgainOutput>,
 }
 
 #[derive(Debug, Serialize, PartialEq)]

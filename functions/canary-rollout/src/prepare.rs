@@ -48,6 +48,7 @@ pub async fn prepare(
     Ok(PrepareOutput {
         baseline,
         steps: steps.clone(),
+        settle_seconds: canary_core::plan::settle_seconds(plan.rollback.as_ref()),
         targets: checked.into_iter().map(|c| c.report).collect(),
     })
 }

@@ -12,7 +12,7 @@ use std::time::SystemTime;
 
 use crate::error::ShiftError;
 use crate::metrics;
-use crate::outputs::{RestoreOutput, UnexpectedWeights};
+use crate::outputs::{LookAgainOutput, RestoreOutput, UnexpectedWeights};
 use crate::set::per_target;
 use crate::traffic::{self, routers, Apis, Observed};
 
@@ -108,17 +108,52 @@ pub async fn restore(
     }
 }
 
+/// The look after a restore's settle period (`rollback.settleSeconds`): a controller that owns
+/// a weight (ExternalDNS, the Load Balancer Controller) may have put the canary's weights back
+/// since. Every target away from the baseline is put back again (a restore that expects the
+/// baseline, so each is reported) and the `RollbacksReverted` metric raised; the state machine
+/// then sends the Rollback Reverted event.
+pub async fn look_again(
+    apis: &Apis<'_>,
+    plan: &RolloutPlan,
+    baseline: &[TargetWeights],
+) -> Result<LookAgainOutput, ShiftError> {
+    let restored = restore(apis, plan, baseline, Some(baseline)).await?;
+    if restored.unexpected.is_empty() {
+        info!("the baseline held through the settle period");
+        return Ok(LookAgainOutput {
+            reverted: false,
+            found: String::new(),
+            weights: restored.weights,
+        });
+    }
+    let found = moved_away(&restored.unexpected);
+    error!(%found, "after the rollback, something put weights back; the baseline is re-asserted");
+    metrics::weights(plan, &restored.weights);
+    metrics::rollback_reverted(plan);
+    Ok(LookAgainOutput {
+        reverted: true,
+        found,
+        weights: restored.weights,
+    })
+}
+
+/// Which targets a look found away from the baseline, and at what. Bounded.
+fn moved_away(unexpected: &[UnexpectedWeights]) -> String {
+    let lines: Vec<String> = unexpected
+        .iter()
+        .map(|u| format!("{} was {}", u.target, u.found))
+        .collect();
+    join_bounded(&lines, "; ", MAX_TARGETS, MAX_REASON_BYTES)
+}
+
 /// What the execution's cause says of foreign changes the restore overwrote.
 fn overwritten_note(unexpected: &[UnexpectedWeights]) -> String {
     if unexpected.is_empty() {
         return String::new();
     }
-    let lines: Vec<String> = unexpected
-        .iter()
-        .map(|u| format!("{} was {}", u.target, u.found))
-        .collect();
     format!(
         ". It overwrote weights changed outside this rollout: {}",
-        join_bounded(&lines, "; ", MAX_TARGETS, MAX_REASON_BYTES)
+        moved_away(unexpected)
     )
 }

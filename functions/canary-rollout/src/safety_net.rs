@@ -10,15 +10,17 @@
 //! deliberately untouched; a restore is idempotent, so a duplicate delivery rewrites nothing.
 
 use canary_aws::ExecutionHistory;
+use canary_core::plan::{settle_seconds, MAX_SETTLE_SECONDS};
 use canary_core::state::{ExecutionState, PREPARE_STATE, SETTLED_ENDS, SET_STATE};
 use canary_core::{RolloutPlan, TargetWeights};
 use serde_json::Value;
+use std::time::Duration;
 use tracing::{info, warn};
 
 use crate::error::ShiftError;
 use crate::outputs::SafetyNetOutput;
 use crate::prepare::refuse_concurrent_rollout;
-use crate::restore::{record, restore, Rollback};
+use crate::restore::{look_again, record, restore, Rollback};
 use crate::traffic::Apis;
 
 /// What the safety net does about one ended execution.
@@ -113,6 +115,7 @@ pub async fn safety_net(
             restored: false,
             reason,
             restore: None,
+            look_again: None,
         })
     };
     let (baseline, expected, why) = match assess(status, &history) {
@@ -158,11 +161,34 @@ pub async fn safety_net(
     };
     let restored = restore(apis, &plan, &baseline, expected.as_deref()).await?;
     record(&plan, &restored, &why_metric);
+    // The execution's own look after a restore cannot run (it has ended): this invocation
+    // waits the settle period itself, within the function's timeout (MAX_SETTLE_SECONDS).
+    let settle = settle_seconds(plan.rollback.as_ref()).clamp(0, MAX_SETTLE_SECONDS);
+    info!(
+        execution_arn,
+        settle_seconds = settle,
+        "safety net: looking again after the settle period"
+    );
+    tokio::time::sleep(Duration::from_secs(settle.unsigned_abs())).await;
+    let looked = look_again(apis, &plan, &baseline).await?;
+    let reverted = if looked.reverted {
+        format!(
+            "; after {settle} s something had put weights back ({}), and the baseline was \
+             re-asserted (RollbacksReverted)",
+            looked.found
+        )
+    } else {
+        String::new()
+    };
     Ok(SafetyNetOutput {
         execution_arn: execution_arn.to_owned(),
         restored: true,
-        reason: format!("{why}: traffic restored to the baseline{}", restored.note),
+        reason: format!(
+            "{why}: traffic restored to the baseline{}{reverted}",
+            restored.note
+        ),
         restore: Some(restored),
+        look_again: Some(looked),
     })
 }
 

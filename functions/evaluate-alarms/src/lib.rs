@@ -3,7 +3,10 @@
 //! - `validate` (at Prepare, before any traffic moves): every signal source of the plan can be
 //!   evaluated (alarms exist, CloudWatch accepts the metric queries).
 //! - `evaluate` (every check interval of a bake): collect every source's outcomes, judge them
-//!   with `canary_core::analysis::decide`, and say whether to roll back.
+//!   with `canary_core::analysis::decide`, and say whether to roll back; unless it rolls back,
+//!   look at where traffic is (every target still at the weights this rollout last set, or
+//!   `WeightsChangedExternally`: a controller or a person moved it, and the verdict would be
+//!   about traffic that is not where the rollout says).
 //! - `hooks` (before traffic, after each step, before promotion): run the plan's hook
 //!   functions at that point (see `canary_rollout::hooks`).
 //! - `boundRejection`: an approver's rejection, cut before it reaches the state.
@@ -25,14 +28,16 @@ use canary_core::analysis::BakeProgress;
 use canary_core::approval::Rejection;
 use canary_core::hooks::HookPoint;
 use canary_core::input::parse_input;
-use canary_core::RolloutPlan;
+use canary_core::{RolloutPlan, TargetWeights};
 use canary_rollout::signals::SignalApis;
-use canary_rollout::{alarm_watch, hooks};
+use canary_rollout::{alarm_watch, hooks, set};
 use serde::Deserialize;
 use serde_json::Value;
 use tracing::info;
 
 pub use canary_rollout::analysis::{evaluate, validate, AnalysisError, ValidateOutput};
+/// The traffic APIs a check reads the targets' weights through.
+pub use canary_rollout::Apis as TrafficApis;
 
 #[derive(Debug, Deserialize)]
 #[serde(tag = "operation", rename_all = "camelCase", deny_unknown_fields)]
@@ -44,6 +49,11 @@ pub enum Request {
         plan: Value,
         #[serde(default)]
         progress: BakeProgress,
+        /// The weights this rollout last set (`$.lastSet.weights`): the check reads every
+        /// target first. The state machine always sends it; without it (tests of the signals
+        /// alone) the check judges the signals only.
+        #[serde(default)]
+        expected: Option<Vec<TargetWeights>>,
     },
     #[serde(rename_all = "camelCase")]
     AwaitApproval {
@@ -84,6 +94,8 @@ pub enum Request {
 
 /// The AWS APIs the function uses.
 pub struct Apis<'a> {
+    /// Where every check reads the targets' weights (reads only).
+    pub traffic: TrafficApis<'a>,
     pub cloudwatch: &'a dyn CloudWatchApi,
     pub prometheus: &'a dyn PrometheusApi,
     pub datadog: &'a dyn DatadogApi,
@@ -123,9 +135,21 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
             let plan = RolloutPlan::parse(plan)?.plan;
             serde_json::to_value(validate(&signals, &plan).await?)
         }
-        Request::Evaluate { plan, progress } => {
-            let plan = RolloutPlan::parse(plan)?.plan;
-            serde_json::to_value(evaluate(&signals, &plan, progress, SystemTime::now()).await?)
+        Request::Evaluate {
+            plan,
+            progress,
+            expected,
+        } => {
+            let valid = RolloutPlan::parse(plan)?;
+            let decision = evaluate(&signals, &valid.plan, progress, SystemTime::now()).await?;
+            // A check that rolls back restores the baseline whatever the targets read (the
+            // restore reports a foreign change it overwrites). Any other verdict is about
+            // traffic that must be where the rollout set it: a target elsewhere is
+            // WeightsChangedExternally, which stops the rollout as at SetWeights. Reads only.
+            if let Some(expected) = expected.filter(|_| !decision.rollback) {
+                set::verify(&apis.traffic, &valid, &expected).await?;
+            }
+            serde_json::to_value(decision)
         }
         Request::AwaitApproval {
             task_token,

@@ -1,11 +1,12 @@
 //! Lambda entry point: build the clients once (no network call), then serve.
 
+use canary_aws::route53::InSyncWait;
 use canary_aws::{
-    load_sdk_config, AlarmWatchStore, HttpDatadog, HttpPrometheus, SdkAlarmWatches, SdkCloudWatch,
-    SdkExecutions, SdkFunctions,
+    load_sdk_config, AlarmWatchStore, HttpDatadog, HttpPrometheus, SdkAlarmWatches, SdkAlb,
+    SdkCloudWatch, SdkExecutions, SdkFunctions, SdkRoute53,
 };
 use canary_lambda::{logging, serve};
-use evaluate_alarms::{handle, Apis};
+use evaluate_alarms::{handle, Apis, TrafficApis};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
@@ -18,7 +19,16 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let executions = SdkExecutions::new(&config);
     let prometheus = HttpPrometheus::new(&config);
     let datadog = HttpDatadog::from_env(&config);
+    let (alb, route53) = (
+        SdkAlb::new(&config),
+        SdkRoute53::new(&config, InSyncWait::default()),
+    );
     let apis = Apis {
+        traffic: TrafficApis {
+            alb: &alb,
+            route53: &route53,
+            executions: &executions,
+        },
         cloudwatch: &cloudwatch,
         prometheus: &prometheus,
         datadog: &datadog,

@@ -4,11 +4,13 @@
 //! moto through the real SDK: `validate` at Prepare and `evaluate` at a check, through `handle`.
 
 use aws_sdk_secretsmanager as secretsmanager;
+use canary_aws::route53::InSyncWait;
 use canary_aws::{HttpDatadog, HttpPrometheus, SdkCloudWatch, SdkExecutions, SdkFunctions};
+use canary_aws::{SdkAlb, SdkRoute53};
 use canary_core::NamedError;
 use cluster_canary_tests::datadog::DatadogServer;
 use cluster_canary_tests::Moto;
-use evaluate_alarms::{handle, AnalysisError, Apis};
+use evaluate_alarms::{handle, AnalysisError, Apis, TrafficApis};
 use serde_json::{json, Value};
 
 const API_KEY: &str = "dd-api-key-for-tests-0123456789abcdef";
@@ -22,6 +24,8 @@ struct Env {
     datadog: HttpDatadog,
     functions: SdkFunctions,
     executions: SdkExecutions,
+    alb: SdkAlb,
+    route53: SdkRoute53,
 }
 
 impl Env {
@@ -50,12 +54,19 @@ impl Env {
             datadog: HttpDatadog::new(&config, secret_arn, Some(server.url.clone())),
             functions: SdkFunctions::new(&config),
             executions: SdkExecutions::new(&config),
+            alb: SdkAlb::new(&config),
+            route53: SdkRoute53::new(&config, InSyncWait::default()),
             _moto: moto,
         }
     }
 
     fn apis(&self) -> Apis<'_> {
         Apis {
+            traffic: TrafficApis {
+                alb: &self.alb,
+                route53: &self.route53,
+                executions: &self.executions,
+            },
             cloudwatch: &self.cloudwatch,
             prometheus: &self.prometheus,
             datadog: &self.datadog,

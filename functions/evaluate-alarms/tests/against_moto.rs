@@ -8,13 +8,15 @@
 use std::time::{Duration, SystemTime};
 
 use aws_sdk_cloudwatch as cloudwatch;
+use canary_aws::route53::InSyncWait;
 use canary_aws::{
     HttpDatadog, HttpPrometheus, SdkAlarmWatches, SdkCloudWatch, SdkExecutions, SdkFunctions,
 };
+use canary_aws::{SdkAlb, SdkRoute53};
 use canary_core::NamedError;
 use cloudwatch::types::{ComparisonOperator, Dimension, MetricDatum, StateValue, Statistic};
 use cluster_canary_tests::{Moto, World};
-use evaluate_alarms::{handle, AnalysisError, Apis};
+use evaluate_alarms::{handle, AnalysisError, Apis, TrafficApis};
 use serde_json::{json, Value};
 
 struct Env {
@@ -27,6 +29,8 @@ struct Env {
     functions: SdkFunctions,
     watches: SdkAlarmWatches,
     executions: SdkExecutions,
+    alb: SdkAlb,
+    route53: SdkRoute53,
     dynamodb: aws_sdk_dynamodb::Client,
 }
 
@@ -47,12 +51,19 @@ impl Env {
             functions: SdkFunctions::new(&config),
             watches: SdkAlarmWatches::new(&config, WATCH_TABLE),
             executions: SdkExecutions::new(&config),
+            alb: SdkAlb::new(&config),
+            route53: SdkRoute53::new(&config, InSyncWait::default()),
             dynamodb: aws_sdk_dynamodb::Client::new(&config),
         }
     }
 
     fn apis(&self) -> Apis<'_> {
         Apis {
+            traffic: TrafficApis {
+                alb: &self.alb,
+                route53: &self.route53,
+                executions: &self.executions,
+            },
             cloudwatch: &self.function,
             prometheus: &self.prometheus,
             datadog: &self.datadog,
@@ -662,4 +673,58 @@ async fn an_alarm_event_for_a_rollout_no_longer_waiting_changes_nothing_and_drop
     .expect_err("refused");
     assert_eq!(bad.name().as_str(), "InvalidInput");
     assert!(bad.to_string().contains("not a UTC time"), "{bad}");
+}
+
+/// Every check reads where traffic is: a listener a controller (or a person) put back under the
+/// bake is `WeightsChangedExternally`, named, at that check, not a pass on traffic that is not
+/// where the rollout says.
+#[tokio::test]
+async fn a_check_whose_target_moved_stops_the_rollout_at_that_check() {
+    let env = Env::start().await;
+    let config = env.moto.as_ref().expect("moto").sdk_config().await;
+    let observer = cluster_canary_tests::Observer::new(&config);
+    let weights = observer.listener_weights(&env.world.listener).await;
+    let weight_of = |arn: &str| {
+        weights
+            .iter()
+            .find(|(tg, _)| tg == arn)
+            .map_or(0, |(_, w)| *w)
+    };
+    let (blue, green) = (weight_of(&env.world.blue), weight_of(&env.world.green));
+    let check = |stable: i32, canary: i32| {
+        let plan = env.plan(json!({"alarms": {"names": ["api-5xx"]}}));
+        let expected = json!([{"target": env.world.listener, "stable": stable, "canary": canary}]);
+        let apis = env.apis();
+        async move {
+            handle(
+                &apis,
+                json!({"operation": "evaluate", "plan": plan, "progress": {}, "expected": expected}),
+            )
+            .await
+        }
+    };
+    env.alarm("api-5xx").await;
+
+    let where_it_was_set = check(blue, green).await.expect("traffic where it was set");
+    assert_eq!(where_it_was_set["verdict"], "pass", "{where_it_was_set}");
+
+    let moved = check(50, 50)
+        .await
+        .expect_err("the listener is not at 50/50");
+    assert_eq!(moved.name().as_str(), "WeightsChangedExternally");
+    let message = moved.to_string();
+    assert!(message.contains(&env.world.listener), "{message}");
+    assert!(
+        message.contains(&format!(
+            "found stable {blue} / canary {green}, this rollout last set stable 50 / canary 50"
+        )),
+        "{message}"
+    );
+
+    // A check that rolls back does so wherever traffic is: the restore puts the baseline back
+    // (and reports what it overwrote); stopping would leave a failing canary its traffic.
+    env.set_state("api-5xx", StateValue::Alarm, "Threshold Crossed")
+        .await;
+    let failing = check(50, 50).await.expect("a rollback verdict");
+    assert_eq!(failing["rollback"], true, "{failing}");
 }

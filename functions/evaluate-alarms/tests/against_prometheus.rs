@@ -9,10 +9,12 @@ use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use canary_aws::route53::InSyncWait;
 use canary_aws::{HttpDatadog, HttpPrometheus, SdkCloudWatch, SdkExecutions, SdkFunctions};
+use canary_aws::{SdkAlb, SdkRoute53};
 use canary_core::NamedError;
 use cluster_canary_tests::prometheus::PrometheusServer;
-use evaluate_alarms::{handle, AnalysisError, Apis};
+use evaluate_alarms::{handle, AnalysisError, Apis, TrafficApis};
 use serde_json::{json, Value};
 
 struct Env {
@@ -21,6 +23,8 @@ struct Env {
     datadog: HttpDatadog,
     functions: SdkFunctions,
     executions: SdkExecutions,
+    alb: SdkAlb,
+    route53: SdkRoute53,
 }
 
 impl Env {
@@ -39,11 +43,18 @@ impl Env {
             datadog: HttpDatadog::new(&config, None, None),
             functions: SdkFunctions::new(&config),
             executions: SdkExecutions::new(&config),
+            alb: SdkAlb::new(&config),
+            route53: SdkRoute53::new(&config, InSyncWait::default()),
         }
     }
 
     fn apis(&self) -> Apis<'_> {
         Apis {
+            traffic: TrafficApis {
+                alb: &self.alb,
+                route53: &self.route53,
+                executions: &self.executions,
+            },
             cloudwatch: &self.cloudwatch,
             prometheus: &self.prometheus,
             datadog: &self.datadog,

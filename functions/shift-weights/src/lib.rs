@@ -43,6 +43,12 @@ pub enum Request {
         #[serde(default)]
         failed_at: Option<String>,
     },
+    /// After a rollback's settle period: every target must still be at `baseline`; one that
+    /// is not (a controller put weights back) is restored again and reported (`reverted`).
+    LookAgain {
+        plan: Value,
+        baseline: Vec<TargetWeights>,
+    },
     /// After promotion: take the stable target group out of every ALB forward action, if
     /// every target is still at `expected` (what promotion left).
     Detach {
@@ -101,6 +107,9 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, ShiftError> 
             let restored = restore::restore(apis, &plan, &baseline, expected.as_deref()).await?;
             restore::record(&plan, &restored, &why);
             to_json(restored)
+        }
+        Request::LookAgain { plan, baseline } => {
+            to_json(restore::look_again(apis, &RolloutPlan::parse(plan)?.plan, &baseline).await?)
         }
         Request::Detach { plan, expected } => {
             to_json(retire::detach(apis, &RolloutPlan::parse(plan)?.plan, &expected).await?)

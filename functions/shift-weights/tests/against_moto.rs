@@ -126,6 +126,40 @@ impl Env {
     }
 }
 
+impl Env {
+    /// Someone else (a person, the AWS Load Balancer Controller) sets the rule's weights.
+    async fn foreign_rule_weights(&self, blue: i32, green: i32) {
+        use aws_sdk_elasticloadbalancingv2::types::{
+            Action, ActionTypeEnum, ForwardActionConfig, TargetGroupTuple,
+        };
+        let w = &self.world;
+        let tuples = [(w.blue.as_str(), blue), (w.green.as_str(), green)]
+            .map(|(arn, weight)| {
+                TargetGroupTuple::builder()
+                    .target_group_arn(arn)
+                    .weight(weight)
+                    .build()
+            })
+            .to_vec();
+        let forward = ForwardActionConfig::builder()
+            .set_target_groups(Some(tuples))
+            .build();
+        self.observer
+            .elbv2()
+            .modify_rule()
+            .rule_arn(&w.rule)
+            .actions(
+                Action::builder()
+                    .r#type(ActionTypeEnum::Forward)
+                    .forward_config(forward)
+                    .build(),
+            )
+            .send()
+            .await
+            .expect("foreign change");
+    }
+}
+
 fn tg_name(world: &World, arn: &str) -> String {
     [
         ("blue", &world.blue),
@@ -281,31 +315,7 @@ async fn a_foreign_weight_change_stops_set_and_nothing_is_written() {
 
     // Someone else (a person, the AWS Load Balancer Controller) moves the rule to 70/30.
     let w = &env.world;
-    let tuples = [(w.blue.as_str(), 70), (w.green.as_str(), 30)]
-        .map(|(arn, weight)| {
-            aws_sdk_elasticloadbalancingv2::types::TargetGroupTuple::builder()
-                .target_group_arn(arn)
-                .weight(weight)
-                .build()
-        })
-        .to_vec();
-    env.observer
-        .elbv2()
-        .modify_rule()
-        .rule_arn(&w.rule)
-        .actions(
-            aws_sdk_elasticloadbalancingv2::types::Action::builder()
-                .r#type(aws_sdk_elasticloadbalancingv2::types::ActionTypeEnum::Forward)
-                .forward_config(
-                    aws_sdk_elasticloadbalancingv2::types::ForwardActionConfig::builder()
-                        .set_target_groups(Some(tuples))
-                        .build(),
-                )
-                .build(),
-        )
-        .send()
-        .await
-        .expect("foreign change");
+    env.foreign_rule_weights(70, 30).await;
     let before = env.observer.snapshot(&env.world).await;
 
     let err = env
@@ -369,6 +379,47 @@ async fn restore_is_idempotent_and_works_without_expected_weights() {
     assert_eq!(first, second);
     assert_eq!(env.observer.snapshot(&env.world).await, snapshot);
     assert_eq!(env.weights().await, at(100, 0));
+}
+
+/// After a rollback, a controller puts the canary's weights back: the look after the settle
+/// period finds it, puts the baseline back, and says which target was where; a second look
+/// finds nothing and writes nothing.
+#[tokio::test]
+async fn the_look_after_a_rollback_re_asserts_a_baseline_a_controller_undid() {
+    let env = Env::start().await;
+    let mut plan = plan(env.all_targets());
+    plan["rollback"] = json!({"settleSeconds": 5});
+    let prepared = env.prepare(&plan).await.expect("prepare");
+    assert_eq!(prepared["settleSeconds"], 5);
+    let baseline = prepared["baseline"].clone();
+    let at_50 = env.set(&plan, 50, &baseline).await.expect("set 50")["weights"].clone();
+    env.call(
+        json!({"operation": "restore", "plan": plan, "baseline": baseline, "expected": at_50}),
+    )
+    .await
+    .expect("restore");
+    env.foreign_rule_weights(50, 50).await;
+
+    let look = json!({"operation": "lookAgain", "plan": plan, "baseline": baseline});
+    let looked = env.call(look.clone()).await.expect("look again");
+    assert_eq!(looked["reverted"], true, "{looked}");
+    assert_eq!(
+        looked["found"],
+        format!("{} was stable 50 / canary 50", env.world.rule)
+    );
+    assert_eq!(looked["weights"], baseline);
+    assert_eq!(env.weights().await, at(100, 0));
+
+    let snapshot = env.observer.snapshot(&env.world).await;
+    let again = env.call(look).await.expect("look again, nothing moved");
+    assert_eq!(again["reverted"], false, "{again}");
+    assert_eq!(again["found"], "");
+    assert_eq!(env.observer.snapshot(&env.world).await, snapshot);
+
+    let mut default = plan.clone();
+    default.as_object_mut().unwrap().remove("rollback");
+    let prepared = env.prepare(&default).await.expect("prepare");
+    assert_eq!(prepared["settleSeconds"], 120, "two ExternalDNS intervals");
 }
 
 #[tokio::test]

@@ -5,6 +5,7 @@
 //! types and rules live in its own module.
 
 mod retire;
+mod rollback;
 mod steps;
 
 use std::collections::HashMap;
@@ -24,6 +25,7 @@ use crate::targets::TrafficTarget;
 use crate::validate::{Errors, PlanError, PlanErrors};
 
 pub use retire::Retire;
+pub use rollback::{settle_seconds, RollbackSection, DEFAULT_SETTLE_SECONDS, MAX_SETTLE_SECONDS};
 pub use steps::{Bake, Promotion, ResolvedStep, Step};
 
 /// A rollout of traffic from the clusters that serve it now to a new cluster.
@@ -66,6 +68,9 @@ pub struct RolloutPlan {
     /// say so. Nothing is deleted in AWS.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retire: Option<Retire>,
+    /// After a rollback: when to look again for a controller that put the canary's weights back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback: Option<RollbackSection>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -230,6 +235,9 @@ impl RolloutPlan {
         }
         if let Some(retire) = &self.retire {
             self.validate_retire(retire, errors);
+        }
+        if let Some(rollback) = &self.rollback {
+            rollback.validate(errors);
         }
         if let Some(approval) = &self.approval {
             let weights: Vec<i64> = self.steps.iter().map(|s| s.weight).collect();
