@@ -69,7 +69,8 @@ class ExternalDns(_Loop):
                  txt_prefix=""):
         """`route53` is a boto3 client; `records` maps (name, type, set identifier) to the record
         this cluster's Ingress asks for: {"Weight": w, "AliasTarget": …} or {"Weight": w, "TTL": …,
-        "ResourceRecords": …}."""
+        "ResourceRecords": …}; set identifier None (and no Weight) for a simple record, such as a
+        per-cluster name."""
         super().__init__(interval)
         self.route53, self.zone_id, self.owner = route53, zone_id, owner
         self.records = {key: dict(value) for key, value in records.items()}
@@ -131,13 +132,14 @@ class ExternalDns(_Loop):
             owner = owners.get((registry, set_identifier))
             if owner is not None and owner != self.owner:
                 continue  # another instance's record: never touched
+            # A weighted record's registry record is weighted alike; a simple record's is simple.
+            routing = {"SetIdentifier": set_identifier, "Weight": spec["Weight"]} if set_identifier else {}
             if owner is None:
                 changes.append({"Action": "UPSERT", "ResourceRecordSet": {
-                    "Name": registry, "Type": "TXT", "SetIdentifier": set_identifier, "Weight": spec["Weight"],
+                    "Name": registry, "Type": "TXT", **routing,
                     "TTL": 300, "ResourceRecords": [{"Value": self.registry_value()}]}})
-            if owner is None or current.get((name, rr_type, set_identifier)) != spec["Weight"]:
-                record = {"Name": name, "Type": rr_type, "SetIdentifier": set_identifier, **spec}
-                changes.append({"Action": "UPSERT", "ResourceRecordSet": record})
+            if owner is None or current.get((name, rr_type, set_identifier)) != spec.get("Weight"):
+                changes.append({"Action": "UPSERT", "ResourceRecordSet": {"Name": name, "Type": rr_type, **spec, **routing}})
         if changes:
             self.route53.change_resource_record_sets(HostedZoneId=self.zone_id, ChangeBatch={"Changes": changes})
         return bool(changes)

@@ -180,4 +180,21 @@ pub enum PlanCommand {
         #[command(flatten)]
         state_machine: StateMachineArgs,
     },
+    /// For Route 53 names whose per-cluster records ExternalDNS writes: create the weighted
+    /// alias records cluster-canary owns at each Route 53 target's name (the stable's at weight
+    /// 100, the canary's at 0), each an alias of the per-cluster name that cluster's
+    /// ExternalDNS manages. Keeps records that are already so; refuses (writing nothing) a name
+    /// ExternalDNS owns, a per-cluster name not in the zone yet, a record that aliases
+    /// something else. See docs/traffic/route53.md.
+    ApexRecords {
+        /// The plan.
+        file: PathBuf,
+        /// SET_IDENTIFIER=NAME: the per-cluster name the set identifier's record aliases, e.g.
+        /// `--point blue=blue.app.example.com --point green=green.app.example.com`.
+        #[arg(long = "point", value_name = "SET=NAME", required = true)]
+        points: Vec<String>,
+        /// Show what would be created; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }

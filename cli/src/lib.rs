@@ -3,6 +3,7 @@
 //! plan validation and AWS adapters, so what it checks is what Prepare checks.
 //! `main.rs` only parses arguments and sets the exit code.
 
+pub mod apex;
 pub mod args;
 pub mod aws;
 pub mod error;
@@ -72,6 +73,11 @@ pub async fn run(cli: Cli) -> Result<bool, CliError> {
             file,
             state_machine,
         }) => plan_commands::check(config, &file, &state_machine, &mut printer).await,
+        Command::Plan(PlanCommand::ApexRecords {
+            file,
+            points,
+            dry_run,
+        }) => apex::apex_records(config, &file, &points, dry_run, &mut printer).await,
         Command::Start {
             file,
             name,

@@ -85,6 +85,11 @@ pub enum Update {
     Restored {
         weights: Vec<TargetWeights>,
     },
+    /// The look after the rollback's settle period found the baseline undone and put it back.
+    RollbackReverted {
+        found: String,
+        weights: Vec<TargetWeights>,
+    },
     /// The execution ended. `status`: SUCCEEDED, FAILED, ABORTED or TIMED_OUT.
     Ended {
         status: String,
@@ -120,12 +125,13 @@ pub struct Tracker {
 }
 
 /// States whose output carries a failure that is reported elsewhere, or is the rollback's own.
-const FAILURE_REPORTED_BY: [&str; 11] = [
+const FAILURE_REPORTED_BY: [&str; 12] = [
     "DescribeCheckFailure",
     "DescribeTaskFailure",
     "DescribeApprovalFailure",
     "ApprovalTimeoutFails",
     "Restore",
+    "LookAfterRestore",
     "FailureDetail?",
     "ReadFailureDetail",
     "EndWithErrorMessage",
@@ -236,6 +242,7 @@ impl Tracker {
             "SetWeights" => "shifting traffic",
             "BakeWait" | "Evaluate" => "baking",
             "Restore" => "rolling back",
+            "SettleAfterRestore" | "LookAfterRestore" => "watching the restored baseline",
             "VerifyPromotion" => "promoting",
             "DetachStableTargetGroups" | "RetireOldCluster" => "retiring the old cluster",
             _ => return self.maybe_next_check(name, input, at),
@@ -338,6 +345,12 @@ impl Tracker {
             "Restore" => Some(Update::Restored {
                 weights: weights(&state["restored"]["weights"]),
             }),
+            "LookAfterRestore" if state["lookedAgain"]["reverted"] == true => {
+                Some(Update::RollbackReverted {
+                    found: text(&state["lookedAgain"]["found"]),
+                    weights: weights(&state["lookedAgain"]["weights"]),
+                })
+            }
             _ => None,
         }
     }

@@ -376,12 +376,27 @@ pub async fn restore(
         );
         return Ok(());
     }
+    // A controller that owns a weight puts its own back after this restore as after any
+    // other write: say so before anything is written (the restore still goes ahead).
+    let apis = traffic.apis();
+    for router in canary_rollout::traffic::routers(&apis, &plan.traffic_targets) {
+        if let Some(claim) = router.controller().await? {
+            printer.say(
+                &format!(
+                    "warning: {}: {}, which puts its own weights back: change them where it reads \
+                     them (the Ingress's annotations) too, or this restore will be undone",
+                    router.label(),
+                    claim.describe()
+                ),
+                json!({"type": "ownedByController", "target": router.key(), "controller": claim.describe()}),
+            );
+        }
+    }
     if !yes && !confirmed("write the baseline to every target? [y/N] ")? {
         return Err(CliError::Invalid(
             "nothing written (answer y, or pass --yes)".to_owned(),
         ));
     }
-    let apis = traffic.apis();
     // Compared with the baseline itself: every target found elsewhere is reported as
     // overwritten, with what it was. A person's restore records no rollback metrics.
     let restored =

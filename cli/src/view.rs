@@ -209,6 +209,11 @@ pub fn lines(update: &Update, output: Output, verbose: bool) -> Vec<String> {
         Update::Restored { weights } => {
             one(format!("restored the baseline: {}", weights_text(weights)))
         }
+        Update::RollbackReverted { found, weights } => one(format!(
+            "{}: after the rollback something put weights back ({found}); baseline put back: {}",
+            paint(output, Tone::Bad, "ROLLBACK REVERTED"),
+            weights_text(weights)
+        )),
         Update::Ended {
             status,
             error,

@@ -24,6 +24,13 @@ def external_dns(sandbox, owner, side, weight):
                                    {side: weight}, interval=1.0)
 
 
+def wait_for(condition, timeout=30):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
+
+
 def start_green(sandbox, create=True):
     """The platform team creates cluster green (unless it exists) and its CreateCluster event
     starts the rollout; the execution ARN."""
@@ -92,9 +99,22 @@ def test_a_check_finds_weights_a_controller_put_back_and_stops_the_rollout_there
         plan["trafficTargets"] = [record]
         with external_dns(sandbox, "blue-cluster", "blue", 100) as blue, \
                 external_dns(sandbox, "green-cluster", "green", 0) as green:
-            report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "green-under-external-dns"),
-                                     out=captured)
+            arn = scenarios.start_manual(sandbox, plan, "green-under-external-dns")
+            report = scenarios.watch(sandbox, arn, out=captured)
             reverted = blue.reconciles + green.reconciles
+
+            # Someone sets green's Ingress weight to 50; a person's restore warns that
+            # ExternalDNS will put it back, and writes the baseline all the same.
+            green.set_weight(sandbox.world.record, "A", "green", 50)
+            wait_for(lambda: scenarios.read_weights(sandbox)[sandbox.world.record] == (100, 50))
+            restored = sandbox.cli("restore", arn, "--yes")
+            captured(restored.stdout + restored.stderr)
+            assert restored.returncode == 0, restored.stderr
+            assert "warning: trafficTargets[0] (route53:" in restored.stdout
+            assert "(its TXT registry record cname-app.example.com.) is managed by ExternalDNS (owner " in restored.stdout
+            assert "which puts its own weights back" in restored.stdout
+            assert "baseline restored, read back:" in restored.stdout
+            wait_for(lambda: scenarios.read_weights(sandbox)[sandbox.world.record] == (100, 50))
         started = dict(report.events)["Rollout Started"]
         assert IGNORED in json.dumps(started["trafficTargets"]), started
         assert (report.status, report.error) == ("FAILED", "WeightsChangedExternally")
@@ -129,6 +149,9 @@ def test_a_rollback_a_controller_undoes_is_put_back_and_reported():
         assert reverted["found"] == f"{world.listener} was stable 50 / canary 50", reverted
         assert report.weights == BASELINE, "the baseline re-asserted"
         assert any(name == "RollbacksReverted" for name, _, _ in report.metrics), report.metrics
+        replayed = sandbox.cli("watch", report.execution_arn)
+        assert (f"ROLLBACK REVERTED: after the rollback something put weights back ({world.listener} was "
+                "stable 50 / canary 50); baseline put back:") in replayed.stdout, replayed.stdout
         assert report.safety_net is None or report.safety_net["restored"] is False
 
 
@@ -162,3 +185,65 @@ def test_the_safety_net_looks_again_after_its_restore():
         assert f"{sandbox.world.listener} was stable 50 / canary 50" in net["reason"], net["reason"]
         assert "re-asserted" in net["reason"]
         assert report.weights == BASELINE
+
+
+def test_apex_records_let_a_rollout_shift_a_name_beside_each_clusters_external_dns(tmp_path):
+    """The supported Route 53 shape: each cluster's ExternalDNS manages its own name
+    (blue.shop.example.com, green.shop.example.com); `plan apex-records` creates the weighted
+    aliases of shop.example.com that cluster-canary owns, and a rollout shifts them with no
+    controller putting anything back."""
+    with Sandbox(log=captured) as sandbox:
+        world = sandbox.world
+        route53 = sandbox.client("route53")
+        lb_alias = route53.list_resource_record_sets(
+            HostedZoneId=world.zone_id, StartRecordName=world.record, StartRecordType="A",
+        )["ResourceRecordSets"][0]["AliasTarget"]
+
+        def cluster_dns(cluster):
+            name = f"{cluster}.shop.example.com."
+            return ExternalDns(route53, world.zone_id, f"{cluster}-cluster", {(name, "A", None): {"AliasTarget": lb_alias}})
+
+        def shop_weights():
+            records = route53.list_resource_record_sets(HostedZoneId=world.zone_id, StartRecordName="shop.example.com.",
+                                                        StartRecordType="A")["ResourceRecordSets"]
+            return {r["SetIdentifier"]: (r["Weight"], r["AliasTarget"]["DNSName"])
+                    for r in records if r["Name"] == "shop.example.com." and r["Type"] == "A"}
+
+        with cluster_dns("blue") as blue, cluster_dns("green") as green:
+            scenarios.create_green(sandbox)
+            plan = scenarios.manual_plan(sandbox)
+            plan["trafficTargets"][1]["route53"]["recordName"] = "shop.example.com"
+            path = tmp_path / "plan.json"
+            path.write_text(json.dumps(plan))
+            points = ["--point", "blue=blue.shop.example.com", "--point", "green=green.shop.example.com"]
+
+            dry = sandbox.cli("plan", "apex-records", str(path), *points, "--dry-run")
+            captured(dry.stdout + dry.stderr)
+            assert dry.returncode == 0, dry.stderr
+            assert "would create shop.example.com. A `blue` weight 100 -> alias of blue.shop.example.com." in dry.stdout
+            assert "would create shop.example.com. A `green` weight 0 -> alias of green.shop.example.com." in dry.stdout
+            assert "dry run: nothing was written" in dry.stdout
+            assert shop_weights() == {}
+
+            created = sandbox.cli("plan", "apex-records", str(path), *points)
+            assert created.returncode == 0, created.stderr
+            assert shop_weights() == {"blue": (100, "blue.shop.example.com."), "green": (0, "green.shop.example.com.")}
+            again = sandbox.cli("plan", "apex-records", str(path), *points)
+            assert again.returncode == 0, again.stderr
+            assert "keeping shop.example.com. A `green` (weight 0, alias of green.shop.example.com.)" in again.stdout
+
+            # A name ExternalDNS manages is refused as an apex, with nothing written.
+            owned = json.loads(json.dumps(plan))
+            owned["trafficTargets"][1]["route53"]["recordName"] = "blue.shop.example.com"
+            owned_path = tmp_path / "owned.json"
+            owned_path.write_text(json.dumps(owned))
+            refused = sandbox.cli("plan", "apex-records", str(owned_path), "--point", "blue=b.shop.example.com",
+                                  "--point", "green=g.shop.example.com")
+            assert refused.returncode == 1
+            assert "is managed by ExternalDNS (owner blue-cluster" in refused.stderr, refused.stderr
+            assert "nothing was written" in refused.stderr
+
+            report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "green-shop"), out=captured)
+            assert report.status == "SUCCEEDED", report.cause
+            assert shop_weights() == {"blue": (0, "blue.shop.example.com."), "green": (100, "green.shop.example.com.")}
+            assert blue.reconciles == green.reconciles == 1, "each ExternalDNS wrote its own name once, nothing after"

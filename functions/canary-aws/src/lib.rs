@@ -34,6 +34,6 @@ pub use executions::{
 };
 pub use functions::{FunctionInvoker, Invocation, SdkFunctions};
 pub use prometheus::{HttpPrometheus, PrometheusApi, PrometheusError};
-pub use route53::{Route53Api, SdkRoute53, TxtRecord, WeightedRecord};
+pub use route53::{NewWeightedRecord, Route53Api, SdkRoute53, TxtRecord, WeightedRecord};
 pub use secrets::{SdkSecrets, SecretsApi};
 pub use watches::{AlarmWatchStore, SdkAlarmWatches, TaskFailer};

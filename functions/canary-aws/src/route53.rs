@@ -8,7 +8,9 @@ use aws_config::SdkConfig;
 use aws_sdk_route53 as route53;
 use backon::{ConstantBuilder, Retryable};
 use canary_core::Route53Target;
-use route53::types::{Change, ChangeAction, ChangeBatch, ChangeStatus, ResourceRecordSet, RrType};
+use route53::types::{
+    AliasTarget, Change, ChangeAction, ChangeBatch, ChangeStatus, ResourceRecordSet, RrType,
+};
 
 use crate::error::{AwsError, AwsErrorKind};
 
@@ -45,6 +47,31 @@ pub trait Route53Api: Send + Sync {
     /// The TXT records named `name` (as Route 53 lists it) in the zone: each one's set
     /// identifier and values (ExternalDNS's registry records are looked for among them).
     async fn txt_records(&self, zone_id: &str, name: &str) -> Result<Vec<TxtRecord>, AwsError>;
+    /// Every record of one name (as Route 53 lists it, with the trailing dot) and type.
+    async fn named_records(
+        &self,
+        zone_id: &str,
+        name: &str,
+        record_type: &str,
+    ) -> Result<Vec<WeightedRecord>, AwsError>;
+    /// CREATEs weighted alias records (A or AAAA) of `name` in one change batch, each an alias
+    /// of another name of the same zone, its health evaluated. Route 53 refuses the whole batch
+    /// if one exists. Returns the change id.
+    async fn create_weighted(
+        &self,
+        zone_id: &str,
+        name: &str,
+        record_type: &str,
+        records: &[NewWeightedRecord],
+    ) -> Result<String, AwsError>;
+}
+
+/// A weighted record to create: its set identifier, weight, and the name it points at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewWeightedRecord {
+    pub set_identifier: String,
+    pub weight: u16,
+    pub points_to: String,
 }
 
 /// A TXT record set: its set identifier (weighted TXT records have one) and its values.
@@ -282,6 +309,70 @@ impl Route53Api for SdkRoute53 {
             .filter_map(|o| o.status_report()?.status())
             .map(str::to_owned)
             .collect())
+    }
+
+    async fn named_records(
+        &self,
+        zone_id: &str,
+        name: &str,
+        record_type: &str,
+    ) -> Result<Vec<WeightedRecord>, AwsError> {
+        self.record_sets_named(zone_id, name, RrType::from(record_type))
+            .await?
+            .iter()
+            .map(to_model)
+            .collect()
+    }
+
+    async fn create_weighted(
+        &self,
+        zone_id: &str,
+        name: &str,
+        record_type: &str,
+        records: &[NewWeightedRecord],
+    ) -> Result<String, AwsError> {
+        let rr_type = RrType::from(record_type);
+        let changes = records
+            .iter()
+            .map(|record| {
+                let alias = AliasTarget::builder()
+                    .hosted_zone_id(zone_id)
+                    .dns_name(&record.points_to)
+                    .evaluate_target_health(true)
+                    .build()
+                    .map_err(change_not_built)?;
+                let set = ResourceRecordSet::builder()
+                    .name(name)
+                    .r#type(rr_type.clone())
+                    .set_identifier(&record.set_identifier)
+                    .weight(i64::from(record.weight))
+                    .alias_target(alias)
+                    .build()
+                    .map_err(change_not_built)?;
+                Change::builder()
+                    .action(ChangeAction::Create)
+                    .resource_record_set(set)
+                    .build()
+                    .map_err(change_not_built)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let batch = ChangeBatch::builder()
+            .comment("cluster-canary apex-records: weighted records cluster-canary owns")
+            .set_changes(Some(changes))
+            .build()
+            .map_err(change_not_built)?;
+        let out = self
+            .client
+            .change_resource_record_sets()
+            .hosted_zone_id(zone_id)
+            .change_batch(batch)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("ChangeResourceRecordSets", e))?;
+        Ok(out
+            .change_info()
+            .map(|c| c.id().to_owned())
+            .unwrap_or_default())
     }
 
     async fn txt_records(&self, zone_id: &str, name: &str) -> Result<Vec<TxtRecord>, AwsError> {

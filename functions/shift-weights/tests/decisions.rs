@@ -128,6 +128,25 @@ impl Route53Api for FakeRoute53 {
         Ok(vec![record("blue", stable), record("green", canary)])
     }
 
+    async fn named_records(
+        &self,
+        _zone_id: &str,
+        _name: &str,
+        _record_type: &str,
+    ) -> Result<Vec<WeightedRecord>, AwsError> {
+        unreachable!("the rollout reads its targets' records only")
+    }
+
+    async fn create_weighted(
+        &self,
+        _zone_id: &str,
+        _name: &str,
+        _record_type: &str,
+        _records: &[canary_aws::NewWeightedRecord],
+    ) -> Result<String, AwsError> {
+        unreachable!("the rollout creates no record")
+    }
+
     async fn write_weights(
         &self,
         _target: &Route53Target,

@@ -9,7 +9,8 @@ use canary_core::{AlbTarget, WeightPair};
 use tracing::info;
 
 use super::{
-    controller_owns, Detach, Health, Inspection, Located, Observed, Reading, Router, TrafficRouter,
+    refuse_claimed, ControllerClaim, Detach, Health, Inspection, Located, Observed, Reading,
+    Router, TrafficRouter,
 };
 use crate::error::ShiftError;
 
@@ -35,28 +36,6 @@ impl AlbRouter<'_> {
         }
     }
 
-    /// Refuses a listener or rule a controller manages (its tags say so), unless the plan says
-    /// why it may be shifted anyway; that reason becomes a note.
-    async fn check_owner(&self, region: &str, notes: &mut Vec<String>) -> Result<(), ShiftError> {
-        let (what, arn) = match &self.target.rule_arn {
-            Some(rule) => ("rule", rule),
-            None => ("listener", &self.target.listener_arn),
-        };
-        let tags = self.api.tags(region, arn).await.map_err(|e| self.aws(e))?;
-        let Some(owner) = alb_controller(&tags) else {
-            return Ok(());
-        };
-        controller_owns(
-            &self.located.label,
-            &format!("the {what}"),
-            owner,
-            "Shift a listener or rule created outside the clusters, with a TargetGroupBinding in \
-             each (docs/traffic/alb.md)",
-            self.target.owner.as_ref(),
-            notes,
-        )
-    }
-
     /// Writes `weights` as the forward action's target groups, from `current` as read.
     async fn write_groups(
         &self,
@@ -78,6 +57,19 @@ impl TrafficRouter for AlbRouter<'_> {
 
     async fn read(&self) -> Result<Reading, ShiftError> {
         Ok(self.reading(self.read_forward().await?))
+    }
+
+    async fn controller(&self) -> Result<Option<ControllerClaim>, ShiftError> {
+        let (what, arn) = match &self.target.rule_arn {
+            Some(rule) => ("the rule", rule),
+            None => ("the listener", &self.target.listener_arn),
+        };
+        let region = self.target.region().unwrap_or_default();
+        let tags = self.api.tags(region, arn).await.map_err(|e| self.aws(e))?;
+        Ok(alb_controller(&tags).map(|owner| ControllerClaim {
+            what: what.to_owned(),
+            owner,
+        }))
     }
 
     /// One `ModifyListener`/`ModifyRule` built from the forward action read.
@@ -120,7 +112,14 @@ impl TrafficRouter for AlbRouter<'_> {
             .map_err(|e| self.aws(e))?;
         let mut notes = Vec::new();
         let mut owner_notes = Vec::new();
-        self.check_owner(region, &mut owner_notes).await?;
+        refuse_claimed(
+            self,
+            "Shift a listener or rule created outside the clusters, with a TargetGroupBinding in \
+             each (docs/shapes/shared-alb.md)",
+            alb.owner.as_ref(),
+            &mut owner_notes,
+        )
+        .await?;
         let group_sticky = match &read {
             ForwardRead::Forward(f) => f.group_stickiness.filter(|s| s.enabled),
             ForwardRead::NotForward { .. } => None,

@@ -7,6 +7,8 @@
 mod alb;
 mod route53;
 
+pub use route53::external_dns_claim;
+
 use async_trait::async_trait;
 use canary_aws::{AlbApi, AwsError, ExecutionsApi, ForwardAction, Route53Api};
 use canary_core::ownership::{ControllerOwner, OwnerCheck};
@@ -84,31 +86,47 @@ impl<Api: ?Sized, Target> Router<'_, Api, Target> {
     }
 }
 
-/// A controller owns `what` (of the target `label`): refused, nothing written, naming the
-/// controller, its owner and the ways out — unless the plan's `owner.ignore` says why to go
-/// ahead, which then becomes a note.
-fn controller_owns(
-    label: &str,
-    what: &str,
-    owner: ControllerOwner,
+/// A controller's claim on a target: what it manages (`the listener`, `record `green` (its
+/// TXT registry record …)`) and who it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerClaim {
+    pub what: String,
+    pub owner: ControllerOwner,
+}
+
+impl ControllerClaim {
+    /// `the listener is managed by the AWS Load Balancer Controller (cluster blue, …)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} is managed by {} ({})",
+            self.what, self.owner.controller, self.owner.owner
+        )
+    }
+}
+
+/// Prepare's ownership check: a target a controller claims is refused, nothing written, naming
+/// the controller, its owner and the ways out (`shape`) — unless the plan's `owner.ignore`
+/// says why to go ahead, which then becomes a note.
+async fn refuse_claimed(
+    router: &(dyn TrafficRouter + '_),
     shape: &str,
     ignore: Option<&OwnerCheck>,
     notes: &mut Vec<String>,
 ) -> Result<(), ShiftError> {
+    let Some(claim) = router.controller().await? else {
+        return Ok(());
+    };
     if let Some(reason) = ignore.and_then(|o| o.ignore.as_ref()) {
-        notes.push(format!(
-            "{what} is managed by {} ({}), shifted anyway: {reason}",
-            owner.controller, owner.owner
-        ));
+        notes.push(format!("{}, shifted anyway: {reason}", claim.describe()));
         return Ok(());
     }
     Err(ShiftError::TrafficOwnedByController {
-        path: label.to_owned(),
+        path: router.label().to_owned(),
         message: format!(
-            "{what} is managed by {} ({}), which puts its own weights back, undoing a step or a \
-             rollback; nothing was written. {shape}, or set owner.ignore on this target to the \
-             reason the controller will not reconcile it",
-            owner.controller, owner.owner
+            "{}, which puts its own weights back, undoing a step or a rollback; nothing was \
+             written. {shape}, or set owner.ignore on this target to the reason the controller \
+             will not reconcile it",
+            claim.describe()
         ),
     })
 }
@@ -205,6 +223,10 @@ pub trait TrafficRouter: Send + Sync {
     async fn inspect(&self, shortest_bake_seconds: i64) -> Result<Inspection, ShiftError>;
     /// One look at the canary side's health.
     async fn health(&self, min_healthy_targets: u32) -> Result<Health, ShiftError>;
+    /// The controller that reconciles this target's weights, as far as AWS shows it (an ALB
+    /// listener's or rule's tags, ExternalDNS's TXT registry records): what it manages, and
+    /// who. Prepare refuses such a target unless the plan says why; a person's restore warns.
+    async fn controller(&self) -> Result<Option<ControllerClaim>, ShiftError>;
     /// After promotion: take the stable side out, if the target is still at `expected`.
     async fn detach(&self, expected: WeightPair) -> Result<Detach, ShiftError>;
 }

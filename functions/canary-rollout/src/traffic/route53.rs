@@ -2,13 +2,14 @@
 //! identifiers): their weights are the records' weights.
 
 use async_trait::async_trait;
-use canary_aws::{Route53Api, WeightedRecord};
+use canary_aws::{AwsError, Route53Api, WeightedRecord};
 use canary_core::ownership::{external_dns_owner, external_dns_txt_names};
 use canary_core::target_health::health_check_problem;
 use canary_core::{Route53Target, WeightPair};
 
 use super::{
-    controller_owns, Detach, Health, Inspection, Located, Observed, Reading, Router, TrafficRouter,
+    refuse_claimed, ControllerClaim, Detach, Health, Inspection, Located, Observed, Reading,
+    Router, TrafficRouter,
 };
 use crate::error::ShiftError;
 
@@ -40,52 +41,6 @@ impl Route53Router<'_> {
             })
     }
 
-    /// Refuses records ExternalDNS owns: a TXT registry record of its, at one of the names its
-    /// registry uses, with the stable or the canary set identifier (or none). Unless the plan
-    /// says why to go ahead; that reason becomes a note.
-    async fn check_owner(&self, notes: &mut Vec<String>) -> Result<(), ShiftError> {
-        let r53 = self.target;
-        let owner = r53.owner.as_ref();
-        let names = external_dns_txt_names(
-            &r53.fqdn(),
-            r53.record_type.as_str(),
-            owner.and_then(|o| o.txt_prefix.as_deref()),
-            owner.and_then(|o| o.txt_suffix.as_deref()),
-        );
-        let ours = [&r53.stable_set_identifier, &r53.canary_set_identifier];
-        for name in names {
-            let txt = self
-                .api
-                .txt_records(&r53.hosted_zone_id, &name)
-                .await
-                .map_err(|e| self.aws(e))?;
-            for record in txt {
-                let set = record.set_identifier.as_ref();
-                if set.is_some_and(|id| !ours.contains(&id)) {
-                    continue; // another record's registry entry
-                }
-                let Some(found) = record.values.iter().find_map(|v| external_dns_owner(v)) else {
-                    continue;
-                };
-                let what = match set {
-                    Some(id) => format!("record `{id}` (its TXT registry record {name})"),
-                    None => format!("the record (its TXT registry record {name})"),
-                };
-                return controller_owns(
-                    &self.located.label,
-                    &what,
-                    found,
-                    "Weight records cluster-canary owns instead: weighted alias records of the \
-                     service name pointing at per-cluster names each cluster's ExternalDNS \
-                     manages (docs/traffic/route53.md)",
-                    owner,
-                    notes,
-                );
-            }
-        }
-        Ok(())
-    }
-
     /// `TargetNotFound` when one of the plan's two records does not exist.
     fn observed(&self, records: &[WeightedRecord]) -> Result<Observed, ShiftError> {
         let r53 = self.target;
@@ -113,10 +68,50 @@ impl Route53Router<'_> {
     }
 }
 
+/// ExternalDNS's claim on a target's records: a TXT registry record of its, at one of the names
+/// its registry uses (the plan's `owner.txtPrefix`/`txtSuffix` included), with the stable or
+/// the canary set identifier (or none): which record it claims, and its owner.
+pub async fn external_dns_claim(
+    api: &dyn Route53Api,
+    r53: &Route53Target,
+) -> Result<Option<ControllerClaim>, AwsError> {
+    let owner = r53.owner.as_ref();
+    let names = external_dns_txt_names(
+        &r53.fqdn(),
+        r53.record_type.as_str(),
+        owner.and_then(|o| o.txt_prefix.as_deref()),
+        owner.and_then(|o| o.txt_suffix.as_deref()),
+    );
+    let ours = [&r53.stable_set_identifier, &r53.canary_set_identifier];
+    for name in names {
+        for record in api.txt_records(&r53.hosted_zone_id, &name).await? {
+            let set = record.set_identifier.as_ref();
+            if set.is_some_and(|id| !ours.contains(&id)) {
+                continue; // another record's registry entry
+            }
+            let Some(found) = record.values.iter().find_map(|v| external_dns_owner(v)) else {
+                continue;
+            };
+            let what = match set {
+                Some(id) => format!("record `{id}` (its TXT registry record {name})"),
+                None => format!("the record (its TXT registry record {name})"),
+            };
+            return Ok(Some(ControllerClaim { what, owner: found }));
+        }
+    }
+    Ok(None)
+}
+
 #[async_trait]
 impl TrafficRouter for Route53Router<'_> {
     fn located(&self) -> &Located<'_> {
         &self.located
+    }
+
+    async fn controller(&self) -> Result<Option<ControllerClaim>, ShiftError> {
+        external_dns_claim(self.api, self.target)
+            .await
+            .map_err(|e| self.aws(e))
     }
 
     async fn read(&self) -> Result<Reading, ShiftError> {
@@ -177,7 +172,15 @@ impl TrafficRouter for Route53Router<'_> {
                 (None, None) => {}
             }
         }
-        self.check_owner(&mut notes).await?;
+        refuse_claimed(
+            self,
+            "Weight records cluster-canary owns instead: weighted alias records of the service \
+             name pointing at per-cluster names each cluster's ExternalDNS manages \
+             (docs/shapes/route53-apex.md; `cluster-canary plan apex-records` creates them)",
+            self.target.owner.as_ref(),
+            &mut notes,
+        )
+        .await?;
         if let Some(ttl) = ttl_seconds.filter(|ttl| *ttl > shortest_bake_seconds) {
             return Err(ShiftError::TargetMisconfigured {
                 path: self.located.label.clone(),
