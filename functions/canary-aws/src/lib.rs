@@ -12,6 +12,7 @@ pub mod executions;
 pub mod functions;
 pub mod http;
 pub mod prometheus;
+pub mod read_only;
 pub mod route53;
 pub mod secrets;
 pub mod watches;

@@ -111,6 +111,32 @@ impl SdkRoute53 {
         }
     }
 
+    /// Sends one change batch to the zone; the change id.
+    async fn change(
+        &self,
+        zone_id: &str,
+        comment: String,
+        changes: Vec<Change>,
+    ) -> Result<String, AwsError> {
+        let batch = ChangeBatch::builder()
+            .comment(comment)
+            .set_changes(Some(changes))
+            .build()
+            .map_err(change_not_built)?;
+        let out = self
+            .client
+            .change_resource_record_sets()
+            .hosted_zone_id(zone_id)
+            .change_batch(batch)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("ChangeResourceRecordSets", e))?;
+        Ok(out
+            .change_info()
+            .map(|c| c.id().to_owned())
+            .unwrap_or_default())
+    }
+
     /// The full record sets of the target's name and type, following pages.
     async fn record_sets(
         &self,
@@ -248,23 +274,8 @@ impl Route53Api for SdkRoute53 {
             upsert(find(&target.stable_set_identifier)?, stable)?,
             upsert(find(&target.canary_set_identifier)?, canary)?,
         ];
-        let batch = ChangeBatch::builder()
-            .comment(format!("cluster-canary: stable {stable} / canary {canary}"))
-            .set_changes(Some(changes))
-            .build()
-            .map_err(change_not_built)?;
-        let out = self
-            .client
-            .change_resource_record_sets()
-            .hosted_zone_id(&target.hosted_zone_id)
-            .change_batch(batch)
-            .send()
-            .await
-            .map_err(|e| AwsError::from_sdk("ChangeResourceRecordSets", e))?;
-        Ok(out
-            .change_info()
-            .map(|c| c.id().to_owned())
-            .unwrap_or_default())
+        let comment = format!("cluster-canary: stable {stable} / canary {canary}");
+        self.change(&target.hosted_zone_id, comment, changes).await
     }
 
     async fn wait_in_sync(&self, change_id: &str) -> Result<bool, AwsError> {
@@ -356,23 +367,8 @@ impl Route53Api for SdkRoute53 {
                     .map_err(change_not_built)
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let batch = ChangeBatch::builder()
-            .comment("cluster-canary apex-records: weighted records cluster-canary owns")
-            .set_changes(Some(changes))
-            .build()
-            .map_err(change_not_built)?;
-        let out = self
-            .client
-            .change_resource_record_sets()
-            .hosted_zone_id(zone_id)
-            .change_batch(batch)
-            .send()
-            .await
-            .map_err(|e| AwsError::from_sdk("ChangeResourceRecordSets", e))?;
-        Ok(out
-            .change_info()
-            .map(|c| c.id().to_owned())
-            .unwrap_or_default())
+        let comment = "cluster-canary apex-records: weighted records cluster-canary owns";
+        self.change(zone_id, comment.to_owned(), changes).await
     }
 
     async fn txt_records(&self, zone_id: &str, name: &str) -> Result<Vec<TxtRecord>, AwsError> {

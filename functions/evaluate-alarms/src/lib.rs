@@ -49,9 +49,9 @@ pub enum Request {
         plan: Value,
         #[serde(default)]
         progress: BakeProgress,
-        /// The weights this rollout last set (`$.lastSet.weights`): the check reads every
-        /// target first. The state machine always sends it; without it (tests of the signals
-        /// alone) the check judges the signals only.
+        /// The weights this rollout last set (`$.lastSet.weights`): unless its verdict rolls
+        /// back, the check reads every target against them. The state machine always sends
+        /// it; without it (tests of the signals alone) the check judges the signals only.
         #[serde(default)]
         expected: Option<Vec<TargetWeights>>,
     },

@@ -1,5 +1,6 @@
 //! Lambda entry point: build the clients once (no network call), then serve.
 
+use canary_aws::read_only::{NoExecutions, ReadOnlyAlb, ReadOnlyRoute53};
 use canary_aws::route53::InSyncWait;
 use canary_aws::{
     load_sdk_config, AlarmWatchStore, HttpDatadog, HttpPrometheus, SdkAlarmWatches, SdkAlb,
@@ -19,15 +20,16 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let executions = SdkExecutions::new(&config);
     let prometheus = HttpPrometheus::new(&config);
     let datadog = HttpDatadog::from_env(&config);
+    // Reads only: see canary_aws::read_only for why the clients are wrapped.
     let (alb, route53) = (
-        SdkAlb::new(&config),
-        SdkRoute53::new(&config, InSyncWait::default()),
+        ReadOnlyAlb(SdkAlb::new(&config)),
+        ReadOnlyRoute53(SdkRoute53::new(&config, InSyncWait::default())),
     );
     let apis = Apis {
         traffic: TrafficApis {
             alb: &alb,
             route53: &route53,
-            executions: &executions,
+            executions: &NoExecutions,
         },
         cloudwatch: &cloudwatch,
         prometheus: &prometheus,

@@ -4,6 +4,7 @@
 //! moto through the real SDK: `validate` at Prepare and `evaluate` at a check, through `handle`.
 
 use aws_sdk_secretsmanager as secretsmanager;
+use canary_aws::read_only::{NoExecutions, ReadOnlyAlb, ReadOnlyRoute53};
 use canary_aws::route53::InSyncWait;
 use canary_aws::{HttpDatadog, HttpPrometheus, SdkCloudWatch, SdkExecutions, SdkFunctions};
 use canary_aws::{SdkAlb, SdkRoute53};
@@ -24,8 +25,8 @@ struct Env {
     datadog: HttpDatadog,
     functions: SdkFunctions,
     executions: SdkExecutions,
-    alb: SdkAlb,
-    route53: SdkRoute53,
+    alb: ReadOnlyAlb<SdkAlb>,
+    route53: ReadOnlyRoute53<SdkRoute53>,
 }
 
 impl Env {
@@ -54,8 +55,8 @@ impl Env {
             datadog: HttpDatadog::new(&config, secret_arn, Some(server.url.clone())),
             functions: SdkFunctions::new(&config),
             executions: SdkExecutions::new(&config),
-            alb: SdkAlb::new(&config),
-            route53: SdkRoute53::new(&config, InSyncWait::default()),
+            alb: ReadOnlyAlb(SdkAlb::new(&config)),
+            route53: ReadOnlyRoute53(SdkRoute53::new(&config, InSyncWait::default())),
             _moto: moto,
         }
     }
@@ -65,7 +66,7 @@ impl Env {
             traffic: TrafficApis {
                 alb: &self.alb,
                 route53: &self.route53,
-                executions: &self.executions,
+                executions: &NoExecutions,
             },
             cloudwatch: &self.cloudwatch,
             prometheus: &self.prometheus,

@@ -8,6 +8,7 @@
 use std::time::{Duration, SystemTime};
 
 use aws_sdk_cloudwatch as cloudwatch;
+use canary_aws::read_only::{NoExecutions, ReadOnlyAlb, ReadOnlyRoute53};
 use canary_aws::route53::InSyncWait;
 use canary_aws::{
     HttpDatadog, HttpPrometheus, SdkAlarmWatches, SdkCloudWatch, SdkExecutions, SdkFunctions,
@@ -29,8 +30,8 @@ struct Env {
     functions: SdkFunctions,
     watches: SdkAlarmWatches,
     executions: SdkExecutions,
-    alb: SdkAlb,
-    route53: SdkRoute53,
+    alb: ReadOnlyAlb<SdkAlb>,
+    route53: ReadOnlyRoute53<SdkRoute53>,
     dynamodb: aws_sdk_dynamodb::Client,
 }
 
@@ -51,8 +52,8 @@ impl Env {
             functions: SdkFunctions::new(&config),
             watches: SdkAlarmWatches::new(&config, WATCH_TABLE),
             executions: SdkExecutions::new(&config),
-            alb: SdkAlb::new(&config),
-            route53: SdkRoute53::new(&config, InSyncWait::default()),
+            alb: ReadOnlyAlb(SdkAlb::new(&config)),
+            route53: ReadOnlyRoute53(SdkRoute53::new(&config, InSyncWait::default())),
             dynamodb: aws_sdk_dynamodb::Client::new(&config),
         }
     }
@@ -62,7 +63,7 @@ impl Env {
             traffic: TrafficApis {
                 alb: &self.alb,
                 route53: &self.route53,
-                executions: &self.executions,
+                executions: &NoExecutions,
             },
             cloudwatch: &self.function,
             prometheus: &self.prometheus,

@@ -9,6 +9,7 @@ use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use canary_aws::read_only::{NoExecutions, ReadOnlyAlb, ReadOnlyRoute53};
 use canary_aws::route53::InSyncWait;
 use canary_aws::{HttpDatadog, HttpPrometheus, SdkCloudWatch, SdkExecutions, SdkFunctions};
 use canary_aws::{SdkAlb, SdkRoute53};
@@ -23,8 +24,8 @@ struct Env {
     datadog: HttpDatadog,
     functions: SdkFunctions,
     executions: SdkExecutions,
-    alb: SdkAlb,
-    route53: SdkRoute53,
+    alb: ReadOnlyAlb<SdkAlb>,
+    route53: ReadOnlyRoute53<SdkRoute53>,
 }
 
 impl Env {
@@ -43,8 +44,8 @@ impl Env {
             datadog: HttpDatadog::new(&config, None, None),
             functions: SdkFunctions::new(&config),
             executions: SdkExecutions::new(&config),
-            alb: SdkAlb::new(&config),
-            route53: SdkRoute53::new(&config, InSyncWait::default()),
+            alb: ReadOnlyAlb(SdkAlb::new(&config)),
+            route53: ReadOnlyRoute53(SdkRoute53::new(&config, InSyncWait::default())),
         }
     }
 
@@ -53,7 +54,7 @@ impl Env {
             traffic: TrafficApis {
                 alb: &self.alb,
                 route53: &self.route53,
-                executions: &self.executions,
+                executions: &NoExecutions,
             },
             cloudwatch: &self.cloudwatch,
             prometheus: &self.prometheus,
