@@ -30,13 +30,15 @@ HERITAGE = "heritage=external-dns"
 
 class _Loop:
     """Runs `reconcile()` every `interval` seconds on a thread, from `start()` (which
-    reconciles once at once) to `stop()`; `reconciles` counts the passes that wrote."""
+    reconciles once at once) to `stop()`; `reconciles` counts the passes that wrote. A pass
+    that fails is kept in `errors` and the loop goes on, as a controller requeues."""
 
     def __init__(self, interval):
         self.interval = interval
         self.stopping = threading.Event()
         self.thread = None
         self.reconciles = 0
+        self.errors = []
 
     def start(self):
         self._pass()
@@ -46,7 +48,10 @@ class _Loop:
 
     def _run(self):
         while not self.stopping.wait(self.interval):
-            self._pass()
+            try:
+                self._pass()
+            except Exception as error:  # noqa: BLE001 (any failure is kept, not raised)
+                self.errors.append(error)
 
     def _pass(self):
         if self.reconcile():

@@ -119,6 +119,7 @@ def test_a_check_finds_weights_a_controller_put_back_and_stops_the_rollout_there
         assert IGNORED in json.dumps(started["trafficTargets"]), started
         assert (report.status, report.error) == ("FAILED", "WeightsChangedExternally")
         assert reverted > 2, "ExternalDNS put the weights back after the step was set"
+        assert blue.errors == green.errors == [], (blue.errors, green.errors)
         assert report.states.count("Evaluate") == 1, "stopped at the first check after the revert"
         assert "MovedUnderCheckOutcome" in report.states and report.states[-1] == "StoppedByForeignChange"
         assert "A check at step 1 of 3 found the weights changed outside this rollout" in report.cause, report.cause
@@ -247,3 +248,4 @@ def test_apex_records_let_a_rollout_shift_a_name_beside_each_clusters_external_d
             assert report.status == "SUCCEEDED", report.cause
             assert shop_weights() == {"blue": (0, "blue.shop.example.com."), "green": (100, "green.shop.example.com.")}
             assert blue.reconciles == green.reconciles == 1, "each ExternalDNS wrote its own name once, nothing after"
+            assert blue.errors == green.errors == []
