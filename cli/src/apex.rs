@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 
 use aws_config::SdkConfig;
 use canary_aws::{NewWeightedRecord, Route53Api, SdkRoute53, WeightedRecord};
+use canary_core::targets::route53_name;
 use canary_core::{Route53Target, TrafficTarget};
 use canary_rollout::traffic::external_dns_claim;
 use serde_json::json;
@@ -48,22 +49,13 @@ pub fn parse_points(points: &[String]) -> Result<BTreeMap<String, String>, CliEr
                     "--point {point}: expected SET_IDENTIFIER=NAME, e.g. --point green=green.app.example.com"
                 ))
             })?;
-        if parsed.insert(set.to_owned(), fqdn(name)).is_some() {
+        if parsed.insert(set.to_owned(), route53_name(name)).is_some() {
             return Err(CliError::Invalid(format!(
                 "--point names set identifier {set} twice"
             )));
         }
     }
     Ok(parsed)
-}
-
-fn fqdn(name: &str) -> String {
-    let name = name.to_ascii_lowercase();
-    if name.ends_with('.') {
-        name
-    } else {
-        format!("{name}.")
-    }
 }
 
 /// What to do at one target's apex, from what the zone holds there (`existing`, the apex's
@@ -75,7 +67,7 @@ pub fn decide(
     existing: &[WeightedRecord],
     present: impl Fn(&str) -> bool,
 ) -> Result<Vec<ApexRecord>, String> {
-    let apex = target.fqdn().to_ascii_lowercase();
+    let apex = target.fqdn();
     if !matches!(target.record_type.as_str(), "A" | "AAAA") {
         return Err(format!(
             "recordType {} cannot be an alias: apex records are weighted alias records (A or AAAA)",
@@ -112,7 +104,7 @@ pub fn decide(
             .find(|r| r.set_identifier.as_deref() == Some(set_identifier.as_str()));
         match found {
             Some(record) => {
-                let aliases = record.alias_target.as_deref().map(fqdn);
+                let aliases = record.alias_target.as_deref().map(route53_name);
                 if aliases.as_deref() != Some(points_to.as_str()) {
                     return Err(format!(
                         "{apex} record `{set_identifier}` exists and points at {}, not {points_to}: \

@@ -175,16 +175,22 @@ impl Route53Target {
     /// The record name as Route 53 lists it: lower case, a trailing dot, and a leading `*`
     /// escaped as `\052`.
     pub fn fqdn(&self) -> String {
-        let lower = self.record_name.to_ascii_lowercase();
-        let escaped = match lower.strip_prefix('*') {
-            Some(rest) => format!("\\052{rest}"),
-            None => lower,
-        };
-        if escaped.ends_with('.') {
-            escaped
-        } else {
-            format!("{escaped}.")
-        }
+        route53_name(&self.record_name)
+    }
+}
+
+/// A DNS name as Route 53 lists it: lower case, a trailing dot, and a leading `*` escaped as
+/// `\052`.
+pub fn route53_name(name: &str) -> String {
+    let lower = name.to_ascii_lowercase();
+    let escaped = match lower.strip_prefix('*') {
+        Some(rest) => format!("\\052{rest}"),
+        None => lower,
+    };
+    if escaped.ends_with('.') {
+        escaped
+    } else {
+        format!("{escaped}.")
     }
 }
 

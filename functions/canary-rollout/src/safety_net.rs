@@ -10,7 +10,7 @@
 //! deliberately untouched; a restore is idempotent, so a duplicate delivery rewrites nothing.
 
 use canary_aws::ExecutionHistory;
-use canary_core::plan::{settle_seconds, MAX_SETTLE_SECONDS};
+use canary_core::plan::settle_seconds;
 use canary_core::state::{ExecutionState, PREPARE_STATE, SETTLED_ENDS, SET_STATE};
 use canary_core::{RolloutPlan, TargetWeights};
 use serde_json::Value;
@@ -162,8 +162,9 @@ pub async fn safety_net(
     let restored = restore(apis, &plan, &baseline, expected.as_deref()).await?;
     record(&plan, &restored, &why_metric);
     // The execution's own look after a restore cannot run (it has ended): this invocation
-    // waits the settle period itself, within the function's timeout (MAX_SETTLE_SECONDS).
-    let settle = settle_seconds(plan.rollback.as_ref()).clamp(0, MAX_SETTLE_SECONDS);
+    // waits the settle period itself, within the function's timeout (the plan caps it at
+    // MAX_SETTLE_SECONDS).
+    let settle = settle_seconds(plan.rollback.as_ref());
     info!(
         execution_arn,
         settle_seconds = settle,
