@@ -294,7 +294,7 @@ fn is_label_name(s: &str) -> bool {
         && s.ends_with(|c: char| c.is_ascii_alphanumeric())
 }
 
-fn is_label_key(key: &str) -> bool {
+pub(crate) fn is_label_key(key: &str) -> bool {
     match key.split_once('/') {
         Some((prefix, name)) => {
             prefix.len() <= 253

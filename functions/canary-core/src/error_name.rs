@@ -33,6 +33,10 @@ pub enum ErrorName {
     AwsRequestFailed,
     /// A Route 53 change did not reach INSYNC within the bound; the weights are written.
     ChangeNotInSync,
+    /// GitOps mode: a step's weights, written on the Argo CD cluster Secrets, did not reach
+    /// Route 53 within the target's `syncTimeoutSeconds` (Argo CD did not sync the Ingress, or
+    /// ExternalDNS did not write it). The step is not set; the rollout rolls back.
+    WeightsNotSynced,
     /// A CloudWatch alarm the plan names (or an alarm prefix) matches no alarm.
     AlarmNotFound,
     /// The new EKS cluster is not ACTIVE yet (CREATING, UPDATING): retry later.

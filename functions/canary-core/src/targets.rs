@@ -55,6 +55,84 @@ pub struct Route53Target {
     /// with `--txt-prefix`/`--txt-suffix`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<OwnerCheck>,
+    /// `argocd`: GitOps mode, for records ExternalDNS owns. The weights are not written to
+    /// Route 53 but as an annotation on each cluster's Argo CD cluster Secret, which the user's
+    /// ApplicationSet templates into the Ingress ExternalDNS reads; a step is set once Route 53
+    /// reads it back (docs/shapes/gitops.md). Needs `gitops`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<Via>,
+    /// The GitOps mode's settings (with `"via": "argocd"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gitops: Option<GitOpsWeights>,
+}
+
+/// Who writes a Route 53 target's weights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Via {
+    /// Argo CD, through the clusters' Argo CD cluster Secrets (then ExternalDNS).
+    Argocd,
+}
+
+/// The weight annotation's default key.
+pub const DEFAULT_WEIGHT_ANNOTATION: &str = "cluster-canary.io/weight";
+
+/// GitOps mode: where the weights are written, and how long they may take to reach Route 53.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GitOpsWeights {
+    /// The stable cluster's Argo CD cluster Secret, in `argocd.namespace`. cluster-canary did
+    /// not create it, so it writes only the weight annotation there (server-side apply, field
+    /// manager `cluster-canary-weights`). The canary's weight goes on the Secret cluster-canary
+    /// registered for the new cluster.
+    pub stable_secret: String,
+    /// The annotation the ApplicationSet templates into the Ingress's
+    /// `external-dns.kubernetes.io/aws-weight`. Default `cluster-canary.io/weight`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight_annotation: Option<String>,
+    /// How long a step's weights may take to reach Route 53 (Argo CD's sync, then
+    /// ExternalDNS's interval) before the step fails and the rollout rolls back; also how long
+    /// a restore holds the baseline against the flaps of a sync in flight. 10 to 180, default 120.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 10, max = 180))]
+    pub sync_timeout_seconds: Option<i64>,
+}
+
+impl GitOpsWeights {
+    pub fn weight_annotation(&self) -> &str {
+        self.weight_annotation
+            .as_deref()
+            .unwrap_or(DEFAULT_WEIGHT_ANNOTATION)
+    }
+
+    pub fn sync_timeout_seconds(&self) -> i64 {
+        self.sync_timeout_seconds.unwrap_or(120)
+    }
+
+    fn validate(&self, path: &str, errors: &mut Errors) {
+        if !crate::argocd::is_dns_subdomain(&self.stable_secret) {
+            errors.push(
+                format!("{path}.stableSecret"),
+                format!("`{}` is not a Kubernetes Secret name", self.stable_secret),
+            );
+        }
+        if let Some(key) = &self.weight_annotation {
+            if !crate::argocd::is_label_key(key) {
+                errors.push(
+                    format!("{path}.weightAnnotation"),
+                    format!("`{key}` is not a Kubernetes annotation key (e.g. cluster-canary.io/weight)"),
+                );
+            }
+        }
+        if let Some(seconds) = self.sync_timeout_seconds {
+            if !(10..=180).contains(&seconds) {
+                errors.push(
+                    format!("{path}.syncTimeoutSeconds"),
+                    "must be 10 to 180: a step's wait for Route 53 runs inside one function invocation",
+                );
+            }
+        }
+    }
 }
 
 /// Record types Route 53 allows weighted routing for.
@@ -176,6 +254,14 @@ impl Route53Target {
     /// escaped as `\052`.
     pub fn fqdn(&self) -> String {
         route53_name(&self.record_name)
+    }
+
+    /// The GitOps settings, when the target's weights go through Argo CD.
+    pub fn gitops(&self) -> Option<&GitOpsWeights> {
+        match self.via {
+            Some(Via::Argocd) => self.gitops.as_ref(),
+            None => None,
+        }
     }
 }
 
@@ -301,4 +387,24 @@ fn validate_route53(r53: &Route53Target, path: &str, errors: &mut Errors) {
             "must differ from stableSetIdentifier",
         );
     }
+    match (r53.via, &r53.gitops) {
+        (Some(Via::Argocd), Some(gitops)) => gitops.validate(&format!("{path}.gitops"), errors),
+        (Some(Via::Argocd), None) => errors.push(
+            format!("{path}.gitops"),
+            "is required with \"via\": \"argocd\": name the stable cluster's Argo CD cluster Secret \
+             (gitops.stableSecret), where its weight is written",
+        ),
+        (None, Some(_)) => errors.push(
+            format!("{path}.gitops"),
+            "only has a meaning with \"via\": \"argocd\"",
+        ),
+        (None, None) => {}
+    }
+    if r53.via.is_some() && r53.owner.as_ref().is_some_and(|o| o.ignore.is_some()) {
+        errors.push(
+            format!("{path}.owner.ignore"),
+            "has no meaning with \"via\": \"argocd\": the records are ExternalDNS's, and the weights go through it",
+        );
+    }
 }
+

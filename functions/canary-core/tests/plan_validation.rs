@@ -256,6 +256,87 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             "must differ from stableSetIdentifier",
         ),
         (
+            "GitOps mode without its settings",
+            Box::new(|p| set(p, "/trafficTargets/1/route53/via", json!("argocd"))),
+            "trafficTargets[1].route53.gitops",
+            "is required with \"via\": \"argocd\"",
+        ),
+        (
+            "GitOps settings without GitOps mode",
+            Box::new(|p| {
+                set(
+                    p,
+                    "/trafficTargets/1/route53/gitops",
+                    json!({"stableSecret": "blue"}),
+                )
+            }),
+            "trafficTargets[1].route53.gitops",
+            "only has a meaning with \"via\": \"argocd\"",
+        ),
+        (
+            "GitOps stable Secret that is not a Secret name",
+            Box::new(|p| {
+                set(p, "/trafficTargets/1/route53/via", json!("argocd"));
+                set(
+                    p,
+                    "/trafficTargets/1/route53/gitops",
+                    json!({"stableSecret": "Blue_Cluster"}),
+                )
+            }),
+            "trafficTargets[1].route53.gitops.stableSecret",
+            "`Blue_Cluster` is not a Kubernetes Secret name",
+        ),
+        (
+            "GitOps weight annotation that is not an annotation key",
+            Box::new(|p| {
+                set(p, "/trafficTargets/1/route53/via", json!("argocd"));
+                set(
+                    p,
+                    "/trafficTargets/1/route53/gitops",
+                    json!({"stableSecret": "blue", "weightAnnotation": "weight of/blue"}),
+                )
+            }),
+            "trafficTargets[1].route53.gitops.weightAnnotation",
+            "is not a Kubernetes annotation key",
+        ),
+        (
+            "GitOps sync timeout past one invocation",
+            Box::new(|p| {
+                set(p, "/trafficTargets/1/route53/via", json!("argocd"));
+                set(
+                    p,
+                    "/trafficTargets/1/route53/gitops",
+                    json!({"stableSecret": "blue", "syncTimeoutSeconds": 600}),
+                )
+            }),
+            "trafficTargets[1].route53.gitops.syncTimeoutSeconds",
+            "must be 10 to 180",
+        ),
+        (
+            "GitOps mode with owner.ignore",
+            Box::new(|p| {
+                set(p, "/trafficTargets/1/route53/via", json!("argocd"));
+                set(
+                    p,
+                    "/trafficTargets/1/route53/gitops",
+                    json!({"stableSecret": "blue"}),
+                );
+                set(
+                    p,
+                    "/trafficTargets/1/route53/owner",
+                    json!({"ignore": "because"}),
+                )
+            }),
+            "trafficTargets[1].route53.owner.ignore",
+            "has no meaning with \"via\": \"argocd\"",
+        ),
+        (
+            "unknown via",
+            Box::new(|p| set(p, "/trafficTargets/1/route53/via", json!("flux"))),
+            "trafficTargets[1].route53.via",
+            "unknown variant `flux`",
+        ),
+        (
             "target that is neither alb nor route53",
             Box::new(|p| set(p, "/trafficTargets/1", json!({"nlb": {}}))),
             "trafficTargets[1]",
