@@ -379,7 +379,7 @@ pub async fn restore(
     // A controller that owns a weight puts its own back after this restore as after any
     // other write: say so before anything is written (the restore still goes ahead).
     let apis = traffic.apis();
-    for router in canary_rollout::traffic::routers(&apis, &plan.traffic_targets) {
+    for router in canary_rollout::traffic::routers(&apis, &plan) {
         if let Some(claim) = router.controller().await? {
             printer.say(
                 &format!(

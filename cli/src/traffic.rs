@@ -41,6 +41,7 @@ impl Traffic {
             alb: &self.alb,
             route53: &self.route53,
             executions: &self.executions,
+            argocd: None,
         }
     }
 
@@ -49,7 +50,7 @@ impl Traffic {
     pub async fn weights(&self, plan: &RolloutPlan) -> Result<Vec<TargetWeights>, String> {
         let apis = self.apis();
         let mut weights = Vec::new();
-        for router in routers(&apis, &plan.traffic_targets) {
+        for router in routers(&apis, plan) {
             match observe(router.as_ref()).await.map_err(|e| e.to_string())? {
                 Observed::Pair(pair) => weights.push(TargetWeights::new(router.key(), pair)),
                 Observed::Reshaped(why) => return Err(format!("{}: {why}", router.label())),

@@ -407,4 +407,3 @@ fn validate_route53(r53: &Route53Target, path: &str, errors: &mut Errors) {
         );
     }
 }
-

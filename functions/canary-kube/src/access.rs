@@ -9,6 +9,7 @@
 
 use std::time::{Duration, SystemTime};
 
+use async_trait::async_trait;
 use aws_config::SdkConfig;
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -29,6 +30,7 @@ use tower::retry::RetryLayer;
 use tower::{BoxError, ServiceBuilder};
 use tower_http::auth::AddAuthorizationLayer;
 
+use crate::argocd::{ArgoCdApi, KubeArgoCd};
 use crate::error::{KubeError, KubeErrorKind};
 use crate::token::eks_token;
 
@@ -125,6 +127,27 @@ fn from_aws(e: canary_aws::AwsError) -> KubeError {
         _ => KubeErrorKind::Rejected,
     };
     KubeError::new(kind, CONNECT, e.to_string())
+}
+
+/// Argo CD's namespace of the management cluster, for what reaches it along the way (the
+/// GitOps traffic targets): a connection per call, so a token never outlives an invocation.
+#[async_trait]
+pub trait ArgoCdConnect: Send + Sync {
+    async fn argocd(&self, namespace: &str) -> Result<Box<dyn ArgoCdApi>, KubeError>;
+}
+
+/// [`ArgoCdConnect`] through [`connect`].
+pub struct Management<'a> {
+    pub access: &'a ManagementAccess,
+    pub aws: AccessDeps<'a>,
+}
+
+#[async_trait]
+impl ArgoCdConnect for Management<'_> {
+    async fn argocd(&self, namespace: &str) -> Result<Box<dyn ArgoCdApi>, KubeError> {
+        let client = connect(self.access, &self.aws).await?;
+        Ok(Box::new(KubeArgoCd::new(client, namespace)))
+    }
 }
 
 /// A kube client for the management cluster.

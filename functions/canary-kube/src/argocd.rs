@@ -10,11 +10,16 @@ use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams
 use kube::core::ApiResource;
 use serde_json::{json, Value};
 
-use crate::error::KubeError;
+use crate::error::{KubeError, KubeErrorKind};
 use canary_core::argocd::SECRET_TYPE_LABEL;
 
 /// The field manager every apply uses, so repeated applies own the same fields.
 pub const FIELD_MANAGER: &str = "cluster-canary";
+
+/// The field manager of the GitOps weight annotations: its own, so that it owns that one
+/// annotation (on a Secret registration did not create, nothing else) and registration's
+/// applies, which leave the annotation out, never remove it.
+pub const WEIGHTS_FIELD_MANAGER: &str = "cluster-canary-weights";
 
 /// A Secret as registration sees it: labels and data values decoded to text.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -58,6 +63,10 @@ pub trait ArgoCdApi: Send + Sync {
     /// Server-side apply with [`FIELD_MANAGER`], without force: fields another manager owns
     /// are a conflict, not overwritten.
     async fn apply_secret(&self, secret: &ClusterSecret) -> Result<(), KubeError>;
+    /// Server-side apply of one annotation with [`WEIGHTS_FIELD_MANAGER`], without force (an
+    /// annotation another manager owns is a conflict), on a Secret that exists: a Secret that
+    /// is not there is `NotFound`, never created.
+    async fn annotate_secret(&self, name: &str, key: &str, value: &str) -> Result<(), KubeError>;
     /// `false` when there was nothing to delete.
     async fn delete_secret(&self, name: &str, uid: Option<&str>) -> Result<bool, KubeError>;
     async fn applications(&self) -> Result<Vec<AppStatus>, KubeError>;
@@ -176,6 +185,33 @@ impl ArgoCdApi for KubeArgoCd {
             .await
             .map(drop)
             .map_err(|e| KubeError::from_kube(self.action("apply Secret", &secret.name), e))
+    }
+
+    async fn annotate_secret(&self, name: &str, key: &str, value: &str) -> Result<(), KubeError> {
+        let action = self.action("annotate Secret", name);
+        // An apply creates what is missing: look first, so a Secret deleted in between (the
+        // stable cluster's, say) is reported rather than re-created empty.
+        if self.get_secret(name).await?.is_none() {
+            return Err(KubeError::new(
+                KubeErrorKind::NotFound,
+                action,
+                format!("Secret {name} does not exist"),
+            ));
+        }
+        let body = json!({
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": name, "namespace": self.namespace, "annotations": {key: value}},
+        });
+        self.secrets
+            .patch(
+                name,
+                &PatchParams::apply(WEIGHTS_FIELD_MANAGER),
+                &Patch::Apply(&body),
+            )
+            .await
+            .map(drop)
+            .map_err(|e| KubeError::from_kube(action, e))
     }
 
     async fn delete_secret(&self, name: &str, uid: Option<&str>) -> Result<bool, KubeError> {

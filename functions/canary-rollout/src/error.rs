@@ -3,6 +3,7 @@
 
 use canary_aws::AwsError;
 use canary_core::{ErrorName, NamedError, PlanErrors};
+use canary_kube::KubeError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ShiftError {
@@ -29,6 +30,11 @@ pub enum ShiftError {
     Aws { path: String, source: AwsError },
     #[error("{path}: Route 53 change {change_id} was written but is not INSYNC yet")]
     ChangeNotInSync { path: String, change_id: String },
+    /// A Kubernetes API error met on a GitOps target's Argo CD cluster Secrets.
+    #[error("{path}: {source}")]
+    Kube { path: String, source: KubeError },
+    #[error("{path}: {message}")]
+    WeightsNotSynced { path: String, message: String },
 }
 
 impl NamedError for ShiftError {
@@ -43,6 +49,8 @@ impl NamedError for ShiftError {
             ShiftError::WeightsChangedExternally(_) => ErrorName::WeightsChangedExternally,
             ShiftError::Aws { source, .. } => source.error_name(),
             ShiftError::ChangeNotInSync { .. } => ErrorName::ChangeNotInSync,
+            ShiftError::Kube { source, .. } => source.error_name(),
+            ShiftError::WeightsNotSynced { .. } => ErrorName::WeightsNotSynced,
         }
     }
 }

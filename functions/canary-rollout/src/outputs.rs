@@ -64,6 +64,14 @@ pub struct RestoreOutput {
     /// For the execution's cause: empty, or which foreign changes the restore overwrote
     /// (". It overwrote weights changed outside this rollout: …"). Bounded.
     pub note: String,
+    /// How many times the hold after the restore put a target back (a GitOps sync in flight
+    /// writing the weights it carried).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub reasserted: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The look after a restore's settle period.

@@ -27,7 +27,7 @@ pub async fn prepare(
         Some(&execution.execution_arn),
     )
     .await?;
-    let routers = routers(apis, &plan.traffic_targets);
+    let routers = routers(apis, plan);
     let mut checked = check_routers(&routers, steps).await?;
 
     // Every check passed: the only write prepare makes.
@@ -61,7 +61,7 @@ pub async fn check_targets(
     apis: &Apis<'_>,
     valid: &ValidPlan,
 ) -> Result<Vec<TargetCheck>, ShiftError> {
-    check_routers(&routers(apis, &valid.plan.traffic_targets), &valid.steps).await
+    check_routers(&routers(apis, &valid.plan), &valid.steps).await
 }
 
 async fn check_routers(

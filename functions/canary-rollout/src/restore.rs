@@ -5,16 +5,16 @@
 
 use canary_core::limits::MAX_TARGETS;
 use canary_core::limits::{join_bounded, MAX_REASON_BYTES};
-use canary_core::{RolloutPlan, TargetWeights};
+use canary_core::{RolloutPlan, TargetWeights, WeightPair};
 use tracing::{error, info, warn};
 
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::error::ShiftError;
 use crate::metrics;
 use crate::outputs::{LookAgainOutput, RestoreOutput, UnexpectedWeights};
 use crate::set::per_target;
-use crate::traffic::{self, routers, Apis, Observed};
+use crate::traffic::{self, routers, Apis, Observed, TrafficRouter};
 
 /// Why a restore runs, for its metrics: the cause (an error name, or the safety net's) and when
 /// the failure happened.
@@ -42,7 +42,7 @@ pub async fn restore(
     baseline: &[TargetWeights],
     expected: Option<&[TargetWeights]>,
 ) -> Result<RestoreOutput, ShiftError> {
-    let routers = routers(apis, &plan.traffic_targets);
+    let routers = routers(apis, plan);
     let baseline = per_target(&routers, baseline, "baseline")?;
     let expected = expected
         .map(|e| per_target(&routers, e, "expected"))
@@ -61,6 +61,7 @@ pub async fn restore(
             let current = reading.observed.clone();
             if current == Observed::Pair(*baseline) {
                 info!(target_key = %router.key(), "already at baseline");
+                router.keep(*baseline).await?;
                 return Ok(current);
             }
             let known = match (&current, &expected) {
@@ -75,7 +76,8 @@ pub async fn restore(
                     found: current.describe(),
                 });
             }
-            traffic::write(router, &reading, *baseline).await?;
+            traffic::write_now(router, &reading, *baseline).await?;
+            router.keep(*baseline).await?;
             traffic::observe(router).await
         }
         .await;
@@ -98,14 +100,52 @@ pub async fn restore(
             }
         }
     }
-    match first_error {
-        Some(e) => Err(e),
-        None => Ok(RestoreOutput {
-            weights,
-            note: overwritten_note(&unexpected),
-            unexpected,
-        }),
+    if let Some(e) = first_error {
+        return Err(e);
     }
+    let reasserted = hold(&routers, &baseline).await?;
+    Ok(RestoreOutput {
+        weights,
+        note: overwritten_note(&unexpected),
+        unexpected,
+        reasserted,
+    })
+}
+
+/// The restore's hold: for as long as a target's `hold_seconds` (a GitOps sync already in
+/// flight may still write the weights it carried), every target found away from its baseline
+/// is put back. Each time is expected, not a foreign change: it is counted and logged.
+async fn hold(
+    routers: &[Box<dyn TrafficRouter + '_>],
+    baseline: &[WeightPair],
+) -> Result<u32, ShiftError> {
+    let longest = routers.iter().map(|r| r.hold_seconds()).max().unwrap_or(0);
+    if longest == 0 {
+        return Ok(0);
+    }
+    let (started, longest) = (Instant::now(), Duration::from_secs(longest));
+    let mut reasserted = 0;
+    while started.elapsed() < longest {
+        tokio::time::sleep(traffic::poll_interval(longest)).await;
+        for (router, baseline) in routers.iter().zip(baseline) {
+            if started.elapsed() > Duration::from_secs(router.hold_seconds()) {
+                continue;
+            }
+            let router = router.as_ref();
+            let reading = router.read().await?;
+            if reading.observed != Observed::Pair(*baseline) {
+                warn!(target_key = %router.key(), found = %reading.observed.describe(), "moved while the baseline is held; put back");
+                traffic::write_now(router, &reading, *baseline).await?;
+                reasserted += 1;
+            }
+        }
+    }
+    info!(
+        reasserted,
+        held_seconds = longest.as_secs(),
+        "the baseline held"
+    );
+    Ok(reasserted)
 }
 
 /// The look after a restore's settle period (`rollback.settleSeconds`): a controller that owns

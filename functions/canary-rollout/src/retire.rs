@@ -25,7 +25,7 @@ pub async fn detach(
             detached: Vec::new(),
         });
     }
-    let routers = routers(apis, &plan.traffic_targets);
+    let routers = routers(apis, plan);
     let expected = per_target(&routers, expected, "expected")?;
     let mut detached = Vec::new();
     for (router, expected) in routers.iter().zip(expected) {

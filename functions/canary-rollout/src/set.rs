@@ -30,7 +30,7 @@ pub async fn set(
     let desired = WeightPair::for_canary_percent(step_weight).ok_or_else(|| {
         ShiftError::InvalidInput(format!("canaryWeight {step_weight} is over 100"))
     })?;
-    let routers = routers(apis, &plan.traffic_targets);
+    let routers = routers(apis, plan);
     let expected = per_target(&routers, expected, "expected")?;
     let to_write = compare(&routers, &expected, desired).await?;
 
@@ -67,7 +67,7 @@ pub async fn verify(
     valid: &ValidPlan,
     expected: &[TargetWeights],
 ) -> Result<VerifyOutput, ShiftError> {
-    let routers = routers(apis, &valid.plan.traffic_targets);
+    let routers = routers(apis, &valid.plan);
     let pairs = per_target(&routers, expected, "expected")?;
     let mut changed = Vec::new();
     for (router, expected) in routers.iter().zip(pairs) {

@@ -21,7 +21,7 @@ pub async fn target_health(
     let gate = gate.resolve();
     let mut problems = Vec::new();
     let mut notes = Vec::new();
-    for router in routers(apis, &plan.traffic_targets) {
+    for router in routers(apis, plan) {
         match router.health(gate.min_healthy_targets).await? {
             Health::Ready => {}
             Health::NotReady(problem) => problems.push(format!("{}: {problem}", router.label())),

@@ -30,6 +30,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
             alb: &alb,
             route53: &route53,
             executions: &NoExecutions,
+            argocd: None,
         },
         cloudwatch: &cloudwatch,
         prometheus: &prometheus,

@@ -67,6 +67,7 @@ impl Env {
                 alb: &self.alb,
                 route53: &self.route53,
                 executions: &NoExecutions,
+                argocd: None,
             },
             cloudwatch: &self.cloudwatch,
             prometheus: &self.prometheus,

@@ -64,6 +64,7 @@ impl Env {
                 alb: &self.alb,
                 route53: &self.route53,
                 executions: &NoExecutions,
+                argocd: None,
             },
             cloudwatch: &self.function,
             prometheus: &self.prometheus,

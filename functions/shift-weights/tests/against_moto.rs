@@ -40,6 +40,7 @@ impl Env {
             alb: &self.alb,
             route53: &self.route53,
             executions: &self.executions,
+            argocd: None,
         };
         handle(&apis, input).await
     }

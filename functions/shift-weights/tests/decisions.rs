@@ -259,6 +259,7 @@ async fn restore_goes_on_past_a_throttled_target_then_a_retry_finishes() {
         alb: &alb,
         route53: &route53,
         executions: &NoExecutions,
+        argocd: None,
     };
     let input = json!({
         "operation": "restore",
@@ -305,6 +306,7 @@ async fn a_set_interrupted_half_way_completes_on_retry() {
         alb: &alb,
         route53: &route53,
         executions: &NoExecutions,
+        argocd: None,
     };
     let input = json!({
         "operation": "set",
@@ -338,6 +340,7 @@ async fn a_route53_change_that_stays_pending_is_a_retryable_error() {
         alb: &alb,
         route53: &route53,
         executions: &NoExecutions,
+        argocd: None,
     };
     let target = json!({"route53": {
         "hostedZoneId": "Z1", "recordName": "www.example.com", "recordType": "CNAME",
@@ -395,6 +398,7 @@ async fn an_unhealthy_canary_target_holds_the_gate_and_is_named() {
             alb: &alb,
             route53: &in_sync_route53(),
             executions: &NoExecutions,
+            argocd: None,
         };
         let request =
             json!({"operation": "targetHealth", "plan": gated(vec![alb_target(LISTENER_A)])});
@@ -433,6 +437,7 @@ async fn route53_gates_on_the_canary_records_health_check_only_if_it_has_one() {
         alb: &alb,
         route53: &failing,
         executions: &NoExecutions,
+        argocd: None,
     };
     let request = json!({"operation": "targetHealth", "plan": gated(vec![route53_target()])});
     let out = handle(&apis, request.clone()).await.expect("a look");
@@ -467,6 +472,7 @@ async fn asking_for_target_health_without_a_gate_is_invalid_input() {
         alb: &alb,
         route53: &in_sync_route53(),
         executions: &NoExecutions,
+        argocd: None,
     };
     let err = handle(
         &apis,
@@ -500,6 +506,7 @@ async fn detach(alb: &FakeAlb, plan: Value, stable: u16, canary: u16) -> Result<
         alb,
         route53: &in_sync_route53(),
         executions: &NoExecutions,
+        argocd: None,
     };
     let input = json!({"operation": "detach", "plan": plan, "expected": [weights(LISTENER_A, stable, canary)]});
     handle(&apis, input)

@@ -5,14 +5,17 @@
 //! `docs/extending.md`.
 
 mod alb;
+mod gitops;
 mod route53;
 
+pub use gitops::poll_interval;
 pub use route53::external_dns_claim;
 
 use async_trait::async_trait;
 use canary_aws::{AlbApi, AwsError, ExecutionsApi, ForwardAction, Route53Api};
 use canary_core::ownership::{ControllerOwner, OwnerCheck};
-use canary_core::{TrafficTarget, WeightPair};
+use canary_core::{RolloutPlan, TrafficTarget, WeightPair};
+use canary_kube::ArgoCdConnect;
 use tracing::info;
 
 use crate::error::ShiftError;
@@ -22,6 +25,9 @@ pub struct Apis<'a> {
     pub alb: &'a dyn AlbApi,
     pub route53: &'a dyn Route53Api,
     pub executions: &'a dyn ExecutionsApi,
+    /// Argo CD's namespace of the management cluster, for GitOps targets' writes; `None` where
+    /// the caller only reads them (a check) or has no such access (a person's CLI).
+    pub argocd: Option<&'a dyn ArgoCdConnect>,
 }
 
 /// One plan target with the label its messages use: `trafficTargets[1] (route53:Z1:api.example.com.:A)`.
@@ -48,11 +54,8 @@ pub fn locate(targets: &[TrafficTarget]) -> Vec<Located<'_>> {
 }
 
 /// A router for each of the plan's targets, in plan order: the one place that chooses by kind.
-pub fn routers<'a>(
-    apis: &'a Apis<'a>,
-    targets: &'a [TrafficTarget],
-) -> Vec<Box<dyn TrafficRouter + 'a>> {
-    locate(targets)
+pub fn routers<'a>(apis: &'a Apis<'a>, plan: &'a RolloutPlan) -> Vec<Box<dyn TrafficRouter + 'a>> {
+    locate(&plan.traffic_targets)
         .into_iter()
         .map(|located| -> Box<dyn TrafficRouter + 'a> {
             match located.target {
@@ -61,11 +64,22 @@ pub fn routers<'a>(
                     target,
                     located,
                 }),
-                TrafficTarget::Route53(target) => Box::new(Router {
-                    api: apis.route53,
-                    target,
-                    located,
-                }),
+                TrafficTarget::Route53(target) => {
+                    let records = Router {
+                        api: apis.route53,
+                        target,
+                        located,
+                    };
+                    match target.gitops() {
+                        Some(settings) => Box::new(gitops::GitOpsRouter::new(
+                            records,
+                            settings,
+                            apis.argocd,
+                            plan,
+                        )),
+                        None => Box::new(records),
+                    }
+                }
             }
         })
         .collect()
@@ -218,6 +232,22 @@ pub trait TrafficRouter: Send + Sync {
     /// Writes `pair` from what `reading` found; returns once the change is in effect. The
     /// caller has compared (compare-and-set) and calls `refuse_unwritable` first.
     async fn write(&self, reading: &Reading, pair: WeightPair) -> Result<(), ShiftError>;
+    /// A restore's write: traffic at `pair` now. The same as `write`, except for a kind whose
+    /// writes go through a reconciler (GitOps), which writes under it as well.
+    async fn write_now(&self, reading: &Reading, pair: WeightPair) -> Result<(), ShiftError> {
+        self.write(reading, pair).await
+    }
+    /// After a restore found or put the target at `baseline`: make whatever reconciles it want
+    /// the baseline too (GitOps: the Secrets' weight annotations). Runs on every restore, even
+    /// of a target already at its baseline, so a retried restore finishes the job.
+    async fn keep(&self, _baseline: WeightPair) -> Result<(), ShiftError> {
+        Ok(())
+    }
+    /// How long after a restore its reconciler may still write what it wanted before (a sync
+    /// in flight), so the restore holds the baseline, putting it back as often as it moves.
+    fn hold_seconds(&self) -> u64 {
+        0
+    }
     /// Prepare's read-only checks particular to the kind (it exists, has the plan's shape,
     /// stickiness, TTLs shorter than `shortest_bake_seconds`). Writes nothing.
     async fn inspect(&self, shortest_bake_seconds: i64) -> Result<Inspection, ShiftError>;
@@ -245,5 +275,17 @@ pub async fn write(
     router.refuse_unwritable(pair)?;
     router.write(reading, pair).await?;
     info!(target_key = %router.key(), stable = pair.stable, canary = pair.canary, "weights written");
+    Ok(())
+}
+
+/// A restore's [`write`]: `write_now` after `refuse_unwritable`, and logs it.
+pub async fn write_now(
+    router: &dyn TrafficRouter,
+    reading: &Reading,
+    pair: WeightPair,
+) -> Result<(), ShiftError> {
+    router.refuse_unwritable(pair)?;
+    router.write_now(reading, pair).await?;
+    info!(target_key = %router.key(), stable = pair.stable, canary = pair.canary, "weights restored");
     Ok(())
 }

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::error::ShiftError;
 
-type Route53Router<'a> = Router<'a, dyn Route53Api + 'a, Route53Target>;
+pub(super) type Route53Router<'a> = Router<'a, dyn Route53Api + 'a, Route53Target>;
 
 impl Route53Router<'_> {
     async fn records(&self) -> Result<Vec<WeightedRecord>, ShiftError> {
@@ -41,13 +41,21 @@ impl Route53Router<'_> {
             })
     }
 
-    /// `TargetNotFound` when one of the plan's two records does not exist.
-    fn observed(&self, records: &[WeightedRecord]) -> Result<Observed, ShiftError> {
+    /// `TargetNotFound` when one of the plan's two records does not exist — unless
+    /// `canary_may_be_absent` (GitOps mode: the new cluster's ExternalDNS creates the canary's
+    /// record once Argo CD has synced its apps; until then it takes no traffic, weight 0).
+    fn observed(
+        &self,
+        records: &[WeightedRecord],
+        canary_may_be_absent: bool,
+    ) -> Result<Observed, ShiftError> {
         let r53 = self.target;
-        let (stable, canary) = (
-            self.record(records, &r53.stable_set_identifier)?,
-            self.record(records, &r53.canary_set_identifier)?,
-        );
+        let stable = self.record(records, &r53.stable_set_identifier)?;
+        let canary_weight = match self.record(records, &r53.canary_set_identifier) {
+            Ok(canary) => canary.weight,
+            Err(_) if canary_may_be_absent => Some(0),
+            Err(e) => return Err(e),
+        };
         let others: Vec<&str> = records
             .iter()
             .filter_map(|r| r.set_identifier.as_deref())
@@ -59,12 +67,97 @@ impl Route53Router<'_> {
                 others.join(", ")
             )));
         }
-        match (stable.weight, canary.weight) {
+        match (stable.weight, canary_weight) {
             (Some(stable), Some(canary)) => Ok(Observed::Pair(WeightPair { stable, canary })),
             _ => Ok(Observed::Reshaped(
                 "its records do not use weighted routing".to_owned(),
             )),
         }
+    }
+
+    /// The records' weights. `gitops`: the canary's record may not exist yet (see `observed`).
+    pub(super) async fn read_records(&self, gitops: bool) -> Result<Reading, ShiftError> {
+        let records = self.records().await?;
+        Ok(Reading::of(self.observed(&records, gitops)?))
+    }
+
+    /// One change batch, then a bounded wait for `INSYNC`.
+    pub(super) async fn write_records(&self, pair: WeightPair) -> Result<(), ShiftError> {
+        let change_id = self
+            .api
+            .write_weights(self.target, pair.stable, pair.canary)
+            .await
+            .map_err(|e| self.aws(e))?;
+        let in_sync = self
+            .api
+            .wait_in_sync(&change_id)
+            .await
+            .map_err(|e| self.aws(e))?;
+        if !in_sync {
+            return Err(ShiftError::ChangeNotInSync {
+                path: self.located.label.clone(),
+                change_id,
+            });
+        }
+        Ok(())
+    }
+
+    /// Prepare's checks of the records: they exist (in GitOps mode the canary's may not yet),
+    /// their TTLs, and — unless in GitOps mode, where ExternalDNS owning them is the point —
+    /// that no ExternalDNS owns them.
+    pub(super) async fn inspect_records(
+        &self,
+        shortest_bake_seconds: i64,
+        gitops: bool,
+    ) -> Result<Inspection, ShiftError> {
+        let r53 = self.target;
+        let records = self.records().await?;
+        let observed = self.observed(&records, gitops)?;
+        let mut notes = Vec::new();
+        let mut ttl_seconds = None;
+        let ours = records.iter().filter(|r| {
+            r.set_identifier.as_deref() == Some(r53.stable_set_identifier.as_str())
+                || r.set_identifier.as_deref() == Some(r53.canary_set_identifier.as_str())
+        });
+        for record in ours {
+            match (record.ttl, &record.alias_target) {
+                (Some(ttl), _) => ttl_seconds = ttl_seconds.max(Some(ttl)),
+                (None, Some(alias)) => notes.push(format!(
+                    "record `{}` is an alias to {alias}: resolvers cache it for the alias target's TTL (60 s for a load balancer)",
+                    record.set_identifier.as_deref().unwrap_or_default()
+                )),
+                (None, None) => {}
+            }
+        }
+        if !gitops {
+            refuse_claimed(
+                self,
+                "Weight records cluster-canary owns instead: weighted alias records of the service \
+                 name pointing at per-cluster names each cluster's ExternalDNS manages \
+                 (docs/shapes/route53-apex.md; `cluster-canary plan apex-records` creates them), \
+                 or let the weights go through Argo CD (\"via\": \"argocd\", docs/shapes/gitops.md)",
+                self.target.owner.as_ref(),
+                &mut notes,
+            )
+            .await?;
+        }
+        if let Some(ttl) = ttl_seconds.filter(|ttl| *ttl > shortest_bake_seconds) {
+            return Err(ShiftError::TargetMisconfigured {
+                path: self.located.label.clone(),
+                message: format!(
+                    "the records' TTL is {ttl} s, longer than the shortest bake ({shortest_bake_seconds} s): resolvers would still \
+                     use the previous weights when the step's checks run; lower the TTL or lengthen the bake"
+                ),
+            });
+        }
+        Ok(Inspection {
+            reading: Reading::of(observed),
+            attach_canary: false,
+            kind: "route53",
+            sticky: false,
+            ttl_seconds,
+            notes,
+        })
     }
 }
 
@@ -115,8 +208,7 @@ impl TrafficRouter for Route53Router<'_> {
     }
 
     async fn read(&self) -> Result<Reading, ShiftError> {
-        let records = self.records().await?;
-        Ok(Reading::of(self.observed(&records)?))
+        self.read_records(false).await
     }
 
     /// Route 53 splits traffic evenly between weighted records that are all 0, so "stable 0 /
@@ -131,73 +223,12 @@ impl TrafficRouter for Route53Router<'_> {
         Ok(())
     }
 
-    /// One change batch, then a bounded wait for `INSYNC`.
     async fn write(&self, _reading: &Reading, pair: WeightPair) -> Result<(), ShiftError> {
-        let change_id = self
-            .api
-            .write_weights(self.target, pair.stable, pair.canary)
-            .await
-            .map_err(|e| self.aws(e))?;
-        let in_sync = self
-            .api
-            .wait_in_sync(&change_id)
-            .await
-            .map_err(|e| self.aws(e))?;
-        if !in_sync {
-            return Err(ShiftError::ChangeNotInSync {
-                path: self.located.label.clone(),
-                change_id,
-            });
-        }
-        Ok(())
+        self.write_records(pair).await
     }
 
     async fn inspect(&self, shortest_bake_seconds: i64) -> Result<Inspection, ShiftError> {
-        let r53 = self.target;
-        let records = self.records().await?;
-        let observed = self.observed(&records)?;
-        let mut notes = Vec::new();
-        let mut ttl_seconds = None;
-        let ours = records.iter().filter(|r| {
-            r.set_identifier.as_deref() == Some(r53.stable_set_identifier.as_str())
-                || r.set_identifier.as_deref() == Some(r53.canary_set_identifier.as_str())
-        });
-        for record in ours {
-            match (record.ttl, &record.alias_target) {
-                (Some(ttl), _) => ttl_seconds = ttl_seconds.max(Some(ttl)),
-                (None, Some(alias)) => notes.push(format!(
-                    "record `{}` is an alias to {alias}: resolvers cache it for the alias target's TTL (60 s for a load balancer)",
-                    record.set_identifier.as_deref().unwrap_or_default()
-                )),
-                (None, None) => {}
-            }
-        }
-        refuse_claimed(
-            self,
-            "Weight records cluster-canary owns instead: weighted alias records of the service \
-             name pointing at per-cluster names each cluster's ExternalDNS manages \
-             (docs/shapes/route53-apex.md; `cluster-canary plan apex-records` creates them)",
-            self.target.owner.as_ref(),
-            &mut notes,
-        )
-        .await?;
-        if let Some(ttl) = ttl_seconds.filter(|ttl| *ttl > shortest_bake_seconds) {
-            return Err(ShiftError::TargetMisconfigured {
-                path: self.located.label.clone(),
-                message: format!(
-                    "the records' TTL is {ttl} s, longer than the shortest bake ({shortest_bake_seconds} s): resolvers would still \
-                     use the previous weights when the step's checks run; lower the TTL or lengthen the bake"
-                ),
-            });
-        }
-        Ok(Inspection {
-            reading: Reading::of(observed),
-            attach_canary: false,
-            kind: "route53",
-            sticky: false,
-            ttl_seconds,
-            notes,
-        })
+        self.inspect_records(shortest_bake_seconds, false).await
     }
 
     async fn health(&self, _min_healthy_targets: u32) -> Result<Health, ShiftError> {

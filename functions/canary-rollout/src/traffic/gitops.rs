@@ -1,0 +1,383 @@
+//! A Route 53 target in GitOps mode (`"via": "argocd"`): ExternalDNS owns its two weighted
+//! records and puts back any weight its Ingress does not ask for, so the weights go where
+//! ExternalDNS reads them. Each is written as an annotation on the cluster's Argo CD cluster
+//! Secret (server-side apply, field manager `cluster-canary-weights`); the user's
+//! ApplicationSet (cluster generator) templates it into the Ingress's `aws-weight`; Argo CD
+//! syncs; ExternalDNS writes Route 53 (docs/shapes/gitops.md).
+//!
+//! - A step is set once Route 53 reads back its weights, within `syncTimeoutSeconds`; past
+//!   that it is `WeightsNotSynced`, which rolls the rollout back.
+//! - A restore writes Route 53 directly (traffic returns at once), then the annotations, then
+//!   holds the baseline for `syncTimeoutSeconds`: a sync already in flight may still write the
+//!   step's weights, and each time it does the baseline is put back.
+//!
+//! Reads, health and ownership are the records', as for a plain Route 53 target.
+
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use canary_core::argocd::{
+    ArgoCdSection, CLUSTER_ARN_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE,
+};
+use canary_core::plan::ClusterRef;
+use canary_core::targets::GitOpsWeights;
+use canary_core::{RolloutPlan, WeightPair};
+use canary_kube::{ArgoCdApi, ArgoCdConnect, ClusterSecret, KubeError};
+use tracing::{info, warn};
+
+use super::route53::Route53Router;
+use super::{
+    ControllerClaim, Detach, Health, Inspection, Located, Observed, Reading, TrafficRouter,
+};
+use crate::error::ShiftError;
+
+pub(super) struct GitOpsRouter<'a> {
+    records: Route53Router<'a>,
+    settings: &'a GitOpsWeights,
+    argocd: Option<&'a dyn ArgoCdConnect>,
+    namespace: String,
+    cluster: &'a ClusterRef,
+}
+
+/// The two Secrets the weights are written on.
+struct Secrets {
+    api: Box<dyn ArgoCdApi>,
+    stable: String,
+    /// `None` when the new cluster has no Secret (yet, or any more): only a restore goes on
+    /// without it, since then its apps are not deployed and its ExternalDNS writes nothing.
+    canary: Option<String>,
+}
+
+impl<'a> GitOpsRouter<'a> {
+    pub(super) fn new(
+        records: Route53Router<'a>,
+        settings: &'a GitOpsWeights,
+        argocd: Option<&'a dyn ArgoCdConnect>,
+        plan: &'a RolloutPlan,
+    ) -> Self {
+        let section = plan.argocd.clone().unwrap_or_default();
+        GitOpsRouter {
+            records,
+            settings,
+            argocd,
+            namespace: ArgoCdSection::namespace(&section).to_owned(),
+            cluster: &plan.cluster,
+        }
+    }
+
+    fn kube(&self, source: KubeError) -> ShiftError {
+        ShiftError::Kube {
+            path: self.records.located.label.clone(),
+            source,
+        }
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_secs(self.settings.sync_timeout_seconds().unsigned_abs())
+    }
+
+    async fn secrets(&self) -> Result<Secrets, ShiftError> {
+        let Some(argocd) = self.argocd else {
+            return Err(ShiftError::InvalidInput(format!(
+                "{}: its weights go through Argo CD (\"via\": \"argocd\"), and this caller cannot \
+                 reach the management cluster; set the `{}` annotation of the cluster Secrets \
+                 yourself",
+                self.records.located.label,
+                self.settings.weight_annotation()
+            )));
+        };
+        let api = argocd
+            .argocd(&self.namespace)
+            .await
+            .map_err(|e| self.kube(e))?;
+        let stable = self.settings.stable_secret.clone();
+        if api
+            .get_secret(&stable)
+            .await
+            .map_err(|e| self.kube(e))?
+            .is_none()
+        {
+            return Err(ShiftError::TargetNotFound {
+                path: self.records.located.label.clone(),
+                message: format!(
+                    "gitops.stableSecret: there is no Secret {stable} in namespace {}",
+                    self.namespace
+                ),
+            });
+        }
+        let secrets = api.cluster_secrets().await.map_err(|e| self.kube(e))?;
+        let canary = canary_secret(&secrets, self.cluster).map_err(|message| {
+            ShiftError::TargetMisconfigured {
+                path: self.records.located.label.clone(),
+                message,
+            }
+        })?;
+        Ok(Secrets {
+            api,
+            stable,
+            canary,
+        })
+    }
+
+    /// Writes `pair` on the Secrets' weight annotations. Without the canary's Secret, only a
+    /// restore (`canary_optional`) goes on.
+    async fn annotate(&self, pair: WeightPair, canary_optional: bool) -> Result<(), ShiftError> {
+        let secrets = self.secrets().await?;
+        let key = self.settings.weight_annotation();
+        let canary = match (&secrets.canary, canary_optional) {
+            (Some(name), _) => Some(name),
+            (None, true) => None,
+            (None, false) => {
+                return Err(ShiftError::TargetNotFound {
+                    path: self.records.located.label.clone(),
+                    message: format!(
+                        "no Argo CD cluster Secret registered by cluster-canary for cluster {} in {} (namespace {})",
+                        self.cluster.name, self.cluster.region, self.namespace
+                    ),
+                })
+            }
+        };
+        for (name, weight) in [(Some(&secrets.stable), pair.stable), (canary, pair.canary)] {
+            let Some(name) = name else { continue };
+            secrets
+                .api
+                .annotate_secret(name, key, &weight.to_string())
+                .await
+                .map_err(|e| self.kube(e))?;
+            info!(target_key = %self.key(), secret = %name, weight, "weight annotation written");
+        }
+        if canary.is_none() {
+            warn!(target_key = %self.key(), "the new cluster has no Argo CD cluster Secret; only the stable's annotation was written");
+        }
+        Ok(())
+    }
+
+    /// Reads the records until they are at `pair`, within the sync timeout.
+    async fn await_route53(&self, pair: WeightPair) -> Result<(), ShiftError> {
+        let timeout = self.timeout();
+        let started = Instant::now();
+        loop {
+            let observed = self.records.read_records(true).await?.observed;
+            if observed == Observed::Pair(pair) {
+                info!(target_key = %self.key(), waited_ms = started.elapsed().as_millis() as u64, "Route 53 reads the step's weights");
+                return Ok(());
+            }
+            if started.elapsed() >= timeout {
+                return Err(ShiftError::WeightsNotSynced {
+                    path: self.records.located.label.clone(),
+                    message: format!(
+                        "wrote {pair} on the Argo CD cluster Secrets' `{}` annotation, but after {} s Route 53 still reads {}: \
+                         Argo CD has not synced the Ingresses, or ExternalDNS has not written them (gitops.syncTimeoutSeconds)",
+                        self.settings.weight_annotation(),
+                        timeout.as_secs(),
+                        observed.describe()
+                    ),
+                });
+            }
+            tokio::time::sleep(poll_interval(timeout)).await;
+        }
+    }
+}
+
+/// How often a wait reads Route 53: about 20 reads over the timeout, 1 to 5 s apart.
+pub fn poll_interval(timeout: Duration) -> Duration {
+    (timeout / 20).clamp(Duration::from_secs(1), Duration::from_secs(5))
+}
+
+/// The Secret registration created for `cluster`: labelled as cluster-canary's, with the
+/// cluster's ARN annotation naming its region and name (and account, when the plan names the
+/// cluster's account through `roleArn`). More than one is an error a person must settle.
+fn canary_secret(
+    secrets: &[ClusterSecret],
+    cluster: &ClusterRef,
+) -> Result<Option<String>, String> {
+    let account = cluster
+        .role_arn
+        .as_deref()
+        .and_then(|role| role.split(':').nth(4));
+    let matches: Vec<&str> = secrets
+        .iter()
+        .filter(|s| s.labels.get(MANAGED_BY_LABEL).map(String::as_str) == Some(MANAGED_BY_VALUE))
+        .filter(|s| {
+            let Some(arn) = s.annotations.get(CLUSTER_ARN_ANNOTATION) else {
+                return false;
+            };
+            let parts: Vec<&str> = arn.split(':').collect();
+            parts.len() == 6
+                && parts[3] == cluster.region
+                && parts[5] == format!("cluster/{}", cluster.name)
+                && account.is_none_or(|account| parts[4] == account)
+        })
+        .map(|s| s.name.as_str())
+        .collect();
+    match matches.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some((*one).to_owned())),
+        several => Err(format!(
+            "several Argo CD cluster Secrets register cluster {} in {} ({}): give the cluster's roleArn so its account tells them apart, or remove the stale one",
+            cluster.name,
+            cluster.region,
+            several.join(", ")
+        )),
+    }
+}
+
+#[async_trait]
+impl TrafficRouter for GitOpsRouter<'_> {
+    fn located(&self) -> &Located<'_> {
+        &self.records.located
+    }
+
+    async fn read(&self) -> Result<Reading, ShiftError> {
+        self.records.read_records(true).await
+    }
+
+    fn refuse_unwritable(&self, pair: WeightPair) -> Result<(), ShiftError> {
+        self.records.refuse_unwritable(pair)
+    }
+
+    /// The annotations, then the wait for Route 53.
+    async fn write(&self, _reading: &Reading, pair: WeightPair) -> Result<(), ShiftError> {
+        self.annotate(pair, false).await?;
+        self.await_route53(pair).await
+    }
+
+    /// Route 53 directly: ExternalDNS would take a sync and an interval.
+    async fn write_now(&self, _reading: &Reading, pair: WeightPair) -> Result<(), ShiftError> {
+        self.records.write_records(pair).await
+    }
+
+    async fn keep(&self, baseline: WeightPair) -> Result<(), ShiftError> {
+        self.annotate(baseline, true).await
+    }
+
+    fn hold_seconds(&self) -> u64 {
+        self.timeout().as_secs()
+    }
+
+    /// The records' checks, and that the Secrets are there to write on (the canary's comes
+    /// with registration, after Prepare).
+    async fn inspect(&self, shortest_bake_seconds: i64) -> Result<Inspection, ShiftError> {
+        let mut inspection = self
+            .records
+            .inspect_records(shortest_bake_seconds, true)
+            .await?;
+        let secrets = self.secrets().await?;
+        inspection.kind = "route53 via argocd";
+        inspection.notes.push(format!(
+            "weights go through Argo CD: annotation `{}` on Secrets {} and {}, read back from Route 53 within {} s",
+            self.settings.weight_annotation(),
+            secrets.stable,
+            secrets
+                .canary
+                .as_deref()
+                .unwrap_or("(the new cluster's, once registered)"),
+            self.timeout().as_secs()
+        ));
+        Ok(inspection)
+    }
+
+    async fn health(&self, min_healthy_targets: u32) -> Result<Health, ShiftError> {
+        self.records.health(min_healthy_targets).await
+    }
+
+    async fn controller(&self) -> Result<Option<ControllerClaim>, ShiftError> {
+        self.records.controller().await
+    }
+
+    async fn detach(&self, expected: WeightPair) -> Result<Detach, ShiftError> {
+        self.records.detach(expected).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn secret(name: &str, arn: Option<&str>, ours: bool) -> ClusterSecret {
+        ClusterSecret {
+            name: name.to_owned(),
+            labels: if ours {
+                BTreeMap::from([(MANAGED_BY_LABEL.to_owned(), MANAGED_BY_VALUE.to_owned())])
+            } else {
+                BTreeMap::new()
+            },
+            annotations: arn
+                .map(|arn| BTreeMap::from([(CLUSTER_ARN_ANNOTATION.to_owned(), arn.to_owned())]))
+                .unwrap_or_default(),
+            ..ClusterSecret::default()
+        }
+    }
+
+    fn cluster(role_arn: Option<&str>) -> ClusterRef {
+        ClusterRef {
+            name: "green".to_owned(),
+            region: "eu-west-1".to_owned(),
+            role_arn: role_arn.map(str::to_owned),
+        }
+    }
+
+    const HERE: &str = "arn:aws:eks:eu-west-1:111111111111:cluster/green";
+    const THERE: &str = "arn:aws:eks:eu-west-1:222222222222:cluster/green";
+
+    #[test]
+    fn the_canary_secret_is_the_one_registration_made_for_the_cluster() {
+        let secrets = [
+            secret("blue", None, false),
+            secret("foreign-green", Some(HERE), false),
+            secret(
+                "cluster-canary-green-us",
+                Some("arn:aws:eks:us-east-1:111111111111:cluster/green"),
+                true,
+            ),
+            secret(
+                "cluster-canary-greenish",
+                Some("arn:aws:eks:eu-west-1:111111111111:cluster/greenish"),
+                true,
+            ),
+            secret("cluster-canary-green", Some(HERE), true),
+        ];
+        assert_eq!(
+            canary_secret(&secrets, &cluster(None)),
+            Ok(Some("cluster-canary-green".to_owned()))
+        );
+        assert_eq!(canary_secret(&secrets[..4], &cluster(None)), Ok(None));
+    }
+
+    #[test]
+    fn the_account_tells_same_named_clusters_apart() {
+        let secrets = [
+            secret("here", Some(HERE), true),
+            secret("there", Some(THERE), true),
+        ];
+        let error = canary_secret(&secrets, &cluster(None)).expect_err("ambiguous");
+        assert!(
+            error.contains("several Argo CD cluster Secrets") && error.contains("here, there"),
+            "{error}"
+        );
+        assert_eq!(
+            canary_secret(
+                &secrets,
+                &cluster(Some("arn:aws:iam::222222222222:role/canary"))
+            ),
+            Ok(Some("there".to_owned()))
+        );
+    }
+
+    #[test]
+    fn waits_read_about_twenty_times_one_to_five_seconds_apart() {
+        assert_eq!(
+            poll_interval(Duration::from_secs(10)),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            poll_interval(Duration::from_secs(60)),
+            Duration::from_secs(3)
+        );
+        assert_eq!(
+            poll_interval(Duration::from_secs(180)),
+            Duration::from_secs(5)
+        );
+    }
+}
