@@ -9,23 +9,59 @@ the weights"; ../shared/notes/traffic-owners-and-metric-providers.md).
   On start it takes the records it is given (creating their registry records) unless another
   owner's registry record is there; then, under `--policy sync`, every `interval` it UPSERTs
   each record it owns whose weight differs from its source's (the Ingress annotation
-  `…/aws-weight`). It never touches a record whose registry record names another owner.
+  `…/aws-weight`). It never touches a record whose registry record names another owner. Its
+  source is an `IngressSource` — its cluster's Ingress, read from the Kubernetes test server
+  (where the Argo CD simulation's sync writes it) — or, without one, the weights it is given
+  (`set_weight` stands for an edit of the Ingress).
 - `LoadBalancerController`: the AWS Load Balancer Controller for one Ingress group: it tags the
   listener as it tags what it creates (`elbv2.k8s.aws/cluster`, `ingress.k8s.aws/stack`,
   `ingress.k8s.aws/resource`) and, every `interval` (a reconcile of the group: an Ingress
   change, a restart, the resync), writes its model's weights back to the listener's forward
   action when they differ.
 
-Not modelled: reading Ingress or Service annotations from a Kubernetes API (the weights are
-given to the constructor and changed with `set_weight`), ExternalDNS's other record fields,
+Not modelled: Services as sources, the Ingress's hostname and load balancer status (the
+records' names and alias targets are given to the constructor; only the weight comes from the
+Ingress), ExternalDNS's other record fields,
 deletions, `upsert-only`'s refusal to delete, the AAAA and legacy registry names, batching and
 Route 53 rate limits; the Load Balancer Controller's rules (only a listener's default action),
 its deletion of unknown rules, TargetGroupBinding, and any event-driven reconcile (only the
 timer).
 """
+import base64
+import json
+import ssl
 import threading
+import urllib.error
+import urllib.request
 
 HERITAGE = "heritage=external-dns"
+
+
+class IngressSource:
+    """One Ingress in one workload cluster of the Kubernetes test server
+    (`/clusters/<cluster>/…`, tests/kube/kube_api_server.py), as ExternalDNS's ingress source
+    reads it: which set identifier and weight its annotations (`prefix`) ask for."""
+
+    def __init__(self, kube, token, cluster, namespace, name, prefix="external-dns.kubernetes.io/"):
+        self.url = (f"{kube['server']}/clusters/{cluster}/apis/networking.k8s.io/v1"
+                    f"/namespaces/{namespace}/ingresses/{name}")
+        self.context = ssl.create_default_context(cadata=base64.b64decode(kube["caData"]).decode())
+        self.token, self.prefix = token, prefix
+
+    def wanted(self):
+        """(set identifier, weight) the Ingress asks for; None while there is no Ingress or its
+        weight is no integer (ExternalDNS then leaves the record as it is)."""
+        request = urllib.request.Request(self.url, headers={"Authorization": f"Bearer {self.token}"})
+        try:
+            with urllib.request.urlopen(request, context=self.context, timeout=10) as response:
+                annotations = json.load(response)["metadata"].get("annotations") or {}
+        except urllib.error.HTTPError as error:
+            if error.code == 404:
+                return None
+            raise
+        weight = annotations.get(f"{self.prefix}aws-weight", "")
+        set_identifier = annotations.get(f"{self.prefix}set-identifier")
+        return (set_identifier, int(weight)) if weight.isdigit() and set_identifier else None
 
 
 class _Loop:
@@ -71,7 +107,7 @@ class _Loop:
 
 class ExternalDns(_Loop):
     def __init__(self, route53, zone_id, owner, records, resource="ingress/shop/web", interval=1.0,
-                 txt_prefix=""):
+                 txt_prefix="", source=None):
         """`route53` is a boto3 client; `records` maps (name, type, set identifier) to the record
         this cluster's Ingress asks for: {"Weight": w, "AliasTarget": …} or {"Weight": w, "TTL": …,
         "ResourceRecords": …}; set identifier None (and no Weight) for a simple record, such as a
@@ -79,7 +115,7 @@ class ExternalDns(_Loop):
         super().__init__(interval)
         self.route53, self.zone_id, self.owner = route53, zone_id, owner
         self.records = {key: dict(value) for key, value in records.items()}
-        self.resource, self.txt_prefix = resource, txt_prefix
+        self.resource, self.txt_prefix, self.source = resource, txt_prefix, source
         self.lock = threading.Lock()
 
     @classmethod
@@ -128,6 +164,13 @@ class ExternalDns(_Loop):
     def reconcile(self):
         """One interval under `--policy sync`: the records this instance owns, back to what
         its source asks for; registry records for those it creates. True when it wrote."""
+        wanted_weight = self.source.wanted() if self.source else None
+        if wanted_weight:
+            set_identifier, weight = wanted_weight
+            with self.lock:
+                for key, spec in self.records.items():
+                    if key[2] == set_identifier:
+                        spec["Weight"] = weight
         owners, current = self._zone()
         changes = []
         with self.lock:

@@ -77,13 +77,15 @@ FUNCTIONS_TOKEN = "sandbox-functions"
 
 
 class Sandbox:
-    def __init__(self, argocd_sim="healthy", healthy_after=3.0, log=print, rbac=None):
+    def __init__(self, argocd_sim="healthy", healthy_after=3.0, log=print, rbac=None, sync_delay=1.0):
         """`rbac`: Kubernetes RBAC manifests (paths); the functions then reach the management
         cluster as the group `cluster-canary` with only what those grant, as in
         infra/kubernetes/argocd-rbac.yaml, instead of as its administrator."""
         self.argocd_sim = argocd_sim
         self.healthy_after = healthy_after
         self.rbac = rbac
+        # Seconds from a render of an ApplicationSet to its simulated sync (the Ingress written).
+        self.sync_delay = sync_delay
         self.log = log
         self.processes = []
         self.front = None
@@ -123,6 +125,7 @@ class Sandbox:
         kube = self.spawn(
             [python, "tests/kube/kube_api_server.py", "--admin-token", "sandbox-admin",
              "--argocd-sim", self.argocd_sim, "--apps-per-cluster", "2", "--healthy-after", str(self.healthy_after),
+             "--sync-delay", str(self.sync_delay),
              *(["--rbac-token", FUNCTIONS_TOKEN, "--rbac-groups", "cluster-canary"] if self.rbac else []),
              *[arg for manifest in self.rbac or [] for arg in ("--rbac", str(manifest))]],
             "kube.log",

@@ -43,7 +43,18 @@ semantics; at the top, or nested in `matrix`/`merge`), one Application `<set>-<s
 by the set (ownerReferences); a `matrix` of `clusters` and a `list` generator gives one per
 list element, `<set>-<element app>-<secret>`. A set annotated
 `kube-api-test-server/generate: "false"` generates nothing (a stuck generator). Deleting a set
-deletes its Applications. `--without-applicationsets` serves no ApplicationSet resource (404),
+deletes its Applications.
+A set's `template.spec` becomes each Application's spec, rendered with the cluster's parameters
+(`name`, `server`, `metadata.labels.<key>`, `metadata.annotations.<key>`): fasttemplate's
+`{{metadata.annotations.<key>}}` (a parameter the cluster lacks stays as written, as in Argo
+CD), or with `goTemplate: true` the forms `{{ .name }}`, `{{ .server }}` and
+`{{ index .metadata.annotations "<key>" | default "<value>" }}` (labels alike). When a cluster
+Secret changes, its Applications are rendered again; each render is "synced" `--sync-delay`
+seconds later, which writes the Ingress its `source.helm.valuesObject.ingress`
+describes ({"name", "namespace", "annotations"}) into that cluster.
+The workload clusters: the same server stands in for them, read-only, each under
+`/clusters/<name>` (the cluster Secret's `name`):
+  GET    /clusters/{cluster}/apis/networking.k8s.io/v1/namespaces/{ns}/ingresses[/{name}] `--without-applicationsets` serves no ApplicationSet resource (404),
 as a cluster without Argo CD's ApplicationSet CRD.
 
 Validation as kube-apiserver does it: object names must be DNS-1123 subdomains, label keys
@@ -57,8 +68,10 @@ Not modelled: watches, resourceVersion preconditions and optimistic concurrency,
 (limit/continue), field selectors, set-based label selectors in URLs (in, notin), the status
 subresource (an Application's `status` is kept as given on create/replace), managedFields
 detail below map keys, ClusterRoles (see `Rbac`), admission, any other resource, other
-ApplicationSet generators (git, scm, pull request...), templates (names are fixed as above),
-an Application's refresh (the annotation is kept, nothing reacts to it).
+ApplicationSet generators (git, scm, pull request...), template functions beyond the forms
+above and `template.metadata` (names are fixed as above), a sync of anything but that one
+Ingress (no Helm, no Git), an Application's refresh (the annotation is kept, nothing reacts to
+it), and any write to a workload cluster's API.
 
 Prints one JSON line {"server": ..., "caData": ..., "port": ...} once it listens, then serves
 until killed. caData is the base64 of the PEM CA bundle, as EKS gives it.
@@ -283,10 +296,11 @@ def selector_matches(labels, selector):
     return True
 
 
-def cluster_params(clusters, labels, name, server):
+def cluster_params(clusters, labels, name, server, annotations=None):
     """The parameters a `clusters` generator gives a cluster, flattened as Argo CD flattens
-    them for a post-selector."""
-    params = {"name": name, "server": server, **{f"metadata.labels.{k}": v for k, v in labels.items()}}
+    them for a post-selector and fasttemplate."""
+    params = {"name": name, "server": server, **{f"metadata.labels.{k}": v for k, v in labels.items()},
+              **{f"metadata.annotations.{k}": v for k, v in (annotations or {}).items()}}
     params.update({f"values.{k}": v for k, v in ((clusters or {}).get("values") or {}).items() if isinstance(v, str)})
     return params
 
@@ -313,6 +327,29 @@ def generated_names(spec, labels, depth=0, name="", server=""):
     return names
 
 
+GO_INDEX = re.compile(r'\{\{\s*index\s+\.metadata\.(labels|annotations)\s+"([^"]+)"\s*(?:\|\s*default\s+"([^"]*)"\s*)?\}\}')
+GO_FIELD = re.compile(r"\{\{\s*\.(name|server)\s*\}\}")
+FAST = re.compile(r"\{\{\s*([^{}\s]+)\s*\}\}")
+
+
+def render(value, params, go):
+    """An ApplicationSet template's value with the cluster's parameters in it (see above)."""
+    if isinstance(value, dict):
+        return {render(k, params, go): render(v, params, go) for k, v in value.items()}
+    if isinstance(value, list):
+        return [render(v, params, go) for v in value]
+    if not isinstance(value, str):
+        return value
+    if go:
+        value = GO_INDEX.sub(lambda m: params.get(f"metadata.{m.group(1)}.{m.group(2)}") or m.group(3) or "", value)
+        return GO_FIELD.sub(lambda m: params[m.group(1)], value)
+    return FAST.sub(lambda m: params.get(m.group(1), m.group(0)), value)
+
+
+def secret_text(secret, key):
+    return base64.b64decode((secret.get("data") or {}).get(key) or "").decode()
+
+
 class Store:
     def __init__(self, args):
         self.args = args
@@ -323,6 +360,7 @@ class Store:
         self.apps = {}  # (ns, name) -> object
         self.app_sets = {}  # (ns, name) -> object
         self.generated = {}  # (ns, secret name) -> [app names]
+        self.ingresses = {}  # (cluster name, ns, name) -> Ingress the simulated sync wrote
         self.resource_version = 0
 
     def next_version(self):
@@ -346,6 +384,7 @@ class Store:
             return
         key = (ns, secret["metadata"]["name"])
         if key in self.generated:
+            self.render_again(ns, secret)
             return
         server = base64.b64decode(secret.get("data", {}).get("server", "")).decode()
         sets = [app_set for (n, _), app_set in sorted(self.app_sets.items()) if n == ns]
@@ -368,7 +407,52 @@ class Store:
             owner = {"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet", "name": app_set["metadata"]["name"],
                      "uid": app_set["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
             names.append(self.generate_app(ns, name, server, part or app_set["metadata"]["name"], owner))
+            self.apps[(ns, name)]["_set"] = app_set["metadata"]["name"]
+            self.render_app(ns, name, app_set, secret)
         return names
+
+    def render_app(self, ns, app_name, app_set, secret):
+        """The set's template rendered for the cluster, and its sync scheduled, if it differs."""
+        template = (app_set.get("spec") or {}).get("template") or {}
+        app = self.apps.get((ns, app_name))
+        if not template.get("spec") or app is None:
+            return
+        params = cluster_params(None, secret["metadata"]["labels"], secret_text(secret, "name"),
+                                secret_text(secret, "server"), secret["metadata"]["annotations"])
+        spec = render(template["spec"], params, bool(app_set["spec"].get("goTemplate")))
+        if spec == app["spec"]:
+            return
+        app["spec"] = spec
+        cluster = secret_text(secret, "name")
+        timer = threading.Timer(self.args.sync_delay, self.sync, (ns, app_name, json.dumps(spec), cluster))
+        timer.daemon = True
+        timer.start()
+
+    def render_again(self, ns, secret):
+        """A cluster Secret changed: its generated Applications are rendered again."""
+        for app_name in self.generated.get((ns, secret["metadata"]["name"]), []):
+            app = self.apps.get((ns, app_name))
+            app_set = app and self.app_sets.get((ns, app.get("_set")))
+            if app_set:
+                self.render_app(ns, app_name, app_set, secret)
+
+    def sync(self, ns, app_name, rendered, cluster):
+        """Argo CD's sync of one render: the Ingress it describes, in the cluster. A render
+        overtaken by a newer one is not synced."""
+        with self.lock:
+            app = self.apps.get((ns, app_name))
+            if app is None or json.dumps(app["spec"]) != rendered:
+                return
+            ingress = ((app["spec"].get("source") or {}).get("helm") or {}).get("valuesObject", {}).get("ingress")
+            if not ingress:
+                return
+            namespace = ingress.get("namespace") or app["spec"].get("destination", {}).get("namespace")
+            self.ingresses[(cluster, namespace, ingress["name"])] = {
+                "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+                "metadata": {"name": ingress["name"], "namespace": namespace,
+                             "annotations": dict(ingress.get("annotations") or {}),
+                             "resourceVersion": self.next_version()},
+            }
 
     def generate_app(self, ns, name, server, app, owner=None):
         metadata = self.new_metadata(ns, name, {"labels": {"cluster-canary.test/generated": "true"}})
@@ -501,6 +585,10 @@ class Handler(BaseHTTPRequestHandler):
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         if url.path == "/version":
             return 200, {"major": "1", "minor": "34", "gitVersion": "v1.34.0-kube-api-test-server"}
+        workload = re.fullmatch(r"/clusters/([^/]+)/apis/networking\.k8s\.io/v1/namespaces/([a-z0-9-]+)/ingresses(?:/([^/]+))?",
+                                url.path)
+        if workload:
+            return self.ingresses(method, *workload.groups())
         # Any resource path, namespaced or not: authorization comes before knowing whether the
         # resource exists, as in kube-apiserver's filter chain.
         m = re.fullmatch(r"/(?:api/v1|apis/([a-z0-9.-]+)/[a-z0-9]+)(?:/namespaces/([a-z0-9-]+))?/([a-z]+)(?:/([^/]+))?",
@@ -529,6 +617,22 @@ class Handler(BaseHTTPRequestHandler):
             if resource == "applicationsets":
                 return self.application_sets(method, ns, name, body)
             return self.applications(method, ns, name, query, body)
+
+    # --- A workload cluster's Ingresses (read-only) ---------------------------------------
+    def ingresses(self, method, cluster, ns, name):
+        denied = self.authorize(ns, "get" if name else "list", "networking.k8s.io", "ingresses", name)
+        if denied:
+            return denied
+        if method != "GET":
+            return status(405, "MethodNotAllowed", f"{method} is not supported on a workload cluster here")
+        with self.store.lock:
+            found = {key[2]: obj for key, obj in self.store.ingresses.items() if key[:2] == (cluster, ns)}
+        if name is None:
+            return 200, {"kind": "IngressList", "apiVersion": "networking.k8s.io/v1", "metadata": {},
+                         "items": [found[n] for n in sorted(found)]}
+        if name not in found:
+            return status(404, "NotFound", f'ingresses.networking.k8s.io "{name}" not found')
+        return 200, found[name]
 
     # --- Secrets ------------------------------------------------------------------------
     def secrets(self, method, ns, name, query, body):
@@ -814,6 +918,8 @@ def main():
     parser.add_argument("--argocd-sim", choices=["off", "healthy", "degraded"], default="off")
     parser.add_argument("--apps-per-cluster", type=int, default=2)
     parser.add_argument("--healthy-after", type=float, default=0.0, help="seconds")
+    parser.add_argument("--sync-delay", type=float, default=1.0,
+                        help="seconds from an ApplicationSet's render to its simulated sync")
     parser.add_argument("--audit-log", default=None, metavar="PATH",
                         help="append each request (verb, requestURI, userAgent) as a JSON line, like kube-apiserver's audit log")
     parser.add_argument("--rbac-token", default=None,

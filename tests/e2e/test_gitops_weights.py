@@ -1,0 +1,154 @@
+"""End to end: GitOps mode (issue 19), a Route 53 target `"via": "argocd"` whose records each
+cluster's ExternalDNS owns. cluster-canary writes the weights as an annotation on the Argo CD
+cluster Secrets; the ApplicationSet of infra/kubernetes/gitops-applicationset.yaml (applied to
+the Kubernetes test server's Argo CD simulation) templates it into each cluster's Ingress; the
+simulated sync writes the Ingress; each cluster's ExternalDNS stand-in (sandbox/controllers.py)
+reads its Ingress and writes Route 53 in moto. Nothing writes Route 53 around ExternalDNS but a
+restore.
+"""
+import base64
+import json
+import os
+import re
+import ssl
+import time
+import urllib.request
+
+import yaml
+
+from helpers import captured, event_types
+from sandbox import scenarios
+from sandbox.controllers import ExternalDns, IngressSource
+from sandbox.harness import REPO, Sandbox
+
+STABLE_SECRET = "cluster-blue"
+WEIGHT = "cluster-canary.io/weight"
+APPLICATION_SET = REPO / "infra/kubernetes/gitops-applicationset.yaml"
+
+
+def kube(sandbox, method, path, body=None):
+    context = ssl.create_default_context(cadata=base64.b64decode(sandbox.kube["caData"]).decode())
+    request = urllib.request.Request(
+        f"{sandbox.kube['server']}{path}", method=method, data=body and json.dumps(body).encode(),
+        headers={"Authorization": "Bearer sandbox-admin", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, context=context) as response:
+        return json.load(response)
+
+
+def secret(sandbox, name):
+    found = kube(sandbox, "GET", f"/api/v1/namespaces/argocd/secrets/{name}")
+    return found["metadata"], {k: base64.b64decode(v).decode() for k, v in found["data"].items()}
+
+
+def gitops_world(sandbox):
+    """The ApplicationSet, then the stable cluster blue's Secret as a platform team has it (its
+    weight 100 already there), and each cluster's ExternalDNS reading its own Ingress (started
+    by the caller). The plan: the world's record only, through Argo CD."""
+    world = sandbox.world
+    kube(sandbox, "POST", "/apis/argoproj.io/v1alpha1/namespaces/argocd/applicationsets",
+         yaml.safe_load(APPLICATION_SET.read_text()))
+    encoded = {k: base64.b64encode(v.encode()).decode()
+               for k, v in {"name": "blue", "server": "https://blue.example.com", "config": "{}"}.items()}
+    kube(sandbox, "POST", "/api/v1/namespaces/argocd/secrets", {
+        "metadata": {"name": STABLE_SECRET, "labels": {"argocd.argoproj.io/secret-type": "cluster"},
+                     "annotations": {WEIGHT: "100"}},
+        "type": "Opaque", "data": encoded})
+
+    def external_dns(cluster, weight):
+        source = IngressSource(sandbox.kube, "sandbox-admin", cluster, "shop", "web")
+        return ExternalDns.for_records(sandbox.client("route53"), world.zone_id, f"{cluster}-cluster", world.record,
+                                       "A", {cluster: weight}, interval=1.0, source=source)
+
+    plan = scenarios.manual_plan(sandbox)
+    record = plan["trafficTargets"][1]
+    record["route53"].update(via="argocd", gitops={"stableSecret": STABLE_SECRET, "syncTimeoutSeconds": 20})
+    plan["trafficTargets"] = [record]
+    plan.setdefault("argocd", {})["minApps"] = 1  # the ApplicationSet's one Application per cluster
+    return plan, external_dns("blue", 100), external_dns("green", 0)
+
+
+def record_weights(sandbox):
+    return scenarios.read_weights(sandbox)[sandbox.world.record]
+
+
+def holds(sandbox):
+    """How many times each restore's hold put the baseline back, from the functions' logs."""
+    with open(os.path.join(sandbox.run_dir, "functions.log"), errors="replace") as log:
+        return [int(m.group(1)) for line in log if "the baseline held" in line
+                for m in [re.search(r'"reasserted":(\d+)', line)] if m]
+
+
+def test_a_gitops_rollout_promotes_with_every_step_read_back_from_route53():
+    with Sandbox(log=captured) as sandbox:
+        plan, blue_dns, green_dns = gitops_world(sandbox)
+        seen = []
+
+        def on_event(name, state):
+            if name == "NotifyShifted":
+                # SetWeights has returned: Route 53 reads the step, as ExternalDNS wrote it.
+                seen.append((state["cursor"]["step"]["weight"], record_weights(sandbox)))
+
+        with blue_dns, green_dns:
+            scenarios.create_green(sandbox)
+            arn = scenarios.start_manual(sandbox, plan, "green-through-argocd")
+            report = scenarios.watch(sandbox, arn, on_event=on_event, out=captured)
+        assert report.status == "SUCCEEDED", (report.error, report.cause)
+        assert seen == [(w, (100 - w, w)) for w in (10, 50, 100)], seen
+        assert report.weights[sandbox.world.record] == (0, 100)
+        assert blue_dns.errors == green_dns.errors == [], (blue_dns.errors, green_dns.errors)
+        assert blue_dns.reconciles >= 3 and green_dns.reconciles >= 3, "ExternalDNS wrote every step"
+
+        blue_meta, blue_data = secret(sandbox, STABLE_SECRET)
+        assert blue_meta["annotations"][WEIGHT] == "0"
+        assert {"manager": "cluster-canary-weights", "operation": "Apply", "apiVersion": "v1"} in blue_meta["managedFields"]
+        assert blue_data["name"] == "blue" and blue_meta["labels"] == {"argocd.argoproj.io/secret-type": "cluster"}, \
+            "nothing but the annotation changed on a Secret cluster-canary did not create"
+        green = scenarios.read_secret(sandbox, scenarios.cluster_arn("green"))
+        assert green["annotations"][WEIGHT] == "100"
+
+
+def test_a_gitops_rollback_holds_the_baseline_while_argo_cd_catches_up():
+    """A check fails at 50 %: the restore writes Route 53 at once and the annotations; until
+    Argo CD's sync (3 s here) reaches the Ingresses, ExternalDNS keeps writing 50/50 back, and
+    the restore puts the baseline back each time. Two ExternalDNS intervals after the end, the
+    baseline still holds, and nothing was reverted behind the rollback."""
+    with Sandbox(log=captured, sync_delay=3.0) as sandbox:
+        plan, blue_dns, green_dns = gitops_world(sandbox)
+
+        def on_event(name, state):
+            if name == "SetWeights" and state["cursor"]["step"]["weight"] == 50:
+                sandbox.alarm_events.set_state("web-green-5xx", "ALARM", "Threshold Crossed")
+
+        with blue_dns, green_dns:
+            scenarios.create_green(sandbox)
+            arn = scenarios.start_manual(sandbox, plan, "green-through-argocd-fails")
+            report = scenarios.watch(sandbox, arn, on_event=on_event, out=captured)
+            assert (report.status, report.error) == ("FAILED", "CheckFailed"), report.cause
+            assert report.weights[sandbox.world.record] == (100, 0)
+            time.sleep(2 * blue_dns.interval + 0.5)
+            assert record_weights(sandbox) == (100, 0), "the baseline holds through two ExternalDNS intervals"
+        assert blue_dns.errors == green_dns.errors == [], (blue_dns.errors, green_dns.errors)
+        assert "Rollback Reverted" not in event_types(report)
+        assert report.states[-1] == "RolledBack"
+        # The Restore's hold, then the look after the settle period (which found nothing to do).
+        assert holds(sandbox)[0] >= 1 and holds(sandbox)[1:] == [0], holds(sandbox)
+        assert secret(sandbox, STABLE_SECRET)[0]["annotations"][WEIGHT] == "100"
+        assert scenarios.read_secret(sandbox, scenarios.cluster_arn("green"))["annotations"][WEIGHT] == "0"
+
+
+def test_a_step_that_never_reaches_route53_fails_and_rolls_back():
+    """The new cluster's ExternalDNS is down: the step's annotations reach both Ingresses, but
+    only the stable's record follows. After syncTimeoutSeconds the step fails (WeightsNotSynced)
+    and the rollout rolls back, writing Route 53 directly."""
+    with Sandbox(log=captured) as sandbox:
+        plan, blue_dns, _ = gitops_world(sandbox)
+        plan["trafficTargets"][0]["route53"]["gitops"]["syncTimeoutSeconds"] = 10
+        with blue_dns:
+            scenarios.create_green(sandbox)
+            arn = scenarios.start_manual(sandbox, plan, "green-never-in-route53")
+            report = scenarios.watch(sandbox, arn, out=captured)
+        assert (report.status, report.error) == ("FAILED", "WeightsNotSynced"), report.cause
+        assert "after 10 s Route 53 still reads stable 90 / canary 0" in report.cause, report.cause
+        assert "Argo CD has not synced the Ingresses, or ExternalDNS has not written them" in report.cause
+        assert report.weights[sandbox.world.record] == (100, 0)
+        assert "Rolled Back" in event_types(report)
