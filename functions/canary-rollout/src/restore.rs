@@ -8,7 +8,9 @@ use canary_core::limits::{join_bounded, MAX_REASON_BYTES};
 use canary_core::{RolloutPlan, TargetWeights, WeightPair};
 use tracing::{error, info, warn};
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
+
+use tokio::time::Instant;
 
 use crate::error::ShiftError;
 use crate::metrics;
@@ -36,11 +38,32 @@ pub fn record(plan: &RolloutPlan, restored: &RestoreOutput, why: &Rollback) {
     );
 }
 
+/// Puts every target back to `baseline` and holds it there as long as a target's reconciler
+/// may still write what it wanted before (see [`hold`]).
 pub async fn restore(
     apis: &Apis<'_>,
     plan: &RolloutPlan,
     baseline: &[TargetWeights],
     expected: Option<&[TargetWeights]>,
+) -> Result<RestoreOutput, ShiftError> {
+    put_back(apis, plan, baseline, expected, true).await
+}
+
+/// How long a restore of the plan's targets holds the baseline (the longest of its targets').
+pub fn hold_seconds(apis: &Apis<'_>, plan: &RolloutPlan) -> u64 {
+    routers(apis, plan)
+        .iter()
+        .map(|r| r.hold_seconds())
+        .max()
+        .unwrap_or(0)
+}
+
+async fn put_back(
+    apis: &Apis<'_>,
+    plan: &RolloutPlan,
+    baseline: &[TargetWeights],
+    expected: Option<&[TargetWeights]>,
+    hold_after: bool,
 ) -> Result<RestoreOutput, ShiftError> {
     let routers = routers(apis, plan);
     let baseline = per_target(&routers, baseline, "baseline")?;
@@ -78,7 +101,7 @@ pub async fn restore(
             }
             traffic::write_now(router, &reading, *baseline).await?;
             router.keep(*baseline).await?;
-            if router.hold_seconds() > 0 {
+            if hold_after && router.hold_seconds() > 0 {
                 // Its reconciler may move it back until its sync lands: the hold below reads
                 // it back as often, and puts it back as often.
                 return Ok(Observed::Pair(*baseline));
@@ -108,7 +131,10 @@ pub async fn restore(
     if let Some(e) = first_error {
         return Err(e);
     }
-    let reasserted = hold(&routers, &baseline).await?;
+    let reasserted = match hold_after {
+        true => hold(&routers, &baseline).await?,
+        false => 0,
+    };
     Ok(RestoreOutput {
         weights,
         note: overwritten_note(&unexpected),
@@ -157,13 +183,14 @@ async fn hold(
 /// a weight (ExternalDNS, the Load Balancer Controller) may have put the canary's weights back
 /// since. Every target away from the baseline is put back again (a restore that expects the
 /// baseline, so each is reported) and the `RollbacksReverted` metric raised; the state machine
-/// then sends the Rollback Reverted event.
+/// then sends the Rollback Reverted event. No hold: the restore held already, and a GitOps
+/// target put back here has its annotations put back too, which its sync then carries.
 pub async fn look_again(
     apis: &Apis<'_>,
     plan: &RolloutPlan,
     baseline: &[TargetWeights],
 ) -> Result<LookAgainOutput, ShiftError> {
-    let restored = restore(apis, plan, baseline, Some(baseline)).await?;
+    let restored = put_back(apis, plan, baseline, Some(baseline), false).await?;
     if restored.unexpected.is_empty() {
         info!("the baseline held through the settle period");
         return Ok(LookAgainOutput {

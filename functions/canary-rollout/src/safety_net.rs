@@ -20,7 +20,7 @@ use tracing::{info, warn};
 use crate::error::ShiftError;
 use crate::outputs::SafetyNetOutput;
 use crate::prepare::refuse_concurrent_rollout;
-use crate::restore::{look_again, record, restore, Rollback};
+use crate::restore::{hold_seconds, look_again, record, restore, Rollback};
 use crate::traffic::Apis;
 
 /// What the safety net does about one ended execution.
@@ -163,14 +163,19 @@ pub async fn safety_net(
     record(&plan, &restored, &why_metric);
     // The execution's own look after a restore cannot run (it has ended): this invocation
     // waits the settle period itself, within the function's timeout (the plan caps it at
-    // MAX_SETTLE_SECONDS).
+    // MAX_SETTLE_SECONDS). The restore's hold (GitOps targets) watched already, so it counts
+    // toward the settle period: together they stay within the larger of the two.
     let settle = settle_seconds(plan.rollback.as_ref());
+    let wait = settle
+        .unsigned_abs()
+        .saturating_sub(hold_seconds(apis, &plan));
     info!(
         execution_arn,
         settle_seconds = settle,
+        wait_seconds = wait,
         "safety net: looking again after the settle period"
     );
-    tokio::time::sleep(Duration::from_secs(settle.unsigned_abs())).await;
+    tokio::time::sleep(Duration::from_secs(wait)).await;
     let looked = look_again(apis, &plan, &baseline).await?;
     let reverted = if looked.reverted {
         format!(

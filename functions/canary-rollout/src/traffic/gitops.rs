@@ -13,7 +13,7 @@
 //!
 //! Reads, health and ownership are the records', as for a plain Route 53 target.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use canary_core::argocd::{
@@ -23,6 +23,7 @@ use canary_core::plan::ClusterRef;
 use canary_core::targets::GitOpsWeights;
 use canary_core::{RolloutPlan, WeightPair};
 use canary_kube::{ArgoCdApi, ArgoCdConnect, ClusterSecret, KubeError};
+use tokio::time::Instant;
 use tracing::{info, warn};
 
 use super::route53::Route53Router;
@@ -262,16 +263,22 @@ impl TrafficRouter for GitOpsRouter<'_> {
             .records
             .inspect_records(shortest_bake_seconds, true)
             .await?;
-        let secrets = self.secrets().await?;
         inspection.kind = "route53 via argocd";
+        let secrets = match self.argocd {
+            Some(_) => {
+                let secrets = self.secrets().await?;
+                let canary = secrets.canary.unwrap_or("the new cluster's, once registered".into());
+                format!("Secrets {} and {canary}", secrets.stable)
+            }
+            // `cluster-canary plan check` from a person's machine: Prepare looks at them.
+            None => format!(
+                "Secrets {} and the new cluster's (not looked at from here: no access to the management cluster)",
+                self.settings.stable_secret
+            ),
+        };
         inspection.notes.push(format!(
-            "weights go through Argo CD: annotation `{}` on Secrets {} and {}, read back from Route 53 within {} s",
+            "weights go through Argo CD: annotation `{}` on {secrets}, read back from Route 53 within {} s",
             self.settings.weight_annotation(),
-            secrets.stable,
-            secrets
-                .canary
-                .as_deref()
-                .unwrap_or("(the new cluster's, once registered)"),
             self.timeout().as_secs()
         ));
         Ok(inspection)

@@ -1,0 +1,503 @@
+//! GitOps traffic targets (`"via": "argocd"`) against in-memory fakes: the Argo CD cluster
+//! Secrets and a Route 53 whose records follow the annotations as ExternalDNS would (or not,
+//! or late). Time is paused: the waits and holds run in virtual seconds. Over the wire, with
+//! the Kubernetes test server and the ExternalDNS stand-in: tests/e2e/test_gitops_weights.py.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use canary_aws::{
+    AlbApi, AwsError, ExecutionsApi, ForwardAction, ForwardRead, Route53Api, TargetGroupInfo,
+    TxtRecord, WeightedRecord,
+};
+use canary_core::argocd::{CLUSTER_ARN_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE};
+use canary_core::target_health::TargetState;
+use canary_core::{NamedError, Route53Target};
+use canary_kube::argocd::{AppStatus, ApplicationSet};
+use canary_kube::{ArgoCdApi, ArgoCdConnect, ClusterSecret, KubeError, KubeErrorKind};
+use serde_json::{json, Value};
+use shift_weights::{handle, Apis};
+
+const KEY: &str = "route53:Z1:app.example.com.:A";
+const CANARY_SECRET: &str = "cluster-canary-green-0123456789";
+const WEIGHT: &str = "cluster-canary.io/weight";
+
+/// What happened, in order: direct Route 53 writes and annotations.
+type Log = Arc<Mutex<Vec<String>>>;
+
+/// Route 53 with ExternalDNS on top: each read first lets ExternalDNS write what the Ingresses
+/// ask for (the Secrets' annotations, if `carries`), after `stale_reads` reads that still see
+/// the previous annotations (a sync in flight).
+struct Records {
+    weights: Mutex<(u16, u16)>,
+    canary_exists: bool,
+    carries: bool,
+    /// The weights ExternalDNS writes while the sync is in flight, and for how many reads.
+    stale: Mutex<Option<((u16, u16), u32)>>,
+    secrets: Arc<Mutex<BTreeMap<String, ClusterSecret>>>,
+    log: Log,
+}
+
+impl Records {
+    fn external_dns(&self) {
+        let mut stale = self.stale.lock().unwrap();
+        if let Some((weights, reads)) = stale.as_mut() {
+            if *reads > 0 {
+                *reads -= 1;
+                *self.weights.lock().unwrap() = *weights;
+                return;
+            }
+        }
+        *stale = None;
+        if !self.carries {
+            return;
+        }
+        let secrets = self.secrets.lock().unwrap();
+        let weight = |name: &str| {
+            secrets
+                .get(name)
+                .and_then(|s| s.annotations.get(WEIGHT))
+                .and_then(|w| w.parse().ok())
+        };
+        if let (Some(stable), Some(canary)) = (weight("cluster-blue"), weight(CANARY_SECRET)) {
+            *self.weights.lock().unwrap() = (stable, canary);
+        }
+    }
+}
+
+#[async_trait]
+impl Route53Api for Records {
+    async fn records(&self, _target: &Route53Target) -> Result<Vec<WeightedRecord>, AwsError> {
+        self.external_dns();
+        let (stable, canary) = *self.weights.lock().unwrap();
+        let record = |id: &str, weight| WeightedRecord {
+            set_identifier: Some(id.to_owned()),
+            weight: Some(weight),
+            ttl: Some(30),
+            alias_target: None,
+            health_check_id: None,
+        };
+        let mut records = vec![record("blue", stable)];
+        if self.canary_exists {
+            records.push(record("green", canary));
+        }
+        Ok(records)
+    }
+
+    async fn named_records(
+        &self,
+        _zone_id: &str,
+        _name: &str,
+        _record_type: &str,
+    ) -> Result<Vec<WeightedRecord>, AwsError> {
+        unreachable!("the rollout reads its targets' records only")
+    }
+
+    async fn create_weighted(
+        &self,
+        _zone_id: &str,
+        _name: &str,
+        _record_type: &str,
+        _records: &[canary_aws::NewWeightedRecord],
+    ) -> Result<String, AwsError> {
+        unreachable!("the rollout creates no record")
+    }
+
+    async fn write_weights(
+        &self,
+        _target: &Route53Target,
+        stable: u16,
+        canary: u16,
+    ) -> Result<String, AwsError> {
+        *self.weights.lock().unwrap() = (stable, canary);
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("route53 {stable}/{canary}"));
+        Ok("C1".into())
+    }
+
+    async fn wait_in_sync(&self, _change_id: &str) -> Result<bool, AwsError> {
+        Ok(true)
+    }
+
+    async fn health_check_reports(&self, _health_check_id: &str) -> Result<Vec<String>, AwsError> {
+        Ok(Vec::new())
+    }
+
+    async fn txt_records(&self, _zone_id: &str, _name: &str) -> Result<Vec<TxtRecord>, AwsError> {
+        Ok(Vec::new())
+    }
+}
+
+/// Argo CD's namespace: the cluster Secrets, and the annotations written on them.
+struct ArgoCd {
+    secrets: Arc<Mutex<BTreeMap<String, ClusterSecret>>>,
+    log: Log,
+}
+
+#[async_trait]
+impl ArgoCdApi for ArgoCd {
+    async fn get_secret(&self, name: &str) -> Result<Option<ClusterSecret>, KubeError> {
+        Ok(self.secrets.lock().unwrap().get(name).cloned())
+    }
+
+    async fn cluster_secrets(&self) -> Result<Vec<ClusterSecret>, KubeError> {
+        Ok(self.secrets.lock().unwrap().values().cloned().collect())
+    }
+
+    async fn apply_secret(&self, _secret: &ClusterSecret) -> Result<(), KubeError> {
+        unreachable!("weights are annotations, not a registration")
+    }
+
+    async fn annotate_secret(&self, name: &str, key: &str, value: &str) -> Result<(), KubeError> {
+        let mut secrets = self.secrets.lock().unwrap();
+        let Some(secret) = secrets.get_mut(name) else {
+            return Err(KubeError::new(
+                KubeErrorKind::NotFound,
+                format!("annotate Secret {name}"),
+                "gone",
+            ));
+        };
+        secret.annotations.insert(key.to_owned(), value.to_owned());
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("annotate {name} {value}"));
+        Ok(())
+    }
+
+    async fn delete_secret(&self, _name: &str, _uid: Option<&str>) -> Result<bool, KubeError> {
+        unreachable!()
+    }
+
+    async fn applications(&self) -> Result<Vec<AppStatus>, KubeError> {
+        unreachable!()
+    }
+
+    async fn application_sets(&self) -> Result<Vec<ApplicationSet>, KubeError> {
+        unreachable!()
+    }
+
+    async fn request_refresh(&self, _application: &str) -> Result<(), KubeError> {
+        unreachable!()
+    }
+}
+
+struct Connect {
+    secrets: Arc<Mutex<BTreeMap<String, ClusterSecret>>>,
+    log: Log,
+}
+
+#[async_trait]
+impl ArgoCdConnect for Connect {
+    async fn argocd(&self, namespace: &str) -> Result<Box<dyn ArgoCdApi>, KubeError> {
+        assert_eq!(namespace, "argocd");
+        Ok(Box::new(ArgoCd {
+            secrets: self.secrets.clone(),
+            log: self.log.clone(),
+        }))
+    }
+}
+
+struct NoAlb;
+
+#[async_trait]
+impl AlbApi for NoAlb {
+    async fn read_forward(&self, _: &canary_core::AlbTarget) -> Result<ForwardRead, AwsError> {
+        unreachable!()
+    }
+    async fn write_forward(
+        &self,
+        _: &canary_core::AlbTarget,
+        _: &ForwardAction,
+        _: &[canary_aws::TargetGroupWeight],
+    ) -> Result<(), AwsError> {
+        unreachable!()
+    }
+    async fn target_groups(&self, _: &str, _: &[String]) -> Result<Vec<TargetGroupInfo>, AwsError> {
+        unreachable!()
+    }
+    async fn target_health(&self, _: &str) -> Result<Vec<TargetState>, AwsError> {
+        unreachable!()
+    }
+    async fn tags(&self, _: &str, _: &str) -> Result<BTreeMap<String, String>, AwsError> {
+        unreachable!()
+    }
+}
+
+struct NoExecutions;
+
+#[async_trait]
+impl ExecutionsApi for NoExecutions {
+    async fn running_executions(&self, _: &str) -> Result<Vec<String>, AwsError> {
+        Ok(Vec::new())
+    }
+    async fn execution_input(&self, _: &str) -> Result<Option<String>, AwsError> {
+        Ok(None)
+    }
+    async fn history(&self, _: &str) -> Result<canary_aws::ExecutionHistory, AwsError> {
+        Ok(canary_aws::ExecutionHistory::default())
+    }
+}
+
+fn secret(name: &str, weight: Option<&str>, ours: bool) -> ClusterSecret {
+    let mut secret = ClusterSecret {
+        name: name.to_owned(),
+        ..ClusterSecret::default()
+    };
+    if ours {
+        secret
+            .labels
+            .insert(MANAGED_BY_LABEL.to_owned(), MANAGED_BY_VALUE.to_owned());
+        secret.annotations.insert(
+            CLUSTER_ARN_ANNOTATION.to_owned(),
+            "arn:aws:eks:us-east-1:123456789012:cluster/green".to_owned(),
+        );
+    }
+    if let Some(weight) = weight {
+        secret
+            .annotations
+            .insert(WEIGHT.to_owned(), weight.to_owned());
+    }
+    secret
+}
+
+/// The world: blue's Secret, green's (unless `registered` is false), the records at `at`.
+struct World {
+    records: Records,
+    connect: Connect,
+    secrets: Arc<Mutex<BTreeMap<String, ClusterSecret>>>,
+    log: Log,
+}
+
+impl World {
+    fn new(at: (u16, u16), registered: bool, carries: bool) -> Self {
+        let log = Log::default();
+        let mut secrets = BTreeMap::from([(
+            "cluster-blue".to_owned(),
+            secret("cluster-blue", Some(&at.0.to_string()), false),
+        )]);
+        if registered {
+            secrets.insert(
+                CANARY_SECRET.to_owned(),
+                secret(CANARY_SECRET, Some(&at.1.to_string()), true),
+            );
+        }
+        let secrets = Arc::new(Mutex::new(secrets));
+        World {
+            records: Records {
+                weights: Mutex::new(at),
+                canary_exists: true,
+                carries,
+                stale: Mutex::new(None),
+                secrets: secrets.clone(),
+                log: log.clone(),
+            },
+            connect: Connect {
+                secrets: secrets.clone(),
+                log: log.clone(),
+            },
+            secrets,
+            log,
+        }
+    }
+
+    async fn call(&self, argocd: bool, input: Value) -> Result<Value, shift_weights::ShiftError> {
+        let apis = Apis {
+            alb: &NoAlb,
+            route53: &self.records,
+            executions: &NoExecutions,
+            argocd: argocd.then_some(&self.connect as &dyn ArgoCdConnect),
+        };
+        handle(&apis, input).await
+    }
+
+    fn annotation(&self, secret: &str) -> Option<String> {
+        self.secrets.lock().unwrap()[secret]
+            .annotations
+            .get(WEIGHT)
+            .cloned()
+    }
+
+    fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+fn plan() -> Value {
+    json!({
+        "cluster": {"name": "green", "region": "us-east-1"},
+        "trafficTargets": [{"route53": {
+            "hostedZoneId": "Z1", "recordName": "app.example.com", "recordType": "A",
+            "stableSetIdentifier": "blue", "canarySetIdentifier": "green",
+            "via": "argocd", "gitops": {"stableSecret": "cluster-blue", "syncTimeoutSeconds": 30},
+        }}],
+        "steps": [{"weight": 10}, {"weight": 100}],
+        "bake": {"seconds": 60, "checkIntervalSeconds": 10},
+    })
+}
+
+fn weights(stable: u16, canary: u16) -> Value {
+    json!([{"target": KEY, "stable": stable, "canary": canary}])
+}
+
+fn set_to_10() -> Value {
+    json!({"operation": "set", "plan": plan(), "canaryWeight": 10, "expected": weights(100, 0)})
+}
+
+fn restore_from(stable: u16, canary: u16) -> Value {
+    json!({"operation": "restore", "plan": plan(), "baseline": weights(100, 0),
+           "expected": weights(stable, canary)})
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_step_is_written_on_the_secrets_and_set_once_route53_reads_it() {
+    let world = World::new((100, 0), true, true);
+    let out = world.call(true, set_to_10()).await.expect("set");
+    assert_eq!(out["weights"], weights(90, 10));
+    assert_eq!(
+        world.log(),
+        [
+            "annotate cluster-blue 90",
+            &format!("annotate {CANARY_SECRET} 10")
+        ],
+        "nothing written to Route 53 around ExternalDNS"
+    );
+    assert_eq!(*world.records.weights.lock().unwrap(), (90, 10));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_step_route53_never_reads_is_weights_not_synced_after_the_timeout() {
+    let world = World::new((100, 0), true, false);
+    let started = tokio::time::Instant::now();
+    let err = world
+        .call(true, set_to_10())
+        .await
+        .expect_err("never synced");
+    assert_eq!(err.name().as_str(), "WeightsNotSynced");
+    assert!(!err.name().is_retryable(), "a timeout rolls back");
+    assert!(
+        err.to_string().contains(
+            "wrote stable 90 / canary 10 on the Argo CD cluster Secrets' `cluster-canary.io/weight` annotation, \
+             but after 30 s Route 53 still reads stable 100 / canary 0"
+        ),
+        "{err}"
+    );
+    let waited = started.elapsed().as_secs();
+    assert!(
+        (30..=32).contains(&waited),
+        "bounded by syncTimeoutSeconds: {waited} s"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_restore_writes_route53_at_once_then_the_annotations_and_holds_through_the_flaps() {
+    let world = World::new((50, 50), true, true);
+    // Argo CD's sync of the baseline lands after 3 reads: until then ExternalDNS writes 50/50.
+    *world.records.stale.lock().unwrap() = Some(((50, 50), 3));
+    let out = world
+        .call(true, restore_from(50, 50))
+        .await
+        .expect("restore");
+    assert_eq!(out["weights"], weights(100, 0));
+    assert!(out["reasserted"].as_u64() >= Some(1), "{out}");
+    let log = world.log();
+    assert_eq!(
+        log[..3],
+        [
+            "route53 100/0".to_owned(),
+            "annotate cluster-blue 100".to_owned(),
+            format!("annotate {CANARY_SECRET} 0")
+        ],
+        "traffic first, then the annotations: {log:?}"
+    );
+    assert!(log[3..].iter().all(|l| l == "route53 100/0"), "{log:?}");
+    assert_eq!(*world.records.weights.lock().unwrap(), (100, 0));
+    assert_eq!(world.annotation("cluster-blue").as_deref(), Some("100"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retried_restore_of_a_target_at_its_baseline_still_writes_the_annotations() {
+    let world = World::new((100, 0), true, true);
+    for name in ["cluster-blue", CANARY_SECRET] {
+        world
+            .secrets
+            .lock()
+            .unwrap()
+            .get_mut(name)
+            .unwrap()
+            .annotations
+            .insert(WEIGHT.into(), "50".into());
+    }
+    *world.records.stale.lock().unwrap() = Some(((100, 0), 1));
+    world
+        .call(true, restore_from(50, 50))
+        .await
+        .expect("restore");
+    assert_eq!(world.annotation("cluster-blue").as_deref(), Some("100"));
+    assert_eq!(world.annotation(CANARY_SECRET).as_deref(), Some("0"));
+    assert!(
+        !world.log().iter().any(|l| l.starts_with("route53")),
+        "{:?}",
+        world.log()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_missing_stable_secret_or_unregistered_canary_refuses_the_step_and_writes_nothing() {
+    let world = World::new((100, 0), true, true);
+    world.secrets.lock().unwrap().remove("cluster-blue");
+    let err = world
+        .call(true, set_to_10())
+        .await
+        .expect_err("no stable Secret");
+    assert_eq!(err.name().as_str(), "TargetNotFound");
+    assert!(
+        err.to_string()
+            .contains("gitops.stableSecret: there is no Secret cluster-blue in namespace argocd"),
+        "{err}"
+    );
+
+    let world = World::new((100, 0), false, true);
+    let err = world
+        .call(true, set_to_10())
+        .await
+        .expect_err("no canary Secret");
+    assert_eq!(err.name().as_str(), "TargetNotFound");
+    assert!(
+        err.to_string().contains(
+            "no Argo CD cluster Secret registered by cluster-canary for cluster green in us-east-1"
+        ),
+        "{err}"
+    );
+    assert_eq!(world.log(), Vec::<String>::new());
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_access_to_the_management_cluster_a_step_is_refused_before_anything_moves() {
+    let world = World::new((100, 0), true, true);
+    let err = world.call(false, set_to_10()).await.expect_err("no access");
+    assert_eq!(err.name().as_str(), "InvalidInput");
+    assert!(
+        err.to_string()
+            .contains("its weights go through Argo CD (\"via\": \"argocd\"), and this caller cannot reach the management cluster"),
+        "{err}"
+    );
+    assert_eq!(world.log(), Vec::<String>::new());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_canary_record_not_created_yet_reads_as_weight_zero() {
+    let mut world = World::new((100, 0), false, true);
+    world.records.canary_exists = false;
+    let out = world
+        .call(
+            true,
+            json!({"operation": "verify", "plan": plan(), "expected": weights(100, 0)}),
+        )
+        .await
+        .expect("the canary takes no traffic yet");
+    assert_eq!(out["weights"], weights(100, 0));
+}
