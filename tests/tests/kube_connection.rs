@@ -5,7 +5,7 @@
 //! server over real HTTPS.
 
 use canary_kube::access::client;
-use canary_kube::{ArgoCdApi, KubeArgoCd, KubeError};
+use canary_kube::{ClusterSecrets, KubeArgoCd, KubeError};
 use cluster_canary_tests::{KubeServer, ADMIN_TOKEN};
 
 async fn list_secrets(server: &str, ca_data: &str) -> Result<(), KubeError> {

@@ -30,7 +30,7 @@ use tower::retry::RetryLayer;
 use tower::{BoxError, ServiceBuilder};
 use tower_http::auth::AddAuthorizationLayer;
 
-use crate::argocd::{ArgoCdApi, KubeArgoCd};
+use crate::argocd::{ClusterSecrets, KubeArgoCd};
 use crate::error::{KubeError, KubeErrorKind};
 use crate::token::eks_token;
 
@@ -133,7 +133,7 @@ fn from_aws(e: canary_aws::AwsError) -> KubeError {
 /// GitOps traffic targets): a connection per call, so a token never outlives an invocation.
 #[async_trait]
 pub trait ArgoCdConnect: Send + Sync {
-    async fn argocd(&self, namespace: &str) -> Result<Box<dyn ArgoCdApi>, KubeError>;
+    async fn argocd(&self, namespace: &str) -> Result<Box<dyn ClusterSecrets>, KubeError>;
 }
 
 /// [`ArgoCdConnect`] through [`connect`].
@@ -144,7 +144,7 @@ pub struct Management<'a> {
 
 #[async_trait]
 impl ArgoCdConnect for Management<'_> {
-    async fn argocd(&self, namespace: &str) -> Result<Box<dyn ArgoCdApi>, KubeError> {
+    async fn argocd(&self, namespace: &str) -> Result<Box<dyn ClusterSecrets>, KubeError> {
         let client = connect(self.access, &self.aws).await?;
         Ok(Box::new(KubeArgoCd::new(client, namespace)))
     }

@@ -55,18 +55,25 @@ pub struct ApplicationSet {
 /// again now, instead of at its next periodic refresh.
 pub const REFRESH_ANNOTATION: &str = "argocd.argoproj.io/refresh";
 
+/// The cluster Secrets as GitOps traffic targets use them: read, and one annotation written.
+/// (A trait of its own, so shift-weights links nothing that deletes a Secret or reads an
+/// Application.)
 #[async_trait]
-pub trait ArgoCdApi: Send + Sync {
+pub trait ClusterSecrets: Send + Sync {
     async fn get_secret(&self, name: &str) -> Result<Option<ClusterSecret>, KubeError>;
     /// Every Secret labelled as an Argo CD cluster.
     async fn cluster_secrets(&self) -> Result<Vec<ClusterSecret>, KubeError>;
-    /// Server-side apply with [`FIELD_MANAGER`], without force: fields another manager owns
-    /// are a conflict, not overwritten.
-    async fn apply_secret(&self, secret: &ClusterSecret) -> Result<(), KubeError>;
     /// Server-side apply of one annotation with [`WEIGHTS_FIELD_MANAGER`], without force (an
     /// annotation another manager owns is a conflict), on a Secret that exists: a Secret that
     /// is not there is `NotFound`, never created.
     async fn annotate_secret(&self, name: &str, key: &str, value: &str) -> Result<(), KubeError>;
+}
+
+#[async_trait]
+pub trait ArgoCdApi: ClusterSecrets {
+    /// Server-side apply with [`FIELD_MANAGER`], without force: fields another manager owns
+    /// are a conflict, not overwritten.
+    async fn apply_secret(&self, secret: &ClusterSecret) -> Result<(), KubeError>;
     /// `false` when there was nothing to delete.
     async fn delete_secret(&self, name: &str, uid: Option<&str>) -> Result<bool, KubeError>;
     async fn applications(&self) -> Result<Vec<AppStatus>, KubeError>;
@@ -142,7 +149,7 @@ fn text(object: &DynamicObject, pointer: &str) -> Option<String> {
 }
 
 #[async_trait]
-impl ArgoCdApi for KubeArgoCd {
+impl ClusterSecrets for KubeArgoCd {
     async fn get_secret(&self, name: &str) -> Result<Option<ClusterSecret>, KubeError> {
         self.secrets
             .get_opt(name)
@@ -158,33 +165,6 @@ impl ArgoCdApi for KubeArgoCd {
             .await
             .map(|list| list.items.into_iter().map(decoded).collect())
             .map_err(|e| KubeError::from_kube(self.action("list", "cluster Secrets"), e))
-    }
-
-    async fn apply_secret(&self, secret: &ClusterSecret) -> Result<(), KubeError> {
-        let data: BTreeMap<&String, ByteString> = secret
-            .data
-            .iter()
-            .map(|(k, v)| (k, ByteString(v.as_bytes().to_vec())))
-            .collect();
-        let body = json!({
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {
-                "name": secret.name, "namespace": self.namespace,
-                "labels": secret.labels, "annotations": secret.annotations,
-            },
-            "type": "Opaque",
-            "data": data,
-        });
-        self.secrets
-            .patch(
-                &secret.name,
-                &PatchParams::apply(FIELD_MANAGER),
-                &Patch::Apply(&body),
-            )
-            .await
-            .map(drop)
-            .map_err(|e| KubeError::from_kube(self.action("apply Secret", &secret.name), e))
     }
 
     async fn annotate_secret(&self, name: &str, key: &str, value: &str) -> Result<(), KubeError> {
@@ -212,6 +192,36 @@ impl ArgoCdApi for KubeArgoCd {
             .await
             .map(drop)
             .map_err(|e| KubeError::from_kube(action, e))
+    }
+}
+
+#[async_trait]
+impl ArgoCdApi for KubeArgoCd {
+    async fn apply_secret(&self, secret: &ClusterSecret) -> Result<(), KubeError> {
+        let data: BTreeMap<&String, ByteString> = secret
+            .data
+            .iter()
+            .map(|(k, v)| (k, ByteString(v.as_bytes().to_vec())))
+            .collect();
+        let body = json!({
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": secret.name, "namespace": self.namespace,
+                "labels": secret.labels, "annotations": secret.annotations,
+            },
+            "type": "Opaque",
+            "data": data,
+        });
+        self.secrets
+            .patch(
+                &secret.name,
+                &PatchParams::apply(FIELD_MANAGER),
+                &Patch::Apply(&body),
+            )
+            .await
+            .map(drop)
+            .map_err(|e| KubeError::from_kube(self.action("apply Secret", &secret.name), e))
     }
 
     async fn delete_secret(&self, name: &str, uid: Option<&str>) -> Result<bool, KubeError> {

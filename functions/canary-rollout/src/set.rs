@@ -70,14 +70,29 @@ pub async fn verify(
     let routers = routers(apis, &valid.plan);
     let pairs = per_target(&routers, expected, "expected")?;
     let mut changed = Vec::new();
+    let mut chain_broken = None;
     for (router, expected) in routers.iter().zip(pairs) {
         // Compare-and-set's compare with nothing to set: `expected` is also the desired state.
         if let Err(e) = compare(std::slice::from_ref(router), &[expected], expected).await {
             match e {
-                ShiftError::WeightsChangedExternally(why) => changed.push(why),
+                ShiftError::WeightsChangedExternally(why) => {
+                    if router.moved_fails_the_rollout() {
+                        chain_broken.get_or_insert((router.label().to_owned(), why.clone()));
+                    }
+                    changed.push(why)
+                }
                 other => return Err(other),
             }
         }
+    }
+    if let Some((path, why)) = chain_broken {
+        return Err(ShiftError::WeightsNotSynced {
+            path,
+            message: format!(
+                "Route 53 no longer reads the step this rollout set through Argo CD ({why}): the annotations, \
+                 Git or a sync carry other weights now"
+            ),
+        });
     }
     if !changed.is_empty() {
         return Err(ShiftError::WeightsChangedExternally(changed.join("; ")));

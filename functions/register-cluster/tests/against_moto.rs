@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use aws_config::SdkConfig;
 use canary_aws::{AwsError, ClusterInfo, EksApi, SdkEks, SdkSecrets};
 use canary_core::{ErrorName, NamedError};
-use canary_kube::argocd::ArgoCdApi;
+use canary_kube::argocd::{ArgoCdApi, ClusterSecrets};
 use canary_kube::{AccessDeps, ManagementAccess};
 use cluster_canary_tests::{create_cluster, KubeServer, Moto, ADMIN_TOKEN, LIMITED_TOKEN};
 use k8s_openapi::api::core::v1::Secret;

@@ -14,8 +14,7 @@ use canary_aws::{
 use canary_core::argocd::{CLUSTER_ARN_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use canary_core::target_health::TargetState;
 use canary_core::{NamedError, Route53Target};
-use canary_kube::argocd::{AppStatus, ApplicationSet};
-use canary_kube::{ArgoCdApi, ArgoCdConnect, ClusterSecret, KubeError, KubeErrorKind};
+use canary_kube::{ArgoCdConnect, ClusterSecret, ClusterSecrets, KubeError, KubeErrorKind};
 use serde_json::{json, Value};
 use shift_weights::{handle, Apis};
 
@@ -138,17 +137,13 @@ struct ArgoCd {
 }
 
 #[async_trait]
-impl ArgoCdApi for ArgoCd {
+impl ClusterSecrets for ArgoCd {
     async fn get_secret(&self, name: &str) -> Result<Option<ClusterSecret>, KubeError> {
         Ok(self.secrets.lock().unwrap().get(name).cloned())
     }
 
     async fn cluster_secrets(&self) -> Result<Vec<ClusterSecret>, KubeError> {
         Ok(self.secrets.lock().unwrap().values().cloned().collect())
-    }
-
-    async fn apply_secret(&self, _secret: &ClusterSecret) -> Result<(), KubeError> {
-        unreachable!("weights are annotations, not a registration")
     }
 
     async fn annotate_secret(&self, name: &str, key: &str, value: &str) -> Result<(), KubeError> {
@@ -167,22 +162,6 @@ impl ArgoCdApi for ArgoCd {
             .push(format!("annotate {name} {value}"));
         Ok(())
     }
-
-    async fn delete_secret(&self, _name: &str, _uid: Option<&str>) -> Result<bool, KubeError> {
-        unreachable!()
-    }
-
-    async fn applications(&self) -> Result<Vec<AppStatus>, KubeError> {
-        unreachable!()
-    }
-
-    async fn application_sets(&self) -> Result<Vec<ApplicationSet>, KubeError> {
-        unreachable!()
-    }
-
-    async fn request_refresh(&self, _application: &str) -> Result<(), KubeError> {
-        unreachable!()
-    }
 }
 
 struct Connect {
@@ -192,7 +171,7 @@ struct Connect {
 
 #[async_trait]
 impl ArgoCdConnect for Connect {
-    async fn argocd(&self, namespace: &str) -> Result<Box<dyn ArgoCdApi>, KubeError> {
+    async fn argocd(&self, namespace: &str) -> Result<Box<dyn ClusterSecrets>, KubeError> {
         assert_eq!(namespace, "argocd");
         Ok(Box::new(ArgoCd {
             secrets: self.secrets.clone(),
@@ -500,4 +479,34 @@ async fn a_canary_record_not_created_yet_reads_as_weight_zero() {
         .await
         .expect("the canary takes no traffic yet");
     assert_eq!(out["weights"], weights(100, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_check_that_finds_route53_moved_fails_the_rollout_so_it_rolls_back() {
+    let world = World::new((100, 0), true, true);
+    world.call(true, set_to_10()).await.expect("set");
+    // Someone edits the stable's annotation; Argo CD and ExternalDNS carry it.
+    world
+        .secrets
+        .lock()
+        .unwrap()
+        .get_mut("cluster-blue")
+        .unwrap()
+        .annotations
+        .insert(WEIGHT.into(), "100".into());
+    let err = world
+        .call(
+            false,
+            json!({"operation": "verify", "plan": plan(), "expected": weights(90, 10)}),
+        )
+        .await
+        .expect_err("moved");
+    assert_eq!(err.name().as_str(), "WeightsNotSynced", "{err}");
+    assert!(
+        err.to_string().contains(
+            "Route 53 no longer reads the step this rollout set through Argo CD (trafficTargets[0] (route53:Z1:app.example.com.:A): \
+             found stable 100 / canary 10, this rollout last set stable 90 / canary 10)"
+        ),
+        "{err}"
+    );
 }

@@ -22,7 +22,7 @@ use canary_core::argocd::{
 use canary_core::plan::ClusterRef;
 use canary_core::targets::GitOpsWeights;
 use canary_core::{RolloutPlan, WeightPair};
-use canary_kube::{ArgoCdApi, ArgoCdConnect, ClusterSecret, KubeError};
+use canary_kube::{ArgoCdConnect, ClusterSecret, ClusterSecrets, KubeError};
 use tokio::time::Instant;
 use tracing::{info, warn};
 
@@ -42,7 +42,7 @@ pub(super) struct GitOpsRouter<'a> {
 
 /// The two Secrets the weights are written on.
 struct Secrets {
-    api: Box<dyn ArgoCdApi>,
+    api: Box<dyn ClusterSecrets>,
     stable: String,
     /// `None` when the new cluster has no Secret (yet, or any more): only a restore goes on
     /// without it, since then its apps are not deployed and its ExternalDNS writes nothing.
@@ -254,6 +254,12 @@ impl TrafficRouter for GitOpsRouter<'_> {
 
     fn hold_seconds(&self) -> u64 {
         self.timeout().as_secs()
+    }
+
+    /// Someone changed the annotation, or Git, or Argo CD synced something else: ExternalDNS
+    /// now carries weights this rollout did not set, and will keep doing so.
+    fn moved_fails_the_rollout(&self) -> bool {
+        true
     }
 
     /// The records' checks, and that the Secrets are there to write on (the canary's comes

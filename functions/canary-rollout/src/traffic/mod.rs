@@ -248,6 +248,12 @@ pub trait TrafficRouter: Send + Sync {
     fn hold_seconds(&self) -> u64 {
         0
     }
+    /// What a check that finds the target moved means. For most kinds someone else took the
+    /// target over: the rollout stops, writing nothing. Where the rollout's own chain carries
+    /// the weights (GitOps), the chain no longer holds the step: the rollout rolls back.
+    fn moved_fails_the_rollout(&self) -> bool {
+        false
+    }
     /// Prepare's read-only checks particular to the kind (it exists, has the plan's shape,
     /// stickiness, TTLs shorter than `shortest_bake_seconds`). Writes nothing.
     async fn inspect(&self, shortest_bake_seconds: i64) -> Result<Inspection, ShiftError>;
