@@ -87,6 +87,39 @@ def test_targets_a_controller_owns_are_refused_before_anything_moves(tmp_path):
             assert second.weights == before == BASELINE, "nothing moved"
 
 
+def test_a_rule_the_load_balancer_controller_tagged_is_refused_before_anything_moves(tmp_path):
+    """The controller tags each rule it makes (`ingress.k8s.aws/resource: 80:1`): a plan that
+    shifts such a rule is refused by `plan check` and at Prepare, the rule untouched."""
+    with Sandbox(log=captured) as sandbox:
+        world = sandbox.world
+        elbv2 = sandbox.client("elbv2")
+        forward = {"Type": "forward", "ForwardConfig": {"TargetGroups": [
+            {"TargetGroupArn": world.blue_tg, "Weight": 100}, {"TargetGroupArn": world.green_tg, "Weight": 0}]}}
+        rule = elbv2.create_rule(ListenerArn=world.listener, Priority=10, Actions=[forward],
+                                 Conditions=[{"Field": "path-pattern", "Values": ["/api/*"]}])["Rules"][0]["RuleArn"]
+        elbv2.add_tags(ResourceArns=[rule], Tags=[{"Key": "elbv2.k8s.aws/cluster", "Value": "blue"},
+                                                  {"Key": "ingress.k8s.aws/stack", "Value": "shop/web"},
+                                                  {"Key": "ingress.k8s.aws/resource", "Value": "80:1"}])
+
+        def rule_weights():
+            found = elbv2.describe_rules(RuleArns=[rule])["Rules"][0]["Actions"][0]["ForwardConfig"]["TargetGroups"]
+            return {g["TargetGroupArn"]: g["Weight"] for g in found}
+
+        scenarios.create_green(sandbox)
+        plan = scenarios.manual_plan(sandbox)
+        alb = plan["trafficTargets"][0]
+        alb["alb"]["ruleArn"] = rule
+        plan["trafficTargets"] = [alb]
+        code, text = plan_check(sandbox, tmp_path, plan)
+        assert code != 0
+        assert "TrafficOwnedByController: trafficTargets[0]" in text, text
+        assert "the rule is managed by the AWS Load Balancer Controller (cluster blue, stack shop/web, resource 80:1)" in text
+        report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "green-owned-rule"), out=captured)
+        assert (report.status, report.error) == ("FAILED", "TrafficOwnedByController")
+        assert report.states == ["Init", "ValidateAnalysis", "PrepareTraffic", *FAILED_BEFORE_TRAFFIC]
+        assert rule_weights() == {world.blue_tg: 100, world.green_tg: 0}, "nothing moved"
+
+
 def test_a_check_finds_weights_a_controller_put_back_and_stops_the_rollout_there():
     """The issue's loop: a controller puts the weights back while a step bakes. Before, every
     check of the bake passed on a canary without traffic; now the first check after the
@@ -129,9 +162,10 @@ def test_a_check_finds_weights_a_controller_put_back_and_stops_the_rollout_there
 
 
 def test_a_rollback_a_controller_undoes_is_put_back_and_reported():
-    """After the rollback's restore, something writes the canary's 50/50 back (a controller
-    reconciling stale state): the look after the settle period re-asserts the baseline, sends
-    Rollback Reverted and counts RollbacksReverted, which pages a person."""
+    """After the rollback's restore, controllers reconciling stale state write the canary's
+    50/50 back: the Load Balancer Controller on the listener, ExternalDNS (one pass) on the
+    record. The look after the settle period re-asserts the baseline, sends Rollback Reverted
+    and counts RollbacksReverted, which pages a person."""
     with Sandbox(log=captured) as sandbox:
         world = sandbox.world
 
@@ -140,6 +174,8 @@ def test_a_rollback_a_controller_undoes_is_put_back_and_reported():
                 sandbox.alarm_events.set_state("web-green-5xx", "ALARM", "Threshold Crossed")
             if name == "Restore":
                 move_listener_by_hand(sandbox, 50, 50)
+                ExternalDns.for_records(sandbox.client("route53"), world.zone_id, "stale-cluster", world.record, "A",
+                                        {"blue": 50, "green": 50}).reconcile()
 
         report = scenarios.watch(sandbox, start_green(sandbox), on_event=on_event, out=captured)
         assert (report.status, report.error) == ("FAILED", "CheckFailed")
@@ -147,12 +183,15 @@ def test_a_rollback_a_controller_undoes_is_put_back_and_reported():
                                       "NotifyRollbackReverted", "RolledBack"]
         assert event_types(report)[-2:] == ["Rolled Back", "Rollback Reverted"]
         reverted = dict(report.events)["Rollback Reverted"]
-        assert reverted["found"] == f"{world.listener} was stable 50 / canary 50", reverted
+        record_key = f"route53:{world.zone_id}:{world.record}:A"
+        assert reverted["found"] == f"{world.listener} was stable 50 / canary 50; {record_key} was stable 50 / canary 50", \
+            reverted
         assert report.weights == BASELINE, "the baseline re-asserted"
         assert any(name == "RollbacksReverted" for name, _, _ in report.metrics), report.metrics
         replayed = sandbox.cli("watch", report.execution_arn)
         assert (f"ROLLBACK REVERTED: after the rollback something put weights back ({world.listener} was "
-                "stable 50 / canary 50); baseline put back:") in replayed.stdout, replayed.stdout
+                f"stable 50 / canary 50; {record_key} was stable 50 / canary 50); baseline put back:") in replayed.stdout, \
+            replayed.stdout
         assert report.safety_net is None or report.safety_net["restored"] is False
 
 

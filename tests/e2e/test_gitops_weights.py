@@ -130,8 +130,10 @@ def test_a_gitops_rollback_holds_the_baseline_while_argo_cd_catches_up():
         assert blue_dns.errors == green_dns.errors == [], (blue_dns.errors, green_dns.errors)
         assert "Rollback Reverted" not in event_types(report)
         assert report.states[-1] == "RolledBack"
-        # The Restore's hold, then the look after the settle period (which found nothing to do).
-        assert holds(sandbox)[0] >= 1 and holds(sandbox)[1:] == [0], holds(sandbox)
+        # The Restore's hold put the baseline back at least once (the look after the settle
+        # period does not hold: it found nothing to do).
+        held = holds(sandbox)
+        assert len(held) == 1 and held[0] >= 1, held
         assert secret(sandbox, STABLE_SECRET)[0]["annotations"][WEIGHT] == "100"
         assert scenarios.read_secret(sandbox, scenarios.cluster_arn("green"))["annotations"][WEIGHT] == "0"
 
