@@ -9,7 +9,7 @@ use tracing::info;
 use crate::error::ShiftError;
 use crate::metrics;
 use crate::outputs::{SetOutput, VerifyOutput};
-use crate::traffic::{self, routers, Apis, Observed, Reading, TrafficRouter};
+use crate::traffic::{self, readers, routers, Apis, Observed, Reading, TargetReader};
 
 pub async fn set(
     apis: &Apis<'_>,
@@ -61,13 +61,14 @@ pub async fn set(
 }
 
 /// Verify: every target is still where this rollout last set it (before promotion, so a
-/// change made during the last bake is not promoted over). Reads only.
+/// change made during the last bake is not promoted over; at every check). Reads only, through
+/// the targets' readers.
 pub async fn verify(
     apis: &Apis<'_>,
     valid: &ValidPlan,
     expected: &[TargetWeights],
 ) -> Result<VerifyOutput, ShiftError> {
-    let routers = routers(apis, &valid.plan);
+    let routers = readers(apis, &valid.plan);
     let pairs = per_target(&routers, expected, "expected")?;
     let mut changed = Vec::new();
     let mut chain_broken = None;
@@ -105,11 +106,11 @@ pub async fn verify(
 /// Compare-and-set's compare: reads every target; returns those still at `expected` with
 /// what was read (to be written from), or `WeightsChangedExternally` naming every target found
 /// elsewhere. A target already at `desired` (an earlier attempt wrote it) needs no write.
-async fn compare<'r, 'a>(
-    routers: &'r [Box<dyn TrafficRouter + 'a>],
+async fn compare<'r, R: TargetReader + ?Sized>(
+    routers: &'r [Box<R>],
     expected: &[WeightPair],
     desired: WeightPair,
-) -> Result<Vec<(&'r (dyn TrafficRouter + 'a), Reading)>, ShiftError> {
+) -> Result<Vec<(&'r R, Reading)>, ShiftError> {
     let mut to_write = Vec::new();
     let mut changed = Vec::new();
     for (router, expected) in routers.iter().zip(expected.iter().copied()) {
@@ -135,8 +136,8 @@ async fn compare<'r, 'a>(
 }
 
 /// The weights given for each target, in plan order. Each target needs exactly one entry.
-pub fn per_target(
-    routers: &[Box<dyn TrafficRouter + '_>],
+pub fn per_target<R: TargetReader + ?Sized>(
+    routers: &[Box<R>],
     given: &[TargetWeights],
     field: &str,
 ) -> Result<Vec<WeightPair>, ShiftError> {

@@ -10,11 +10,11 @@ use tracing::info;
 
 use super::{
     refuse_claimed, ControllerClaim, Detach, Health, Inspection, Located, Observed, Reading,
-    Router, TrafficRouter,
+    Router, TargetReader, TrafficRouter,
 };
 use crate::error::ShiftError;
 
-type AlbRouter<'a> = Router<'a, dyn AlbApi + 'a, AlbTarget>;
+pub(super) type AlbRouter<'a> = Router<'a, dyn AlbApi + 'a, AlbTarget>;
 
 impl AlbRouter<'_> {
     async fn read_forward(&self) -> Result<ForwardRead, ShiftError> {
@@ -50,7 +50,7 @@ impl AlbRouter<'_> {
 }
 
 #[async_trait]
-impl TrafficRouter for AlbRouter<'_> {
+impl TargetReader for AlbRouter<'_> {
     fn located(&self) -> &Located<'_> {
         &self.located
     }
@@ -58,7 +58,10 @@ impl TrafficRouter for AlbRouter<'_> {
     async fn read(&self) -> Result<Reading, ShiftError> {
         Ok(self.reading(self.read_forward().await?))
     }
+}
 
+#[async_trait]
+impl TrafficRouter for AlbRouter<'_> {
     async fn controller(&self) -> Result<Option<ControllerClaim>, ShiftError> {
         let (what, arn) = match &self.target.rule_arn {
             Some(rule) => ("the rule", rule),

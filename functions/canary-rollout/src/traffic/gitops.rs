@@ -28,7 +28,8 @@ use tracing::{info, warn};
 
 use super::route53::Route53Router;
 use super::{
-    ControllerClaim, Detach, Health, Inspection, Located, Observed, Reading, TrafficRouter,
+    ControllerClaim, Detach, Health, Inspection, Located, Observed, Reading, TargetReader,
+    TrafficRouter,
 };
 use crate::error::ShiftError;
 
@@ -224,7 +225,7 @@ fn canary_secret(
 }
 
 #[async_trait]
-impl TrafficRouter for GitOpsRouter<'_> {
+impl TargetReader for GitOpsRouter<'_> {
     fn located(&self) -> &Located<'_> {
         &self.records.located
     }
@@ -233,6 +234,15 @@ impl TrafficRouter for GitOpsRouter<'_> {
         self.records.read_records(true).await
     }
 
+    /// Someone changed the annotation, or Git, or Argo CD synced something else: ExternalDNS
+    /// now carries weights this rollout did not set, and will keep doing so.
+    fn moved_fails_the_rollout(&self) -> bool {
+        true
+    }
+}
+
+#[async_trait]
+impl TrafficRouter for GitOpsRouter<'_> {
     fn refuse_unwritable(&self, pair: WeightPair) -> Result<(), ShiftError> {
         self.records.refuse_unwritable(pair)
     }
@@ -254,12 +264,6 @@ impl TrafficRouter for GitOpsRouter<'_> {
 
     fn hold_seconds(&self) -> u64 {
         self.timeout().as_secs()
-    }
-
-    /// Someone changed the annotation, or Git, or Argo CD synced something else: ExternalDNS
-    /// now carries weights this rollout did not set, and will keep doing so.
-    fn moved_fails_the_rollout(&self) -> bool {
-        true
     }
 
     /// The records' checks, and that the Secrets are there to write on (the canary's comes

@@ -53,33 +53,65 @@ pub fn locate(targets: &[TrafficTarget]) -> Vec<Located<'_>> {
         .collect()
 }
 
-/// A router for each of the plan's targets, in plan order: the one place that chooses by kind.
-pub fn routers<'a>(apis: &'a Apis<'a>, plan: &'a RolloutPlan) -> Vec<Box<dyn TrafficRouter + 'a>> {
+/// One router of each kind, before it is boxed as a [`TrafficRouter`] (the rollout's moves)
+/// or as a [`TargetReader`] only (a check's look).
+enum Built<'a> {
+    Alb(alb::AlbRouter<'a>),
+    Route53(route53::Route53Router<'a>),
+    GitOps(gitops::GitOpsRouter<'a>),
+}
+
+/// The plan's targets' routers, in plan order: the one place that chooses by kind.
+fn build<'a>(apis: &'a Apis<'a>, plan: &'a RolloutPlan) -> impl Iterator<Item = Built<'a>> {
     locate(&plan.traffic_targets)
         .into_iter()
-        .map(|located| -> Box<dyn TrafficRouter + 'a> {
-            match located.target {
-                TrafficTarget::Alb(target) => Box::new(Router {
-                    api: apis.alb,
+        .map(|located| match located.target {
+            TrafficTarget::Alb(target) => Built::Alb(Router {
+                api: apis.alb,
+                target,
+                located,
+            }),
+            TrafficTarget::Route53(target) => {
+                let records = Router {
+                    api: apis.route53,
                     target,
                     located,
-                }),
-                TrafficTarget::Route53(target) => {
-                    let records = Router {
-                        api: apis.route53,
-                        target,
-                        located,
-                    };
-                    match target.gitops() {
-                        Some(settings) => Box::new(gitops::GitOpsRouter::new(
-                            records,
-                            settings,
-                            apis.argocd,
-                            plan,
-                        )),
-                        None => Box::new(records),
-                    }
+                };
+                match target.gitops() {
+                    Some(settings) => Built::GitOps(gitops::GitOpsRouter::new(
+                        records,
+                        settings,
+                        apis.argocd,
+                        plan,
+                    )),
+                    None => Built::Route53(records),
                 }
+            }
+        })
+}
+
+/// A router for each of the plan's targets, in plan order.
+pub fn routers<'a>(apis: &'a Apis<'a>, plan: &'a RolloutPlan) -> Vec<Box<dyn TrafficRouter + 'a>> {
+    build(apis, plan)
+        .map(|built| -> Box<dyn TrafficRouter + 'a> {
+            match built {
+                Built::Alb(router) => Box::new(router),
+                Built::Route53(router) => Box::new(router),
+                Built::GitOps(router) => Box::new(router),
+            }
+        })
+        .collect()
+}
+
+/// A reader for each of the plan's targets, in plan order: what a check needs. Boxed as
+/// readers only, so a function that only reads (evaluate-alarms) links none of the moves.
+pub fn readers<'a>(apis: &'a Apis<'a>, plan: &'a RolloutPlan) -> Vec<Box<dyn TargetReader + 'a>> {
+    build(apis, plan)
+        .map(|built| -> Box<dyn TargetReader + 'a> {
+            match built {
+                Built::Alb(router) => Box::new(router),
+                Built::Route53(router) => Box::new(router),
+                Built::GitOps(router) => Box::new(router),
             }
         })
         .collect()
@@ -208,12 +240,10 @@ pub enum Detach {
     NothingToDetach,
 }
 
-/// The moves a rollout makes on one traffic target. Every method names the target in its
-/// errors (`label`); none decides anything about the rollout: compare-and-set, restore and
-/// the gates are written once, over this trait.
+/// A traffic target as a check sees it: which it is, and where its weights are.
 #[async_trait]
-pub trait TrafficRouter: Send + Sync {
-    /// The plan target it moves.
+pub trait TargetReader: Send + Sync {
+    /// The plan target it reads.
     fn located(&self) -> &Located<'_>;
     /// `trafficTargets[i] (<key>)`, for messages.
     fn label(&self) -> &str {
@@ -225,6 +255,19 @@ pub trait TrafficRouter: Send + Sync {
     }
     /// Where the target's weights are now.
     async fn read(&self) -> Result<Reading, ShiftError>;
+    /// What a check that finds the target moved means. For most kinds someone else took the
+    /// target over: the rollout stops, writing nothing. Where the rollout's own chain carries
+    /// the weights (GitOps), the chain no longer holds the step: the rollout rolls back.
+    fn moved_fails_the_rollout(&self) -> bool {
+        false
+    }
+}
+
+/// The moves a rollout makes on one traffic target. Every method names the target in its
+/// errors (`label`); none decides anything about the rollout: compare-and-set, restore and
+/// the gates are written once, over this trait.
+#[async_trait]
+pub trait TrafficRouter: TargetReader {
     /// Refuses weights that would not mean what they say on this kind of target.
     fn refuse_unwritable(&self, _pair: WeightPair) -> Result<(), ShiftError> {
         Ok(())
@@ -248,12 +291,6 @@ pub trait TrafficRouter: Send + Sync {
     fn hold_seconds(&self) -> u64 {
         0
     }
-    /// What a check that finds the target moved means. For most kinds someone else took the
-    /// target over: the rollout stops, writing nothing. Where the rollout's own chain carries
-    /// the weights (GitOps), the chain no longer holds the step: the rollout rolls back.
-    fn moved_fails_the_rollout(&self) -> bool {
-        false
-    }
     /// Prepare's read-only checks particular to the kind (it exists, has the plan's shape,
     /// stickiness, TTLs shorter than `shortest_bake_seconds`). Writes nothing.
     async fn inspect(&self, shortest_bake_seconds: i64) -> Result<Inspection, ShiftError>;
@@ -268,7 +305,7 @@ pub trait TrafficRouter: Send + Sync {
 }
 
 /// Reads the target and keeps only what it found.
-pub async fn observe(router: &dyn TrafficRouter) -> Result<Observed, ShiftError> {
+pub async fn observe<R: TargetReader + ?Sized>(router: &R) -> Result<Observed, ShiftError> {
     Ok(router.read().await?.observed)
 }
 

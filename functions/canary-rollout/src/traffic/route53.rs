@@ -9,7 +9,7 @@ use canary_core::{Route53Target, WeightPair};
 
 use super::{
     refuse_claimed, ControllerClaim, Detach, Health, Inspection, Located, Observed, Reading,
-    Router, TrafficRouter,
+    Router, TargetReader, TrafficRouter,
 };
 use crate::error::ShiftError;
 
@@ -196,19 +196,22 @@ pub async fn external_dns_claim(
 }
 
 #[async_trait]
-impl TrafficRouter for Route53Router<'_> {
+impl TargetReader for Route53Router<'_> {
     fn located(&self) -> &Located<'_> {
         &self.located
     }
 
+    async fn read(&self) -> Result<Reading, ShiftError> {
+        self.read_records(false).await
+    }
+}
+
+#[async_trait]
+impl TrafficRouter for Route53Router<'_> {
     async fn controller(&self) -> Result<Option<ControllerClaim>, ShiftError> {
         external_dns_claim(self.api, self.target)
             .await
             .map_err(|e| self.aws(e))
-    }
-
-    async fn read(&self) -> Result<Reading, ShiftError> {
-        self.read_records(false).await
     }
 
     /// Route 53 splits traffic evenly between weighted records that are all 0, so "stable 0 /
