@@ -71,29 +71,14 @@ pub async fn verify(
     let routers = readers(apis, &valid.plan);
     let pairs = per_target(&routers, expected, "expected")?;
     let mut changed = Vec::new();
-    let mut chain_broken = None;
     for (router, expected) in routers.iter().zip(pairs) {
         // Compare-and-set's compare with nothing to set: `expected` is also the desired state.
         if let Err(e) = compare(std::slice::from_ref(router), &[expected], expected).await {
             match e {
-                ShiftError::WeightsChangedExternally(why) => {
-                    if router.moved_fails_the_rollout() {
-                        chain_broken.get_or_insert((router.label().to_owned(), why.clone()));
-                    }
-                    changed.push(why)
-                }
+                ShiftError::WeightsChangedExternally(why) => changed.push(why),
                 other => return Err(other),
             }
         }
-    }
-    if let Some((path, why)) = chain_broken {
-        return Err(ShiftError::WeightsNotSynced {
-            path,
-            message: format!(
-                "Route 53 no longer reads the step this rollout set through Argo CD ({why}): the annotations, \
-                 Git or a sync carry other weights now"
-            ),
-        });
     }
     if !changed.is_empty() {
         return Err(ShiftError::WeightsChangedExternally(changed.join("; ")));
@@ -106,6 +91,8 @@ pub async fn verify(
 /// Compare-and-set's compare: reads every target; returns those still at `expected` with
 /// what was read (to be written from), or `WeightsChangedExternally` naming every target found
 /// elsewhere. A target already at `desired` (an earlier attempt wrote it) needs no write.
+/// A target whose weights the rollout's own chain carries (GitOps) found elsewhere is
+/// `WeightsNotSynced` instead: a sync half done, or other weights in the chain; it rolls back.
 async fn compare<'r, R: TargetReader + ?Sized>(
     routers: &'r [Box<R>],
     expected: &[WeightPair],
@@ -121,10 +108,22 @@ async fn compare<'r, R: TargetReader + ?Sized>(
                 CasCheck::AlreadyDesired => {
                     info!(target_key = %router.key(), "already at the step's weights")
                 }
-                CasCheck::ChangedExternally => changed.push(format!(
-                    "{}: found {current}, this rollout last set {expected}",
-                    router.label()
-                )),
+                CasCheck::ChangedExternally => {
+                    let why = format!(
+                        "{}: found {current}, this rollout last set {expected}",
+                        router.label()
+                    );
+                    if router.moved_fails_the_rollout() {
+                        return Err(ShiftError::WeightsNotSynced {
+                            path: router.label().to_owned(),
+                            message: format!(
+                                "Route 53 does not read what this rollout set through Argo CD ({why}): the \
+                                 annotations, Git or a sync carry other weights now"
+                            ),
+                        });
+                    }
+                    changed.push(why)
+                }
             },
             Observed::Reshaped(why) => changed.push(format!("{}: {why}", router.label())),
         }

@@ -504,9 +504,27 @@ async fn a_check_that_finds_route53_moved_fails_the_rollout_so_it_rolls_back() {
     assert_eq!(err.name().as_str(), "WeightsNotSynced", "{err}");
     assert!(
         err.to_string().contains(
-            "Route 53 no longer reads the step this rollout set through Argo CD (trafficTargets[0] (route53:Z1:app.example.com.:A): \
+            "Route 53 does not read what this rollout set through Argo CD (trafficTargets[0] (route53:Z1:app.example.com.:A): \
              found stable 100 / canary 10, this rollout last set stable 90 / canary 10)"
         ),
         "{err}"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_step_retried_on_a_half_synced_chain_rolls_back_rather_than_stops() {
+    // The stable's ExternalDNS has written the step, the canary's not yet, when the step is
+    // tried again (its first attempt failed on something transient).
+    let world = World::new((90, 0), true, false);
+    let err = world
+        .call(true, set_to_10())
+        .await
+        .expect_err("half synced");
+    assert_eq!(err.name().as_str(), "WeightsNotSynced", "{err}");
+    assert!(
+        err.to_string()
+            .contains("found stable 90 / canary 0, this rollout last set stable 100 / canary 0"),
+        "{err}"
+    );
+    assert_eq!(world.log(), Vec::<String>::new(), "nothing written");
 }

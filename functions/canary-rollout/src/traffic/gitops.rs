@@ -16,9 +16,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use canary_core::argocd::{
-    ArgoCdSection, CLUSTER_ARN_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE,
-};
+use canary_core::argocd::{CLUSTER_ARN_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use canary_core::plan::ClusterRef;
 use canary_core::targets::GitOpsWeights;
 use canary_core::{RolloutPlan, WeightPair};
@@ -62,7 +60,7 @@ impl<'a> GitOpsRouter<'a> {
             records,
             settings,
             argocd,
-            namespace: ArgoCdSection::namespace(&section).to_owned(),
+            namespace: section.namespace().to_owned(),
             cluster: &plan.cluster,
         }
     }
