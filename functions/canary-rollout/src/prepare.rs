@@ -12,7 +12,7 @@ use tracing::{info, warn};
 use crate::error::ShiftError;
 use crate::metrics;
 use crate::outputs::{ExecutionContext, PrepareOutput, TargetReport};
-use crate::traffic::{self, routers, Apis, Inspection, Observed, Reading, TrafficRouter};
+use crate::traffic::{self, routers, Apis, Inspection, Move, Observed, Reading, TrafficRouter};
 
 pub async fn prepare(
     apis: &Apis<'_>,
@@ -33,7 +33,7 @@ pub async fn prepare(
     // Every check passed: the only write prepare makes.
     for (router, check) in routers.iter().zip(&mut checked) {
         if check.attach_canary {
-            traffic::write(router.as_ref(), &check.reading, check.baseline).await?;
+            traffic::write(router.as_ref(), &check.reading, check.baseline, Move::Step).await?;
             check.report.canary_attached = true;
             info!(target_key = %router.key(), "canary target group attached at weight 0");
         }

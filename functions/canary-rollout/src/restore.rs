@@ -16,7 +16,7 @@ use crate::error::ShiftError;
 use crate::metrics;
 use crate::outputs::{LookAgainOutput, RestoreOutput, UnexpectedWeights};
 use crate::set::per_target;
-use crate::traffic::{self, routers, Apis, Observed, TrafficRouter};
+use crate::traffic::{self, routers, Apis, Move, Observed, TrafficRouter};
 
 /// Why a restore runs, for its metrics: the cause (an error name, or the safety net's) and when
 /// the failure happened.
@@ -99,7 +99,7 @@ async fn put_back(
                     found: current.describe(),
                 });
             }
-            traffic::write_now(router, &reading, *baseline).await?;
+            traffic::write(router, &reading, *baseline, Move::Restore).await?;
             router.keep(*baseline).await?;
             if hold_after && router.hold_seconds() > 0 {
                 // Its reconciler may move it back until its sync lands: the hold below reads
@@ -166,7 +166,7 @@ async fn hold(
             let reading = router.read().await?;
             if reading.observed != Observed::Pair(*baseline) {
                 warn!(target_key = %router.key(), found = %reading.observed.describe(), "moved while the baseline is held; put back");
-                traffic::write_now(router, &reading, *baseline).await?;
+                traffic::write(router, &reading, *baseline, Move::Restore).await?;
                 reasserted += 1;
             }
         }

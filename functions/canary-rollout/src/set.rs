@@ -9,7 +9,7 @@ use tracing::info;
 use crate::error::ShiftError;
 use crate::metrics;
 use crate::outputs::{SetOutput, VerifyOutput};
-use crate::traffic::{self, readers, routers, Apis, Observed, Reading, TargetReader};
+use crate::traffic::{self, readers, routers, Apis, Move, Observed, Reading, TargetReader};
 
 pub async fn set(
     apis: &Apis<'_>,
@@ -35,7 +35,7 @@ pub async fn set(
     let to_write = compare(&routers, &expected, desired).await?;
 
     for (router, reading) in &to_write {
-        traffic::write(*router, reading, desired).await?;
+        traffic::write(*router, reading, desired, Move::Step).await?;
     }
 
     let mut weights = Vec::with_capacity(routers.len());

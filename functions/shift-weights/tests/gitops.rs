@@ -7,9 +7,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use canary_aws::read_only::NoExecutions;
 use canary_aws::{
-    AlbApi, AwsError, ExecutionsApi, ForwardAction, ForwardRead, Route53Api, TargetGroupInfo,
-    TxtRecord, WeightedRecord,
+    AlbApi, AwsError, ForwardAction, ForwardRead, Route53Api, TargetGroupInfo, TxtRecord,
+    WeightedRecord,
 };
 use canary_core::argocd::{CLUSTER_ARN_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use canary_core::target_health::TargetState;
@@ -203,21 +204,6 @@ impl AlbApi for NoAlb {
     }
     async fn tags(&self, _: &str, _: &str) -> Result<BTreeMap<String, String>, AwsError> {
         unreachable!()
-    }
-}
-
-struct NoExecutions;
-
-#[async_trait]
-impl ExecutionsApi for NoExecutions {
-    async fn running_executions(&self, _: &str) -> Result<Vec<String>, AwsError> {
-        Ok(Vec::new())
-    }
-    async fn execution_input(&self, _: &str) -> Result<Option<String>, AwsError> {
-        Ok(None)
-    }
-    async fn history(&self, _: &str) -> Result<canary_aws::ExecutionHistory, AwsError> {
-        Ok(canary_aws::ExecutionHistory::default())
     }
 }
 

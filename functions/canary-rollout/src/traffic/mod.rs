@@ -309,26 +309,26 @@ pub async fn observe<R: TargetReader + ?Sized>(router: &R) -> Result<Observed, S
     Ok(router.read().await?.observed)
 }
 
+/// Why weights are written: a rollout's move (`TrafficRouter::write`), or a restore's
+/// (`TrafficRouter::write_now`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Move {
+    Step,
+    Restore,
+}
+
 /// Writes `pair` after `refuse_unwritable`, and logs it.
 pub async fn write(
     router: &dyn TrafficRouter,
     reading: &Reading,
     pair: WeightPair,
+    why: Move,
 ) -> Result<(), ShiftError> {
     router.refuse_unwritable(pair)?;
-    router.write(reading, pair).await?;
-    info!(target_key = %router.key(), stable = pair.stable, canary = pair.canary, "weights written");
-    Ok(())
-}
-
-/// A restore's [`write`]: `write_now` after `refuse_unwritable`, and logs it.
-pub async fn write_now(
-    router: &dyn TrafficRouter,
-    reading: &Reading,
-    pair: WeightPair,
-) -> Result<(), ShiftError> {
-    router.refuse_unwritable(pair)?;
-    router.write_now(reading, pair).await?;
-    info!(target_key = %router.key(), stable = pair.stable, canary = pair.canary, "weights restored");
+    match why {
+        Move::Step => router.write(reading, pair).await?,
+        Move::Restore => router.write_now(reading, pair).await?,
+    }
+    info!(target_key = %router.key(), stable = pair.stable, canary = pair.canary, ?why, "weights written");
     Ok(())
 }
