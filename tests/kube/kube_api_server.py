@@ -54,7 +54,8 @@ seconds later, which writes the Ingress its `source.helm.valuesObject.ingress`
 describes ({"name", "namespace", "annotations"}) into that cluster.
 The workload clusters: the same server stands in for them, read-only, each under
 `/clusters/<name>` (the cluster Secret's `name`):
-  GET    /clusters/{cluster}/apis/networking.k8s.io/v1/namespaces/{ns}/ingresses[/{name}] `--without-applicationsets` serves no ApplicationSet resource (404),
+  GET    /clusters/{cluster}/apis/networking.k8s.io/v1/namespaces/{ns}/ingresses[/{name}]
+`--without-applicationsets` serves no ApplicationSet resource (404),
 as a cluster without Argo CD's ApplicationSet CRD.
 
 Validation as kube-apiserver does it: object names must be DNS-1123 subdomains, label keys
