@@ -14,7 +14,7 @@ use aws_config::SdkConfig;
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
-use canary_aws::{EksApi, SdkEks, SdkSecrets, SecretsApi};
+use canary_aws::{AwsError, AwsErrorKind, EksApi, SdkEks, SdkSecrets, SecretsApi};
 use http_body_util::combinators::MapErr;
 use http_body_util::BodyExt;
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
@@ -134,6 +134,9 @@ fn from_aws(e: canary_aws::AwsError) -> KubeError {
 #[async_trait]
 pub trait ArgoCdConnect: Send + Sync {
     async fn argocd(&self, namespace: &str) -> Result<Box<dyn ClusterSecrets>, KubeError>;
+    /// The ARN of EKS cluster `name` in `region` of this account, which registration wrote on
+    /// its Secret; `None` when there is no such cluster (any more).
+    async fn cluster_arn(&self, region: &str, name: &str) -> Result<Option<String>, AwsError>;
 }
 
 /// [`ArgoCdConnect`] through [`connect`].
@@ -147,6 +150,14 @@ impl ArgoCdConnect for Management<'_> {
     async fn argocd(&self, namespace: &str) -> Result<Box<dyn ClusterSecrets>, KubeError> {
         let client = connect(self.access, &self.aws).await?;
         Ok(Box::new(KubeArgoCd::new(client, namespace)))
+    }
+
+    async fn cluster_arn(&self, region: &str, name: &str) -> Result<Option<String>, AwsError> {
+        match self.aws.eks.describe_cluster(Some(region), name).await {
+            Ok(cluster) => Ok(Some(cluster.arn)),
+            Err(e) if e.kind == AwsErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 }
 

@@ -8,7 +8,7 @@ pub mod registration;
 pub mod token;
 
 pub use access::{connect, AccessDeps, ArgoCdConnect, Management, ManagementAccess, SdkAccess};
-pub use argocd::{ArgoCdApi, ClusterSecret, ClusterSecrets, KubeArgoCd, WEIGHTS_FIELD_MANAGER};
+pub use argocd::{ArgoCdApi, ClusterSecret, ClusterSecrets, KubeArgoCd};
 pub use error::{KubeError, KubeErrorKind};
 pub use registration::{
     apps_status, argocd_server, deregister, desired_secret, register, retire_secret, secret_labels,

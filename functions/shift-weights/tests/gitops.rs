@@ -179,6 +179,12 @@ impl ArgoCdConnect for Connect {
             log: self.log.clone(),
         }))
     }
+
+    async fn cluster_arn(&self, region: &str, name: &str) -> Result<Option<String>, AwsError> {
+        Ok(Some(format!(
+            "arn:aws:eks:{region}:123456789012:cluster/{name}"
+        )))
+    }
 }
 
 struct NoAlb;
@@ -513,4 +519,50 @@ async fn a_step_retried_on_a_half_synced_chain_rolls_back_rather_than_stops() {
         "{err}"
     );
     assert_eq!(world.log(), Vec::<String>::new(), "nothing written");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_canary_secret_is_found_by_the_clusters_arn_never_its_name_alone() {
+    let world = World::new((100, 0), true, true);
+    let mut elsewhere = secret("cluster-canary-green-elsewhere", Some("0"), true);
+    elsewhere.annotations.insert(
+        CLUSTER_ARN_ANNOTATION.to_owned(),
+        "arn:aws:eks:us-east-1:222222222222:cluster/green".to_owned(),
+    );
+    world
+        .secrets
+        .lock()
+        .unwrap()
+        .insert(elsewhere.name.clone(), elsewhere);
+    world.call(true, set_to_10()).await.expect("set");
+    assert_eq!(
+        world
+            .annotation("cluster-canary-green-elsewhere")
+            .as_deref(),
+        Some("0"),
+        "the same name and region in another account is another cluster"
+    );
+    assert_eq!(world.annotation(CANARY_SECRET).as_deref(), Some("10"));
+
+    // A plan for the cluster in account 222222222222 (its roleArn): that account's Secret.
+    let world = World::new((100, 0), true, true);
+    {
+        let mut secrets = world.secrets.lock().unwrap();
+        let here = secret("cluster-canary-green-here", Some("0"), true);
+        secrets.insert(here.name.clone(), here);
+        secrets.get_mut(CANARY_SECRET).unwrap().annotations.insert(
+            CLUSTER_ARN_ANNOTATION.to_owned(),
+            "arn:aws:eks:us-east-1:222222222222:cluster/green".to_owned(),
+        );
+    }
+    let mut other = plan();
+    other["cluster"]["roleArn"] = json!("arn:aws:iam::222222222222:role/cluster-canary");
+    let input =
+        json!({"operation": "set", "plan": other, "canaryWeight": 10, "expected": weights(100, 0)});
+    world.call(true, input).await.expect("set");
+    assert_eq!(world.annotation(CANARY_SECRET).as_deref(), Some("10"));
+    assert_eq!(
+        world.annotation("cluster-canary-green-here").as_deref(),
+        Some("0")
+    );
 }

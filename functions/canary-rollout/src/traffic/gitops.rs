@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use canary_core::argocd::{CLUSTER_ARN_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE};
+use canary_core::arn::account_of;
 use canary_core::plan::ClusterRef;
 use canary_core::targets::GitOpsWeights;
 use canary_core::{RolloutPlan, WeightPair};
@@ -76,16 +77,27 @@ impl<'a> GitOpsRouter<'a> {
         Duration::from_secs(self.settings.sync_timeout_seconds().unsigned_abs())
     }
 
-    async fn secrets(&self) -> Result<Secrets, ShiftError> {
-        let Some(argocd) = self.argocd else {
-            return Err(ShiftError::InvalidInput(format!(
-                "{}: its weights go through Argo CD (\"via\": \"argocd\"), and this caller cannot \
-                 reach the management cluster; set the `{}` annotation of the cluster Secrets \
-                 yourself",
-                self.records.located.label,
-                self.settings.weight_annotation()
-            )));
-        };
+    /// The ARN registration wrote on the new cluster's Secret: from the plan for a cluster in
+    /// another account (its `roleArn` gives partition and account), from EKS for one in this
+    /// account. `None`: no such cluster (any more).
+    async fn canary_arn(&self, argocd: &dyn ArgoCdConnect) -> Result<Option<String>, ShiftError> {
+        let (region, name) = (&self.cluster.region, &self.cluster.name);
+        match self.cluster.role_arn.as_deref() {
+            Some(role) => {
+                let partition = role.split(':').nth(1).unwrap_or("aws");
+                let account = account_of(role).unwrap_or_default();
+                Ok(Some(format!(
+                    "arn:{partition}:eks:{region}:{account}:cluster/{name}"
+                )))
+            }
+            None => argocd
+                .cluster_arn(region, name)
+                .await
+                .map_err(|e| ShiftError::aws(&self.records.located.label, e)),
+        }
+    }
+
+    async fn secrets(&self, argocd: &dyn ArgoCdConnect) -> Result<Secrets, ShiftError> {
         let api = argocd
             .argocd(&self.namespace)
             .await
@@ -106,7 +118,8 @@ impl<'a> GitOpsRouter<'a> {
             });
         }
         let secrets = api.cluster_secrets().await.map_err(|e| self.kube(e))?;
-        let canary = canary_secret(&secrets, self.cluster).map_err(|message| {
+        let arn = self.canary_arn(argocd).await?;
+        let canary = canary_secret(&secrets, arn.as_deref()).map_err(|message| {
             ShiftError::TargetMisconfigured {
                 path: self.records.located.label.clone(),
                 message,
@@ -122,8 +135,21 @@ impl<'a> GitOpsRouter<'a> {
     /// Writes `pair` on the Secrets' weight annotations. Without the canary's Secret, only a
     /// restore (`canary_optional`) goes on.
     async fn annotate(&self, pair: WeightPair, canary_optional: bool) -> Result<(), ShiftError> {
-        let secrets = self.secrets().await?;
         let key = self.settings.weight_annotation();
+        let Some(argocd) = self.argocd else {
+            return Err(ShiftError::InvalidInput(format!(
+                "{}: its weights go through Argo CD (\"via\": \"argocd\"), and this caller cannot \
+                 reach the management cluster; set the `{key}` annotation to \"{}\" on Secret {} \
+                 and to \"{}\" on the new cluster's Secret (namespace {}), or ExternalDNS puts the \
+                 weights back",
+                self.records.located.label,
+                pair.stable,
+                self.settings.stable_secret,
+                pair.canary,
+                self.namespace
+            )));
+        };
+        let secrets = self.secrets(argocd).await?;
         let canary = match (&secrets.canary, canary_optional) {
             (Some(name), _) => Some(name),
             (None, true) => None,
@@ -184,29 +210,21 @@ pub fn poll_interval(timeout: Duration) -> Duration {
     (timeout / 20).clamp(Duration::from_secs(1), Duration::from_secs(5))
 }
 
-/// The Secret registration created for `cluster`: labelled as cluster-canary's, with the
-/// cluster's ARN annotation naming its region and name (and account, when the plan names the
-/// cluster's account through `roleArn`). More than one is an error a person must settle.
-fn canary_secret(
-    secrets: &[ClusterSecret],
-    cluster: &ClusterRef,
-) -> Result<Option<String>, String> {
-    let account = cluster
-        .role_arn
-        .as_deref()
-        .and_then(|role| role.split(':').nth(4));
+/// The Secret registration created for the cluster `arn`: labelled as cluster-canary's, its
+/// cluster-ARN annotation that ARN (account, region and name, never the name alone). More than
+/// one is an error a person must settle.
+fn canary_secret(secrets: &[ClusterSecret], arn: Option<&str>) -> Result<Option<String>, String> {
+    let Some(arn) = arn else {
+        return Ok(None);
+    };
     let matches: Vec<&str> = secrets
         .iter()
         .filter(|s| s.labels.get(MANAGED_BY_LABEL).map(String::as_str) == Some(MANAGED_BY_VALUE))
         .filter(|s| {
-            let Some(arn) = s.annotations.get(CLUSTER_ARN_ANNOTATION) else {
-                return false;
-            };
-            let parts: Vec<&str> = arn.split(':').collect();
-            parts.len() == 6
-                && parts[3] == cluster.region
-                && parts[5] == format!("cluster/{}", cluster.name)
-                && account.is_none_or(|account| parts[4] == account)
+            s.annotations
+                .get(CLUSTER_ARN_ANNOTATION)
+                .map(String::as_str)
+                == Some(arn)
         })
         .map(|s| s.name.as_str())
         .collect();
@@ -214,9 +232,7 @@ fn canary_secret(
         [] => Ok(None),
         [one] => Ok(Some((*one).to_owned())),
         several => Err(format!(
-            "several Argo CD cluster Secrets register cluster {} in {} ({}): give the cluster's roleArn so its account tells them apart, or remove the stale one",
-            cluster.name,
-            cluster.region,
+            "several Argo CD cluster Secrets register cluster {arn} ({}): remove the stale one",
             several.join(", ")
         )),
     }
@@ -273,8 +289,8 @@ impl TrafficRouter for GitOpsRouter<'_> {
             .await?;
         inspection.kind = "route53 via argocd";
         let secrets = match self.argocd {
-            Some(_) => {
-                let secrets = self.secrets().await?;
+            Some(argocd) => {
+                let secrets = self.secrets(argocd).await?;
                 let canary = secrets.canary.unwrap_or("the new cluster's, once registered".into());
                 format!("Secrets {} and {canary}", secrets.stable)
             }
@@ -325,58 +341,39 @@ mod tests {
         }
     }
 
-    fn cluster(role_arn: Option<&str>) -> ClusterRef {
-        ClusterRef {
-            name: "green".to_owned(),
-            region: "eu-west-1".to_owned(),
-            role_arn: role_arn.map(str::to_owned),
-        }
-    }
-
     const HERE: &str = "arn:aws:eks:eu-west-1:111111111111:cluster/green";
     const THERE: &str = "arn:aws:eks:eu-west-1:222222222222:cluster/green";
 
     #[test]
-    fn the_canary_secret_is_the_one_registration_made_for_the_cluster() {
+    fn the_canary_secret_is_the_one_registration_made_for_the_cluster_arn() {
         let secrets = [
             secret("blue", None, false),
             secret("foreign-green", Some(HERE), false),
+            secret("green-elsewhere", Some(THERE), true),
             secret(
-                "cluster-canary-green-us",
+                "green-us",
                 Some("arn:aws:eks:us-east-1:111111111111:cluster/green"),
-                true,
-            ),
-            secret(
-                "cluster-canary-greenish",
-                Some("arn:aws:eks:eu-west-1:111111111111:cluster/greenish"),
                 true,
             ),
             secret("cluster-canary-green", Some(HERE), true),
         ];
         assert_eq!(
-            canary_secret(&secrets, &cluster(None)),
+            canary_secret(&secrets, Some(HERE)),
             Ok(Some("cluster-canary-green".to_owned()))
         );
-        assert_eq!(canary_secret(&secrets[..4], &cluster(None)), Ok(None));
-    }
-
-    #[test]
-    fn the_account_tells_same_named_clusters_apart() {
-        let secrets = [
-            secret("here", Some(HERE), true),
-            secret("there", Some(THERE), true),
-        ];
-        let error = canary_secret(&secrets, &cluster(None)).expect_err("ambiguous");
-        assert!(
-            error.contains("several Argo CD cluster Secrets") && error.contains("here, there"),
-            "{error}"
-        );
         assert_eq!(
-            canary_secret(
-                &secrets,
-                &cluster(Some("arn:aws:iam::222222222222:role/canary"))
-            ),
-            Ok(Some("there".to_owned()))
+            canary_secret(&secrets[..4], Some(HERE)),
+            Ok(None),
+            "same name and region, other account"
+        );
+        assert_eq!(canary_secret(&secrets, None), Ok(None), "no such cluster");
+        let twice = [secret("a", Some(HERE), true), secret("b", Some(HERE), true)];
+        let error = canary_secret(&twice, Some(HERE)).expect_err("ambiguous");
+        assert!(
+            error.contains(&format!(
+                "several Argo CD cluster Secrets register cluster {HERE} (a, b)"
+            )),
+            "{error}"
         );
     }
 
