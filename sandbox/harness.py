@@ -248,10 +248,16 @@ class Sandbox:
             "DATADOG_API_URL": self.datadog_url,
         }
 
-    def cli(self, *args, timeout=120):
-        """Runs `cluster-canary ARGS...` against the sandbox; the CompletedProcess."""
-        return subprocess.run([str(CLI), *args], cwd=REPO, env={**os.environ, **self.cli_env()},
+    def cli(self, *args, timeout=120, env=None):
+        """Runs `cluster-canary ARGS...` against the sandbox (with `env` added to its
+        environment); the CompletedProcess."""
+        return subprocess.run([str(CLI), *args], cwd=REPO, env={**os.environ, **self.cli_env(), **(env or {})},
                               capture_output=True, text=True, timeout=timeout)
+
+    def management_env(self):
+        """What gives the operator CLI the management cluster, as the stack gives it to the
+        functions: the connection secret."""
+        return {"MANAGEMENT_ACCESS": "secret", "MANAGEMENT_SECRET_ID": world_mod.CONNECTION_SECRET}
 
     def cli_process(self, *args):
         """Starts `cluster-canary ARGS...` against the sandbox; lines on its stdout."""

@@ -10,7 +10,8 @@
 //! stable record starts at weight 100 and a new canary record at 0, the baseline a rollout
 //! starts from. Refused, with nothing written: an apex ExternalDNS owns, a per-cluster name
 //! not in the zone yet (Route 53 refuses an alias to a name that does not exist), a record of
-//! the set identifier that aliases something else, a simple (unweighted) record at the apex.
+//! the set identifier that aliases something else, a simple (unweighted) record at the apex,
+//! weighted records of other set identifiers, and ExternalDNS registry records of any set.
 
 use std::collections::BTreeMap;
 
@@ -18,7 +19,7 @@ use aws_config::SdkConfig;
 use canary_aws::{NewWeightedRecord, Route53Api, SdkRoute53, WeightedRecord};
 use canary_core::targets::route53_name;
 use canary_core::{Route53Target, TrafficTarget};
-use canary_rollout::traffic::external_dns_claim;
+use canary_rollout::traffic::{describe_claims, external_dns_claims_any_set};
 use serde_json::json;
 
 use crate::error::CliError;
@@ -79,6 +80,24 @@ pub fn decide(
             "{apex} has a simple {} record: weighted records cannot sit beside it; delete it (or \
              move it to a per-cluster name) first",
             target.record_type.as_str()
+        ));
+    }
+    let ours = [&target.stable_set_identifier, &target.canary_set_identifier];
+    let others: Vec<&str> = existing
+        .iter()
+        .filter_map(|r| r.set_identifier.as_ref())
+        .filter(|id| !ours.contains(id))
+        .map(String::as_str)
+        .collect();
+    if !others.is_empty() {
+        return Err(format!(
+            "{apex} already has weighted {} records of other set identifiers ({}): records for \
+             {} and {} beside them would take a share of the traffic at once; move them to \
+             per-cluster names first, or use the plan's set identifiers for them",
+            target.record_type.as_str(),
+            others.join(", "),
+            target.stable_set_identifier,
+            target.canary_set_identifier
         ));
     }
     let sides = [
@@ -227,13 +246,14 @@ async fn plan_target(
     target: &Route53Target,
     points: &BTreeMap<String, String>,
 ) -> Result<Vec<ApexRecord>, String> {
-    if let Some(claim) = external_dns_claim(route53, target)
+    let claims = external_dns_claims_any_set(route53, target)
         .await
-        .map_err(|e| e.to_string())?
-    {
+        .map_err(|e| e.to_string())?;
+    if !claims.is_empty() {
         return Err(format!(
-            "{}: the apex must be a name no ExternalDNS manages (docs/shapes/route53-apex.md)",
-            claim.describe()
+            "{}: the apex must be a name no ExternalDNS manages, under any set identifier \
+             (docs/shapes/route53-apex.md); nothing was written",
+            describe_claims(&claims)
         ));
     }
     let kind = target.record_type.as_str();
@@ -326,6 +346,14 @@ mod tests {
         };
         assert!(refused(&[simple], true, "A").contains("has a simple A record"));
         assert!(refused(&[], true, "CNAME").contains("cannot be an alias"));
+        let beside = [
+            alias("blue-cluster", "blue.app.example.com", 100),
+            alias("green-cluster", "green.app.example.com", 0),
+        ];
+        assert!(refused(&beside, true, "A").contains(
+            "app.example.com. already has weighted A records of other set identifiers \
+             (blue-cluster, green-cluster)"
+        ));
         let one_point = parse_points(&["blue=blue.app.example.com".to_owned()]).unwrap();
         assert!(decide(&target("A"), &one_point, &[], |_| true)
             .expect_err("no green")

@@ -139,12 +139,19 @@ pub enum Command {
     /// they are at now (the way back when the safety net rightly left them alone: a foreign
     /// change, a weight someone put back). Shows the baseline and what is there now, asks
     /// first (or `--yes`), writes, reads back, says what it overwrote.
+    ///
+    /// Refuses a promoted rollout, and one a newer rollout of the same targets followed
+    /// (naming it): its baseline would undo more than it moved. `--force` goes ahead.
     Restore {
         /// Execution ARN or name.
         execution: String,
         /// Do not ask.
         #[arg(long)]
         yes: bool,
+        /// Restore even a promoted rollout's baseline, or one a newer rollout followed (still
+        /// asks, unless --yes).
+        #[arg(long)]
+        force: bool,
         #[command(flatten)]
         state_machine: StateMachineArgs,
     },

@@ -16,6 +16,10 @@ pub enum CliError {
     /// A traffic operation failed (the restore command).
     #[error("{0}")]
     Traffic(#[from] canary_rollout::ShiftError),
+    /// The command would undo more than it is for (a restore over a promotion or a newer
+    /// rollout); `--force` goes ahead.
+    #[error("{0}")]
+    Refused(String),
     /// The safety net did not restore in time.
     #[error("{0}")]
     TimedOut(String),

@@ -5,7 +5,7 @@
 use std::fmt;
 
 pub use canary_aws::executions::{EventKind, HistoryEvent};
-use canary_core::state::{ExecutionState, PREPARE_STATE};
+use canary_core::state::{ExecutionState, PREPARE_STATE, SET_STATE};
 use canary_core::TargetWeights;
 use serde_json::Value;
 
@@ -106,6 +106,14 @@ pub fn baseline(events: &[HistoryEvent]) -> Option<Vec<TargetWeights>> {
         ),
         _ => None,
     })
+}
+
+/// Whether the execution ever entered its step-setting state: before that, no traffic moved
+/// (Prepare attaches a canary at weight 0 at most).
+pub fn set_a_step(events: &[HistoryEvent]) -> bool {
+    events.iter().any(
+        |event| matches!(&event.kind, EventKind::StateEntered { name, .. } if name == SET_STATE),
+    )
 }
 
 /// The plan the execution was started with.

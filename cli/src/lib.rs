@@ -149,10 +149,11 @@ pub async fn run(cli: Cli) -> Result<bool, CliError> {
         Command::Restore {
             execution,
             yes,
+            force,
             state_machine,
         } => {
             let arn = locate::execution(config, Some(&execution), &state_machine).await?;
-            rollout_commands::restore(config, &arn, yes, &mut printer).await?;
+            rollout_commands::restore(config, &arn, yes, force, &mut printer).await?;
             Ok(true)
         }
         Command::List {

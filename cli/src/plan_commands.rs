@@ -170,7 +170,7 @@ pub async fn check(
         Err(error) => refuse_with(printer, &mut ok, "analysis", &error),
     }
 
-    let traffic = Traffic::new(config);
+    let traffic = Traffic::new(config)?;
     let apis = traffic.apis();
     let mut baselines = Vec::new();
     match check_targets(&apis, &valid).await {
@@ -206,7 +206,7 @@ pub async fn check(
 
     match locate::state_machine(config, machine).await {
         Ok(arn) => {
-            let sm_traffic = Traffic::for_region(config, locate::region_of(&arn));
+            let sm_traffic = Traffic::for_region(config, locate::region_of(&arn))?;
             match refuse_concurrent_rollout(&sm_traffic.apis(), plan, &arn, None).await {
                 Ok(()) => printer.say(
                     &format!("✓ no other rollout shifts these targets ({arn})"),

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::args::StateMachineArgs;
 use crate::error::CliError;
-use crate::history::{self, EventKind};
+use crate::history::{self, EventKind, HistoryEvent};
 use crate::locate::{self, region_of};
 use crate::plan_commands::{duration_text, validated};
 use crate::printer::Printer;
@@ -109,7 +109,7 @@ pub async fn watch(
     printer: &mut Printer,
 ) -> Result<bool, CliError> {
     let sfn = SdkExecutions::in_region(config, region_of(execution_arn));
-    let traffic = Traffic::new(config);
+    let traffic = Traffic::new(config)?;
     let mut tracker = Tracker::new(execution_arn);
     let mut plan: Option<RolloutPlan> = None;
     let mut seen = 0;
@@ -279,10 +279,11 @@ pub async fn abort(
             json!({"type": "alreadyEnded", "executionArn": execution_arn, "status": status}),
         ),
     }
-    let Some((baseline, plan)) = recorded(&sfn, execution_arn, printer).await? else {
+    let events = sfn.events(execution_arn).await?;
+    let Some((baseline, plan)) = recorded(&events, execution_arn, printer)? else {
         return Ok(());
     };
-    let traffic = Traffic::new(config);
+    let traffic = Traffic::new(config)?;
     let deadline = Instant::now() + timeout;
     loop {
         let now_weights = traffic.weights(&plan).await;
@@ -313,20 +314,19 @@ pub async fn abort(
 
 /// The baseline Prepare recorded and the plan, from the execution's history; `None` (and it
 /// says so) when Prepare had not finished: no traffic had moved.
-async fn recorded(
-    sfn: &SdkExecutions,
+fn recorded(
+    events: &[HistoryEvent],
     execution_arn: &str,
     printer: &mut Printer,
 ) -> Result<Option<(Vec<TargetWeights>, RolloutPlan)>, CliError> {
-    let events = sfn.events(execution_arn).await?;
-    let Some(baseline) = history::baseline(&events) else {
+    let Some(baseline) = history::baseline(events) else {
         printer.say(
             "no traffic had moved (Prepare had not finished): nothing to restore",
             json!({"type": "nothingToRestore"}),
         );
         return Ok(None);
     };
-    let plan = history::plan(&events)
+    let plan = history::plan(events)
         .and_then(|p| RolloutPlan::parse(p).ok())
         .ok_or_else(|| {
             CliError::Invalid(format!("{execution_arn}: its input is not a valid plan"))
@@ -335,12 +335,70 @@ async fn recorded(
     Ok(Some((baseline, plan)))
 }
 
+/// How many of the state machine's newest executions a restore looks through for a newer
+/// rollout of the same targets.
+const NEWER_LOOKED_AT: usize = 100;
+
+/// The executions started after `execution` that shift any of `plan`'s targets (running or
+/// ended): `name (STATUS, shifts KEY)`, newest first.
+async fn newer_rollouts(
+    sfn: &SdkExecutions,
+    execution: &canary_aws::executions::Execution,
+    plan: &RolloutPlan,
+) -> Result<Vec<String>, CliError> {
+    let Some(machine) = canary_aws::state_machine_of(&execution.arn) else {
+        return Ok(Vec::new());
+    };
+    let ours: Vec<String> = plan.traffic_targets.iter().map(|t| t.key()).collect();
+    let mut newer = Vec::new();
+    for other in sfn.listed(&machine, false, NEWER_LOOKED_AT).await? {
+        if other.arn == execution.arn || other.started <= execution.started {
+            continue;
+        }
+        let input = sfn.describe(&other.arn).await?.input;
+        let shared = canary_rollout::prepare::target_keys(input.as_deref())
+            .into_iter()
+            .find(|key| ours.contains(key));
+        if let Some(key) = shared {
+            newer.push(format!("{} ({}, shifts {key})", other.arn, other.status));
+        }
+    }
+    Ok(newer)
+}
+
+/// Why a person's restore of `execution` would undo more than that rollout moved: its own
+/// promotion, or a newer rollout of the same targets. `None` when it would not.
+fn undoes_more(execution: &canary_aws::executions::Execution, newer: &[String]) -> Option<String> {
+    if execution.status == "SUCCEEDED" {
+        return Some(format!(
+            "{} promoted the canary: its baseline would put all traffic back on the old \
+             cluster, which may be detached (retire) or gone. To go back, start a rollout \
+             towards the old cluster (a plan with the stable and canary sides swapped)",
+            execution.arn
+        ));
+    }
+    if newer.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "a newer rollout of the same targets ran or runs since {}: {}. Its baseline would \
+         overwrite that rollout's weights (or its promotion); restore that one instead",
+        execution.arn,
+        newer.join("; ")
+    ))
+}
+
 /// Writes an ended execution's recorded baseline to every target of its plan, after showing
 /// it beside what is there now and asking (unless `yes`); reads back; says what it overwrote.
+///
+/// Only what that rollout moved and left away from its baseline: a rollout that never set a
+/// step has nothing to restore; a promoted one, or one a newer rollout of the same targets
+/// followed, is refused (naming why) unless `force`.
 pub async fn restore(
     config: &SdkConfig,
     execution_arn: &str,
     yes: bool,
+    force: bool,
     printer: &mut Printer,
 ) -> Result<(), CliError> {
     let sfn = SdkExecutions::in_region(config, region_of(execution_arn));
@@ -351,10 +409,30 @@ pub async fn restore(
              stop it with `cluster-canary abort {execution_arn}`"
         )));
     }
-    let Some((baseline, plan)) = recorded(&sfn, execution_arn, printer).await? else {
+    let events = sfn.events(execution_arn).await?;
+    let Some((baseline, plan)) = recorded(&events, execution_arn, printer)? else {
         return Ok(());
     };
-    let traffic = Traffic::new(config);
+    if !history::set_a_step(&events) {
+        printer.say(
+            "this rollout never set a step (no traffic moved): nothing to restore",
+            json!({"type": "nothingToRestore"}),
+        );
+        return Ok(());
+    }
+    let newer = newer_rollouts(&sfn, &execution, &plan).await?;
+    if let Some(why) = undoes_more(&execution, &newer) {
+        if !force {
+            return Err(CliError::Refused(format!(
+                "{why}. Nothing was written; `--force` restores this baseline anyway"
+            )));
+        }
+        printer.say(
+            &format!("warning (--force): {why}"),
+            json!({"type": "forced", "why": why}),
+        );
+    }
+    let traffic = Traffic::new(config)?;
     let now = traffic.weights(&plan).await;
     let now_text = match &now {
         Ok(weights) => weights_text(weights),
@@ -380,15 +458,16 @@ pub async fn restore(
     // other write: say so before anything is written (the restore still goes ahead).
     let apis = traffic.apis();
     for router in canary_rollout::traffic::routers(&apis, &plan) {
-        if let Some(claim) = router.controller().await? {
+        let claims = router.controllers().await?;
+        if !claims.is_empty() {
+            let described = canary_rollout::traffic::describe_claims(&claims);
             printer.say(
                 &format!(
-                    "warning: {}: {}, which puts its own weights back: change them where it reads \
-                     them (the Ingress's annotations) too, or this restore will be undone",
+                    "warning: {}: {described}, which puts its own weights back: change them where \
+                     it reads them (the Ingress's annotations) too, or this restore will be undone",
                     router.label(),
-                    claim.describe()
                 ),
-                json!({"type": "ownedByController", "target": router.key(), "controller": claim.describe()}),
+                json!({"type": "ownedByController", "target": router.key(), "controller": described}),
             );
         }
     }

@@ -4,27 +4,43 @@ use aws_config::SdkConfig;
 use canary_aws::route53::InSyncWait;
 use canary_aws::{SdkAlb, SdkExecutions, SdkRoute53};
 use canary_core::{RolloutPlan, TargetWeights};
+use canary_kube::{ArgoCdConnect, ManagementAccess, OwnedManagement};
 use canary_rollout::traffic::{observe, routers, Observed};
 use canary_rollout::Apis;
+
+use crate::error::CliError;
 
 pub struct Traffic {
     alb: SdkAlb,
     route53: SdkRoute53,
     executions: SdkExecutions,
+    /// The management cluster, for GitOps targets' Secrets: with `MANAGEMENT_ACCESS` (and
+    /// `MANAGEMENT_CLUSTER_NAME` or `MANAGEMENT_SECRET_ID`) set as the stack gives them to the
+    /// functions, `plan check` looks at the Secrets and `restore` writes their annotations.
+    management: Option<OwnedManagement>,
 }
 
 impl Traffic {
-    pub fn new(config: &SdkConfig) -> Self {
-        Traffic {
+    pub fn new(config: &SdkConfig) -> Result<Self, CliError> {
+        let management = match std::env::var("MANAGEMENT_ACCESS") {
+            Ok(_) => {
+                let access = ManagementAccess::from_env(|name| std::env::var(name).ok())
+                    .map_err(CliError::Invalid)?;
+                Some(OwnedManagement::new(access, config).map_err(CliError::Invalid)?)
+            }
+            Err(_) => None,
+        };
+        Ok(Traffic {
             alb: SdkAlb::new(config),
             route53: SdkRoute53::new(config, InSyncWait::default()),
             executions: SdkExecutions::new(config),
-        }
+            management,
+        })
     }
 
     /// Step Functions calls go to `region` (a state machine's); the others where each
     /// target's ARN says.
-    pub fn for_region(config: &SdkConfig, region: Option<&str>) -> Self {
+    pub fn for_region(config: &SdkConfig, region: Option<&str>) -> Result<Self, CliError> {
         match region {
             Some(region) => Traffic::new(
                 &config
@@ -41,7 +57,7 @@ impl Traffic {
             alb: &self.alb,
             route53: &self.route53,
             executions: &self.executions,
-            argocd: None,
+            argocd: self.management.as_ref().map(|m| m as &dyn ArgoCdConnect),
         }
     }
 

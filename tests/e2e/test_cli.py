@@ -93,6 +93,14 @@ def test_start_watch_promotes_and_a_finished_rollout_replays(tmp_path):
         assert refused.returncode == 1
         assert "already promoted the canary: abort cannot undo a promotion" in refused.stderr, refused.stderr
         assert scenarios.read_weights(sandbox) == PROMOTED
+        # Nor restored: its baseline would put all traffic back on the old cluster.
+        refused = sandbox.cli("restore", arn, "--yes")
+        assert refused.returncode == 1
+        assert "promoted the canary: its baseline would put all traffic back on the old cluster" in refused.stderr, \
+            refused.stderr
+        assert "start a rollout towards the old cluster" in refused.stderr
+        assert "Nothing was written; `--force` restores this baseline anyway" in refused.stderr
+        assert scenarios.read_weights(sandbox) == PROMOTED
 
         # A second start with the same name is AWS's refusal, said plainly.
         again = sandbox.cli("start", plan, "--name", "by-hand")
@@ -124,6 +132,30 @@ def test_abort_says_how_to_restore_by_hand_when_the_safety_net_does_not_act(tmp_
         assert aborted.stdout.startswith(f"stopped {arn}")
         assert "the baseline is not back after 4 s" in aborted.stderr
         assert f"cluster-canary restore {arn}" in aborted.stderr, "the way back by hand"
+
+        # A newer rollout of the same targets starts (and is stopped before it sets a step):
+        # restoring the aborted one would overwrite whatever the newer one did, so it is refused,
+        # naming it; the newer one moved nothing, so it has nothing to restore.
+        halfway = scenarios.read_weights(sandbox)
+        newer = sandbox.cli("start", plan, "--name", "newer")
+        assert newer.returncode == 0, newer.stderr
+        newer_arn = newer.stdout.strip().removeprefix("started: ")
+        sandbox.client("stepfunctions").stop_execution(executionArn=newer_arn, cause="test")
+        refused = sandbox.cli("restore", arn, "--yes")
+        captured(refused.stdout + refused.stderr)
+        assert refused.returncode == 1
+        assert f"a newer rollout of the same targets ran or runs since {arn}: {newer_arn} (ABORTED, shifts " \
+            in refused.stderr, refused.stderr
+        assert scenarios.read_weights(sandbox) == halfway, "nothing written"
+        nothing = sandbox.cli("restore", newer_arn, "--yes")
+        assert nothing.returncode == 0, nothing.stderr
+        assert "nothing to restore" in nothing.stdout, nothing.stdout
+        assert scenarios.read_weights(sandbox) == halfway
+        forced = sandbox.cli("restore", arn, "--yes", "--force")
+        captured(forced.stdout + forced.stderr)
+        assert forced.returncode == 0, forced.stderr
+        assert "warning (--force): a newer rollout of the same targets" in forced.stdout
+        assert scenarios.read_weights(sandbox) == BASELINE
 
         scenarios.play_safety_net(sandbox, arn, "ABORTED")
         again = sandbox.cli("abort", arn)

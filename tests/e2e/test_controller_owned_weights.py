@@ -80,10 +80,12 @@ def test_targets_a_controller_owns_are_refused_before_anything_moves(tmp_path):
             code, text = plan_check(sandbox, tmp_path, plan)
             assert code != 0
             assert "is managed by ExternalDNS (owner blue-cluster, resource ingress/shop/web)" in text, text
+            assert "is managed by ExternalDNS (owner green-cluster, resource ingress/shop/web)" in text, \
+                "every owner named at once: " + text
             before = scenarios.read_weights(sandbox)
             second = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "green-owned-record"), out=captured)
             assert (second.status, second.error) == ("FAILED", "TrafficOwnedByController")
-            assert "is managed by ExternalDNS" in second.cause
+            assert "owner blue-cluster" in second.cause and "owner green-cluster" in second.cause, second.cause
             assert second.weights == before == BASELINE, "nothing moved"
 
 
@@ -117,6 +119,21 @@ def test_a_rule_the_load_balancer_controller_tagged_is_refused_before_anything_m
         report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "green-owned-rule"), out=captured)
         assert (report.status, report.error) == ("FAILED", "TrafficOwnedByController")
         assert report.states == ["Init", "ValidateAnalysis", "PrepareTraffic", *FAILED_BEFORE_TRAFFIC]
+        assert rule_weights() == {world.blue_tg: 100, world.green_tg: 0}, "nothing moved"
+
+        # The same rule made by hand (untagged) on a listener the controller owns: the
+        # controller deletes rules it does not know, so the listener's tags refuse it too.
+        elbv2.remove_tags(ResourceArns=[rule],
+                          TagKeys=["elbv2.k8s.aws/cluster", "ingress.k8s.aws/stack", "ingress.k8s.aws/resource"])
+        elbv2.add_tags(ResourceArns=[world.listener], Tags=[{"Key": "elbv2.k8s.aws/cluster", "Value": "blue"},
+                                                            {"Key": "ingress.k8s.aws/stack", "Value": "shop/web"}])
+        code, text = plan_check(sandbox, tmp_path, plan)
+        assert code != 0
+        assert "its listener is managed by the AWS Load Balancer Controller (cluster blue, stack shop/web)" in text, text
+        report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "green-rule-on-owned-listener"),
+                                 out=captured)
+        assert (report.status, report.error) == ("FAILED", "TrafficOwnedByController"), report.cause
+        assert "its listener is managed by the AWS Load Balancer Controller" in report.cause
         assert rule_weights() == {world.blue_tg: 100, world.green_tg: 0}, "nothing moved"
 
 
@@ -282,6 +299,31 @@ def test_apex_records_let_a_rollout_shift_a_name_beside_each_clusters_external_d
             assert refused.returncode == 1
             assert "is managed by ExternalDNS (owner blue-cluster" in refused.stderr, refused.stderr
             assert "nothing was written" in refused.stderr
+
+            # A name where ExternalDNS keeps weighted records under other set identifiers
+            # (blue-cluster, green-cluster): refused, both owners named, nothing written.
+            ext = "ext.shop.example.com."
+            ext_dns = [ExternalDns(route53, world.zone_id, f"{c}-cluster",
+                                   {(ext, "A", f"{c}-cluster"): {"Weight": w, "AliasTarget": lb_alias}})
+                       for c, w in (("blue", 100), ("green", 0))]
+            with ext_dns[0], ext_dns[1]:
+                wait_for(lambda: all(d.reconciles >= 1 for d in ext_dns))
+                beside = json.loads(json.dumps(plan))
+                beside["trafficTargets"][1]["route53"]["recordName"] = "ext.shop.example.com"
+                beside_path = tmp_path / "beside.json"
+                beside_path.write_text(json.dumps(beside))
+
+                def ext_records():
+                    return sorted((r.get("SetIdentifier"), r["Type"]) for r in route53.list_resource_record_sets(
+                        HostedZoneId=world.zone_id, StartRecordName=ext)["ResourceRecordSets"] if r["Name"] == ext)
+                before = ext_records()
+                refused = sandbox.cli("plan", "apex-records", str(beside_path), *points)
+                captured(refused.stdout + refused.stderr)
+                assert refused.returncode == 1, refused.stdout
+                assert "managed by ExternalDNS (owner blue-cluster" in refused.stderr, refused.stderr
+                assert "managed by ExternalDNS (owner green-cluster" in refused.stderr, refused.stderr
+                assert "under any set identifier" in refused.stderr
+                assert ext_records() == before, "nothing written"
 
             report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "green-shop"), out=captured)
             assert report.status == "SUCCEEDED", report.cause

@@ -16,7 +16,7 @@ import urllib.request
 
 import yaml
 
-from helpers import captured, event_types
+from helpers import FAILED_BEFORE_TRAFFIC, captured, event_types
 from sandbox import scenarios
 from sandbox.controllers import ExternalDns, IngressSource
 from sandbox.harness import REPO, Sandbox
@@ -26,11 +26,11 @@ WEIGHT = "cluster-canary.io/weight"
 APPLICATION_SET = REPO / "infra/kubernetes/gitops-applicationset.yaml"
 
 
-def kube(sandbox, method, path, body=None):
+def kube(sandbox, method, path, body=None, content_type="application/json"):
     context = ssl.create_default_context(cadata=base64.b64decode(sandbox.kube["caData"]).decode())
     request = urllib.request.Request(
         f"{sandbox.kube['server']}{path}", method=method, data=body and json.dumps(body).encode(),
-        headers={"Authorization": "Bearer sandbox-admin", "Content-Type": "application/json"})
+        headers={"Authorization": "Bearer sandbox-admin", "Content-Type": content_type})
     with urllib.request.urlopen(request, context=context) as response:
         return json.load(response)
 
@@ -154,3 +154,86 @@ def test_a_step_that_never_reaches_route53_fails_and_rolls_back():
         assert "Argo CD has not synced the Ingresses, or ExternalDNS has not written them" in report.cause
         assert report.weights[sandbox.world.record] == (100, 0)
         assert "Rolled Back" in event_types(report)
+
+
+def test_a_rollback_takes_over_an_annotation_another_field_manager_set():
+    """Mid-bake at 50 %, someone sets the stable's weight annotation to 70 by server-side apply
+    under their own field manager, taking it over (`kubectl apply --server-side
+    --force-conflicts --field-manager=kubectl`); Argo CD and
+    ExternalDNS carry it to Route 53. The next check finds the record moved and the rollout
+    rolls back: the restore writes Route 53, then forces the annotations back (the canary's
+    first), so Route 53 ends at the baseline and the execution ends Rolled Back, not
+    RollbackFailed."""
+    with Sandbox(log=captured) as sandbox:
+        plan, blue_dns, green_dns = gitops_world(sandbox)
+        plan["bake"] = {"seconds": 12, "checkIntervalSeconds": 2}
+        applied = []
+
+        def on_event(name, state):
+            if name == "NotifyShifted" and state["cursor"]["step"]["weight"] == 50 and not applied:
+                applied.append(kube(
+                    sandbox, "PATCH", f"/api/v1/namespaces/argocd/secrets/{STABLE_SECRET}?fieldManager=kubectl&force=true",
+                    {"apiVersion": "v1", "kind": "Secret",
+                     "metadata": {"name": STABLE_SECRET, "annotations": {WEIGHT: "70"}}},
+                    content_type="application/apply-patch+yaml"))
+
+        with blue_dns, green_dns:
+            scenarios.create_green(sandbox)
+            arn = scenarios.start_manual(sandbox, plan, "green-annotation-taken")
+            report = scenarios.watch(sandbox, arn, on_event=on_event, out=captured)
+            assert applied, "the foreign apply happened during the 50 % bake"
+            assert (report.status, report.error) == ("FAILED", "WeightsNotSynced"), (report.error, report.cause)
+            assert report.states[-1] == "RolledBack", report.states
+            assert "RollbackFailedOutcome" not in report.states
+            assert report.weights[sandbox.world.record] == (100, 0)
+            time.sleep(2 * blue_dns.interval + 0.5)
+            assert record_weights(sandbox) == (100, 0), "ExternalDNS carries the baseline now"
+        assert "Rolled Back" in event_types(report)
+        blue_meta, _ = secret(sandbox, STABLE_SECRET)
+        assert blue_meta["annotations"][WEIGHT] == "100"
+        assert "kubectl" not in {m["manager"] for m in blue_meta["managedFields"]}, \
+            "the rollback took the annotation over"
+        assert scenarios.read_secret(sandbox, scenarios.cluster_arn("green"))["annotations"][WEIGHT] == "0"
+
+
+def test_a_stable_secret_that_is_not_the_stable_clusters_is_refused_before_anything_moves(tmp_path):
+    """gitops.stableSecret naming a Secret that is not an Argo CD cluster Secret, or the cluster
+    Secret of a third cluster: `plan check` (given the management cluster) and Prepare refuse
+    it, and nothing is annotated or moved."""
+    with Sandbox(log=captured) as sandbox:
+        plan, blue_dns, green_dns = gitops_world(sandbox)
+        encoded = {k: base64.b64encode(v.encode()).decode()
+                   for k, v in {"name": "purple", "server": "https://purple.example.com", "config": "{}"}.items()}
+        kube(sandbox, "POST", "/api/v1/namespaces/argocd/secrets", {
+            "metadata": {"name": "cluster-purple", "labels": {"argocd.argoproj.io/secret-type": "cluster"}},
+            "type": "Opaque", "data": encoded})
+        kube(sandbox, "POST", "/api/v1/namespaces/argocd/secrets", {
+            "metadata": {"name": "web-tls"}, "type": "Opaque", "data": {"tls.crt": base64.b64encode(b"x").decode()}})
+        path = tmp_path / "plan.json"
+        with blue_dns, green_dns:
+            scenarios.create_green(sandbox)
+            path.write_text(json.dumps(plan))
+            unchecked = sandbox.cli("plan", "check", str(path))
+            assert "not looked at from here: no access to the management cluster" in unchecked.stdout, unchecked.stdout
+            checked = sandbox.cli("plan", "check", str(path), env=sandbox.management_env())
+            captured(checked.stdout + checked.stderr)
+            assert checked.returncode == 0, checked.stdout + checked.stderr
+            assert f"Secrets {STABLE_SECRET} and the new cluster's, once registered" in checked.stdout, checked.stdout
+            before = record_weights(sandbox)
+            for name, expected in [
+                ("web-tls", "Secret web-tls is not an Argo CD cluster Secret (it has no label "
+                            "`argocd.argoproj.io/secret-type: cluster`)"),
+                ("cluster-purple", "Secret cluster-purple registers cluster `purple`, not the stable cluster `blue`"),
+            ]:
+                plan["trafficTargets"][0]["route53"]["gitops"]["stableSecret"] = name
+                path.write_text(json.dumps(plan))
+                refused = sandbox.cli("plan", "check", str(path), env=sandbox.management_env())
+                captured(refused.stdout + refused.stderr)
+                assert refused.returncode != 0
+                assert "TargetMisconfigured" in refused.stdout and expected in refused.stdout, refused.stdout
+                report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, f"green-{name}"), out=captured)
+                assert (report.status, report.error) == ("FAILED", "TargetMisconfigured"), report.cause
+                assert expected in report.cause
+                assert report.states == ["Init", "ValidateAnalysis", "PrepareTraffic", *FAILED_BEFORE_TRAFFIC]
+                assert WEIGHT not in (secret(sandbox, name)[0].get("annotations") or {}), "nothing annotated"
+            assert record_weights(sandbox) == before == (100, 0), "nothing moved"

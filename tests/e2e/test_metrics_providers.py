@@ -5,6 +5,7 @@ The plan's checks are validated at Prepare (each query runs once) and evaluated 
 by the real evaluate-alarms function, inside the real state machine.
 """
 import json
+import time
 
 from helpers import BASELINE, PROMOTED, ROLLED_BACK_FOR_A_CHECK, captured, event_types
 from sandbox import datadog, prometheus, scenarios
@@ -70,3 +71,79 @@ def test_plan_check_shows_what_each_query_gives_now_and_refuses_one_that_does_no
         assert refused.returncode != 0
         assert "analysis.prometheus.checks[0].query" in refused.stdout + refused.stderr
         assert "parse error" in refused.stdout + refused.stderr
+
+
+class SlowAnswers:
+    """A proxy in front of Prometheus that, once `delay` is set, holds every answer that long
+    (longer than the functions' request timeout: an overloaded or half-down Prometheus)."""
+
+    def __init__(self, upstream):
+        import http.server
+        import threading
+        import urllib.request
+
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                time.sleep(proxy.delay)
+                try:
+                    with urllib.request.urlopen(upstream + self.path, timeout=10) as answer:
+                        body, status = answer.read(), answer.status
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except OSError:
+                    pass  # the client gave up waiting
+
+            def log_message(self, *args):
+                pass
+
+        self.delay = 0
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_prometheus_that_stops_answering_rolls_back_within_the_plans_bound():
+    """From the 50 % step on, every Prometheus answer takes 30 s (past the 20 s request
+    timeout). The checks go unjudged (no pass, not counted) and, once the step has gone
+    `maxUnjudgedSeconds` (20 s) without a verdict, the rollout rolls back: within that bound,
+    a check interval and one request timeout of the first unanswered check, not after minutes
+    of retries. The rollback publishes Check Failed naming the check."""
+    with Sandbox(log=captured) as sandbox, \
+            prometheus.Metrics({"blue": 0.01, "green": 0.001}, log=captured) as metrics, \
+            SlowAnswers(metrics.url) as slow:
+        scenarios.create_green(sandbox)
+        plan = scenarios.manual_plan(sandbox)
+        plan["analysis"] = {**prometheus.analysis(slow.url), "maxUnjudgedSeconds": 20}
+        slowed = []
+
+        def on_event(name, state):
+            if name == "SetWeights" and state["cursor"]["step"]["weight"] == 50 and not slowed:
+                slow.delay = 30
+                slowed.append(time.monotonic())
+
+        arn = scenarios.start_manual(sandbox, plan, "green-prometheus-slow")
+        report = scenarios.watch(sandbox, arn, on_event=on_event, out=captured)
+        rolled_back_after = time.monotonic() - slowed[0]
+    assert (report.status, report.error) == ("FAILED", "MetricsProviderUnavailable"), (report.error, report.cause)
+    assert "analysis.prometheus.checks[0].query" in report.cause, report.cause
+    assert "without a verdict, past analysis.maxUnjudgedSeconds (20 s)" in report.cause, report.cause
+    assert report.weights == BASELINE
+    assert report.states.count("SetWeights") == 2, "the 100% step never ran"
+    assert event_types(report)[-2:] == ["Check Failed", "Rolled Back"]
+    # 2 s interval + 20 s timeout (the first unjudged check) + 2 s + 20 s (the check past the
+    # bound), then the restore; before the bound, the retries took minutes (199 s seen).
+    assert rolled_back_after < 90, rolled_back_after

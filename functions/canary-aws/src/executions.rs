@@ -210,6 +210,23 @@ pub struct SdkExecutions {
     client: sfn::Client,
 }
 
+/// An execution as `ListExecutions` lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listed {
+    pub arn: String,
+    pub status: String,
+    /// Seconds since the Unix epoch.
+    pub started: f64,
+}
+
+/// The state machine an execution ARN belongs to (`…:execution:SM:NAME` → `…:stateMachine:SM`).
+pub fn state_machine_of(execution_arn: &str) -> Option<String> {
+    let (machine, _name) = execution_arn.rsplit_once(':')?;
+    machine
+        .contains(":execution:")
+        .then(|| machine.replacen(":execution:", ":stateMachine:", 1))
+}
+
 /// An execution as `DescribeExecution` reports it.
 #[derive(Debug, Clone)]
 pub struct Execution {
@@ -280,6 +297,21 @@ impl SdkExecutions {
         running_only: bool,
         limit: usize,
     ) -> Result<Vec<String>, AwsError> {
+        Ok(self
+            .listed(state_machine_arn, running_only, limit)
+            .await?
+            .into_iter()
+            .map(|e| e.arn)
+            .collect())
+    }
+
+    /// As [`Self::list`], with each execution's status and start.
+    pub async fn listed(
+        &self,
+        state_machine_arn: &str,
+        running_only: bool,
+        limit: usize,
+    ) -> Result<Vec<Listed>, AwsError> {
         let mut request = self
             .client
             .list_executions()
@@ -287,21 +319,21 @@ impl SdkExecutions {
         if running_only {
             request = request.status_filter(sfn::types::ExecutionStatus::Running);
         }
-        let mut arns = Vec::new();
+        let mut listed = Vec::new();
         let mut pages = request.into_paginator().send();
         while let Some(page) = pages.next().await {
             let page = page.map_err(|e| AwsError::from_sdk("ListExecutions", e))?;
-            arns.extend(
-                page.executions()
-                    .iter()
-                    .map(|e| e.execution_arn().to_owned()),
-            );
-            if arns.len() >= limit {
+            listed.extend(page.executions().iter().map(|e| Listed {
+                arn: e.execution_arn().to_owned(),
+                status: e.status().as_str().to_owned(),
+                started: e.start_date().as_secs_f64(),
+            }));
+            if listed.len() >= limit {
                 break;
             }
         }
-        arns.truncate(limit);
-        Ok(arns)
+        listed.truncate(limit);
+        Ok(listed)
     }
 
     /// Starts an execution as a person asks for it: unlike [`ExecutionStarter`] (event
@@ -435,5 +467,18 @@ impl ExecutionStarter for SdkExecutions {
             }
             Err(e) => Err(AwsError::from_sdk("StartExecution", e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_executions_state_machine_is_read_off_its_arn() {
+        let machine = "arn:aws:states:us-east-1:123456789012:stateMachine:rollout";
+        let execution = execution_arn(machine, "green-1");
+        assert_eq!(state_machine_of(&execution).as_deref(), Some(machine));
+        assert_eq!(state_machine_of(machine), None);
     }
 }

@@ -31,7 +31,8 @@ pub use eks::{
 };
 pub use error::{AwsError, AwsErrorKind};
 pub use executions::{
-    ExecutionHistory, ExecutionStarter, ExecutionsApi, SdkExecutions, Started, StateEvent,
+    state_machine_of, ExecutionHistory, ExecutionStarter, ExecutionsApi, Listed, SdkExecutions,
+    Started, StateEvent,
 };
 pub use functions::{FunctionInvoker, Invocation, SdkFunctions};
 pub use prometheus::{HttpPrometheus, PrometheusApi, PrometheusError};

@@ -117,6 +117,17 @@ impl ElbArn<'_> {
     }
 }
 
+/// The load balancer a listener belongs to: `…:listener/app/my-alb/50dc…/f2f7…` →
+/// `…:loadbalancer/app/my-alb/50dc…`. `None` when `listener_arn` is not a listener's ARN.
+pub fn load_balancer_arn(listener_arn: &str) -> Option<String> {
+    let arn = parse_elb_arn(listener_arn, ElbResource::Listener).ok()?;
+    let (load_balancer, _) = arn.path.rsplit_once('/')?;
+    Some(format!(
+        "arn:{}:elasticloadbalancing:{}:{}:loadbalancer/{load_balancer}",
+        arn.partition, arn.region, arn.account
+    ))
+}
+
 /// `us-east-1`, `eu-central-2`, `us-gov-west-1`, `ap-southeast-7`: lowercase words and a number.
 pub fn is_region(region: &str) -> bool {
     let parts: Vec<&str> = region.split('-').collect();
@@ -176,6 +187,15 @@ pub fn is_lambda_function_arn(arn: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listeners_load_balancer_is_read_off_its_arn() {
+        assert_eq!(
+            load_balancer_arn(ElbResource::Listener.example()).as_deref(),
+            Some("arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/app/my-alb/50dc6c495c0c9188")
+        );
+        assert_eq!(load_balancer_arn(ElbResource::ListenerRule.example()), None);
+    }
 
     #[test]
     fn lambda_function_arns() {

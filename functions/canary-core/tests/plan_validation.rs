@@ -544,6 +544,18 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             "from 1 to 100, got 0",
         ),
         (
+            "unjudged bound under 10 s",
+            Box::new(|p| set(p, "/analysis", json!({"maxUnjudgedSeconds": 5}))),
+            "analysis.maxUnjudgedSeconds",
+            "from 10 to 3600, got 5",
+        ),
+        (
+            "unjudged bound over an hour",
+            Box::new(|p| set(p, "/analysis", json!({"maxUnjudgedSeconds": 3601}))),
+            "analysis.maxUnjudgedSeconds",
+            "from 10 to 3600, got 3601",
+        ),
+        (
             "metric lookback shorter than its period",
             Box::new(|p| {
                 set(

@@ -6,7 +6,7 @@ use canary_core::analysis::{
     decide, judge_alb, judge_threshold, reduce, AlbChecks, AnalysisSection, BakeProgress,
     CheckOutcome,
     CheckVerdict::{self, *},
-    InconclusivePolicy, MetricCheck, NoEvidencePolicy, Reduce, TargetGroupTraffic,
+    Decision, InconclusivePolicy, MetricCheck, NoEvidencePolicy, Reduce, TargetGroupTraffic,
 };
 
 fn outcome(verdict: CheckVerdict) -> CheckOutcome {
@@ -32,6 +32,7 @@ fn progress(consecutive_failures: u32, passes: u32, last_check: bool) -> BakePro
         passes,
         check: if last_check { 10 } else { 3 },
         checks: 10,
+        ..BakeProgress::default()
     }
 }
 
@@ -361,4 +362,29 @@ fn a_verdict_over_hundreds_of_signals_stays_bounded_and_puts_failures_first() {
         "{}",
         serialized.len()
     );
+}
+
+#[test]
+fn an_unjudged_check_neither_passes_nor_counts_toward_the_bake() {
+    let last = progress(0, 2, true);
+    let decision = Decision::unjudged(last, 1_700_000_000, "prometheus unreachable".into());
+    assert_eq!(decision.verdict, Inconclusive);
+    assert!(!decision.rollback);
+    assert_eq!(
+        decision.check, 9,
+        "the state machine adds one: the last check again"
+    );
+    assert_eq!((decision.passes, decision.consecutive_failures), (2, 0));
+    assert_eq!(decision.unjudged_since, 1_700_000_000);
+    let judged = decide(Some(&AnalysisSection::default()), &[], last);
+    assert_eq!(judged.unjudged_since, 0);
+}
+
+#[test]
+fn the_unjudged_bound_defaults_to_three_check_intervals_and_at_least_30_seconds() {
+    let mut a = AnalysisSection::default();
+    assert_eq!(a.max_unjudged_seconds(60), 180);
+    assert_eq!(a.max_unjudged_seconds(2), 30);
+    a.max_unjudged_seconds = Some(45);
+    assert_eq!(a.max_unjudged_seconds(60), 45);
 }

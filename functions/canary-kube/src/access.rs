@@ -161,6 +161,40 @@ impl ArgoCdConnect for Management<'_> {
     }
 }
 
+/// [`ArgoCdConnect`] that owns its configuration and AWS clients: for a caller that builds it
+/// once and keeps it (the operator CLI), where [`Management`] borrows a Lambda's.
+pub struct OwnedManagement {
+    access: ManagementAccess,
+    aws: SdkAccess,
+}
+
+impl OwnedManagement {
+    pub fn new(access: ManagementAccess, config: &SdkConfig) -> Result<Self, String> {
+        Ok(OwnedManagement {
+            access,
+            aws: SdkAccess::new(config)?,
+        })
+    }
+
+    fn borrowed(&self) -> Management<'_> {
+        Management {
+            access: &self.access,
+            aws: self.aws.deps(),
+        }
+    }
+}
+
+#[async_trait]
+impl ArgoCdConnect for OwnedManagement {
+    async fn argocd(&self, namespace: &str) -> Result<Box<dyn ClusterSecrets>, KubeError> {
+        self.borrowed().argocd(namespace).await
+    }
+
+    async fn cluster_arn(&self, region: &str, name: &str) -> Result<Option<String>, AwsError> {
+        self.borrowed().cluster_arn(region, name).await
+    }
+}
+
 /// A kube client for the management cluster.
 pub async fn connect(
     access: &ManagementAccess,

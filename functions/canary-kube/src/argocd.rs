@@ -21,6 +21,16 @@ pub const FIELD_MANAGER: &str = "cluster-canary";
 /// applies, which leave the annotation out, never remove it.
 pub const WEIGHTS_FIELD_MANAGER: &str = "cluster-canary-weights";
 
+/// Whether a server-side apply takes fields another field manager owns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Force {
+    /// Another manager's field is a 409 Conflict: a step never overwrites someone else's
+    /// weight.
+    No,
+    /// The field is taken over (`force=true`): a rollback outranks whoever set it.
+    Yes,
+}
+
 /// A Secret as registration sees it: labels and data values decoded to text.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ClusterSecret {
@@ -63,10 +73,17 @@ pub trait ClusterSecrets: Send + Sync {
     async fn get_secret(&self, name: &str) -> Result<Option<ClusterSecret>, KubeError>;
     /// Every Secret labelled as an Argo CD cluster.
     async fn cluster_secrets(&self) -> Result<Vec<ClusterSecret>, KubeError>;
-    /// Server-side apply of one annotation with [`WEIGHTS_FIELD_MANAGER`], without force (an
-    /// annotation another manager owns is a conflict), on a Secret that exists: a Secret that
-    /// is not there is `NotFound`, never created.
-    async fn annotate_secret(&self, name: &str, key: &str, value: &str) -> Result<(), KubeError>;
+    /// Server-side apply of one annotation with [`WEIGHTS_FIELD_MANAGER`] on a Secret that
+    /// exists: a Secret that is not there is `NotFound`, never created. Without `force`, an
+    /// annotation another manager owns is a `Conflict` (409); with it (a rollback's write),
+    /// the annotation is taken over from whoever set it.
+    async fn annotate_secret(
+        &self,
+        name: &str,
+        key: &str,
+        value: &str,
+        force: Force,
+    ) -> Result<(), KubeError>;
 }
 
 #[async_trait]
@@ -167,7 +184,13 @@ impl ClusterSecrets for KubeArgoCd {
             .map_err(|e| KubeError::from_kube(self.action("list", "cluster Secrets"), e))
     }
 
-    async fn annotate_secret(&self, name: &str, key: &str, value: &str) -> Result<(), KubeError> {
+    async fn annotate_secret(
+        &self,
+        name: &str,
+        key: &str,
+        value: &str,
+        force: Force,
+    ) -> Result<(), KubeError> {
         let action = self.action("annotate Secret", name);
         // An apply creates what is missing: look first, so a Secret deleted in between (the
         // stable cluster's, say) is reported rather than re-created empty.
@@ -183,12 +206,12 @@ impl ClusterSecrets for KubeArgoCd {
             "kind": "Secret",
             "metadata": {"name": name, "namespace": self.namespace, "annotations": {key: value}},
         });
+        let params = match force {
+            Force::No => PatchParams::apply(WEIGHTS_FIELD_MANAGER),
+            Force::Yes => PatchParams::apply(WEIGHTS_FIELD_MANAGER).force(),
+        };
         self.secrets
-            .patch(
-                name,
-                &PatchParams::apply(WEIGHTS_FIELD_MANAGER),
-                &Patch::Apply(&body),
-            )
+            .patch(name, &params, &Patch::Apply(&body))
             .await
             .map(drop)
             .map_err(|e| KubeError::from_kube(action, e))

@@ -7,8 +7,10 @@ pub mod error;
 pub mod registration;
 pub mod token;
 
-pub use access::{connect, AccessDeps, ArgoCdConnect, Management, ManagementAccess, SdkAccess};
-pub use argocd::{ArgoCdApi, ClusterSecret, ClusterSecrets, KubeArgoCd};
+pub use access::{
+    connect, AccessDeps, ArgoCdConnect, Management, ManagementAccess, OwnedManagement, SdkAccess,
+};
+pub use argocd::{ArgoCdApi, ClusterSecret, ClusterSecrets, Force, KubeArgoCd};
 pub use error::{KubeError, KubeErrorKind};
 pub use registration::{
     apps_status, argocd_server, deregister, desired_secret, register, retire_secret, secret_labels,

@@ -10,7 +10,7 @@ use canary_core::analysis::{decide, BakeProgress, CheckVerdict, Decision};
 use canary_core::metrics::{cluster_dimension, Point};
 use canary_core::RolloutPlan;
 use serde::Serialize;
-use tracing::info;
+use tracing::{info, warn};
 
 use crate::metrics::emit_metrics;
 use crate::signals::{sources, SignalApis};
@@ -63,9 +63,13 @@ pub async fn evaluate(
     let mut outcomes = Vec::new();
     let mut points = Vec::new();
     for source in sources(apis, plan) {
-        let collected = source.collect(now, &cluster).await?;
-        outcomes.extend(collected.outcomes);
-        points.extend(collected.points);
+        match source.collect(now, &cluster).await {
+            Ok(collected) => {
+                outcomes.extend(collected.outcomes);
+                points.extend(collected.points);
+            }
+            Err(error) => return unjudged(plan, progress, now, error),
+        }
     }
     let decision = decide(plan.analysis.as_ref(), &outcomes, progress);
     points.extend(Point::check_result(
@@ -86,4 +90,66 @@ pub async fn evaluate(
         "check evaluated"
     );
     Ok(decision)
+}
+
+/// A check a metrics provider left without a verdict (unreachable, failing: a retryable
+/// error). Within the plan's `analysis.maxUnjudgedSeconds` since the first such check, the
+/// check is unjudged and the bake waits for the next one; past it, the provider's error ends
+/// the check, and the rollout rolls back. Any other error is the check's error as it was.
+fn unjudged(
+    plan: &RolloutPlan,
+    progress: BakeProgress,
+    now: SystemTime,
+    error: AnalysisError,
+) -> Result<Decision, AnalysisError> {
+    let AnalysisError::MetricsProvider {
+        path,
+        name,
+        message,
+    } = error
+    else {
+        return Err(error);
+    };
+    let bound = plan
+        .analysis
+        .as_ref()
+        .map(|a| a.max_unjudged_seconds(progress.check_interval_seconds));
+    let (Some(bound), true) = (bound, name.is_retryable()) else {
+        return Err(AnalysisError::MetricsProvider {
+            path,
+            name,
+            message,
+        });
+    };
+    let now = epoch_seconds(now);
+    let since = match progress.unjudged_since {
+        0 => now,
+        since => since.min(now),
+    };
+    let waited = now - since;
+    if waited >= bound {
+        warn!(%path, waited, bound, "no verdict past analysis.maxUnjudgedSeconds: rolling back");
+        return Err(AnalysisError::MetricsProvider {
+            path,
+            name,
+            message: format!(
+                "{message}; the canary has gone {waited} s without a verdict, past \
+                 analysis.maxUnjudgedSeconds ({bound} s)"
+            ),
+        });
+    }
+    warn!(%path, waited, bound, "check unjudged: the metrics provider gave no answer");
+    Ok(Decision::unjudged(
+        progress,
+        since,
+        format!(
+            "unjudged: {path}: {message} ({waited} s without a verdict; the rollout rolls back \
+             at {bound} s, analysis.maxUnjudgedSeconds)"
+        ),
+    ))
+}
+
+fn epoch_seconds(at: SystemTime) -> u64 {
+    at.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }

@@ -123,7 +123,7 @@ pub async fn refuse_concurrent_rollout(
 
 /// The target keys of another execution's input (a plan). Lenient: an input that is not a
 /// plan shifts nothing we can recognise, and will fail its own Prepare.
-fn target_keys(input: Option<&str>) -> Vec<String> {
+pub fn target_keys(input: Option<&str>) -> Vec<String> {
     let Some(plan) = input.and_then(|text| serde_json::from_str::<Value>(text).ok()) else {
         return Vec::new();
     };

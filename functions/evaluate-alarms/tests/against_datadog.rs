@@ -87,7 +87,18 @@ impl Env {
     }
 
     async fn evaluate(&self, datadog: Value) -> Result<Value, AnalysisError> {
-        let progress = json!({"consecutiveFailures": 0, "passes": 0, "check": 1, "checks": 3});
+        self.evaluate_unjudged_since(datadog, 0).await
+    }
+
+    /// A check of a bake whose checks (10 s apart) have gone unjudged since `since` (epoch
+    /// seconds; 0: judged so far).
+    async fn evaluate_unjudged_since(
+        &self,
+        datadog: Value,
+        since: u64,
+    ) -> Result<Value, AnalysisError> {
+        let progress = json!({"consecutiveFailures": 0, "passes": 0, "check": 1, "checks": 3,
+                              "unjudgedSince": since, "checkIntervalSeconds": 10});
         handle(
             &self.apis(),
             json!({"operation": "evaluate", "plan": plan(datadog), "progress": progress}),
@@ -265,12 +276,25 @@ async fn a_rate_limited_query_waits_for_the_reset_datadog_gives() {
 }
 
 #[tokio::test]
-async fn a_rate_limit_that_outlasts_the_wait_is_unavailable_and_retried_by_the_state_machine() {
+async fn a_rate_limit_that_outlasts_the_wait_leaves_the_check_unjudged_then_rolls_back() {
     // The window resets in 60 s: longer than a check waits.
     let server = errors_server(&["--rate-limit", "0", "--rate-period", "60"]);
     let env = Env::new(&server, Some(&keys())).await;
-    let error = env
+    let decision = env
         .evaluate(section(ERRORS, json!({"max": 5})))
+        .await
+        .expect("unjudged, not an error yet");
+    assert_eq!(decision["verdict"], "inconclusive", "{decision}");
+    assert!(
+        decision["summary"]
+            .as_str()
+            .unwrap()
+            .contains("rate limited, the limit resets in"),
+        "{decision}"
+    );
+    let since = decision["unjudgedSince"].as_u64().expect("since");
+    let error = env
+        .evaluate_unjudged_since(section(ERRORS, json!({"max": 5})), since - 30)
         .await
         .unwrap_err();
     assert_eq!(

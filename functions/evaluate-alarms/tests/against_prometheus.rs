@@ -75,7 +75,18 @@ impl Env {
     }
 
     async fn evaluate(&self, prometheus: Value) -> Result<Value, AnalysisError> {
-        let progress = json!({"consecutiveFailures": 0, "passes": 0, "check": 1, "checks": 3});
+        self.evaluate_unjudged_since(prometheus, 0).await
+    }
+
+    /// A check of a bake whose checks (10 s apart) have gone unjudged since `since` (epoch
+    /// seconds; 0: judged so far).
+    async fn evaluate_unjudged_since(
+        &self,
+        prometheus: Value,
+        since: u64,
+    ) -> Result<Value, AnalysisError> {
+        let progress = json!({"consecutiveFailures": 0, "passes": 0, "check": 1, "checks": 3,
+                              "unjudgedSince": since, "checkIntervalSeconds": 10});
         handle(
             &self.apis(),
             json!({"operation": "evaluate", "plan": plan(prometheus), "progress": progress}),
@@ -268,6 +279,35 @@ async fn queries_prometheus_rejects_or_a_check_cannot_judge_are_refused_naming_t
 }
 
 #[tokio::test]
+async fn every_bad_query_is_named_at_once() {
+    let (prometheus, env) = (error_ratios(), Env::new().await);
+    let section = json!({"url": prometheus.url, "checks": [
+        check("sum(rate(canary_error_ratio[5", json!({"max": 1})),
+        check(GREEN, json!({"max": 1})),
+        check("canary_error_ratio", json!({"max": 1})),
+        check("canary_error_ratio[1m]", json!({"max": 1})),
+    ]});
+    let refused = env.validate(section).await.unwrap_err();
+    assert_eq!(refused.name().as_str(), "InvalidPlan", "{refused}");
+    let text = refused.to_string();
+    assert!(
+        text.starts_with("analysis.prometheus: 3 queries cannot be used: "),
+        "{text}"
+    );
+    for (path, expected) in [
+        ("analysis.prometheus.checks[0].query: ", "parse error"),
+        ("analysis.prometheus.checks[2].query: ", "returned 2 series"),
+        ("analysis.prometheus.checks[3].query: ", "returned a matrix"),
+    ] {
+        assert!(
+            text.contains(path) && text.contains(expected),
+            "{path}: {text}"
+        );
+    }
+    assert!(!text.contains("checks[1]"), "{text}");
+}
+
+#[tokio::test]
 async fn an_endpoint_that_cannot_be_reached_or_is_not_prometheus_is_named() {
     let (prometheus, env) = (error_ratios(), Env::new().await);
     let closed = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
@@ -285,11 +325,48 @@ async fn an_endpoint_that_cannot_be_reached_or_is_not_prometheus_is_named() {
         error.to_string().contains("cannot reach http://127.0.0.1:"),
         "{error}"
     );
-    // At a check it is an error the state machine retries, never a pass.
-    let error = env.evaluate(unreachable).await.unwrap_err();
+    // At a check it is never a pass: the check is unjudged (not counted, so the bake takes
+    // one more) and says since when; past analysis.maxUnjudgedSeconds (default 3 intervals,
+    // at least 30 s) the provider's error ends the check, and the rollout rolls back.
+    let decision = env.evaluate(unreachable.clone()).await.expect("unjudged");
+    assert_eq!(decision["verdict"], "inconclusive", "{decision}");
+    assert_eq!(decision["rollback"], false);
+    assert_eq!(
+        decision["check"], 0,
+        "the state machine adds one: check 1 again"
+    );
+    assert_eq!(decision["passes"], 0);
+    let since = decision["unjudgedSince"].as_u64().expect("since");
+    assert!(since > 1_700_000_000, "{decision}");
+    let summary = decision["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("unjudged: analysis.prometheus.checks[0].query: ")
+            && summary.contains("cannot reach http://127.0.0.1:")
+            && summary.contains("the rollout rolls back at 30 s, analysis.maxUnjudgedSeconds"),
+        "{summary}"
+    );
+    let still = env
+        .evaluate_unjudged_since(unreachable.clone(), since - 10)
+        .await
+        .expect("within the bound");
+    assert_eq!(
+        still["unjudgedSince"],
+        since - 10,
+        "the first unjudged check's time is kept"
+    );
+    let error = env
+        .evaluate_unjudged_since(unreachable, since - 31)
+        .await
+        .unwrap_err();
     assert_eq!(
         error.name().as_str(),
         "MetricsProviderUnavailable",
+        "{error}"
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("without a verdict, past analysis.maxUnjudgedSeconds (30 s)"),
         "{error}"
     );
 

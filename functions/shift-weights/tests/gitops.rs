@@ -3,7 +3,7 @@
 //! or late). Time is paused: the waits and holds run in virtual seconds. Over the wire, with
 //! the Kubernetes test server and the ExternalDNS stand-in: tests/e2e/test_gitops_weights.py.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -12,10 +12,12 @@ use canary_aws::{
     AlbApi, AwsError, ForwardAction, ForwardRead, Route53Api, TargetGroupInfo, TxtRecord,
     WeightedRecord,
 };
-use canary_core::argocd::{CLUSTER_ARN_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE};
+use canary_core::argocd::{
+    CLUSTER_ARN_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE, SECRET_TYPE_LABEL,
+};
 use canary_core::target_health::TargetState;
 use canary_core::{NamedError, Route53Target};
-use canary_kube::{ArgoCdConnect, ClusterSecret, ClusterSecrets, KubeError, KubeErrorKind};
+use canary_kube::{ArgoCdConnect, ClusterSecret, ClusterSecrets, Force, KubeError, KubeErrorKind};
 use serde_json::{json, Value};
 use shift_weights::{handle, Apis};
 
@@ -131,9 +133,15 @@ impl Route53Api for Records {
     }
 }
 
-/// Argo CD's namespace: the cluster Secrets, and the annotations written on them.
+/// Secrets whose weight annotation another field manager set (a person's `kubectl apply`).
+type ForeignOwned = Arc<Mutex<BTreeSet<String>>>;
+
+/// Argo CD's namespace: the cluster Secrets, and the annotations written on them. A
+/// non-forced apply of an annotation another manager owns, to another value, is a 409 Conflict
+/// as kube-apiserver answers; a forced one takes it over.
 struct ArgoCd {
     secrets: Arc<Mutex<BTreeMap<String, ClusterSecret>>>,
+    foreign: ForeignOwned,
     log: Log,
 }
 
@@ -147,7 +155,13 @@ impl ClusterSecrets for ArgoCd {
         Ok(self.secrets.lock().unwrap().values().cloned().collect())
     }
 
-    async fn annotate_secret(&self, name: &str, key: &str, value: &str) -> Result<(), KubeError> {
+    async fn annotate_secret(
+        &self,
+        name: &str,
+        key: &str,
+        value: &str,
+        force: Force,
+    ) -> Result<(), KubeError> {
         let mut secrets = self.secrets.lock().unwrap();
         let Some(secret) = secrets.get_mut(name) else {
             return Err(KubeError::new(
@@ -156,17 +170,29 @@ impl ClusterSecrets for ArgoCd {
                 "gone",
             ));
         };
+        let mut foreign = self.foreign.lock().unwrap();
+        let differs = secret.annotations.get(key).map(String::as_str) != Some(value);
+        if foreign.contains(name) && differs && force == Force::No {
+            return Err(KubeError::new(
+                KubeErrorKind::Conflict,
+                format!("annotate Secret {name}"),
+                format!("Apply failed with 1 conflict: conflict with \"kubectl\": .metadata.annotations.{key} (409 Conflict)"),
+            ));
+        }
+        foreign.remove(name);
         secret.annotations.insert(key.to_owned(), value.to_owned());
+        let forced = if force == Force::Yes { " forced" } else { "" };
         self.log
             .lock()
             .unwrap()
-            .push(format!("annotate {name} {value}"));
+            .push(format!("annotate {name} {value}{forced}"));
         Ok(())
     }
 }
 
 struct Connect {
     secrets: Arc<Mutex<BTreeMap<String, ClusterSecret>>>,
+    foreign: ForeignOwned,
     log: Log,
 }
 
@@ -176,6 +202,7 @@ impl ArgoCdConnect for Connect {
         assert_eq!(namespace, "argocd");
         Ok(Box::new(ArgoCd {
             secrets: self.secrets.clone(),
+            foreign: self.foreign.clone(),
             log: self.log.clone(),
         }))
     }
@@ -213,9 +240,13 @@ impl AlbApi for NoAlb {
     }
 }
 
+/// An Argo CD cluster Secret: blue's (`cluster-blue`) or one registration made for green.
 fn secret(name: &str, weight: Option<&str>, ours: bool) -> ClusterSecret {
+    let cluster = if ours { "green" } else { "blue" };
     let mut secret = ClusterSecret {
         name: name.to_owned(),
+        labels: BTreeMap::from([(SECRET_TYPE_LABEL.to_owned(), "cluster".to_owned())]),
+        data: BTreeMap::from([("name".to_owned(), cluster.to_owned())]),
         ..ClusterSecret::default()
     };
     if ours {
@@ -240,6 +271,7 @@ struct World {
     records: Records,
     connect: Connect,
     secrets: Arc<Mutex<BTreeMap<String, ClusterSecret>>>,
+    foreign: ForeignOwned,
     log: Log,
 }
 
@@ -257,6 +289,7 @@ impl World {
             );
         }
         let secrets = Arc::new(Mutex::new(secrets));
+        let foreign = ForeignOwned::default();
         World {
             records: Records {
                 weights: Mutex::new(at),
@@ -268,9 +301,11 @@ impl World {
             },
             connect: Connect {
                 secrets: secrets.clone(),
+                foreign: foreign.clone(),
                 log: log.clone(),
             },
             secrets,
+            foreign,
             log,
         }
     }
@@ -379,10 +414,10 @@ async fn a_restore_writes_route53_at_once_then_the_annotations_and_holds_through
         log[..3],
         [
             "route53 100/0".to_owned(),
-            "annotate cluster-blue 100".to_owned(),
-            format!("annotate {CANARY_SECRET} 0")
+            format!("annotate {CANARY_SECRET} 0 forced"),
+            "annotate cluster-blue 100 forced".to_owned(),
         ],
-        "traffic first, then the annotations: {log:?}"
+        "traffic first, then the annotations, the canary's first: {log:?}"
     );
     assert!(log[3..].iter().all(|l| l == "route53 100/0"), "{log:?}");
     assert_eq!(*world.records.weights.lock().unwrap(), (100, 0));
@@ -565,4 +600,101 @@ async fn the_canary_secret_is_found_by_the_clusters_arn_never_its_name_alone() {
         world.annotation("cluster-canary-green-here").as_deref(),
         Some("0")
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_step_over_an_annotation_another_manager_set_rolls_back_overwriting_nothing() {
+    let world = World::new((100, 0), true, true);
+    world.foreign.lock().unwrap().insert("cluster-blue".into());
+    let err = world
+        .call(true, set_to_10())
+        .await
+        .expect_err("another manager's annotation");
+    assert_eq!(err.name().as_str(), "WeightsNotSynced", "rolls back: {err}");
+    assert!(
+        err.to_string().contains(
+            "another field manager set the `cluster-canary.io/weight` annotation on Secret cluster-blue, \
+             a change outside this rollout; nothing was overwritten, and the rollout rolls back"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("conflict with \"kubectl\""),
+        "{err}"
+    );
+    assert_eq!(world.log(), Vec::<String>::new(), "nothing written");
+    assert_eq!(world.annotation("cluster-blue").as_deref(), Some("100"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_restore_takes_over_an_annotation_another_manager_set_the_canarys_first() {
+    // Mid-bake at 90/10, someone applies 70 on the stable's annotation with their own field
+    // manager; ExternalDNS carries it.
+    let world = World::new((90, 10), true, true);
+    world
+        .secrets
+        .lock()
+        .unwrap()
+        .get_mut(CANARY_SECRET)
+        .unwrap()
+        .annotations
+        .insert(WEIGHT.into(), "50".into());
+    world
+        .secrets
+        .lock()
+        .unwrap()
+        .get_mut("cluster-blue")
+        .unwrap()
+        .annotations
+        .insert(WEIGHT.into(), "70".into());
+    world.foreign.lock().unwrap().insert("cluster-blue".into());
+    let out = world
+        .call(true, restore_from(90, 10))
+        .await
+        .expect("a rollback is not refused by another manager");
+    assert_eq!(out["weights"], weights(100, 0));
+    let log = world.log();
+    assert_eq!(
+        log[..3],
+        [
+            "route53 100/0".to_owned(),
+            format!("annotate {CANARY_SECRET} 0 forced"),
+            "annotate cluster-blue 100 forced".to_owned(),
+        ],
+        "{log:?}"
+    );
+    assert_eq!(world.annotation("cluster-blue").as_deref(), Some("100"));
+    assert_eq!(world.annotation(CANARY_SECRET).as_deref(), Some("0"));
+    assert!(world.foreign.lock().unwrap().is_empty(), "taken over");
+    assert_eq!(*world.records.weights.lock().unwrap(), (100, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stable_secret_that_is_not_the_stable_clusters_is_refused_before_anything_moves() {
+    // Prepare and `plan check` make the same look (inspect): tests/e2e/test_gitops_weights.py.
+    for (change, expected) in [
+        (
+            "label",
+            "gitops.stableSecret: Secret cluster-blue is not an Argo CD cluster Secret",
+        ),
+        (
+            "name",
+            "gitops.stableSecret: Secret cluster-blue registers cluster `purple`, not the stable cluster `blue`",
+        ),
+    ] {
+        let world = World::new((100, 0), true, true);
+        {
+            let mut secrets = world.secrets.lock().unwrap();
+            let blue = secrets.get_mut("cluster-blue").unwrap();
+            match change {
+                "label" => drop(blue.labels.remove(SECRET_TYPE_LABEL)),
+                _ => drop(blue.data.insert("name".into(), "purple".into())),
+            }
+        }
+        let err = world.call(true, set_to_10()).await.expect_err(change);
+        assert_eq!(err.name().as_str(), "TargetMisconfigured", "{err}");
+        assert!(err.to_string().contains(expected), "{err}");
+        assert!(err.to_string().contains("nothing was written"), "{err}");
+        assert_eq!(world.log(), Vec::<String>::new(), "{change}: nothing written");
+    }
 }

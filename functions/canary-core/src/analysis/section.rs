@@ -45,7 +45,17 @@ pub struct AnalysisSection {
     /// never promote on no evidence.
     #[serde(default)]
     pub no_evidence: NoEvidencePolicy,
+    /// How long a step may go without a verdict because a metrics provider is unreachable or
+    /// failing (seconds, 10 to 3600). Checks meanwhile are unjudged: they neither pass nor
+    /// count toward the bake; past this the rollout rolls back. Default: three check
+    /// intervals of the step, at least 30 s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 10, max = 3600))]
+    pub max_unjudged_seconds: Option<i64>,
 }
+
+/// The bounds of `analysis.maxUnjudgedSeconds`.
+pub const MAX_UNJUDGED_SECONDS: std::ops::RangeInclusive<i64> = 10..=3600;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -181,12 +191,32 @@ impl AnalysisSection {
             .unwrap_or(1)
     }
 
+    /// How long a step with checks `check_interval_seconds` apart may go without a verdict.
+    pub fn max_unjudged_seconds(&self, check_interval_seconds: u32) -> u64 {
+        match self
+            .max_unjudged_seconds
+            .and_then(|s| u64::try_from(s).ok())
+        {
+            Some(seconds) => seconds,
+            None => (3 * u64::from(check_interval_seconds)).max(30),
+        }
+    }
+
     pub(crate) fn validate(
         &self,
         cluster: &ClusterRef,
         targets: &[TrafficTarget],
         errors: &mut Errors,
     ) {
+        if let Some(seconds) = self
+            .max_unjudged_seconds
+            .filter(|s| !MAX_UNJUDGED_SECONDS.contains(s))
+        {
+            errors.push(
+                "analysis.maxUnjudgedSeconds",
+                format!("must be from 10 to 3600, got {seconds}"),
+            );
+        }
         if let Some(limit) = self.failure_limit.filter(|l| !(1..=100).contains(l)) {
             errors.push(
                 "analysis.failureLimit",

@@ -52,6 +52,13 @@ pub struct BakeProgress {
     /// How many checks the step's bake has (the resolved step's `checks`).
     #[serde(default)]
     pub checks: u32,
+    /// When the checks began to go unjudged (a metrics provider unreachable), epoch seconds;
+    /// 0 while they are judged.
+    #[serde(default)]
+    pub unjudged_since: u64,
+    /// The step's `checkIntervalSeconds`, for the default `analysis.maxUnjudgedSeconds`.
+    #[serde(default)]
+    pub check_interval_seconds: u32,
 }
 
 impl BakeProgress {
@@ -81,6 +88,28 @@ pub struct Decision {
     pub reasons: Vec<String>,
     /// The reasons in one bounded line, for an execution's failure cause.
     pub summary: String,
+    /// Since when the checks go unjudged (epoch seconds), carried to the next check; 0 once a
+    /// check is judged.
+    pub unjudged_since: u64,
+}
+
+impl Decision {
+    /// A check its signals could not judge (a metrics provider unreachable): neither a pass
+    /// nor a failure, and not counted among the bake's checks (`check` stays where it was, so
+    /// the bake takes one more), so a bake never passes on checks that saw nothing.
+    pub fn unjudged(progress: BakeProgress, since: u64, reason: String) -> Self {
+        Decision {
+            verdict: CheckVerdict::Inconclusive,
+            rollback: false,
+            check: progress.check.saturating_sub(1),
+            consecutive_failures: progress.consecutive_failures,
+            passes: progress.passes,
+            counts: VerdictCounts::default(),
+            summary: limits::truncate(&reason, limits::MAX_SUMMARY_BYTES),
+            reasons: vec![reason],
+            unjudged_since: since,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -154,6 +183,7 @@ pub fn decide(
             counts,
             summary: summary_of(&reasons),
             reasons,
+            unjudged_since: 0,
         };
     };
     let verdict = if counts.fail > 0 {
@@ -200,6 +230,7 @@ pub fn decide(
         counts,
         summary: summary_of(&reasons),
         reasons,
+        unjudged_since: 0,
     }
 }
 

@@ -9,6 +9,7 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use canary_core::analysis::query_template::{render_query, QueryCheckSpec};
 use canary_core::analysis::CheckOutcome;
+use canary_core::limits::{join_bounded, MAX_REASON_BYTES};
 use canary_core::metrics::Point;
 use canary_core::plan::ClusterRef;
 use canary_core::ErrorName;
@@ -55,35 +56,29 @@ struct Asked {
 }
 
 impl<P: QueryProvider> QueryChecks<'_, P> {
-    async fn ask(
-        &self,
-        index: usize,
-        field: &str,
-        template: &str,
-        now: SystemTime,
-    ) -> Result<Asked, AnalysisError> {
+    /// A template that does not render is the query's own fault, as a query the provider
+    /// rejects is.
+    async fn ask(&self, index: usize, field: &str, template: &str, now: SystemTime) -> Asked {
         let path = format!("{}.checks[{index}].{field}", self.provider.path());
-        let query =
-            render_query(template, self.cluster).map_err(|message| AnalysisError::QueryCheck {
-                path: path.clone(),
-                message,
-            })?;
-        let answer = self.provider.ask(index, &query, now).await;
-        Ok(Asked { path, answer })
+        let answer = match render_query(template, self.cluster) {
+            Ok(query) => self.provider.ask(index, &query, now).await,
+            Err(message) => Err(AskError::Query(message)),
+        };
+        Asked { path, answer }
     }
 
     /// Every check's query and, when it has one, its stable query, asked.
-    async fn ask_all(&self, now: SystemTime) -> Result<Vec<(Asked, Option<Asked>)>, AnalysisError> {
+    async fn ask_all(&self, now: SystemTime) -> Vec<(Asked, Option<Asked>)> {
         let mut asked = Vec::new();
         for (index, check) in self.provider.checks().into_iter().enumerate() {
-            let canary = self.ask(index, "query", check.query, now).await?;
+            let canary = self.ask(index, "query", check.query, now).await;
             let stable = match check.stable_query {
-                Some(template) => Some(self.ask(index, "stableQuery", template, now).await?),
+                Some(template) => Some(self.ask(index, "stableQuery", template, now).await),
                 None => None,
             };
             asked.push((canary, stable));
         }
-        Ok(asked)
+        asked
     }
 
     /// At Prepare: the number a query gives now, or why the rollout cannot start.
@@ -104,6 +99,33 @@ impl<P: QueryProvider> QueryChecks<'_, P> {
             }
         }
     }
+}
+
+/// At most this many bad queries are named in one refusal (then "and N more").
+const MAX_QUERIES_NAMED: usize = 10;
+
+/// Prepare's refusal of every query that cannot be used, all named at once, so the plan is
+/// fixed in one go. A provider error (unreachable, refusing) comes first: it is retried, and
+/// says nothing about the queries.
+fn refuse_queries(section: &str, errors: Vec<AnalysisError>) -> Result<(), AnalysisError> {
+    let (provider, queries): (Vec<_>, Vec<_>) = errors
+        .into_iter()
+        .partition(|e| matches!(e, AnalysisError::MetricsProvider { .. }));
+    if let Some(first) = provider.into_iter().next() {
+        return Err(first);
+    }
+    if queries.len() <= 1 {
+        return queries.into_iter().next().map_or(Ok(()), Err);
+    }
+    let lines: Vec<String> = queries.iter().map(ToString::to_string).collect();
+    Err(AnalysisError::QueryCheck {
+        path: section.to_owned(),
+        message: format!(
+            "{} queries cannot be used: {}",
+            queries.len(),
+            join_bounded(&lines, "; ", MAX_QUERIES_NAMED, MAX_REASON_BYTES)
+        ),
+    })
 }
 
 /// At a check: a query's number, the query's own fault as the number's `Err` (the check is
@@ -130,16 +152,24 @@ impl<P: QueryProvider> SignalSource for QueryChecks<'_, P> {
     /// rejects, and a query that gives no number now are refused before traffic moves.
     async fn validate(&self, now: SystemTime) -> Result<Validated, AnalysisError> {
         let mut validated = Validated::default();
-        for (index, (canary, stable)) in self.ask_all(now).await?.into_iter().enumerate() {
-            let value = self.number_now(canary)?;
-            let stable = match stable {
-                Some(stable) => Some(Ok(Some(self.number_now(stable)?))),
-                None => None,
+        let mut errors = Vec::new();
+        for (index, (canary, stable)) in self.ask_all(now).await.into_iter().enumerate() {
+            let value = self.number_now(canary);
+            let stable = stable.map(|stable| self.number_now(stable));
+            let (value, stable) = match (value, stable) {
+                (Ok(value), None) => (value, None),
+                (Ok(value), Some(Ok(stable))) => (value, Some(Ok(Some(stable)))),
+                (value, stable) => {
+                    errors.extend(value.err());
+                    errors.extend(stable.and_then(Result::err));
+                    continue;
+                }
             };
             validated.metric_queries += 1 + usize::from(stable.is_some());
             let now = self.provider.judge(index, Ok(Some(value)), stable);
             validated.current.push(now.reason);
         }
+        refuse_queries(self.provider.path(), errors)?;
         Ok(validated)
     }
 
@@ -148,7 +178,7 @@ impl<P: QueryProvider> SignalSource for QueryChecks<'_, P> {
     async fn collect(&self, now: SystemTime, cluster: &str) -> Result<Collected, AnalysisError> {
         let checks = self.provider.checks();
         let mut collected = Collected::default();
-        for (index, (canary, stable)) in self.ask_all(now).await?.into_iter().enumerate() {
+        for (index, (canary, stable)) in self.ask_all(now).await.into_iter().enumerate() {
             let value = number_at_check(canary)?;
             let stable = stable.map(number_at_check).transpose()?;
             // CloudWatch takes finite values only; ±Inf is still judged.

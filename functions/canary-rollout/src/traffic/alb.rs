@@ -3,6 +3,7 @@
 
 use async_trait::async_trait;
 use canary_aws::{AlbApi, ForwardAction, ForwardRead, TargetGroupInfo, TargetGroupWeight};
+use canary_core::arn::load_balancer_arn;
 use canary_core::ownership::alb_controller;
 use canary_core::target_health::target_group_problem;
 use canary_core::{AlbTarget, WeightPair};
@@ -62,17 +63,30 @@ impl TargetReader for AlbRouter<'_> {
 
 #[async_trait]
 impl TrafficRouter for AlbRouter<'_> {
-    async fn controller(&self) -> Result<Option<ControllerClaim>, ShiftError> {
-        let (what, arn) = match &self.target.rule_arn {
-            Some(rule) => ("the rule", rule),
-            None => ("the listener", &self.target.listener_arn),
-        };
+    /// The rule's tags (for a rule target), the listener's, and the load balancer's: a
+    /// controller that owns the listener or the load balancer deletes the rules it does not
+    /// know and rewrites the default action, whoever made the rule.
+    async fn controllers(&self) -> Result<Vec<ControllerClaim>, ShiftError> {
+        let listener = self.target.listener_arn.as_str();
+        let mut marked = Vec::new();
+        if let Some(rule) = &self.target.rule_arn {
+            marked.push(("the rule".to_owned(), rule.clone()));
+            marked.push(("its listener".to_owned(), listener.to_owned()));
+        } else {
+            marked.push(("the listener".to_owned(), listener.to_owned()));
+        }
+        if let Some(load_balancer) = load_balancer_arn(listener) {
+            marked.push(("the load balancer".to_owned(), load_balancer));
+        }
         let region = self.target.region().unwrap_or_default();
-        let tags = self.api.tags(region, arn).await.map_err(|e| self.aws(e))?;
-        Ok(alb_controller(&tags).map(|owner| ControllerClaim {
-            what: what.to_owned(),
-            owner,
-        }))
+        let mut claims = Vec::new();
+        for (what, arn) in marked {
+            let tags = self.api.tags(region, &arn).await.map_err(|e| self.aws(e))?;
+            if let Some(owner) = alb_controller(&tags) {
+                claims.push(ControllerClaim { what, owner });
+            }
+        }
+        Ok(claims)
     }
 
     /// One `ModifyListener`/`ModifyRule` built from the forward action read.

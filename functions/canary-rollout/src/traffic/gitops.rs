@@ -16,12 +16,14 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use canary_core::argocd::{CLUSTER_ARN_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE};
+use canary_core::argocd::{
+    CLUSTER_ARN_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE, SECRET_TYPE_LABEL,
+};
 use canary_core::arn::account_of;
 use canary_core::plan::ClusterRef;
 use canary_core::targets::GitOpsWeights;
 use canary_core::{RolloutPlan, WeightPair};
-use canary_kube::{ArgoCdConnect, ClusterSecret, ClusterSecrets, KubeError};
+use canary_kube::{ArgoCdConnect, ClusterSecret, ClusterSecrets, Force, KubeError, KubeErrorKind};
 use tokio::time::Instant;
 use tracing::{info, warn};
 
@@ -103,12 +105,7 @@ impl<'a> GitOpsRouter<'a> {
             .await
             .map_err(|e| self.kube(e))?;
         let stable = self.settings.stable_secret.clone();
-        if api
-            .get_secret(&stable)
-            .await
-            .map_err(|e| self.kube(e))?
-            .is_none()
-        {
+        let Some(found) = api.get_secret(&stable).await.map_err(|e| self.kube(e))? else {
             return Err(ShiftError::TargetNotFound {
                 path: self.records.located.label.clone(),
                 message: format!(
@@ -116,7 +113,14 @@ impl<'a> GitOpsRouter<'a> {
                     self.namespace
                 ),
             });
-        }
+        };
+        let expected = &self.records.target.stable_set_identifier;
+        refuse_stable_secret(&found, expected).map_err(|message| {
+            ShiftError::TargetMisconfigured {
+                path: self.records.located.label.clone(),
+                message: format!("gitops.stableSecret: {message}; nothing was written"),
+            }
+        })?;
         let secrets = api.cluster_secrets().await.map_err(|e| self.kube(e))?;
         let arn = self.canary_arn(argocd).await?;
         let canary = canary_secret(&secrets, arn.as_deref()).map_err(|message| {
@@ -132,9 +136,12 @@ impl<'a> GitOpsRouter<'a> {
         })
     }
 
-    /// Writes `pair` on the Secrets' weight annotations. Without the canary's Secret, only a
-    /// restore (`canary_optional`) goes on.
-    async fn annotate(&self, pair: WeightPair, canary_optional: bool) -> Result<(), ShiftError> {
+    /// Writes `pair` on the Secrets' weight annotations. A step's write (`Annotation::Step`)
+    /// needs both Secrets and never takes an annotation another field manager set: that is a
+    /// change outside this rollout, which then rolls back. A restore's (`Annotation::Keep`)
+    /// goes on without the canary's Secret, writes the canary's first (what moves traffic
+    /// away from it), and forces: a rollback must not depend on a write someone can refuse.
+    async fn annotate(&self, pair: WeightPair, why: Annotation) -> Result<(), ShiftError> {
         let key = self.settings.weight_annotation();
         let Some(argocd) = self.argocd else {
             return Err(ShiftError::InvalidInput(format!(
@@ -150,10 +157,10 @@ impl<'a> GitOpsRouter<'a> {
             )));
         };
         let secrets = self.secrets(argocd).await?;
-        let canary = match (&secrets.canary, canary_optional) {
+        let canary = match (&secrets.canary, why) {
             (Some(name), _) => Some(name),
-            (None, true) => None,
-            (None, false) => {
+            (None, Annotation::Keep) => None,
+            (None, Annotation::Step) => {
                 return Err(ShiftError::TargetNotFound {
                     path: self.records.located.label.clone(),
                     message: format!(
@@ -163,19 +170,48 @@ impl<'a> GitOpsRouter<'a> {
                 })
             }
         };
-        for (name, weight) in [(Some(&secrets.stable), pair.stable), (canary, pair.canary)] {
+        let (writes, force) = match why {
+            Annotation::Step => (
+                [(Some(&secrets.stable), pair.stable), (canary, pair.canary)],
+                Force::No,
+            ),
+            Annotation::Keep => (
+                [(canary, pair.canary), (Some(&secrets.stable), pair.stable)],
+                Force::Yes,
+            ),
+        };
+        for (name, weight) in writes {
             let Some(name) = name else { continue };
             secrets
                 .api
-                .annotate_secret(name, key, &weight.to_string())
+                .annotate_secret(name, key, &weight.to_string(), force)
                 .await
-                .map_err(|e| self.kube(e))?;
-            info!(target_key = %self.key(), secret = %name, weight, "weight annotation written");
+                .map_err(|e| match e.kind {
+                    KubeErrorKind::Conflict => self.foreign_owner(name, e),
+                    _ => self.kube(e),
+                })?;
+            info!(target_key = %self.key(), secret = %name, weight, ?force, "weight annotation written");
         }
         if canary.is_none() {
             warn!(target_key = %self.key(), "the new cluster has no Argo CD cluster Secret; only the stable's annotation was written");
         }
         Ok(())
+    }
+
+    /// A step found the weight annotation owned by another field manager (a person's
+    /// `kubectl apply`, another GitOps tool): someone else is setting this weight, so the
+    /// chain no longer carries the rollout's steps. It rolls back (the restore takes the
+    /// annotation over).
+    fn foreign_owner(&self, secret: &str, source: KubeError) -> ShiftError {
+        ShiftError::WeightsNotSynced {
+            path: self.records.located.label.clone(),
+            message: format!(
+                "another field manager set the `{}` annotation on Secret {secret}, a change \
+                 outside this rollout; nothing was overwritten, and the rollout rolls back \
+                 ({source})",
+                self.settings.weight_annotation()
+            ),
+        }
     }
 
     /// Reads the records until they are at `pair`, within the sync timeout.
@@ -205,9 +241,39 @@ impl<'a> GitOpsRouter<'a> {
     }
 }
 
+/// Which write of the weight annotations: a step's, or a restore's (see `annotate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Annotation {
+    Step,
+    Keep,
+}
+
 /// How often a wait reads Route 53: about 20 reads over the timeout, 1 to 5 s apart.
 pub fn poll_interval(timeout: Duration) -> Duration {
     (timeout / 20).clamp(Duration::from_secs(1), Duration::from_secs(5))
+}
+
+/// The plan's stable Secret must be the Argo CD cluster Secret of the stable cluster: the
+/// ApplicationSet renders the stable's Ingress from it, and its cluster `name` is the record's
+/// set identifier. Anything else would annotate a Secret no Ingress follows (a step that never
+/// syncs), or change a third cluster's Ingress.
+fn refuse_stable_secret(secret: &ClusterSecret, stable_set_identifier: &str) -> Result<(), String> {
+    if secret.labels.get(SECRET_TYPE_LABEL).map(String::as_str) != Some("cluster") {
+        return Err(format!(
+            "Secret {} is not an Argo CD cluster Secret (it has no label `{SECRET_TYPE_LABEL}: cluster`)",
+            secret.name
+        ));
+    }
+    match secret.data.get("name").map(String::as_str) {
+        Some(name) if name == stable_set_identifier => Ok(()),
+        found => Err(format!(
+            "Secret {} registers cluster {}, not the stable cluster `{stable_set_identifier}` \
+             (stableSetIdentifier: an Argo CD cluster's `name` is the set identifier its \
+             Ingress gives ExternalDNS)",
+            secret.name,
+            found.map_or("(no name)".to_owned(), |n| format!("`{n}`"))
+        )),
+    }
 }
 
 /// The Secret registration created for the cluster `arn`: labelled as cluster-canary's, its
@@ -263,7 +329,7 @@ impl TrafficRouter for GitOpsRouter<'_> {
 
     /// The annotations, then the wait for Route 53.
     async fn write(&self, _reading: &Reading, pair: WeightPair) -> Result<(), ShiftError> {
-        self.annotate(pair, false).await?;
+        self.annotate(pair, Annotation::Step).await?;
         self.await_route53(pair).await
     }
 
@@ -273,7 +339,7 @@ impl TrafficRouter for GitOpsRouter<'_> {
     }
 
     async fn keep(&self, baseline: WeightPair) -> Result<(), ShiftError> {
-        self.annotate(baseline, true).await
+        self.annotate(baseline, Annotation::Keep).await
     }
 
     fn hold_seconds(&self) -> u64 {
@@ -312,8 +378,8 @@ impl TrafficRouter for GitOpsRouter<'_> {
         self.records.health(min_healthy_targets).await
     }
 
-    async fn controller(&self) -> Result<Option<ControllerClaim>, ShiftError> {
-        self.records.controller().await
+    async fn controllers(&self) -> Result<Vec<ControllerClaim>, ShiftError> {
+        self.records.controllers().await
     }
 
     async fn detach(&self, expected: WeightPair) -> Result<Detach, ShiftError> {
@@ -375,6 +441,40 @@ mod tests {
             )),
             "{error}"
         );
+    }
+
+    #[test]
+    fn the_stable_secret_is_the_stable_clusters_argo_cd_cluster_secret() {
+        let cluster_secret = |name: Option<&str>| {
+            let mut s = secret("cluster-blue", None, false);
+            s.labels
+                .insert(SECRET_TYPE_LABEL.to_owned(), "cluster".to_owned());
+            if let Some(name) = name {
+                s.data.insert("name".to_owned(), name.to_owned());
+            }
+            s
+        };
+        assert_eq!(
+            refuse_stable_secret(&cluster_secret(Some("blue")), "blue"),
+            Ok(())
+        );
+        let error = refuse_stable_secret(&secret("cluster-blue", None, false), "blue")
+            .expect_err("not a cluster Secret");
+        assert!(
+            error.contains("Secret cluster-blue is not an Argo CD cluster Secret (it has no label `argocd.argoproj.io/secret-type: cluster`)"),
+            "{error}"
+        );
+        let error = refuse_stable_secret(&cluster_secret(Some("purple")), "blue")
+            .expect_err("a third cluster");
+        assert!(
+            error.contains(
+                "Secret cluster-blue registers cluster `purple`, not the stable cluster `blue`"
+            ),
+            "{error}"
+        );
+        let error = refuse_stable_secret(&cluster_secret(None), "blue")
+            .expect_err("a cluster with no name");
+        assert!(error.contains("registers cluster (no name)"), "{error}");
     }
 
     #[test]

@@ -9,10 +9,11 @@ mod gitops;
 mod route53;
 
 pub use gitops::poll_interval;
-pub use route53::external_dns_claim;
+pub use route53::{external_dns_claims, external_dns_claims_any_set};
 
 use async_trait::async_trait;
 use canary_aws::{AlbApi, AwsError, ExecutionsApi, ForwardAction, Route53Api};
+use canary_core::limits::{join_bounded, MAX_REASON_BYTES};
 use canary_core::ownership::{ControllerOwner, OwnerCheck};
 use canary_core::{RolloutPlan, TrafficTarget, WeightPair};
 use canary_kube::ArgoCdConnect;
@@ -150,8 +151,18 @@ impl ControllerClaim {
     }
 }
 
+/// Every claim, `; `-joined and bounded: a refusal names all owners at once, so the operator
+/// fixes them all before the next try.
+pub fn describe_claims(claims: &[ControllerClaim]) -> String {
+    let lines: Vec<String> = claims.iter().map(ControllerClaim::describe).collect();
+    join_bounded(&lines, "; ", MAX_CLAIMS, MAX_REASON_BYTES)
+}
+
+/// At most this many claims are named in one message (then "and N more").
+const MAX_CLAIMS: usize = 8;
+
 /// Prepare's ownership check: a target a controller claims is refused, nothing written, naming
-/// the controller, its owner and the ways out (`shape`) — unless the plan's `owner.ignore`
+/// every controller, its owner and the ways out (`shape`) — unless the plan's `owner.ignore`
 /// says why to go ahead, which then becomes a note.
 async fn refuse_claimed(
     router: &(dyn TrafficRouter + '_),
@@ -159,20 +170,25 @@ async fn refuse_claimed(
     ignore: Option<&OwnerCheck>,
     notes: &mut Vec<String>,
 ) -> Result<(), ShiftError> {
-    let Some(claim) = router.controller().await? else {
-        return Ok(());
-    };
-    if let Some(reason) = ignore.and_then(|o| o.ignore.as_ref()) {
-        notes.push(format!("{}, shifted anyway: {reason}", claim.describe()));
+    let claims = router.controllers().await?;
+    if claims.is_empty() {
         return Ok(());
     }
+    let described = describe_claims(&claims);
+    if let Some(reason) = ignore.and_then(|o| o.ignore.as_ref()) {
+        notes.push(format!("{described}, shifted anyway: {reason}"));
+        return Ok(());
+    }
+    let which = match claims.len() {
+        1 => "which puts its own weights back",
+        _ => "each of which puts its own weights back",
+    };
     Err(ShiftError::TrafficOwnedByController {
         path: router.label().to_owned(),
         message: format!(
-            "{}, which puts its own weights back, undoing a step or a rollback; nothing was \
+            "{described}, {which}, undoing a step or a rollback; nothing was \
              written. {shape}, or set owner.ignore on this target to the reason the controller \
-             will not reconcile it",
-            claim.describe()
+             will not reconcile it"
         ),
     })
 }
@@ -296,10 +312,11 @@ pub trait TrafficRouter: TargetReader {
     async fn inspect(&self, shortest_bake_seconds: i64) -> Result<Inspection, ShiftError>;
     /// One look at the canary side's health.
     async fn health(&self, min_healthy_targets: u32) -> Result<Health, ShiftError>;
-    /// The controller that reconciles this target's weights, as far as AWS shows it (an ALB
-    /// listener's or rule's tags, ExternalDNS's TXT registry records): what it manages, and
-    /// who. Prepare refuses such a target unless the plan says why; a person's restore warns.
-    async fn controller(&self) -> Result<Option<ControllerClaim>, ShiftError>;
+    /// Every controller that reconciles this target's weights, as far as AWS shows it (the
+    /// tags of an ALB rule, its listener and load balancer; ExternalDNS's TXT registry
+    /// records): what each manages, and who. Prepare refuses such a target unless the plan
+    /// says why; a person's restore warns.
+    async fn controllers(&self) -> Result<Vec<ControllerClaim>, ShiftError>;
     /// After promotion: take the stable side out, if the target is still at `expected`.
     async fn detach(&self, expected: WeightPair) -> Result<Detach, ShiftError>;
 }

@@ -161,13 +161,38 @@ impl Route53Router<'_> {
     }
 }
 
-/// ExternalDNS's claim on a target's records: a TXT registry record of its, at one of the names
-/// its registry uses (the plan's `owner.txtPrefix`/`txtSuffix` included), with the stable or
-/// the canary set identifier (or none): which record it claims, and its owner.
-pub async fn external_dns_claim(
+/// ExternalDNS's claims on a target's records: each TXT registry record of its, at one of the
+/// names its registry uses (the plan's `owner.txtPrefix`/`txtSuffix` included), with the stable
+/// or the canary set identifier (or none): which record it claims, and its owner. All of them,
+/// so that a refusal names every owner (one ExternalDNS per cluster is the usual setup).
+pub async fn external_dns_claims(
     api: &dyn Route53Api,
     r53: &Route53Target,
-) -> Result<Option<ControllerClaim>, AwsError> {
+) -> Result<Vec<ControllerClaim>, AwsError> {
+    registry_claims(
+        api,
+        r53,
+        Some([&r53.stable_set_identifier, &r53.canary_set_identifier]),
+    )
+    .await
+}
+
+/// ExternalDNS's claims on the target's name under any set identifier (or none): a name where
+/// ExternalDNS keeps records of its own, whichever clusters they are (`plan apex-records`
+/// refuses such a name).
+pub async fn external_dns_claims_any_set(
+    api: &dyn Route53Api,
+    r53: &Route53Target,
+) -> Result<Vec<ControllerClaim>, AwsError> {
+    registry_claims(api, r53, None).await
+}
+
+/// The registry records at the target's name, of the set identifiers in `only` (all if none).
+async fn registry_claims(
+    api: &dyn Route53Api,
+    r53: &Route53Target,
+    only: Option<[&String; 2]>,
+) -> Result<Vec<ControllerClaim>, AwsError> {
     let owner = r53.owner.as_ref();
     let names = external_dns_txt_names(
         &r53.fqdn(),
@@ -175,11 +200,11 @@ pub async fn external_dns_claim(
         owner.and_then(|o| o.txt_prefix.as_deref()),
         owner.and_then(|o| o.txt_suffix.as_deref()),
     );
-    let ours = [&r53.stable_set_identifier, &r53.canary_set_identifier];
+    let mut claims: Vec<ControllerClaim> = Vec::new();
     for name in names {
         for record in api.txt_records(&r53.hosted_zone_id, &name).await? {
             let set = record.set_identifier.as_ref();
-            if set.is_some_and(|id| !ours.contains(&id)) {
+            if set.is_some_and(|id| only.is_some_and(|ours| !ours.contains(&id))) {
                 continue; // another record's registry entry
             }
             let Some(found) = record.values.iter().find_map(|v| external_dns_owner(v)) else {
@@ -189,10 +214,13 @@ pub async fn external_dns_claim(
                 Some(id) => format!("record `{id}` (its TXT registry record {name})"),
                 None => format!("the record (its TXT registry record {name})"),
             };
-            return Ok(Some(ControllerClaim { what, owner: found }));
+            let claim = ControllerClaim { what, owner: found };
+            if !claims.contains(&claim) {
+                claims.push(claim);
+            }
         }
     }
-    Ok(None)
+    Ok(claims)
 }
 
 #[async_trait]
@@ -208,8 +236,8 @@ impl TargetReader for Route53Router<'_> {
 
 #[async_trait]
 impl TrafficRouter for Route53Router<'_> {
-    async fn controller(&self) -> Result<Option<ControllerClaim>, ShiftError> {
-        external_dns_claim(self.api, self.target)
+    async fn controllers(&self) -> Result<Vec<ControllerClaim>, ShiftError> {
+        external_dns_claims(self.api, self.target)
             .await
             .map_err(|e| self.aws(e))
     }
