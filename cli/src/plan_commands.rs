@@ -7,9 +7,10 @@ use canary_aws::{
     AwsErrorKind, ClusterAccounts, ClusterReadiness, EksApi, HttpDatadog, HttpPrometheus,
     SdkCloudWatch, SdkEks,
 };
+use canary_core::ownership::{self, external_dns_txt_names};
 use canary_core::plan::{ResolvedStep, ValidPlan};
-use canary_core::{NamedError, RolloutPlan, WeightPair};
-use canary_rollout::prepare::{check_targets, refuse_concurrent_rollout};
+use canary_core::{NamedError, RolloutPlan, TrafficTarget, WeightPair};
+use canary_rollout::prepare::{alarm_overlaps, check_targets, refuse_concurrent, running_plans};
 use canary_rollout::signals::SignalApis;
 use canary_rollout::{analysis, target_health};
 use serde_json::{json, Value};
@@ -115,6 +116,50 @@ fn refuse_with(printer: &mut Printer, ok: &mut bool, check: &str, error: &dyn Na
     refuse(printer, ok, check, error.name().as_str(), error.to_string());
 }
 
+/// At most this many record sets of a zone are listed for [`registry_warnings`].
+const ZONE_LISTING_LIMIT: usize = 5_000;
+
+/// What `plan check` cannot see of ExternalDNS's claims on the plan's Route 53 targets
+/// (`canary_core::ownership::registry_warnings`): registry records at names the plan does not
+/// look at, and registry values it cannot read. Warnings: they refuse nothing.
+async fn registry_warnings(traffic: &Traffic, plan: &RolloutPlan) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for (i, target) in plan.traffic_targets.iter().enumerate() {
+        let TrafficTarget::Route53(r53) = target else {
+            continue;
+        };
+        let owner = r53.owner.as_ref();
+        let (prefix, suffix) = (
+            owner.and_then(|o| o.txt_prefix.as_deref()),
+            owner.and_then(|o| o.txt_suffix.as_deref()),
+        );
+        let looked_at =
+            external_dns_txt_names(&r53.fqdn(), r53.record_type.as_str(), prefix, suffix);
+        let label = format!("trafficTargets[{i}] ({})", target.key());
+        match traffic
+            .route53()
+            .zone_txt_records(&r53.hosted_zone_id, ZONE_LISTING_LIMIT)
+            .await
+        {
+            Ok(zone) => warnings.extend(
+                ownership::registry_warnings(
+                    &r53.fqdn(),
+                    &[&r53.stable_set_identifier, &r53.canary_set_identifier],
+                    &looked_at,
+                    prefix.is_some() || suffix.is_some(),
+                    &zone,
+                )
+                .into_iter()
+                .map(|w| format!("{label}: {w}")),
+            ),
+            Err(e) => warnings.push(format!(
+                "{label}: the zone's TXT records could not be listed ({e}): ExternalDNS registry records elsewhere were not looked for"
+            )),
+        }
+    }
+    warnings
+}
+
 /// `plan check`: true when nothing stands in the way of the rollout.
 pub async fn check(
     config: &SdkConfig,
@@ -203,11 +248,24 @@ pub async fn check(
         }
         Err(error) => refuse_with(printer, &mut ok, "targets", &error),
     }
+    for warning in registry_warnings(&traffic, &valid.plan).await {
+        printer.say(
+            &format!("! {warning}"),
+            json!({"check": "externalDnsRegistry", "ok": true, "warning": warning}),
+        );
+    }
 
     match locate::state_machine(config, machine).await {
         Ok(arn) => {
             let sm_traffic = Traffic::for_region(config, locate::region_of(&arn))?;
-            match refuse_concurrent_rollout(&sm_traffic.apis(), plan, &arn, None).await {
+            let running = running_plans(&sm_traffic.apis(), &arn, None).await;
+            for overlap in running.iter().flat_map(|r| alarm_overlaps(plan, r)) {
+                printer.say(
+                    &format!("! {overlap}"),
+                    json!({"check": "alarmOverlap", "ok": true, "warning": overlap}),
+                );
+            }
+            match running.and_then(|running| refuse_concurrent(plan, &running)) {
                 Ok(()) => printer.say(
                     &format!("✓ no other rollout shifts these targets ({arn})"),
                     json!({"check": "concurrentRollouts", "ok": true, "stateMachineArn": arn}),

@@ -52,6 +52,11 @@ impl Traffic {
         }
     }
 
+    /// Route 53 as the CLI reads it beyond the routers (a zone's TXT records).
+    pub fn route53(&self) -> &SdkRoute53 {
+        &self.route53
+    }
+
     pub fn apis(&self) -> Apis<'_> {
         Apis {
             alb: &self.alb,

@@ -121,6 +121,17 @@ def test_abort_says_how_to_restore_by_hand_when_the_safety_net_does_not_act(tmp_
             assert time.monotonic() < deadline, "the first step never came"
             time.sleep(0.5)
 
+        # A second plan watching an alarm the running rollout's prefix (web-green-) matches:
+        # `plan check` says one alarm would roll back both.
+        overlapping = json.loads(open(plan).read())
+        overlapping["analysis"]["alarms"] = {"names": ["web-green-5xx"]}
+        other = tmp_path / "overlapping.json"
+        other.write_text(json.dumps(overlapping))
+        checked = sandbox.cli("plan", "check", str(other))
+        captured(checked.stdout)
+        assert (f"! running rollout {arn} watches prefix `web-green-`, which matches this plan's alarm "
+                "`web-green-5xx`: one alarm's change rolls back both") in checked.stdout, checked.stdout
+
         # On a terminal the live view is coloured and keeps a status line redrawn in place.
         live = on_a_terminal(sandbox, "watch", arn, seconds=3)
         assert "\x1b[" in live, live

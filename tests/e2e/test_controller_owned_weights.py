@@ -330,3 +330,35 @@ def test_apex_records_let_a_rollout_shift_a_name_beside_each_clusters_external_d
             assert shop_weights() == {"blue": (0, "blue.shop.example.com."), "green": (100, "green.shop.example.com.")}
             assert blue.reconciles == green.reconciles == 1, "each ExternalDNS wrote its own name once, nothing after"
             assert blue.errors == green.errors == []
+
+
+def test_plan_check_says_which_registry_records_it_cannot_use(tmp_path):
+    """ExternalDNS runs with `--txt-prefix=edns-` and owns blue's record; the plan gives no
+    owner.txtPrefix, so the ownership check looks at the default registry names only and
+    finds nothing there: `plan check` says where the registry records are. A registry record
+    ExternalDNS encrypted (`--txt-encrypt-enabled`) at a default name cannot be read: said too."""
+    with Sandbox(log=captured) as sandbox:
+        world = sandbox.world
+        route53 = sandbox.client("route53")
+        with ExternalDns.for_records(route53, world.zone_id, "blue-cluster", world.record, "A", {"blue": 100},
+                                     interval=1.0, txt_prefix="edns-") as blue:
+            wait_for(lambda: blue.reconciles >= 1)
+            route53.change_resource_record_sets(HostedZoneId=world.zone_id, ChangeBatch={"Changes": [{
+                "Action": "UPSERT", "ResourceRecordSet": {
+                    "Name": f"cname-{world.record}", "Type": "TXT", "SetIdentifier": "green", "Weight": 0,
+                    "TTL": 300, "ResourceRecords": [{"Value": '"KUb1a2V6Zm9vYmFyIHNlY3JldCBjaXBoZXJ0ZXh0IQ=="'}]}}]})
+            scenarios.create_green(sandbox)
+            plan = scenarios.manual_plan(sandbox)
+            code, text = plan_check(sandbox, tmp_path, plan)
+            assert (f"! trafficTargets[1] (route53:{world.zone_id}:{world.record}:A): ExternalDNS registry records "
+                    f"of this record's sets are at edns-cname-{world.record} (set blue), where this plan does not look") \
+                in text, text
+            assert f"TXT records at cname-{world.record} cannot be read as ExternalDNS registry records" in text, text
+            assert "--txt-encrypt-enabled" in text
+
+            # With the prefix given, the claim is seen and refused; only the unreadable one is said.
+            plan["trafficTargets"][1]["route53"]["owner"] = {"txtPrefix": "edns-"}
+            code, text = plan_check(sandbox, tmp_path, plan)
+        assert code != 0
+        assert "is managed by ExternalDNS (owner blue-cluster" in text, text
+        assert "where this plan does not look" not in text

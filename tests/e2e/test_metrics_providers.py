@@ -86,9 +86,18 @@ class SlowAnswers:
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):
+                self.forward(None)
+
+            def do_POST(self):
+                self.forward(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+
+            def forward(self, data):
                 time.sleep(proxy.delay)
+                request = urllib.request.Request(upstream + self.path, data=data, method=self.command)
+                if self.headers.get("Content-Type"):
+                    request.add_header("Content-Type", self.headers["Content-Type"])
                 try:
-                    with urllib.request.urlopen(upstream + self.path, timeout=10) as answer:
+                    with urllib.request.urlopen(request, timeout=10) as answer:
                         body, status = answer.read(), answer.status
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use aws_config::SdkConfig;
 use aws_sdk_route53 as route53;
 use backon::{ConstantBuilder, Retryable};
+use canary_core::ownership::NamedTxt;
 use canary_core::Route53Target;
 use route53::types::{
     AliasTarget, Change, ChangeAction, ChangeBatch, ChangeStatus, ResourceRecordSet, RrType,
@@ -179,6 +180,52 @@ impl SdkRoute53 {
             }
             if past_the_name || !page.is_truncated() {
                 return Ok(sets);
+            }
+            request = request
+                .set_start_record_name(page.next_record_name().map(str::to_owned))
+                .set_start_record_type(page.next_record_type().cloned())
+                .set_start_record_identifier(page.next_record_identifier().map(str::to_owned));
+        }
+    }
+}
+
+impl SdkRoute53 {
+    /// The zone's TXT record sets, at most `max` (the listing stops there): what `plan check`
+    /// reads to say where ExternalDNS's registry records are (a person's dry run; the
+    /// functions never list a zone).
+    pub async fn zone_txt_records(
+        &self,
+        zone_id: &str,
+        max: usize,
+    ) -> Result<Vec<NamedTxt>, AwsError> {
+        let mut request = self
+            .client
+            .list_resource_record_sets()
+            .hosted_zone_id(zone_id);
+        let mut found = Vec::new();
+        let mut listed = 0;
+        loop {
+            let page = request
+                .clone()
+                .send()
+                .await
+                .map_err(|e| AwsError::from_sdk("ListResourceRecordSets", e))?;
+            for set in page.resource_record_sets() {
+                listed += 1;
+                if set.r#type() == &RrType::Txt {
+                    found.push(NamedTxt {
+                        name: set.name().to_ascii_lowercase(),
+                        set_identifier: set.set_identifier().map(str::to_owned),
+                        values: set
+                            .resource_records()
+                            .iter()
+                            .map(|r| r.value().to_owned())
+                            .collect(),
+                    });
+                }
+            }
+            if listed >= max || !page.is_truncated() {
+                return Ok(found);
             }
             request = request
                 .set_start_record_name(page.next_record_name().map(str::to_owned))

@@ -11,7 +11,7 @@
 
 use serde::Deserialize;
 
-use crate::analysis::AnalysisSection;
+use crate::analysis::{AlarmChecks, AnalysisSection};
 use crate::limits::{truncate, MAX_LINE_BYTES, MAX_SUMMARY_BYTES};
 
 /// The error a failing check ends a bake or approval wait with (the state machine's own
@@ -191,9 +191,73 @@ impl AlarmWatch {
     }
 }
 
+/// Where two rollouts' alarm watches overlap: one alarm whose change rolls back both (a name
+/// both watch, a prefix that matches the other's name, or two prefixes one of which starts the
+/// other). Each line names the other rollout's side first, then this plan's.
+pub fn overlaps(theirs: &AlarmChecks, ours: &AlarmChecks) -> Vec<String> {
+    let mut found = Vec::new();
+    for name in theirs.names.iter().filter(|n| ours.names.contains(n)) {
+        found.push(format!("alarm `{name}`, which this plan watches too"));
+    }
+    for prefix in &theirs.prefixes {
+        for own in &ours.prefixes {
+            if prefix.starts_with(own.as_str()) || own.starts_with(prefix.as_str()) {
+                found.push(format!(
+                    "prefix `{prefix}`, which overlaps this plan's prefix `{own}`"
+                ));
+            }
+        }
+        for own in ours.names.iter().filter(|n| n.starts_with(prefix.as_str())) {
+            found.push(format!(
+                "prefix `{prefix}`, which matches this plan's alarm `{own}`"
+            ));
+        }
+    }
+    for name in &theirs.names {
+        for own in ours
+            .prefixes
+            .iter()
+            .filter(|p| name.starts_with(p.as_str()))
+        {
+            found.push(format!(
+                "alarm `{name}`, which this plan's prefix `{own}` matches"
+            ));
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn checks(names: &[&str], prefixes: &[&str]) -> AlarmChecks {
+        AlarmChecks {
+            names: names.iter().map(|n| n.to_string()).collect(),
+            prefixes: prefixes.iter().map(|p| p.to_string()).collect(),
+            ..AlarmChecks::default()
+        }
+    }
+
+    #[test]
+    fn overlapping_watches_are_found_whichever_side_is_wider() {
+        let ours = checks(&["web-green-5xx", "shared-slo"], &["web-green-eu-"]);
+        assert_eq!(
+            overlaps(&checks(&[], &["web-green-"]), &ours),
+            [
+                "prefix `web-green-`, which overlaps this plan's prefix `web-green-eu-`",
+                "prefix `web-green-`, which matches this plan's alarm `web-green-5xx`",
+            ]
+        );
+        assert_eq!(
+            overlaps(&checks(&["web-green-eu-latency", "shared-slo"], &[]), &ours),
+            [
+                "alarm `shared-slo`, which this plan watches too",
+                "alarm `web-green-eu-latency`, which this plan's prefix `web-green-eu-` matches",
+            ]
+        );
+        assert!(overlaps(&checks(&["web-blue-5xx"], &["web-blue-"]), &ours).is_empty());
+    }
 
     /// 2026-11-23T20:00:00Z, the execution's start; the events are a minute later.
     const SINCE: i64 = 1_795_464_000;

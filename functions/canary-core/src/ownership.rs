@@ -172,6 +172,76 @@ pub fn external_dns_txt_names(
     names
 }
 
+/// A TXT record set of a zone, as a zone-wide listing gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedTxt {
+    /// As Route 53 lists it: lower case, with the trailing dot.
+    pub name: String,
+    pub set_identifier: Option<String>,
+    pub values: Vec<String>,
+}
+
+/// What `plan check` says of the ExternalDNS registry records it cannot use for the record
+/// `fqdn` with set identifiers `sets`, where it looked at `looked_at` (the names of
+/// [`external_dns_txt_names`]):
+/// - with no `txtPrefix`/`txtSuffix` in the plan (`affixed` false), registry records of those
+///   sets at other names that carry the record's first label: ExternalDNS may run with an
+///   affix the plan does not give, so its claim was not seen;
+/// - registry-shaped values at the names looked at (a TXT record of those sets there) that do
+///   not read as a registry value: ExternalDNS's encrypted registry (`--txt-encrypt-enabled`),
+///   whose owner cannot be seen.
+pub fn registry_warnings(
+    fqdn: &str,
+    sets: &[&str],
+    looked_at: &[String],
+    affixed: bool,
+    zone: &[NamedTxt],
+) -> Vec<String> {
+    let first = fqdn
+        .trim_end_matches('.')
+        .split('.')
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let ours = |txt: &NamedTxt| {
+        txt.set_identifier
+            .as_deref()
+            .is_none_or(|id| sets.contains(&id))
+    };
+    let registry = |txt: &NamedTxt| txt.values.iter().any(|v| external_dns_owner(v).is_some());
+    let mut elsewhere = Vec::new();
+    let mut unreadable = Vec::new();
+    for txt in zone.iter().filter(|t| ours(t)) {
+        let here = looked_at.iter().any(|n| n.eq_ignore_ascii_case(&txt.name));
+        if here && !registry(txt) {
+            unreadable.push(txt.name.clone());
+        } else if !here && !affixed && registry(txt) && txt.name.contains(first.as_str()) {
+            elsewhere.push(match &txt.set_identifier {
+                Some(id) => format!("{} (set {id})", txt.name),
+                None => txt.name.clone(),
+            });
+        }
+    }
+    let mut warnings = Vec::new();
+    if !elsewhere.is_empty() {
+        warnings.push(format!(
+            "ExternalDNS registry records of this record's sets are at {}, where this plan does \
+             not look: if ExternalDNS runs with --txt-prefix or --txt-suffix, give it as \
+             owner.txtPrefix/txtSuffix, or its claim on the record is not seen",
+            elsewhere.join(", ")
+        ));
+    }
+    if !unreadable.is_empty() {
+        unreadable.dedup();
+        warnings.push(format!(
+            "TXT records at {} cannot be read as ExternalDNS registry records (ExternalDNS's \
+             --txt-encrypt-enabled?): whether ExternalDNS owns the record cannot be seen",
+            unreadable.join(", ")
+        ));
+    }
+    warnings
+}
+
 /// What an ExternalDNS TXT registry value says (`"heritage=external-dns,external-dns/owner=…,
 /// external-dns/resource=…"`), if it is one.
 pub fn external_dns_owner(value: &str) -> Option<ControllerOwner> {
@@ -202,6 +272,64 @@ pub fn external_dns_owner(value: &str) -> Option<ControllerOwner> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn registry_records_plan_check_cannot_use_are_said() {
+        let looked_at = external_dns_txt_names("app.example.com.", "A", None, None);
+        let txt = |name: &str, set: Option<&str>, value: &str| NamedTxt {
+            name: name.to_owned(),
+            set_identifier: set.map(str::to_owned),
+            values: vec![value.to_owned()],
+        };
+        let registry = "\"heritage=external-dns,external-dns/owner=blue-cluster\"";
+        let zone = [
+            txt("edns-cname-app.example.com.", Some("blue"), registry),
+            txt("edns-cname-app.example.com.", Some("purple"), registry),
+            txt(
+                "cname-app.example.com.",
+                Some("green"),
+                "\"h8XlwQ1ZtqKqm3H2Vb5sYw==\"",
+            ),
+            txt("cname-other.example.com.", Some("blue"), registry),
+            txt("a-app.example.com.", Some("blue"), registry),
+        ];
+        let warnings = registry_warnings(
+            "app.example.com.",
+            &["blue", "green"],
+            &looked_at,
+            false,
+            &zone,
+        );
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with(
+                "ExternalDNS registry records of this record's sets are at edns-cname-app.example.com. (set blue), where this plan does not look"
+            ),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings[1].starts_with(
+                "TXT records at cname-app.example.com. cannot be read as ExternalDNS registry records"
+            ),
+            "{warnings:?}"
+        );
+        let affixed = registry_warnings(
+            "app.example.com.",
+            &["blue", "green"],
+            &looked_at,
+            true,
+            &zone,
+        );
+        assert_eq!(affixed.len(), 1, "an affix given: only the unreadable one");
+        assert!(registry_warnings(
+            "app.example.com.",
+            &["blue", "green"],
+            &looked_at,
+            false,
+            &zone[3..]
+        )
+        .is_empty());
+    }
 
     fn tags(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs

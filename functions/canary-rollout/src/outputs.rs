@@ -24,6 +24,10 @@ pub struct PrepareOutput {
     /// or its default), for the state machine's wait.
     pub settle_seconds: i64,
     pub targets: Vec<TargetReport>,
+    /// Running rollouts whose alarm watch overlaps this plan's (one alarm rolls back both).
+    /// Said in the output and the log, not kept in the state.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub alarm_overlaps: Vec<String>,
 }
 
 #[derive(Debug, Serialize, PartialEq)]

@@ -4,6 +4,9 @@
 
 use std::collections::HashSet;
 
+use canary_core::alarm_watch::overlaps;
+use canary_core::analysis::AnalysisSection;
+use canary_core::limits::{join_bounded, MAX_LINE_BYTES};
 use canary_core::plan::{ResolvedStep, ValidPlan};
 use canary_core::{RolloutPlan, TargetWeights, TrafficTarget, WeightPair};
 use serde_json::Value;
@@ -20,13 +23,17 @@ pub async fn prepare(
     execution: &ExecutionContext,
 ) -> Result<PrepareOutput, ShiftError> {
     let ValidPlan { plan, steps } = valid;
-    refuse_concurrent_rollout(
+    let running = running_plans(
         apis,
-        plan,
         &execution.state_machine_arn,
         Some(&execution.execution_arn),
     )
     .await?;
+    refuse_concurrent(plan, &running)?;
+    let alarm_overlaps = alarm_overlaps(plan, &running);
+    for overlap in &alarm_overlaps {
+        warn!(%overlap, "another running rollout watches the same alarms");
+    }
     let routers = routers(apis, plan);
     let mut checked = check_routers(&routers, steps).await?;
 
@@ -50,6 +57,7 @@ pub async fn prepare(
         steps: steps.clone(),
         settle_seconds: canary_core::plan::settle_seconds(plan.rollback.as_ref()),
         targets: checked.into_iter().map(|c| c.report).collect(),
+        alarm_overlaps,
     })
 }
 
@@ -80,6 +88,33 @@ async fn check_routers(
     Ok(checked)
 }
 
+/// The other RUNNING executions of the state machine, each with its input (a plan).
+/// `own_execution` is the asking execution (none for a dry run).
+pub async fn running_plans(
+    apis: &Apis<'_>,
+    state_machine_arn: &str,
+    own_execution: Option<&str>,
+) -> Result<Vec<(String, Option<String>)>, ShiftError> {
+    let running = apis
+        .executions
+        .running_executions(state_machine_arn)
+        .await
+        .map_err(|e| ShiftError::aws("execution.stateMachineArn", e))?;
+    let mut plans = Vec::new();
+    for other in running
+        .into_iter()
+        .filter(|arn| Some(arn.as_str()) != own_execution)
+    {
+        let input = apis
+            .executions
+            .execution_input(&other)
+            .await
+            .map_err(|e| ShiftError::aws("execution.stateMachineArn", e))?;
+        plans.push((other, input));
+    }
+    Ok(plans)
+}
+
 /// Refuses when another RUNNING execution of the same state machine shifts any of the plan's
 /// targets. Two executions that start at the same instant may both refuse: the safe side.
 /// `own_execution` is the asking execution (none for a dry run).
@@ -89,25 +124,23 @@ pub async fn refuse_concurrent_rollout(
     state_machine_arn: &str,
     own_execution: Option<&str>,
 ) -> Result<(), ShiftError> {
+    refuse_concurrent(
+        plan,
+        &running_plans(apis, state_machine_arn, own_execution).await?,
+    )
+}
+
+/// [`refuse_concurrent_rollout`] over plans already read.
+pub fn refuse_concurrent(
+    plan: &RolloutPlan,
+    running: &[(String, Option<String>)],
+) -> Result<(), ShiftError> {
     let ours: HashSet<String> = plan
         .traffic_targets
         .iter()
         .map(TrafficTarget::key)
         .collect();
-    let running = apis
-        .executions
-        .running_executions(state_machine_arn)
-        .await
-        .map_err(|e| ShiftError::aws("execution.stateMachineArn", e))?;
-    for other in running
-        .iter()
-        .filter(|arn| Some(arn.as_str()) != own_execution)
-    {
-        let input = apis
-            .executions
-            .execution_input(other)
-            .await
-            .map_err(|e| ShiftError::aws("execution.stateMachineArn", e))?;
+    for (other, input) in running {
         if let Some(target) = target_keys(input.as_deref())
             .into_iter()
             .find(|key| ours.contains(key))
@@ -119,6 +152,34 @@ pub async fn refuse_concurrent_rollout(
         }
     }
     Ok(())
+}
+
+/// At most this many overlaps are named (then "and N more").
+const MAX_OVERLAPS: usize = 5;
+
+/// The running rollouts whose alarm watch overlaps this plan's (`canary_core::alarm_watch::
+/// overlaps`): one alarm's change then rolls back both, as documented; said, not refused.
+pub fn alarm_overlaps(plan: &RolloutPlan, running: &[(String, Option<String>)]) -> Vec<String> {
+    let Some(ours) = plan.analysis.as_ref().and_then(|a| a.alarms.as_ref()) else {
+        return Vec::new();
+    };
+    let lines: Vec<String> = running
+        .iter()
+        .filter_map(|(arn, input)| {
+            let theirs: AnalysisSection = input
+                .as_deref()
+                .and_then(|text| serde_json::from_str::<Value>(text).ok())
+                .and_then(|plan| serde_json::from_value(plan.get("analysis")?.clone()).ok())?;
+            let found = overlaps(theirs.alarms.as_ref()?, ours);
+            (!found.is_empty()).then(|| {
+                format!(
+                    "running rollout {arn} watches {}: one alarm's change rolls back both",
+                    join_bounded(&found, "; ", MAX_OVERLAPS, MAX_LINE_BYTES)
+                )
+            })
+        })
+        .collect();
+    lines.into_iter().take(MAX_OVERLAPS).collect()
 }
 
 /// The target keys of another execution's input (a plan). Lenient: an input that is not a
