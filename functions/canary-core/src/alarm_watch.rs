@@ -42,6 +42,30 @@ pub struct AlarmWatch {
     pub expires_at: i64,
 }
 
+/// The store's lookup key of the watches that name an alarm exactly.
+pub fn name_key(alarm_name: &str) -> String {
+    format!("name#{alarm_name}")
+}
+
+/// The store's lookup key of every watch with prefixes: an alarm event reads them all (a
+/// bounded read: one per running rollout that watches by prefix).
+pub const PREFIXES_KEY: &str = "prefixes";
+
+impl AlarmWatch {
+    /// The keys the watch is stored under, one copy each: every exact name's, and the
+    /// prefixes' if it has any. An alarm event reads its name's key and the prefixes' key,
+    /// never the whole store.
+    pub fn lookup_keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.names.iter().map(|n| name_key(n)).collect();
+        keys.sort();
+        keys.dedup();
+        if !self.prefixes.is_empty() {
+            keys.push(PREFIXES_KEY.to_owned());
+        }
+        keys
+    }
+}
+
 /// What a waiting task is waiting through, and so how long its watch can be needed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -237,6 +261,25 @@ mod tests {
             prefixes: prefixes.iter().map(|p| p.to_string()).collect(),
             ..AlarmChecks::default()
         }
+    }
+
+    #[test]
+    fn a_watch_is_stored_under_each_name_and_once_for_its_prefixes() {
+        let watch = AlarmWatch {
+            execution_arn: "arn".into(),
+            cluster: "us-east-1/green".into(),
+            task_token: "t".into(),
+            names: vec!["b".into(), "a".into(), "a".into()],
+            prefixes: vec!["web-".into(), "api-".into()],
+            since: 0,
+            expires_at: 0,
+        };
+        assert_eq!(watch.lookup_keys(), ["name#a", "name#b", "prefixes"]);
+        let names_only = AlarmWatch {
+            prefixes: Vec::new(),
+            ..watch
+        };
+        assert_eq!(names_only.lookup_keys(), ["name#a", "name#b"]);
     }
 
     #[test]

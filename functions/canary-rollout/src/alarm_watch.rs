@@ -133,7 +133,7 @@ pub async fn register(
         if failed_at_once {
             count_failed_check(&watch.cluster);
         }
-        store.remove(task.execution_arn, task.task_token).await?;
+        store.remove(&watch).await?;
         warn!(execution_arn = %task.execution_arn, %cause,
               "a watched alarm is already in ALARM: the wait fails at once");
     }
@@ -166,7 +166,8 @@ pub struct Reaction {
     /// Executions that watch the alarm but were not waiting any more (a duplicate or late
     /// event, or a bake that just ended): nothing to do.
     pub no_longer_waiting: Vec<String>,
-    /// Watches in the table this alarm is not for.
+    /// Watches read for this alarm (its name's and the prefix watches) that are not for it:
+    /// no other watch is read.
     pub unrelated: usize,
 }
 
@@ -193,25 +194,19 @@ pub async fn on_alarm_state_change(
         ..Reaction::default()
     };
     let cause = event.cause();
-    for watch in store.all().await? {
+    for watch in store.candidates(&event.alarm_name).await? {
         match watch.concerns(event, changed_at, now) {
             Concern::NotWatched => reaction.unrelated += 1,
             Concern::BeforeRollout => {
                 info!(execution_arn = %watch.execution_arn, alarm = %event.alarm_name,
                       time = %event.time, "the alarm changed state before this rollout started");
             }
-            Concern::Stale => {
-                store
-                    .remove(&watch.execution_arn, &watch.task_token)
-                    .await?
-            }
+            Concern::Stale => store.remove(&watch).await?,
             Concern::Fails => {
                 let failed = tasks
                     .fail_task(&watch.task_token, CHECK_FAILED, &cause)
                     .await?;
-                store
-                    .remove(&watch.execution_arn, &watch.task_token)
-                    .await?;
+                store.remove(&watch).await?;
                 if failed {
                     count_failed_check(&watch.cluster);
                     warn!(execution_arn = %watch.execution_arn, alarm = %event.alarm_name,
@@ -250,14 +245,26 @@ mod tests {
             all.push(watch.clone());
             Ok(())
         }
-        async fn all(&self) -> Result<Vec<AlarmWatch>, AwsError> {
-            Ok(self.0.lock().unwrap().clone())
-        }
-        async fn remove(&self, execution_arn: &str, task_token: &str) -> Result<(), AwsError> {
-            self.0
+        /// As the table answers: the watches stored under the alarm's name key or the
+        /// prefixes key, nothing else.
+        async fn candidates(&self, alarm_name: &str) -> Result<Vec<AlarmWatch>, AwsError> {
+            let keys = [
+                canary_core::alarm_watch::name_key(alarm_name),
+                canary_core::alarm_watch::PREFIXES_KEY.to_owned(),
+            ];
+            Ok(self
+                .0
                 .lock()
                 .unwrap()
-                .retain(|w| !(w.execution_arn == execution_arn && w.task_token == task_token));
+                .iter()
+                .filter(|w| w.lookup_keys().iter().any(|k| keys.contains(k)))
+                .cloned()
+                .collect())
+        }
+        async fn remove(&self, watch: &AlarmWatch) -> Result<(), AwsError> {
+            self.0.lock().unwrap().retain(|w| {
+                !(w.execution_arn == watch.execution_arn && w.task_token == watch.task_token)
+            });
             Ok(())
         }
     }

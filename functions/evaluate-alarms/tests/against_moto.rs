@@ -586,29 +586,33 @@ async fn await_approval_only_says_it_waits_and_refuses_a_missing_token() {
     }
 }
 
-/// The table as template.yaml's AlarmWatchTable defines it (key `executionArn`).
+/// The table as template.yaml's AlarmWatchTable defines it (`watchKey` + `executionArn`).
 async fn create_watch_table(env: &Env) {
     use aws_sdk_dynamodb::types::{
         AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+    };
+    let attribute = |name: &str| {
+        AttributeDefinition::builder()
+            .attribute_name(name)
+            .attribute_type(ScalarAttributeType::S)
+            .build()
+            .unwrap()
+    };
+    let key = |name: &str, kind| {
+        KeySchemaElement::builder()
+            .attribute_name(name)
+            .key_type(kind)
+            .build()
+            .unwrap()
     };
     env.dynamodb
         .create_table()
         .table_name(WATCH_TABLE)
         .billing_mode(BillingMode::PayPerRequest)
-        .attribute_definitions(
-            AttributeDefinition::builder()
-                .attribute_name("executionArn")
-                .attribute_type(ScalarAttributeType::S)
-                .build()
-                .unwrap(),
-        )
-        .key_schema(
-            KeySchemaElement::builder()
-                .attribute_name("executionArn")
-                .key_type(KeyType::Hash)
-                .build()
-                .unwrap(),
-        )
+        .attribute_definitions(attribute("watchKey"))
+        .attribute_definitions(attribute("executionArn"))
+        .key_schema(key("watchKey", KeyType::Hash))
+        .key_schema(key("executionArn", KeyType::Range))
         .send()
         .await
         .expect("table");
@@ -651,7 +655,10 @@ async fn an_alarm_event_for_a_rollout_no_longer_waiting_changes_nothing_and_drop
             "time": "2026-11-23T20:00:00Z", "account": "123456789012", "region": "us-east-1"}})
     };
     let unrelated = handle(&apis, change("other-alarm")).await.expect("ignored");
-    assert_eq!(unrelated["unrelated"], 1);
+    assert_eq!(
+        unrelated["unrelated"], 0,
+        "an alarm no watch names reads no watch (no scan of the table): {unrelated}"
+    );
     assert!(unrelated["failed"].as_array().unwrap().is_empty());
     assert_eq!(
         watch_items(&env).await,
@@ -675,6 +682,63 @@ async fn an_alarm_event_for_a_rollout_no_longer_waiting_changes_nothing_and_drop
     .expect_err("refused");
     assert_eq!(bad.name().as_str(), "InvalidInput");
     assert!(bad.to_string().contains("not a UTC time"), "{bad}");
+}
+
+/// An alarm event reads the watches that name it and those watching prefixes, nothing else:
+/// a rollout watching other names is never read.
+#[tokio::test]
+async fn an_alarm_event_reads_only_the_watches_that_name_it_and_the_prefix_watches() {
+    let env = Env::start().await;
+    create_watch_table(&env).await;
+    let apis = env.apis();
+    let register = |execution: &str, token: &str, alarms: Value| {
+        let plan = env.plan(json!({ "alarms": alarms }));
+        let input = json!({
+            "operation": "watchAlarms", "taskToken": token,
+            "executionArn": format!("arn:aws:states:us-east-1:123456789012:execution:rollout:{execution}"),
+            "executionStart": "2026-01-01T00:00:00.000Z", "during": "bake", "plan": plan,
+            "step": {"weight": 50, "checks": 3, "checkIntervalSeconds": 60},
+        });
+        let apis = env.apis();
+        async move { handle(&apis, input).await.expect("registers") }
+    };
+    env.alarm("api-5xx").await;
+    env.alarm("api-latency").await;
+    env.alarm("shop-errors").await;
+    register("a", "token-a", json!({"names": ["api-5xx", "api-latency"]})).await;
+    register("b", "token-b", json!({"prefixes": ["shop-"]})).await;
+    assert_eq!(
+        watch_items(&env).await,
+        3,
+        "a under each of its names, b under prefixes"
+    );
+
+    let change = |name: &str| {
+        json!({"operation": "alarmStateChange", "change": {
+            "alarmName": name, "state": "ALARM", "reason": "Threshold Crossed",
+            "time": "2026-11-23T20:00:00Z", "account": "123456789012", "region": "us-east-1"}})
+    };
+    let other = handle(&apis, change("billing-alarm"))
+        .await
+        .expect("ignored");
+    assert_eq!(
+        other["unrelated"], 1,
+        "only the prefix watch is read: {other}"
+    );
+    let named = handle(&apis, change("api-latency"))
+        .await
+        .expect("answered");
+    assert_eq!(named["unrelated"], 1, "a, and the prefix watch: {named}");
+    assert_eq!(
+        named["noLongerWaiting"],
+        json!(["arn:aws:states:us-east-1:123456789012:execution:rollout:a"]),
+        "{named}"
+    );
+    assert_eq!(
+        watch_items(&env).await,
+        1,
+        "a's watch is gone under every key"
+    );
 }
 
 /// Every check reads where traffic is: a listener a controller (or a person) put back under the
