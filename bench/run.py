@@ -299,12 +299,36 @@ def main():
         f"transitions x $0.025 / 1,000 = ${cost_sfn:.4f}; {big_invocations} Lambda invocations at 128 MB "
         f"(${PRICE_REQUEST * 1e6:.2f} per million requests, ${PRICE_GB_SECOND} per GB-s, "
         f"{duration_s * 1000:.0f} ms each, the sandbox's median) = ${cost_lambda:.6f}. In all about ${cost_sfn + cost_lambda:.4f} per rollout; "
-        "CloudWatch `GetMetricData`/`DescribeAlarms` calls are extra when the plan uses them, and so are the alarm watch's DynamoDB requests (a write per step, a scan per alarm event: fractions of a cent a month).",
+        "CloudWatch `GetMetricData`/`DescribeAlarms` calls are extra when the plan uses them, and so are the alarm watch's DynamoDB requests (a batch write per step, two queries per alarm event: fractions of a cent a month).",
+        "",
+        *ALARM_WATCH_PER_EVENT.splitlines(),
         "",
     ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(out))
     print(f"wrote {args.out}", file=sys.stderr)
+
+
+# Arithmetic, not a measurement: what one alarm event reads (docs/architecture.md, Instant rollback).
+ALARM_WATCH_PER_EVENT = """## The alarm watch, per event
+
+Every CloudWatch alarm that goes to ALARM in the account invokes evaluate-alarms once. It reads
+two keys of AlarmWatchTable with a consistent `Query` each: the alarm's name (the watches that
+name it) and `prefixes` (the watches of rollouts that watch by prefix). A watch item is about
+1.5 KB (a task token of up to 1 KB, the plan's alarm names and prefixes); a consistent read
+costs one read unit per 4 KB a query returns, at least one per query. At 100 running rollouts:
+
+| running rollouts' plans | read units per alarm event | before (one Scan of the table) |
+| --- | --- | --- |
+| alarm names only | 2 (1 per query; an alarm they do not name reads no watch) | 38 |
+| alarm prefixes, all 100 | 1 + 38 (the prefix watches, read whole) | 38 |
+| 10 with prefixes, 90 with names | 1 + 4 | 38 |
+
+So 1,000 state changes of alarms no rollout names cost 2,000 read units with name-only plans
+(38,000 before): $0.0005 at $0.25 per million. Prefix watches remain one bounded read (one item
+per running rollout that watches by prefix); a plan that names its alarms costs nothing to the
+others. Registration: one `BatchWriteItem` per 25 lookup keys (the plan's names, plus one for
+its prefixes) per step, replacing the `PutItem`."""
 
 
 if __name__ == "__main__":
