@@ -329,8 +329,12 @@ def wait_for_alarm_watch(sandbox, execution_arn, nth, timeout=60):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         tokens = watch_tokens(sandbox, execution_arn)
-        item = dynamodb.get_item(TableName=ALARM_WATCH_TABLE, Key={"executionArn": {"S": execution_arn}}).get("Item")
-        if len(tokens) >= nth and item and item["taskToken"]["S"] == tokens[nth - 1]:
+        # The watch is stored once per lookup key (each alarm name, the prefixes): every copy
+        # must carry the task's token. (A test's look: the functions never scan the table.)
+        items = dynamodb.scan(TableName=ALARM_WATCH_TABLE, ConsistentRead=True,
+                              FilterExpression="executionArn = :arn",
+                              ExpressionAttributeValues={":arn": {"S": execution_arn}})["Items"]
+        if len(tokens) >= nth and items and all(i["taskToken"]["S"] == tokens[nth - 1] for i in items):
             return
         time.sleep(0.2)
     raise TimeoutError(f"alarm watch {nth} of {execution_arn} not registered in {timeout} s")

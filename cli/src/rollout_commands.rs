@@ -384,7 +384,7 @@ fn undoes_more(execution: &canary_aws::executions::Execution, newer: &[String]) 
         "a newer rollout of the same targets ran or runs since {}: {}. Its baseline would \
          overwrite that rollout's weights (or its promotion); restore that one instead",
         execution.arn,
-        newer.join("; ")
+        canary_core::limits::join_bounded(newer, "; ", 5, canary_core::limits::MAX_REASON_BYTES)
     ))
 }
 
@@ -580,4 +580,41 @@ pub async fn list(
         printer.text(&crate::plan_commands::table(&rows));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use canary_aws::executions::Execution;
+
+    fn execution(status: &str) -> Execution {
+        Execution {
+            arn: "arn:aws:states:us-east-1:123456789012:execution:rollout:old".to_owned(),
+            name: "old".to_owned(),
+            status: status.to_owned(),
+            input: None,
+            started: 1.0,
+            stopped: Some(2.0),
+            error: None,
+            cause: None,
+        }
+    }
+
+    #[test]
+    fn a_restore_never_undoes_a_promotion_or_a_newer_rollout() {
+        assert_eq!(undoes_more(&execution("FAILED"), &[]), None);
+        let promoted = undoes_more(&execution("SUCCEEDED"), &[]).expect("refused");
+        assert!(promoted.contains("promoted the canary"), "{promoted}");
+        assert!(
+            promoted.contains("start a rollout towards the old cluster"),
+            "{promoted}"
+        );
+        let newer = vec!["arn:…:new (RUNNING, shifts listener/x)".to_owned(); 7];
+        let why = undoes_more(&execution("ABORTED"), &newer).expect("refused");
+        assert!(
+            why.contains("a newer rollout of the same targets ran or runs since"),
+            "{why}"
+        );
+        assert!(why.contains("… and 2 more"), "bounded: {why}");
+    }
 }

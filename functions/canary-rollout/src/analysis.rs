@@ -6,8 +6,9 @@
 use std::collections::BTreeSet;
 use std::time::SystemTime;
 
-use canary_core::analysis::{decide, BakeProgress, CheckVerdict, Decision};
+use canary_core::analysis::{decide, BakeProgress, CheckOutcome, CheckVerdict, Decision};
 use canary_core::metrics::{cluster_dimension, Point};
+use canary_core::ErrorName;
 use canary_core::RolloutPlan;
 use serde::Serialize;
 use tracing::{info, warn};
@@ -62,13 +63,36 @@ pub async fn evaluate(
     let cluster = cluster_dimension(&plan.cluster.region, &plan.cluster.name);
     let mut outcomes = Vec::new();
     let mut points = Vec::new();
+    let mut unanswered = None;
     for source in sources(apis, plan) {
         match source.collect(now, &cluster).await {
             Ok(collected) => {
                 outcomes.extend(collected.outcomes);
                 points.extend(collected.points);
             }
-            Err(error) => return unjudged(plan, progress, now, error),
+            Err(AnalysisError::MetricsProvider {
+                path,
+                name,
+                message,
+            }) if name.is_retryable() => {
+                outcomes.push(CheckOutcome::new(
+                    CheckVerdict::Inconclusive,
+                    format!("{path}: no answer: {message}"),
+                ));
+                unanswered.get_or_insert(Unanswered {
+                    path,
+                    name,
+                    message,
+                });
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    // A signal that failed is a failure whatever else went unanswered; without one, a check
+    // a provider left unanswered is unjudged.
+    if let Some(unanswered) = unanswered {
+        if !outcomes.iter().any(|o| o.verdict == CheckVerdict::Fail) {
+            return unjudged(plan, progress, now, unanswered);
         }
     }
     let decision = decide(plan.analysis.as_ref(), &outcomes, progress);
@@ -92,35 +116,32 @@ pub async fn evaluate(
     Ok(decision)
 }
 
-/// A check a metrics provider left without a verdict (unreachable, failing: a retryable
-/// error). Within the plan's `analysis.maxUnjudgedSeconds` since the first such check, the
-/// check is unjudged and the bake waits for the next one; past it, the provider's error ends
-/// the check, and the rollout rolls back. Any other error is the check's error as it was.
+/// A metrics provider's error that leaves its checks without an answer (unreachable,
+/// failing, rate limited: a retryable error).
+struct Unanswered {
+    path: String,
+    name: ErrorName,
+    message: String,
+}
+
+/// A check a metrics provider left without a verdict, and no other signal failed. Within the
+/// plan's `analysis.maxUnjudgedSeconds` since the first such check, the check is unjudged and
+/// the bake waits for the next one; past it, the provider's error ends the check, and the
+/// rollout rolls back.
 fn unjudged(
     plan: &RolloutPlan,
     progress: BakeProgress,
     now: SystemTime,
-    error: AnalysisError,
+    unanswered: Unanswered,
 ) -> Result<Decision, AnalysisError> {
-    let AnalysisError::MetricsProvider {
+    let Unanswered {
         path,
         name,
         message,
-    } = error
-    else {
-        return Err(error);
-    };
-    let bound = plan
-        .analysis
-        .as_ref()
-        .map(|a| a.max_unjudged_seconds(progress.check_interval_seconds));
-    let (Some(bound), true) = (bound, name.is_retryable()) else {
-        return Err(AnalysisError::MetricsProvider {
-            path,
-            name,
-            message,
-        });
-    };
+    } = unanswered;
+    let bound = plan.analysis.as_ref().map_or(0, |a| {
+        a.max_unjudged_seconds(progress.check_interval_seconds)
+    });
     let now = epoch_seconds(now);
     let since = match progress.unjudged_since {
         0 => now,
@@ -152,4 +173,142 @@ fn unjudged(
 fn epoch_seconds(at: SystemTime) -> u64 {
     at.duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use async_trait::async_trait;
+    use canary_aws::{
+        AlarmState, AlarmStateValue, AwsError, CloudWatchApi, DatadogApi, DatadogError,
+        MetricQuery, MetricSeries, PrometheusApi, PrometheusError,
+    };
+    use canary_core::analysis::PrometheusEndpoint;
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    /// Every alarm asked for, in `state`.
+    struct Alarms(AlarmStateValue);
+
+    #[async_trait]
+    impl CloudWatchApi for Alarms {
+        async fn alarms_by_names(&self, names: &[String]) -> Result<Vec<AlarmState>, AwsError> {
+            Ok(names
+                .iter()
+                .map(|name| AlarmState {
+                    name: name.clone(),
+                    composite: false,
+                    state: self.0,
+                    reason: "Threshold Crossed".to_owned(),
+                    since: Some("2026-11-23T20:04:00Z".to_owned()),
+                })
+                .collect())
+        }
+        async fn alarms_by_prefix(&self, _: &str) -> Result<Vec<AlarmState>, AwsError> {
+            Ok(Vec::new())
+        }
+        async fn metric_data(
+            &self,
+            _: &[MetricQuery],
+            _: SystemTime,
+            _: SystemTime,
+        ) -> Result<BTreeMap<String, MetricSeries>, AwsError> {
+            Ok(BTreeMap::new())
+        }
+    }
+
+    /// A Prometheus that never answers.
+    struct Down;
+
+    #[async_trait]
+    impl PrometheusApi for Down {
+        async fn instant_query(
+            &self,
+            endpoint: &PrometheusEndpoint,
+            _: &str,
+            _: SystemTime,
+        ) -> Result<Value, PrometheusError> {
+            Err(PrometheusError::Unreachable {
+                url: format!("{endpoint:?}"),
+                message: "timed out".to_owned(),
+            })
+        }
+    }
+
+    struct NoDatadog;
+
+    #[async_trait]
+    impl DatadogApi for NoDatadog {
+        async fn scalar_query(&self, _: &str, _: &Value) -> Result<Value, DatadogError> {
+            unreachable!("the plan has no Datadog checks")
+        }
+    }
+
+    fn plan() -> RolloutPlan {
+        RolloutPlan::parse(json!({
+            "cluster": {"name": "green", "region": "us-east-1"},
+            "trafficTargets": [{"route53": {
+                "hostedZoneId": "Z1", "recordName": "app.example.com", "recordType": "A",
+                "stableSetIdentifier": "blue", "canarySetIdentifier": "green"}}],
+            "steps": [{"weight": 10}, {"weight": 100}],
+            "bake": {"seconds": 60, "checkIntervalSeconds": 10},
+            "analysis": {
+                "alarms": {"names": ["web-green-5xx"]},
+                "prometheus": {"url": "http://prometheus.example:9090", "checks": [
+                    {"name": "errors", "query": "sum(errors)", "max": 1}]},
+            },
+        }))
+        .expect("a valid plan")
+        .plan
+    }
+
+    fn progress() -> BakeProgress {
+        BakeProgress {
+            check: 2,
+            checks: 6,
+            passes: 1,
+            check_interval_seconds: 10,
+            ..BakeProgress::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failing_alarm_rolls_back_even_while_a_provider_is_unanswered() {
+        let apis = SignalApis {
+            cloudwatch: &Alarms(AlarmStateValue::Alarm),
+            prometheus: &Down,
+            datadog: &NoDatadog,
+        };
+        let decision = evaluate(&apis, &plan(), progress(), SystemTime::now())
+            .await
+            .expect("a verdict");
+        assert_eq!(decision.verdict, CheckVerdict::Fail);
+        assert!(decision.rollback, "{decision:?}");
+        assert_eq!(decision.unjudged_since, 0);
+        assert!(
+            decision
+                .reasons
+                .iter()
+                .any(|r| r.contains("analysis.prometheus") && r.contains("no answer")),
+            "{decision:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn without_a_failure_an_unanswered_provider_leaves_the_check_unjudged() {
+        let apis = SignalApis {
+            cloudwatch: &Alarms(AlarmStateValue::Ok),
+            prometheus: &Down,
+            datadog: &NoDatadog,
+        };
+        let decision = evaluate(&apis, &plan(), progress(), SystemTime::now())
+            .await
+            .expect("unjudged");
+        assert_eq!(decision.verdict, CheckVerdict::Inconclusive);
+        assert!(!decision.rollback);
+        assert_eq!((decision.check, decision.passes), (1, 1), "not counted");
+        assert!(decision.unjudged_since > 0);
+    }
 }
