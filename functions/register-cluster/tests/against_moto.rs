@@ -425,6 +425,59 @@ async fn fields_another_manager_owns_are_a_conflict() {
     );
 }
 
+/// The GitOps weight annotation as the Kubernetes API treats it: a step's apply (no force)
+/// over an annotation another field manager set is a 409 Conflict naming it; a rollback's
+/// (forced) takes it over, and the other manager no longer owns anything on the Secret.
+#[tokio::test]
+async fn a_weight_annotation_another_manager_set_is_a_conflict_unless_forced() {
+    use canary_kube::{ClusterSecrets, Force};
+    const WEIGHT: &str = "cluster-canary.io/weight";
+    let env = Env::start(&[]).await;
+    env.call("register", &plan(json!({})))
+        .await
+        .expect("register");
+    let secrets = env.secrets_api().await;
+    let theirs = json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": env.green_secret.as_str(), "annotations": {WEIGHT: "70"}}});
+    secrets
+        .patch(
+            env.green_secret.as_str(),
+            &PatchParams::apply("kubectl"),
+            &Patch::Apply(&theirs),
+        )
+        .await
+        .expect("their apply");
+    let argocd = canary_kube::argocd::KubeArgoCd::new(env.kube.admin_client().await, "argocd");
+    let err = argocd
+        .annotate_secret(&env.green_secret, WEIGHT, "10", Force::No)
+        .await
+        .expect_err("a step never takes another manager's annotation");
+    assert_eq!(err.error_name().as_str(), "KubeConflict", "{err}");
+    assert!(
+        err.to_string()
+            .contains(&format!("conflict with \"kubectl\": .annotations.{WEIGHT}")),
+        "{err}"
+    );
+    argocd
+        .annotate_secret(&env.green_secret, WEIGHT, "0", Force::Yes)
+        .await
+        .expect("a rollback takes it over");
+    let now = secrets.get(env.green_secret.as_str()).await.expect("get");
+    assert_eq!(now.metadata.annotations.unwrap_or_default()[WEIGHT], "0");
+    let managers: Vec<String> = now
+        .metadata
+        .managed_fields
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|m| m.manager)
+        .collect();
+    assert!(
+        managers.contains(&"cluster-canary-weights".to_owned()),
+        "{managers:?}"
+    );
+    assert!(!managers.contains(&"kubectl".to_owned()), "{managers:?}");
+}
+
 #[tokio::test]
 async fn apps_are_ready_once_enough_of_them_are_synced_and_healthy() {
     let env = Env::start(&["--argocd-sim", "healthy", "--apps-per-cluster", "2"]).await;
