@@ -10,6 +10,7 @@ use aws_sdk_eks as eks;
 use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 
+use crate::assumed_role::AssumedRole;
 use crate::error::{AwsError, AwsErrorKind, HasStatus};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,11 +130,7 @@ impl SdkEks {
 #[async_trait]
 impl ClusterAccounts for SdkEks {
     async fn eks_as(&self, role_arn: &str, session_name: &str) -> Box<dyn ClusterEksApi> {
-        let provider = aws_config::sts::AssumeRoleProvider::builder(role_arn)
-            .session_name(session_name)
-            .configure(&self.config)
-            .build()
-            .await;
+        let provider = AssumedRole::new(&self.config, role_arn, session_name);
         let config = self
             .config
             .to_builder()

@@ -3,6 +3,7 @@
 //! and their implementations on the real `aws-sdk-*` clients.
 
 pub mod alb;
+pub mod assumed_role;
 pub mod cloudwatch;
 pub mod config;
 pub mod datadog;

@@ -7,7 +7,7 @@
 //!
 //! The token never leaves this module except inside the kube client; it is not logged.
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use async_trait::async_trait;
 use aws_config::SdkConfig;
@@ -15,24 +15,18 @@ use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvid
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 use canary_aws::{AwsError, AwsErrorKind, EksApi, SdkEks, SdkSecrets, SecretsApi};
-use http_body_util::combinators::MapErr;
-use http_body_util::BodyExt;
-use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
-use hyper_timeout::TimeoutConnector;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client as HttpClient;
-use hyper_util::rt::TokioExecutor;
 use kube::client::retry::RetryPolicy;
-use kube::client::{Body, ConfigExt};
+use kube::client::ConfigExt;
 use rustls::pki_types::CertificateDer;
 use serde::Deserialize;
 use tower::retry::RetryLayer;
-use tower::{BoxError, ServiceBuilder};
+use tower::ServiceBuilder;
 use tower_http::auth::AddAuthorizationLayer;
 
 use crate::argocd::{ClusterSecrets, KubeArgoCd};
 use crate::error::{KubeError, KubeErrorKind};
 use crate::token::eks_token;
+use crate::transport::SdkTransport;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ManagementAccess {
@@ -248,7 +242,7 @@ pub async fn connect(
 /// only ever hold a server, a CA and a bearer token, and kube's kubeconfig path links a YAML
 /// parser and the exec/OIDC auth providers (JSONPath, regex) into every package that reaches
 /// Kubernetes (docs/size-and-startup.md). The stack is kube's default one without those and
-/// without its debug-level HTTP spans.
+/// without its debug-level HTTP spans, over the AWS SDK's HTTPS connector (`transport`).
 pub async fn client(server: &str, ca_data: &str, token: String) -> Result<kube::Client, KubeError> {
     let cluster_url: http::Uri = server
         .parse()
@@ -259,17 +253,20 @@ pub async fn client(server: &str, ca_data: &str, token: String) -> Result<kube::
         http::header::USER_AGENT,
         http::HeaderValue::from_static(concat!("cluster-canary/", env!("CARGO_PKG_VERSION"))),
     ));
-    let mut connector =
-        TimeoutConnector::new(https_connector(server, ca_certificates(server, ca_data)?)?);
-    connector.set_connect_timeout(Some(Duration::from_secs(10)));
-    connector.set_read_timeout(Some(Duration::from_secs(20)));
+    let ca = trusted(server, ca_certificates(server, ca_data)?)?;
     // tower-http panics on a token that is no header value (a secret's stray newline, say).
     if http::HeaderValue::try_from(format!("Bearer {token}")).is_err() {
         return Err(rejected(format!(
             "bad connection settings for {server}: the token has characters an HTTP header cannot carry"
         )));
     }
-    let http = HttpClient::builder(TokioExecutor::new()).build::<_, RequestBody>(connector);
+    let transport = SdkTransport::trusting(&ca).map_err(|e| {
+        KubeError::new(
+            KubeErrorKind::Tls,
+            CONNECT,
+            format!("cannot build a client for {server}: {e}"),
+        )
+    })?;
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
         // kube's own: 429, 503 and 504 retried after the server's Retry-After.
@@ -280,70 +277,42 @@ pub async fn client(server: &str, ca_data: &str, token: String) -> Result<kube::
                 .extra_headers_layer()
                 .map_err(|e| KubeError::from_kube(CONNECT, e))?,
         )
-        .map_err(BoxError::from)
-        .map_request(|request: http::Request<Body>| request.map(request_body))
-        .service(http);
+        .service(transport);
     Ok(kube::Client::new(service, "default"))
 }
 
-/// What hyper sends: kube's request body with its error type replaced.
-///
-/// hyper boxes a body's error as `dyn Error`, and kube's error type reaches kube's kubeconfig
-/// and exec-auth errors, which link a YAML parser and its error renderer into the package
-/// (docs/size-and-startup.md). The bodies kube sends for us are whole JSON documents, which
-/// cannot fail part-way.
-type RequestBody = MapErr<Body, fn(kube::Error) -> std::io::Error>;
-
-fn request_body(body: Body) -> RequestBody {
-    body.map_err(|_| std::io::Error::other("the request body failed"))
-}
-
-/// HTTPS (rustls, the process's ring provider) trusting only the `ca` certificates.
-///
-/// Built here rather than by kube's `ConfigExt::rustls_https_connector`: that one first asks the
-/// kubeconfig's auth settings for an exec-plugin client certificate, which links kube's exec and
-/// OIDC auth providers (a YAML parser, JSONPath, regex: half a megabyte) into the package.
-fn https_connector(
-    server: &str,
-    ca: Vec<Vec<u8>>,
-) -> Result<HttpsConnector<HttpConnector>, KubeError> {
+/// The CA's certificates, each checked as rustls checks a root (the SDK's connector panics on
+/// one it cannot add), as PEM for the connector's trust store.
+fn trusted(server: &str, ca: Vec<pem::Pem>) -> Result<Vec<String>, KubeError> {
     let mut roots = rustls::RootCertStore::empty();
-    for der in ca {
-        roots.add(CertificateDer::from(der)).map_err(|e| {
-            // The CA data decoded, but is not a certificate rustls can trust.
-            KubeError::new(
-                KubeErrorKind::Tls,
-                CONNECT,
-                format!(
-                    "cannot build a client for {server}: failed to add a root certificate: {e}"
-                ),
-            )
-        })?;
+    for certificate in &ca {
+        roots
+            .add(CertificateDer::from(certificate.contents()))
+            .map_err(|e| {
+                // The CA data decoded, but is not a certificate rustls can trust.
+                KubeError::new(
+                    KubeErrorKind::Tls,
+                    CONNECT,
+                    format!(
+                        "cannot build a client for {server}: failed to add a root certificate: {e}"
+                    ),
+                )
+            })?;
     }
-    let tls = rustls::ClientConfig::builder()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let mut http = HttpConnector::new();
-    http.enforce_http(false);
-    Ok(HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
-        .https_or_http()
-        .enable_http1()
-        .wrap_connector(http))
+    Ok(ca.iter().map(pem::encode).collect())
 }
 
-/// The DER certificates of the base64 PEM bundle `ca_data`, as a kubeconfig's
+/// The certificates of the base64 PEM bundle `ca_data`, as a kubeconfig's
 /// `certificate-authority-data` holds them.
-fn ca_certificates(server: &str, ca_data: &str) -> Result<Vec<Vec<u8>>, KubeError> {
+fn ca_certificates(server: &str, ca_data: &str) -> Result<Vec<pem::Pem>, KubeError> {
     let bad = |what: String| rejected(format!("bad connection settings for {server}: {what}"));
     let pem = BASE64
         .decode(ca_data.trim())
         .map_err(|e| bad(format!("the CA data is not base64: {e}")))?;
-    let certificates: Vec<Vec<u8>> = pem::parse_many(&pem)
+    let certificates: Vec<pem::Pem> = pem::parse_many(&pem)
         .map_err(|e| bad(format!("the CA data is not PEM: {e}")))?
         .into_iter()
         .filter(|block| block.tag() == "CERTIFICATE")
-        .map(pem::Pem::into_contents)
         .collect();
     if certificates.is_empty() {
         return Err(bad("the CA data holds no PEM certificate".to_owned()));

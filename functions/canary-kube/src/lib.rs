@@ -6,6 +6,7 @@ pub mod argocd;
 pub mod error;
 pub mod registration;
 pub mod token;
+mod transport;
 
 pub use access::{
     connect, AccessDeps, ArgoCdConnect, Management, ManagementAccess, OwnedManagement, SdkAccess,

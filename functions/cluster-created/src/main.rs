@@ -12,7 +12,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let env = |name: &str| std::env::var(name).ok();
     let config = IntakeConfig::from_env(env)?;
     let access = ManagementAccess::from_env(env)?;
-    let sdk = load_sdk_config().await;
+    let sdk = load_sdk_config();
     let (executions, aws) = (SdkExecutions::new(&sdk), SdkAccess::new(&sdk)?);
     let deps = Deps {
         executions: &executions,

@@ -12,7 +12,7 @@ use evaluate_alarms::{handle, Apis, TrafficApis};
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     logging::init();
-    let config = load_sdk_config().await;
+    let config = load_sdk_config();
     let (cloudwatch, functions) = (SdkCloudWatch::new(&config), SdkFunctions::new(&config));
     let watches = std::env::var("ALARM_WATCH_TABLE")
         .ok()

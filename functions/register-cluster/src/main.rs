@@ -10,7 +10,7 @@ use register_cluster::{handle, Deps};
 async fn main() -> Result<(), lambda_runtime::Error> {
     logging::init();
     let access = ManagementAccess::from_env(|name| std::env::var(name).ok())?;
-    let config = load_sdk_config().await;
+    let config = load_sdk_config();
     let aws = SdkAccess::new(&config)?;
     let cluster_accounts = SdkEks::new(&config);
     let deps = Deps {

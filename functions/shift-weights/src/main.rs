@@ -15,7 +15,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         Ok(_) => Some(ManagementAccess::from_env(|name| std::env::var(name).ok())?),
         Err(_) => None,
     };
-    let config = load_sdk_config().await;
+    let config = load_sdk_config();
     let (alb, route53, executions) = (
         SdkAlb::new(&config),
         SdkRoute53::new(&config, InSyncWait::default()),
