@@ -36,7 +36,7 @@ pub struct SdkTransport {
 impl SdkTransport {
     /// Trusting only `ca`, the PEM certificates of the cluster's CA. They must be valid PEM
     /// certificates rustls accepts (the SDK's connector panics on one that is not): the caller
-    /// has checked them (`access::ca_certificates`, `access::root_store`).
+    /// has checked them (`access::trusted`).
     pub fn trusting(ca: &[String]) -> Result<Self, String> {
         let trust = ca.iter().fold(
             TrustStore::empty().with_native_roots(false),
