@@ -140,7 +140,8 @@ def test_a_rule_the_load_balancer_controller_tagged_is_refused_before_anything_m
 def test_a_check_finds_weights_a_controller_put_back_and_stops_the_rollout_there():
     """The issue's loop: a controller puts the weights back while a step bakes. Before, every
     check of the bake passed on a canary without traffic; now the first check after the
-    revert stops the rollout."""
+    revert stops the rollout (or the step's own read-back, when the revert lands between the
+    step's write and its read-back)."""
     with Sandbox(log=captured) as sandbox:
         scenarios.create_green(sandbox)
         plan = scenarios.manual_plan(sandbox)
@@ -170,10 +171,17 @@ def test_a_check_finds_weights_a_controller_put_back_and_stops_the_rollout_there
         assert (report.status, report.error) == ("FAILED", "WeightsChangedExternally")
         assert reverted > 2, "ExternalDNS put the weights back after the step was set"
         assert blue.errors == green.errors == [], (blue.errors, green.errors)
-        assert report.states.count("Evaluate") == 1, "stopped at the first check after the revert"
-        assert "MovedUnderCheckOutcome" in report.states and report.states[-1] == "StoppedByForeignChange"
-        assert "A check at step 1 of 3 found the weights changed outside this rollout" in report.cause, report.cause
-        assert "found stable 100 / canary 0, this rollout last set stable 90 / canary 10" in report.cause
+        assert report.states[-1] == "StoppedByForeignChange"
+        if "Evaluate" in report.states:
+            assert report.states.count("Evaluate") == 1, "stopped at the first check after the revert"
+            assert "MovedUnderCheckOutcome" in report.states
+            assert "A check at step 1 of 3 found the weights changed outside this rollout" in report.cause, report.cause
+            assert "found stable 100 / canary 0, this rollout last set stable 90 / canary 10" in report.cause
+        else:
+            # ExternalDNS's loop (every second) put the record back between the step's write and
+            # its read-back: the step itself stops, before any check could pass on the revert.
+            assert report.states[report.states.index("SetWeights") + 1:].count("SetWeights") == 0
+            assert "wrote stable 90 / canary 10 but read back stable 100 / canary 0" in report.cause, report.cause
         assert report.weights[sandbox.world.record] == (100, 0)
         assert "Rolled Back" not in event_types(report)
 
