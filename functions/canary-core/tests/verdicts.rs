@@ -37,6 +37,24 @@ fn progress(consecutive_failures: u32, passes: u32, last_check: bool) -> BakePro
 }
 
 #[test]
+fn an_unjudged_check_is_not_counted_and_its_reason_is_bounded() {
+    let long = format!("unjudged: analysis.prometheus: {}", "x".repeat(10_000));
+    let decision = Decision::unjudged(progress(1, 2, false), 1_700_000_000, long);
+    assert_eq!(decision.verdict, Inconclusive);
+    assert!(!decision.rollback);
+    assert_eq!(
+        (decision.check, decision.passes),
+        (2, 2),
+        "the bake takes one more check"
+    );
+    assert_eq!(decision.unjudged_since, 1_700_000_000);
+    assert_eq!(decision.reasons.len(), 1);
+    assert!(decision.reasons[0].len() <= canary_core::limits::MAX_LINE_BYTES);
+    assert!(decision.summary.len() <= canary_core::limits::MAX_SUMMARY_BYTES);
+    assert!(decision.reasons[0].starts_with("unjudged: analysis.prometheus: x"));
+}
+
+#[test]
 fn signals_combine_worst_first() {
     let a = AnalysisSection::default();
     let cases: &[(&[CheckVerdict], CheckVerdict)] = &[

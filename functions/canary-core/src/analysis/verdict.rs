@@ -106,7 +106,8 @@ impl Decision {
             passes: progress.passes,
             counts: VerdictCounts::default(),
             summary: limits::truncate(&reason, limits::MAX_SUMMARY_BYTES),
-            reasons: vec![reason],
+            // A provider's error text is in it: bounded like every signal's reason.
+            reasons: vec![limits::truncate(&reason, limits::MAX_LINE_BYTES)],
             unjudged_since: since,
         }
     }
