@@ -3,15 +3,12 @@
 use std::path::Path;
 
 use aws_config::SdkConfig;
-use canary_aws::{
-    AwsErrorKind, ClusterAccounts, ClusterReadiness, EksApi, HttpDatadog, HttpPrometheus,
-    SdkCloudWatch, SdkEks,
-};
+use canary_aws::{AwsErrorKind, ClusterAccounts, ClusterReadiness, EksApi, SdkEks};
 use canary_core::ownership::{self, external_dns_txt_names};
 use canary_core::plan::{ResolvedStep, ValidPlan};
 use canary_core::{NamedError, RolloutPlan, TrafficTarget, WeightPair};
+use canary_rollout::clients::{process_env, CheckClients};
 use canary_rollout::prepare::{alarm_overlaps, check_targets, refuse_concurrent, running_plans};
-use canary_rollout::signals::SignalApis;
 use canary_rollout::{analysis, target_health};
 use serde_json::{json, Value};
 
@@ -175,16 +172,9 @@ pub async fn check(
     );
     let mut ok = true;
 
-    let cloudwatch = SdkCloudWatch::new(config);
-    let prometheus = HttpPrometheus::new(config);
-    // As the function reads them: the Datadog keys' secret, and a replacement API URL.
-    let datadog = HttpDatadog::from_env(config);
-    let signals = SignalApis {
-        cloudwatch: &cloudwatch,
-        prometheus: &prometheus,
-        datadog: &datadog,
-    };
-    match analysis::validate(&signals, plan).await {
+    // As evaluate-alarms reads them: the Datadog keys' secret, and a replacement API URL.
+    let checks = CheckClients::from_config(config, &process_env);
+    match analysis::validate(&checks.signals(), plan).await {
         Ok(found) => {
             let text = format!(
                 "✓ analysis: {} alarm{} watched{}; {} metric quer{} per check{}",

@@ -1,41 +1,27 @@
 //! Reading a plan's traffic weights from AWS, with the traffic routers the rollout uses.
 
 use aws_config::SdkConfig;
-use canary_aws::route53::InSyncWait;
-use canary_aws::{SdkAlb, SdkExecutions, SdkRoute53};
+use canary_aws::SdkRoute53;
 use canary_core::{RolloutPlan, TargetWeights};
-use canary_kube::{ArgoCdConnect, ManagementAccess, OwnedManagement};
+use canary_rollout::clients::{process_env, TrafficClients};
 use canary_rollout::traffic::{observe, routers, Observed};
 use canary_rollout::Apis;
 
 use crate::error::CliError;
 
+/// The rollout's traffic clients, as shift-weights builds them. With `MANAGEMENT_ACCESS` (and
+/// `MANAGEMENT_CLUSTER_NAME` or `MANAGEMENT_SECRET_ID`) set as the stack gives them to the
+/// functions, `plan check` looks at GitOps targets' Secrets and `restore` writes their
+/// annotations.
 pub struct Traffic {
-    alb: SdkAlb,
-    route53: SdkRoute53,
-    executions: SdkExecutions,
-    /// The management cluster, for GitOps targets' Secrets: with `MANAGEMENT_ACCESS` (and
-    /// `MANAGEMENT_CLUSTER_NAME` or `MANAGEMENT_SECRET_ID`) set as the stack gives them to the
-    /// functions, `plan check` looks at the Secrets and `restore` writes their annotations.
-    management: Option<OwnedManagement>,
+    clients: TrafficClients,
 }
 
 impl Traffic {
     pub fn new(config: &SdkConfig) -> Result<Self, CliError> {
-        let management = match std::env::var("MANAGEMENT_ACCESS") {
-            Ok(_) => {
-                let access = ManagementAccess::from_env(|name| std::env::var(name).ok())
-                    .map_err(CliError::Invalid)?;
-                Some(OwnedManagement::new(access, config).map_err(CliError::Invalid)?)
-            }
-            Err(_) => None,
-        };
-        Ok(Traffic {
-            alb: SdkAlb::new(config),
-            route53: SdkRoute53::new(config, InSyncWait::default()),
-            executions: SdkExecutions::new(config),
-            management,
-        })
+        let clients =
+            TrafficClients::from_config(config, &process_env).map_err(CliError::Invalid)?;
+        Ok(Traffic { clients })
     }
 
     /// Step Functions calls go to `region` (a state machine's); the others where each
@@ -54,16 +40,11 @@ impl Traffic {
 
     /// Route 53 as the CLI reads it beyond the routers (a zone's TXT records).
     pub fn route53(&self) -> &SdkRoute53 {
-        &self.route53
+        self.clients.route53()
     }
 
     pub fn apis(&self) -> Apis<'_> {
-        Apis {
-            alb: &self.alb,
-            route53: &self.route53,
-            executions: &self.executions,
-            argocd: self.management.as_ref().map(|m| m as &dyn ArgoCdConnect),
-        }
+        self.clients.apis()
     }
 
     /// The weights of every target of `plan` as AWS holds them now, in plan order; a target

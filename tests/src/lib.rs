@@ -17,6 +17,7 @@ use aws_sdk_elasticloadbalancingv2 as elbv2;
 use aws_sdk_route53 as route53;
 use serde::Deserialize;
 
+pub mod contract;
 pub mod datadog;
 pub mod prometheus;
 

@@ -64,10 +64,17 @@ pub struct TargetGroupInfo {
     pub stickiness_enabled: bool,
 }
 
+/// What a check reads of an ALB target. A function that only reads (evaluate-alarms) holds
+/// the client as `dyn AlbReads`, whose vtable links none of the writes.
 #[async_trait]
-pub trait AlbApi: Send + Sync {
+pub trait AlbReads: Send + Sync {
     /// The forward action of the rule, or of the listener's default actions.
     async fn read_forward(&self, target: &AlbTarget) -> Result<ForwardRead, AwsError>;
+}
+
+/// Everything a rollout does with an ALB target.
+#[async_trait]
+pub trait AlbApi: AlbReads {
     /// Replaces the forward action's target groups with `weights`, keeping everything else
     /// (other actions, group stickiness) as `current` read it, in one `ModifyRule`/
     /// `ModifyListener` call. `current` is the compare-and-set read: no second read.
@@ -247,13 +254,16 @@ fn with_weights(actions: Vec<Action>, weights: &[TargetGroupWeight]) -> Vec<Acti
 }
 
 #[async_trait]
-impl AlbApi for SdkAlb {
+impl AlbReads for SdkAlb {
     async fn read_forward(&self, target: &AlbTarget) -> Result<ForwardRead, AwsError> {
         let client = self.client(target.region());
         let actions = self.read_actions(&client, target).await?;
         forward_of(&actions)
     }
+}
 
+#[async_trait]
+impl AlbApi for SdkAlb {
     async fn write_forward(
         &self,
         target: &AlbTarget,

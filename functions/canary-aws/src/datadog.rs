@@ -112,6 +112,9 @@ pub struct HttpDatadog {
 }
 
 impl HttpDatadog {
+    /// The keys from the secret `secret_id` (the template's `DatadogSecretArn`); `api_url`
+    /// replaces `https://api.<site>` (a test server, a proxy): see
+    /// `canary_rollout::clients::CheckClients`, which reads both from the environment.
     pub fn new(sdk: &SdkConfig, secret_id: Option<String>, api_url: Option<String>) -> Self {
         HttpDatadog {
             secrets: SdkSecrets::new(sdk),
@@ -119,14 +122,6 @@ impl HttpDatadog {
             api_url: api_url.map(|u| u.trim_end_matches('/').to_owned()),
             http: LazyHttps::default(),
         }
-    }
-
-    /// As the function is configured: the keys' secret from `DATADOG_SECRET_ARN` (the template's
-    /// `DatadogSecretArn`), and `DATADOG_API_URL`, which replaces `https://api.<site>` (a test
-    /// server, a proxy). Unset or empty: none.
-    pub fn from_env(sdk: &SdkConfig) -> Self {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-        HttpDatadog::new(sdk, var("DATADOG_SECRET_ARN"), var("DATADOG_API_URL"))
     }
 
     async fn keys(&self) -> Result<Keys, DatadogError> {

@@ -10,18 +10,20 @@ pub mod datadog;
 pub mod eks;
 pub mod error;
 pub mod executions;
+#[cfg(feature = "fakes")]
+pub mod fakes;
 pub mod functions;
 pub mod http;
 pub mod prometheus;
-pub mod read_only;
 pub mod route53;
 pub mod secrets;
 pub mod watches;
 
 pub use alb::{
-    AlbApi, ForwardAction, ForwardRead, GroupStickiness, ListenerActions, SdkAlb, TargetGroupInfo,
-    TargetGroupWeight,
+    AlbApi, AlbReads, ForwardAction, ForwardRead, GroupStickiness, ListenerActions, SdkAlb,
+    TargetGroupInfo, TargetGroupWeight,
 };
+pub use aws_config::SdkConfig;
 pub use cloudwatch::{
     AlarmState, AlarmStateValue, CloudWatchApi, MetricQuery, MetricSeries, SdkCloudWatch,
 };
@@ -37,6 +39,8 @@ pub use executions::{
 };
 pub use functions::{FunctionInvoker, Invocation, SdkFunctions};
 pub use prometheus::{HttpPrometheus, PrometheusApi, PrometheusError};
-pub use route53::{NewWeightedRecord, Route53Api, SdkRoute53, TxtRecord, WeightedRecord};
+pub use route53::{
+    NewWeightedRecord, Route53Api, Route53Reads, SdkRoute53, TxtRecord, WeightedRecord,
+};
 pub use secrets::{SdkSecrets, SecretsApi};
 pub use watches::{AlarmWatchStore, SdkAlarmWatches, TaskFailer};

@@ -28,10 +28,17 @@ pub struct WeightedRecord {
     pub health_check_id: Option<String>,
 }
 
+/// What a check reads of a Route 53 target. A function that only reads (evaluate-alarms)
+/// holds the client as `dyn Route53Reads`, whose vtable links none of the writes.
 #[async_trait]
-pub trait Route53Api: Send + Sync {
+pub trait Route53Reads: Send + Sync {
     /// Every record of the target's name and type. `NotFound` if the hosted zone does not exist.
     async fn records(&self, target: &Route53Target) -> Result<Vec<WeightedRecord>, AwsError>;
+}
+
+/// Everything a rollout and the CLI do with Route 53.
+#[async_trait]
+pub trait Route53Api: Route53Reads {
     /// UPSERTs the stable and the canary record with new weights in one change batch, keeping
     /// everything else in each record. Returns the change id.
     async fn write_weights(
@@ -285,7 +292,7 @@ enum Poll {
 }
 
 #[async_trait]
-impl Route53Api for SdkRoute53 {
+impl Route53Reads for SdkRoute53 {
     async fn records(&self, target: &Route53Target) -> Result<Vec<WeightedRecord>, AwsError> {
         self.record_sets(target)
             .await?
@@ -293,7 +300,10 @@ impl Route53Api for SdkRoute53 {
             .map(to_model)
             .collect()
     }
+}
 
+#[async_trait]
+impl Route53Api for SdkRoute53 {
     async fn write_weights(
         &self,
         target: &Route53Target,

@@ -72,7 +72,7 @@ impl ApprovalSection {
 /// An approver's rejection as the state keeps it: `SendTaskFailure`'s error and cause (either
 /// may be absent) cut to [`MAX_REJECTION_ERROR_BYTES`] and [`MAX_REJECTION_CAUSE_BYTES`]
 /// with "…", so that no answer, whatever sent it, can grow the execution's state or cause.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Rejection {
     pub error: String,

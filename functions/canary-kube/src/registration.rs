@@ -11,6 +11,7 @@ use canary_core::argocd::{
 };
 use canary_core::limits::{join_bounded, MAX_REASON_BYTES};
 use canary_core::{ErrorName, NamedError};
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::json;
 use tracing::{info, warn};
@@ -124,7 +125,7 @@ fn cluster_arn(secret: &ClusterSecret) -> Option<&str> {
         .map(String::as_str)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Outcome {
     Created,
@@ -146,7 +147,7 @@ impl Outcome {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Registration {
     pub namespace: String,
@@ -302,7 +303,7 @@ pub async fn retire_secret(
     })
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppReport {
     pub name: String,
@@ -310,7 +311,7 @@ pub struct AppReport {
     pub health: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppsStatus {
     /// Ready now and for `stableChecks` polls in a row: every ApplicationSet that selects the

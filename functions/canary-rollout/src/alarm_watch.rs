@@ -21,7 +21,7 @@ use crate::metrics::{emit_metrics, utc_time};
 use crate::signals::alarm_outcomes;
 
 /// What a waiting task registered.
-#[derive(Debug, Serialize, PartialEq, Eq)]
+#[derive(Debug, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Registered {
     pub watching: bool,

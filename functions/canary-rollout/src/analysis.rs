@@ -18,7 +18,7 @@ use crate::signals::{sources, SignalApis};
 
 pub use crate::error::AnalysisError;
 
-#[derive(Debug, Serialize, PartialEq)]
+#[derive(Debug, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ValidateOutput {
     /// The alarms the rollout watches (names and prefix matches), at most

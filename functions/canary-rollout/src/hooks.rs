@@ -25,7 +25,7 @@ pub struct HookContext {
     pub weights: Value,
 }
 
-#[derive(Debug, Serialize, PartialEq)]
+#[derive(Debug, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HooksOutput {
     pub point: HookPoint,

@@ -11,6 +11,7 @@
 
 pub mod alarm_watch;
 pub mod analysis;
+pub mod clients;
 pub mod error;
 pub mod hooks;
 pub mod metrics;

@@ -2,6 +2,7 @@
 //! state machines read these fields), and the asking execution's context.
 
 use canary_core::{ResolvedStep, TargetWeights};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Which execution is asking, from the Step Functions context object
@@ -13,7 +14,7 @@ pub struct ExecutionContext {
     pub state_machine_arn: String,
 }
 
-#[derive(Debug, Serialize, PartialEq)]
+#[derive(Debug, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PrepareOutput {
     /// The weights to restore on rollback, one per traffic target, in plan order.
@@ -30,7 +31,7 @@ pub struct PrepareOutput {
     pub alarm_overlaps: Vec<String>,
 }
 
-#[derive(Debug, Serialize, PartialEq)]
+#[derive(Debug, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TargetReport {
     pub target: String,
@@ -49,7 +50,7 @@ pub struct TargetReport {
     pub notes: Vec<String>,
 }
 
-#[derive(Debug, Serialize, PartialEq)]
+#[derive(Debug, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SetOutput {
     pub canary_weight: u8,
@@ -57,7 +58,7 @@ pub struct SetOutput {
     pub weights: Vec<TargetWeights>,
 }
 
-#[derive(Debug, Serialize, PartialEq)]
+#[derive(Debug, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RestoreOutput {
     /// The weights read back after restoring.
@@ -79,7 +80,7 @@ fn is_zero(n: &u32) -> bool {
 }
 
 /// The look after a restore's settle period.
-#[derive(Debug, Serialize, PartialEq)]
+#[derive(Debug, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LookAgainOutput {
     /// A target had moved away from the baseline since the restore, and was put back.
@@ -91,7 +92,7 @@ pub struct LookAgainOutput {
     pub weights: Vec<TargetWeights>,
 }
 
-#[derive(Debug, Serialize, PartialEq)]
+#[derive(Debug, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TargetHealthOutput {
     /// Every canary target is healthy enough for traffic.
@@ -107,21 +108,21 @@ pub struct TargetHealthOutput {
     pub notes: Vec<String>,
 }
 
-#[derive(Debug, Serialize, PartialEq)]
+#[derive(Debug, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DetachOutput {
     /// The ALB targets whose forward action now sends to the canary target group only.
     pub detached: Vec<String>,
 }
 
-#[derive(Debug, Serialize, PartialEq)]
+#[derive(Debug, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VerifyOutput {
     /// The weights read back, all as this rollout last set them.
     pub weights: Vec<TargetWeights>,
 }
 
-#[derive(Debug, Serialize, PartialEq)]
+#[derive(Debug, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SafetyNetOutput {
     pub execution_arn: String,
@@ -136,7 +137,7 @@ pub struct SafetyNetOutput {
     pub look_again: Option<LookAgainOutput>,
 }
 
-#[derive(Debug, Serialize, PartialEq)]
+#[derive(Debug, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UnexpectedWeights {
     pub target: String,

@@ -9,7 +9,7 @@ use tracing::info;
 use crate::error::ShiftError;
 use crate::metrics;
 use crate::outputs::{SetOutput, VerifyOutput};
-use crate::traffic::{self, readers, routers, Apis, Move, Observed, Reading, TargetReader};
+use crate::traffic::{self, readers, routers, Apis, Move, Observed, Reading, Reads, TargetReader};
 
 pub async fn set(
     apis: &Apis<'_>,
@@ -64,11 +64,11 @@ pub async fn set(
 /// change made during the last bake is not promoted over; at every check). Reads only, through
 /// the targets' readers.
 pub async fn verify(
-    apis: &Apis<'_>,
+    reads: Reads<'_>,
     valid: &ValidPlan,
     expected: &[TargetWeights],
 ) -> Result<VerifyOutput, ShiftError> {
-    let routers = readers(apis, &valid.plan);
+    let routers = readers(reads, &valid.plan);
     let pairs = per_target(&routers, expected, "expected")?;
     let mut changed = Vec::new();
     for (router, expected) in routers.iter().zip(pairs) {
@@ -91,8 +91,8 @@ pub async fn verify(
 /// Compare-and-set's compare: reads every target; returns those still at `expected` with
 /// what was read (to be written from), or `WeightsChangedExternally` naming every target found
 /// elsewhere. A target already at `desired` (an earlier attempt wrote it) needs no write.
-/// A target whose weights the rollout's own chain carries (GitOps) found elsewhere is
-/// `WeightsNotSynced` instead: a sync half done, or other weights in the chain; it rolls back.
+/// A target whose router gives an error of its own for a move (`TargetReader::moved`: GitOps,
+/// where the rollout's own chain carries the weights) fails with it instead.
 async fn compare<'r, R: TargetReader + ?Sized>(
     routers: &'r [Box<R>],
     expected: &[WeightPair],
@@ -113,14 +113,8 @@ async fn compare<'r, R: TargetReader + ?Sized>(
                         "{}: found {current}, this rollout last set {expected}",
                         router.label()
                     );
-                    if router.moved_fails_the_rollout() {
-                        return Err(ShiftError::WeightsNotSynced {
-                            path: router.label().to_owned(),
-                            message: format!(
-                                "Route 53 does not read what this rollout set through Argo CD ({why}): the \
-                                 annotations, Git or a sync carry other weights now"
-                            ),
-                        });
+                    if let Some(fails) = router.moved(&why) {
+                        return Err(fails);
                     }
                     changed.push(why)
                 }

@@ -18,26 +18,29 @@
 //!   fails the watching task of every rollout that watches the alarm (`CheckFailed`), so the
 //!   rollback starts at once. See `canary_rollout::alarm_watch`.
 
+use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use canary_aws::{
-    AlarmWatchStore, CloudWatchApi, DatadogApi, FunctionInvoker, PrometheusApi, TaskFailer,
+    AlarmWatchStore, FunctionInvoker, SdkAlarmWatches, SdkConfig, SdkExecutions, SdkFunctions,
+    TaskFailer,
 };
 use canary_core::alarm_watch::{AlarmStateChange, WatchDuring, WatchedStep};
-use canary_core::analysis::BakeProgress;
+use canary_core::analysis::{BakeProgress, Decision};
 use canary_core::approval::Rejection;
 use canary_core::hooks::HookPoint;
 use canary_core::input::parse_input;
 use canary_core::{RolloutPlan, TargetWeights};
+use canary_rollout::clients::{CheckClients, Env};
 use canary_rollout::signals::SignalApis;
+use canary_rollout::traffic::Reads;
 use canary_rollout::{alarm_watch, hooks, set};
-use serde::Deserialize;
+use schemars::{schema_for, JsonSchema, Schema};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tracing::info;
 
 pub use canary_rollout::analysis::{evaluate, validate, AnalysisError, ValidateOutput};
-/// The traffic APIs a check reads the targets' weights through.
-pub use canary_rollout::Apis as TrafficApis;
 
 #[derive(Debug, Deserialize)]
 #[serde(tag = "operation", rename_all = "camelCase", deny_unknown_fields)]
@@ -95,14 +98,44 @@ pub enum Request {
 /// The AWS APIs the function uses.
 pub struct Apis<'a> {
     /// Where every check reads the targets' weights (reads only).
-    pub traffic: TrafficApis<'a>,
-    pub cloudwatch: &'a dyn CloudWatchApi,
-    pub prometheus: &'a dyn PrometheusApi,
-    pub datadog: &'a dyn DatadogApi,
+    pub reads: Reads<'a>,
+    /// The providers the checks query.
+    pub signals: SignalApis<'a>,
     pub functions: &'a dyn FunctionInvoker,
     /// The alarm watches' table (`ALARM_WATCH_TABLE`); `None` when it is not configured.
     pub watches: Option<&'a dyn AlarmWatchStore>,
     pub tasks: &'a dyn TaskFailer,
+}
+
+/// The function's clients, built once from the SDK configuration and the environment (no
+/// network call): a check's ([`CheckClients`]), the hooks' Lambda, the alarm watches' table
+/// (`ALARM_WATCH_TABLE`) and Step Functions for failing a watching task.
+pub struct Clients {
+    checks: CheckClients,
+    functions: SdkFunctions,
+    watches: Option<SdkAlarmWatches>,
+    tasks: SdkExecutions,
+}
+
+impl Clients {
+    pub fn from_config(config: &SdkConfig, env: Env<'_>) -> Self {
+        Clients {
+            checks: CheckClients::from_config(config, env),
+            functions: SdkFunctions::new(config),
+            watches: env("ALARM_WATCH_TABLE").map(|table| SdkAlarmWatches::new(config, table)),
+            tasks: SdkExecutions::new(config),
+        }
+    }
+
+    pub fn apis(&self) -> Apis<'_> {
+        Apis {
+            reads: self.checks.reads(),
+            signals: self.checks.signals(),
+            functions: &self.functions,
+            watches: self.watches.as_ref().map(|w| w as &dyn AlarmWatchStore),
+            tasks: &self.tasks,
+        }
+    }
 }
 
 impl Apis<'_> {
@@ -117,6 +150,26 @@ impl Apis<'_> {
     }
 }
 
+/// What `awaitApproval` answers: the wait is the task's, not the function's.
+#[derive(Serialize, JsonSchema)]
+struct AwaitingApproval {
+    waiting: bool,
+}
+
+/// The JSON schema of each operation's output the state machine calls, by operation name: its
+/// contract with the state machine (`tests/contract.rs` checks every path the definition reads
+/// against them; `schema/outputs/evaluate-alarms.json` holds them).
+pub fn output_schemas() -> BTreeMap<&'static str, Schema> {
+    BTreeMap::from([
+        ("validate", schema_for!(ValidateOutput)),
+        ("evaluate", schema_for!(Decision)),
+        ("awaitApproval", schema_for!(AwaitingApproval)),
+        ("boundRejection", schema_for!(Rejection)),
+        ("watchAlarms", schema_for!(alarm_watch::Registered)),
+        ("hooks", schema_for!(hooks::HooksOutput)),
+    ])
+}
+
 fn epoch_seconds(time: SystemTime) -> i64 {
     time.duration_since(UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
@@ -125,15 +178,11 @@ fn epoch_seconds(time: SystemTime) -> i64 {
 
 /// Runs one invocation. The plan is parsed and validated once, here.
 pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisError> {
-    let signals = SignalApis {
-        cloudwatch: apis.cloudwatch,
-        prometheus: apis.prometheus,
-        datadog: apis.datadog,
-    };
+    let signals = &apis.signals;
     let output = match parse_input::<Request>(input).map_err(AnalysisError::InvalidInput)? {
         Request::Validate { plan } => {
             let plan = RolloutPlan::parse(plan)?.plan;
-            serde_json::to_value(validate(&signals, &plan).await?)
+            serde_json::to_value(validate(signals, &plan).await?)
         }
         Request::Evaluate {
             plan,
@@ -141,13 +190,13 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
             expected,
         } => {
             let valid = RolloutPlan::parse(plan)?;
-            let decision = evaluate(&signals, &valid.plan, progress, SystemTime::now()).await?;
+            let decision = evaluate(signals, &valid.plan, progress, SystemTime::now()).await?;
             // A check that rolls back restores the baseline whatever the targets read (the
             // restore reports a foreign change it overwrites). Any other verdict is about
             // traffic that must be where the rollout set it: a target elsewhere is
             // WeightsChangedExternally, which stops the rollout as at SetWeights. Reads only.
             if let Some(expected) = expected.filter(|_| !decision.rollback) {
-                set::verify(&apis.traffic, &valid, &expected).await?;
+                set::verify(apis.reads, &valid, &expected).await?;
             }
             serde_json::to_value(decision)
         }
@@ -162,7 +211,7 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
                 ));
             }
             info!(%execution_arn, %step, "waiting for a person to approve the step");
-            Ok(serde_json::json!({"waiting": true}))
+            serde_json::to_value(AwaitingApproval { waiting: true })
         }
         Request::WatchAlarms {
             task_token,
@@ -183,7 +232,7 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
             };
             let watch_apis = alarm_watch::WatchApis {
                 store: apis.watches()?,
-                cloudwatch: apis.cloudwatch,
+                cloudwatch: apis.signals.cloudwatch,
                 tasks: apis.tasks,
             };
             serde_json::to_value(alarm_watch::register(&watch_apis, &plan, task).await?)

@@ -4,14 +4,10 @@
 //! moto through the real SDK: `validate` at Prepare and `evaluate` at a check, through `handle`.
 
 use aws_sdk_secretsmanager as secretsmanager;
-use canary_aws::read_only::{NoExecutions, ReadOnlyAlb, ReadOnlyRoute53};
-use canary_aws::route53::InSyncWait;
-use canary_aws::{HttpDatadog, HttpPrometheus, SdkCloudWatch, SdkExecutions, SdkFunctions};
-use canary_aws::{SdkAlb, SdkRoute53};
 use canary_core::NamedError;
 use cluster_canary_tests::datadog::DatadogServer;
 use cluster_canary_tests::Moto;
-use evaluate_alarms::{handle, AnalysisError, Apis, TrafficApis};
+use evaluate_alarms::{handle, AnalysisError, Clients};
 use serde_json::{json, Value};
 
 const API_KEY: &str = "dd-api-key-for-tests-0123456789abcdef";
@@ -20,13 +16,7 @@ const ERRORS: &str = "sum:trace.http.request.errors{kube_cluster_name:{{cluster}
 
 struct Env {
     _moto: Moto,
-    cloudwatch: SdkCloudWatch,
-    prometheus: HttpPrometheus,
-    datadog: HttpDatadog,
-    functions: SdkFunctions,
-    executions: SdkExecutions,
-    alb: ReadOnlyAlb<SdkAlb>,
-    route53: ReadOnlyRoute53<SdkRoute53>,
+    clients: Clients,
 }
 
 impl Env {
@@ -49,38 +39,21 @@ impl Env {
             ),
             None => None,
         };
+        let url = server.url.clone();
+        let env = |name: &str| match name {
+            "DATADOG_SECRET_ARN" => secret_arn.clone(),
+            "DATADOG_API_URL" => Some(url.clone()),
+            _ => None,
+        };
         Env {
-            cloudwatch: SdkCloudWatch::new(&config),
-            prometheus: HttpPrometheus::new(&config),
-            datadog: HttpDatadog::new(&config, secret_arn, Some(server.url.clone())),
-            functions: SdkFunctions::new(&config),
-            executions: SdkExecutions::new(&config),
-            alb: ReadOnlyAlb(SdkAlb::new(&config)),
-            route53: ReadOnlyRoute53(SdkRoute53::new(&config, InSyncWait::default())),
+            clients: Clients::from_config(&config, &env),
             _moto: moto,
-        }
-    }
-
-    fn apis(&self) -> Apis<'_> {
-        Apis {
-            traffic: TrafficApis {
-                alb: &self.alb,
-                route53: &self.route53,
-                executions: &NoExecutions,
-                argocd: None,
-            },
-            cloudwatch: &self.cloudwatch,
-            prometheus: &self.prometheus,
-            datadog: &self.datadog,
-            functions: &self.functions,
-            watches: None,
-            tasks: &self.executions,
         }
     }
 
     async fn validate(&self, datadog: Value) -> Result<Value, AnalysisError> {
         handle(
-            &self.apis(),
+            &self.clients.apis(),
             json!({"operation": "validate", "plan": plan(datadog)}),
         )
         .await
@@ -100,7 +73,7 @@ impl Env {
         let progress = json!({"consecutiveFailures": 0, "passes": 0, "check": 1, "checks": 3,
                               "unjudgedSince": since, "checkIntervalSeconds": 10});
         handle(
-            &self.apis(),
+            &self.clients.apis(),
             json!({"operation": "evaluate", "plan": plan(datadog), "progress": progress}),
         )
         .await

@@ -8,30 +8,18 @@
 use std::time::{Duration, SystemTime};
 
 use aws_sdk_cloudwatch as cloudwatch;
-use canary_aws::read_only::{NoExecutions, ReadOnlyAlb, ReadOnlyRoute53};
-use canary_aws::route53::InSyncWait;
-use canary_aws::{
-    HttpDatadog, HttpPrometheus, SdkAlarmWatches, SdkCloudWatch, SdkExecutions, SdkFunctions,
-};
-use canary_aws::{SdkAlb, SdkRoute53};
 use canary_core::NamedError;
 use cloudwatch::types::{ComparisonOperator, Dimension, MetricDatum, StateValue, Statistic};
 use cluster_canary_tests::{Moto, World};
-use evaluate_alarms::{handle, AnalysisError, Apis, TrafficApis};
+use evaluate_alarms::{handle, AnalysisError, Apis, Clients};
 use serde_json::{json, Value};
 
 struct Env {
     moto: Option<Moto>,
     world: World,
     cw: cloudwatch::Client,
-    function: SdkCloudWatch,
-    prometheus: HttpPrometheus,
-    datadog: HttpDatadog,
-    functions: SdkFunctions,
-    watches: SdkAlarmWatches,
-    executions: SdkExecutions,
-    alb: ReadOnlyAlb<SdkAlb>,
-    route53: ReadOnlyRoute53<SdkRoute53>,
+    /// The function's, as its `main.rs` builds them, with the alarm watches' table.
+    clients: Clients,
     dynamodb: aws_sdk_dynamodb::Client,
 }
 
@@ -46,33 +34,15 @@ impl Env {
             moto: Some(moto),
             world,
             cw: cloudwatch::Client::new(&config),
-            function: SdkCloudWatch::new(&config),
-            prometheus: HttpPrometheus::new(&config),
-            datadog: HttpDatadog::new(&config, None, None),
-            functions: SdkFunctions::new(&config),
-            watches: SdkAlarmWatches::new(&config, WATCH_TABLE),
-            executions: SdkExecutions::new(&config),
-            alb: ReadOnlyAlb(SdkAlb::new(&config)),
-            route53: ReadOnlyRoute53(SdkRoute53::new(&config, InSyncWait::default())),
+            clients: Clients::from_config(&config, &|name| {
+                (name == "ALARM_WATCH_TABLE").then(|| WATCH_TABLE.to_owned())
+            }),
             dynamodb: aws_sdk_dynamodb::Client::new(&config),
         }
     }
 
     fn apis(&self) -> Apis<'_> {
-        Apis {
-            traffic: TrafficApis {
-                alb: &self.alb,
-                route53: &self.route53,
-                executions: &NoExecutions,
-                argocd: None,
-            },
-            cloudwatch: &self.function,
-            prometheus: &self.prometheus,
-            datadog: &self.datadog,
-            functions: &self.functions,
-            watches: Some(&self.watches),
-            tasks: &self.executions,
-        }
+        self.clients.apis()
     }
 
     fn plan(&self, analysis: Value) -> Value {

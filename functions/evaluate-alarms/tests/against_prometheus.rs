@@ -9,23 +9,14 @@ use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use canary_aws::read_only::{NoExecutions, ReadOnlyAlb, ReadOnlyRoute53};
-use canary_aws::route53::InSyncWait;
-use canary_aws::{HttpDatadog, HttpPrometheus, SdkCloudWatch, SdkExecutions, SdkFunctions};
-use canary_aws::{SdkAlb, SdkRoute53};
 use canary_core::NamedError;
 use cluster_canary_tests::prometheus::PrometheusServer;
-use evaluate_alarms::{handle, AnalysisError, Apis, TrafficApis};
+use evaluate_alarms::{handle, AnalysisError, Clients};
 use serde_json::{json, Value};
 
+/// The function's clients, as its `main.rs` builds them (no alarm watch table, no Datadog).
 struct Env {
-    cloudwatch: SdkCloudWatch,
-    prometheus: HttpPrometheus,
-    datadog: HttpDatadog,
-    functions: SdkFunctions,
-    executions: SdkExecutions,
-    alb: ReadOnlyAlb<SdkAlb>,
-    route53: ReadOnlyRoute53<SdkRoute53>,
+    clients: Clients,
 }
 
 impl Env {
@@ -39,36 +30,13 @@ impl Env {
             .load()
             .await;
         Env {
-            cloudwatch: SdkCloudWatch::new(&config),
-            prometheus: HttpPrometheus::new(&config),
-            datadog: HttpDatadog::new(&config, None, None),
-            functions: SdkFunctions::new(&config),
-            executions: SdkExecutions::new(&config),
-            alb: ReadOnlyAlb(SdkAlb::new(&config)),
-            route53: ReadOnlyRoute53(SdkRoute53::new(&config, InSyncWait::default())),
-        }
-    }
-
-    fn apis(&self) -> Apis<'_> {
-        Apis {
-            traffic: TrafficApis {
-                alb: &self.alb,
-                route53: &self.route53,
-                executions: &NoExecutions,
-                argocd: None,
-            },
-            cloudwatch: &self.cloudwatch,
-            prometheus: &self.prometheus,
-            datadog: &self.datadog,
-            functions: &self.functions,
-            watches: None,
-            tasks: &self.executions,
+            clients: Clients::from_config(&config, &|_| None),
         }
     }
 
     async fn validate(&self, prometheus: Value) -> Result<Value, AnalysisError> {
         handle(
-            &self.apis(),
+            &self.clients.apis(),
             json!({"operation": "validate", "plan": plan(prometheus)}),
         )
         .await
@@ -88,7 +56,7 @@ impl Env {
         let progress = json!({"consecutiveFailures": 0, "passes": 0, "check": 1, "checks": 3,
                               "unjudgedSince": since, "checkIntervalSeconds": 10});
         handle(
-            &self.apis(),
+            &self.clients.apis(),
             json!({"operation": "evaluate", "plan": plan(prometheus), "progress": progress}),
         )
         .await

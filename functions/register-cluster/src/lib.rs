@@ -26,6 +26,7 @@ use canary_kube::{
     secret_labels, AccessDeps, AppsQuery, KubeArgoCd, KubeError, ManagementAccess,
     RegistrationError,
 };
+use schemars::{schema_for, JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tracing::info;
@@ -142,7 +143,22 @@ enum Request {
     },
 }
 
-#[derive(Debug, Serialize)]
+/// The JSON schema of each operation's output the state machine calls, by operation name: its
+/// contract with the state machine (`tests/contract.rs` checks every path the definition reads
+/// against them; `schema/outputs/register-cluster.json` holds them).
+pub fn output_schemas() -> BTreeMap<&'static str, Schema> {
+    BTreeMap::from([
+        ("describe", schema_for!(DescribeOutput)),
+        ("register", schema_for!(RegisterOutput)),
+        (
+            "appsStatus",
+            schema_for!(canary_kube::registration::AppsStatus),
+        ),
+        ("retire", schema_for!(RetireOutput)),
+    ])
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 struct DescribeOutput {
     /// `CREATING`, `ACTIVE`, `FAILED`, ... as EKS says it.
@@ -150,7 +166,7 @@ struct DescribeOutput {
     arn: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 struct RegisterOutput {
     #[serde(flatten)]
@@ -164,7 +180,7 @@ struct RegisterOutput {
 /// The tag on the access entries registration creates: deregistration deletes only these.
 pub const ACCESS_ENTRY_TAG: (&str, &str) = ("cluster-canary/managed-by", "cluster-canary");
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum AccessEntryOutcome {
     /// Created now, with its access policy.
@@ -215,7 +231,7 @@ async fn ensure_access_entry(
 
 /// How the state machine polls for the apps: `max_polls` polls `interval_seconds` apart span
 /// the plan's `appsTimeoutSeconds`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppsWait {
     pub interval_seconds: i64,
@@ -424,7 +440,7 @@ async fn describe(eks: &dyn EksApi, plan: &RolloutPlan) -> Result<ClusterInfo, R
 }
 
 /// What retiring the old cluster did in Argo CD, for the Old Cluster Retired event.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 struct RetireOutput {
     /// The plan's `retire.oldCluster` with its ARN (null when EKS no longer knows it).

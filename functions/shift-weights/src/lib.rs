@@ -3,9 +3,12 @@
 //! weights, the target health gate, detaching the old cluster after promotion, and the safety
 //! net for executions that ended without their own rollback).
 
+use std::collections::BTreeMap;
+
 use canary_core::{RolloutPlan, TargetWeights};
 use canary_rollout::outputs::ExecutionContext;
 use canary_rollout::{prepare, restore, retire, safety_net, set, target_health};
+use schemars::{schema_for, Schema};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -118,13 +121,29 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, ShiftError> 
             to_json(target_health::target_health(apis, &RolloutPlan::parse(plan)?.plan).await?)
         }
         Request::Verify { plan, expected } => {
-            to_json(set::verify(apis, &RolloutPlan::parse(plan)?, &expected).await?)
+            to_json(set::verify(apis.reads(), &RolloutPlan::parse(plan)?, &expected).await?)
         }
         Request::SafetyNet {
             execution_arn,
             status,
         } => to_json(safety_net::safety_net(apis, &execution_arn, status.as_deref()).await?),
     }
+}
+
+/// The JSON schema of each operation's output the state machine calls, by operation name: its
+/// contract with the state machine (`tests/contract.rs` checks every path the definition reads
+/// against them; `schema/outputs/shift-weights.json` holds them).
+pub fn output_schemas() -> BTreeMap<&'static str, Schema> {
+    use canary_rollout::outputs::*;
+    BTreeMap::from([
+        ("prepare", schema_for!(PrepareOutput)),
+        ("set", schema_for!(SetOutput)),
+        ("verify", schema_for!(VerifyOutput)),
+        ("restore", schema_for!(RestoreOutput)),
+        ("lookAgain", schema_for!(LookAgainOutput)),
+        ("detach", schema_for!(DetachOutput)),
+        ("targetHealth", schema_for!(TargetHealthOutput)),
+    ])
 }
 
 fn to_json(output: impl Serialize) -> Result<Value, ShiftError> {

@@ -2,21 +2,19 @@
 //! each test starts for itself (see `tests/src/lib.rs`), asserting on moto's state.
 
 use aws_config::SdkConfig;
-use canary_aws::route53::InSyncWait;
-use canary_aws::{SdkAlb, SdkExecutions, SdkRoute53};
 use canary_core::NamedError;
+use canary_rollout::clients::TrafficClients;
 use cluster_canary_tests::{Moto, Observer, World};
 use serde_json::{json, Value};
-use shift_weights::{handle, Apis, ShiftError};
+use shift_weights::{handle, ShiftError};
 
 struct Env {
     _moto: Moto,
     world: World,
     config: SdkConfig,
     observer: Observer,
-    alb: SdkAlb,
-    route53: SdkRoute53,
-    executions: SdkExecutions,
+    /// As the function builds them, from an environment without a management cluster.
+    clients: TrafficClients,
 }
 
 impl Env {
@@ -27,22 +25,14 @@ impl Env {
         Env {
             world,
             observer: Observer::new(&config),
-            alb: SdkAlb::new(&config),
-            route53: SdkRoute53::new(&config, InSyncWait::default()),
-            executions: SdkExecutions::new(&config),
+            clients: TrafficClients::from_config(&config, &|_| None).expect("no MANAGEMENT_*"),
             config,
             _moto: moto,
         }
     }
 
     async fn call(&self, input: Value) -> Result<Value, ShiftError> {
-        let apis = Apis {
-            alb: &self.alb,
-            route53: &self.route53,
-            executions: &self.executions,
-            argocd: None,
-        };
-        handle(&apis, input).await
+        handle(&self.clients.apis(), input).await
     }
 
     fn listener_target(&self) -> Value {

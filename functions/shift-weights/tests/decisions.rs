@@ -1,17 +1,10 @@
 //! The decision logic against in-memory fakes of the AWS traits: failure paths the emulator
 //! cannot produce on demand (a throttle on one call, a Route 53 change that stays PENDING).
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
-use async_trait::async_trait;
-use canary_aws::{
-    AlbApi, AwsError, AwsErrorKind, ExecutionsApi, ForwardAction, ForwardRead, Route53Api,
-    TargetGroupInfo, TargetGroupWeight, TxtRecord, WeightedRecord,
-};
+use canary_aws::fakes::{FakeAlb, FakeRoute53};
+use canary_aws::TargetGroupWeight;
 use canary_core::target_health::TargetState;
 use canary_core::NamedError;
-use canary_core::{AlbTarget, Route53Target};
 use serde_json::{json, Value};
 use shift_weights::{handle, Apis};
 
@@ -23,173 +16,6 @@ const BLUE: &str =
     "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/blue/73e2d6bc24d8a067";
 const GREEN: &str =
     "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/green/4b7c9a1e2f3d5a68";
-
-#[derive(Default)]
-struct FakeAlb {
-    forwards: Mutex<HashMap<String, Vec<TargetGroupWeight>>>,
-    /// Listener ARNs whose next write fails with a throttle.
-    throttle_next_write: Mutex<Vec<String>>,
-    /// `DescribeTargetHealth` answers by target group (none registered when absent).
-    health: HashMap<String, Vec<TargetState>>,
-}
-
-fn throttled(operation: &'static str) -> AwsError {
-    AwsError {
-        kind: AwsErrorKind::Transient,
-        operation,
-        code: Some("Throttling".into()),
-        message: "Rate exceeded".into(),
-    }
-}
-
-#[async_trait]
-impl AlbApi for FakeAlb {
-    async fn read_forward(&self, target: &AlbTarget) -> Result<ForwardRead, AwsError> {
-        let forwards = self.forwards.lock().unwrap();
-        Ok(ForwardRead::Forward(ForwardAction {
-            target_groups: forwards[&target.listener_arn].clone(),
-            group_stickiness: None,
-            actions: Default::default(),
-        }))
-    }
-
-    async fn write_forward(
-        &self,
-        target: &AlbTarget,
-        _current: &ForwardAction,
-        weights: &[TargetGroupWeight],
-    ) -> Result<(), AwsError> {
-        let mut throttled_arns = self.throttle_next_write.lock().unwrap();
-        if let Some(i) = throttled_arns
-            .iter()
-            .position(|a| *a == target.listener_arn)
-        {
-            throttled_arns.remove(i);
-            return Err(throttled("ModifyListener"));
-        }
-        self.forwards
-            .lock()
-            .unwrap()
-            .insert(target.listener_arn.clone(), weights.to_vec());
-        Ok(())
-    }
-
-    async fn target_groups(
-        &self,
-        _region: &str,
-        arns: &[String],
-    ) -> Result<Vec<TargetGroupInfo>, AwsError> {
-        Ok(arns
-            .iter()
-            .map(|arn| TargetGroupInfo {
-                arn: arn.clone(),
-                stickiness_enabled: false,
-            })
-            .collect())
-    }
-
-    async fn target_health(&self, target_group_arn: &str) -> Result<Vec<TargetState>, AwsError> {
-        Ok(self
-            .health
-            .get(target_group_arn)
-            .cloned()
-            .unwrap_or_default())
-    }
-
-    /// Nothing here is a controller's (over the wire: shift-weights `against_moto.rs`).
-    async fn tags(
-        &self,
-        _region: &str,
-        _arn: &str,
-    ) -> Result<std::collections::BTreeMap<String, String>, AwsError> {
-        Ok(Default::default())
-    }
-}
-
-struct FakeRoute53 {
-    weights: Mutex<(u16, u16)>,
-    in_sync: bool,
-    /// The canary record's health check reports; `None`: the record has no health check.
-    canary_health: Option<Vec<String>>,
-}
-
-#[async_trait]
-impl Route53Api for FakeRoute53 {
-    async fn records(&self, _target: &Route53Target) -> Result<Vec<WeightedRecord>, AwsError> {
-        let (stable, canary) = *self.weights.lock().unwrap();
-        let record = |id: &str, weight| WeightedRecord {
-            set_identifier: Some(id.to_owned()),
-            weight: Some(weight),
-            ttl: Some(30),
-            alias_target: None,
-            health_check_id: (id == "green" && self.canary_health.is_some())
-                .then(|| "hc-green".to_owned()),
-        };
-        Ok(vec![record("blue", stable), record("green", canary)])
-    }
-
-    async fn named_records(
-        &self,
-        _zone_id: &str,
-        _name: &str,
-        _record_type: &str,
-    ) -> Result<Vec<WeightedRecord>, AwsError> {
-        unreachable!("the rollout reads its targets' records only")
-    }
-
-    async fn create_weighted(
-        &self,
-        _zone_id: &str,
-        _name: &str,
-        _record_type: &str,
-        _records: &[canary_aws::NewWeightedRecord],
-    ) -> Result<String, AwsError> {
-        unreachable!("the rollout creates no record")
-    }
-
-    async fn write_weights(
-        &self,
-        _target: &Route53Target,
-        stable: u16,
-        canary: u16,
-    ) -> Result<String, AwsError> {
-        *self.weights.lock().unwrap() = (stable, canary);
-        Ok("C123".into())
-    }
-
-    async fn wait_in_sync(&self, _change_id: &str) -> Result<bool, AwsError> {
-        Ok(self.in_sync)
-    }
-
-    async fn health_check_reports(&self, _health_check_id: &str) -> Result<Vec<String>, AwsError> {
-        Ok(self.canary_health.clone().unwrap_or_default())
-    }
-
-    /// No ExternalDNS here (over the wire: shift-weights `against_moto.rs`).
-    async fn txt_records(&self, _zone_id: &str, _name: &str) -> Result<Vec<TxtRecord>, AwsError> {
-        Ok(Vec::new())
-    }
-}
-
-struct NoExecutions;
-
-#[async_trait]
-impl ExecutionsApi for NoExecutions {
-    async fn running_executions(&self, _state_machine_arn: &str) -> Result<Vec<String>, AwsError> {
-        Ok(Vec::new())
-    }
-
-    async fn execution_input(&self, _execution_arn: &str) -> Result<Option<String>, AwsError> {
-        Ok(None)
-    }
-
-    async fn history(
-        &self,
-        _execution_arn: &str,
-    ) -> Result<canary_aws::ExecutionHistory, AwsError> {
-        Ok(canary_aws::ExecutionHistory::default())
-    }
-}
 
 fn alb_target(listener: &str) -> Value {
     json!({"alb": {"listenerArn": listener, "stableTargetGroupArn": BLUE, "canaryTargetGroupArn": GREEN}})
@@ -209,57 +35,29 @@ fn weights(target: &str, stable: u16, canary: u16) -> Value {
 }
 
 fn fake_alb(at: &[(&str, u16, u16)]) -> FakeAlb {
-    let alb = FakeAlb::default();
-    for (listener, stable, canary) in at {
-        alb.forwards.lock().unwrap().insert(
-            (*listener).to_owned(),
-            vec![
-                TargetGroupWeight {
-                    arn: BLUE.into(),
-                    weight: *stable,
-                },
-                TargetGroupWeight {
-                    arn: GREEN.into(),
-                    weight: *canary,
-                },
-            ],
-        );
-    }
-    alb
+    at.iter()
+        .fold(FakeAlb::default(), |alb, (listener, stable, canary)| {
+            alb.forward(listener, (BLUE, *stable), (GREEN, *canary))
+        })
 }
 
 fn in_sync_route53() -> FakeRoute53 {
-    FakeRoute53 {
-        weights: Mutex::new((100, 0)),
-        in_sync: true,
-        canary_health: None,
-    }
+    FakeRoute53::at(100, 0)
 }
 
 fn current(alb: &FakeAlb, listener: &str) -> (u16, u16) {
-    let forwards = alb.forwards.lock().unwrap();
-    let weight = |arn| {
-        forwards[listener]
-            .iter()
-            .find(|w| w.arn == arn)
-            .map_or(0, |w| w.weight)
-    };
-    (weight(BLUE), weight(GREEN))
+    (alb.weight(listener, BLUE), alb.weight(listener, GREEN))
 }
 
 #[tokio::test]
 async fn restore_goes_on_past_a_throttled_target_then_a_retry_finishes() {
     let alb = fake_alb(&[(LISTENER_A, 90, 10), (LISTENER_B, 90, 10)]);
-    alb.throttle_next_write
-        .lock()
-        .unwrap()
-        .push(LISTENER_A.to_owned());
+    alb.throttle_next_write(LISTENER_A);
     let route53 = in_sync_route53();
     let apis = Apis {
         alb: &alb,
         route53: &route53,
-        executions: &NoExecutions,
-        argocd: None,
+        ..Apis::fake()
     };
     let input = json!({
         "operation": "restore",
@@ -297,16 +95,12 @@ async fn restore_goes_on_past_a_throttled_target_then_a_retry_finishes() {
 #[tokio::test]
 async fn a_set_interrupted_half_way_completes_on_retry() {
     let alb = fake_alb(&[(LISTENER_A, 100, 0), (LISTENER_B, 100, 0)]);
-    alb.throttle_next_write
-        .lock()
-        .unwrap()
-        .push(LISTENER_B.to_owned());
+    alb.throttle_next_write(LISTENER_B);
     let route53 = in_sync_route53();
     let apis = Apis {
         alb: &alb,
         route53: &route53,
-        executions: &NoExecutions,
-        argocd: None,
+        ..Apis::fake()
     };
     let input = json!({
         "operation": "set",
@@ -331,16 +125,11 @@ async fn a_set_interrupted_half_way_completes_on_retry() {
 #[tokio::test]
 async fn a_route53_change_that_stays_pending_is_a_retryable_error() {
     let alb = FakeAlb::default();
-    let route53 = FakeRoute53 {
-        weights: Mutex::new((100, 0)),
-        in_sync: false,
-        canary_health: None,
-    };
+    let route53 = FakeRoute53::at(100, 0).never_in_sync();
     let apis = Apis {
         alb: &alb,
         route53: &route53,
-        executions: &NoExecutions,
-        argocd: None,
+        ..Apis::fake()
     };
     let target = json!({"route53": {
         "hostedZoneId": "Z1", "recordName": "www.example.com", "recordType": "CNAME",
@@ -392,13 +181,11 @@ fn target(id: &str, state: &str, reason: Option<&str>) -> TargetState {
 #[tokio::test]
 async fn an_unhealthy_canary_target_holds_the_gate_and_is_named() {
     let look = |targets: Vec<TargetState>| async move {
-        let mut alb = fake_alb(&[(LISTENER_A, 100, 0)]);
-        alb.health.insert(GREEN.to_owned(), targets);
+        let alb = fake_alb(&[(LISTENER_A, 100, 0)]).health(GREEN, targets);
         let apis = Apis {
             alb: &alb,
             route53: &in_sync_route53(),
-            executions: &NoExecutions,
-            argocd: None,
+            ..Apis::fake()
         };
         let request =
             json!({"operation": "targetHealth", "plan": gated(vec![alb_target(LISTENER_A)])});
@@ -429,15 +216,12 @@ async fn an_unhealthy_canary_target_holds_the_gate_and_is_named() {
 #[tokio::test]
 async fn route53_gates_on_the_canary_records_health_check_only_if_it_has_one() {
     let alb = FakeAlb::default();
-    let failing = FakeRoute53 {
-        canary_health: Some(vec!["Failure: HTTP Status Code 503".to_owned(); 8]),
-        ..in_sync_route53()
-    };
+    let failing =
+        in_sync_route53().canary_health(vec!["Failure: HTTP Status Code 503".to_owned(); 8]);
     let apis = Apis {
         alb: &alb,
         route53: &failing,
-        executions: &NoExecutions,
-        argocd: None,
+        ..Apis::fake()
     };
     let request = json!({"operation": "targetHealth", "plan": gated(vec![route53_target()])});
     let out = handle(&apis, request.clone()).await.expect("a look");
@@ -471,8 +255,7 @@ async fn asking_for_target_health_without_a_gate_is_invalid_input() {
     let apis = Apis {
         alb: &alb,
         route53: &in_sync_route53(),
-        executions: &NoExecutions,
-        argocd: None,
+        ..Apis::fake()
     };
     let err = handle(
         &apis,
@@ -505,8 +288,7 @@ async fn detach(alb: &FakeAlb, plan: Value, stable: u16, canary: u16) -> Result<
     let apis = Apis {
         alb,
         route53: &in_sync_route53(),
-        executions: &NoExecutions,
-        argocd: None,
+        ..Apis::fake()
     };
     let input = json!({"operation": "detach", "plan": plan, "expected": [weights(LISTENER_A, stable, canary)]});
     handle(&apis, input)
@@ -525,12 +307,12 @@ async fn detach_leaves_the_canary_alone_and_a_retry_finds_it_done() {
         arn: GREEN.into(),
         weight: 100,
     }];
-    assert_eq!(alb.forwards.lock().unwrap()[LISTENER_A], only_canary);
+    assert_eq!(alb.forwards_to(LISTENER_A), only_canary);
     let again = detach(&alb, retiring(vec![alb_target(LISTENER_A)]), 0, 100)
         .await
         .expect("a retry is no error");
     assert_eq!(again["detached"], json!([LISTENER_A]));
-    assert_eq!(alb.forwards.lock().unwrap()[LISTENER_A], only_canary);
+    assert_eq!(alb.forwards_to(LISTENER_A), only_canary);
 }
 
 #[tokio::test]

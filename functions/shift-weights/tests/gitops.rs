@@ -7,15 +7,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use canary_aws::read_only::NoExecutions;
-use canary_aws::{
-    AlbApi, AwsError, ForwardAction, ForwardRead, Route53Api, TargetGroupInfo, TxtRecord,
-    WeightedRecord,
-};
+use canary_aws::{AwsError, Route53Api, Route53Reads, TxtRecord, WeightedRecord};
 use canary_core::argocd::{
     CLUSTER_ARN_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE, SECRET_TYPE_LABEL,
 };
-use canary_core::target_health::TargetState;
 use canary_core::{NamedError, Route53Target};
 use canary_kube::{ArgoCdConnect, ClusterSecret, ClusterSecrets, Force, KubeError, KubeErrorKind};
 use serde_json::{json, Value};
@@ -69,7 +64,7 @@ impl Records {
 }
 
 #[async_trait]
-impl Route53Api for Records {
+impl Route53Reads for Records {
     async fn records(&self, _target: &Route53Target) -> Result<Vec<WeightedRecord>, AwsError> {
         self.external_dns();
         let (stable, canary) = *self.weights.lock().unwrap();
@@ -86,7 +81,10 @@ impl Route53Api for Records {
         }
         Ok(records)
     }
+}
 
+#[async_trait]
+impl Route53Api for Records {
     async fn named_records(
         &self,
         _zone_id: &str,
@@ -214,32 +212,6 @@ impl ArgoCdConnect for Connect {
     }
 }
 
-struct NoAlb;
-
-#[async_trait]
-impl AlbApi for NoAlb {
-    async fn read_forward(&self, _: &canary_core::AlbTarget) -> Result<ForwardRead, AwsError> {
-        unreachable!()
-    }
-    async fn write_forward(
-        &self,
-        _: &canary_core::AlbTarget,
-        _: &ForwardAction,
-        _: &[canary_aws::TargetGroupWeight],
-    ) -> Result<(), AwsError> {
-        unreachable!()
-    }
-    async fn target_groups(&self, _: &str, _: &[String]) -> Result<Vec<TargetGroupInfo>, AwsError> {
-        unreachable!()
-    }
-    async fn target_health(&self, _: &str) -> Result<Vec<TargetState>, AwsError> {
-        unreachable!()
-    }
-    async fn tags(&self, _: &str, _: &str) -> Result<BTreeMap<String, String>, AwsError> {
-        unreachable!()
-    }
-}
-
 /// An Argo CD cluster Secret: blue's (`cluster-blue`) or one registration made for green.
 fn secret(name: &str, weight: Option<&str>, ours: bool) -> ClusterSecret {
     let cluster = if ours { "green" } else { "blue" };
@@ -312,10 +284,9 @@ impl World {
 
     async fn call(&self, argocd: bool, input: Value) -> Result<Value, shift_weights::ShiftError> {
         let apis = Apis {
-            alb: &NoAlb,
             route53: &self.records,
-            executions: &NoExecutions,
             argocd: argocd.then_some(&self.connect as &dyn ArgoCdConnect),
+            ..Apis::fake()
         };
         handle(&apis, input).await
     }

@@ -2,7 +2,9 @@
 //! canary target group: its weights are the forward action's target group weights.
 
 use async_trait::async_trait;
-use canary_aws::{AlbApi, ForwardAction, ForwardRead, TargetGroupInfo, TargetGroupWeight};
+use canary_aws::{
+    AlbApi, AlbReads, ForwardAction, ForwardRead, TargetGroupInfo, TargetGroupWeight,
+};
 use canary_core::arn::load_balancer_arn;
 use canary_core::ownership::alb_controller;
 use canary_core::target_health::target_group_problem;
@@ -15,9 +17,11 @@ use super::{
 };
 use crate::error::ShiftError;
 
-pub(super) type AlbRouter<'a> = Router<'a, dyn AlbApi + 'a, AlbTarget>;
+/// The router of an ALB target: over `dyn AlbApi` it moves weights; over `dyn AlbReads`
+/// (a check's) it only reads.
+type AlbRouter<'a> = Router<'a, dyn AlbApi + 'a, AlbTarget>;
 
-impl AlbRouter<'_> {
+impl<A: AlbReads + ?Sized> Router<'_, A, AlbTarget> {
     async fn read_forward(&self) -> Result<ForwardRead, ShiftError> {
         self.api
             .read_forward(self.target)
@@ -25,18 +29,17 @@ impl AlbRouter<'_> {
             .map_err(|e| self.aws(e))
     }
 
+    /// The weights, and the forward action as read for a write to start from.
     fn reading(&self, read: ForwardRead) -> Reading {
         let observed = observed(self.target, &read);
-        let alb_forward = match read {
-            ForwardRead::Forward(forward) => Some(forward),
-            ForwardRead::NotForward { .. } => None,
-        };
-        Reading {
-            observed,
-            alb_forward,
+        match read {
+            ForwardRead::Forward(forward) => Reading::with_snapshot(observed, forward),
+            ForwardRead::NotForward { .. } => Reading::of(observed),
         }
     }
+}
 
+impl AlbRouter<'_> {
     /// Writes `weights` as the forward action's target groups, from `current` as read.
     async fn write_groups(
         &self,
@@ -51,7 +54,7 @@ impl AlbRouter<'_> {
 }
 
 #[async_trait]
-impl TargetReader for AlbRouter<'_> {
+impl<A: AlbReads + ?Sized> TargetReader for Router<'_, A, AlbTarget> {
     fn located(&self) -> &Located<'_> {
         &self.located
     }
@@ -92,7 +95,7 @@ impl TrafficRouter for AlbRouter<'_> {
     /// One `ModifyListener`/`ModifyRule` built from the forward action read.
     async fn write(&self, reading: &Reading, pair: WeightPair) -> Result<(), ShiftError> {
         // A listener or rule that no longer forwards cannot take weights.
-        let Some(current) = &reading.alb_forward else {
+        let Some(current) = reading.snapshot::<ForwardAction>() else {
             return Err(ShiftError::WeightsChangedExternally(format!(
                 "{}: {}",
                 self.located.label,

@@ -219,7 +219,7 @@ impl<'a> GitOpsRouter<'a> {
         let timeout = self.timeout();
         let started = Instant::now();
         loop {
-            let observed = self.records.read_records(true).await?.observed;
+            let observed = self.records.read().await?.observed;
             if observed == Observed::Pair(pair) {
                 info!(target_key = %self.key(), waited_ms = started.elapsed().as_millis() as u64, "Route 53 reads the step's weights");
                 return Ok(());
@@ -310,14 +310,13 @@ impl TargetReader for GitOpsRouter<'_> {
         &self.records.located
     }
 
+    /// The records' reads, which know the GitOps mode from the target.
     async fn read(&self) -> Result<Reading, ShiftError> {
-        self.records.read_records(true).await
+        self.records.read().await
     }
 
-    /// Someone changed the annotation, or Git, or Argo CD synced something else: ExternalDNS
-    /// now carries weights this rollout did not set, and will keep doing so.
-    fn moved_fails_the_rollout(&self) -> bool {
-        true
+    fn moved(&self, found: &str) -> Option<ShiftError> {
+        self.records.moved(found)
     }
 }
 
@@ -349,10 +348,7 @@ impl TrafficRouter for GitOpsRouter<'_> {
     /// The records' checks, and that the Secrets are there to write on (the canary's comes
     /// with registration, after Prepare).
     async fn inspect(&self, shortest_bake_seconds: i64) -> Result<Inspection, ShiftError> {
-        let mut inspection = self
-            .records
-            .inspect_records(shortest_bake_seconds, true)
-            .await?;
+        let mut inspection = self.records.inspect_records(shortest_bake_seconds).await?;
         inspection.kind = "route53 via argocd";
         let secrets = match self.argocd {
             Some(argocd) => {

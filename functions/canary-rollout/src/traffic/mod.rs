@@ -12,7 +12,9 @@ pub use gitops::poll_interval;
 pub use route53::{external_dns_claims, external_dns_claims_any_set};
 
 use async_trait::async_trait;
-use canary_aws::{AlbApi, AwsError, ExecutionsApi, ForwardAction, Route53Api};
+use std::any::Any;
+
+use canary_aws::{AlbApi, AlbReads, AwsError, ExecutionsApi, Route53Api, Route53Reads};
 use canary_core::limits::{join_bounded, MAX_REASON_BYTES};
 use canary_core::ownership::{ControllerOwner, OwnerCheck};
 use canary_core::{RolloutPlan, TrafficTarget, WeightPair};
@@ -22,13 +24,47 @@ use tracing::info;
 use crate::error::ShiftError;
 
 /// The AWS APIs the traffic operations use.
+#[derive(Clone, Copy)]
 pub struct Apis<'a> {
     pub alb: &'a dyn AlbApi,
     pub route53: &'a dyn Route53Api,
     pub executions: &'a dyn ExecutionsApi,
     /// Argo CD's namespace of the management cluster, for GitOps targets' writes; `None` where
-    /// the caller only reads them (a check) or has no such access (a person's CLI).
+    /// the caller has no such access (a person's CLI without `MANAGEMENT_ACCESS`).
     pub argocd: Option<&'a dyn ArgoCdConnect>,
+}
+
+#[cfg(feature = "fakes")]
+impl Apis<'static> {
+    /// For decision tests: every API unused (`canary_aws::fakes::Unused`: a call is an error
+    /// naming it), no other execution running, no management cluster. A test overrides what it
+    /// exercises: `Apis { alb: &alb, ..Apis::fake() }`.
+    pub fn fake() -> Self {
+        use canary_aws::fakes::{NoExecutions, Unused};
+        Apis {
+            alb: &Unused,
+            route53: &Unused,
+            executions: &NoExecutions,
+            argocd: None,
+        }
+    }
+}
+
+impl<'a> Apis<'a> {
+    /// The reads a check makes, of the same clients.
+    pub fn reads(&self) -> Reads<'a> {
+        Reads {
+            alb: self.alb,
+            route53: self.route53,
+        }
+    }
+}
+
+/// The reads a check makes of the targets' weights, one API per kind: see [`readers`].
+#[derive(Clone, Copy)]
+pub struct Reads<'a> {
+    pub alb: &'a dyn AlbReads,
+    pub route53: &'a dyn Route53Reads,
 }
 
 /// One plan target with the label its messages use: `trafficTargets[1] (route53:Z1:api.example.com.:A)`.
@@ -54,65 +90,57 @@ pub fn locate(targets: &[TrafficTarget]) -> Vec<Located<'_>> {
         .collect()
 }
 
-/// One router of each kind, before it is boxed as a [`TrafficRouter`] (the rollout's moves)
-/// or as a [`TargetReader`] only (a check's look).
-enum Built<'a> {
-    Alb(alb::AlbRouter<'a>),
-    Route53(route53::Route53Router<'a>),
-    GitOps(gitops::GitOpsRouter<'a>),
-}
-
-/// The plan's targets' routers, in plan order: the one place that chooses by kind.
-fn build<'a>(apis: &'a Apis<'a>, plan: &'a RolloutPlan) -> impl Iterator<Item = Built<'a>> {
+/// A router for each of the plan's targets, in plan order: the one place that chooses a
+/// router by kind. A Route 53 target `"via": "argocd"` writes through Argo CD.
+pub fn routers<'a>(apis: &Apis<'a>, plan: &'a RolloutPlan) -> Vec<Box<dyn TrafficRouter + 'a>> {
     locate(&plan.traffic_targets)
         .into_iter()
-        .map(|located| match located.target {
-            TrafficTarget::Alb(target) => Built::Alb(Router {
-                api: apis.alb,
-                target,
-                located,
-            }),
-            TrafficTarget::Route53(target) => {
-                let records = Router {
-                    api: apis.route53,
+        .map(|located| -> Box<dyn TrafficRouter + 'a> {
+            match located.target {
+                TrafficTarget::Alb(target) => Box::new(Router {
+                    api: apis.alb,
                     target,
                     located,
-                };
-                match target.gitops() {
-                    Some(settings) => Built::GitOps(gitops::GitOpsRouter::new(
-                        records,
-                        settings,
-                        apis.argocd,
-                        plan,
-                    )),
-                    None => Built::Route53(records),
+                }),
+                TrafficTarget::Route53(target) => {
+                    let records = Router {
+                        api: apis.route53,
+                        target,
+                        located,
+                    };
+                    match target.gitops() {
+                        Some(settings) => Box::new(gitops::GitOpsRouter::new(
+                            records,
+                            settings,
+                            apis.argocd,
+                            plan,
+                        )),
+                        None => Box::new(records),
+                    }
                 }
-            }
-        })
-}
-
-/// A router for each of the plan's targets, in plan order.
-pub fn routers<'a>(apis: &'a Apis<'a>, plan: &'a RolloutPlan) -> Vec<Box<dyn TrafficRouter + 'a>> {
-    build(apis, plan)
-        .map(|built| -> Box<dyn TrafficRouter + 'a> {
-            match built {
-                Built::Alb(router) => Box::new(router),
-                Built::Route53(router) => Box::new(router),
-                Built::GitOps(router) => Box::new(router),
             }
         })
         .collect()
 }
 
-/// A reader for each of the plan's targets, in plan order: what a check needs. Boxed as
-/// readers only, so a function that only reads (evaluate-alarms) links none of the moves.
-pub fn readers<'a>(apis: &'a Apis<'a>, plan: &'a RolloutPlan) -> Vec<Box<dyn TargetReader + 'a>> {
-    build(apis, plan)
-        .map(|built| -> Box<dyn TargetReader + 'a> {
-            match built {
-                Built::Alb(router) => Box::new(router),
-                Built::Route53(router) => Box::new(router),
-                Built::GitOps(router) => Box::new(router),
+/// A reader for each of the plan's targets, in plan order: what a check needs, and the one
+/// place that chooses a reader by kind. Each kind's reader is its router over the reads of its
+/// API only, so a function that holds only [`Reads`] (evaluate-alarms) links none of the moves.
+pub fn readers<'a>(reads: Reads<'a>, plan: &'a RolloutPlan) -> Vec<Box<dyn TargetReader + 'a>> {
+    locate(&plan.traffic_targets)
+        .into_iter()
+        .map(|located| -> Box<dyn TargetReader + 'a> {
+            match located.target {
+                TrafficTarget::Alb(target) => Box::new(Router {
+                    api: reads.alb,
+                    target,
+                    located,
+                }),
+                TrafficTarget::Route53(target) => Box::new(Router {
+                    api: reads.route53,
+                    target,
+                    located,
+                }),
             }
         })
         .collect()
@@ -212,19 +240,31 @@ impl Observed {
 }
 
 /// What a read of a target found, and what its router needs to write from it without a second
-/// read (compare-and-set): for an ALB target, the forward action as read, so that a write keeps
-/// everything but the weights.
+/// read (compare-and-set): a snapshot of the router's own, opaque to everyone else (an ALB
+/// router keeps the forward action as read, so that a write keeps everything but the weights).
 pub struct Reading {
     pub observed: Observed,
-    alb_forward: Option<ForwardAction>,
+    snapshot: Option<Box<dyn Any + Send + Sync>>,
 }
 
 impl Reading {
     fn of(observed: Observed) -> Self {
         Reading {
             observed,
-            alb_forward: None,
+            snapshot: None,
         }
+    }
+
+    fn with_snapshot<T: Any + Send + Sync>(observed: Observed, snapshot: T) -> Self {
+        Reading {
+            observed,
+            snapshot: Some(Box::new(snapshot)),
+        }
+    }
+
+    /// The snapshot the reading router kept, if it kept one of type `T`.
+    fn snapshot<T: Any>(&self) -> Option<&T> {
+        self.snapshot.as_ref()?.downcast_ref()
     }
 }
 
@@ -271,11 +311,13 @@ pub trait TargetReader: Send + Sync {
     }
     /// Where the target's weights are now.
     async fn read(&self) -> Result<Reading, ShiftError>;
-    /// What a check that finds the target moved means. For most kinds someone else took the
-    /// target over: the rollout stops, writing nothing. Where the rollout's own chain carries
-    /// the weights (GitOps), the chain no longer holds the step: the rollout rolls back.
-    fn moved_fails_the_rollout(&self) -> bool {
-        false
+    /// What it means that a check (or a retried set) finds the target elsewhere than this
+    /// rollout last set it (`found` says where, naming the target). `None`, for most kinds:
+    /// someone else took the target over; the rollout stops, writing nothing
+    /// (`WeightsChangedExternally`, naming every such target). A kind whose weights the
+    /// rollout's own chain carries gives the error that rolls back instead.
+    fn moved(&self, _found: &str) -> Option<ShiftError> {
+        None
     }
 }
 

@@ -2,7 +2,7 @@
 //! identifiers): their weights are the records' weights.
 
 use async_trait::async_trait;
-use canary_aws::{AwsError, Route53Api, WeightedRecord};
+use canary_aws::{AwsError, Route53Api, Route53Reads, WeightedRecord};
 use canary_core::ownership::{external_dns_owner, external_dns_txt_names};
 use canary_core::target_health::health_check_problem;
 use canary_core::{Route53Target, WeightPair};
@@ -13,9 +13,11 @@ use super::{
 };
 use crate::error::ShiftError;
 
+/// The router of a Route 53 target: over `dyn Route53Api` it moves weights; over
+/// `dyn Route53Reads` (a check's) it only reads.
 pub(super) type Route53Router<'a> = Router<'a, dyn Route53Api + 'a, Route53Target>;
 
-impl Route53Router<'_> {
+impl<R: Route53Reads + ?Sized> Router<'_, R, Route53Target> {
     async fn records(&self) -> Result<Vec<WeightedRecord>, ShiftError> {
         self.api.records(self.target).await.map_err(|e| self.aws(e))
     }
@@ -75,12 +77,16 @@ impl Route53Router<'_> {
         }
     }
 
-    /// The records' weights. `gitops`: the canary's record may not exist yet (see `observed`).
-    pub(super) async fn read_records(&self, gitops: bool) -> Result<Reading, ShiftError> {
+    /// The records' weights. In GitOps mode the canary's record may not exist yet (see
+    /// `observed`).
+    async fn read_records(&self) -> Result<Reading, ShiftError> {
         let records = self.records().await?;
+        let gitops = self.target.gitops().is_some();
         Ok(Reading::of(self.observed(&records, gitops)?))
     }
+}
 
+impl Route53Router<'_> {
     /// One change batch, then a bounded wait for `INSYNC`.
     pub(super) async fn write_records(&self, pair: WeightPair) -> Result<(), ShiftError> {
         let change_id = self
@@ -108,9 +114,9 @@ impl Route53Router<'_> {
     pub(super) async fn inspect_records(
         &self,
         shortest_bake_seconds: i64,
-        gitops: bool,
     ) -> Result<Inspection, ShiftError> {
         let r53 = self.target;
+        let gitops = r53.gitops().is_some();
         let records = self.records().await?;
         let observed = self.observed(&records, gitops)?;
         let mut notes = Vec::new();
@@ -224,13 +230,27 @@ async fn registry_claims(
 }
 
 #[async_trait]
-impl TargetReader for Route53Router<'_> {
+impl<R: Route53Reads + ?Sized> TargetReader for Router<'_, R, Route53Target> {
     fn located(&self) -> &Located<'_> {
         &self.located
     }
 
     async fn read(&self) -> Result<Reading, ShiftError> {
-        self.read_records(false).await
+        self.read_records().await
+    }
+
+    /// In GitOps mode someone changed the annotation, or Git, or Argo CD synced something
+    /// else: ExternalDNS now carries weights this rollout did not set, and will keep doing so.
+    /// The rollout rolls back.
+    fn moved(&self, found: &str) -> Option<ShiftError> {
+        self.target.gitops()?;
+        Some(ShiftError::WeightsNotSynced {
+            path: self.located.label.clone(),
+            message: format!(
+                "Route 53 does not read what this rollout set through Argo CD ({found}): the \
+                 annotations, Git or a sync carry other weights now"
+            ),
+        })
     }
 }
 
@@ -259,7 +279,7 @@ impl TrafficRouter for Route53Router<'_> {
     }
 
     async fn inspect(&self, shortest_bake_seconds: i64) -> Result<Inspection, ShiftError> {
-        self.inspect_records(shortest_bake_seconds, false).await
+        self.inspect_records(shortest_bake_seconds).await
     }
 
     async fn health(&self, _min_healthy_targets: u32) -> Result<Health, ShiftError> {

@@ -1,0 +1,368 @@
+//! In-memory stand-ins for the traffic APIs, for the decision tests of every crate (feature
+//! `fakes`, enabled by dev-dependencies only): one of each, here, instead of a copy per test
+//! file.
+//!
+//! - [`Unused`]: any traffic API a test does not exercise; every call is an error saying so.
+//! - [`NoExecutions`]: Step Functions with no other execution running.
+//! - [`FakeAlb`]: listeners forwarding to target groups at weights, with a throttle to inject.
+//! - [`FakeRoute53`]: one stable/canary pair of weighted records (`blue`/`green`), with a change
+//!   that may stay PENDING and a canary health check.
+//!
+//! What they do not model: regions and accounts (every ARN answers), ELBv2 and Route 53
+//! validation of the values written (the over-the-wire tests against moto do), controllers'
+//! tags and ExternalDNS registry records (none), and pagination.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use async_trait::async_trait;
+use canary_core::target_health::TargetState;
+use canary_core::{AlbTarget, Route53Target};
+
+use crate::alb::{
+    AlbApi, AlbReads, ForwardAction, ForwardRead, TargetGroupInfo, TargetGroupWeight,
+};
+use crate::error::{AwsError, AwsErrorKind};
+use crate::executions::{ExecutionHistory, ExecutionsApi};
+use crate::route53::{NewWeightedRecord, Route53Api, Route53Reads, TxtRecord, WeightedRecord};
+
+/// A test's fake is poisoned only after a panic in another of its assertions: go on with it.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn unused(operation: &'static str) -> AwsError {
+    AwsError::new(
+        AwsErrorKind::Rejected,
+        operation,
+        "this test gives no fake for it (canary_aws::fakes::Unused)",
+    )
+}
+
+/// A throttle, as ELBv2 and Route 53 answer one.
+pub fn throttled(operation: &'static str) -> AwsError {
+    AwsError {
+        kind: AwsErrorKind::Transient,
+        operation,
+        code: Some("Throttling".into()),
+        message: "Rate exceeded".into(),
+    }
+}
+
+/// Stands in for every traffic API a test does not use: each call fails, naming it.
+pub struct Unused;
+
+#[async_trait]
+impl AlbReads for Unused {
+    async fn read_forward(&self, _: &AlbTarget) -> Result<ForwardRead, AwsError> {
+        Err(unused("DescribeListeners"))
+    }
+}
+
+#[async_trait]
+impl AlbApi for Unused {
+    async fn write_forward(
+        &self,
+        _: &AlbTarget,
+        _: &ForwardAction,
+        _: &[TargetGroupWeight],
+    ) -> Result<(), AwsError> {
+        Err(unused("ModifyListener"))
+    }
+    async fn target_groups(&self, _: &str, _: &[String]) -> Result<Vec<TargetGroupInfo>, AwsError> {
+        Err(unused("DescribeTargetGroups"))
+    }
+    async fn target_health(&self, _: &str) -> Result<Vec<TargetState>, AwsError> {
+        Err(unused("DescribeTargetHealth"))
+    }
+    async fn tags(&self, _: &str, _: &str) -> Result<BTreeMap<String, String>, AwsError> {
+        Err(unused("DescribeTags"))
+    }
+}
+
+#[async_trait]
+impl Route53Reads for Unused {
+    async fn records(&self, _: &Route53Target) -> Result<Vec<WeightedRecord>, AwsError> {
+        Err(unused("ListResourceRecordSets"))
+    }
+}
+
+#[async_trait]
+impl Route53Api for Unused {
+    async fn write_weights(&self, _: &Route53Target, _: u16, _: u16) -> Result<String, AwsError> {
+        Err(unused("ChangeResourceRecordSets"))
+    }
+    async fn wait_in_sync(&self, _: &str) -> Result<bool, AwsError> {
+        Err(unused("GetChange"))
+    }
+    async fn health_check_reports(&self, _: &str) -> Result<Vec<String>, AwsError> {
+        Err(unused("GetHealthCheckStatus"))
+    }
+    async fn txt_records(&self, _: &str, _: &str) -> Result<Vec<TxtRecord>, AwsError> {
+        Err(unused("ListResourceRecordSets"))
+    }
+    async fn named_records(
+        &self,
+        _: &str,
+        _: &str,
+        _: &str,
+    ) -> Result<Vec<WeightedRecord>, AwsError> {
+        Err(unused("ListResourceRecordSets"))
+    }
+    async fn create_weighted(
+        &self,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: &[NewWeightedRecord],
+    ) -> Result<String, AwsError> {
+        Err(unused("ChangeResourceRecordSets"))
+    }
+}
+
+#[async_trait]
+impl ExecutionsApi for Unused {
+    async fn running_executions(&self, _: &str) -> Result<Vec<String>, AwsError> {
+        Err(unused("ListExecutions"))
+    }
+    async fn execution_input(&self, _: &str) -> Result<Option<String>, AwsError> {
+        Err(unused("DescribeExecution"))
+    }
+    async fn history(&self, _: &str) -> Result<ExecutionHistory, AwsError> {
+        Err(unused("GetExecutionHistory"))
+    }
+}
+
+/// Step Functions with no other execution: Prepare's concurrency check passes, a history is
+/// empty.
+pub struct NoExecutions;
+
+#[async_trait]
+impl ExecutionsApi for NoExecutions {
+    async fn running_executions(&self, _: &str) -> Result<Vec<String>, AwsError> {
+        Ok(Vec::new())
+    }
+    async fn execution_input(&self, _: &str) -> Result<Option<String>, AwsError> {
+        Ok(None)
+    }
+    async fn history(&self, _: &str) -> Result<ExecutionHistory, AwsError> {
+        Ok(ExecutionHistory::default())
+    }
+}
+
+/// ALB listeners, each forwarding to its target groups at weights (`forward`); every target
+/// group exists and is not sticky; no tags.
+#[derive(Default)]
+pub struct FakeAlb {
+    forwards: Mutex<HashMap<String, Vec<TargetGroupWeight>>>,
+    /// Listener ARNs whose next write fails with a throttle.
+    throttle_next_write: Mutex<Vec<String>>,
+    /// `DescribeTargetHealth` answers by target group (none registered when absent).
+    health: HashMap<String, Vec<TargetState>>,
+}
+
+impl FakeAlb {
+    /// Listener `listener` forwards to `stable` and `canary` at these weights.
+    pub fn forward(self, listener: &str, stable: (&str, u16), canary: (&str, u16)) -> Self {
+        let groups = [stable, canary].map(|(arn, weight)| TargetGroupWeight {
+            arn: arn.to_owned(),
+            weight,
+        });
+        lock(&self.forwards).insert(listener.to_owned(), groups.to_vec());
+        self
+    }
+
+    /// `DescribeTargetHealth` of `target_group` answers `targets`.
+    pub fn health(mut self, target_group: &str, targets: Vec<TargetState>) -> Self {
+        self.health.insert(target_group.to_owned(), targets);
+        self
+    }
+
+    /// The next write on `listener` fails with a throttle (`AwsTransient`).
+    pub fn throttle_next_write(&self, listener: &str) {
+        lock(&self.throttle_next_write).push(listener.to_owned());
+    }
+
+    /// The target groups `listener` forwards to now, with their weights.
+    pub fn forwards_to(&self, listener: &str) -> Vec<TargetGroupWeight> {
+        lock(&self.forwards)
+            .get(listener)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The weight `listener` forwards to `target_group` with (0 when it does not).
+    pub fn weight(&self, listener: &str, target_group: &str) -> u16 {
+        lock(&self.forwards)
+            .get(listener)
+            .and_then(|groups| groups.iter().find(|g| g.arn == target_group))
+            .map_or(0, |g| g.weight)
+    }
+}
+
+#[async_trait]
+impl AlbReads for FakeAlb {
+    async fn read_forward(&self, target: &AlbTarget) -> Result<ForwardRead, AwsError> {
+        let forwards = lock(&self.forwards);
+        let groups = forwards.get(&target.listener_arn).ok_or_else(|| {
+            AwsError::new(
+                AwsErrorKind::NotFound,
+                "DescribeListeners",
+                format!("no listener {}", target.listener_arn),
+            )
+        })?;
+        Ok(ForwardRead::Forward(ForwardAction {
+            target_groups: groups.clone(),
+            group_stickiness: None,
+            actions: Default::default(),
+        }))
+    }
+}
+
+#[async_trait]
+impl AlbApi for FakeAlb {
+    async fn write_forward(
+        &self,
+        target: &AlbTarget,
+        _current: &ForwardAction,
+        weights: &[TargetGroupWeight],
+    ) -> Result<(), AwsError> {
+        let mut throttled_arns = lock(&self.throttle_next_write);
+        if let Some(i) = throttled_arns
+            .iter()
+            .position(|a| *a == target.listener_arn)
+        {
+            throttled_arns.remove(i);
+            return Err(throttled("ModifyListener"));
+        }
+        lock(&self.forwards).insert(target.listener_arn.clone(), weights.to_vec());
+        Ok(())
+    }
+
+    async fn target_groups(
+        &self,
+        _region: &str,
+        arns: &[String],
+    ) -> Result<Vec<TargetGroupInfo>, AwsError> {
+        Ok(arns
+            .iter()
+            .map(|arn| TargetGroupInfo {
+                arn: arn.clone(),
+                stickiness_enabled: false,
+            })
+            .collect())
+    }
+
+    async fn target_health(&self, target_group_arn: &str) -> Result<Vec<TargetState>, AwsError> {
+        Ok(self
+            .health
+            .get(target_group_arn)
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    async fn tags(&self, _region: &str, _arn: &str) -> Result<BTreeMap<String, String>, AwsError> {
+        Ok(BTreeMap::new())
+    }
+}
+
+/// The set identifiers of [`FakeRoute53`]'s two records.
+pub const STABLE_SET: &str = "blue";
+pub const CANARY_SET: &str = "green";
+
+/// One stable/canary pair of weighted records (set identifiers `blue` and `green`, TTL 30),
+/// answered for any target; no ExternalDNS registry records, no other records of the name.
+pub struct FakeRoute53 {
+    weights: Mutex<(u16, u16)>,
+    in_sync: bool,
+    /// The canary record's health check reports; `None`: the record has no health check.
+    canary_health: Option<Vec<String>>,
+}
+
+impl FakeRoute53 {
+    /// The records at `stable`/`canary`; every change reaches INSYNC.
+    pub fn at(stable: u16, canary: u16) -> Self {
+        FakeRoute53 {
+            weights: Mutex::new((stable, canary)),
+            in_sync: true,
+            canary_health: None,
+        }
+    }
+
+    /// Every change stays PENDING past the wait.
+    pub fn never_in_sync(mut self) -> Self {
+        self.in_sync = false;
+        self
+    }
+
+    /// The canary record has health check `hc-green`, which reports `reports`.
+    pub fn canary_health(mut self, reports: Vec<String>) -> Self {
+        self.canary_health = Some(reports);
+        self
+    }
+
+    /// The records' weights now: (stable, canary).
+    pub fn weights(&self) -> (u16, u16) {
+        *lock(&self.weights)
+    }
+}
+
+#[async_trait]
+impl Route53Reads for FakeRoute53 {
+    async fn records(&self, _target: &Route53Target) -> Result<Vec<WeightedRecord>, AwsError> {
+        let (stable, canary) = self.weights();
+        let record = |id: &str, weight| WeightedRecord {
+            set_identifier: Some(id.to_owned()),
+            weight: Some(weight),
+            ttl: Some(30),
+            alias_target: None,
+            health_check_id: (id == CANARY_SET && self.canary_health.is_some())
+                .then(|| "hc-green".to_owned()),
+        };
+        Ok(vec![record(STABLE_SET, stable), record(CANARY_SET, canary)])
+    }
+}
+
+#[async_trait]
+impl Route53Api for FakeRoute53 {
+    async fn write_weights(
+        &self,
+        _target: &Route53Target,
+        stable: u16,
+        canary: u16,
+    ) -> Result<String, AwsError> {
+        *lock(&self.weights) = (stable, canary);
+        Ok("C123".into())
+    }
+
+    async fn wait_in_sync(&self, _change_id: &str) -> Result<bool, AwsError> {
+        Ok(self.in_sync)
+    }
+
+    async fn health_check_reports(&self, _health_check_id: &str) -> Result<Vec<String>, AwsError> {
+        Ok(self.canary_health.clone().unwrap_or_default())
+    }
+
+    async fn txt_records(&self, _zone_id: &str, _name: &str) -> Result<Vec<TxtRecord>, AwsError> {
+        Ok(Vec::new())
+    }
+
+    async fn named_records(
+        &self,
+        _zone_id: &str,
+        _name: &str,
+        _record_type: &str,
+    ) -> Result<Vec<WeightedRecord>, AwsError> {
+        Err(unused("ListResourceRecordSets"))
+    }
+
+    async fn create_weighted(
+        &self,
+        _zone_id: &str,
+        _name: &str,
+        _record_type: &str,
+        _records: &[NewWeightedRecord],
+    ) -> Result<String, AwsError> {
+        Err(unused("ChangeResourceRecordSets"))
+    }
+}
