@@ -10,7 +10,10 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH" AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_EC2_METADATA_DISABLED=true
 unset AWS_ENDPOINT_URL AWS_PROFILE AWS_SESSION_TOKEN
-cargo lambda build --release --x86-64 --bins --lambda-dir target/bench-lambda
+# Each function in its own package, as `sam build` builds it (template.yaml's CodeUri).
+for function in shift-weights evaluate-alarms register-cluster cluster-created; do
+  cargo lambda build --release --x86-64 -p "$function" --lambda-dir target/bench-lambda
+done
 # The sandbox parts run the debug build under `cargo lambda watch`, like the tests.
 cargo build --workspace --bins --quiet
 exec .venv/bin/python -m bench.run --binaries target/bench-lambda "$@"

@@ -11,7 +11,11 @@ export PATH="$PWD/.venv/bin:$PATH" AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=
   AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
 unset AWS_ENDPOINT_URL AWS_PROFILE AWS_SESSION_TOKEN
 cargo test --workspace --all-targets
-# The sandbox's `cargo lambda watch` reuses these debug binaries.
+# The sandbox's `cargo lambda watch` runs these debug binaries (`cargo run --bin NAME` at the
+# root: the whole workspace's features, as here). The tests crate turns on the fakes and tokio's
+# test-util as normal dependencies, so these features are the test build's and this reuses it.
 cargo build --workspace --bins --quiet
-# Each test runs its own sandbox on its own ports: two at a time share the one debug build.
-.venv/bin/python -m pytest tests/e2e -q -n 2 -p no:cacheprovider
+# Each test runs its own sandbox on its own ports, all on the one debug build. A sandbox mostly
+# waits (Step Functions waits, bake intervals, controllers' loops): four at a time keep two
+# cores busy without starving one, and no test asserts a wall-clock duration.
+.venv/bin/python -m pytest tests/e2e -q -n 4 -p no:cacheprovider

@@ -229,3 +229,74 @@ fn overwritten_note(unexpected: &[UnexpectedWeights]) -> String {
         moved_away(unexpected)
     )
 }
+
+/// Restore against the fakes: it goes on past a target it cannot write, and a retry finishes.
+#[cfg(test)]
+mod tests {
+    use canary_aws::fakes::FakeAlb;
+    use canary_core::{NamedError, RolloutPlan, TargetWeights, WeightPair};
+    use serde_json::json;
+
+    use super::restore;
+    use crate::traffic::Apis;
+
+    const LISTENER_A: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/50dc6c495c0c9188/f2f7dc8efc522ab2";
+    const LISTENER_B: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/50dc6c495c0c9188/0000000000000002";
+    const BLUE: &str =
+        "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/blue/73e2d6bc24d8a067";
+    const GREEN: &str =
+        "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/green/4b7c9a1e2f3d5a68";
+
+    fn baseline() -> Vec<TargetWeights> {
+        [LISTENER_A, LISTENER_B]
+            .map(|l| {
+                TargetWeights::new(
+                    l.to_owned(),
+                    WeightPair {
+                        stable: 100,
+                        canary: 0,
+                    },
+                )
+            })
+            .to_vec()
+    }
+
+    #[tokio::test]
+    async fn restore_goes_on_past_a_throttled_target_then_a_retry_finishes() {
+        let target = |listener: &str| json!({"alb": {"listenerArn": listener, "stableTargetGroupArn": BLUE, "canaryTargetGroupArn": GREEN}});
+        let plan = RolloutPlan::parse(json!({
+            "cluster": {"name": "green", "region": "us-east-1"},
+            "trafficTargets": [target(LISTENER_A), target(LISTENER_B)],
+            "steps": [{"weight": 10}, {"weight": 100}],
+            "bake": {"seconds": 60, "checkIntervalSeconds": 10},
+        }))
+        .expect("a valid plan")
+        .plan;
+        let alb = FakeAlb::default()
+            .forward(LISTENER_A, (BLUE, 90), (GREEN, 10))
+            .forward(LISTENER_B, (BLUE, 90), (GREEN, 10));
+        alb.throttle_next_write(LISTENER_A);
+        let apis = Apis {
+            alb: &alb,
+            ..Apis::fake()
+        };
+
+        let err = restore(&apis, &plan, &baseline(), None)
+            .await
+            .expect_err("the throttle surfaces");
+        assert_eq!(err.name().as_str(), "AwsTransient");
+        assert!(err.name().is_retryable());
+        assert_eq!(alb.weight(LISTENER_A, GREEN), 10, "not restored yet");
+        assert_eq!(
+            alb.weight(LISTENER_B, GREEN),
+            0,
+            "the other was restored anyway"
+        );
+
+        let out = restore(&apis, &plan, &baseline(), None)
+            .await
+            .expect("the retry restores the rest");
+        assert_eq!(out.weights, baseline());
+        assert_eq!(alb.weight(LISTENER_A, GREEN), 0);
+    }
+}

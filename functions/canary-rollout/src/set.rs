@@ -155,3 +155,109 @@ pub fn per_target<R: TargetReader + ?Sized>(
         })
         .collect()
 }
+
+/// Compare-and-set against the fakes: what the Lambda crate's JSON handler cannot show alone.
+#[cfg(test)]
+mod tests {
+    use canary_aws::fakes::FakeAlb;
+    use canary_core::{NamedError, RolloutPlan, TargetWeights, WeightPair};
+    use serde_json::json;
+
+    use super::{set, verify};
+    use crate::traffic::Apis;
+
+    const LISTENER_A: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/50dc6c495c0c9188/f2f7dc8efc522ab2";
+    const LISTENER_B: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/50dc6c495c0c9188/0000000000000002";
+    const BLUE: &str =
+        "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/blue/73e2d6bc24d8a067";
+    const GREEN: &str =
+        "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/green/4b7c9a1e2f3d5a68";
+
+    fn plan() -> canary_core::plan::ValidPlan {
+        let target = |listener: &str| json!({"alb": {"listenerArn": listener, "stableTargetGroupArn": BLUE, "canaryTargetGroupArn": GREEN}});
+        RolloutPlan::parse(json!({
+            "cluster": {"name": "green", "region": "us-east-1"},
+            "trafficTargets": [target(LISTENER_A), target(LISTENER_B)],
+            "steps": [{"weight": 10}, {"weight": 100}],
+            "bake": {"seconds": 60, "checkIntervalSeconds": 10},
+        }))
+        .expect("a valid plan")
+    }
+
+    fn alb(a: (u16, u16), b: (u16, u16)) -> FakeAlb {
+        FakeAlb::default()
+            .forward(LISTENER_A, (BLUE, a.0), (GREEN, a.1))
+            .forward(LISTENER_B, (BLUE, b.0), (GREEN, b.1))
+    }
+
+    fn at(stable: u16, canary: u16) -> Vec<TargetWeights> {
+        [LISTENER_A, LISTENER_B]
+            .map(|l| TargetWeights::new(l.to_owned(), WeightPair { stable, canary }))
+            .to_vec()
+    }
+
+    fn weights(alb: &FakeAlb, listener: &str) -> (u16, u16) {
+        (alb.weight(listener, BLUE), alb.weight(listener, GREEN))
+    }
+
+    #[tokio::test]
+    async fn a_foreign_change_on_any_target_means_nothing_is_written() {
+        let alb = alb((100, 0), (70, 30));
+        let apis = Apis {
+            alb: &alb,
+            ..Apis::fake()
+        };
+        let err = set(&apis, &plan(), 10, &at(100, 0))
+            .await
+            .expect_err("B moved");
+        assert_eq!(err.name().as_str(), "WeightsChangedExternally");
+        assert!(
+            err.to_string().contains("found stable 70 / canary 30"),
+            "{err}"
+        );
+        assert_eq!(
+            weights(&alb, LISTENER_A),
+            (100, 0),
+            "A read first, never written"
+        );
+        assert_eq!(weights(&alb, LISTENER_B), (70, 30));
+    }
+
+    #[tokio::test]
+    async fn a_set_interrupted_half_way_completes_on_retry() {
+        let alb = alb((100, 0), (100, 0));
+        alb.throttle_next_write(LISTENER_B);
+        let apis = Apis {
+            alb: &alb,
+            ..Apis::fake()
+        };
+        let err = set(&apis, &plan(), 10, &at(100, 0))
+            .await
+            .expect_err("throttled");
+        assert_eq!(err.name().as_str(), "AwsTransient");
+        assert_eq!(weights(&alb, LISTENER_A), (90, 10));
+        assert_eq!(weights(&alb, LISTENER_B), (100, 0));
+
+        // The same input again, as Step Functions' Retry sends it: A is there already.
+        let out = set(&apis, &plan(), 10, &at(100, 0)).await.expect("retry");
+        assert_eq!(out.weights, at(90, 10));
+    }
+
+    #[tokio::test]
+    async fn verify_reads_only_and_names_every_moved_target() {
+        let alb = alb((60, 40), (70, 30));
+        let apis = Apis {
+            alb: &alb,
+            ..Apis::fake()
+        };
+        let err = verify(apis.reads(), &plan(), &at(90, 10))
+            .await
+            .expect_err("both moved");
+        let text = err.to_string();
+        assert!(
+            text.contains(LISTENER_A) && text.contains(LISTENER_B),
+            "{text}"
+        );
+        assert_eq!(weights(&alb, LISTENER_A), (60, 40));
+    }
+}

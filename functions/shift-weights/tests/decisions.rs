@@ -1,5 +1,7 @@
-//! The decision logic against in-memory fakes of the AWS traits: failure paths the emulator
-//! cannot produce on demand (a throttle on one call, a Route 53 change that stays PENDING).
+//! shift-weights' JSON operations over the fakes (`canary_aws::fakes`): failure paths the
+//! emulator cannot produce on demand (a Route 53 change that stays PENDING, unhealthy targets),
+//! and the error names the state machine sees. Compare-and-set and restore have their decision
+//! tests beside them in canary-rollout (`set.rs`, `restore.rs`, `traffic/*.rs`).
 
 use canary_aws::fakes::{FakeAlb, FakeRoute53};
 use canary_aws::TargetGroupWeight;
@@ -10,8 +12,6 @@ use shift_weights::{handle, Apis};
 
 const LISTENER_A: &str =
     "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/50dc6c495c0c9188/f2f7dc8efc522ab2";
-const LISTENER_B: &str =
-    "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/50dc6c495c0c9188/0000000000000002";
 const BLUE: &str =
     "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/blue/73e2d6bc24d8a067";
 const GREEN: &str =
@@ -47,79 +47,6 @@ fn in_sync_route53() -> FakeRoute53 {
 
 fn current(alb: &FakeAlb, listener: &str) -> (u16, u16) {
     (alb.weight(listener, BLUE), alb.weight(listener, GREEN))
-}
-
-#[tokio::test]
-async fn restore_goes_on_past_a_throttled_target_then_a_retry_finishes() {
-    let alb = fake_alb(&[(LISTENER_A, 90, 10), (LISTENER_B, 90, 10)]);
-    alb.throttle_next_write(LISTENER_A);
-    let route53 = in_sync_route53();
-    let apis = Apis {
-        alb: &alb,
-        route53: &route53,
-        ..Apis::fake()
-    };
-    let input = json!({
-        "operation": "restore",
-        "plan": plan(vec![alb_target(LISTENER_A), alb_target(LISTENER_B)]),
-        "baseline": [weights(LISTENER_A, 100, 0), weights(LISTENER_B, 100, 0)],
-    });
-
-    let err = handle(&apis, input.clone())
-        .await
-        .expect_err("the throttle surfaces");
-    assert_eq!(err.name().as_str(), "AwsTransient");
-    assert!(err.name().is_retryable());
-    assert!(
-        err.to_string()
-            .contains("ModifyListener failed: Throttling"),
-        "{err}"
-    );
-    assert_eq!(
-        current(&alb, LISTENER_A),
-        (90, 10),
-        "the throttled target is not restored yet"
-    );
-    assert_eq!(
-        current(&alb, LISTENER_B),
-        (100, 0),
-        "the other target was restored anyway"
-    );
-
-    handle(&apis, input)
-        .await
-        .expect("the retry restores the rest");
-    assert_eq!(current(&alb, LISTENER_A), (100, 0));
-}
-
-#[tokio::test]
-async fn a_set_interrupted_half_way_completes_on_retry() {
-    let alb = fake_alb(&[(LISTENER_A, 100, 0), (LISTENER_B, 100, 0)]);
-    alb.throttle_next_write(LISTENER_B);
-    let route53 = in_sync_route53();
-    let apis = Apis {
-        alb: &alb,
-        route53: &route53,
-        ..Apis::fake()
-    };
-    let input = json!({
-        "operation": "set",
-        "plan": plan(vec![alb_target(LISTENER_A), alb_target(LISTENER_B)]),
-        "canaryWeight": 10,
-        "expected": [weights(LISTENER_A, 100, 0), weights(LISTENER_B, 100, 0)],
-    });
-
-    let err = handle(&apis, input.clone()).await.expect_err("throttled");
-    assert_eq!(err.name().as_str(), "AwsTransient");
-    assert_eq!(current(&alb, LISTENER_A), (90, 10));
-    assert_eq!(current(&alb, LISTENER_B), (100, 0));
-
-    // Same input again, as Step Functions' Retry sends it: A is already there, B is written.
-    let out = handle(&apis, input).await.expect("retry");
-    assert_eq!(
-        out["weights"],
-        json!([weights(LISTENER_A, 90, 10), weights(LISTENER_B, 90, 10)])
-    );
 }
 
 #[tokio::test]

@@ -34,7 +34,7 @@ pub struct Apis<'a> {
     pub argocd: Option<&'a dyn ArgoCdConnect>,
 }
 
-#[cfg(feature = "fakes")]
+#[cfg(any(test, feature = "fakes"))]
 impl Apis<'static> {
     /// For decision tests: every API unused (`canary_aws::fakes::Unused`: a call is an error
     /// naming it), no other execution running, no management cluster. A test overrides what it

@@ -303,3 +303,90 @@ impl TrafficRouter for Route53Router<'_> {
         Ok(Detach::NothingToDetach)
     }
 }
+
+/// The Route 53 router and reader against the fake records.
+#[cfg(test)]
+mod tests {
+    use canary_aws::fakes::FakeRoute53;
+    use canary_core::{NamedError, RolloutPlan, WeightPair};
+    use serde_json::{json, Value};
+
+    use crate::set::verify;
+    use crate::traffic::{readers, routers, write, Apis, Move, Observed};
+
+    fn plan(gitops: bool) -> canary_core::plan::ValidPlan {
+        let mut target = json!({
+            "hostedZoneId": "Z1", "recordName": "app.example.com", "recordType": "A",
+            "stableSetIdentifier": "blue", "canarySetIdentifier": "green",
+        });
+        if gitops {
+            target["via"] = Value::from("argocd");
+            target["gitops"] = json!({"stableSecret": "cluster-blue"});
+        }
+        RolloutPlan::parse(json!({
+            "cluster": {"name": "green", "region": "us-east-1"},
+            "trafficTargets": [{"route53": target}],
+            "steps": [{"weight": 10}, {"weight": 100}],
+            "bake": {"seconds": 60, "checkIntervalSeconds": 10},
+        }))
+        .expect("a valid plan")
+    }
+
+    #[tokio::test]
+    async fn both_records_at_zero_is_refused_before_any_write() {
+        let route53 = FakeRoute53::at(100, 0);
+        let apis = Apis {
+            route53: &route53,
+            ..Apis::fake()
+        };
+        let valid = plan(false);
+        let router = &routers(&apis, &valid.plan)[0];
+        let reading = router.read().await.expect("a read");
+        let zero = WeightPair {
+            stable: 0,
+            canary: 0,
+        };
+        let err = write(router.as_ref(), &reading, zero, Move::Restore)
+            .await
+            .expect_err("0/0 splits evenly");
+        assert_eq!(err.name().as_str(), "InvalidInput");
+        assert_eq!(route53.weights(), (100, 0));
+    }
+
+    #[tokio::test]
+    async fn a_reader_sees_the_records_and_a_gitops_target_found_moved_rolls_back() {
+        let route53 = FakeRoute53::at(50, 50);
+        let apis = Apis {
+            route53: &route53,
+            ..Apis::fake()
+        };
+        let direct = plan(false);
+        let reader = &readers(apis.reads(), &direct.plan)[0];
+        let observed = reader.read().await.expect("a read").observed;
+        assert_eq!(
+            observed,
+            Observed::Pair(WeightPair {
+                stable: 50,
+                canary: 50
+            })
+        );
+        let expected = [canary_core::TargetWeights::new(
+            reader.key(),
+            WeightPair {
+                stable: 90,
+                canary: 10,
+            },
+        )];
+        let err = verify(apis.reads(), &direct, &expected)
+            .await
+            .expect_err("moved");
+        assert_eq!(err.name().as_str(), "WeightsChangedExternally");
+
+        let gitops = plan(true);
+        let err = verify(apis.reads(), &gitops, &expected)
+            .await
+            .expect_err("moved");
+        assert_eq!(err.name().as_str(), "WeightsNotSynced");
+        assert!(err.to_string().contains("through Argo CD"), "{err}");
+    }
+}
