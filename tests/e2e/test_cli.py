@@ -151,7 +151,17 @@ def test_abort_says_how_to_restore_by_hand_when_the_safety_net_does_not_act(tmp_
         newer = sandbox.cli("start", plan, "--name", "newer")
         assert newer.returncode == 0, newer.stderr
         newer_arn = newer.stdout.strip().removeprefix("started: ")
-        sandbox.client("stepfunctions").stop_execution(executionArn=newer_arn, cause="test")
+        # Stopped once moto's engine runs it (a stop before its thread starts is overwritten by
+        # the thread's RUNNING), and looked at once the stop shows.
+        sfn = sandbox.client("stepfunctions")
+        deadline = time.monotonic() + 60
+        while len(sfn.get_execution_history(executionArn=newer_arn)["events"]) < 2:
+            assert time.monotonic() < deadline, "the newer rollout never ran"
+            time.sleep(0.2)
+        sfn.stop_execution(executionArn=newer_arn, cause="test")
+        while sfn.describe_execution(executionArn=newer_arn)["status"] != "ABORTED":
+            assert time.monotonic() < deadline, "the newer rollout never stopped"
+            time.sleep(0.2)
         refused = sandbox.cli("restore", arn, "--yes")
         captured(refused.stdout + refused.stderr)
         assert refused.returncode == 1
