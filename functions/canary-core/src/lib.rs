@@ -12,6 +12,7 @@ pub mod analysis;
 pub mod approval;
 pub mod argocd;
 pub mod arn;
+pub mod cluster;
 pub mod error_name;
 pub mod hooks;
 pub mod input;

@@ -1,8 +1,8 @@
 //! The built-in ALB checks: the canary target group's 5xx rate and latency, alone and
 //! against the stable target group's.
 
+use super::outcome::{CheckOutcome, CheckVerdict};
 use super::section::AlbChecks;
-use super::verdict::{CheckOutcome, CheckVerdict};
 
 /// Sums of the ALB counters of one target group over the lookback.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]

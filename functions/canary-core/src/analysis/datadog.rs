@@ -7,11 +7,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::outcome::CheckOutcome;
 use super::query_template::{
     judge_query, validate_check_count, validate_query_check, QueryCheckSpec,
 };
-use super::verdict::CheckOutcome;
-use crate::plan::ClusterRef;
+use crate::cluster::ClusterRef;
 use crate::validate::Errors;
 
 /// Most Datadog checks in a plan: each is one API request per check interval, and Datadog

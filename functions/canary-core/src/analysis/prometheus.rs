@@ -6,11 +6,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::outcome::CheckOutcome;
 use super::query_template::{
     judge_query, validate_check_count, validate_query_check, QueryCheckSpec,
 };
-use super::verdict::CheckOutcome;
-use crate::plan::ClusterRef;
+use crate::cluster::ClusterRef;
 use crate::validate::Errors;
 
 /// Most Prometheus checks in a plan: each is one HTTP request per check interval.

@@ -2,8 +2,8 @@
 //! query may use, its bound, a check's limits (absolute, and relative to the stable cluster),
 //! their validation and the judgement.
 
-use super::verdict::{judge_limits, CheckOutcome, CheckVerdict};
-use crate::plan::ClusterRef;
+use super::outcome::{judge_limits, CheckOutcome, CheckVerdict};
+use crate::cluster::ClusterRef;
 use crate::validate::Errors;
 
 /// A query check as the shared code sees it, whatever its provider.

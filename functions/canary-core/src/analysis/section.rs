@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::datadog::DatadogChecks;
 use super::prometheus::PrometheusChecks;
-use crate::plan::ClusterRef;
+use crate::cluster::ClusterRef;
 use crate::targets::TrafficTarget;
 use crate::validate::Errors;
 

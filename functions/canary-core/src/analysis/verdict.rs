@@ -1,40 +1,14 @@
 //! The verdict of one check: given what every signal said, decide pass / fail /
 //! inconclusive, count consecutive failures, and say whether the rollout must roll back.
-//! Pure: the rollout's signal sources feed it.
+//! Pure: the rollout's signal sources feed it. It sits above the plan's sections (it reads
+//! their policies); what a single signal says is [`super::outcome`], below them.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::outcome::{judge_limits, CheckOutcome, CheckVerdict};
 use super::section::{AnalysisSection, InconclusivePolicy, MetricCheck, NoEvidencePolicy, Reduce};
 use crate::limits;
-
-/// How one alarm or metric judged the canary.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub enum CheckVerdict {
-    Pass,
-    Fail,
-    Inconclusive,
-    /// Configured not to count (an INSUFFICIENT_DATA alarm under `ignore`).
-    Ignored,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CheckOutcome {
-    pub verdict: CheckVerdict,
-    /// One line for people: "alarm api-5xx is ALARM since 2026-11-22T12:03:10Z: Threshold Crossed ...".
-    pub reason: String,
-}
-
-impl CheckOutcome {
-    pub fn new(verdict: CheckVerdict, reason: impl Into<String>) -> Self {
-        CheckOutcome {
-            verdict,
-            reason: reason.into(),
-        }
-    }
-}
 
 /// Where the bake stands before this check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
@@ -265,24 +239,4 @@ pub fn judge_threshold(check: &MetricCheck, value: Option<f64>) -> CheckOutcome 
             ),
         ),
     }
-}
-
-/// Compares `subject`'s value with its limits: outside fails, within passes.
-pub fn judge_limits(subject: &str, value: f64, min: Option<f64>, max: Option<f64>) -> CheckOutcome {
-    if let Some(max) = max.filter(|max| value > *max) {
-        return CheckOutcome::new(
-            CheckVerdict::Fail,
-            format!("{subject} is {value} > max {max}"),
-        );
-    }
-    if let Some(min) = min.filter(|min| value < *min) {
-        return CheckOutcome::new(
-            CheckVerdict::Fail,
-            format!("{subject} is {value} < min {min}"),
-        );
-    }
-    CheckOutcome::new(
-        CheckVerdict::Pass,
-        format!("{subject} is {value}, within limits"),
-    )
 }

@@ -24,6 +24,7 @@ use crate::target_health::TargetHealthGate;
 use crate::targets::TrafficTarget;
 use crate::validate::{Errors, PlanError, PlanErrors};
 
+pub use crate::cluster::ClusterRef;
 pub use retire::Retire;
 pub use rollback::{settle_seconds, RollbackSection, DEFAULT_SETTLE_SECONDS, MAX_SETTLE_SECONDS};
 pub use steps::{Bake, Promotion, ResolvedStep, Step};
@@ -71,20 +72,6 @@ pub struct RolloutPlan {
     /// After a rollback: when to look again for a controller that put the canary's weights back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollback: Option<RollbackSection>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ClusterRef {
-    /// EKS cluster name.
-    pub name: String,
-    /// AWS region of the cluster, e.g. `eu-west-1`.
-    pub region: String,
-    /// A cluster in another account: the role the functions assume there (session name: the
-    /// execution's name) to describe it. Its trust policy must trust this stack's function
-    /// roles; see infra/cluster-account.yaml.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub role_arn: Option<String>,
 }
 
 /// A plan that passed [`RolloutPlan::parse`], with its steps resolved.
