@@ -9,33 +9,11 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use crate::plan::{RolloutPlan, ValidPlan};
+use crate::targets::CLUSTER_TAGS;
 use crate::validate::{PlanError, PlanErrors};
 
 /// Opt-in: the name of the profile to roll the cluster out with.
 pub const PROFILE_TAG: &str = "cluster-canary/profile";
-/// Each fills (or overrides) its field in every traffic target of the matching kind.
-pub const TARGET_TAGS: [(&str, &str, &str); 4] = [
-    (
-        "cluster-canary/stable-target-group",
-        "alb",
-        "stableTargetGroupArn",
-    ),
-    (
-        "cluster-canary/canary-target-group",
-        "alb",
-        "canaryTargetGroupArn",
-    ),
-    (
-        "cluster-canary/stable-set-identifier",
-        "route53",
-        "stableSetIdentifier",
-    ),
-    (
-        "cluster-canary/canary-set-identifier",
-        "route53",
-        "canarySetIdentifier",
-    ),
-];
 /// `cluster-canary/argocd-label/<label key>` = value adds a label to the Argo CD cluster Secret.
 pub const ARGOCD_LABEL_TAG_PREFIX: &str = "cluster-canary/argocd-label/";
 
@@ -106,7 +84,7 @@ pub fn plan_from_profile(
     let mut missing = Vec::new();
     if let Some(targets) = plan.get_mut("trafficTargets").and_then(Value::as_array_mut) {
         for (i, target) in targets.iter_mut().enumerate() {
-            for (tag, kind, field) in TARGET_TAGS {
+            for (tag, kind, field) in CLUSTER_TAGS {
                 let Some(fields) = target.get_mut(kind).and_then(Value::as_object_mut) else {
                     continue;
                 };

@@ -197,6 +197,32 @@ impl TrafficTarget {
     }
 }
 
+/// The cluster tags a profile's traffic targets take (`crate::profile`): what only the new
+/// cluster knows. Each fills (or overrides) its field in every target of its kind; a new kind
+/// adds its rows here.
+pub const CLUSTER_TAGS: [(&str, &str, &str); 4] = [
+    (
+        "cluster-canary/stable-target-group",
+        "alb",
+        "stableTargetGroupArn",
+    ),
+    (
+        "cluster-canary/canary-target-group",
+        "alb",
+        "canaryTargetGroupArn",
+    ),
+    (
+        "cluster-canary/stable-set-identifier",
+        "route53",
+        "stableSetIdentifier",
+    ),
+    (
+        "cluster-canary/canary-set-identifier",
+        "route53",
+        "canarySetIdentifier",
+    ),
+];
+
 /// A kind of traffic target, as the plan knows it: its identity and its validation.
 pub trait TargetKind {
     /// The plan's field name for the kind (`alb`, `route53`).
