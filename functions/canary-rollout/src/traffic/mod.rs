@@ -1,7 +1,8 @@
 //! The traffic-router seam: one [`TrafficRouter`] per kind of traffic target (an ALB listener
-//! or rule, a pair of Route 53 weighted records), built in one place ([`routers`]). Prepare,
+//! or rule, a pair of Route 53 weighted records), built in one place ([`routers`]), and the
+//! same router over its kind's reads only as a check's [`TargetReader`] ([`readers`]). Prepare,
 //! set, verify, restore, detach and the target health gate are written once, against the
-//! trait; what differs by kind lives in that kind's module. Adding a kind: see
+//! traits; what differs by kind lives in that kind's module. Adding a kind: see
 //! `docs/extending.md`.
 
 mod alb;
@@ -11,9 +12,9 @@ mod route53;
 pub use gitops::poll_interval;
 pub use route53::{external_dns_claims, external_dns_claims_any_set};
 
-use async_trait::async_trait;
 use std::any::Any;
 
+use async_trait::async_trait;
 use canary_aws::{AlbApi, AlbReads, AwsError, ExecutionsApi, Route53Api, Route53Reads};
 use canary_core::limits::{join_bounded, MAX_REASON_BYTES};
 use canary_core::ownership::{ControllerOwner, OwnerCheck};
