@@ -366,3 +366,14 @@ impl Route53Api for FakeRoute53 {
         Err(unused("ChangeResourceRecordSets"))
     }
 }
+
+/// The ARNs the decision tests use: two listeners of one load balancer, the stable (`blue`) and
+/// the canary (`green`) target group.
+pub mod arns {
+    pub const LISTENER_A: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/50dc6c495c0c9188/f2f7dc8efc522ab2";
+    pub const LISTENER_B: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/50dc6c495c0c9188/0000000000000002";
+    pub const BLUE: &str =
+        "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/blue/73e2d6bc24d8a067";
+    pub const GREEN: &str =
+        "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/green/4b7c9a1e2f3d5a68";
+}

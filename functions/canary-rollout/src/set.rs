@@ -159,19 +159,13 @@ pub fn per_target<R: TargetReader + ?Sized>(
 /// Compare-and-set against the fakes: what the Lambda crate's JSON handler cannot show alone.
 #[cfg(test)]
 mod tests {
+    use canary_aws::fakes::arns::{BLUE, GREEN, LISTENER_A, LISTENER_B};
     use canary_aws::fakes::FakeAlb;
     use canary_core::{NamedError, RolloutPlan, TargetWeights, WeightPair};
     use serde_json::json;
 
     use super::{set, verify};
     use crate::traffic::Apis;
-
-    const LISTENER_A: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/50dc6c495c0c9188/f2f7dc8efc522ab2";
-    const LISTENER_B: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/50dc6c495c0c9188/0000000000000002";
-    const BLUE: &str =
-        "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/blue/73e2d6bc24d8a067";
-    const GREEN: &str =
-        "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/green/4b7c9a1e2f3d5a68";
 
     fn plan() -> canary_core::plan::ValidPlan {
         let target = |listener: &str| json!({"alb": {"listenerArn": listener, "stableTargetGroupArn": BLUE, "canaryTargetGroupArn": GREEN}});

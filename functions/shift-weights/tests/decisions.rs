@@ -3,19 +3,13 @@
 //! and the error names the state machine sees. Compare-and-set and restore have their decision
 //! tests beside them in canary-rollout (`set.rs`, `restore.rs`, `traffic/*.rs`).
 
+use canary_aws::fakes::arns::{BLUE, GREEN, LISTENER_A};
 use canary_aws::fakes::{FakeAlb, FakeRoute53};
 use canary_aws::TargetGroupWeight;
 use canary_core::target_health::TargetState;
 use canary_core::NamedError;
 use serde_json::{json, Value};
 use shift_weights::{handle, Apis};
-
-const LISTENER_A: &str =
-    "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/50dc6c495c0c9188/f2f7dc8efc522ab2";
-const BLUE: &str =
-    "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/blue/73e2d6bc24d8a067";
-const GREEN: &str =
-    "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/green/4b7c9a1e2f3d5a68";
 
 fn alb_target(listener: &str) -> Value {
     json!({"alb": {"listenerArn": listener, "stableTargetGroupArn": BLUE, "canaryTargetGroupArn": GREEN}})
