@@ -120,7 +120,7 @@ pub fn unread_paths(definition: &Value, function: &str, schemas: &Schemas) -> Ve
             });
             if !found {
                 problems.push(format!(
-                    "State \"{name}\" reads {path}: no state that writes ${field} gives {}",
+                    "State \"{name}\" reads {path}: no state that writes $.{field} gives {}",
                     rest.join(".")
                 ));
             }

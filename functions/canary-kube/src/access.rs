@@ -133,30 +133,9 @@ pub trait ArgoCdConnect: Send + Sync {
     async fn cluster_arn(&self, region: &str, name: &str) -> Result<Option<String>, AwsError>;
 }
 
-/// [`ArgoCdConnect`] through [`connect`].
-pub struct Management<'a> {
-    pub access: &'a ManagementAccess,
-    pub aws: AccessDeps<'a>,
-}
-
-#[async_trait]
-impl ArgoCdConnect for Management<'_> {
-    async fn argocd(&self, namespace: &str) -> Result<Box<dyn ClusterSecrets>, KubeError> {
-        let client = connect(self.access, &self.aws).await?;
-        Ok(Box::new(KubeArgoCd::new(client, namespace)))
-    }
-
-    async fn cluster_arn(&self, region: &str, name: &str) -> Result<Option<String>, AwsError> {
-        match self.aws.eks.describe_cluster(Some(region), name).await {
-            Ok(cluster) => Ok(Some(cluster.arn)),
-            Err(e) if e.kind == AwsErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-}
-
-/// [`ArgoCdConnect`] that owns its configuration and AWS clients: for a caller that builds it
-/// once and keeps it (the operator CLI), where [`Management`] borrows a Lambda's.
+/// [`ArgoCdConnect`] through [`connect`], owning its configuration and AWS clients: built
+/// once (`canary_rollout::clients::TrafficClients`, for shift-weights and the operator CLI) and
+/// kept; each call connects anew.
 pub struct OwnedManagement {
     access: ManagementAccess,
     aws: SdkAccess,
@@ -169,23 +148,27 @@ impl OwnedManagement {
             aws: SdkAccess::new(config)?,
         })
     }
-
-    fn borrowed(&self) -> Management<'_> {
-        Management {
-            access: &self.access,
-            aws: self.aws.deps(),
-        }
-    }
 }
 
 #[async_trait]
 impl ArgoCdConnect for OwnedManagement {
     async fn argocd(&self, namespace: &str) -> Result<Box<dyn ClusterSecrets>, KubeError> {
-        self.borrowed().argocd(namespace).await
+        let client = connect(&self.access, &self.aws.deps()).await?;
+        Ok(Box::new(KubeArgoCd::new(client, namespace)))
     }
 
     async fn cluster_arn(&self, region: &str, name: &str) -> Result<Option<String>, AwsError> {
-        self.borrowed().cluster_arn(region, name).await
+        match self
+            .aws
+            .deps()
+            .eks
+            .describe_cluster(Some(region), name)
+            .await
+        {
+            Ok(cluster) => Ok(Some(cluster.arn)),
+            Err(e) if e.kind == AwsErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 }
 

@@ -9,7 +9,7 @@ pub mod token;
 mod transport;
 
 pub use access::{
-    connect, AccessDeps, ArgoCdConnect, Management, ManagementAccess, OwnedManagement, SdkAccess,
+    connect, AccessDeps, ArgoCdConnect, ManagementAccess, OwnedManagement, SdkAccess,
 };
 pub use argocd::{ArgoCdApi, ClusterSecret, ClusterSecrets, Force, KubeArgoCd};
 pub use error::{KubeError, KubeErrorKind};

@@ -111,3 +111,61 @@ impl CheckClients {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use aws_credential_types::provider::SharedCredentialsProvider;
+    use aws_credential_types::Credentials;
+    use canary_aws::SdkConfig;
+
+    use super::TrafficClients;
+
+    fn config() -> SdkConfig {
+        SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("us-east-1"))
+            .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
+                "test", "test", None, None, "tests",
+            )))
+            .build()
+    }
+
+    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| (*value).to_owned())
+        }
+    }
+
+    #[test]
+    fn the_management_cluster_only_with_management_access_and_a_bad_one_is_named() {
+        let without = TrafficClients::from_config(&config(), &env(&[])).expect("no access");
+        assert!(without.apis().argocd.is_none());
+
+        let with = TrafficClients::from_config(
+            &config(),
+            &env(&[
+                ("MANAGEMENT_ACCESS", "secret"),
+                ("MANAGEMENT_SECRET_ID", "hub"),
+            ]),
+        )
+        .expect("secret access");
+        assert!(with.apis().argocd.is_some());
+
+        let refused =
+            TrafficClients::from_config(&config(), &env(&[("MANAGEMENT_ACCESS", "kubeconfig")]))
+                .err()
+                .expect("an unknown mode");
+        assert_eq!(
+            refused,
+            "MANAGEMENT_ACCESS must be `eks` or `secret`, got `kubeconfig`"
+        );
+        let incomplete =
+            TrafficClients::from_config(&config(), &env(&[("MANAGEMENT_ACCESS", "eks")]))
+                .err()
+                .expect("no cluster name");
+        assert_eq!(incomplete, "MANAGEMENT_CLUSTER_NAME is not set");
+    }
+}
