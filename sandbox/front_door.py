@@ -64,14 +64,15 @@ class FrontDoor:
     `requests`: every request it forwarded, as (user agent, service, action), in order (the
     benchmark counts the functions' AWS calls from it)."""
 
-    def __init__(self, port, moto_port, lambda_port):
+    def __init__(self, lambda_port):
         self.faults = []
         self.requests = []
-        handler = type(
+        self.handler = type(
             "Handler", (_Handler,),
-            {"moto_port": moto_port, "lambda_port": lambda_port, "faults": self.faults, "requests": self.requests},
+            {"lambda_port": lambda_port, "faults": self.faults, "requests": self.requests},
         )
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        # A port of the kernel's choosing: moto has to be told this one before it starts.
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self.handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -79,6 +80,10 @@ class FrontDoor:
     def start(self):
         self.thread.start()
         return self
+
+    def forward_aws_to(self, moto_endpoint):
+        """Where moto listens, once it has started (it is told the front door's port first)."""
+        self.handler.moto_port = int(moto_endpoint.rsplit(":", 1)[1])
 
     def stop(self):
         self.server.shutdown()

@@ -147,13 +147,18 @@ class Sandbox:
             raise RuntimeError(f"the Datadog API test server did not start; see {self.run_dir}/datadog.log")
         self.datadog_url = json.loads(line)["url"]
 
-        moto_port, front_port, lambda_port = free_port(), free_port(), free_port()
-        self.front = FrontDoor(front_port, moto_port, lambda_port).start()
+        lambda_port = free_port()
+        self.front = FrontDoor(lambda_port).start()
         self.endpoint = f"http://127.0.0.1:{self.front.port}"
-        # MOTO_PORT: where moto's Step Functions engine sends Lambda (and SDK) calls.
-        moto = self.spawn([python, "tests/moto/moto_server.py", "-H", "127.0.0.1", "-p", str(moto_port)], "moto.log",
-                          env={"MOTO_PORT": str(self.front.port)})
-        wait_port(moto_port, 60, moto, "moto")
+        # moto binds a port of its own and announces it (-p 0): one picked for it could be
+        # taken first by another sandbox's server. MOTO_PORT: where moto's Step Functions
+        # engine sends Lambda (and SDK) calls.
+        moto = self.spawn([python, "tests/moto/moto_server.py", "-H", "127.0.0.1", "-p", "0"], "moto.log",
+                          env={"MOTO_PORT": str(self.front.port)}, stdout=subprocess.PIPE)
+        line = moto.stdout.readline().decode()
+        if not line:
+            raise RuntimeError(f"moto did not start; see {self.run_dir}/moto.log")
+        self.front.forward_aws_to(json.loads(line)["endpoint"])
         request = urllib.request.Request(
             f"{self.endpoint}/moto-api/config",
             data=json.dumps({"stepfunctions": {"execute_state_machine": True}}).encode(),

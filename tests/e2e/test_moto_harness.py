@@ -7,6 +7,7 @@ same CloudWatch operations over each protocol against one moto server, and every
 every error must be the same.
 """
 import copy
+import json
 import datetime
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import botocore.session
 import pytest
 from botocore.exceptions import ClientError
 
-from sandbox.harness import REPO, free_port, wait_port
+from sandbox.harness import REPO
 
 PROTOCOLS = ("smithy-rpc-v2-cbor", "json", "query")
 CREDENTIALS = {"aws_access_key_id": "test", "aws_secret_access_key": "test", "region_name": "us-east-1"}
@@ -24,12 +25,12 @@ CREDENTIALS = {"aws_access_key_id": "test", "aws_secret_access_key": "test", "re
 
 @pytest.fixture(scope="module")
 def moto_endpoint():
-    port = free_port()
-    moto = subprocess.Popen([sys.executable, str(REPO / "tests/moto/moto_server.py"), "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    moto = subprocess.Popen([sys.executable, str(REPO / "tests/moto/moto_server.py"), "-H", "127.0.0.1", "-p", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
-        wait_port(port, 60, moto, "moto")
-        yield f"http://127.0.0.1:{port}"
+        line = moto.stdout.readline().decode()
+        assert line, "moto_server.py did not start"
+        yield json.loads(line)["endpoint"]
     finally:
         moto.terminate()
         moto.wait()

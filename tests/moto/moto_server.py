@@ -56,13 +56,19 @@ Everything else is stock moto.
 Still not modelled: the 256 KiB limit on Pass and Choice state output (moto checks task
 results only), and execution events to EventBridge (the sandbox delivers them itself).
 
-Usage: exactly as moto_server, e.g. python moto_server.py -H 127.0.0.1 -p 5000
+Usage: exactly as moto_server, e.g. python moto_server.py -H 127.0.0.1 -p 5000. With `-p 0` it
+binds a port of the kernel's choosing and prints `{"endpoint": "http://<host>:<port>"}` as its
+first line on stdout: a caller that picks a free port and hands it over races every other process
+for it (moto then fails to bind, and a check that the port answers finds the other process).
 """
+import argparse
 import base64
 import datetime
 import hashlib
 import json
+import os
 import re
+import sys
 import time
 import uuid
 from urllib.parse import unquote
@@ -83,7 +89,7 @@ from moto.eks import exceptions as eks_exceptions
 from moto.eks import models as eks_models
 from moto.eks import urls as eks_urls
 from moto.eks.responses import EKSResponse
-from moto.server import main
+from moto.server import DomainDispatcherApplication, MotoRequestHandler, create_backend_app, main
 from moto.core.exceptions import AWSError
 from moto.events import models as events_models
 from moto.events.utils import EventTemplateParser
@@ -518,5 +524,29 @@ def _send_to_targets(self, *args, **kwargs):
 
 events_models.Rule.send_to_targets = _send_to_targets
 
+
+
+def serve_on_a_port_of_its_own(host):
+    """moto_server's app on a port the kernel picks, announced on stdout."""
+    from werkzeug.serving import make_server
+
+    app = DomainDispatcherApplication(create_backend_app)
+    app.debug = True  # as moto_server has it
+    server = make_server(host, 0, app, threaded=True, request_handler=MotoRequestHandler)
+    # moto's own notion of its port (its engine's callbacks), unless the caller set one.
+    os.environ.setdefault("MOTO_PORT", str(server.port))
+    print(json.dumps({"endpoint": f"http://{host}:{server.port}"}), flush=True)
+    # The caller may close the pipe after the first line; nothing else goes to stdout.
+    sys.stdout = open(os.devnull, "w")
+    server.serve_forever()
+
+
 if __name__ == "__main__":
-    main()
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("-H", "--host", default="127.0.0.1")
+    options.add_argument("-p", "--port", type=int, default=None)
+    known, rest = options.parse_known_args()
+    if known.port == 0 and not rest:
+        serve_on_a_port_of_its_own(known.host)
+    else:
+        main()

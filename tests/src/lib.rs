@@ -1,5 +1,5 @@
-//! Test harness: a moto server (the AWS emulator, in server mode) per test on a free
-//! loopback port, seeded by `tests/moto/seed_world.py`, and SDK clients pointed at it.
+//! Test harness: a moto server (the AWS emulator, in server mode) per test on a loopback
+//! port of its own choosing, seeded by `tests/moto/seed_world.py`, and SDK clients pointed at it.
 //! Credentials are dummies; nothing leaves 127.0.0.1.
 //!
 //! moto comes from the venv `scripts/setup.sh` creates (`.venv/`), or from `PYTHON` when set.
@@ -7,7 +7,6 @@
 //! PutCompositeAlarm action moto lacks.
 
 use std::io::{BufRead, BufReader};
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -42,40 +41,31 @@ pub struct Moto {
 
 impl Moto {
     pub fn start() -> Moto {
-        // The port is free when we ask, but another process may take it before moto binds:
-        // then moto exits and we try another.
-        for _ in 0..5 {
-            let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-                .and_then(|l| l.local_addr())
-                .expect("a free loopback port")
-                .port();
-            let mut child = Command::new(python())
-                .arg(repo_root().join("tests/moto/moto_server.py"))
-                .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-                .env("AWS_ACCESS_KEY_ID", "test")
-                .env("AWS_SECRET_ACCESS_KEY", "test")
-                .env("AWS_EC2_METADATA_DISABLED", "true")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("start moto_server: run scripts/setup.sh first");
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while Instant::now() < deadline {
-                if TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_ok() {
-                    return Moto {
-                        child,
-                        endpoint: format!("http://127.0.0.1:{port}"),
-                    };
-                }
-                if matches!(child.try_wait(), Ok(Some(_))) {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
+        // Port 0: moto binds a port of its own and announces it. A port we picked and handed
+        // over could be taken by another test's server first, and then a check that it
+        // answers would find that server instead of moto.
+        let mut child = Command::new(python())
+            .arg(repo_root().join("tests/moto/moto_server.py"))
+            .args(["-H", "127.0.0.1", "-p", "0"])
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test")
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start moto_server: run scripts/setup.sh first");
+        let mut line = String::new();
+        if let Some(stdout) = child.stdout.take() {
+            let _ = BufReader::new(stdout).read_line(&mut line);
         }
-        panic!("moto_server did not start");
+        let ready: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| {
+            let _ = child.kill();
+            panic!("moto_server.py did not start ({e}): {line:?}")
+        });
+        Moto {
+            endpoint: ready["endpoint"].as_str().unwrap_or_default().to_owned(),
+            child,
+        }
     }
 
     /// SDK configuration for this server: its endpoint, dummy static credentials (so the
