@@ -9,7 +9,6 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use aws_config::{Region, SdkConfig};
 use aws_sdk_elasticloadbalancingv2 as elbv2;

@@ -9,12 +9,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use aws_config::SdkConfig;
 use bytes::Bytes;
-use canary_core::{limits, ErrorName};
+use canary_core::limits;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::error::AwsError;
-use crate::http::{first_bytes, HttpFailure, LazyHttps, MAX_ANSWER_BYTES};
+use crate::http::{first_bytes, LazyHttps};
+use crate::query_error::{Provider, QueryError};
 use crate::secrets::{SdkSecrets, SecretsApi};
 
 /// Attempts of one query when Datadog answers 429, the first included.
@@ -23,77 +23,28 @@ const RATE_LIMITED_ATTEMPTS: u32 = 3;
 /// (`MetricsProviderUnavailable`) and the state machine's retry waits instead.
 const MAX_RATE_LIMIT_WAIT: Duration = Duration::from_secs(30);
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DatadogError {
-    #[error(
-        "DATADOG_SECRET_ARN is not set: deploy the stack with DatadogSecretArn, the Secrets \
-         Manager secret {{\"apiKey\", \"appKey\"}} of your Datadog organisation"
-    )]
-    NotConfigured,
-    #[error("reading the Datadog keys: {0}")]
-    Secret(AwsError),
-    #[error("secret {0} must be a JSON object with string fields apiKey and appKey")]
-    BadSecret(String),
-    #[error("cannot reach {url}: {message}")]
-    Unreachable { url: String, message: String },
-    /// 401/403: the keys are wrong, revoked, or lack the `timeseries_query` permission.
-    #[error("{url} refused the keys ({status}): {message}")]
-    Refused {
-        url: String,
-        status: u16,
-        message: String,
-    },
-    /// 400: the query does not parse or asks what the API refuses.
-    #[error("{url} rejected the query ({status}): {message}")]
-    QueryRejected {
-        url: String,
-        status: u16,
-        message: String,
-    },
-    /// 429 after the retries, or 5xx.
-    #[error("{url} failed ({status}): {message}")]
-    Unavailable {
-        url: String,
-        status: u16,
-        message: String,
-    },
-    #[error("{url} answered more than {MAX_ANSWER_BYTES} bytes: the query selects more than a check can judge")]
-    AnswerTooLarge { url: String },
-    #[error("{url} answered {status} with something that is not Datadog's API: {first_bytes:?}")]
-    NotDatadog {
-        url: String,
-        status: u16,
-        first_bytes: String,
-    },
-}
+/// How Datadog words its failures: a 401/403 is about the keys (wrong, revoked, or without
+/// the `timeseries_query` permission).
+pub const DATADOG: Provider = Provider {
+    refuses: "the keys",
+    api: "Datadog's API",
+    rejects_queries_with: &[400],
+};
 
-impl DatadogError {
-    pub fn error_name(&self) -> ErrorName {
-        match self {
-            DatadogError::Secret(e) => e.error_name(),
-            DatadogError::Unreachable { .. } | DatadogError::Unavailable { .. } => {
-                ErrorName::MetricsProviderUnavailable
-            }
-            DatadogError::QueryRejected { .. } | DatadogError::AnswerTooLarge { .. } => {
-                ErrorName::InvalidPlan
-            }
-            DatadogError::NotConfigured
-            | DatadogError::BadSecret(_)
-            | DatadogError::Refused { .. }
-            | DatadogError::NotDatadog { .. } => ErrorName::MetricsProviderRefused,
-        }
-    }
+const NOT_CONFIGURED: &str =
+    "DATADOG_SECRET_ARN is not set: deploy the stack with DatadogSecretArn, \
+     the Secrets Manager secret {\"apiKey\", \"appKey\"} of your Datadog organisation";
 
-    /// The query's own fault, not the provider's.
-    pub fn is_about_the_query(&self) -> bool {
-        self.error_name() == ErrorName::InvalidPlan
-    }
+fn bad_secret(secret_id: &str) -> QueryError {
+    QueryError::credentials(format!(
+        "secret {secret_id} must be a JSON object with string fields apiKey and appKey"
+    ))
 }
 
 #[async_trait]
 pub trait DatadogApi: Send + Sync {
     /// Datadog's answer to the scalar query `body`, sent to the site's `url`.
-    async fn scalar_query(&self, url: &str, body: &Value) -> Result<Value, DatadogError>;
+    async fn scalar_query(&self, url: &str, body: &Value) -> Result<Value, QueryError>;
 }
 
 #[derive(Deserialize)]
@@ -124,18 +75,21 @@ impl HttpDatadog {
         }
     }
 
-    async fn keys(&self) -> Result<Keys, DatadogError> {
+    async fn keys(&self) -> Result<Keys, QueryError> {
         let secret_id = self
             .secret_id
             .as_deref()
-            .ok_or(DatadogError::NotConfigured)?;
-        let text = self
-            .secrets
-            .secret_string(secret_id)
-            .await
-            .map_err(DatadogError::Secret)?;
+            .ok_or_else(|| QueryError::credentials(NOT_CONFIGURED))?;
+        let text =
+            self.secrets
+                .secret_string(secret_id)
+                .await
+                .map_err(|e| QueryError::Credentials {
+                    name: e.error_name(),
+                    message: format!("reading the Datadog keys: {e}"),
+                })?;
         // The message must not echo the secret's content.
-        serde_json::from_str(&text).map_err(|_| DatadogError::BadSecret(secret_id.to_owned()))
+        serde_json::from_str(&text).map_err(|_| bad_secret(secret_id))
     }
 
     fn url(&self, url: &str) -> String {
@@ -148,7 +102,7 @@ impl HttpDatadog {
 
 #[async_trait]
 impl DatadogApi for HttpDatadog {
-    async fn scalar_query(&self, url: &str, body: &Value) -> Result<Value, DatadogError> {
+    async fn scalar_query(&self, url: &str, body: &Value) -> Result<Value, QueryError> {
         let keys = self.keys().await?;
         let url = self.url(url);
         let body = Bytes::from(body.to_string());
@@ -162,18 +116,12 @@ impl DatadogApi for HttpDatadog {
                 .header("DD-API-KEY", &keys.api_key)
                 .header("DD-APPLICATION-KEY", &keys.app_key)
                 .body(body.clone())
-                .map_err(|_| DatadogError::BadSecret(self.secret_id.clone().unwrap_or_default()))?;
+                .map_err(|_| bad_secret(self.secret_id.as_deref().unwrap_or_default()))?;
             let got = self
                 .http
                 .send(request)
                 .await
-                .map_err(|failure| match failure {
-                    HttpFailure::Unreachable(message) => DatadogError::Unreachable {
-                        url: url.clone(),
-                        message,
-                    },
-                    HttpFailure::TooLarge => DatadogError::AnswerTooLarge { url: url.clone() },
-                })?;
+                .map_err(|failure| QueryError::from_http(&url, failure))?;
             if got.status == 429 && attempt < RATE_LIMITED_ATTEMPTS {
                 let wait = rate_limit_reset(&got.headers);
                 if wait <= MAX_RATE_LIMIT_WAIT {
@@ -208,8 +156,14 @@ fn answer(
     status: u16,
     headers: &http::HeaderMap,
     body: &[u8],
-) -> Result<Value, DatadogError> {
+) -> Result<Value, QueryError> {
     let json: Option<Value> = serde_json::from_slice(body).ok();
+    if status == 200 {
+        if let Some(j) = json.filter(|j| j["data"].is_object()) {
+            return Ok(j);
+        }
+        return Err(QueryError::from_answer(DATADOG, url, status, None, body));
+    }
     // Datadog's errors: {"errors": ["Forbidden"]}.
     let said = json.as_ref().and_then(|j| {
         let errors: Vec<&str> = j["errors"]
@@ -220,52 +174,23 @@ fn answer(
         (!errors.is_empty())
             .then(|| limits::truncate(&errors.join("; "), limits::MAX_LINE_BYTES / 2))
     });
-    let message = || said.clone().unwrap_or_else(|| first_bytes(body));
-    let url = url.to_owned();
-    match status {
-        200 => match json {
-            Some(j) if j["data"].is_object() => Ok(j),
-            _ => Err(DatadogError::NotDatadog {
-                url,
-                status,
-                first_bytes: first_bytes(body),
-            }),
-        },
-        400 if said.is_some() => Err(DatadogError::QueryRejected {
-            url,
-            status,
-            message: message(),
-        }),
-        401 | 403 => Err(DatadogError::Refused {
-            url,
-            status,
-            message: message(),
-        }),
-        429 => Err(DatadogError::Unavailable {
-            url,
-            status,
-            message: format!(
-                "{}: rate limited, the limit resets in {} s",
-                message(),
-                rate_limit_reset(headers).as_secs()
-            ),
-        }),
-        500..=599 => Err(DatadogError::Unavailable {
-            url,
-            status,
-            message: message(),
-        }),
-        _ => Err(DatadogError::NotDatadog {
-            url,
-            status,
-            first_bytes: first_bytes(body),
-        }),
-    }
+    let said = if status == 429 {
+        // Still limited after the retries: say when the limit resets.
+        Some(format!(
+            "{}: rate limited, the limit resets in {} s",
+            said.unwrap_or_else(|| first_bytes(body)),
+            rate_limit_reset(headers).as_secs()
+        ))
+    } else {
+        said
+    };
+    Err(QueryError::from_answer(DATADOG, url, status, said, body))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use canary_core::ErrorName;
 
     #[test]
     fn answers_map_to_named_errors() {
@@ -291,7 +216,7 @@ mod tests {
         let page = answer(url, 200, &none, b"<html>").unwrap_err();
         assert_eq!(page.error_name(), ErrorName::MetricsProviderRefused);
         assert_eq!(
-            DatadogError::NotConfigured.error_name(),
+            QueryError::credentials(NOT_CONFIGURED).error_name(),
             ErrorName::MetricsProviderRefused
         );
     }

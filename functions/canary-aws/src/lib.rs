@@ -15,6 +15,7 @@ pub mod fakes;
 pub mod functions;
 pub mod http;
 pub mod prometheus;
+pub mod query_error;
 pub mod route53;
 pub mod secrets;
 pub mod watches;
@@ -28,7 +29,7 @@ pub use cloudwatch::{
     AlarmState, AlarmStateValue, CloudWatchApi, MetricQuery, MetricSeries, SdkCloudWatch,
 };
 pub use config::{load_sdk_config, sdk_config_loader};
-pub use datadog::{DatadogApi, DatadogError, HttpDatadog};
+pub use datadog::{DatadogApi, HttpDatadog};
 pub use eks::{
     AccessEntries, ClusterAccounts, ClusterEksApi, ClusterInfo, ClusterReadiness, EksApi, SdkEks,
 };
@@ -38,7 +39,8 @@ pub use executions::{
     Started, StateEvent,
 };
 pub use functions::{FunctionInvoker, Invocation, SdkFunctions};
-pub use prometheus::{HttpPrometheus, PrometheusApi, PrometheusError};
+pub use prometheus::{HttpPrometheus, PrometheusApi};
+pub use query_error::QueryError;
 pub use route53::{
     NewWeightedRecord, Route53Api, Route53Reads, SdkRoute53, TxtRecord, WeightedRecord,
 };

@@ -13,70 +13,18 @@ use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettin
 use aws_sigv4::sign::v4;
 use bytes::Bytes;
 use canary_core::analysis::PrometheusEndpoint;
-use canary_core::{limits, ErrorName};
+use canary_core::limits;
 use serde_json::Value;
 
-use crate::http::{first_bytes, HttpFailure, LazyHttps, MAX_ANSWER_BYTES};
+use crate::http::LazyHttps;
+use crate::query_error::{Provider, QueryError};
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PrometheusError {
-    /// No answer: refused, reset, timed out, a name that does not resolve, a TLS failure.
-    #[error("cannot reach {url}: {message}")]
-    Unreachable { url: String, message: String },
-    /// 401 or 403: the function's role (AMP) or the network path may not query.
-    #[error("{url} refused the query ({status}): {message}")]
-    Refused {
-        url: String,
-        status: u16,
-        message: String,
-    },
-    /// 400 or 422: the query does not parse, or breaks the server's limits.
-    #[error("{url} rejected the query ({status}): {message}")]
-    QueryRejected {
-        url: String,
-        status: u16,
-        message: String,
-    },
-    /// 429 or 5xx: the server is throttling or failing; retrying may succeed.
-    #[error("{url} failed ({status}): {message}")]
-    Unavailable {
-        url: String,
-        status: u16,
-        message: String,
-    },
-    #[error("{url} answered more than {MAX_ANSWER_BYTES} bytes: the query selects more than a check can judge")]
-    AnswerTooLarge { url: String },
-    /// Not the Prometheus API's JSON (a proxy's page, a wrong path).
-    #[error("{url} answered {status} with something that is not the Prometheus API's JSON: {first_bytes:?}")]
-    NotPrometheus {
-        url: String,
-        status: u16,
-        first_bytes: String,
-    },
-    #[error("cannot sign the AMP query: {0}")]
-    Signing(String),
-}
-
-impl PrometheusError {
-    pub fn error_name(&self) -> ErrorName {
-        match self {
-            PrometheusError::Unreachable { .. } | PrometheusError::Unavailable { .. } => {
-                ErrorName::MetricsProviderUnavailable
-            }
-            PrometheusError::QueryRejected { .. } | PrometheusError::AnswerTooLarge { .. } => {
-                ErrorName::InvalidPlan
-            }
-            PrometheusError::Refused { .. }
-            | PrometheusError::NotPrometheus { .. }
-            | PrometheusError::Signing(_) => ErrorName::MetricsProviderRefused,
-        }
-    }
-
-    /// The query's own fault (it does not parse, or asks too much), not the provider's.
-    pub fn is_about_the_query(&self) -> bool {
-        self.error_name() == ErrorName::InvalidPlan
-    }
-}
+/// How Prometheus and AMP word their failures.
+pub const PROMETHEUS: Provider = Provider {
+    refuses: "the query",
+    api: "the Prometheus API's JSON",
+    rejects_queries_with: &[400, 422],
+};
 
 #[async_trait]
 pub trait PrometheusApi: Send + Sync {
@@ -86,7 +34,7 @@ pub trait PrometheusApi: Send + Sync {
         endpoint: &PrometheusEndpoint,
         query: &str,
         time: SystemTime,
-    ) -> Result<Value, PrometheusError>;
+    ) -> Result<Value, QueryError>;
 }
 
 /// Queries over HTTPS or plain HTTP.
@@ -103,14 +51,14 @@ impl HttpPrometheus {
         }
     }
 
-    async fn credentials(&self) -> Result<Credentials, PrometheusError> {
+    async fn credentials(&self) -> Result<Credentials, QueryError> {
         let provider = self.credentials.as_ref().ok_or_else(|| {
-            PrometheusError::Signing("the function has no AWS credentials".to_owned())
+            QueryError::credentials(signing_failed(&"the function has no AWS credentials"))
         })?;
         provider
             .provide_credentials()
             .await
-            .map_err(|e| PrometheusError::Signing(e.to_string()))
+            .map_err(|e| QueryError::credentials(signing_failed(&e)))
     }
 }
 
@@ -121,7 +69,7 @@ impl PrometheusApi for HttpPrometheus {
         endpoint: &PrometheusEndpoint,
         query: &str,
         time: SystemTime,
-    ) -> Result<Value, PrometheusError> {
+    ) -> Result<Value, QueryError> {
         let url = endpoint.query_url();
         let credentials = match endpoint {
             PrometheusEndpoint::Amp { .. } => Some(self.credentials().await?),
@@ -138,13 +86,7 @@ impl PrometheusApi for HttpPrometheus {
             .http
             .send(request)
             .await
-            .map_err(|failure| match failure {
-                HttpFailure::Unreachable(message) => PrometheusError::Unreachable {
-                    url: url.clone(),
-                    message,
-                },
-                HttpFailure::TooLarge => PrometheusError::AnswerTooLarge { url: url.clone() },
-            })?;
+            .map_err(|failure| QueryError::from_http(&url, failure))?;
         answer(&url, got.status, &got.body)
     }
 }
@@ -156,7 +98,7 @@ pub fn query_request(
     time: SystemTime,
     credentials: Option<&Credentials>,
     now: SystemTime,
-) -> Result<http::Request<Bytes>, PrometheusError> {
+) -> Result<http::Request<Bytes>, QueryError> {
     let url = endpoint.query_url();
     let time = time
         .duration_since(UNIX_EPOCH)
@@ -166,7 +108,7 @@ pub fn query_request(
         .append_pair("query", query)
         .append_pair("time", &time)
         .finish();
-    let signing = |e: &dyn std::fmt::Display| PrometheusError::Signing(e.to_string());
+    let signing = |e: &dyn std::fmt::Display| QueryError::credentials(signing_failed(e));
     let mut request = http::Request::builder()
         .method("POST")
         .uri(&url)
@@ -202,9 +144,21 @@ pub fn query_request(
     Ok(request)
 }
 
+fn signing_failed(cause: &dyn std::fmt::Display) -> String {
+    format!("cannot sign the AMP query: {cause}")
+}
+
 /// What an answer means: the `data` of a success, or the error its status and text say.
-fn answer(url: &str, status: u16, body: &[u8]) -> Result<Value, PrometheusError> {
+fn answer(url: &str, status: u16, body: &[u8]) -> Result<Value, QueryError> {
     let json: Option<Value> = serde_json::from_slice(body).ok();
+    if status == 200 {
+        if let Some(j) = json
+            .as_ref()
+            .filter(|j| j["status"] == "success" && j["data"].is_object())
+        {
+            return Ok(j["data"].clone());
+        }
+    }
     // Prometheus says {"status":"error","error":"..."}; AMP's gateway {"message":"..."}.
     let said = json
         .as_ref()
@@ -215,43 +169,13 @@ fn answer(url: &str, status: u16, body: &[u8]) -> Result<Value, PrometheusError>
                 .or(j["Message"].as_str())
         })
         .map(|m| limits::truncate(m, limits::MAX_LINE_BYTES / 2));
-    let message = || said.clone().unwrap_or_else(|| first_bytes(body));
-    let url = url.to_owned();
-    match status {
-        200 => match json {
-            Some(j) if j["status"] == "success" && j["data"].is_object() => Ok(j["data"].clone()),
-            _ => Err(PrometheusError::NotPrometheus {
-                url,
-                status,
-                first_bytes: first_bytes(body),
-            }),
-        },
-        400 | 422 if said.is_some() => Err(PrometheusError::QueryRejected {
-            url,
-            status,
-            message: message(),
-        }),
-        401 | 403 => Err(PrometheusError::Refused {
-            url,
-            status,
-            message: message(),
-        }),
-        429 | 500..=599 => Err(PrometheusError::Unavailable {
-            url,
-            status,
-            message: message(),
-        }),
-        _ => Err(PrometheusError::NotPrometheus {
-            url,
-            status,
-            first_bytes: first_bytes(body),
-        }),
-    }
+    Err(QueryError::from_answer(PROMETHEUS, url, status, said, body))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use canary_core::ErrorName;
     use std::time::Duration;
 
     #[test]

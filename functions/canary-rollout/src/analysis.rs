@@ -181,8 +181,8 @@ mod tests {
 
     use async_trait::async_trait;
     use canary_aws::{
-        AlarmState, AlarmStateValue, AwsError, CloudWatchApi, DatadogApi, DatadogError,
-        MetricQuery, MetricSeries, PrometheusApi, PrometheusError,
+        AlarmState, AlarmStateValue, AwsError, CloudWatchApi, DatadogApi, MetricQuery,
+        MetricSeries, PrometheusApi, QueryError,
     };
     use canary_core::analysis::PrometheusEndpoint;
     use serde_json::{json, Value};
@@ -229,8 +229,8 @@ mod tests {
             endpoint: &PrometheusEndpoint,
             _: &str,
             _: SystemTime,
-        ) -> Result<Value, PrometheusError> {
-            Err(PrometheusError::Unreachable {
+        ) -> Result<Value, QueryError> {
+            Err(QueryError::Unreachable {
                 url: format!("{endpoint:?}"),
                 message: "timed out".to_owned(),
             })
@@ -241,7 +241,7 @@ mod tests {
 
     #[async_trait]
     impl DatadogApi for NoDatadog {
-        async fn scalar_query(&self, _: &str, _: &Value) -> Result<Value, DatadogError> {
+        async fn scalar_query(&self, _: &str, _: &Value) -> Result<Value, QueryError> {
             unreachable!("the plan has no Datadog checks")
         }
     }

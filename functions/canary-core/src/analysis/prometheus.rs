@@ -7,9 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::outcome::CheckOutcome;
-use super::query_template::{
-    judge_query, validate_check_count, validate_query_check, QueryCheckSpec,
-};
+use super::query_template::{judge_query, query_check, validate_check_count, validate_query_check};
 use crate::cluster::ClusterRef;
 use crate::validate::Errors;
 
@@ -32,45 +30,13 @@ pub struct PrometheusChecks {
     pub checks: Vec<PrometheusCheck>,
 }
 
-/// One PromQL query and its limits.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PrometheusCheck {
-    /// A name for people, used in the check's reason.
-    pub name: String,
-    /// An instant PromQL query giving one number: a scalar, or a vector of one series
-    /// (aggregate with `sum(...)` and the like). `{{cluster}}` and `{{region}}` become the
-    /// new cluster's name and region.
-    pub query: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max: Option<f64>,
-    /// The same measure for the stable cluster (same placeholders), compared with `maxVsStable`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stable_query: Option<String>,
-    /// The canary's value may not exceed the stable cluster's times this (1 or more), as the
-    /// built-in ALB judge compares them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_vs_stable: Option<f64>,
-    /// Canary values at or below this never fail the comparison with the stable cluster (one
-    /// error against its zero). Default 0.
-    #[serde(default)]
-    pub vs_stable_floor: f64,
-}
-
-impl PrometheusCheck {
-    /// The check as the shared query-check code sees it.
-    pub fn spec(&self) -> QueryCheckSpec<'_> {
-        QueryCheckSpec {
-            name: &self.name,
-            query: &self.query,
-            stable_query: self.stable_query.as_deref(),
-            min: self.min,
-            max: self.max,
-            max_vs_stable: self.max_vs_stable,
-            vs_stable_floor: self.vs_stable_floor,
-        }
+query_check! {
+    /// One PromQL query and its limits.
+    pub struct PrometheusCheck {
+        /// An instant PromQL query giving one number: a scalar, or a vector of one series
+        /// (aggregate with `sum(...)` and the like). `{{cluster}}` and `{{region}}` become the
+        /// new cluster's name and region.
+        query,
     }
 }
 

@@ -22,6 +22,65 @@ pub struct QueryCheckSpec<'a> {
     pub vs_stable_floor: f64,
 }
 
+/// Declares a provider's check: `name`, `query` (which the provider documents), the provider's
+/// own fields, then the limits every query check has, and `spec()`, the check as the shared
+/// code sees it. The shared fields are written once, so their plan schema, defaults and
+/// validation cannot drift between providers. A macro, not a struct flattened into each
+/// provider's: serde's `flatten` cannot be combined with `deny_unknown_fields`, and a plan
+/// must refuse a misspelt limit.
+macro_rules! query_check {
+    (
+        $(#[$struct_meta:meta])*
+        pub struct $name:ident {
+            $(#[$query_meta:meta])*
+            query,
+            $( $(#[$field_meta:meta])* pub $field:ident: $type:ty, )*
+        }
+    ) => {
+        $(#[$struct_meta])*
+        #[derive(Debug, Clone, PartialEq, ::serde::Serialize, ::serde::Deserialize, ::schemars::JsonSchema)]
+        #[serde(rename_all = "camelCase", deny_unknown_fields)]
+        pub struct $name {
+            /// A name for people, used in the check's reason.
+            pub name: String,
+            $(#[$query_meta])*
+            pub query: String,
+            $( $(#[$field_meta])* pub $field: $type, )*
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub min: Option<f64>,
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub max: Option<f64>,
+            /// The same measure for the stable cluster (same placeholders), compared with `maxVsStable`.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub stable_query: Option<String>,
+            /// The canary's value may not exceed the stable cluster's times this (1 or more), as the
+            /// built-in ALB judge compares them.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub max_vs_stable: Option<f64>,
+            /// Canary values at or below this never fail the comparison with the stable cluster (one
+            /// error against its zero). Default 0.
+            #[serde(default)]
+            pub vs_stable_floor: f64,
+        }
+
+        impl $name {
+            /// The check as the shared query-check code sees it.
+            pub fn spec(&self) -> $crate::analysis::query_template::QueryCheckSpec<'_> {
+                $crate::analysis::query_template::QueryCheckSpec {
+                    name: &self.name,
+                    query: &self.query,
+                    stable_query: self.stable_query.as_deref(),
+                    min: self.min,
+                    max: self.max,
+                    max_vs_stable: self.max_vs_stable,
+                    vs_stable_floor: self.vs_stable_floor,
+                }
+            }
+        }
+    };
+}
+pub(crate) use query_check;
+
 /// Longest query, rendered. The providers take longer ones; a plan travels in the execution's
 /// state (the 256 KiB budget, docs/plan.md).
 pub const MAX_QUERY_BYTES: usize = 2048;

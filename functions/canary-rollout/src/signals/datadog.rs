@@ -32,11 +32,11 @@ impl QueryProvider for Datadog<'_> {
             .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
             .unwrap_or_default();
         let body = scalar_request(&self.section.checks[index], query, now_ms);
-        match self.api.scalar_query(&self.section.api_url(), &body).await {
-            Ok(answer) => Ok(scalar_value(&answer)),
-            Err(e) if e.is_about_the_query() => Err(AskError::Query(e.to_string())),
-            Err(e) => Err(AskError::Provider(e.error_name(), e.to_string())),
-        }
+        let answer = self
+            .api
+            .scalar_query(&self.section.api_url(), &body)
+            .await?;
+        Ok(scalar_value(&answer))
     }
 
     fn judge(&self, index: usize, value: Number, stable: Option<Number>) -> CheckOutcome {

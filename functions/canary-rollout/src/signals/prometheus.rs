@@ -28,11 +28,8 @@ impl QueryProvider for Prometheus<'_> {
 
     async fn ask(&self, _index: usize, query: &str, now: SystemTime) -> Result<Number, AskError> {
         let endpoint = self.section.endpoint().map_err(AskError::Query)?;
-        match self.api.instant_query(&endpoint, query, now).await {
-            Ok(data) => Ok(instant_value(&data)),
-            Err(e) if e.is_about_the_query() => Err(AskError::Query(e.to_string())),
-            Err(e) => Err(AskError::Provider(e.error_name(), e.to_string())),
-        }
+        let data = self.api.instant_query(&endpoint, query, now).await?;
+        Ok(instant_value(&data))
     }
 
     fn judge(&self, index: usize, value: Number, stable: Option<Number>) -> CheckOutcome {

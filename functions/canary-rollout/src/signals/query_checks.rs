@@ -7,6 +7,7 @@
 use std::time::SystemTime;
 
 use async_trait::async_trait;
+use canary_aws::QueryError;
 use canary_core::analysis::query_template::{render_query, QueryCheckSpec};
 use canary_core::analysis::CheckOutcome;
 use canary_core::limits::{join_bounded, MAX_REASON_BYTES};
@@ -24,6 +25,16 @@ pub(super) enum AskError {
     Query(String),
     /// The provider's: unreachable, failing, refusing. An error at Prepare and at a check.
     Provider(ErrorName, String),
+}
+
+impl From<QueryError> for AskError {
+    fn from(error: QueryError) -> Self {
+        if error.is_about_the_query() {
+            AskError::Query(error.to_string())
+        } else {
+            AskError::Provider(error.error_name(), error.to_string())
+        }
+    }
 }
 
 /// A query's answer: a number, none (`Ok(None)`), or an answer a check cannot judge (`Err`).
