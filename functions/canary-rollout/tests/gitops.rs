@@ -1,7 +1,8 @@
-//! GitOps traffic targets (`"via": "argocd"`) against in-memory fakes: the Argo CD cluster
-//! Secrets and a Route 53 whose records follow the annotations as ExternalDNS would (or not,
-//! or late). Time is paused: the waits and holds run in virtual seconds. Over the wire, with
-//! the Kubernetes test server and the ExternalDNS stand-in: tests/e2e/test_gitops_weights.py.
+//! GitOps traffic targets (`"via": "argocd"`): `set`, `verify` and `restore` called directly
+//! against in-memory fakes of the Argo CD cluster Secrets and of a Route 53 whose records follow
+//! the annotations as ExternalDNS would (or not, or late). Time is paused: the waits and holds
+//! run in virtual seconds. Over the wire, with the Kubernetes test server and the ExternalDNS
+//! stand-in: tests/e2e/test_gitops_weights.py.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -12,9 +13,10 @@ use canary_core::argocd::{
     CLUSTER_ARN_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE, SECRET_TYPE_LABEL,
 };
 use canary_core::{NamedError, Route53Target};
+use canary_core::{RolloutPlan, TargetWeights};
 use canary_kube::{ArgoCdConnect, ClusterSecret, ClusterSecrets, Force, KubeError, KubeErrorKind};
+use canary_rollout::{restore, set, Apis, ShiftError};
 use serde_json::{json, Value};
-use shift_weights::{handle, Apis};
 
 const KEY: &str = "route53:Z1:app.example.com.:A";
 const CANARY_SECRET: &str = "cluster-canary-green-0123456789";
@@ -282,13 +284,36 @@ impl World {
         }
     }
 
-    async fn call(&self, argocd: bool, input: Value) -> Result<Value, shift_weights::ShiftError> {
+    /// One operation, as the state machine would ask it (`input` in shift-weights' request
+    /// form), run by calling canary-rollout's function for it; the output as JSON.
+    async fn call(&self, argocd: bool, input: Value) -> Result<Value, ShiftError> {
         let apis = Apis {
             route53: &self.records,
             argocd: argocd.then_some(&self.connect as &dyn ArgoCdConnect),
             ..Apis::fake()
         };
-        handle(&apis, input).await
+        let plan = RolloutPlan::parse(input["plan"].clone())?;
+        let weights = |field: &str| -> Vec<TargetWeights> {
+            serde_json::from_value(input[field].clone()).expect("the test's weights")
+        };
+        let output = match input["operation"].as_str() {
+            Some("set") => {
+                let weight = input["canaryWeight"].as_i64().expect("the test's weight");
+                to_json(set::set(&apis, &plan, weight, &weights("expected")).await?)
+            }
+            Some("verify") => {
+                to_json(set::verify(apis.reads(), &plan, &weights("expected")).await?)
+            }
+            Some("restore") => {
+                let expected = weights("expected");
+                to_json(
+                    restore::restore(&apis, &plan.plan, &weights("baseline"), Some(&expected))
+                        .await?,
+                )
+            }
+            other => panic!("no such operation in these tests: {other:?}"),
+        };
+        Ok(output)
     }
 
     fn annotation(&self, secret: &str) -> Option<String> {
@@ -301,6 +326,10 @@ impl World {
     fn log(&self) -> Vec<String> {
         self.log.lock().unwrap().clone()
     }
+}
+
+fn to_json(output: impl serde::Serialize) -> Value {
+    serde_json::to_value(output).expect("outputs serialize")
 }
 
 fn plan() -> Value {
