@@ -1,11 +1,11 @@
 //! The Datadog API test double (`tests/datadog/datadog_api_server.py`; its header says what
 //! it refuses and what it does not model) on a free loopback port.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 
-use crate::{python, repo_root};
+use crate::{python, repo_root, start_announcing};
 
 pub struct DatadogServer {
     child: Child,
@@ -22,23 +22,15 @@ impl DatadogServer {
         values: &serde_json::Value,
         extra: &[&str],
     ) -> DatadogServer {
-        let mut child = Command::new(python())
-            .arg(repo_root().join("tests/datadog/datadog_api_server.py"))
-            .args(["--api-key", api_key, "--app-key", app_key])
-            .args(["--values", &values.to_string()])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start datadog_api_server.py: run scripts/setup.sh first");
-        let mut line = String::new();
-        if let Some(stdout) = child.stdout.take() {
-            let _ = BufReader::new(stdout).read_line(&mut line);
-        }
-        let ready: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| {
-            let _ = child.kill();
-            panic!("datadog_api_server.py did not start ({e}): {line:?}")
-        });
+        let (child, ready) = start_announcing(
+            Command::new(python())
+                .arg(repo_root().join("tests/datadog/datadog_api_server.py"))
+                .args(["--api-key", api_key, "--app-key", app_key])
+                .args(["--values", &values.to_string()])
+                .args(extra)
+                .stderr(Stdio::inherit()),
+            "start datadog_api_server.py: run scripts/setup.sh first",
+        );
         DatadogServer {
             url: ready["url"].as_str().unwrap_or_default().to_owned(),
             child,

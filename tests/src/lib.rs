@@ -43,24 +43,16 @@ impl Moto {
         // Port 0: moto binds a port of its own and announces it. A port we picked and handed
         // over could be taken by another test's server first, and then a check that it
         // answers would find that server instead of moto.
-        let mut child = Command::new(python())
-            .arg(repo_root().join("tests/moto/moto_server.py"))
-            .args(["-H", "127.0.0.1", "-p", "0"])
-            .env("AWS_ACCESS_KEY_ID", "test")
-            .env("AWS_SECRET_ACCESS_KEY", "test")
-            .env("AWS_EC2_METADATA_DISABLED", "true")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start moto_server: run scripts/setup.sh first");
-        let mut line = String::new();
-        if let Some(stdout) = child.stdout.take() {
-            let _ = BufReader::new(stdout).read_line(&mut line);
-        }
-        let ready: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| {
-            let _ = child.kill();
-            panic!("moto_server.py did not start ({e}): {line:?}")
-        });
+        let (child, ready) = start_announcing(
+            Command::new(python())
+                .arg(repo_root().join("tests/moto/moto_server.py"))
+                .args(["-H", "127.0.0.1", "-p", "0"])
+                .env("AWS_ACCESS_KEY_ID", "test")
+                .env("AWS_SECRET_ACCESS_KEY", "test")
+                .env("AWS_EC2_METADATA_DISABLED", "true")
+                .stderr(Stdio::null()),
+            "start moto_server: run scripts/setup.sh first",
+        );
         Moto {
             endpoint: ready["endpoint"].as_str().unwrap_or_default().to_owned(),
             child,
@@ -118,27 +110,19 @@ pub const LIMITED_TOKEN: &str = "limited-token-for-tests";
 impl KubeServer {
     /// `extra` e.g. `["--argocd-sim", "healthy"]`.
     pub fn start(extra: &[&str]) -> KubeServer {
-        let mut child = Command::new(python())
-            .arg(repo_root().join("tests/kube/kube_api_server.py"))
-            .args([
-                "--admin-token",
-                ADMIN_TOKEN,
-                "--limited-token",
-                LIMITED_TOKEN,
-            ])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start kube_api_server.py: run scripts/setup.sh first");
-        let mut line = String::new();
-        if let Some(stdout) = child.stdout.take() {
-            let _ = BufReader::new(stdout).read_line(&mut line);
-        }
-        let ready: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| {
-            let _ = child.kill();
-            panic!("kube_api_server.py did not start ({e}): {line:?}")
-        });
+        let (child, ready) = start_announcing(
+            Command::new(python())
+                .arg(repo_root().join("tests/kube/kube_api_server.py"))
+                .args([
+                    "--admin-token",
+                    ADMIN_TOKEN,
+                    "--limited-token",
+                    LIMITED_TOKEN,
+                ])
+                .args(extra)
+                .stderr(Stdio::inherit()),
+            "start kube_api_server.py: run scripts/setup.sh first",
+        );
         KubeServer {
             server: ready["server"].as_str().unwrap_or_default().to_owned(),
             ca_data: ready["caData"].as_str().unwrap_or_default().to_owned(),
@@ -158,6 +142,23 @@ impl KubeServer {
     /// The Secrets in Argo CD's namespace, as an administrator sees them.
     pub async fn argocd_secrets(&self) -> kube::Api<k8s_openapi::api::core::v1::Secret> {
         kube::Api::namespaced(self.admin_client().await, "argocd")
+    }
+}
+
+/// Starts `command` (a test server that binds a port of its own and prints where, as one JSON
+/// line, first on stdout) and reads that line; panics with `what` if it does not come.
+pub fn start_announcing(command: &mut Command, what: &str) -> (Child, serde_json::Value) {
+    let mut child = command.stdout(Stdio::piped()).spawn().expect(what);
+    let mut line = String::new();
+    if let Some(stdout) = child.stdout.take() {
+        let _ = BufReader::new(stdout).read_line(&mut line);
+    }
+    match serde_json::from_str(&line) {
+        Ok(ready) => (child, ready),
+        Err(e) => {
+            let _ = child.kill();
+            panic!("{what}: it did not start ({e}): {line:?}")
+        }
     }
 }
 
