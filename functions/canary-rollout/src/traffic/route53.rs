@@ -333,6 +333,33 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_change_that_stays_pending_is_a_retryable_error() {
+        let route53 = FakeRoute53::at(100, 0).never_in_sync();
+        let apis = Apis {
+            route53: &route53,
+            ..Apis::fake()
+        };
+        let plan = plan(false);
+        let expected = [canary_core::TargetWeights::new(
+            "route53:Z1:app.example.com.:A".to_owned(),
+            WeightPair {
+                stable: 100,
+                canary: 0,
+            },
+        )];
+        let err = crate::set::set(&apis, &plan, 10, &expected)
+            .await
+            .expect_err("not in sync");
+        assert_eq!(err.name().as_str(), "ChangeNotInSync");
+        assert!(err.name().is_retryable());
+        assert!(
+            err.to_string()
+                .contains("change C123 was written but is not INSYNC"),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
     async fn both_records_at_zero_is_refused_before_any_write() {
         let route53 = FakeRoute53::at(100, 0);
         let apis = Apis {
