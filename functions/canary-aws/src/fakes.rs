@@ -2,28 +2,38 @@
 //! `fakes`, enabled by dev-dependencies only): one of each, here, instead of a copy per test
 //! file.
 //!
-//! - [`Unused`]: any traffic API a test does not exercise; every call is an error saying so.
+//! - [`Unused`]: any traffic or signal API a test does not exercise; every call is an error
+//!   saying so.
 //! - [`NoExecutions`]: Step Functions with no other execution running.
+//! - [`FakeCloudWatch`]: alarms by name in the states a test sets; no metric data.
 //! - [`FakeAlb`]: listeners forwarding to target groups at weights, with a throttle to inject.
 //! - [`FakeRoute53`]: one stable/canary pair of weighted records (`blue`/`green`), with a change
 //!   that may stay PENDING and a canary health check.
 //!
 //! What they do not model: regions and accounts (every ARN answers), ELBv2 and Route 53
 //! validation of the values written (the over-the-wire tests against moto do), controllers'
-//! tags and ExternalDNS registry records (none), and pagination.
+//! tags and ExternalDNS registry records (none), pagination, composite alarms' rules, and
+//! CloudWatch metrics.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::SystemTime;
 
 use async_trait::async_trait;
+use canary_core::analysis::PrometheusEndpoint;
 use canary_core::target_health::TargetState;
 use canary_core::{AlbTarget, Route53Target};
+use serde_json::Value;
 
 use crate::alb::{
     AlbApi, AlbReads, ForwardAction, ForwardRead, TargetGroupInfo, TargetGroupWeight,
 };
+use crate::cloudwatch::{AlarmState, AlarmStateValue, CloudWatchApi, MetricQuery, MetricSeries};
+use crate::datadog::DatadogApi;
 use crate::error::{AwsError, AwsErrorKind};
 use crate::executions::{ExecutionHistory, ExecutionsApi};
+use crate::prometheus::PrometheusApi;
+use crate::query_error::QueryError;
 use crate::route53::{NewWeightedRecord, Route53Api, Route53Reads, TxtRecord, WeightedRecord};
 
 /// A test's fake is poisoned only after a panic in another of its assertions: go on with it.
@@ -49,7 +59,7 @@ pub fn throttled(operation: &'static str) -> AwsError {
     }
 }
 
-/// Stands in for every traffic API a test does not use: each call fails, naming it.
+/// Stands in for every traffic or signal API a test does not use: each call fails, naming it.
 pub struct Unused;
 
 #[async_trait]
@@ -130,6 +140,102 @@ impl ExecutionsApi for Unused {
     }
     async fn history(&self, _: &str) -> Result<ExecutionHistory, AwsError> {
         Err(unused("GetExecutionHistory"))
+    }
+}
+
+#[async_trait]
+impl CloudWatchApi for Unused {
+    async fn alarms_by_names(&self, _: &[String]) -> Result<Vec<AlarmState>, AwsError> {
+        Err(unused("DescribeAlarms"))
+    }
+    async fn alarms_by_prefix(&self, _: &str) -> Result<Vec<AlarmState>, AwsError> {
+        Err(unused("DescribeAlarms"))
+    }
+    async fn metric_data(
+        &self,
+        _: &[MetricQuery],
+        _: SystemTime,
+        _: SystemTime,
+    ) -> Result<BTreeMap<String, MetricSeries>, AwsError> {
+        Err(unused("GetMetricData"))
+    }
+}
+
+fn unused_query(url: &str) -> QueryError {
+    QueryError::Unreachable {
+        url: url.to_owned(),
+        message: "this test gives no fake for it (canary_aws::fakes::Unused)".to_owned(),
+    }
+}
+
+#[async_trait]
+impl PrometheusApi for Unused {
+    async fn instant_query(
+        &self,
+        endpoint: &PrometheusEndpoint,
+        _: &str,
+        _: SystemTime,
+    ) -> Result<Value, QueryError> {
+        Err(unused_query(&endpoint.query_url()))
+    }
+}
+
+#[async_trait]
+impl DatadogApi for Unused {
+    async fn scalar_query(&self, url: &str, _: &Value) -> Result<Value, QueryError> {
+        Err(unused_query(url))
+    }
+}
+
+/// CloudWatch alarms by name, in the states a test sets (`set`); every alarm set exists, no
+/// other does. Metric data is always empty.
+#[derive(Default)]
+pub struct FakeCloudWatch {
+    alarms: Mutex<Vec<(String, AlarmStateValue)>>,
+}
+
+impl FakeCloudWatch {
+    pub fn with(self, name: &str, state: AlarmStateValue) -> Self {
+        self.set(name, state);
+        self
+    }
+
+    pub fn set(&self, name: &str, state: AlarmStateValue) {
+        let mut alarms = lock(&self.alarms);
+        alarms.retain(|(n, _)| n != name);
+        alarms.push((name.to_owned(), state));
+    }
+
+    fn matching(&self, wanted: impl Fn(&str) -> bool) -> Vec<AlarmState> {
+        lock(&self.alarms)
+            .iter()
+            .filter(|(name, _)| wanted(name))
+            .map(|(name, state)| AlarmState {
+                name: name.clone(),
+                composite: false,
+                state: *state,
+                reason: "Threshold Crossed".to_owned(),
+                since: Some("2026-11-23T20:04:00Z".to_owned()),
+            })
+            .collect()
+    }
+}
+
+#[async_trait]
+impl CloudWatchApi for FakeCloudWatch {
+    async fn alarms_by_names(&self, names: &[String]) -> Result<Vec<AlarmState>, AwsError> {
+        Ok(self.matching(|n| names.iter().any(|w| w == n)))
+    }
+    async fn alarms_by_prefix(&self, prefix: &str) -> Result<Vec<AlarmState>, AwsError> {
+        Ok(self.matching(|n| n.starts_with(prefix)))
+    }
+    async fn metric_data(
+        &self,
+        _: &[MetricQuery],
+        _: SystemTime,
+        _: SystemTime,
+    ) -> Result<BTreeMap<String, MetricSeries>, AwsError> {
+        Ok(BTreeMap::new())
     }
 }
 

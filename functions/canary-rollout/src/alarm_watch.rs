@@ -225,12 +225,11 @@ pub async fn on_alarm_state_change(
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
     use std::sync::Mutex;
-    use std::time::SystemTime;
 
     use async_trait::async_trait;
-    use canary_aws::{AlarmState, AlarmStateValue, AwsError, MetricQuery, MetricSeries};
+    use canary_aws::fakes::FakeCloudWatch;
+    use canary_aws::{AlarmStateValue, AwsError};
 
     use super::*;
 
@@ -285,55 +284,10 @@ mod tests {
         }
     }
 
-    /// Alarms by name and state; every one exists.
-    #[derive(Default)]
-    struct Alarms(Mutex<Vec<(String, AlarmStateValue)>>);
-
-    #[async_trait]
-    impl CloudWatchApi for Alarms {
-        async fn alarms_by_names(&self, names: &[String]) -> Result<Vec<AlarmState>, AwsError> {
-            Ok(self.matching(|n| names.iter().any(|w| w == n)))
-        }
-        async fn alarms_by_prefix(&self, prefix: &str) -> Result<Vec<AlarmState>, AwsError> {
-            Ok(self.matching(|n| n.starts_with(prefix)))
-        }
-        async fn metric_data(
-            &self,
-            _: &[MetricQuery],
-            _: SystemTime,
-            _: SystemTime,
-        ) -> Result<BTreeMap<String, MetricSeries>, AwsError> {
-            Ok(BTreeMap::new())
-        }
-    }
-
-    impl Alarms {
-        fn set(&self, name: &str, state: AlarmStateValue) {
-            let mut all = self.0.lock().unwrap();
-            all.retain(|(n, _)| n != name);
-            all.push((name.to_owned(), state));
-        }
-        fn matching(&self, wanted: impl Fn(&str) -> bool) -> Vec<AlarmState> {
-            self.0
-                .lock()
-                .unwrap()
-                .iter()
-                .filter(|(n, _)| wanted(n))
-                .map(|(name, state)| AlarmState {
-                    name: name.clone(),
-                    composite: false,
-                    state: *state,
-                    reason: "Threshold Crossed".to_owned(),
-                    since: Some("2026-11-23T20:04:00Z".to_owned()),
-                })
-                .collect()
-        }
-    }
-
     #[derive(Default)]
     struct Env {
         store: Store,
-        alarms: Alarms,
+        alarms: FakeCloudWatch,
         tasks: Tasks,
     }
 

@@ -177,47 +177,13 @@ fn epoch_seconds(at: SystemTime) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use async_trait::async_trait;
-    use canary_aws::{
-        AlarmState, AlarmStateValue, AwsError, CloudWatchApi, DatadogApi, MetricQuery,
-        MetricSeries, PrometheusApi, QueryError,
-    };
+    use canary_aws::fakes::FakeCloudWatch;
+    use canary_aws::{AlarmStateValue, PrometheusApi, QueryError};
     use canary_core::analysis::PrometheusEndpoint;
     use serde_json::{json, Value};
 
     use super::*;
-
-    /// Every alarm asked for, in `state`.
-    struct Alarms(AlarmStateValue);
-
-    #[async_trait]
-    impl CloudWatchApi for Alarms {
-        async fn alarms_by_names(&self, names: &[String]) -> Result<Vec<AlarmState>, AwsError> {
-            Ok(names
-                .iter()
-                .map(|name| AlarmState {
-                    name: name.clone(),
-                    composite: false,
-                    state: self.0,
-                    reason: "Threshold Crossed".to_owned(),
-                    since: Some("2026-11-23T20:04:00Z".to_owned()),
-                })
-                .collect())
-        }
-        async fn alarms_by_prefix(&self, _: &str) -> Result<Vec<AlarmState>, AwsError> {
-            Ok(Vec::new())
-        }
-        async fn metric_data(
-            &self,
-            _: &[MetricQuery],
-            _: SystemTime,
-            _: SystemTime,
-        ) -> Result<BTreeMap<String, MetricSeries>, AwsError> {
-            Ok(BTreeMap::new())
-        }
-    }
 
     /// A Prometheus that never answers.
     struct Down;
@@ -234,15 +200,6 @@ mod tests {
                 url: format!("{endpoint:?}"),
                 message: "timed out".to_owned(),
             })
-        }
-    }
-
-    struct NoDatadog;
-
-    #[async_trait]
-    impl DatadogApi for NoDatadog {
-        async fn scalar_query(&self, _: &str, _: &Value) -> Result<Value, QueryError> {
-            unreachable!("the plan has no Datadog checks")
         }
     }
 
@@ -276,10 +233,11 @@ mod tests {
 
     #[tokio::test]
     async fn a_failing_alarm_rolls_back_even_while_a_provider_is_unanswered() {
+        let alarms = FakeCloudWatch::default().with("web-green-5xx", AlarmStateValue::Alarm);
         let apis = SignalApis {
-            cloudwatch: &Alarms(AlarmStateValue::Alarm),
+            cloudwatch: &alarms,
             prometheus: &Down,
-            datadog: &NoDatadog,
+            ..SignalApis::fake()
         };
         let decision = evaluate(&apis, &plan(), progress(), SystemTime::now())
             .await
@@ -298,10 +256,11 @@ mod tests {
 
     #[tokio::test]
     async fn without_a_failure_an_unanswered_provider_leaves_the_check_unjudged() {
+        let alarms = FakeCloudWatch::default().with("web-green-5xx", AlarmStateValue::Ok);
         let apis = SignalApis {
-            cloudwatch: &Alarms(AlarmStateValue::Ok),
+            cloudwatch: &alarms,
             prometheus: &Down,
-            datadog: &NoDatadog,
+            ..SignalApis::fake()
         };
         let decision = evaluate(&apis, &plan(), progress(), SystemTime::now())
             .await

@@ -37,6 +37,21 @@ pub struct SignalApis<'a> {
     pub datadog: &'a dyn DatadogApi,
 }
 
+#[cfg(any(test, feature = "fakes"))]
+impl SignalApis<'static> {
+    /// For decision tests: every provider unused (`canary_aws::fakes::Unused`: a call is an
+    /// error naming it). A test overrides what it exercises:
+    /// `SignalApis { cloudwatch: &alarms, ..SignalApis::fake() }`.
+    pub fn fake() -> Self {
+        use canary_aws::fakes::Unused;
+        SignalApis {
+            cloudwatch: &Unused,
+            prometheus: &Unused,
+            datadog: &Unused,
+        }
+    }
+}
+
 /// What a source found it can evaluate, at Prepare.
 #[derive(Debug, Default)]
 pub struct Validated {
