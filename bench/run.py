@@ -31,7 +31,7 @@ from collections import Counter
 from pathlib import Path
 
 from bench.runtime_api import FakeRuntimeApi
-from sandbox import alarm_events, scenarios
+from sandbox import scenarios
 from sandbox.harness import REPO, Sandbox
 from sandbox.world import REGION
 
@@ -151,7 +151,7 @@ def rollback_latencies(intervals):
         for interval in intervals:
             row = [f"{interval} s"]
             for delivered in (True, False):
-                (events.enable_rule if delivered else events.disable_rule)(Name=alarm_events.RULE)
+                (events.enable_rule if delivered else events.disable_rule)(Name=sandbox.alarm_events.rule)
                 arn = scenarios.start_manual(sandbox, baking(sandbox, interval),
                                              f"rollback-{interval}s-{'event' if delivered else 'polling'}")
                 alarmed = {}

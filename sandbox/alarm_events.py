@@ -1,34 +1,40 @@
 """CloudWatch alarm state changes, delivered as AWS delivers them.
 
 CloudWatch tells EventBridge the instant an alarm changes state (`CloudWatch Alarm State
-Change`); the SAM template's `AlarmStateChange` rule passes the ones to ALARM to
-evaluate-alarms through its InputTransformer. moto emits no such events and cannot invoke
-Lambda from a rule, so the sandbox does both halves:
+Change`); the stack's rule for them passes the ones to ALARM to its function through its
+InputTransformer. moto's CloudWatch emits no such events, so:
 
 - `AlarmEvents.set_state` changes the alarm in moto and puts the event CloudWatch would emit
   on moto's default bus (the event's shape is AWS's documented one);
-- moto's EventBridge matches it against the template's own pattern (a rule created from it)
-  and sends what matches to an SQS queue;
-- a pump reads the queue and invokes evaluate-alarms with the template's InputTransformer
-  applied, one event after the other, as Lambda's asynchronous invocation would.
+- moto's EventBridge matches it against the rule the stack created and invokes the rule's
+  function asynchronously with the rule's InputTransformer applied (tests/moto/moto_server.py);
+- that asynchronous invocation is Lambda's event queue: here, one the sandbox holds
+  (`FrontDoor.intercept_async`), delivered one event after the other by a pump.
 
-Disabling the rule (`disable_rule`) loses the events, as on AWS; `held()` delays them. Every
-invocation's answer is kept in `reactions`, in order.
+Disabling the rule (`disable_rule(Name=alarm_events.rule)`) loses the events, as on AWS;
+`held()` delays them. Every invocation's answer is kept in `reactions`, in order.
 """
 import contextlib
 import json
+import queue
 import threading
-import time
 from datetime import datetime, timezone
 
-RULE = "cluster-canary-alarm-state-change"
-QUEUE = "cluster-canary-alarm-state-change"
 
-
-def alarm_rule(template):
-    """The template's AlarmStateChange rule: its pattern and InputTransformer."""
-    events = template["Resources"]["EvaluateAlarmsFunction"]["Properties"]["Events"]
-    return events["AlarmStateChange"]["Properties"]
+def stack_rule(events, source):
+    """The stack's rule for events from `source` (e.g. `aws.cloudwatch`), as moto's EventBridge
+    holds it: (rule name, its pattern, its Lambda function target)."""
+    found = []
+    for page in events.get_paginator("list_rules").paginate():
+        for rule in page["Rules"]:
+            pattern = json.loads(rule.get("EventPattern") or "{}")
+            if source in pattern.get("source", []):
+                targets = events.list_targets_by_rule(Rule=rule["Name"])["Targets"]
+                functions = [t for t in targets if t["Arn"].split(":")[2:3] == ["lambda"]]
+                found.extend((rule["Name"], pattern, target) for target in functions)
+    if len(found) != 1:
+        raise LookupError(f"the stack should have one rule sending {source} events to a function, found {found}")
+    return found[0]
 
 
 def transform(event, transformer):
@@ -44,26 +50,25 @@ def transform(event, transformer):
 
 
 class AlarmEvents:
-    def __init__(self, client, invoke, template, log):
+    def __init__(self, client, front_door, invoke, log):
         """`client(service)` gives a boto3 client on the sandbox; `invoke(function, payload)`
-        invokes a function; `template` is template.yaml as data."""
+        invokes a function (by name or ARN) and gives (function error, answer)."""
         self.client = client
+        self.front_door = front_door
         self.invoke = invoke
-        self.rule = alarm_rule(template)
         self.log = log
         self.reactions = []
+        self.waiting = queue.Queue()
         self.stopping = threading.Event()
         self.flowing = threading.Event()
         self.flowing.set()
-        self.busy = threading.Lock()  # held by the pump while it reads and delivers
+        self.busy = threading.Lock()  # held by the pump while it delivers
         self.thread = None
 
     def start(self):
-        sqs, events = self.client("sqs"), self.client("events")
-        self.queue = sqs.create_queue(QueueName=QUEUE)["QueueUrl"]
-        queue_arn = sqs.get_queue_attributes(QueueUrl=self.queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        events.put_rule(Name=RULE, EventPattern=json.dumps(self.rule["Pattern"]))
-        events.put_targets(Rule=RULE, Targets=[{"Id": "evaluate-alarms", "Arn": queue_arn}])
+        self.rule, self.pattern, target = stack_rule(self.client("events"), "aws.cloudwatch")
+        self.function = target["Arn"]
+        self.front_door.intercept_async(self.function.split(":")[6], self.waiting.put)
         self.thread = threading.Thread(target=self.pump, name="alarm-events", daemon=True)
         self.thread.start()
         return self
@@ -121,29 +126,23 @@ class AlarmEvents:
         return alarms[0]
 
     def pump(self):
-        sqs = self.client("sqs")
         while not self.stopping.is_set():
             if not self.flowing.wait(timeout=0.5):
                 continue
             with self.busy:
                 if self.flowing.is_set():
-                    self.deliver_waiting(sqs)
+                    self.deliver_waiting()
 
-    def deliver_waiting(self, sqs):
-        """Reads the queue once (waiting up to a second) and delivers what it finds."""
+    def deliver_waiting(self):
+        """Delivers the next queued event (waiting up to half a second for one)."""
         try:
-            messages = sqs.receive_message(QueueUrl=self.queue, MaxNumberOfMessages=10, WaitTimeSeconds=1)
-        except Exception as error:
-            if not self.stopping.is_set():  # else: the sandbox is stopping
-                self.log(f"alarm events: cannot read the queue: {error}")
-                time.sleep(0.5)
+            body = self.waiting.get(timeout=0.5)
+        except queue.Empty:
             return
-        for message in messages.get("Messages", []):
-            sqs.delete_message(QueueUrl=self.queue, ReceiptHandle=message["ReceiptHandle"])
-            payload = transform(json.loads(message["Body"]), self.rule["InputTransformer"])
-            error, answer = self.invoke("evaluate-alarms", payload)
-            self.reactions.append({"change": payload["change"], "error": error, "answer": answer})
-            failed = ", ".join(a.rsplit(":", 1)[-1] for a in (answer or {}).get("failed", [])) if not error else ""
-            self.log(f"alarm event: {payload['change']['alarmName']} went to ALARM"
-                     + (f"; evaluate-alarms failed: {answer}" if error else
-                        f"; rollouts failed at once: {failed or 'none'}"))
+        payload = json.loads(body)
+        error, answer = self.invoke(self.function, payload)
+        self.reactions.append({"change": payload["change"], "error": error, "answer": answer})
+        failed = ", ".join(a.rsplit(":", 1)[-1] for a in (answer or {}).get("failed", [])) if not error else ""
+        self.log(f"alarm event: {payload['change']['alarmName']} went to ALARM"
+                 + (f"; evaluate-alarms failed: {answer}" if error else
+                    f"; rollouts failed at once: {failed or 'none'}"))

@@ -28,6 +28,7 @@ its deletion of unknown rules, TargetGroupBinding, and any event-driven reconcil
 timer).
 """
 import base64
+import contextlib
 import json
 import ssl
 import threading
@@ -75,6 +76,7 @@ class _Loop:
         self.thread = None
         self.reconciles = 0
         self.errors = []
+        self.passing = threading.Lock()
 
     def start(self):
         self._pass()
@@ -90,8 +92,16 @@ class _Loop:
                 self.errors.append(error)
 
     def _pass(self):
-        if self.reconcile():
-            self.reconciles += 1
+        with self.passing:
+            if self.reconcile():
+                self.reconciles += 1
+
+    @contextlib.contextmanager
+    def paused(self):
+        """No pass runs inside the block (one under way ends first): the controller between two
+        reconciles for as long as a test needs, whatever the machine's load."""
+        with self.passing:
+            yield
 
     def stop(self):
         self.stopping.set()

@@ -1,12 +1,11 @@
-"""The sandbox's single AWS endpoint, in front of moto and `cargo lambda watch`.
+"""The sandbox's single AWS endpoint, in front of moto and the sandbox's Lambda.
 
-moto's Step Functions engine invokes Lambda functions at http://localhost:$MOTO_PORT; the
-functions call AWS at $AWS_ENDPOINT_URL. Both point here:
-  POST /2015-03-31/functions/<name or ARN>/invocations  -> cargo lambda watch, by bare name
+moto's Step Functions engine and EventBridge invoke Lambda functions at
+http://localhost:$MOTO_PORT; the functions call AWS at $AWS_ENDPOINT_URL. Both point here:
+  POST /2015-03-31/functions/<name or ARN>/invocations  -> the sandbox's Lambda (lambda_service.py)
   anything else                                         -> moto
-and it makes cargo-lambda's answers look like Lambda's: a function error comes back from
-cargo-lambda as HTTP 500, but from Lambda as 200 with `X-Amz-Function-Error: Unhandled`
-(without that, moto cannot Catch the error). Lambda's request id header is added too.
+An asynchronous invocation (`X-Amz-Invocation-Type: Event`) of a function a test intercepts
+(`intercept_async`) is handed to it instead: the alarm events' queue does so.
 """
 import http.client
 import re
@@ -64,12 +63,12 @@ class FrontDoor:
     `requests`: every request it forwarded, as (user agent, service, action), in order (the
     benchmark counts the functions' AWS calls from it)."""
 
-    def __init__(self, lambda_port):
+    def __init__(self):
         self.faults = []
         self.requests = []
         self.handler = type(
             "Handler", (_Handler,),
-            {"lambda_port": lambda_port, "faults": self.faults, "requests": self.requests},
+            {"faults": self.faults, "requests": self.requests, "async_takers": {}},
         )
         # A port of the kernel's choosing: moto has to be told this one before it starts.
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self.handler)
@@ -85,6 +84,15 @@ class FrontDoor:
         """Where moto listens, once it has started (it is told the front door's port first)."""
         self.handler.moto_port = int(moto_endpoint.rsplit(":", 1)[1])
 
+    def forward_invocations_to(self, lambda_port):
+        """Where the sandbox's Lambda listens, once the stack's functions are known."""
+        self.handler.lambda_port = lambda_port
+
+    def intercept_async(self, function_name, take):
+        """Asynchronous invocations of `function_name` go to `take(payload bytes)` (answered
+        202, as Lambda accepts them) instead of the sandbox's Lambda."""
+        self.handler.async_takers[function_name] = take
+
     def stop(self):
         self.server.shutdown()
         self.server.server_close()
@@ -96,6 +104,7 @@ class _Handler(BaseHTTPRequestHandler):
     lambda_port = None
     faults = None
     requests = None
+    async_takers = None
 
     def log_message(self, fmt, *args):
         pass
@@ -108,26 +117,24 @@ class _Handler(BaseHTTPRequestHandler):
             if times > 0 and predicate(self.command, unquote(self.path), body or b""):
                 fault[1] -= 1
                 # Read after the predicate ran: it may choose the answer (a fake function).
-                status, headers, payload = fault[2]
-                self.send_response(status)
-                for k, v in headers:
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-                return
+                return self.answer(*fault[2])
         match = INVOKE.match(unquote(self.path))
         self.requests.append((self.headers.get("User-Agent", ""), *api_call(self.command, self.path, self.headers, body)))
+        if match and self.headers.get("X-Amz-Invocation-Type") == "Event":
+            take = self.async_takers.get(function_name(match.group(1)))
+            if take is not None:
+                take(body or b"")
+                return self.answer(202, [("x-amzn-RequestId", str(uuid.uuid4()))], b"")
         if match:
-            port, path = self.lambda_port, f"/2015-03-31/functions/{function_name(match.group(1))}/invocations"
-            # A function may run for minutes (Route 53 INSYNC waits).
-            timeout = 900
+            # A function may run for minutes (Route 53 INSYNC waits): the sandbox's Lambda ends
+            # it at its timeout.
+            port, timeout = self.lambda_port, 900
         else:
-            port, path, timeout = self.moto_port, self.path, 120
+            port, timeout = self.moto_port, 120
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
         try:
-            connection.request(self.command, path, body=body, headers=headers)
+            connection.request(self.command, self.path, body=body, headers=headers)
             response = connection.getresponse()
             payload = response.read()
             status, reply_headers = response.status, response.getheaders()
@@ -135,19 +142,12 @@ class _Handler(BaseHTTPRequestHandler):
             status, reply_headers, payload = 502, [("Content-Type", "text/plain")], f"front door: {e}".encode()
         finally:
             connection.close()
-        extra = []
-        if match:
-            extra.append(("x-amzn-RequestId", str(uuid.uuid4())))
-            if status >= 500 and status != 502:
-                status = 200
-                extra.append(("X-Amz-Function-Error", "Unhandled"))
-            elif status == 404:
-                extra.append(("x-amzn-ErrorType", "ResourceNotFoundException"))
+        self.answer(status, [(k, v) for k, v in reply_headers
+                             if k.lower() not in HOP_BY_HOP and k.lower() != "content-length"], payload)
+
+    def answer(self, status, headers, payload):
         self.send_response(status)
-        for k, v in reply_headers:
-            if k.lower() not in HOP_BY_HOP and k.lower() != "content-length":
-                self.send_header(k, v)
-        for k, v in extra:
+        for k, v in headers:
             self.send_header(k, v)
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()

@@ -1,6 +1,10 @@
 """Runs a rollout end to end on the local sandbox and shows it live.
 
-    python -m sandbox.run [--scenario happy|rollback|apps-unhealthy|stopped|approval|prometheus|prometheus-healthy|datadog] [--verbose]
+    python -m sandbox.run [--scenario happy|rollback|apps-unhealthy|stopped|approval|prometheus|prometheus-healthy|datadog]
+                          [--verbose] [--template PATH]
+
+The stack is deployed from `--template` (default template.yaml), as `sam deploy` would deploy
+it: a changed template can be tried before it is deployed anywhere.
 
 `approval` stops before 100 % and prints the command that approves (run it in another
 terminal); the rollout goes on when it is run.
@@ -11,7 +15,9 @@ started is stopped on the way out, Ctrl-C included.
 import argparse
 import signal
 import sys
+from pathlib import Path
 
+from .harness import REPO
 from .scenarios import SCENARIOS, run
 
 
@@ -25,10 +31,13 @@ def main():
     parser.add_argument("--scenario", choices=SCENARIOS, default="happy")
     parser.add_argument("--verbose", action="store_true",
                         help="show every reason a check's verdict carries, not one short reason per check")
+    parser.add_argument("--template", type=Path, default=REPO / "template.yaml",
+                        help="the SAM template the sandbox deploys its stack from (default: template.yaml)")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, interrupt)
     try:
-        report = run(args.scenario, out=lambda line: print(line, flush=True), verbose=args.verbose)
+        report = run(args.scenario, out=lambda line: print(line, flush=True), verbose=args.verbose,
+                     template=args.template)
     except KeyboardInterrupt:
         print("interrupted; sandbox stopped", file=sys.stderr)
         return 130

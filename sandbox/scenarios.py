@@ -14,7 +14,8 @@ import uuid
 from dataclasses import dataclass, field
 
 from . import datadog, prometheus
-from .harness import ALARM_WATCH_TABLE, CONTRACT, REPO, Sandbox, safety_net_rule
+from .alarm_events import stack_rule, transform
+from .harness import CONTRACT, REPO, Sandbox
 from .world import ACCOUNT, REGION
 
 SCENARIOS = ("happy", "rollback", "apps-unhealthy", "stopped", "approval", "prometheus", "prometheus-healthy", "datadog")
@@ -331,7 +332,7 @@ def wait_for_alarm_watch(sandbox, execution_arn, nth, timeout=60):
         tokens = watch_tokens(sandbox, execution_arn)
         # The watch is stored once per lookup key (each alarm name, the prefixes): every copy
         # must carry the task's token. (A test's look: the functions never scan the table.)
-        items = dynamodb.scan(TableName=ALARM_WATCH_TABLE, ConsistentRead=True,
+        items = dynamodb.scan(TableName=sandbox.alarm_watch_table, ConsistentRead=True,
                               FilterExpression="executionArn = :arn",
                               ExpressionAttributeValues={":arn": {"S": execution_arn}})["Items"]
         if len(tokens) >= nth and items and all(i["taskToken"]["S"] == tokens[nth - 1] for i in items):
@@ -341,25 +342,28 @@ def wait_for_alarm_watch(sandbox, execution_arn, nth, timeout=60):
 
 
 def play_safety_net(sandbox, execution_arn, status):
-    """What the SAM template's SafetyNet rule does when an execution ends with a status it
-    matches: invoke shift-weights with its InputTransformer's output. (moto cannot deliver
-    EventBridge events to Lambda, so the sandbox delivers this one.) None when the rule does
+    """What the stack's rule for execution status changes does when an execution ends with a
+    status it matches: invoke its function with its InputTransformer's output. (moto's Step
+    Functions emits no such events, so the sandbox delivers this one.) None when the rule does
     not match."""
-    statuses, template = safety_net_rule()
-    if status not in statuses:
+    _, pattern, target = stack_rule(sandbox.client("events"), "aws.states")
+    if status not in pattern["detail"]["status"]:
         return None
-    payload = template.replace("<executionArn>", json.dumps(execution_arn)).replace("<status>", json.dumps(status))
-    error, answer = sandbox.invoke("shift-weights", json.loads(payload))
+    event = {"detail": {"executionArn": execution_arn, "status": status,
+                        "stateMachineArn": sandbox.state_machine}}
+    error, answer = sandbox.invoke(target["Arn"], transform(event, target["InputTransformer"]))
     if error:
         raise RuntimeError(f"safety net failed: {answer}")
     return answer
 
 
-def run(scenario, out=print, verbose=False):
-    """Runs one scenario on a fresh sandbox. Returns the Report."""
+def run(scenario, out=print, verbose=False, template=REPO / "template.yaml"):
+    """Runs one scenario on a fresh sandbox, its stack deployed from `template`. Returns the
+    Report."""
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown scenario {scenario!r}; one of {', '.join(SCENARIOS)}")
-    with Sandbox(argocd_sim="degraded" if scenario == "apps-unhealthy" else "healthy", log=out) as sandbox:
+    with Sandbox(argocd_sim="degraded" if scenario == "apps-unhealthy" else "healthy", log=out,
+                 template=template) as sandbox:
         if scenario == "datadog":
             return run_datadog(sandbox, out, verbose)
         if scenario.startswith("prometheus"):

@@ -14,6 +14,6 @@ unset AWS_ENDPOINT_URL AWS_PROFILE AWS_SESSION_TOKEN
 for function in shift-weights evaluate-alarms register-cluster cluster-created; do
   cargo lambda build --release --x86-64 -p "$function" --lambda-dir target/bench-lambda
 done
-# The sandbox parts run the debug build under `cargo lambda watch`, like the tests.
+# The sandbox parts run the debug build as the deployed stack's functions, like the tests.
 cargo build --workspace --bins --quiet
 exec .venv/bin/python -m bench.run --binaries target/bench-lambda "$@"

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs a whole rollout on the local sandbox and shows it live:
-#   scripts/sandbox.sh [--scenario happy|rollback|apps-unhealthy|stopped|approval|prometheus|prometheus-healthy|datadog] [--verbose]
-# moto (AWS, with its Step Functions engine running statemachine/rollout.asl.json), the real
-# functions under `cargo lambda watch`, and a Kubernetes API test server standing in for
+#   scripts/sandbox.sh [--scenario happy|rollback|apps-unhealthy|stopped|approval|prometheus|prometheus-healthy|datadog]
+#                      [--verbose] [--template PATH]
+# moto (AWS, with its Step Functions engine) holding the stack `sam deploy` would create from
+# --template (default template.yaml), the real functions run as Lambda runs them (each with the
+# stack's environment, timeout and role), and a Kubernetes API test server standing in for
 # Argo CD (and, for the prometheus and datadog scenarios, a real Prometheus and a Datadog API
 # double), all on loopback with dummy credentials. Exits 0 when the rollout succeeded.
 set -euo pipefail

@@ -11,9 +11,9 @@ export PATH="$PWD/.venv/bin:$PATH" AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=
   AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
 unset AWS_ENDPOINT_URL AWS_PROFILE AWS_SESSION_TOKEN
 cargo test --workspace --all-targets
-# The sandbox's `cargo lambda watch` runs these debug binaries (`cargo run --bin NAME` at the
-# root: the whole workspace's features, as here). The tests crate turns on the fakes and tokio's
-# test-util as normal dependencies, so these features are the test build's and this reuses it.
+# The sandbox deploys these debug binaries as the stack's functions (sandbox/stack.py). The
+# tests crate turns on the fakes and tokio's test-util as normal dependencies, so these
+# features are the test build's and this reuses it.
 cargo build --workspace --bins --quiet
 # Each test runs its own sandbox on its own ports, all on the one debug build. A sandbox mostly
 # waits (Step Functions waits, bake intervals, controllers' loops): four at a time keep two

@@ -158,7 +158,10 @@ def test_a_check_finds_weights_a_controller_put_back_and_stops_the_rollout_there
             # ExternalDNS will put it back, and writes the baseline all the same.
             green.set_weight(sandbox.world.record, "A", "green", 50)
             wait_for(lambda: scenarios.read_weights(sandbox)[sandbox.world.record] == (100, 50))
-            restored = sandbox.cli("restore", arn, "--yes")
+            # Between two of its reconciles (a loaded machine could otherwise let one land
+            # between the restore's write and its read-back).
+            with green.paused():
+                restored = sandbox.cli("restore", arn, "--yes")
             captured(restored.stdout + restored.stderr)
             assert restored.returncode == 0, restored.stderr
             assert "warning: trafficTargets[0] (route53:" in restored.stdout

@@ -1,6 +1,6 @@
 """Instant rollback: CloudWatch's state change event for a watched alarm fails the bake (or the
 approval wait) at once, through the state machine's normal failure path; the polling check stays
-as the backstop. The sandbox emits the events and delivers them through the template's
+as the backstop. The sandbox emits the events and delivers them through the stack's
 AlarmStateChange rule (sandbox/alarm_events.py).
 
 Each test asserts the order of what happened, never a wall-clock bound: with a check a minute
@@ -10,7 +10,6 @@ import time
 
 from helpers import BASELINE, ROLLED_BACK_FOR_A_CHECK, captured, event_types, wait_for_alarm_watch
 from sandbox import scenarios
-from sandbox.alarm_events import RULE
 from sandbox.harness import Sandbox
 
 # The first check of a step runs a minute after its weights are set.
@@ -127,7 +126,7 @@ def test_an_alarm_during_an_approval_wait_rolls_back_at_once_even_if_it_flapped_
 
 def test_a_lost_alarm_event_is_caught_by_the_next_check():
     with Sandbox(log=captured) as sandbox:
-        sandbox.client("events").disable_rule(Name=RULE)
+        sandbox.client("events").disable_rule(Name=sandbox.alarm_events.rule)
         plan = plan_on(sandbox, "green", 0, "web-green-5xx", {"seconds": 6, "checkIntervalSeconds": 2})
         execution_arn = scenarios.start_manual(sandbox, plan, "event-lost")
 

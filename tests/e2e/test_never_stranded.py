@@ -34,7 +34,7 @@ def test_a_platform_failure_after_traffic_moved_is_restored_by_the_safety_net():
     with Sandbox(log=captured) as sandbox:
         oversized = json.dumps({"verdict": "pass", "rollback": False, "consecutiveFailures": 0, "passes": 1,
                                 "summary": "ok", "padding": "x" * 300_000}).encode()
-        fault = [lambda method, path, body: "evaluate-alarms" in path and b'"evaluate"' in body, 1,
+        fault = [lambda method, path, body: sandbox.function("evaluate-alarms") in path and b'"evaluate"' in body, 1,
                  (200, [("Content-Type", "application/json")], oversized)]
         sandbox.front.faults.append(fault)
         report = scenarios.watch(sandbox, start_green(sandbox), out=captured)

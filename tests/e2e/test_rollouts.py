@@ -1,18 +1,20 @@
 """End to end: the real state machine (statemachine/rollout.asl.json) executed by moto's Step
-Functions engine, the real functions running as Lambda binaries under `cargo lambda watch`,
-moto for AWS and the Kubernetes API test server for Argo CD (see sandbox/harness.py).
+Functions engine, the real functions running as Lambda runs them (sandbox/lambda_service.py),
+all from the stack template.yaml deploys, moto for AWS and the Kubernetes API test server for Argo CD (see sandbox/harness.py).
 
 Each test gets a fresh sandbox. Each asserts on the execution's status, error and cause, on
 which states ran, on the weights moto holds at the end, and on the Argo CD Secret.
 """
 import json
 import re
+import time
+from datetime import datetime
 from pathlib import Path
 
 from helpers import FAILED_BEFORE_TRAFFIC, ROLLED_BACK_FOR_A_CHECK, BASELINE, PROMOTED, captured, event_types, move_listener_by_hand
 from sandbox.scenarios import manual_plan, start_manual
 from sandbox import scenarios
-from sandbox.harness import Sandbox
+from sandbox.harness import REPO, Sandbox
 
 def series(report, metric, target_prefix=""):
     """The values of one metric the rollout's functions emitted, in order (for one target)."""
@@ -216,34 +218,30 @@ def test_transient_failures_are_retried_and_the_rollout_succeeds():
 
 
 def test_the_eventbridge_rules_match_what_they_should():
-    """The template's rule patterns, in moto's EventBridge, delivering to SQS (moto cannot
-    deliver to Lambda or Step Functions)."""
-    from sandbox import alarm_events
-    from sandbox.harness import REPO, sam_template
+    """The rules the stack created, in moto's EventBridge: each also delivering to an SQS queue
+    here, so what matches can be counted; the alarm rule's function gets what its
+    InputTransformer makes of AWS's documented event."""
+    from sandbox.alarm_events import stack_rule
 
-    template = sam_template()
-    intake = template["Resources"]["ClusterCreatedFunction"]["Properties"]["Events"]["EksClusterCalls"]["Properties"]["Pattern"]
-    safety = template["Resources"]["ShiftWeightsFunction"]["Properties"]["Events"]["SafetyNet"]["Properties"]["Pattern"]
-    alarm_rule = template["Resources"]["EvaluateAlarmsFunction"]["Properties"]["Events"]["AlarmStateChange"]["Properties"]
     with Sandbox(log=captured) as sandbox:
         events, sqs = sandbox.client("events"), sandbox.client("sqs")
         state_machine = sandbox.state_machine
-        safety = json.loads(json.dumps(safety).replace(
-            "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:stateMachine:${AWS::StackName}-rollout", state_machine))
         received = {}
-        for name, pattern in (("intake", intake), ("safety", safety), ("alarms", alarm_rule["Pattern"])):
+        for name, source in (("intake", "aws.eks"), ("safety", "aws.states"), ("alarms", "aws.cloudwatch")):
+            rule, _, _ = stack_rule(events, source)
             queue = sqs.create_queue(QueueName=name)["QueueUrl"]
             queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-            events.put_rule(Name=name, EventPattern=json.dumps(pattern))
-            events.put_targets(Rule=name, Targets=[{"Id": "q", "Arn": queue_arn}])
+            events.put_targets(Rule=rule, Targets=[{"Id": "counted", "Arn": queue_arn}])
             received[name] = queue
 
         def sample(file):
             return json.loads((REPO / "tests/events" / file).read_text())
 
         def put(event):
-            events.put_events(Entries=[{"Source": event["source"], "DetailType": event["detail-type"],
-                                        "Detail": json.dumps(event["detail"])}])
+            entry = {"Source": event["source"], "DetailType": event["detail-type"], "Detail": json.dumps(event["detail"])}
+            if "time" in event:
+                entry["Time"] = datetime.fromisoformat(event["time"].replace("Z", "+00:00"))
+            events.put_events(Entries=[entry])
 
         for file in ("eks-create-cluster.json", "eks-create-cluster-failed.json", "eks-delete-cluster.json"):
             put(sample(file))
@@ -285,14 +283,17 @@ def test_the_eventbridge_rules_match_what_they_should():
         delivered = drain(received["alarms"])
         assert sorted(e["detail"]["alarmName"] for e in delivered) == ["web-green-5xx", "web-green-slo"], \
             "only changes to ALARM, of metric and composite alarms"
-        # What the rule's InputTransformer makes of AWS's documented event: evaluate-alarms' input.
-        assert alarm_events.transform(alarm, alarm_rule["InputTransformer"]) == {
-            "operation": "alarmStateChange",
-            "change": {"alarmName": "web-green-5xx", "state": "ALARM", "reason": alarm["detail"]["state"]["reason"],
-                       "time": "2026-11-23T20:00:57Z", "account": "123456789012", "region": "us-east-1"}}
-        error, answer = sandbox.invoke("evaluate-alarms", alarm_events.transform(alarm, alarm_rule["InputTransformer"]))
-        assert error is None and answer == {"alarm": "web-green-5xx", "failed": [], "noLongerWaiting": [],
-                                            "unrelated": 0}, answer
+        # What the rule's InputTransformer makes of AWS's documented event: evaluate-alarms' input,
+        # delivered (asynchronously, as Lambda's event queue) and answered.
+        deadline = time.monotonic() + 60
+        while len(sandbox.alarm_events.reactions) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        first = next(r for r in sandbox.alarm_events.reactions if r["change"]["alarmName"] == "web-green-5xx")
+        assert first["change"] == {"alarmName": "web-green-5xx", "state": "ALARM",
+                                   "reason": alarm["detail"]["state"]["reason"],
+                                   "time": alarm["time"], "account": "123456789012", "region": "us-east-1"}
+        assert first["error"] is None and first["answer"] == {
+            "alarm": "web-green-5xx", "failed": [], "noLongerWaiting": [], "unrelated": 0}, first
 
 
 def test_the_dashboard_is_accepted_and_plots_only_metrics_the_functions_emit():
@@ -300,22 +301,14 @@ def test_the_dashboard_is_accepted_and_plots_only_metrics_the_functions_emit():
     PutDashboard (moto); every ClusterCanary metric it plots is one the functions emit
     (canary_core::metrics) or the stack's own metric filter makes, and every emitted metric
     is on it."""
-    from sandbox import alarm_events
-    from sandbox.harness import REPO, sam_template
-
-    template = sam_template()
-    body = template["Resources"]["RolloutDashboard"]["Properties"]["DashboardBody"]
-    references = {"AWS::StackName": "cluster-canary", "AWS::Region": "us-east-1"}
     with Sandbox(log=captured) as sandbox:
-        references["RolloutStateMachine"] = sandbox.state_machine
-        for function in ("ShiftWeights", "EvaluateAlarms", "RegisterCluster", "ClusterCreated"):
-            references[f"{function}Function"] = f"cluster-canary-{function}"
-        filled = re.sub(r"\$\{([^}!]+)\}", lambda m: references[m.group(1)], body)
-        dashboard = json.loads(filled)
+        # The body as CloudFormation put it, its references filled.
+        name = sandbox.stack.resources["RolloutDashboard"]
         cloudwatch = sandbox.client("cloudwatch")
-        answer = cloudwatch.put_dashboard(DashboardName="cluster-canary-rollouts", DashboardBody=filled)
+        dashboard = json.loads(cloudwatch.get_dashboard(DashboardName=name)["DashboardBody"])
+        answer = cloudwatch.put_dashboard(DashboardName=name, DashboardBody=json.dumps(dashboard))
         assert answer.get("DashboardValidationMessages", []) == []
-        assert json.loads(cloudwatch.get_dashboard(DashboardName="cluster-canary-rollouts")["DashboardBody"]) == dashboard
+        template = sandbox.stack.template
 
     plotted = set()
     for widget in dashboard["widgets"]:

@@ -50,8 +50,20 @@ Everything else is stock moto.
    (CloudWatch has none).
 
 8. EventBridge's delivery as AWS does it: an event carries its `account` (moto's default
-   target input leaves it out; the sandbox's alarm events are matched to rollouts by it), and
-   a DISABLED rule delivers nothing (moto's rules deliver whatever their state).
+   target input leaves it out; the sandbox's alarm events are matched to rollouts by it), a
+   DISABLED rule delivers nothing (moto's rules deliver whatever their state), and a Lambda
+   function target is invoked asynchronously (`X-Amz-Invocation-Type: Event`) at
+   `localhost:$MOTO_PORT`, where the sandbox's Lambda answers, with the target's InputTransformer
+   applied as EventBridge applies it: a placeholder outside quotes becomes the JSON value at its
+   path, one inside quotes its text (moto raised NotImplementedError for Lambda targets, and
+   its transformer inserted strings unquoted, which is not JSON).
+
+9. A state machine CloudFormation creates, as `sam deploy` leaves it: SAM turns `DefinitionUri` into
+   `DefinitionS3Location` and `DefinitionSubstitutions`; moto read only `DefinitionString`, so the
+   state machine arrived with an empty definition, and it created it in the backend without the
+   execution engine even with the engine on. Here the definition comes from moto's own S3 (or
+   `Definition`/`DefinitionString`), `${name}` substitutions are made as CloudFormation makes them,
+   and the state machine lands where StartExecution looks.
 
 Still not modelled: the 256 KiB limit on Pass and Choice state output (moto checks task
 results only), and execution events to EventBridge (the sandbox delivers them itself).
@@ -63,12 +75,14 @@ for it (moto then fails to bind, and a check that the port answers finds the oth
 """
 import argparse
 import base64
+import copy
 import datetime
 import hashlib
 import json
 import os
 import re
 import sys
+import threading
 import time
 import uuid
 from urllib.parse import unquote
@@ -93,7 +107,10 @@ from moto.server import DomainDispatcherApplication, MotoRequestHandler, create_
 from moto.core.exceptions import AWSError
 from moto.events import models as events_models
 from moto.events.utils import EventTemplateParser
+from moto.s3.models import s3_backends
 from moto.stepfunctions import exceptions as sfn_exceptions
+from moto.stepfunctions import models as sfn_models
+from moto.stepfunctions import responses as sfn_responses
 from moto.stepfunctions.parser import api as sfn_api
 from moto.stepfunctions.parser import models as sfn_parser_models
 from moto.stepfunctions.responses import StepFunctionResponse
@@ -516,15 +533,98 @@ EventTemplateParser.DEFAULT_EVENT_INPUT_TEMPLATE = EventTemplateParser.DEFAULT_E
 _stock_send_to_targets = events_models.Rule.send_to_targets
 
 
-def _send_to_targets(self, *args, **kwargs):
-    if self.state == "DISABLED":
+def _value_at(event, path):
+    value = event
+    for key in path.removeprefix("$.").split(".") if path != "$" else []:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _transformed(event, transformer):
+    """EventBridge's InputTransformer over `event`, as the JSON text Lambda receives."""
+    if not transformer:
+        return json.dumps(event)
+    text = transformer["InputTemplate"]
+    for name, path in transformer.get("InputPathsMap", {}).items():
+        value = _value_at(event, path)
+        inside = json.dumps(value if isinstance(value, str) else json.dumps(value))[1:-1]
+        text = text.replace(f'"<{name}>"', f'"{inside}"').replace(f"<{name}>", json.dumps(value))
+    return text
+
+
+def _invoke_async(function_arn, payload):
+    """What EventBridge does with a Lambda target: an asynchronous Invoke."""
+    import urllib.parse
+    import urllib.request
+
+    port = os.environ.get("MOTO_PORT", "5000")
+    request = urllib.request.Request(
+        f"http://localhost:{port}/2015-03-31/functions/{urllib.parse.quote(function_arn, safe='')}/invocations",
+        data=payload.encode(), headers={"X-Amz-Invocation-Type": "Event", "Content-Type": "application/json"})
+    try:
+        urllib.request.urlopen(request, timeout=30).read()
+    except OSError as error:
+        print(f"EventBridge could not deliver to {function_arn}: {error}", file=sys.stderr)
+
+
+def _as_delivered(event):
+    """An event as EventBridge delivers it: moto keeps `time` as epoch seconds and an
+    `ingestion-time`; AWS's event has `time` in ISO 8601 (seconds, UTC) and no ingestion time."""
+    delivered = {k: v for k, v in event.items() if k != "ingestion-time"}
+    if isinstance(delivered.get("time"), (int, float)):
+        delivered["time"] = datetime.datetime.fromtimestamp(delivered["time"], datetime.timezone.utc).strftime(
+            "%Y-%m-%dT%H:%M:%SZ")
+    return delivered
+
+
+def _send_to_targets(self, original_event, *args, **kwargs):
+    if self.state == "DISABLED" or not self.event_pattern.matches_event(original_event):
         return None
-    return _stock_send_to_targets(self, *args, **kwargs)
+    functions = [t for t in self.targets if t["Arn"].split(":")[2:3] == ["lambda"]]
+    for target in functions:
+        payload = _transformed(_as_delivered(original_event), target.get("InputTransformer"))
+        threading.Thread(target=_invoke_async, args=(target["Arn"], payload), daemon=True).start()
+    others = [t for t in self.targets if t not in functions]
+    if others:
+        rest = copy.copy(self)
+        rest.targets = others
+        return _stock_send_to_targets(rest, original_event, *args, **kwargs)
+    return None
 
 
 events_models.Rule.send_to_targets = _send_to_targets
 
 
+
+# --- 9. State machines from CloudFormation ------------------------------------------------
+def _state_machine_definition(properties, account_id):
+    if "DefinitionS3Location" in properties:
+        location = properties["DefinitionS3Location"]
+        key = s3_backends[account_id]["aws"].get_object(location["Bucket"], location["Key"])
+        if key is None:
+            raise AWSError(f"no definition at s3://{location['Bucket']}/{location['Key']}", "ValidationError", 400)
+        definition = key.value.decode()
+    elif "Definition" in properties:
+        definition = json.dumps(properties["Definition"])
+    else:
+        definition = properties.get("DefinitionString", "")
+    for name, value in (properties.get("DefinitionSubstitutions") or {}).items():
+        definition = definition.replace("${%s}" % name, str(value))
+    return definition
+
+
+def _state_machine_from_cloudformation(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs):
+    properties = cloudformation_json["Properties"]
+    backend = sfn_responses.get_backend(account_id, region_name)
+    return backend.create_state_machine(
+        properties.get("StateMachineName", resource_name),
+        _state_machine_definition(properties, account_id),
+        properties.get("RoleArn", ""),
+        tags=sfn_models.cfn_to_api_tags(properties.get("Tags", [])),
+    )
+
+
+sfn_models.StateMachine.create_from_cloudformation_json = classmethod(_state_machine_from_cloudformation)
 
 def serve_on_a_port_of_its_own(host):
     """moto_server's app on a port the kernel picks, announced on stdout."""

@@ -1,0 +1,72 @@
+"""The sandbox is the stack `sam deploy` creates: its functions run with exactly the environment
+the template gives each (and Lambda's own variables), and a template that forgets a variable
+one function needs fails that function as it would on AWS (`scripts/sandbox.sh --template`
+tries such a template)."""
+import shutil
+from pathlib import Path
+
+from helpers import captured
+from sandbox import scenarios
+from sandbox.harness import REPO, Sandbox
+
+# What Lambda sets in every function's environment, beside the function's own variables.
+LAMBDA_VARIABLES = {
+    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION",
+    "AWS_LAMBDA_FUNCTION_NAME", "AWS_LAMBDA_FUNCTION_VERSION", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
+    "AWS_LAMBDA_LOG_GROUP_NAME", "AWS_LAMBDA_LOG_STREAM_NAME", "AWS_LAMBDA_RUNTIME_API", "LAMBDA_TASK_ROOT",
+    "PATH", "TZ",
+}
+# What the sandbox adds: its stand-ins' endpoints, and no instance metadata.
+SANDBOX_VARIABLES = {"AWS_ENDPOINT_URL", "AWS_EC2_METADATA_DISABLED", "DATADOG_API_URL"}
+
+
+def process_environment(pid):
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    return dict(item.split("=", 1) for item in raw.decode().split("\0") if "=" in item)
+
+
+def test_each_function_runs_with_the_stacks_environment_and_its_roles_credentials():
+    with Sandbox(log=captured) as sandbox:
+        report = scenarios.run_on(sandbox, "happy", captured, False)
+        assert report.status == "SUCCEEDED", report.cause
+        lambda_client, iam = sandbox.client("lambda"), sandbox.client("iam")
+        for logical, (name, _) in sandbox.stack.functions().items():
+            declared = sandbox.stack.template["Resources"][logical]["Properties"]["Environment"]["Variables"]
+            configuration = lambda_client.get_function_configuration(FunctionName=name)
+            variables = configuration["Environment"]["Variables"]
+            assert set(variables) == set(declared), f"{logical}: the stack gave what the template declares"
+            assert configuration["Role"] == iam.get_role(
+                RoleName=sandbox.stack.resources[f"{logical}Role"])["Role"]["Arn"]
+            instances = sandbox.functions.functions[name].instances
+            assert instances, f"{logical} ran in the rollout"
+            environment = process_environment(instances[0].process.pid)
+            assert {k: environment[k] for k in variables} == variables, logical
+            assert set(environment) - set(variables) <= LAMBDA_VARIABLES | SANDBOX_VARIABLES, \
+                f"{logical} got variables the stack does not give it"
+            assert environment["AWS_ACCESS_KEY_ID"] != "test", f"{logical} runs as its role, not the sandbox's keys"
+            assert environment["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] == str(configuration["MemorySize"])
+        # One function's variables are not another's.
+        created = sandbox.function("cluster-created")
+        shift = sandbox.function("shift-weights")
+        assert "STATE_MACHINE_ARN" in lambda_client.get_function_configuration(FunctionName=created)["Environment"]["Variables"]
+        assert "STATE_MACHINE_ARN" not in lambda_client.get_function_configuration(FunctionName=shift)["Environment"]["Variables"]
+
+
+def test_a_template_that_forgets_a_functions_variable_fails_that_function(tmp_path):
+    text = (REPO / "template.yaml").read_text()
+    passed = "          STATE_MACHINE_ARN: !Ref RolloutStateMachine\n"
+    assert passed in text, "the template passes it"
+    forgetful = tmp_path / "template.yaml"
+    forgetful.write_text(text.replace(passed, ""))
+    # Its paths are relative to it, as `sam deploy` reads them.
+    (tmp_path / "statemachine").mkdir()
+    shutil.copy(REPO / "statemachine/rollout.asl.json", tmp_path / "statemachine")
+    with Sandbox(log=captured, template=forgetful) as sandbox:
+        scenarios.create_green(sandbox)
+        error, answer = sandbox.invoke("cluster-created", scenarios.create_cluster_event(sandbox))
+        assert error == "Unhandled", answer
+        assert answer["errorType"] == "Runtime.ExitError", answer
+        log = (Path(sandbox.run_dir) / "functions.log").read_text()
+        assert "STATE_MACHINE_ARN is not set" in log
+        executions = sandbox.client("stepfunctions").list_executions(stateMachineArn=sandbox.state_machine)["executions"]
+        assert executions == [], "nothing started"
