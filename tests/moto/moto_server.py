@@ -65,6 +65,16 @@ Everything else is stock moto.
    `Definition`/`DefinitionString`), `${name}` substitutions are made as CloudFormation makes them,
    and the state machine lands where StartExecution looks.
 
+10. `AWS::NoValue` as CloudFormation resolves it: an `Fn::If` (or `Ref`) that comes to
+   `AWS::NoValue` removes the list item or property it stands for; moto left a null in its
+   place (a policy's conditional statement became `null`, which IAM refuses).
+    An IAM role's inline policies as CloudFormation writes them: moto stored a template's
+   `PolicyDocument` object as Python's text of it (single quotes), so GetRolePolicy answered
+   something that is not JSON, and it skipped the validation PutRolePolicy does. Here each is
+   stored as JSON and validated as IAM validates it (a malformed policy fails the stack), except
+   that a policy without `Version` is accepted as IAM accepts it (moto's validator refuses it;
+   SAM's generated policies have none).
+
 Still not modelled: the 256 KiB limit on Pass and Choice state output (moto checks task
 results only), and execution events to EventBridge (the sandbox delivers them itself).
 
@@ -107,6 +117,9 @@ from moto.server import DomainDispatcherApplication, MotoRequestHandler, create_
 from moto.core.exceptions import AWSError
 from moto.events import models as events_models
 from moto.events.utils import EventTemplateParser
+from moto.cloudformation import parsing as cfn_parsing
+from moto.iam import models as iam_models
+from moto.iam.policy_validation import IAMPolicyDocumentValidator
 from moto.s3.models import s3_backends
 from moto.stepfunctions import exceptions as sfn_exceptions
 from moto.stepfunctions import models as sfn_models
@@ -625,6 +638,44 @@ def _state_machine_from_cloudformation(cls, resource_name, cloudformation_json, 
 
 
 sfn_models.StateMachine.create_from_cloudformation_json = classmethod(_state_machine_from_cloudformation)
+
+
+# --- 10. AWS::NoValue, and IAM roles' inline policies from CloudFormation ----------------
+_stock_clean_json = cfn_parsing.clean_json
+
+
+def _clean_json(resource_json, resources_map):
+    """moto's resolution of intrinsic functions, with what resolves to `AWS::NoValue` (None)
+    removed from its list or object (moto's recursion comes back through here)."""
+    if isinstance(resource_json, list):
+        cleaned = [(_clean_json(item, resources_map), isinstance(item, dict)) for item in resource_json]
+        return [value for value, intrinsic in cleaned if not (intrinsic and value is None)]
+    cleaned = _stock_clean_json(resource_json, resources_map)
+    if isinstance(resource_json, dict) and isinstance(cleaned, dict):
+        return {key: value for key, value in cleaned.items()
+                if not (value is None and isinstance(resource_json.get(key), dict))}
+    return cleaned
+
+
+cfn_parsing.clean_json = _clean_json
+_stock_role_from_cloudformation = iam_models.Role.create_from_cloudformation_json.__func__
+
+
+def _role_from_cloudformation(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs):
+    for policy in cloudformation_json["Properties"].get("Policies", []):
+        if not isinstance(policy["PolicyDocument"], str):
+            policy["PolicyDocument"] = json.dumps(policy["PolicyDocument"])
+        versioned = {"Version": "2012-10-17", **json.loads(policy["PolicyDocument"])}
+        try:
+            IAMPolicyDocumentValidator(json.dumps(versioned)).validate()
+        except Exception:
+            print(f"{resource_name}: policy {policy['PolicyName']} refused: {policy['PolicyDocument']}",
+                  file=sys.stderr)
+            raise
+    return _stock_role_from_cloudformation(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs)
+
+
+iam_models.Role.create_from_cloudformation_json = classmethod(_role_from_cloudformation)
 
 def serve_on_a_port_of_its_own(host):
     """moto_server's app on a port the kernel picks, announced on stdout."""
