@@ -3,6 +3,7 @@ the template gives each (and Lambda's own variables), and a template that forget
 one function needs fails that function as it would on AWS (`scripts/sandbox.sh --template`
 tries such a template)."""
 import shutil
+import time
 from pathlib import Path
 
 from helpers import captured
@@ -70,3 +71,37 @@ def test_a_template_that_forgets_a_functions_variable_fails_that_function(tmp_pa
         assert "STATE_MACHINE_ARN is not set" in log
         executions = sandbox.client("stepfunctions").list_executions(stateMachineArn=sandbox.state_machine)["executions"]
         assert executions == [], "nothing started"
+
+
+def test_a_function_past_its_timeout_is_ended_as_lambda_ends_it(tmp_path):
+    """A template whose shift-weights may run 1 s, and an ELBv2 that takes 3 s to describe a
+    listener: Prepare is ended at the timeout, as Lambda ends it, and the rollout fails before
+    any traffic moves."""
+    text = (REPO / "template.yaml").read_text()
+    shift_weights = "      CodeUri: functions/shift-weights\n"
+    assert shift_weights in text
+    # shift-weights' own Timeout line is the first `Timeout: 300` after its CodeUri.
+    head, tail = text.split(shift_weights, 1)
+    tail = tail.replace("      Timeout: 300\n", "      Timeout: 1\n", 1)
+    short = tmp_path / "template.yaml"
+    short.write_text(head + shift_weights + tail)
+    (tmp_path / "statemachine").mkdir()
+    shutil.copy(REPO / "statemachine/rollout.asl.json", tmp_path / "statemachine")
+
+    def slow_listener(method, path, body):
+        if b"Action=DescribeListeners" in body:
+            time.sleep(3)
+        return False
+
+    with Sandbox(log=captured, template=short) as sandbox:
+        shift = sandbox.function("shift-weights")
+        assert sandbox.client("lambda").get_function_configuration(FunctionName=shift)["Timeout"] == 1
+        sandbox.front.faults.append([slow_listener, 1_000_000, None])
+        scenarios.create_green(sandbox)
+        error, started = sandbox.invoke("cluster-created", scenarios.create_cluster_event(sandbox))
+        assert not error, started
+        report = scenarios.watch(sandbox, started["executionArn"], out=captured)
+        assert report.status == "FAILED"
+        assert report.error == "Sandbox.Timedout", (report.error, report.cause)
+        assert "Task timed out after 1.00 seconds" in report.cause
+        assert report.max_canary == 0, "nothing moved"
