@@ -86,6 +86,29 @@ def create_cluster_event(sandbox, name="green", region=REGION):
     return event
 
 
+def put_create_cluster_event(sandbox, name="green", timeout=60):
+    """What CloudTrail does after CreateCluster: its event on the account's default bus, where
+    the stack's rule delivers it to cluster-created (asynchronously, as EventBridge invokes
+    Lambda). The ARN of the execution it started."""
+    event = create_cluster_event(sandbox, name)
+    stepfunctions = sandbox.client("stepfunctions")
+    before = {e["executionArn"] for e in stepfunctions.list_executions(stateMachineArn=sandbox.state_machine)["executions"]}
+    answer = sandbox.client("events").put_events(Entries=[{
+        "Source": event["source"], "DetailType": event["detail-type"], "Detail": json.dumps(event["detail"]),
+        "Resources": event.get("resources", []),
+    }])
+    if answer.get("FailedEntryCount"):
+        raise RuntimeError(f"EventBridge refused the CreateCluster event: {answer['Entries']}")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        started = [e["executionArn"] for e in stepfunctions.list_executions(stateMachineArn=sandbox.state_machine)["executions"]
+                   if e["executionArn"] not in before]
+        if started:
+            return started[0]
+        time.sleep(0.2)
+    raise TimeoutError(f"no rollout started {timeout} s after the CreateCluster event (see functions.log)")
+
+
 def create_green(sandbox, name="green", region=REGION):
     """What the platform team does: create the cluster. moto makes it ACTIVE at once."""
     eks = sandbox.client("eks", region)
@@ -428,11 +451,8 @@ def run_on(sandbox, scenario, out=print, verbose=False):
         out(f"started a rollout that waits for a person before 100%: {execution_arn}")
         out("answer it from another terminal with the `export` line above, then the command printed below")
         return watch(sandbox, execution_arn, out=out, verbose=verbose, timeout=APPROVAL_TIMEOUT_SECONDS + 300)
-    error, result = sandbox.invoke("cluster-created", create_cluster_event(sandbox))
-    if error:
-        raise RuntimeError(f"cluster-created failed: {result}")
-    out(f"cluster-created: {result['action']} {result['executionArn']}")
-    execution_arn = result["executionArn"]
+    execution_arn = put_create_cluster_event(sandbox)
+    out(f"CloudTrail's CreateCluster event, through the stack's rule: cluster-created started {execution_arn}")
     aborting = []
 
     def on_event(name, state):
