@@ -38,6 +38,20 @@ INVOKE_PATH = "/2015-03-31/functions/"
 RUNTIME = "/2018-06-01/runtime"
 
 
+def reply(handler, status, body=b"", headers=()):
+    """An HTTP answer with a body; nothing if the caller has gone (an instance stopped or timed
+    out while it waited)."""
+    try:
+        handler.send_response(status)
+        for key, value in headers:
+            handler.send_header(key, value)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+    except OSError:
+        pass
+
+
 def function_name(name_or_arn):
     """`arn:aws:lambda:<region>:<account>:function:<name>[:qualifier]` or `<name>` -> `<name>`."""
     parts = name_or_arn.split(":")
@@ -68,7 +82,7 @@ class Instance:
         self.function = function
         self.invocations = queue.Queue()
         self.current = None
-        self.busy = False
+        self.stopped = False
         instance = self
 
         class Runtime(BaseHTTPRequestHandler):
@@ -77,25 +91,14 @@ class Instance:
             def log_message(self, fmt, *args):
                 pass
 
-            def reply(self, status, body=b"", headers=()):
-                try:
-                    self.send_response(status)
-                    for key, value in headers:
-                        self.send_header(key, value)
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-                except OSError:
-                    pass  # the instance ended (stopped, timed out) while it waited
-
             def do_GET(self):
                 if self.path != f"{RUNTIME}/invocation/next":
-                    return self.reply(404)
+                    return reply(self, 404)
                 invocation = instance.invocations.get()
                 if invocation is None:  # the instance is stopping
-                    return self.reply(410)
+                    return reply(self, 410)
                 instance.current = invocation
-                self.reply(200, invocation.payload, [
+                reply(self, 200, invocation.payload, [
                     ("Lambda-Runtime-Aws-Request-Id", invocation.id),
                     ("Lambda-Runtime-Deadline-Ms", str(int(invocation.deadline * 1000))),
                     ("Lambda-Runtime-Invoked-Function-Arn", invocation.function_arn),
@@ -109,17 +112,17 @@ class Instance:
                 invocation = instance.current
                 if parts[:1] == ["init"] and parts[1:] == ["error"]:
                     log(f"{instance.function.name}: init error: {body.decode(errors='replace')}")
-                    return self.reply(202)
+                    return reply(self, 202)
                 if len(parts) != 3 or parts[0] != "invocation" or invocation is None or parts[1] != invocation.id:
-                    return self.reply(400)
+                    return reply(self, 400)
                 if parts[2] == "response":
                     invocation.finish(None, body)
                 elif parts[2] == "error":
                     invocation.finish("Unhandled", body)
                 else:
-                    return self.reply(404)
+                    return reply(self, 404)
                 instance.current = None
-                self.reply(202)
+                reply(self, 202)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Runtime)
         self.server.daemon_threads = True
@@ -154,6 +157,9 @@ class Instance:
         return self.process.poll() is None
 
     def stop(self):
+        if self.stopped:
+            return
+        self.stopped = True
         if self.process.poll() is None:
             try:
                 os.killpg(self.process.pid, 9)
@@ -196,7 +202,7 @@ class LambdaService:
         self.log = FunctionLog(os.path.join(run_dir, "functions.log"))
         self.functions = {}
         lambda_client, sts, s3 = client("lambda"), client("sts"), client("s3")
-        for logical, (name, (bucket, key)) in stack.functions().items():
+        for name, (bucket, key) in stack.functions().values():
             configuration = lambda_client.get_function_configuration(FunctionName=name)
             code = Path(run_dir) / "functions" / name
             code.mkdir(parents=True)
@@ -221,7 +227,8 @@ class LambdaService:
                 "LAMBDA_TASK_ROOT": str(code),
                 "PATH": "/usr/local/bin:/usr/bin:/bin",
                 "TZ": ":UTC",
-                # The sandbox's only difference from Lambda: AWS is the front door.
+                # What the sandbox adds: AWS is the front door, and its other stand-ins'
+                # endpoints (sandbox_environment).
                 "AWS_ENDPOINT_URL": endpoint,
                 "AWS_EC2_METADATA_DISABLED": "true",
                 **sandbox_environment,
@@ -244,22 +251,14 @@ class LambdaService:
                 headers = [("x-amzn-RequestId", str(uuid.uuid4()))]
                 if function is None:
                     message = json.dumps({"Type": "User", "message": f"Function not found: {name}"}).encode()
-                    return self.reply(404, message, headers + [("x-amzn-ErrorType", "ResourceNotFoundException")])
+                    return reply(self, 404, message, headers + [("x-amzn-ErrorType", "ResourceNotFoundException")])
                 if self.headers.get("X-Amz-Invocation-Type") == "Event":
                     threading.Thread(target=service.invoke, args=(function, body), daemon=True).start()
-                    return self.reply(202, b"", headers)
+                    return reply(self, 202, b"", headers)
                 error, payload = service.invoke(function, body)
                 if error:
                     headers.append(("X-Amz-Function-Error", error))
-                self.reply(200, payload, headers + [("Content-Type", "application/json")])
-
-            def reply(self, status, body, headers):
-                self.send_response(status)
-                for key, value in headers:
-                    self.send_header(key, value)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                reply(self, 200, payload, headers + [("Content-Type", "application/json")])
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Api)
         self.server.daemon_threads = True
@@ -280,6 +279,8 @@ class LambdaService:
         if instance.alive():
             with function.lock:
                 function.idle.append(instance)
+        else:
+            instance.stop()
         return invocation.result
 
     def stop(self):
@@ -287,6 +288,5 @@ class LambdaService:
         self.server.server_close()
         for function in self.functions.values():
             for instance in function.instances:
-                if instance.alive():
-                    instance.stop()
+                instance.stop()
         shutil.rmtree(Path(self.log.file.name).parent / "functions", ignore_errors=True)
