@@ -66,7 +66,7 @@ class AlarmEvents:
         self.thread = None
 
     def start(self):
-        self.rule, self.pattern, target = stack_rule(self.client("events"), "aws.cloudwatch")
+        self.rule, _, target = stack_rule(self.client("events"), "aws.cloudwatch")
         self.function = target["Arn"]
         self.front_door.intercept_async(self.function.split(":")[6], self.waiting.put)
         self.thread = threading.Thread(target=self.pump, name="alarm-events", daemon=True)
