@@ -6,7 +6,8 @@
 //!   saying so.
 //! - [`NoExecutions`]: Step Functions with no other execution running.
 //! - [`FakeCloudWatch`]: alarms by name in the states a test sets; no metric data.
-//! - [`FakeAlb`]: listeners forwarding to target groups at weights, with a throttle to inject.
+//! - [`FakeAlb`]: listeners forwarding to target groups at weights, with a throttle to inject
+//!   and a controller that puts a listener's weights back after every write.
 //! - [`FakeRoute53`]: one stable/canary pair of weighted records (`blue`/`green`), with a change
 //!   that may stay PENDING and a canary health check.
 //!
@@ -263,6 +264,8 @@ pub struct FakeAlb {
     forwards: Mutex<HashMap<String, Vec<TargetGroupWeight>>>,
     /// Listener ARNs whose next write fails with a throttle.
     throttle_next_write: Mutex<Vec<String>>,
+    /// Listeners a controller puts back to its own weights right after every write.
+    reconciled: HashMap<String, Vec<TargetGroupWeight>>,
     /// `DescribeTargetHealth` answers by target group (none registered when absent).
     health: HashMap<String, Vec<TargetState>>,
 }
@@ -281,6 +284,14 @@ impl FakeAlb {
     /// `DescribeTargetHealth` of `target_group` answers `targets`.
     pub fn health(mut self, target_group: &str, targets: Vec<TargetState>) -> Self {
         self.health.insert(target_group.to_owned(), targets);
+        self
+    }
+
+    /// A controller owns `listener`: right after every write it puts back the weights the
+    /// listener has now (a write succeeds; the read-back finds the controller's).
+    pub fn reconciled(mut self, listener: &str) -> Self {
+        self.reconciled
+            .insert(listener.to_owned(), self.forwards_to(listener));
         self
     }
 
@@ -341,7 +352,11 @@ impl AlbApi for FakeAlb {
             throttled_arns.remove(i);
             return Err(throttled("ModifyListener"));
         }
-        lock(&self.forwards).insert(target.listener_arn.clone(), weights.to_vec());
+        let written = match self.reconciled.get(&target.listener_arn) {
+            Some(controllers) => controllers.clone(),
+            None => weights.to_vec(),
+        };
+        lock(&self.forwards).insert(target.listener_arn.clone(), written);
         Ok(())
     }
 

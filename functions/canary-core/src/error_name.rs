@@ -23,7 +23,9 @@ pub enum ErrorName {
     /// would put its own weights back; nothing was written. The message names the controller,
     /// its owner and the ways out.
     TrafficOwnedByController,
-    /// The weights are no longer what this rollout last set: someone else changed them.
+    /// The weights are no longer what this rollout last set: someone else changed them. Found
+    /// before a write, nothing was written; found by the read-back after one, the message says
+    /// so (another writer, or a controller putting its own weights back).
     WeightsChangedExternally,
     /// AWS throttled, timed out or failed on its side; retrying may succeed.
     AwsTransient,

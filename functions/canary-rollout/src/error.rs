@@ -26,6 +26,14 @@ pub enum ShiftError {
     },
     #[error("weights changed outside this rollout; nothing was written: {0}")]
     WeightsChangedExternally(String),
+    /// The read-back after a write found other weights: this rollout did write, and something
+    /// else (another writer, a reconciling controller) wrote after it. The same name for the
+    /// state machine; the message must not say nothing was written.
+    #[error(
+        "weights changed outside this rollout right after it wrote them (another writer, or a \
+         controller putting its own back): {0}"
+    )]
+    ChangedAfterWrite(String),
     #[error("{path}: {source}")]
     Aws { path: String, source: AwsError },
     #[error("{path}: Route 53 change {change_id} was written but is not INSYNC yet")]
@@ -46,7 +54,9 @@ impl NamedError for ShiftError {
             ShiftError::TargetMisconfigured { .. } => ErrorName::TargetMisconfigured,
             ShiftError::TrafficOwnedByController { .. } => ErrorName::TrafficOwnedByController,
             ShiftError::ConcurrentRollout { .. } => ErrorName::ConcurrentRollout,
-            ShiftError::WeightsChangedExternally(_) => ErrorName::WeightsChangedExternally,
+            ShiftError::WeightsChangedExternally(_) | ShiftError::ChangedAfterWrite(_) => {
+                ErrorName::WeightsChangedExternally
+            }
             ShiftError::Aws { source, .. } => source.error_name(),
             ShiftError::ChangeNotInSync { .. } => ErrorName::ChangeNotInSync,
             ShiftError::Kube { source, .. } => source.error_name(),

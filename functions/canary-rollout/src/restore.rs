@@ -114,7 +114,7 @@ async fn put_back(
                 weights.push(TargetWeights::new(router.key(), pair))
             }
             Ok(other) => {
-                let e = ShiftError::WeightsChangedExternally(format!(
+                let e = ShiftError::ChangedAfterWrite(format!(
                     "{}: restored {baseline} but read back {}",
                     router.label(),
                     other.describe()
@@ -255,17 +255,21 @@ mod tests {
             .to_vec()
     }
 
-    #[tokio::test]
-    async fn restore_goes_on_past_a_throttled_target_then_a_retry_finishes() {
+    fn plan() -> canary_core::RolloutPlan {
         let target = |listener: &str| json!({"alb": {"listenerArn": listener, "stableTargetGroupArn": BLUE, "canaryTargetGroupArn": GREEN}});
-        let plan = RolloutPlan::parse(json!({
+        RolloutPlan::parse(json!({
             "cluster": {"name": "green", "region": "us-east-1"},
             "trafficTargets": [target(LISTENER_A), target(LISTENER_B)],
             "steps": [{"weight": 10}, {"weight": 100}],
             "bake": {"seconds": 60, "checkIntervalSeconds": 10},
         }))
         .expect("a valid plan")
-        .plan;
+        .plan
+    }
+
+    #[tokio::test]
+    async fn restore_goes_on_past_a_throttled_target_then_a_retry_finishes() {
+        let plan = plan();
         let alb = FakeAlb::default()
             .forward(LISTENER_A, (BLUE, 90), (GREEN, 10))
             .forward(LISTENER_B, (BLUE, 90), (GREEN, 10));
@@ -292,5 +296,33 @@ mod tests {
             .expect("the retry restores the rest");
         assert_eq!(out.weights, baseline());
         assert_eq!(alb.weight(LISTENER_A, GREEN), 0);
+    }
+
+    #[tokio::test]
+    async fn a_restore_a_controller_undoes_says_it_wrote_and_what_it_read_back() {
+        let alb = FakeAlb::default()
+            .forward(LISTENER_A, (BLUE, 90), (GREEN, 10))
+            .forward(LISTENER_B, (BLUE, 90), (GREEN, 10))
+            .reconciled(LISTENER_A);
+        let apis = Apis {
+            alb: &alb,
+            ..Apis::fake()
+        };
+        let err = restore(&apis, &plan(), &baseline(), None)
+            .await
+            .expect_err("the controller put its weights back");
+        assert_eq!(err.name().as_str(), "WeightsChangedExternally");
+        let message = err.to_string();
+        assert!(message.contains("right after it wrote them"), "{message}");
+        assert!(!message.contains("nothing was written"), "{message}");
+        assert!(
+            message.contains("restored stable 100 / canary 0 but read back stable 90 / canary 10"),
+            "{message}"
+        );
+        assert_eq!(
+            alb.weight(LISTENER_B, GREEN),
+            0,
+            "the other target restored"
+        );
     }
 }

@@ -45,7 +45,7 @@ pub async fn set(
                 weights.push(TargetWeights::new(router.key(), read_back))
             }
             other => {
-                return Err(ShiftError::WeightsChangedExternally(format!(
+                return Err(ShiftError::ChangedAfterWrite(format!(
                     "{}: wrote {desired} but read back {}",
                     router.label(),
                     other.describe()
