@@ -140,6 +140,14 @@ impl DatadogApi for HttpDatadog {
     }
 }
 
+#[cfg(feature = "fakes")]
+#[async_trait]
+impl DatadogApi for crate::fakes::Unused {
+    async fn scalar_query(&self, url: &str, _: &Value) -> Result<Value, QueryError> {
+        Err(crate::fakes::unused_query(url))
+    }
+}
+
 /// How long until Datadog's rate limit resets (`X-RateLimit-Reset`, seconds), at least 1 s.
 fn rate_limit_reset(headers: &http::HeaderMap) -> Duration {
     let seconds = headers

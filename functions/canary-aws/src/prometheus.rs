@@ -91,6 +91,19 @@ impl PrometheusApi for HttpPrometheus {
     }
 }
 
+#[cfg(feature = "fakes")]
+#[async_trait]
+impl PrometheusApi for crate::fakes::Unused {
+    async fn instant_query(
+        &self,
+        endpoint: &PrometheusEndpoint,
+        _: &str,
+        _: SystemTime,
+    ) -> Result<Value, QueryError> {
+        Err(crate::fakes::unused_query(&endpoint.query_url()))
+    }
+}
+
 /// The POST a query makes, signed for AMP with `credentials` at `now`.
 pub fn query_request(
     endpoint: &PrometheusEndpoint,
