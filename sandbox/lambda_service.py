@@ -16,10 +16,14 @@ Lambda's part for the functions the stack created (`Stack.functions()`):
   as Lambda answers (`Sandbox.Timedout`, a function error);
 - `Invoke` answers as Lambda's API does: the payload, or 200 with `X-Amz-Function-Error:
   Unhandled` and the runtime's error document; 404 `ResourceNotFoundException` for a function
-  the stack does not have; `X-Amz-Invocation-Type: Event` is queued and answered 202.
+  the stack does not have; `X-Amz-Invocation-Type: Event` is queued and answered 202;
+- a synchronous request over Lambda's 6 MB payload limit is refused (413
+  `RequestTooLargeException`), and an answer over it is the function error
+  `Function.ResponseSizeTooLarge`, as Lambda answers.
 
 Not modelled: the memory limit (the size is passed, not enforced), reserved concurrency,
-freezing between invocations, extensions, and retries of asynchronous invocations.
+freezing between invocations, extensions, the asynchronous payload limit, and retries of
+asynchronous invocations.
 """
 import json
 import os
@@ -35,6 +39,8 @@ from pathlib import Path
 from urllib.parse import unquote
 
 INVOKE_PATH = "/2015-03-31/functions/"
+# Lambda's limit on a synchronous invocation's request and response payloads.
+MAX_PAYLOAD_BYTES = 6 * 1024 * 1024
 RUNTIME = "/2018-06-01/runtime"
 
 
@@ -252,6 +258,10 @@ class LambdaService:
                 if function is None:
                     message = json.dumps({"Type": "User", "message": f"Function not found: {name}"}).encode()
                     return reply(self, 404, message, headers + [("x-amzn-ErrorType", "ResourceNotFoundException")])
+                if len(body) > MAX_PAYLOAD_BYTES and self.headers.get("X-Amz-Invocation-Type") != "Event":
+                    message = json.dumps({"Type": "User", "message": f"Request must be smaller than {MAX_PAYLOAD_BYTES} "
+                                                                     "bytes for the InvokeFunction operation"}).encode()
+                    return reply(self, 413, message, headers + [("x-amzn-ErrorType", "RequestTooLargeException")])
                 if self.headers.get("X-Amz-Invocation-Type") == "Event":
                     threading.Thread(target=service.invoke, args=(function, body), daemon=True).start()
                     return reply(self, 202, b"", headers)
@@ -281,7 +291,13 @@ class LambdaService:
                 function.idle.append(instance)
         else:
             instance.stop()
-        return invocation.result
+        error, answer = invocation.result
+        if len(answer) > MAX_PAYLOAD_BYTES:
+            return "Unhandled", json.dumps({
+                "errorType": "Function.ResponseSizeTooLarge",
+                "errorMessage": f"Response payload size exceeded maximum allowed payload size ({MAX_PAYLOAD_BYTES} bytes).",
+            }).encode()
+        return error, answer
 
     def stop(self):
         self.server.shutdown()

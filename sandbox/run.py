@@ -34,6 +34,8 @@ def main():
     parser.add_argument("--template", type=Path, default=REPO / "template.yaml",
                         help="the SAM template the sandbox deploys its stack from (default: template.yaml)")
     args = parser.parse_args()
+    if not args.template.is_file():
+        parser.error(f"--template {args.template}: no such file")
     signal.signal(signal.SIGTERM, interrupt)
     try:
         report = run(args.scenario, out=lambda line: print(line, flush=True), verbose=args.verbose,

@@ -2,9 +2,13 @@
 the template gives each (and Lambda's own variables), and a template that forgets a variable
 one function needs fails that function as it would on AWS (`scripts/sandbox.sh --template`
 tries such a template)."""
+import json
 import shutil
 import time
 from pathlib import Path
+
+import pytest
+from botocore.exceptions import ClientError
 
 from helpers import captured
 from sandbox import scenarios
@@ -105,3 +109,13 @@ def test_a_function_past_its_timeout_is_ended_as_lambda_ends_it(tmp_path):
         assert report.error == "Sandbox.Timedout", (report.error, report.cause)
         assert "Task timed out after 1.00 seconds" in report.cause
         assert report.max_canary == 0, "nothing moved"
+
+
+def test_an_invocation_over_lambdas_payload_limit_is_refused_as_lambda_refuses_it():
+    with Sandbox(log=captured) as sandbox:
+        function = sandbox.function("shift-weights")
+        oversized = json.dumps({"operation": "prepare", "padding": "x" * (6 * 1024 * 1024)}).encode()
+        with pytest.raises(ClientError) as refused:
+            sandbox.client("lambda").invoke(FunctionName=function, Payload=oversized)
+        assert refused.value.response["Error"]["Code"] == "RequestTooLargeException"
+        assert sandbox.functions.functions[function].instances == [], "the function never ran"
