@@ -6,6 +6,8 @@ http://localhost:$MOTO_PORT; the functions call AWS at $AWS_ENDPOINT_URL. Both p
   anything else                                         -> moto
 An asynchronous invocation (`X-Amz-Invocation-Type: Event`) of a function a test intercepts
 (`intercept_async`) is handed to it instead: the alarm events' queue does so.
+Every request signed by an assumed role (the functions', the state machine's) is first
+authorized as IAM would (iam.py); a refused one is answered AccessDenied and goes no further.
 """
 import http.client
 import re
@@ -13,6 +15,8 @@ import threading
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote
+
+from .iam import Authorizer
 
 INVOKE = re.compile(r"^/2015-03-31/functions/([^/?]+)/invocations")
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-authorization"}
@@ -66,6 +70,7 @@ class FrontDoor:
     def __init__(self):
         self.faults = []
         self.requests = []
+        self.authorizer = None
         self.handler = type(
             "Handler", (_Handler,),
             {"faults": self.faults, "requests": self.requests, "async_takers": {}},
@@ -81,8 +86,10 @@ class FrontDoor:
         return self
 
     def forward_aws_to(self, moto_endpoint):
-        """Where moto listens, once it has started (it is told the front door's port first)."""
+        """Where moto listens, once it has started (it is told the front door's port first);
+        from then on the assumed roles' requests are authorized against their policies there."""
         self.handler.moto_port = int(moto_endpoint.rsplit(":", 1)[1])
+        self.handler.authorizer = self.authorizer = Authorizer(moto_endpoint)
 
     def forward_invocations_to(self, lambda_port):
         """Where the sandbox's Lambda listens, once the stack's functions are known."""
@@ -105,6 +112,7 @@ class _Handler(BaseHTTPRequestHandler):
     faults = None
     requests = None
     async_takers = None
+    authorizer = None
 
     def log_message(self, fmt, *args):
         pass
@@ -112,6 +120,12 @@ class _Handler(BaseHTTPRequestHandler):
     def forward(self):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
+        try:
+            denial = self.authorizer and self.authorizer.check(self.command, self.path, self.headers, body)
+        except Exception as e:  # the harness's own failure: said, never passed as allowed
+            denial = 500, [("Content-Type", "text/plain")], f"sandbox IAM failed: {e!r}".encode()
+        if denial:
+            return self.answer(*denial)
         for fault in self.faults:
             predicate, times = fault[0], fault[1]
             if times > 0 and predicate(self.command, unquote(self.path), body or b""):

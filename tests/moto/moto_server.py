@@ -1,4 +1,4 @@
-"""moto_server, plus eight things moto 5.2.5 lacks or gets wrong that the tests need.
+"""moto_server, plus the things moto 5.2.5 lacks or gets wrong that the tests need.
 Everything else is stock moto.
 
 1. PutCompositeAlarm. moto models a composite alarm as an alarm with an `AlarmRule`
@@ -75,6 +75,13 @@ Everything else is stock moto.
    that a policy without `Version` is accepted as IAM accepts it (moto's validator refuses it;
    SAM's generated policies have none).
 
+11. The state machine's calls made as its role: moto's engine signs every service call with the
+   fixed key `ak`, whoever the state machine is. Here each call is signed with the credentials
+   of the state machine's role (or of a task's `Credentials.RoleArn`), assumed in moto's STS as
+   Step Functions assumes it, so the sandbox's IAM (sandbox/iam.py, in its front door) checks
+   the engine's `lambda:InvokeFunction` and `events:PutEvents` against the role's policies as
+   AWS does.
+
 Still not modelled: the 256 KiB limit on Pass and Choice state output (moto checks task
 results only), and execution events to EventBridge (the sandbox delivers them itself).
 
@@ -127,6 +134,8 @@ from moto.stepfunctions import responses as sfn_responses
 from moto.stepfunctions.parser import api as sfn_api
 from moto.stepfunctions.parser import models as sfn_parser_models
 from moto.stepfunctions.responses import StepFunctionResponse
+from moto.stepfunctions.parser.asl.utils import boto_client as sfn_boto_client
+from moto.sts.models import sts_backends
 from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import CustomErrorName
 from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import ErrorEqualsDecl
 from moto.stepfunctions.parser.asl.component.state.exec.state_parallel import branches_decl as parallel_branches
@@ -676,6 +685,51 @@ def _role_from_cloudformation(cls, resource_name, cloudformation_json, account_i
 
 
 iam_models.Role.create_from_cloudformation_json = classmethod(_role_from_cloudformation)
+
+# --- 11. The state machine's calls made as its role ----------------------------------------
+_stock_boto_client_for = sfn_boto_client.boto_client_for
+# Role ARN -> (credentials, when to assume it again): Step Functions assumes the role per
+# execution; once an hour per role is enough for credentials that last one.
+_ROLE_CREDENTIALS = {}
+_ROLE_CREDENTIALS_LOCK = threading.Lock()
+
+
+def _credentials_of(role_arn, region):
+    with _ROLE_CREDENTIALS_LOCK:
+        credentials, renew_at = _ROLE_CREDENTIALS.get(role_arn, (None, 0))
+        if time.time() >= renew_at:
+            account = role_arn.split(":")[4]
+            credentials = sts_backends[account]["global"].assume_role(
+                region_name=region, role_session_name="states", role_arn=role_arn,
+                policy=None, duration=3600, external_id=None)
+            _ROLE_CREDENTIALS[role_arn] = (credentials, time.time() + 1800)
+        return credentials
+
+
+def _boto_client_as_role(region, service, state_credentials=None):
+    role_arn = getattr(state_credentials, "role_arn", None)
+    if not role_arn:
+        return _stock_boto_client_for(region, service, state_credentials)
+    import boto3
+    from botocore.config import Config
+
+    credentials = _credentials_of(role_arn, region)
+    client = _stock_boto_client_for(region, service, state_credentials)
+    return boto3.client(
+        service, region_name=region, endpoint_url=client.meta.endpoint_url,
+        aws_access_key_id=credentials.access_key_id, aws_secret_access_key=credentials.secret_access_key,
+        aws_session_token=credentials.session_token,
+        config=Config(parameter_validation=False, retries={"max_attempts": 0, "total_max_attempts": 1},
+                      connect_timeout=client.meta.config.connect_timeout,
+                      read_timeout=client.meta.config.read_timeout))
+
+
+# Every engine module imported the function by name: each one's name is replaced.
+for _module in list(sys.modules.values()):
+    if getattr(_module, "__name__", "").startswith("moto.stepfunctions.parser") and \
+            getattr(_module, "boto_client_for", None) is _stock_boto_client_for:
+        _module.boto_client_for = _boto_client_as_role
+
 
 def serve_on_a_port_of_its_own(host):
     """moto_server's app on a port the kernel picks, announced on stdout."""

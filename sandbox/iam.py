@@ -1,0 +1,393 @@
+"""IAM, as AWS authorizes the calls of the stack's roles, resources included.
+
+Every request the front door forwards is read for who signed it (the access key in its SigV4
+`Authorization`), what it asks (the operation, found in botocore's service model from the
+request's protocol: `X-Amz-Target`, `Action=`/`Version=`, the CBOR operation path or the REST
+method and URI) and on what (the resource ARNs). A request signed with credentials of an
+assumed role (the functions' roles, which lambda_service.py assumes, and the state machine's,
+which tests/moto/moto_server.py makes moto's engine assume) is then evaluated as IAM evaluates an
+identity's policies: an explicit Deny wins, else an Allow whose Action and Resource match,
+else it is refused. A refused call never reaches moto; it is answered `AccessDenied` in the
+service's protocol with AWS's message ("User: <assumed role> is not authorized to perform:
+<action> on resource: <arn> because no identity-based policy allows the <action> action").
+Requests signed otherwise (the operator's and the tests' keys) are not checked, as an
+administrator's would pass.
+
+The IAM action and the resource types it acts on come from the service authorization data the
+policy linter parliament ships (`iam_definition.json`, generated from AWS's Service
+Authorization Reference), never from a table here. A resource's ARN is an ARN the request
+names that fits the resource type's ARN format, or that format filled from the request's
+parameters by name (`${TableName}` from `TableName`, `${ClusterName}` from EKS's `name`, a
+DynamoDB batch's table from its keys). A part the request cannot tell (an EKS access entry's
+UUID) stays unknown, and only a `*` in a policy's resource covers an unknown part: the
+conservative reading, so a grant narrower than the request needs is refused, never passed.
+
+Why not moto's own authorization (INITIAL_NO_AUTH_ACTION_COUNT): moto evaluates every call
+against the resource `*`, so a statement scoped to ARNs never matches and the stack's scoped
+grants would all be refused; and it treats an unmet condition as a Deny.
+
+Not modelled: policy conditions (a statement with a `Condition` is an error here, so a template
+that adds one cannot pass unchecked), permissions boundaries, SCPs, session policies,
+resource-based policies (a Lambda function's, a secret's, an SQS queue's: an EventBridge rule's
+delivery to a function is not checked), dependent actions, and calls the AWS SDK-less
+Prometheus API of AMP makes (no botocore model has them: refused as unknown).
+"""
+import functools
+import json
+import re
+import sys
+import threading
+from pathlib import Path
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+import boto3
+import botocore.session
+import cbor2
+import parliament
+
+# SigV4's scope names the service by its signing name; IAM by its prefix. The one the stack's
+# calls use that differs: CloudWatch signs as `monitoring`.
+IAM_PREFIX = {"monitoring": "cloudwatch"}
+# API operations whose IAM action has another name (Service Authorization Reference).
+IAM_ACTION = {("lambda", "Invoke"): "InvokeFunction"}
+# Values AWS uses for a parameter the request leaves out: PutEvents' bus is `default`.
+DEFAULTS = {("events", "EventBusName"): "default"}
+# What stands for a part of an ARN the request cannot tell. No literal character in a
+# policy's resource matches it; `*` and `?` do.
+UNKNOWN = "\x00"
+CREDENTIAL = re.compile(r"Credential=([^/]+)/[^/]+/([^/]+)/([^/]+)/")
+TEMPLATE_VARIABLE = re.compile(r"\$\{([^}]+)\}")
+
+
+class NotModelled(Exception):
+    """The request or the policy uses what this evaluator does not model: the harness says so
+    rather than guess."""
+
+
+@functools.cache
+def service_authorization():
+    """IAM prefix -> {"actions": {name: [(resource type, required)]}, "formats": {resource type:
+    [ARN format]}}, every service parliament's data lists under that prefix merged (ELB v1 and v2
+    share `elasticloadbalancing`)."""
+    data = json.loads((Path(parliament.__file__).parent / "iam_definition.json").read_text())
+    services = {}
+    for service in data:
+        merged = services.setdefault(service["prefix"], {"actions": {}, "formats": {}})
+        for privilege in service["privileges"]:
+            types = merged["actions"].setdefault(privilege["privilege"], [])
+            for resource_type in privilege["resource_types"]:
+                name = resource_type["resource_type"]
+                if name:
+                    entry = (name.rstrip("*"), name.endswith("*"))
+                    if entry not in types:
+                        types.append(entry)
+        for resource in service["resources"]:
+            formats = merged["formats"].setdefault(resource["resource"], [])
+            if resource["arn"] not in formats:
+                formats.append(resource["arn"])
+    return services
+
+
+def _glob(pattern, case_sensitive=True):
+    """An IAM wildcard pattern (`*` any run, `?` one character) as a regex."""
+    body = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.compile(f"^{body}$", 0 if case_sensitive else re.IGNORECASE | re.DOTALL)
+
+
+def _as_list(value):
+    return value if isinstance(value, list) else [value]
+
+
+def _statement_matches(statement, key, value, case_sensitive):
+    if key in statement:
+        return any(_glob(p, case_sensitive).match(value) for p in _as_list(statement[key]))
+    not_key = "Not" + key
+    if not_key in statement:
+        return not any(_glob(p, case_sensitive).match(value) for p in _as_list(statement[not_key]))
+    return False
+
+
+def evaluate(policies, action, resources):
+    """IAM's identity-policy logic for one action on each of its resources (["*"] for an action
+    on none): an explicit Deny of any refuses, else each must be allowed by some statement."""
+    allowed = set()
+    for number, policy in enumerate(policies):
+        for index, statement in enumerate(_as_list(policy.get("Statement", []))):
+            if not _statement_matches(statement, "Action", action, case_sensitive=False):
+                continue
+            covered = {r for r in resources if _statement_matches(statement, "Resource", r, True)}
+            if not covered:
+                continue
+            if "Condition" in statement:
+                raise NotModelled(f"policy {number} statement {index} has a Condition, which the "
+                                  "sandbox's IAM does not evaluate (sandbox/iam.py)")
+            if statement["Effect"] == "Deny":
+                return False
+            allowed |= covered
+    return allowed == set(resources)
+
+
+class Request:
+    """What a request asks, read from botocore's service model."""
+
+    def __init__(self, method, path, headers, body):
+        self.method, self.headers, self.body = method, headers, body or b""
+        split = urlsplit(path)
+        # Kept encoded: a URI label may hold an encoded ARN, slashes and all.
+        self.path, self.query = split.path, dict(parse_qsl(split.query))
+        scope = CREDENTIAL.search(headers.get("Authorization", ""))
+        self.access_key, self.region, self.signing_name = scope.groups() if scope else (None,) * 3
+
+
+class ServiceModels:
+    """botocore's models, indexed by how a request names its service and operation."""
+
+    def __init__(self):
+        session = botocore.session.get_session()
+        self.by_signing_name = {}
+        for name in session.get_available_services():
+            model = session.get_service_model(name)
+            metadata = model.metadata
+            signing = metadata.get("signingName") or metadata.get("endpointPrefix")
+            self.by_signing_name.setdefault(signing, []).append(model)
+
+    def operation(self, request):
+        """(service model, operation model, params as a list of (name, value)) or NotModelled."""
+        models = self.by_signing_name.get(request.signing_name, [])
+        target = request.headers.get("X-Amz-Target")
+        if target:
+            prefix, operation = target.rsplit(".", 1)
+            for model in models:
+                if model.metadata.get("targetPrefix") == prefix and operation in model.operation_names:
+                    found = model.operation_model(operation)
+                    return model, found, _walk(found.input_shape, json.loads(request.body or b"{}"))
+        if request.headers.get("smithy-protocol") == "rpc-v2-cbor":
+            operation = request.path.rsplit("/operation/", 1)[-1]
+            for model in models:
+                if operation in model.operation_names:
+                    found = model.operation_model(operation)
+                    return model, found, _walk(found.input_shape, cbor2.loads(request.body) if request.body else {})
+        form = dict(parse_qsl(request.body.decode("utf-8", "replace"))) if request.body else {}
+        form.update(request.query)
+        if "Action" in form:
+            for model in models:
+                if model.metadata.get("apiVersion") == form.get("Version") and form["Action"] in model.operation_names:
+                    params = [(_member_name(k), v) for k, v in form.items() if k not in ("Action", "Version")]
+                    return model, model.operation_model(form["Action"]), params
+        best = None
+        for model in models:
+            for name in model.operation_names:
+                operation = model.operation_model(name)
+                http = operation.http
+                if http.get("method") != request.method:
+                    continue
+                labels = re.match(_uri_pattern(http["requestUri"]), request.path)
+                if labels and (best is None or len(http["requestUri"]) > len(best[1].http["requestUri"])):
+                    best = (model, operation, labels.groupdict())
+        if best is None:
+            raise NotModelled(f"no operation of a service signing as {request.signing_name!r} "
+                              f"answers {request.method} {request.path}")
+        model, operation, labels = best
+        params = []
+        for member, shape in (operation.input_shape.members.items() if operation.input_shape else []):
+            location, location_name = shape.serialization.get("location"), shape.serialization.get("name", member)
+            if location == "uri" and _label(location_name) in labels:
+                params.append((member, unquote(labels[_label(location_name)])))
+            elif location == "querystring" and location_name in request.query:
+                params.append((member, request.query[location_name]))
+        return model, operation, params
+
+
+@functools.cache
+def service_models():
+    """Loaded once per process (every model's metadata: seconds)."""
+    return ServiceModels()
+
+
+def _label(name):
+    return re.sub(r"\W", "_", name)
+
+
+def _uri_pattern(request_uri):
+    path = request_uri.split("?", 1)[0]
+    pattern = re.sub(r"\\\{([^}+]+)(\\\+)?\\\}",
+                     lambda m: f"(?P<{_label(m.group(1))}>{'.+' if m.group(2) else '[^/]+'})",
+                     re.escape(path))
+    return f"^{pattern.rstrip('/')}/?$"
+
+
+def _member_name(query_key):
+    """`Actions.member.1.ForwardConfig.TargetGroups.member.2.TargetGroupArn` -> `TargetGroupArn`."""
+    parts = [p for p in query_key.split(".") if p != "member" and not p.isdigit()]
+    return parts[-1] if parts else query_key
+
+
+def _walk(shape, value, name=None):
+    """Every scalar in a JSON/CBOR request as (member name, value); a map's keys under the name
+    of their shape (DynamoDB's RequestItems keys are `TableArn`s: a table's name or ARN)."""
+    found = []
+    if shape is None:
+        return found
+    if shape.type_name == "structure" and isinstance(value, dict):
+        for member, member_shape in shape.members.items():
+            if member in value:
+                found += _walk(member_shape, value[member], member)
+    elif shape.type_name == "list" and isinstance(value, list):
+        for item in value:
+            found += _walk(shape.member, item, name)
+    elif shape.type_name == "map" and isinstance(value, dict):
+        for key, item in value.items():
+            found.append((shape.key.name, key))
+            found += _walk(shape.value, item, name)
+    elif isinstance(value, str):
+        found.append((name, value))
+    return found
+
+
+def _format_pattern(arn_format):
+    """An ARN format of the Service Authorization Reference as a regex any ARN of it matches."""
+    parts = TEMPLATE_VARIABLE.split(arn_format)
+    pattern = "".join(re.escape(p) if i % 2 == 0 else "[^:]*" if p in ("Partition", "Region", "Account") else ".+"
+                      for i, p in enumerate(parts))
+    return re.compile(f"^{pattern}$")
+
+
+def _fill(arn_format, params, known):
+    """The format with each variable from the request's parameters (an exact name, or one name
+    ending with the other: EKS's `name` for `${ClusterName}`, `HealthCheckId` for `${Id}`), the
+    request's partition, region and account, or a name of the same stem (a DynamoDB batch's
+    `TableArn` keys, which may be names, for `${TableName}`); a variable the request cannot tell is UNKNOWN."""
+    def value(match):
+        variable = match.group(1)
+        if variable in known:
+            return known[variable]
+        v = variable.lower()
+        exact = {val for n, val in params if n and n.lower() == v}
+        near = {val for n, val in params if n and (v.endswith(n.lower()) or n.lower().endswith(v))}
+        same_stem = {val for n, val in params if n and _stem(n) and _stem(n) == _stem(variable)}
+        candidates = exact or near or same_stem
+        if len(candidates) == 1:
+            only = candidates.pop()
+            # A parameter that carries the whole ARN (a function's or a table's) gives its name.
+            return only.rsplit(":", 1)[-1].rsplit("/", 1)[-1] if only.startswith("arn:") else only
+        return UNKNOWN
+    return TEMPLATE_VARIABLE.sub(value, arn_format)
+
+
+def _stem(name):
+    """`TableArn`, `TableName`, `TableId` -> `table`."""
+    return re.sub(r"(arn|name|id)$", "", name.lower())
+
+
+def resource_arns(authorization, prefix, action, params, region, account):
+    """The ARNs an action acts on: those the request names that fit one of its resource types,
+    else the one a required type's format makes of the request; ["*"] for an action on none."""
+    types = authorization.get(prefix, {}).get("actions", {}).get(action)
+    if types is None:
+        raise NotModelled(f"IAM's service authorization data has no action {prefix}:{action}")
+    formats = authorization[prefix]["formats"]
+    arns = [v for _, v in params if isinstance(v, str) and v.startswith("arn:")]
+    patterns = [(f, _format_pattern(f)) for resource_type, _ in types for f in formats.get(resource_type, [])]
+    named = [arn for arn in dict.fromkeys(arns) if any(p.match(arn) for _, p in patterns)]
+    if named:
+        return named
+    required = [f for resource_type, required in types if required for f in formats.get(resource_type, [])]
+    if not required:
+        return ["*"]
+    # The required types are alternatives (an ELB listener is `listener/app` or `listener/net`):
+    # the one the request fills best.
+    known = {"Partition": "aws", "Region": region, "Account": account}
+    return [min((_fill(f, params, known) for f in required), key=lambda arn: arn.count(UNKNOWN))]
+
+
+class Authorizer:
+    """Decides each request of an assumed role; `decisions` keeps every one (role ARN, action,
+    resources, allowed) in order, for tests to read."""
+
+    def __init__(self, moto_endpoint):
+        self.moto_endpoint = moto_endpoint
+        self.callers = {}
+        self.policies = {}
+        self.decisions = []
+        self.lock = threading.Lock()
+
+    def _client(self, service, access_key, region):
+        # moto (without its own authorization) answers a request by the access key alone, so the
+        # caller's key finds its identity and its role's policies in the role's own account.
+        return boto3.client(service, endpoint_url=self.moto_endpoint, region_name=region or "us-east-1",
+                            aws_access_key_id=access_key, aws_secret_access_key="unused")
+
+    def _caller(self, access_key, region):
+        with self.lock:
+            if access_key not in self.callers:
+                arn = self._client("sts", access_key, region).get_caller_identity()["Arn"]
+                self.callers[access_key] = arn if ":assumed-role/" in arn else None
+            return self.callers[access_key]
+
+    def _role_policies(self, caller, access_key):
+        role_name = caller.split(":assumed-role/", 1)[1].split("/")[0]
+        with self.lock:
+            if caller not in self.policies:
+                iam = self._client("iam", access_key, None)
+                documents = [iam.get_role_policy(RoleName=role_name, PolicyName=name)["PolicyDocument"]
+                             for name in iam.list_role_policies(RoleName=role_name)["PolicyNames"]]
+                for attached in iam.list_attached_role_policies(RoleName=role_name)["AttachedPolicies"]:
+                    try:
+                        policy = iam.get_policy(PolicyArn=attached["PolicyArn"])["Policy"]
+                        documents.append(iam.get_policy_version(
+                            PolicyArn=attached["PolicyArn"], VersionId=policy["DefaultVersionId"])["PolicyVersion"]["Document"])
+                    except iam.exceptions.NoSuchEntityException:
+                        # An AWS managed policy moto does not load (AWSLambdaBasicExecutionRole:
+                        # CloudWatch Logs, which the sandbox's functions never call).
+                        pass
+                self.policies[caller] = [json.loads(d) if isinstance(d, str) else d for d in documents]
+            return self.policies[caller]
+
+    def check(self, method, path, headers, body):
+        """None when the request may go on; else the answer AWS gives, (status, headers, body)."""
+        request = Request(method, path, headers, body)
+        if request.access_key is None:
+            return None
+        caller = self._caller(request.access_key, request.region)
+        if caller is None:
+            return None
+        try:
+            model, operation, params = service_models().operation(request)
+            signing = model.metadata.get("signingName") or model.metadata["endpointPrefix"]
+            prefix = IAM_PREFIX.get(signing, signing)
+            action = IAM_ACTION.get((prefix, operation.name), operation.name)
+            params = params + [(name, value) for (p, name), value in DEFAULTS.items()
+                               if p == prefix and name not in {n for n, _ in params}]
+            account = caller.split(":")[4]
+            resources = resource_arns(service_authorization(), prefix, action, params, request.region, account)
+            allowed = evaluate(self._role_policies(caller, request.access_key), f"{prefix}:{action}", resources)
+        except NotModelled as e:
+            self.decisions.append((caller, None, [], False))
+            print(f"sandbox IAM: {e}", file=sys.stderr)
+            return 500, [("Content-Type", "text/plain")], f"sandbox IAM: {e}".encode()
+        self.decisions.append((caller, f"{prefix}:{action}", resources, allowed))
+        if allowed:
+            return None
+        # Said where the sandbox's output goes: the function only sees AccessDenied.
+        print(f"sandbox IAM refused {prefix}:{action} on {resources} to {caller}", file=sys.stderr)
+        return access_denied(model, caller, f"{prefix}:{action}", resources)
+
+
+def access_denied(model, caller, action, resources):
+    """AWS's answer to an unauthorized call, in the service's protocol."""
+    shown = next((r for r in resources if UNKNOWN not in r), resources[0]).replace(UNKNOWN, "*")
+    message = (f"User: {caller} is not authorized to perform: {action} on resource: {shown} "
+               f"because no identity-based policy allows the {action} action")
+    protocol = model.metadata.get("protocol")
+    if protocol in ("query", "rest-xml"):
+        body = (f"<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code>"
+                f"<Message>{message}</Message></Error><RequestId>denied</RequestId></ErrorResponse>")
+        return 403, [("Content-Type", "text/xml")], body.encode()
+    if protocol == "smithy-rpc-v2-cbor":
+        # CloudWatch is awsQueryCompatible: the query error code travels in a header too.
+        body = cbor2.dumps({"__type": "com.amazonaws.cloudwatch#AccessDenied", "message": message})
+        return 403, [("Content-Type", "application/cbor"), ("smithy-protocol", "rpc-v2-cbor"),
+                     ("x-amzn-query-error", "AccessDenied;Sender")], body
+    body = json.dumps({"__type": "AccessDeniedException", "message": message, "Message": message}).encode()
+    status = 400 if protocol == "json" else 403
+    return status, [("Content-Type", "application/x-amz-json-1.1"), ("x-amzn-ErrorType", "AccessDeniedException")], body
