@@ -76,12 +76,14 @@ FUNCTIONS_TOKEN = "sandbox-functions"
 
 class Sandbox:
     def __init__(self, argocd_sim="healthy", healthy_after=3.0, log=print, rbac=None, sync_delay=1.0,
-                 template=REPO / "template.yaml"):
+                 template=REPO / "template.yaml", parameters=None):
         """`rbac`: Kubernetes RBAC manifests (paths); the functions then reach the management
         cluster as the group `cluster-canary` with only what those grant, as in
         infra/kubernetes/argocd-rbac.yaml, instead of as its administrator. `template`: the SAM
-        template the stack is deployed from."""
+        template the stack is deployed from; `parameters`: the deployment's parameters that
+        differ from this world's."""
         self.template = template
+        self.parameters = parameters or {}
         self.argocd_sim = argocd_sim
         self.healthy_after = healthy_after
         self.rbac = rbac
@@ -174,12 +176,16 @@ class Sandbox:
         self.datadog_secret = self.client("secretsmanager").create_secret(
             Name="datadog-keys", SecretString=json.dumps(DATADOG_KEYS))["ARN"]
         connection = self.client("secretsmanager").describe_secret(SecretId=world_mod.CONNECTION_SECRET)["ARN"]
-        # What `sam deploy` would be given for this world.
+        # What `sam deploy` would be given for this world, the write grants narrowed to its load
+        # balancer and zone as the README advises.
         self.stack = stack_mod.deploy(self.client, REPO, self.template, {
             "ManagementAccess": "secret",
             "ManagementSecretArn": connection,
             "Profiles": json.dumps(self.world.profiles),
             "DatadogSecretArn": self.datadog_secret,
+            "LoadBalancerNamePrefix": world_mod.LOAD_BALANCER,
+            "HostedZoneIds": self.world.zone_id,
+            **self.parameters,
         }, world_mod.REGION)
         self.state_machine = self.stack.outputs["RolloutStateMachineArn"]
         self.alarm_watch_table = self.stack.resources["AlarmWatchTable"]

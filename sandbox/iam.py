@@ -300,6 +300,16 @@ def resource_arns(authorization, prefix, action, params, region, account):
     return [min((_fill(f, params, known) for f in required), key=lambda arn: arn.count(UNKNOWN))]
 
 
+def iam_action(model, operation, params):
+    """(IAM prefix, IAM action, the params with AWS's defaults for those left out)."""
+    signing = model.metadata.get("signingName") or model.metadata["endpointPrefix"]
+    prefix = IAM_PREFIX.get(signing, signing)
+    action = IAM_ACTION.get((prefix, operation.name), operation.name)
+    given = {name for name, _ in params}
+    defaults = [(name, value) for (p, name), value in DEFAULTS.items() if p == prefix and name not in given]
+    return prefix, action, params + defaults
+
+
 class Authorizer:
     """Decides each request of an assumed role; `decisions` keeps every one (role ARN, action,
     resources, allowed) in order, for tests to read."""
@@ -353,11 +363,7 @@ class Authorizer:
             return None
         try:
             model, operation, params = service_models().operation(request)
-            signing = model.metadata.get("signingName") or model.metadata["endpointPrefix"]
-            prefix = IAM_PREFIX.get(signing, signing)
-            action = IAM_ACTION.get((prefix, operation.name), operation.name)
-            params = params + [(name, value) for (p, name), value in DEFAULTS.items()
-                               if p == prefix and name not in {n for n, _ in params}]
+            prefix, action, params = iam_action(model, operation, params)
             account = caller.split(":")[4]
             resources = resource_arns(service_authorization(), prefix, action, params, request.region, account)
             allowed = evaluate(self._role_policies(caller, request.access_key), f"{prefix}:{action}", resources)

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
 CONNECTION_SECRET = "argocd-hub"
+# The world's load balancer; the deployment narrows its write grant to this name.
+LOAD_BALANCER = "web"
 
 
 @dataclass
@@ -66,7 +68,7 @@ def seed(aws, kube):
             resourcesVpcConfig={"subnetIds": subnets},
         )
     vpc_id = ec2.describe_vpcs()["Vpcs"][0]["VpcId"]
-    lb = elbv2.create_load_balancer(Name="web", Subnets=subnets, Type="application")["LoadBalancers"][0]
+    lb = elbv2.create_load_balancer(Name=LOAD_BALANCER, Subnets=subnets, Type="application")["LoadBalancers"][0]
 
     def target_group(name):
         return elbv2.create_target_group(Name=name, Protocol="HTTP", Port=8080, VpcId=vpc_id, TargetType="ip")[
