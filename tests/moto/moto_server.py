@@ -82,6 +82,22 @@ Everything else is stock moto.
    the engine's `lambda:InvokeFunction` and `events:PutEvents` against the role's policies as
    AWS does.
 
+12. The CloudFormation resource types the stack and the example environment use that moto's
+   CloudFormation lacks (it skipped them with a warning, so a deployed stack silently missed its
+   alarms, its queue policy, the trail EKS events need), each made by the API call AWS's own
+   resource handler makes, on moto's own endpoint in the stack's account:
+   `AWS::CloudWatch::Alarm` (PutMetricAlarm), `AWS::SQS::QueuePolicy` and `AWS::SNS::TopicPolicy`
+   (the queue's/topic's `Policy` attribute), `AWS::SNS::Subscription` (Subscribe),
+   `AWS::S3::BucketPolicy` (PutBucketPolicy), `AWS::CloudTrail::Trail` (CreateTrail,
+   PutEventSelectors, StartLogging), `AWS::Events::EventBusPolicy` (PutPermission),
+   `AWS::EKS::AccessEntry` (CreateAccessEntry and AssociateAccessPolicy, on patch 6's access
+   entries), `AWS::Logs::MetricFilter` (PutMetricFilter). And a listener's `forward` default
+   action with a `ForwardConfig` (weighted target groups): moto's CloudFormation required a
+   single `TargetGroupArn` and failed with a 500; and a target group's `Fn::GetAtt` attributes
+   (`TargetGroupFullName`, an alarm's dimension: a 500 too) and a load balancer's
+   `LoadBalancerFullName`. Not modelled: updates and deletes of these
+   types (the sandbox creates stacks only), `AWS::Lambda::EventInvokeConfig`.
+
 Still not modelled: the 256 KiB limit on Pass and Choice state output (moto checks task
 results only), and execution events to EventBridge (the sandbox delivers them itself).
 
@@ -125,6 +141,8 @@ from moto.core.exceptions import AWSError
 from moto.events import models as events_models
 from moto.events.utils import EventTemplateParser
 from moto.cloudformation import parsing as cfn_parsing
+from moto.core.common_models import CloudFormationModel
+from moto.elbv2 import models as elbv2_models
 from moto.iam import models as iam_models
 from moto.iam.policy_validation import IAMPolicyDocumentValidator
 from moto.s3.models import s3_backends
@@ -731,6 +749,187 @@ for _module in list(sys.modules.values()):
         _module.boto_client_for = _boto_client_as_role
 
 
+# --- 12. CloudFormation resource types moto lacks -------------------------------------------
+# Where moto itself answers (not the front door: CloudFormation's calls are not the stack's
+# roles' calls); set when it binds its port.
+_OWN_ENDPOINT = []
+
+
+def _api(service, account_id, region):
+    """A client on moto as CloudFormation acts in `account_id` (moto tells accounts apart by the
+    caller's credentials)."""
+    import boto3
+
+    credentials = _credentials_of(f"arn:aws:iam::{account_id}:role/cloudformation", region)
+    endpoint = _OWN_ENDPOINT[0] if _OWN_ENDPOINT else f"http://localhost:{os.environ.get('MOTO_PORT', '5000')}"
+    return boto3.client(service, region_name=region, endpoint_url=endpoint,
+                        aws_access_key_id=credentials.access_key_id,
+                        aws_secret_access_key=credentials.secret_access_key,
+                        aws_session_token=credentials.session_token)
+
+
+def _taken(client, operation, properties):
+    """The properties the API operation takes under the same names (the CloudFormation types
+    below mostly mirror their API)."""
+    members = client.meta.service_model.operation_model(operation).input_shape.members
+    return {k: v for k, v in properties.items() if k in members}
+
+
+def _alarm(api, name, p):
+    cloudwatch = api("cloudwatch")
+    name = p.get("AlarmName", name)
+    cloudwatch.put_metric_alarm(AlarmName=name, **_taken(cloudwatch, "PutMetricAlarm", {
+        k: v for k, v in p.items() if k != "AlarmName"}))
+    return name, {"Arn": cloudwatch.describe_alarms(AlarmNames=[name])["MetricAlarms"][0]["AlarmArn"]}
+
+
+def _queue_policy(api, name, p):
+    for url in p["Queues"]:
+        api("sqs").set_queue_attributes(QueueUrl=url, Attributes={"Policy": json.dumps(p["PolicyDocument"])})
+    return name, {}
+
+
+def _topic_policy(api, name, p):
+    for arn in p["Topics"]:
+        api("sns").set_topic_attributes(TopicArn=arn, AttributeName="Policy", AttributeValue=json.dumps(p["PolicyDocument"]))
+    return name, {}
+
+
+def _subscription(api, name, p):
+    arn = api("sns").subscribe(TopicArn=p["TopicArn"], Protocol=p["Protocol"], Endpoint=p["Endpoint"])["SubscriptionArn"]
+    return arn, {"Arn": arn}
+
+
+def _bucket_policy(api, name, p):
+    api("s3").put_bucket_policy(Bucket=p["Bucket"], Policy=json.dumps(p["PolicyDocument"]))
+    return p["Bucket"], {}
+
+
+def _trail(api, name, p):
+    cloudtrail = api("cloudtrail")
+    name = p.get("TrailName", name)
+    arn = cloudtrail.create_trail(Name=name, **_taken(cloudtrail, "CreateTrail", {
+        k: v for k, v in p.items() if k not in ("TrailName", "IsLogging", "EventSelectors")}))["TrailARN"]
+    if p.get("EventSelectors"):
+        cloudtrail.put_event_selectors(TrailName=name, EventSelectors=p["EventSelectors"])
+    if p.get("IsLogging"):
+        cloudtrail.start_logging(Name=name)
+    return name, {"Arn": arn}
+
+
+def _event_bus_policy(api, name, p):
+    events = api("events")
+    bus = p.get("EventBusName", "default")
+    if "Statement" in p:
+        policy = {"Version": "2012-10-17", "Statement": [{"Sid": p["StatementId"], **p["Statement"]}]}
+        events.put_permission(EventBusName=bus, Policy=json.dumps(policy))
+    else:
+        events.put_permission(EventBusName=bus, **_taken(events, "PutPermission", p))
+    return p["StatementId"], {}
+
+
+def _access_entry(api, name, p):
+    eks = api("eks")
+    entry = eks.create_access_entry(
+        clusterName=p["ClusterName"], principalArn=p["PrincipalArn"],
+        **{api_name: p[cfn] for cfn, api_name in (("Type", "type"), ("KubernetesGroups", "kubernetesGroups"),
+                                                   ("Username", "username")) if cfn in p})["accessEntry"]
+    for policy in p.get("AccessPolicies", []):
+        scope = policy["AccessScope"]
+        eks.associate_access_policy(
+            clusterName=p["ClusterName"], principalArn=p["PrincipalArn"], policyArn=policy["PolicyArn"],
+            accessScope={"type": scope["Type"], **({"namespaces": scope["Namespaces"]} if "Namespaces" in scope else {})})
+    return f"{p['ClusterName']}|{p['PrincipalArn']}", {"AccessEntryArn": entry["accessEntryArn"]}
+
+
+def _metric_filter(api, name, p):
+    name = p.get("FilterName", name)
+    api("logs").put_metric_filter(
+        logGroupName=p["LogGroupName"], filterName=name, filterPattern=p["FilterPattern"],
+        metricTransformations=[{"metricName": t["MetricName"], "metricNamespace": t["MetricNamespace"],
+                                "metricValue": t["MetricValue"],
+                                **({"defaultValue": float(t["DefaultValue"])} if "DefaultValue" in t else {}),
+                                **({"unit": t["Unit"]} if "Unit" in t else {})}
+                               for t in p["MetricTransformations"]])
+    return name, {}
+
+
+def _by_api(type_name, create):
+    """A CloudFormation model of `type_name` whose creation is `create(api, name, properties)` ->
+    (physical id, attributes)."""
+    def create_from_cloudformation_json(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs):
+        physical_id, attributes = create(lambda service: _api(service, account_id, region_name),
+                                         resource_name, cloudformation_json.get("Properties", {}))
+        resource = cls()
+        resource.physical_resource_id, resource.attributes = physical_id, attributes
+        return resource
+
+    return type(f"ByApi{type_name.replace(':', '')}", (CloudFormationModel,), {
+        # moto files its models by the service its module names.
+        "__module__": "moto.cloudformation.sandbox",
+        "cloudformation_type": staticmethod(lambda: type_name),
+        "cloudformation_name_type": staticmethod(lambda: ""),
+        "has_cfn_attr": classmethod(lambda cls, attr: True),
+        "get_cfn_attribute": lambda self, attribute_name: self.attributes[attribute_name],
+        "create_from_cloudformation_json": classmethod(create_from_cloudformation_json),
+    })
+
+
+for _type, _create in {
+    "AWS::CloudWatch::Alarm": _alarm,
+    "AWS::SQS::QueuePolicy": _queue_policy,
+    "AWS::SNS::TopicPolicy": _topic_policy,
+    "AWS::SNS::Subscription": _subscription,
+    "AWS::S3::BucketPolicy": _bucket_policy,
+    "AWS::CloudTrail::Trail": _trail,
+    "AWS::Events::EventBusPolicy": _event_bus_policy,
+    "AWS::EKS::AccessEntry": _access_entry,
+    "AWS::Logs::MetricFilter": _metric_filter,
+}.items():
+    assert _type not in cfn_parsing.get_model_map(), f"moto models {_type} now: drop it here"
+    _by_api(_type, _create)
+for _cached in (cfn_parsing.get_model_list, cfn_parsing.get_model_map, cfn_parsing.get_name_type_map):
+    _cached.cache_clear()
+
+
+def _listener_default_actions(self, properties):
+    """A `forward` with a `ForwardConfig` is kept as written, as the API takes it."""
+    actions = [a for a in properties["DefaultActions"] if not (a["Type"] == "forward" and "ForwardConfig" in a)]
+    converted = iter(_stock_listener_default_actions(self, {**properties, "DefaultActions": actions}))
+    return [dict(a) if a["Type"] == "forward" and "ForwardConfig" in a else next(converted)
+            for a in properties["DefaultActions"]]
+
+
+def _target_group_attribute(self, attribute_name):
+    """A target group's `Fn::GetAtt` attributes (moto's target group had none): an alarm's
+    `TargetGroup` dimension is its full name, `targetgroup/<name>/<id>`."""
+    return {
+        "TargetGroupFullName": self.arn.split(":", 5)[5],
+        "TargetGroupName": self.name,
+        "TargetGroupArn": self.arn,
+        "LoadBalancerArns": self.load_balancer_arns,
+    }[attribute_name]
+
+
+elbv2_models.FakeTargetGroup.get_cfn_attribute = _target_group_attribute
+_stock_load_balancer_attribute = elbv2_models.FakeLoadBalancer.get_cfn_attribute
+
+
+def _load_balancer_attribute(self, attribute_name):
+    """An alarm's `LoadBalancer` dimension, `app/<name>/<id>` (moto raised NotImplementedError
+    and left the `Fn::GetAtt` in the property)."""
+    if attribute_name == "LoadBalancerFullName":
+        return self.arn.split(":loadbalancer/", 1)[1]
+    return _stock_load_balancer_attribute(self, attribute_name)
+
+
+elbv2_models.FakeLoadBalancer.get_cfn_attribute = _load_balancer_attribute
+elbv2_models.FakeTargetGroup.has_cfn_attr = classmethod(
+    lambda cls, attr: attr in ("TargetGroupFullName", "TargetGroupName", "TargetGroupArn", "LoadBalancerArns"))
+_stock_listener_default_actions = elbv2_models.ELBv2Backend.convert_and_validate_properties
+elbv2_models.ELBv2Backend.convert_and_validate_properties = _listener_default_actions
+
+
 def serve_on_a_port_of_its_own(host):
     """moto_server's app on a port the kernel picks, announced on stdout."""
     from werkzeug.serving import make_server
@@ -740,6 +939,7 @@ def serve_on_a_port_of_its_own(host):
     server = make_server(host, 0, app, threaded=True, request_handler=MotoRequestHandler)
     # moto's own notion of its port (its engine's callbacks), unless the caller set one.
     os.environ.setdefault("MOTO_PORT", str(server.port))
+    _OWN_ENDPOINT.append(f"http://{host}:{server.port}")
     print(json.dumps({"endpoint": f"http://{host}:{server.port}"}), flush=True)
     # The caller may close the pipe after the first line; nothing else goes to stdout.
     sys.stdout = open(os.devnull, "w")
