@@ -76,12 +76,14 @@ FUNCTIONS_TOKEN = "sandbox-functions"
 
 class Sandbox:
     def __init__(self, argocd_sim="healthy", healthy_after=3.0, log=print, rbac=None, sync_delay=1.0,
-                 template=REPO / "template.yaml", parameters=None):
+                 template=REPO / "template.yaml", parameters=None, traffic=True):
         """`rbac`: Kubernetes RBAC manifests (paths); the functions then reach the management
         cluster as the group `cluster-canary` with only what those grant, as in
         infra/kubernetes/argocd-rbac.yaml, instead of as its administrator. `template`: the SAM
         template the stack is deployed from; `parameters`: the deployment's parameters that
-        differ from this world's."""
+        differ from this world's; `traffic=False`: a world without the load balancer, its
+        records and alarms (infra/example-environment.yaml makes them)."""
+        self.traffic = traffic
         self.template = template
         self.parameters = parameters or {}
         self.argocd_sim = argocd_sim
@@ -171,7 +173,8 @@ class Sandbox:
 
         self.world = world_mod.seed(
             self.client, {"server": self.kube["server"], "caData": self.kube["caData"],
-                          "token": FUNCTIONS_TOKEN if self.rbac else "sandbox-admin"}
+                          "token": FUNCTIONS_TOKEN if self.rbac else "sandbox-admin"},
+            traffic=self.traffic,
         )
         self.datadog_secret = self.client("secretsmanager").create_secret(
             Name="datadog-keys", SecretString=json.dumps(DATADOG_KEYS))["ARN"]

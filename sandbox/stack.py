@@ -100,34 +100,39 @@ class Stack:
         return found
 
 
-def deploy(client, repo, template_path, parameters, region, timeout=120):
+def deploy(client, repo, template_path, parameters, region):
     """Packages, translates and creates the stack; the created `Stack`. `client(service)` gives a
     boto3 client on the emulator."""
     template = yaml_parse(Path(template_path).read_text())
     binaries = package(template, Path(template_path).parent, repo, client("s3"))
     translated = translate(template, parameters, region)
-    cloudformation = client("cloudformation")
+    outputs, resources = create(client("cloudformation"), STACK_NAME, json.dumps(translated), parameters)
+    return Stack(outputs, resources, translated, binaries)
+
+
+def create(cloudformation, name, body, parameters, timeout=120):
+    """Creates a CloudFormation stack and waits for it: (outputs, physical ids by logical id), or
+    an error naming each resource that failed."""
     cloudformation.create_stack(
-        StackName=STACK_NAME,
-        TemplateBody=json.dumps(translated),
+        StackName=name,
+        TemplateBody=body,
         Parameters=[{"ParameterKey": k, "ParameterValue": v} for k, v in parameters.items()],
         Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"],
     )
     deadline = time.monotonic() + timeout
     while True:
-        stack = cloudformation.describe_stacks(StackName=STACK_NAME)["Stacks"][0]
+        stack = cloudformation.describe_stacks(StackName=name)["Stacks"][0]
         if stack["StackStatus"] == "CREATE_COMPLETE":
             break
         if not stack["StackStatus"].endswith("IN_PROGRESS") or time.monotonic() > deadline:
-            events = cloudformation.describe_stack_events(StackName=STACK_NAME)["StackEvents"]
+            events = cloudformation.describe_stack_events(StackName=name)["StackEvents"]
             failed = [f"{e['LogicalResourceId']}: {e.get('ResourceStatusReason')}" for e in events
                       if e["ResourceStatus"].endswith("FAILED")]
-            raise RuntimeError(f"stack {STACK_NAME} ended {stack['StackStatus']}: {failed}")
+            raise RuntimeError(f"stack {name} ended {stack['StackStatus']}: {failed}")
         time.sleep(0.2)
     outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
     resources = {}
-    pages = cloudformation.get_paginator("list_stack_resources").paginate(StackName=STACK_NAME)
-    for page in pages:
+    for page in cloudformation.get_paginator("list_stack_resources").paginate(StackName=name):
         for resource in page["StackResourceSummaries"]:
             resources[resource["LogicalResourceId"]] = resource.get("PhysicalResourceId", "")
-    return Stack(outputs, resources, translated, binaries)
+    return outputs, resources

@@ -8,6 +8,9 @@
 - an EventBridge rule that delivers cluster-canary's events (source `cluster-canary`) to the
   SQS queue cluster-canary-events, which the live view reads and prints;
 - the profile `web` that a cluster opts into with the tag cluster-canary/profile=web.
+
+`seed(..., traffic=False)` leaves out the load balancer, the records, the alarms and the
+profile: infra/example-environment.yaml, deployed over it, makes its own (test_example_environment.py).
 """
 import json
 from dataclasses import dataclass
@@ -54,11 +57,11 @@ def profile(listener, blue_tg, zone_id, record):
     }
 
 
-def seed(aws, kube):
-    """`aws(service)` gives a boto3 client; `kube` is {"server", "caData", "token"}."""
-    eks, ec2, elbv2, route53, cloudwatch, secrets = (
-        aws(s) for s in ("eks", "ec2", "elbv2", "route53", "cloudwatch", "secretsmanager")
-    )
+def seed(aws, kube, traffic=True):
+    """`aws(service)` gives a boto3 client; `kube` is {"server", "caData", "token"}. Without
+    `traffic`, the load balancer, its records and alarms (and so the profile) are left out: the
+    world infra/example-environment.yaml then completes."""
+    eks, ec2, route53, secrets = (aws(s) for s in ("eks", "ec2", "route53", "secretsmanager"))
     subnets = [s["SubnetId"] for s in ec2.describe_subnets()["Subnets"]][:2]
     for name in ("hub", "blue"):
         eks.create_cluster(
@@ -67,6 +70,34 @@ def seed(aws, kube):
             roleArn=f"arn:aws:iam::{ACCOUNT}:role/eks-cluster",
             resourcesVpcConfig={"subnetIds": subnets},
         )
+    zone_id = route53.create_hosted_zone(Name="example.com.", CallerReference="sandbox")["HostedZone"]["Id"].split("/")[-1]
+    secrets.create_secret(Name=CONNECTION_SECRET, SecretString=json.dumps(kube))
+
+    # What infra/ does with an SNS topic for people, the sandbox does with a queue it reads.
+    sqs, events = aws("sqs"), aws("events")
+    queue = sqs.create_queue(QueueName="cluster-canary-events")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    events.put_rule(Name="cluster-canary-events", EventPattern=json.dumps({"source": ["cluster-canary"]}))
+    events.put_targets(Rule="cluster-canary-events", Targets=[{"Id": "queue", "Arn": queue_arn}])
+    if not traffic:
+        return World(listener=None, blue_tg=None, green_tg=None, zone_id=zone_id, record=None, alarms=[],
+                     profiles={}, events_queue=queue)
+    listener, blue_tg, green_tg, record, alarms = seed_traffic(aws, subnets, zone_id)
+    return World(
+        listener=listener,
+        blue_tg=blue_tg,
+        green_tg=green_tg,
+        zone_id=zone_id,
+        record=record,
+        alarms=alarms,
+        profiles={"web": profile(listener, blue_tg, zone_id, record)},
+        events_queue=queue,
+    )
+
+
+def seed_traffic(aws, subnets, zone_id):
+    """The load balancer `web` on blue, the weighted records over it, green's alarms."""
+    ec2, elbv2, route53, cloudwatch = (aws(s) for s in ("ec2", "elbv2", "route53", "cloudwatch"))
     vpc_id = ec2.describe_vpcs()["Vpcs"][0]["VpcId"]
     lb = elbv2.create_load_balancer(Name=LOAD_BALANCER, Subnets=subnets, Type="application")["LoadBalancers"][0]
 
@@ -90,7 +121,6 @@ def seed(aws, kube):
         ],
     )["Listeners"][0]["ListenerArn"]
 
-    zone_id = route53.create_hosted_zone(Name="example.com.", CallerReference="sandbox")["HostedZone"]["Id"].split("/")[-1]
     record = "app.example.com."
     route53.change_resource_record_sets(
         HostedZoneId=zone_id,
@@ -127,21 +157,4 @@ def seed(aws, kube):
             Threshold=10,
             ComparisonOperator="GreaterThanThreshold",
         )
-    secrets.create_secret(Name=CONNECTION_SECRET, SecretString=json.dumps(kube))
-
-    # What infra/ does with an SNS topic for people, the sandbox does with a queue it reads.
-    sqs, events = aws("sqs"), aws("events")
-    queue = sqs.create_queue(QueueName="cluster-canary-events")["QueueUrl"]
-    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    events.put_rule(Name="cluster-canary-events", EventPattern=json.dumps({"source": ["cluster-canary"]}))
-    events.put_targets(Rule="cluster-canary-events", Targets=[{"Id": "queue", "Arn": queue_arn}])
-    return World(
-        listener=listener,
-        blue_tg=blue_tg,
-        green_tg=green_tg,
-        zone_id=zone_id,
-        record=record,
-        alarms=alarms,
-        profiles={"web": profile(listener, blue_tg, zone_id, record)},
-        events_queue=queue,
-    )
+    return listener, blue_tg, green_tg, record, alarms

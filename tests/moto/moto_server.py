@@ -56,7 +56,10 @@ Everything else is stock moto.
    `localhost:$MOTO_PORT`, where the sandbox's Lambda answers, with the target's InputTransformer
    applied as EventBridge applies it: a placeholder outside quotes becomes the JSON value at its
    path, one inside quotes its text (moto raised NotImplementedError for Lambda targets, and
-   its transformer inserted strings unquoted, which is not JSON).
+   its transformer inserted strings unquoted, which is not JSON). An SNS topic target is
+   published to, the event (or its transformed input) as the message (moto raised
+   NotImplementedError, so a rule sending cluster-canary's events to people's topic, as
+   infra/example-environment.yaml's does, failed every PutEvents that matched it with a 500).
 
 9. A state machine CloudFormation creates, as `sam deploy` leaves it: SAM turns `DefinitionUri` into
    `DefinitionS3Location` and `DefinitionSubstitutions`; moto read only `DefinitionString`, so the
@@ -146,6 +149,7 @@ from moto.elbv2 import models as elbv2_models
 from moto.iam import models as iam_models
 from moto.iam.policy_validation import IAMPolicyDocumentValidator
 from moto.s3.models import s3_backends
+from moto.sns.models import sns_backends
 from moto.stepfunctions import exceptions as sfn_exceptions
 from moto.stepfunctions import models as sfn_models
 from moto.stepfunctions import responses as sfn_responses
@@ -624,7 +628,12 @@ def _send_to_targets(self, original_event, *args, **kwargs):
     for target in functions:
         payload = _transformed(_as_delivered(original_event), target.get("InputTransformer"))
         threading.Thread(target=_invoke_async, args=(target["Arn"], payload), daemon=True).start()
-    others = [t for t in self.targets if t not in functions]
+    topics = [t for t in self.targets if t["Arn"].split(":")[2:3] == ["sns"]]
+    for target in topics:
+        arn = target["Arn"].split(":")
+        sns_backends[arn[4]][arn[3]].publish(
+            message=_transformed(_as_delivered(original_event), target.get("InputTransformer")), arn=target["Arn"])
+    others = [t for t in self.targets if t not in functions and t not in topics]
     if others:
         rest = copy.copy(self)
         rest.targets = others
