@@ -9,16 +9,15 @@ InputTransformer. moto's CloudWatch emits no such events, so:
 - moto's EventBridge matches it against the rule the stack created and invokes the rule's
   function asynchronously with the rule's InputTransformer applied (tests/moto/moto_server.py);
 - that asynchronous invocation is Lambda's event queue: here, one the sandbox holds
-  (`FrontDoor.intercept_async`), delivered one event after the other by a pump.
+  (event_queue.py), delivered one event after the other.
 
 Disabling the rule (`disable_rule(Name=alarm_events.rule)`) loses the events, as on AWS;
 `held()` delays them. Every invocation's answer is kept in `reactions`, in order.
 """
-import contextlib
 import json
-import queue
-import threading
 from datetime import datetime, timezone
+
+from .event_queue import EventQueue
 
 
 def stack_rule(events, source):
@@ -37,18 +36,6 @@ def stack_rule(events, source):
     return found[0]
 
 
-def transform(event, transformer):
-    """EventBridge's InputTransformer for a JSON template: each `<name>` becomes the JSON value
-    at its `$.a.b` path (strings quoted and escaped)."""
-    text = transformer["InputTemplate"]
-    for name, path in transformer["InputPathsMap"].items():
-        value = event
-        for key in path.removeprefix("$.").split("."):
-            value = value.get(key) if isinstance(value, dict) else None
-        text = text.replace(f"<{name}>", json.dumps(value))
-    return json.loads(text)
-
-
 class AlarmEvents:
     def __init__(self, client, front_door, invoke, log):
         """`client(service)` gives a boto3 client on the sandbox; `invoke(function, payload)`
@@ -58,25 +45,28 @@ class AlarmEvents:
         self.invoke = invoke
         self.log = log
         self.reactions = []
-        self.waiting = queue.Queue()
-        self.stopping = threading.Event()
-        self.flowing = threading.Event()
-        self.flowing.set()
-        self.busy = threading.Lock()  # held by the pump while it delivers
-        self.thread = None
+        self.queue = None
 
     def start(self):
         self.rule, _, target = stack_rule(self.client("events"), "aws.cloudwatch")
         self.function = target["Arn"]
-        self.front_door.intercept_async(self.function.split(":")[6], self.waiting.put)
-        self.thread = threading.Thread(target=self.pump, name="alarm-events", daemon=True)
-        self.thread.start()
+        self.queue = EventQueue(self.front_door, self.invoke, self.function, self.reacted)
         return self
 
     def stop(self):
-        self.stopping.set()
-        if self.thread:
-            self.thread.join(timeout=10)
+        if self.queue:
+            self.queue.stop()
+
+    def held(self):
+        """Events wait in the queue until the block ends: a delivery that arrives late."""
+        return self.queue.held()
+
+    def reacted(self, payload, error, answer):
+        self.reactions.append({"change": payload["change"], "error": error, "answer": answer})
+        failed = ", ".join(a.rsplit(":", 1)[-1] for a in (answer or {}).get("failed", [])) if not error else ""
+        self.log(f"alarm event: {payload['change']['alarmName']} went to ALARM"
+                 + (f"; evaluate-alarms failed: {answer}" if error else
+                    f"; rollouts failed at once: {failed or 'none'}"))
 
     def set_state(self, name, value, reason):
         """What happens on AWS when an alarm changes state: CloudWatch changes it and emits
@@ -107,42 +97,9 @@ class AlarmEvents:
         if answer.get("FailedEntryCount"):
             raise RuntimeError(f"EventBridge refused the alarm event: {answer['Entries']}")
 
-    @contextlib.contextmanager
-    def held(self):
-        """Events wait in the queue until the block ends: a delivery that arrives late."""
-        self.flowing.clear()
-        with self.busy:  # and a delivery under way has ended
-            pass
-        try:
-            yield
-        finally:
-            self.flowing.set()
-
     def describe(self, name):
         answer = self.client("cloudwatch").describe_alarms(AlarmNames=[name], AlarmTypes=["MetricAlarm", "CompositeAlarm"])
         alarms = answer.get("MetricAlarms", []) + answer.get("CompositeAlarms", [])
         if not alarms:
             raise ValueError(f"no alarm named {name}")
         return alarms[0]
-
-    def pump(self):
-        while not self.stopping.is_set():
-            if not self.flowing.wait(timeout=0.5):
-                continue
-            with self.busy:
-                if self.flowing.is_set():
-                    self.deliver_waiting()
-
-    def deliver_waiting(self):
-        """Delivers the next queued event (waiting up to half a second for one)."""
-        try:
-            body = self.waiting.get(timeout=0.5)
-        except queue.Empty:
-            return
-        payload = json.loads(body)
-        error, answer = self.invoke(self.function, payload)
-        self.reactions.append({"change": payload["change"], "error": error, "answer": answer})
-        failed = ", ".join(a.rsplit(":", 1)[-1] for a in (answer or {}).get("failed", [])) if not error else ""
-        self.log(f"alarm event: {payload['change']['alarmName']} went to ALARM"
-                 + (f"; evaluate-alarms failed: {answer}" if error else
-                    f"; rollouts failed at once: {failed or 'none'}"))

@@ -14,7 +14,6 @@ import uuid
 from dataclasses import dataclass, field
 
 from . import datadog, prometheus
-from .alarm_events import stack_rule, transform
 from .harness import CONTRACT, REPO, Sandbox
 from .world import ACCOUNT, REGION
 
@@ -316,7 +315,8 @@ def watch(sandbox, execution_arn, on_event=None, out=print, timeout=300, verbose
         # After the live view, not amid it: the queue is read on another clock than the history.
         out("EventBridge events received (rule -> SQS queue): "
             + "; ".join(describe_event(t, d) for t, d in notifications))
-    report.safety_net = play_safety_net(sandbox, execution_arn, report.status)
+    # The stack's SafetyNet rule delivers the execution's end to its function (safety_net.py).
+    report.safety_net = sandbox.safety_net.answer_for(execution_arn) if sandbox.safety_net.matches(report.status) else None
     if report.safety_net:
         out(f"safety net (EventBridge rule SafetyNet delivered): {report.safety_net['reason']}")
     report.weights = read_weights(sandbox)
@@ -362,22 +362,6 @@ def wait_for_alarm_watch(sandbox, execution_arn, nth, timeout=60):
             return
         time.sleep(0.2)
     raise TimeoutError(f"alarm watch {nth} of {execution_arn} not registered in {timeout} s")
-
-
-def play_safety_net(sandbox, execution_arn, status):
-    """What the stack's rule for execution status changes does when an execution ends with a
-    status it matches: invoke its function with its InputTransformer's output. (moto's Step
-    Functions emits no such events, so the sandbox delivers this one.) None when the rule does
-    not match."""
-    _, pattern, target = stack_rule(sandbox.client("events"), "aws.states")
-    if status not in pattern["detail"]["status"]:
-        return None
-    event = {"detail": {"executionArn": execution_arn, "status": status,
-                        "stateMachineArn": sandbox.state_machine}}
-    error, answer = sandbox.invoke(target["Arn"], transform(event, target["InputTransformer"]))
-    if error:
-        raise RuntimeError(f"safety net failed: {answer}")
-    return answer
 
 
 def run(scenario, out=print, verbose=False, template=REPO / "template.yaml"):

@@ -335,37 +335,6 @@ fn recorded(
     Ok(Some((baseline, plan)))
 }
 
-/// How many of the state machine's newest executions a restore looks through for a newer
-/// rollout of the same targets.
-const NEWER_LOOKED_AT: usize = 100;
-
-/// The executions started after `execution` that shift any of `plan`'s targets (running or
-/// ended): `name (STATUS, shifts KEY)`, newest first.
-async fn newer_rollouts(
-    sfn: &SdkExecutions,
-    execution: &canary_aws::executions::Execution,
-    plan: &RolloutPlan,
-) -> Result<Vec<String>, CliError> {
-    let Some(machine) = canary_aws::state_machine_of(&execution.arn) else {
-        return Ok(Vec::new());
-    };
-    let ours: Vec<String> = plan.traffic_targets.iter().map(|t| t.key()).collect();
-    let mut newer = Vec::new();
-    for other in sfn.listed(&machine, false, NEWER_LOOKED_AT).await? {
-        if other.arn == execution.arn || other.started <= execution.started {
-            continue;
-        }
-        let input = sfn.describe(&other.arn).await?.input;
-        let shared = canary_rollout::prepare::target_keys(input.as_deref())
-            .into_iter()
-            .find(|key| ours.contains(key));
-        if let Some(key) = shared {
-            newer.push(format!("{} ({}, shifts {key})", other.arn, other.status));
-        }
-    }
-    Ok(newer)
-}
-
 /// Why a person's restore of `execution` would undo more than that rollout moved: its own
 /// promotion, or a newer rollout of the same targets. `None` when it would not.
 fn undoes_more(execution: &canary_aws::executions::Execution, newer: &[String]) -> Option<String> {
@@ -420,7 +389,7 @@ pub async fn restore(
         );
         return Ok(());
     }
-    let newer = newer_rollouts(&sfn, &execution, &plan).await?;
+    let newer = canary_rollout::prepare::newer_rollouts(&sfn, execution_arn, &plan).await?;
     if let Some(why) = undoes_more(&execution, &newer) {
         if !force {
             return Err(CliError::Refused(format!(

@@ -109,8 +109,8 @@ def test_start_watch_promotes_and_a_finished_rollout_replays(tmp_path):
 
 
 def test_abort_says_how_to_restore_by_hand_when_the_safety_net_does_not_act(tmp_path):
-    """moto delivers no EventBridge event to Lambda: until the sandbox plays the SafetyNet rule,
-    nothing restores an aborted execution, as when the rule is disabled in an account."""
+    """While the SafetyNet rule's delivery is held (late, or the rule disabled in an account),
+    nothing restores an aborted execution: `abort` says how to do it by hand."""
     with Sandbox(log=captured) as sandbox:
         plan = plan_file(sandbox, tmp_path)
         started = sandbox.cli("start", plan, "--name", "abort-me")
@@ -137,48 +137,51 @@ def test_abort_says_how_to_restore_by_hand_when_the_safety_net_does_not_act(tmp_
         assert "\x1b[" in live, live
         assert re.search(r"\r\x1b\[2K… \w[^\r]* · step [123]/3 \(\d+%\)", live), live
 
-        aborted = sandbox.cli("abort", "--timeout", "4")  # the one running rollout
-        captured(aborted.stdout + aborted.stderr)
-        assert aborted.returncode == 1
-        assert aborted.stdout.startswith(f"stopped {arn}")
-        assert "the baseline is not back after 4 s" in aborted.stderr
-        assert f"cluster-canary restore {arn}" in aborted.stderr, "the way back by hand"
+        with sandbox.safety_net.held():
+            aborted = sandbox.cli("abort", "--timeout", "4")  # the one running rollout
+            captured(aborted.stdout + aborted.stderr)
+            assert aborted.returncode == 1
+            assert aborted.stdout.startswith(f"stopped {arn}")
+            assert "the baseline is not back after 4 s" in aborted.stderr
+            assert f"cluster-canary restore {arn}" in aborted.stderr, "the way back by hand"
 
-        # A newer rollout of the same targets starts (and is stopped before it sets a step):
-        # restoring the aborted one would overwrite whatever the newer one did, so it is refused,
-        # naming it; the newer one moved nothing, so it has nothing to restore.
-        halfway = scenarios.read_weights(sandbox)
-        newer = sandbox.cli("start", plan, "--name", "newer")
-        assert newer.returncode == 0, newer.stderr
-        newer_arn = newer.stdout.strip().removeprefix("started: ")
-        # Stopped once moto's engine runs it (a stop before its thread starts is overwritten by
-        # the thread's RUNNING), and looked at once the stop shows.
-        sfn = sandbox.client("stepfunctions")
-        deadline = time.monotonic() + 60
-        while len(sfn.get_execution_history(executionArn=newer_arn)["events"]) < 2:
-            assert time.monotonic() < deadline, "the newer rollout never ran"
-            time.sleep(0.2)
-        sfn.stop_execution(executionArn=newer_arn, cause="test")
-        while sfn.describe_execution(executionArn=newer_arn)["status"] != "ABORTED":
-            assert time.monotonic() < deadline, "the newer rollout never stopped"
-            time.sleep(0.2)
-        refused = sandbox.cli("restore", arn, "--yes")
-        captured(refused.stdout + refused.stderr)
-        assert refused.returncode == 1
-        assert f"a newer rollout of the same targets ran or runs since {arn}: {newer_arn} (ABORTED, shifts " \
-            in refused.stderr, refused.stderr
-        assert scenarios.read_weights(sandbox) == halfway, "nothing written"
-        nothing = sandbox.cli("restore", newer_arn, "--yes")
-        assert nothing.returncode == 0, nothing.stderr
-        assert "nothing to restore" in nothing.stdout, nothing.stdout
-        assert scenarios.read_weights(sandbox) == halfway
-        forced = sandbox.cli("restore", arn, "--yes", "--force")
-        captured(forced.stdout + forced.stderr)
-        assert forced.returncode == 0, forced.stderr
-        assert "warning (--force): a newer rollout of the same targets" in forced.stdout
-        assert scenarios.read_weights(sandbox) == BASELINE
+            # A newer rollout of the same targets starts (and is stopped before it sets a step):
+            # restoring the aborted one would overwrite whatever the newer one did, so it is refused,
+            # naming it; the newer one moved nothing, so it has nothing to restore.
+            halfway = scenarios.read_weights(sandbox)
+            newer = sandbox.cli("start", plan, "--name", "newer")
+            assert newer.returncode == 0, newer.stderr
+            newer_arn = newer.stdout.strip().removeprefix("started: ")
+            # Stopped once moto's engine runs it (a stop before its thread starts is overwritten by
+            # the thread's RUNNING), and looked at once the stop shows.
+            sfn = sandbox.client("stepfunctions")
+            deadline = time.monotonic() + 60
+            while len(sfn.get_execution_history(executionArn=newer_arn)["events"]) < 2:
+                assert time.monotonic() < deadline, "the newer rollout never ran"
+                time.sleep(0.2)
+            sfn.stop_execution(executionArn=newer_arn, cause="test")
+            while sfn.describe_execution(executionArn=newer_arn)["status"] != "ABORTED":
+                assert time.monotonic() < deadline, "the newer rollout never stopped"
+                time.sleep(0.2)
+            refused = sandbox.cli("restore", arn, "--yes")
+            captured(refused.stdout + refused.stderr)
+            assert refused.returncode == 1
+            assert f"a newer rollout of the same targets ran or runs since {arn}: {newer_arn} (ABORTED, shifts " \
+                in refused.stderr, refused.stderr
+            assert scenarios.read_weights(sandbox) == halfway, "nothing written"
+            nothing = sandbox.cli("restore", newer_arn, "--yes")
+            assert nothing.returncode == 0, nothing.stderr
+            assert "nothing to restore" in nothing.stdout, nothing.stdout
+            assert scenarios.read_weights(sandbox) == halfway
+            forced = sandbox.cli("restore", arn, "--yes", "--force")
+            captured(forced.stdout + forced.stderr)
+            assert forced.returncode == 0, forced.stderr
+            assert "warning (--force): a newer rollout of the same targets" in forced.stdout
+            assert scenarios.read_weights(sandbox) == BASELINE
 
-        scenarios.play_safety_net(sandbox, arn, "ABORTED")
+        # The held delivery arrives: the safety net finds the baseline restored by hand.
+        answer = sandbox.safety_net.answer_for(arn)
+        assert answer["restored"] is False, json.dumps(answer)
         again = sandbox.cli("abort", arn)
         assert again.returncode == 0, again.stderr
         assert again.stdout.splitlines()[0] == f"{arn} already ended ABORTED; checking the safety net restored the baseline"

@@ -5,6 +5,7 @@ sandbox). No execution here ends with traffic away from the baseline unless it p
 """
 import json
 import re
+import time
 
 from helpers import (FAILED_BEFORE_TRAFFIC, ROLLED_BACK_FOR_A_CHECK, BASELINE, PROMOTED, captured, delete_cluster_event,
                      move_listener_by_hand, wait_for_alarm_watch)
@@ -186,3 +187,31 @@ def test_a_cluster_in_another_region_rolls_out_and_same_named_clusters_keep_thei
         assert deleted["action"] == "deregistered", deleted
         assert scenarios.read_secret(sandbox, scenarios.cluster_arn("green", "us-east-1")) is None
         assert scenarios.read_secret(sandbox, scenarios.cluster_arn("green", "eu-west-1")) is not None
+
+
+def test_a_late_safety_net_leaves_a_newer_rollouts_promotion_alone():
+    """EventBridge and Lambda retry a delivery for up to an hour: the safety net of a rollout
+    stopped halfway, arriving after a newer rollout of the same targets promoted, must not put
+    the old baseline back over the promotion."""
+    with Sandbox(log=captured) as sandbox:
+        scenarios.create_green(sandbox)
+        plan = manual_plan(sandbox)
+        sfn = sandbox.client("stepfunctions")
+        with sandbox.safety_net.held():
+            stopped = start_manual(sandbox, plan, "stopped-halfway")
+            deadline = time.monotonic() + 120
+            while scenarios.read_weights(sandbox) == BASELINE:
+                assert time.monotonic() < deadline, "the first step never came"
+                time.sleep(0.5)
+            sfn.stop_execution(executionArn=stopped, cause="operator")
+            while sfn.describe_execution(executionArn=stopped)["status"] != "ABORTED":
+                assert time.monotonic() < deadline, "the rollout never stopped"
+                time.sleep(0.2)
+            newer = start_manual(sandbox, plan, "promotes")
+            report = scenarios.watch(sandbox, newer, out=captured)
+            assert report.status == "SUCCEEDED", report.cause
+            assert report.weights == PROMOTED
+        answer = sandbox.safety_net.answer_for(stopped)
+        assert answer["restored"] is False, answer
+        assert f"a newer rollout of the same targets ran or runs since: {newer} (SUCCEEDED, shifts " in answer["reason"]
+        assert scenarios.read_weights(sandbox) == PROMOTED, "the promotion stands"

@@ -101,8 +101,16 @@ Everything else is stock moto.
    `LoadBalancerFullName`. Not modelled: updates and deletes of these
    types (the sandbox creates stacks only), `AWS::Lambda::EventInvokeConfig`.
 
+13. Execution status change events: AWS's Step Functions puts `Step Functions Execution Status
+   Change` (source `aws.states`, detail `executionArn`, `stateMachineArn`, `name`, `status`,
+   `startDate`/`stopDate` in epoch milliseconds, `input`/`output` as JSON text with their
+   `inputDetails`/`outputDetails`, `error`, `cause`) on the account's default bus whenever an
+   execution's status changes. moto's engine emitted none, so the stack's SafetyNet rule never
+   fired. Here every execution's end puts it, so the rule delivers it as on AWS. Not modelled:
+   the RUNNING event at the start, and redrive's PENDING_REDRIVE.
+
 Still not modelled: the 256 KiB limit on Pass and Choice state output (moto checks task
-results only), and execution events to EventBridge (the sandbox delivers them itself).
+results only).
 
 Usage: exactly as moto_server, e.g. python moto_server.py -H 127.0.0.1 -p 5000. With `-p 0` it
 binds a port of the kernel's choosing and prints `{"endpoint": "http://<host>:<port>"}` as its
@@ -154,6 +162,7 @@ from moto.stepfunctions import exceptions as sfn_exceptions
 from moto.stepfunctions import models as sfn_models
 from moto.stepfunctions import responses as sfn_responses
 from moto.stepfunctions.parser import api as sfn_api
+from moto.stepfunctions.parser.backend import execution as sfn_execution
 from moto.stepfunctions.parser import models as sfn_parser_models
 from moto.stepfunctions.responses import StepFunctionResponse
 from moto.stepfunctions.parser.asl.utils import boto_client as sfn_boto_client
@@ -937,6 +946,55 @@ elbv2_models.FakeTargetGroup.has_cfn_attr = classmethod(
     lambda cls, attr: attr in ("TargetGroupFullName", "TargetGroupName", "TargetGroupArn", "LoadBalancerArns"))
 _stock_listener_default_actions = elbv2_models.ELBv2Backend.convert_and_validate_properties
 elbv2_models.ELBv2Backend.convert_and_validate_properties = _listener_default_actions
+
+
+# --- 13. Execution status change events -------------------------------------------------------
+# AWS leaves an input or output out of the event (`included: false`) beyond what fits it.
+EVENT_DATA_LIMIT = 240 * 1024
+_stock_terminated = sfn_execution.BaseExecutionWorkerCommunication.terminated
+
+
+def _epoch_ms(moment):
+    return int(moment.timestamp() * 1000) if moment else None
+
+
+def _status_change_event(execution):
+    def data(value):
+        text = value if isinstance(value, str) or value is None else json.dumps(value)
+        included = text is None or len(text.encode()) <= EVENT_DATA_LIMIT
+        return (text if included else None), {"included": included}
+
+    status = execution.exec_status
+    given, input_details = data(execution.execution_input)
+    output, output_details = data(execution.output)
+    return {
+        "executionArn": execution.exec_arn,
+        "stateMachineArn": execution.state_machine.arn,
+        "name": execution.name,
+        "status": getattr(status, "value", status),
+        "startDate": _epoch_ms(execution.start_date),
+        "stopDate": _epoch_ms(execution.stop_date),
+        "input": given,
+        "output": output,
+        "inputDetails": input_details,
+        "outputDetails": output_details if output is not None else None,
+        "error": execution.error,
+        "cause": execution.cause,
+    }
+
+
+def _terminated_with_event(self):
+    _stock_terminated(self)
+    execution = self.execution
+    events_models.events_backends[execution.account_id][execution.region_name].put_events([{
+        "Source": "aws.states",
+        "DetailType": "Step Functions Execution Status Change",
+        "Resources": [execution.exec_arn],
+        "Detail": json.dumps(_status_change_event(execution)),
+    }])
+
+
+sfn_execution.BaseExecutionWorkerCommunication.terminated = _terminated_with_event
 
 
 def serve_on_a_port_of_its_own(host):

@@ -19,6 +19,13 @@ pub trait ExecutionsApi: Send + Sync {
     async fn execution_input(&self, execution_arn: &str) -> Result<Option<String>, AwsError>;
     /// The states the execution entered and exited, in order, and how it failed.
     async fn history(&self, execution_arn: &str) -> Result<ExecutionHistory, AwsError>;
+    /// The executions of the same state machine started after `execution_arn` (running or
+    /// ended), newest first, among the state machine's `limit` newest.
+    async fn started_after(
+        &self,
+        execution_arn: &str,
+        limit: usize,
+    ) -> Result<Vec<Listed>, AwsError>;
 }
 
 /// One history event, reduced to what cluster-canary reads of it (the safety net, the CLI).
@@ -422,6 +429,23 @@ impl ExecutionsApi for SdkExecutions {
     async fn history(&self, execution_arn: &str) -> Result<ExecutionHistory, AwsError> {
         let events = self.events(execution_arn).await?;
         Ok(ExecutionHistory::from_events(&events))
+    }
+
+    async fn started_after(
+        &self,
+        execution_arn: &str,
+        limit: usize,
+    ) -> Result<Vec<Listed>, AwsError> {
+        let Some(machine) = state_machine_of(execution_arn) else {
+            return Ok(Vec::new());
+        };
+        let own = self.describe(execution_arn).await?;
+        Ok(self
+            .listed(&machine, false, limit)
+            .await?
+            .into_iter()
+            .filter(|other| other.arn != own.arn && other.started > own.started)
+            .collect())
     }
 }
 

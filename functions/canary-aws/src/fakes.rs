@@ -29,7 +29,7 @@ use crate::alb::{
 };
 use crate::cloudwatch::{AlarmState, AlarmStateValue, CloudWatchApi, MetricQuery, MetricSeries};
 use crate::error::{AwsError, AwsErrorKind};
-use crate::executions::{ExecutionHistory, ExecutionsApi};
+use crate::executions::{ExecutionHistory, ExecutionsApi, Listed};
 use crate::query_error::QueryError;
 use crate::route53::{NewWeightedRecord, Route53Api, Route53Reads, TxtRecord, WeightedRecord};
 
@@ -138,6 +138,9 @@ impl ExecutionsApi for Unused {
     async fn history(&self, _: &str) -> Result<ExecutionHistory, AwsError> {
         Err(unused("GetExecutionHistory"))
     }
+    async fn started_after(&self, _: &str, _: usize) -> Result<Vec<Listed>, AwsError> {
+        Err(unused("ListExecutions"))
+    }
 }
 
 #[async_trait]
@@ -233,6 +236,9 @@ impl ExecutionsApi for NoExecutions {
     }
     async fn history(&self, _: &str) -> Result<ExecutionHistory, AwsError> {
         Ok(ExecutionHistory::default())
+    }
+    async fn started_after(&self, _: &str, _: usize) -> Result<Vec<Listed>, AwsError> {
+        Ok(Vec::new())
     }
 }
 

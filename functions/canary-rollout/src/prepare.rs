@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 
+use canary_aws::{AwsError, ExecutionsApi};
 use canary_core::alarm_watch::overlaps;
 use canary_core::analysis::AnalysisSection;
 use canary_core::limits::{join_bounded, MAX_LINE_BYTES};
@@ -200,6 +201,39 @@ pub fn target_keys(input: Option<&str>) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// How many of the state machine's newest executions are looked through for a newer rollout
+/// of the same targets.
+pub const NEWER_LOOKED_AT: usize = 100;
+
+/// The executions started after `execution_arn` that shift any of `plan`'s targets (running or
+/// ended), newest first, each as `ARN (STATUS, shifts KEY)`: writing that execution's baseline
+/// would overwrite their weights, or their promotion.
+pub async fn newer_rollouts(
+    executions: &dyn ExecutionsApi,
+    execution_arn: &str,
+    plan: &RolloutPlan,
+) -> Result<Vec<String>, AwsError> {
+    let ours: HashSet<String> = plan
+        .traffic_targets
+        .iter()
+        .map(TrafficTarget::key)
+        .collect();
+    let mut newer = Vec::new();
+    for other in executions
+        .started_after(execution_arn, NEWER_LOOKED_AT)
+        .await?
+    {
+        let input = executions.execution_input(&other.arn).await?;
+        if let Some(key) = target_keys(input.as_deref())
+            .into_iter()
+            .find(|key| ours.contains(key))
+        {
+            newer.push(format!("{} ({}, shifts {key})", other.arn, other.status));
+        }
+    }
+    Ok(newer)
+}
+
 /// What the checks found for one target.
 pub struct TargetCheck {
     /// The weights now: what a rollback restores.
@@ -262,7 +296,75 @@ async fn check_target(
 
 #[cfg(test)]
 mod tests {
-    use super::target_keys;
+    use super::{newer_rollouts, target_keys};
+    use async_trait::async_trait;
+    use canary_aws::{AwsError, ExecutionHistory, ExecutionsApi, Listed};
+    use canary_core::RolloutPlan;
+    use serde_json::json;
+
+    /// Executions started after the one asked about, with their inputs.
+    struct Later(Vec<(Listed, String)>);
+
+    #[async_trait]
+    impl ExecutionsApi for Later {
+        async fn running_executions(&self, _: &str) -> Result<Vec<String>, AwsError> {
+            Ok(Vec::new())
+        }
+        async fn execution_input(&self, arn: &str) -> Result<Option<String>, AwsError> {
+            Ok(self
+                .0
+                .iter()
+                .find(|(e, _)| e.arn == arn)
+                .map(|(_, input)| input.clone()))
+        }
+        async fn history(&self, _: &str) -> Result<ExecutionHistory, AwsError> {
+            Ok(ExecutionHistory::default())
+        }
+        async fn started_after(&self, _: &str, _: usize) -> Result<Vec<Listed>, AwsError> {
+            Ok(self.0.iter().map(|(e, _)| e.clone()).collect())
+        }
+    }
+
+    const L1: &str =
+        "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/50dc6c495c0c9188/f2f7dc8efc522ab2";
+    const L2: &str =
+        "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/api/50dc6c495c0c9188/f2f7dc8efc522ab2";
+
+    fn shifting(listener: &str) -> serde_json::Value {
+        let group = |name: &str| {
+            format!("arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/{name}/73e2d6bc24d8a067")
+        };
+        json!({
+            "cluster": {"name": "green", "region": "us-east-1"},
+            "trafficTargets": [{"alb": {"listenerArn": listener, "stableTargetGroupArn": group("blue"), "canaryTargetGroupArn": group("green")}}],
+            "steps": [{"weight": 100}],
+            "bake": {"seconds": 60, "checkIntervalSeconds": 10},
+        })
+    }
+
+    #[tokio::test]
+    async fn a_newer_rollout_is_one_of_the_same_targets_whatever_its_status() {
+        let plan = RolloutPlan::parse(shifting(L1)).expect("a valid plan").plan;
+        let listed = |name: &str, status: &str| Listed {
+            arn: format!("arn:aws:states:us-east-1:1:execution:m:{name}"),
+            status: status.to_owned(),
+            started: 2.0,
+        };
+        let later = Later(vec![
+            (listed("promoted", "SUCCEEDED"), shifting(L1).to_string()),
+            (listed("elsewhere", "RUNNING"), shifting(L2).to_string()),
+            (listed("not-a-plan", "FAILED"), "{}".to_owned()),
+        ]);
+        let newer = newer_rollouts(&later, "arn:aws:states:us-east-1:1:execution:m:old", &plan)
+            .await
+            .expect("read");
+        assert_eq!(
+            newer,
+            [format!(
+                "arn:aws:states:us-east-1:1:execution:m:promoted (SUCCEEDED, shifts {L1})"
+            )]
+        );
+    }
 
     #[test]
     fn other_inputs_are_read_leniently() {

@@ -10,6 +10,7 @@
 //! deliberately untouched; a restore is idempotent, so a duplicate delivery rewrites nothing.
 
 use canary_aws::ExecutionHistory;
+use canary_core::limits::{join_bounded, MAX_REASON_BYTES};
 use canary_core::plan::settle_seconds;
 use canary_core::state::{ExecutionState, PREPARE_STATE, SETTLED_ENDS, SET_STATE};
 use canary_core::{RolloutPlan, TargetWeights};
@@ -19,7 +20,7 @@ use tracing::{info, warn};
 
 use crate::error::ShiftError;
 use crate::outputs::SafetyNetOutput;
-use crate::prepare::refuse_concurrent_rollout;
+use crate::prepare::{newer_rollouts, refuse_concurrent_rollout};
 use crate::restore::{hold_seconds, look_again, record, restore, Rollback};
 use crate::traffic::Apis;
 
@@ -153,6 +154,19 @@ pub async fn safety_net(
             }
             Err(e) => return Err(e),
         }
+    }
+    // A delivery that arrives after a newer rollout of the same targets started (EventBridge
+    // and Lambda retry for up to an hour) must not undo its weights or its promotion.
+    let newer = newer_rollouts(apis.executions, execution_arn, &plan)
+        .await
+        .map_err(aws)?;
+    if !newer.is_empty() {
+        return left_alone(format!(
+            "{why}, but a newer rollout of the same targets ran or runs since: {}. Its weights \
+             (or its promotion) are left alone; if it moved nothing and ended, restore this one by \
+             hand (`cluster-canary restore {execution_arn} --force`)",
+            join_bounded(&newer, "; ", 5, MAX_REASON_BYTES)
+        ));
     }
     warn!(execution_arn, status = status.unwrap_or(""), %why, "safety net: restoring the baseline");
     let why_metric = Rollback {

@@ -1,0 +1,56 @@
+"""Step Functions execution status changes, delivered to the safety net as AWS delivers them.
+
+moto's engine puts the `Step Functions Execution Status Change` event on the account's default
+bus when an execution ends (tests/moto/moto_server.py); moto's EventBridge matches it against
+the stack's SafetyNet rule and invokes the rule's function asynchronously with the rule's
+InputTransformer applied; that invocation waits in Lambda's event queue (event_queue.py). The
+sandbox keeps each answer by execution: `answer_for` tells what the safety net did, `held()`
+delays it (a delivery that arrives late), and disabling the rule (`rule`) loses the events.
+"""
+import time
+
+from .alarm_events import stack_rule
+from .event_queue import EventQueue
+
+
+class SafetyNetEvents:
+    def __init__(self, client, front_door, invoke, log):
+        self.client = client
+        self.front_door = front_door
+        self.invoke = invoke
+        self.log = log
+        self.answers = {}  # execution ARN -> (function error, answer)
+        self.queue = None
+
+    def start(self):
+        self.rule, self.pattern, target = stack_rule(self.client("events"), "aws.states")
+        self.queue = EventQueue(self.front_door, self.invoke, target["Arn"], self.reacted)
+        return self
+
+    def stop(self):
+        if self.queue:
+            self.queue.stop()
+
+    def held(self):
+        return self.queue.held()
+
+    def reacted(self, payload, error, answer):
+        self.answers[payload["executionArn"]] = (error, answer)
+        self.log(f"safety net, for {payload['executionArn'].rsplit(':', 1)[-1]} ended {payload['status']}: "
+                 + (f"failed: {answer}" if error else answer.get("reason", str(answer))))
+
+    def matches(self, status):
+        """Whether the rule's pattern takes an execution that ended `status`."""
+        return status in self.pattern["detail"]["status"]
+
+    def answer_for(self, execution_arn, timeout=60):
+        """What the safety net answered for `execution_arn`, once its event was delivered."""
+        deadline = time.monotonic() + timeout
+        while execution_arn not in self.answers:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the SafetyNet rule delivered nothing for {execution_arn} in {timeout} s")
+            time.sleep(0.2)
+        error, answer = self.answers[execution_arn]
+        if error:
+            raise RuntimeError(f"safety net failed: {answer}")
+        return answer
