@@ -37,6 +37,7 @@ import json
 import re
 import sys
 import threading
+import uuid
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -385,15 +386,18 @@ def access_denied(model, caller, action, resources):
     message = (f"User: {caller} is not authorized to perform: {action} on resource: {shown} "
                f"because no identity-based policy allows the {action} action")
     protocol = model.metadata.get("protocol")
+    # Every AWS answer carries one (moto's engine reads it off a failed Lambda call).
+    request_id = ("x-amzn-RequestId", str(uuid.uuid4()))
     if protocol in ("query", "rest-xml"):
         body = (f"<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code>"
-                f"<Message>{message}</Message></Error><RequestId>denied</RequestId></ErrorResponse>")
-        return 403, [("Content-Type", "text/xml")], body.encode()
+                f"<Message>{message}</Message></Error><RequestId>{request_id[1]}</RequestId></ErrorResponse>")
+        return 403, [("Content-Type", "text/xml"), request_id], body.encode()
     if protocol == "smithy-rpc-v2-cbor":
         # CloudWatch is awsQueryCompatible: the query error code travels in a header too.
         body = cbor2.dumps({"__type": "com.amazonaws.cloudwatch#AccessDenied", "message": message})
         return 403, [("Content-Type", "application/cbor"), ("smithy-protocol", "rpc-v2-cbor"),
-                     ("x-amzn-query-error", "AccessDenied;Sender")], body
+                     ("x-amzn-query-error", "AccessDenied;Sender"), request_id], body
     body = json.dumps({"__type": "AccessDeniedException", "message": message, "Message": message}).encode()
     status = 400 if protocol == "json" else 403
-    return status, [("Content-Type", "application/x-amz-json-1.1"), ("x-amzn-ErrorType", "AccessDeniedException")], body
+    return status, [("Content-Type", "application/x-amz-json-1.1"), ("x-amzn-ErrorType", "AccessDeniedException"),
+                    request_id], body

@@ -240,13 +240,14 @@ def cli_in_background(sandbox, out, *args):
     return process, reader
 
 
-def watch(sandbox, execution_arn, on_event=None, out=print, timeout=300, verbose=False, on_notification=None):
+def watch(sandbox, execution_arn, on_event=None, out=print, timeout=300, verbose=False, on_notification=None,
+          await_safety_net=True):
     """Follows an execution to its end. The live view is the operator CLI's (`cluster-canary
     watch`, its lines passed to `out`); this only records what the tests check and drives a
     scenario: `on_event(name, state)` is called as states end, `on_notification(detail_type,
-    detail)` for its EventBridge events. When the execution ends the way the SAM template's
-    SafetyNet rule matches, delivers that rule's event to shift-weights, as EventBridge would.
-    Returns the Report."""
+    detail)` for its EventBridge events. When the execution ends the way the stack's SafetyNet
+    rule matches, waits for what the safety net answered to the rule's delivery (unless
+    `await_safety_net` is False: a caller that holds the delivery). Returns the Report."""
     sfn = sandbox.client("stepfunctions")
     viewer, reader = cli_in_background(sandbox, out, "watch", execution_arn, *(["--verbose"] if verbose else []))
     seen, states, max_canary, notifications = 0, [], 0, []
@@ -316,7 +317,8 @@ def watch(sandbox, execution_arn, on_event=None, out=print, timeout=300, verbose
         out("EventBridge events received (rule -> SQS queue): "
             + "; ".join(describe_event(t, d) for t, d in notifications))
     # The stack's SafetyNet rule delivers the execution's end to its function (safety_net.py).
-    report.safety_net = sandbox.safety_net.answer_for(execution_arn) if sandbox.safety_net.matches(report.status) else None
+    if await_safety_net and sandbox.safety_net.matches(report.status):
+        report.safety_net = sandbox.safety_net.answer_for(execution_arn)
     if report.safety_net:
         out(f"safety net (EventBridge rule SafetyNet delivered): {report.safety_net['reason']}")
     report.weights = read_weights(sandbox)

@@ -389,7 +389,13 @@ pub async fn restore(
         );
         return Ok(());
     }
-    let newer = canary_rollout::prepare::newer_rollouts(&sfn, execution_arn, &plan).await?;
+    // A person may `--force`: every newer rollout of the same targets is named, even one that
+    // moved nothing (the safety net, which cannot ask, counts only those that may have).
+    let newer: Vec<String> = canary_rollout::prepare::newer_rollouts(&sfn, execution_arn, &plan)
+        .await?
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     if let Some(why) = undoes_more(&execution, &newer) {
         if !force {
             return Err(CliError::Refused(format!(

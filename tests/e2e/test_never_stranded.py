@@ -215,3 +215,27 @@ def test_a_late_safety_net_leaves_a_newer_rollouts_promotion_alone():
         assert answer["restored"] is False, answer
         assert f"a newer rollout of the same targets ran or runs since: {newer} (SUCCEEDED, shifts " in answer["reason"]
         assert scenarios.read_weights(sandbox) == PROMOTED, "the promotion stands"
+
+
+def test_a_refused_second_rollout_does_not_keep_the_safety_net_from_restoring():
+    """Found by the seeded histories (sandbox/histories.py, seed 21 before its fault was made
+    Lambda-like): a second rollout of the same targets, refused at Prepare, counted as a newer
+    rollout, and the safety net of the first, failed with traffic promoted, left it there."""
+    with Sandbox(log=captured) as sandbox:
+        scenarios.create_green(sandbox)
+        plan = manual_plan(sandbox)
+        sfn = sandbox.client("stepfunctions")
+        first = start_manual(sandbox, plan, "first")
+        refused = {}
+
+        def on_event(name, state):
+            if name == "SetWeights" and not refused:
+                second = start_manual(sandbox, plan, "refused")
+                refused["report"] = scenarios.watch(sandbox, second, out=captured)
+                sfn.stop_execution(executionArn=first, cause="operator")
+
+        report = scenarios.watch(sandbox, first, on_event=on_event, out=captured)
+        assert refused["report"].error == "ConcurrentRollout"
+        assert report.status == "ABORTED"
+        assert report.safety_net["restored"] is True, report.safety_net
+        assert scenarios.read_weights(sandbox) == BASELINE

@@ -9,6 +9,7 @@ use canary_core::alarm_watch::overlaps;
 use canary_core::analysis::AnalysisSection;
 use canary_core::limits::{join_bounded, MAX_LINE_BYTES};
 use canary_core::plan::{ResolvedStep, ValidPlan};
+use canary_core::state::SET_STATE;
 use canary_core::{RolloutPlan, TargetWeights, TrafficTarget, WeightPair};
 use serde_json::Value;
 use tracing::{info, warn};
@@ -205,14 +206,33 @@ pub fn target_keys(input: Option<&str>) -> Vec<String> {
 /// of the same targets.
 pub const NEWER_LOOKED_AT: usize = 100;
 
+/// A rollout of the same targets started after the one asked about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewerRollout {
+    pub execution_arn: String,
+    pub status: String,
+    /// The first target it shares.
+    pub target: String,
+}
+
+impl std::fmt::Display for NewerRollout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({}, shifts {})",
+            self.execution_arn, self.status, self.target
+        )
+    }
+}
+
 /// The executions started after `execution_arn` that shift any of `plan`'s targets (running or
-/// ended), newest first, each as `ARN (STATUS, shifts KEY)`: writing that execution's baseline
-/// would overwrite their weights, or their promotion.
+/// ended), newest first: writing that execution's baseline could overwrite their weights, or
+/// their promotion.
 pub async fn newer_rollouts(
     executions: &dyn ExecutionsApi,
     execution_arn: &str,
     plan: &RolloutPlan,
-) -> Result<Vec<String>, AwsError> {
+) -> Result<Vec<NewerRollout>, AwsError> {
     let ours: HashSet<String> = plan
         .traffic_targets
         .iter()
@@ -224,14 +244,32 @@ pub async fn newer_rollouts(
         .await?
     {
         let input = executions.execution_input(&other.arn).await?;
-        if let Some(key) = target_keys(input.as_deref())
+        if let Some(target) = target_keys(input.as_deref())
             .into_iter()
             .find(|key| ours.contains(key))
         {
-            newer.push(format!("{} ({}, shifts {key})", other.arn, other.status));
+            newer.push(NewerRollout {
+                execution_arn: other.arn,
+                status: other.status,
+                target,
+            });
         }
     }
     Ok(newer)
+}
+
+/// Whether a newer rollout may have weights of its own on the targets: it runs, or it entered
+/// `SetWeights`. One that ended before (refused at Prepare as a concurrent rollout, say) moved
+/// nothing, and must not keep the safety net from restoring.
+pub async fn may_have_moved(
+    executions: &dyn ExecutionsApi,
+    newer: &NewerRollout,
+) -> Result<bool, AwsError> {
+    if newer.status == "RUNNING" {
+        return Ok(true);
+    }
+    let history = executions.history(&newer.execution_arn).await?;
+    Ok(history.states.iter().any(|state| state.name == SET_STATE))
 }
 
 /// What the checks found for one target.
@@ -296,14 +334,15 @@ async fn check_target(
 
 #[cfg(test)]
 mod tests {
-    use super::{newer_rollouts, target_keys};
+    use super::{may_have_moved, newer_rollouts, target_keys};
     use async_trait::async_trait;
-    use canary_aws::{AwsError, ExecutionHistory, ExecutionsApi, Listed};
+    use canary_aws::{AwsError, ExecutionHistory, ExecutionsApi, Listed, StateEvent};
     use canary_core::RolloutPlan;
     use serde_json::json;
 
-    /// Executions started after the one asked about, with their inputs.
-    struct Later(Vec<(Listed, String)>);
+    /// Executions started after the one asked about: each with its input, and whether it
+    /// entered SetWeights.
+    struct Later(Vec<(Listed, String, bool)>);
 
     #[async_trait]
     impl ExecutionsApi for Later {
@@ -314,14 +353,25 @@ mod tests {
             Ok(self
                 .0
                 .iter()
-                .find(|(e, _)| e.arn == arn)
-                .map(|(_, input)| input.clone()))
+                .find(|(e, _, _)| e.arn == arn)
+                .map(|(_, input, _)| input.clone()))
         }
-        async fn history(&self, _: &str) -> Result<ExecutionHistory, AwsError> {
-            Ok(ExecutionHistory::default())
+        async fn history(&self, arn: &str) -> Result<ExecutionHistory, AwsError> {
+            let moved = self.0.iter().any(|(e, _, moved)| e.arn == arn && *moved);
+            Ok(ExecutionHistory {
+                states: moved
+                    .then(|| StateEvent {
+                        name: "SetWeights".to_owned(),
+                        exited: false,
+                        output: None,
+                    })
+                    .into_iter()
+                    .collect(),
+                failure_error: None,
+            })
         }
         async fn started_after(&self, _: &str, _: usize) -> Result<Vec<Listed>, AwsError> {
-            Ok(self.0.iter().map(|(e, _)| e.clone()).collect())
+            Ok(self.0.iter().map(|(e, _, _)| e.clone()).collect())
         }
     }
 
@@ -342,28 +392,63 @@ mod tests {
         })
     }
 
+    fn listed(name: &str, status: &str) -> Listed {
+        Listed {
+            arn: format!("arn:aws:states:us-east-1:123456789012:execution:m:{name}"),
+            status: status.to_owned(),
+            started: 2.0,
+        }
+    }
+
     #[tokio::test]
     async fn a_newer_rollout_is_one_of_the_same_targets_whatever_its_status() {
         let plan = RolloutPlan::parse(shifting(L1)).expect("a valid plan").plan;
-        let listed = |name: &str, status: &str| Listed {
-            arn: format!("arn:aws:states:us-east-1:1:execution:m:{name}"),
-            status: status.to_owned(),
-            started: 2.0,
-        };
         let later = Later(vec![
-            (listed("promoted", "SUCCEEDED"), shifting(L1).to_string()),
-            (listed("elsewhere", "RUNNING"), shifting(L2).to_string()),
-            (listed("not-a-plan", "FAILED"), "{}".to_owned()),
+            (
+                listed("promoted", "SUCCEEDED"),
+                shifting(L1).to_string(),
+                true,
+            ),
+            (
+                listed("elsewhere", "RUNNING"),
+                shifting(L2).to_string(),
+                true,
+            ),
+            (listed("not-a-plan", "FAILED"), "{}".to_owned(), false),
         ]);
-        let newer = newer_rollouts(&later, "arn:aws:states:us-east-1:1:execution:m:old", &plan)
-            .await
-            .expect("read");
+        let old = "arn:aws:states:us-east-1:123456789012:execution:m:old";
+        let newer = newer_rollouts(&later, old, &plan).await.expect("read");
+        let described: Vec<String> = newer.iter().map(ToString::to_string).collect();
         assert_eq!(
-            newer,
+            described,
             [format!(
-                "arn:aws:states:us-east-1:1:execution:m:promoted (SUCCEEDED, shifts {L1})"
+                "arn:aws:states:us-east-1:123456789012:execution:m:promoted (SUCCEEDED, shifts {L1})"
             )]
         );
+    }
+
+    #[tokio::test]
+    async fn only_a_newer_rollout_that_runs_or_set_weights_may_have_moved_traffic() {
+        let plan = RolloutPlan::parse(shifting(L1)).expect("a valid plan").plan;
+        let later = Later(vec![
+            (listed("refused", "FAILED"), shifting(L1).to_string(), false),
+            (
+                listed("rolled-back", "FAILED"),
+                shifting(L1).to_string(),
+                true,
+            ),
+            (
+                listed("preparing", "RUNNING"),
+                shifting(L1).to_string(),
+                false,
+            ),
+        ]);
+        let old = "arn:aws:states:us-east-1:123456789012:execution:m:old";
+        let mut moved = Vec::new();
+        for newer in newer_rollouts(&later, old, &plan).await.expect("read") {
+            moved.push(may_have_moved(&later, &newer).await.expect("read"));
+        }
+        assert_eq!(moved, [false, true, true]);
     }
 
     #[test]

@@ -20,7 +20,7 @@ use tracing::{info, warn};
 
 use crate::error::ShiftError;
 use crate::outputs::SafetyNetOutput;
-use crate::prepare::{newer_rollouts, refuse_concurrent_rollout};
+use crate::prepare::{may_have_moved, newer_rollouts, refuse_concurrent_rollout};
 use crate::restore::{hold_seconds, look_again, record, restore, Rollback};
 use crate::traffic::Apis;
 
@@ -156,10 +156,17 @@ pub async fn safety_net(
         }
     }
     // A delivery that arrives after a newer rollout of the same targets started (EventBridge
-    // and Lambda retry for up to an hour) must not undo its weights or its promotion.
-    let newer = newer_rollouts(apis.executions, execution_arn, &plan)
+    // and Lambda retry for up to an hour) must not undo its weights or its promotion; one that
+    // ended before it set a step (refused at Prepare) moved nothing and does not count.
+    let mut newer = Vec::new();
+    for other in newer_rollouts(apis.executions, execution_arn, &plan)
         .await
-        .map_err(aws)?;
+        .map_err(aws)?
+    {
+        if may_have_moved(apis.executions, &other).await.map_err(aws)? {
+            newer.push(other.to_string());
+        }
+    }
     if !newer.is_empty() {
         return left_alone(format!(
             "{why}, but a newer rollout of the same targets ran or runs since: {}. Its weights \
