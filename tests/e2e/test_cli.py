@@ -179,9 +179,10 @@ def test_abort_says_how_to_restore_by_hand_when_the_safety_net_does_not_act(tmp_
             assert "warning (--force): a newer rollout of the same targets" in forced.stdout
             assert scenarios.read_weights(sandbox) == BASELINE
 
-        # The held delivery arrives: the safety net finds the baseline restored by hand.
+        # The held delivery arrives: the newer rollout moved nothing, so the safety net writes
+        # the baseline (already back by hand: the same weights again).
         answer = sandbox.safety_net.answer_for(arn)
-        assert answer["restored"] is False, json.dumps(answer)
+        assert answer["restored"] is True, json.dumps(answer)
         again = sandbox.cli("abort", arn)
         assert again.returncode == 0, again.stderr
         assert again.stdout.splitlines()[0] == f"{arn} already ended ABORTED; checking the safety net restored the baseline"
