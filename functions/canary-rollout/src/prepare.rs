@@ -204,7 +204,7 @@ pub fn target_keys(input: Option<&str>) -> Vec<String> {
 
 /// How many of the state machine's newest executions are looked through for a newer rollout
 /// of the same targets.
-pub const NEWER_LOOKED_AT: usize = 100;
+const NEWER_LOOKED_AT: usize = 100;
 
 /// A rollout of the same targets started after the one asked about.
 #[derive(Debug, Clone, PartialEq, Eq)]
