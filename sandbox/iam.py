@@ -108,24 +108,30 @@ def _statement_matches(statement, key, value, case_sensitive):
     return False
 
 
-def evaluate(policies, action, resources):
+def refused(policies, action, resources):
     """IAM's identity-policy logic for one action on each of its resources (["*"] for an action
-    on none): an explicit Deny of any refuses, else each must be allowed by some statement."""
+    on none): the resources refused, an explicitly denied one first, else those no statement
+    allows; none when the call is allowed."""
     allowed = set()
     for number, policy in enumerate(policies):
         for index, statement in enumerate(_as_list(policy.get("Statement", []))):
             if not _statement_matches(statement, "Action", action, case_sensitive=False):
                 continue
-            covered = {r for r in resources if _statement_matches(statement, "Resource", r, True)}
+            covered = [r for r in resources if _statement_matches(statement, "Resource", r, True)]
             if not covered:
                 continue
             if "Condition" in statement:
                 raise NotModelled(f"policy {number} statement {index} has a Condition, which the "
                                   "sandbox's IAM does not evaluate (sandbox/iam.py)")
             if statement["Effect"] == "Deny":
-                return False
-            allowed |= covered
-    return allowed == set(resources)
+                return covered
+            allowed.update(covered)
+    return [r for r in resources if r not in allowed]
+
+
+def evaluate(policies, action, resources):
+    """Whether IAM allows the action on every one of the resources."""
+    return not refused(policies, action, resources)
 
 
 class Request:
@@ -367,22 +373,22 @@ class Authorizer:
             prefix, action, params = iam_action(model, operation, params)
             account = caller.split(":")[4]
             resources = resource_arns(service_authorization(), prefix, action, params, request.region, account)
-            allowed = evaluate(self._role_policies(caller, request.access_key), f"{prefix}:{action}", resources)
+            denied = refused(self._role_policies(caller, request.access_key), f"{prefix}:{action}", resources)
         except NotModelled as e:
             self.decisions.append((caller, None, [], False))
             print(f"sandbox IAM: {e}", file=sys.stderr)
             return 500, [("Content-Type", "text/plain")], f"sandbox IAM: {e}".encode()
-        self.decisions.append((caller, f"{prefix}:{action}", resources, allowed))
-        if allowed:
+        self.decisions.append((caller, f"{prefix}:{action}", resources, not denied))
+        if not denied:
             return None
         # Said where the sandbox's output goes: the function only sees AccessDenied.
-        print(f"sandbox IAM refused {prefix}:{action} on {resources} to {caller}", file=sys.stderr)
-        return access_denied(model, caller, f"{prefix}:{action}", resources)
+        print(f"sandbox IAM refused {prefix}:{action} on {denied} to {caller}", file=sys.stderr)
+        return access_denied(model, caller, f"{prefix}:{action}", denied[0])
 
 
-def access_denied(model, caller, action, resources):
-    """AWS's answer to an unauthorized call, in the service's protocol."""
-    shown = next((r for r in resources if UNKNOWN not in r), resources[0]).replace(UNKNOWN, "*")
+def access_denied(model, caller, action, resource):
+    """AWS's answer to an unauthorized call on `resource`, in the service's protocol."""
+    shown = resource.replace(UNKNOWN, "*")
     message = (f"User: {caller} is not authorized to perform: {action} on resource: {shown} "
                f"because no identity-based policy allows the {action} action")
     protocol = model.metadata.get("protocol")

@@ -79,8 +79,8 @@ def test_statements_are_evaluated_as_iam_evaluates_them():
         "an explicit Deny in any policy wins"
     assert not iam.evaluate([{"Statement": [allow]}], "elasticloadbalancing:ModifyListener", [LISTENER.replace("/web/", "/Web/")]), \
         "resources are case-sensitive"
-    assert not iam.evaluate([{"Statement": [allow]}], "elasticloadbalancing:ModifyListener", [LISTENER, "arn:aws:x"]), \
-        "every resource must be allowed"
+    assert iam.refused([{"Statement": [allow]}], "elasticloadbalancing:ModifyListener", [LISTENER, "arn:aws:x"]) \
+        == ["arn:aws:x"], "every resource must be allowed; the refused one is named"
     not_action = {"Effect": "Allow", "NotAction": "iam:*", "Resource": "*"}
     assert iam.evaluate([{"Statement": [not_action]}], "states:StartExecution", ["arn:aws:states:x"])
     assert not iam.evaluate([{"Statement": [not_action]}], "iam:PassRole", ["*"])
@@ -105,7 +105,7 @@ def test_an_operation_no_model_has_is_said_not_guessed():
 ])
 def test_a_refusal_reads_as_awss_to_the_sdks_parsers(service, operation, code):
     model = botocore.session.get_session().get_service_model(service)
-    status, headers, body = iam.access_denied(model, "arn:aws:sts::1:assumed-role/r/s", "x:Y", ["arn:aws:x"])
+    status, headers, body = iam.access_denied(model, "arn:aws:sts::1:assumed-role/r/s", "x:Y", "arn:aws:x")
     parsed = create_parser(model.metadata["protocol"]).parse(
         {"status_code": status, "headers": dict(headers), "body": body}, model.operation_model(operation).output_shape)
     assert parsed["Error"]["Code"] == code
