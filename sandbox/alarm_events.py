@@ -17,49 +17,15 @@ Disabling the rule (`disable_rule(Name=alarm_events.rule)`) loses the events, as
 import json
 from datetime import datetime, timezone
 
-from .event_queue import EventQueue
+from .event_queue import RuleDeliveries
 
 
-def stack_rule(events, source):
-    """The stack's rule for events from `source` (e.g. `aws.cloudwatch`), as moto's EventBridge
-    holds it: (rule name, its pattern, its Lambda function target)."""
-    found = []
-    for page in events.get_paginator("list_rules").paginate():
-        for rule in page["Rules"]:
-            pattern = json.loads(rule.get("EventPattern") or "{}")
-            if source in pattern.get("source", []):
-                targets = events.list_targets_by_rule(Rule=rule["Name"])["Targets"]
-                functions = [t for t in targets if t["Arn"].split(":")[2:3] == ["lambda"]]
-                found.extend((rule["Name"], pattern, target) for target in functions)
-    if len(found) != 1:
-        raise LookupError(f"the stack should have one rule sending {source} events to a function, found {found}")
-    return found[0]
+class AlarmEvents(RuleDeliveries):
+    SOURCE = "aws.cloudwatch"
 
-
-class AlarmEvents:
-    def __init__(self, client, front_door, invoke, log):
-        """`client(service)` gives a boto3 client on the sandbox; `invoke(function, payload)`
-        invokes a function (by name or ARN) and gives (function error, answer)."""
-        self.client = client
-        self.front_door = front_door
-        self.invoke = invoke
-        self.log = log
+    def __init__(self, *args):
+        super().__init__(*args)
         self.reactions = []
-        self.queue = None
-
-    def start(self):
-        self.rule, _, target = stack_rule(self.client("events"), "aws.cloudwatch")
-        self.function = target["Arn"]
-        self.queue = EventQueue(self.front_door, self.invoke, self.function, self.reacted)
-        return self
-
-    def stop(self):
-        if self.queue:
-            self.queue.stop()
-
-    def held(self):
-        """Events wait in the queue until the block ends: a delivery that arrives late."""
-        return self.queue.held()
 
     def reacted(self, payload, error, answer):
         self.reactions.append({"change": payload["change"], "error": error, "answer": answer})

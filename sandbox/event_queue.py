@@ -1,4 +1,5 @@
-"""Lambda's event queue for one function the stack's rules invoke asynchronously.
+"""Lambda's event queue for one function the stack's rules invoke asynchronously, and the
+deliveries of one of the stack's rules through it.
 
 moto's EventBridge invokes a rule's Lambda target asynchronously (`X-Amz-Invocation-Type:
 Event`, tests/moto/moto_server.py); the front door hands those invocations of this function to
@@ -61,3 +62,53 @@ class EventQueue:
         payload = json.loads(body)
         error, answer = self.invoke(self.function, payload)
         self.on_answer(payload, error, answer)
+
+
+def stack_rule(events, source):
+    """The stack's rule for events from `source` (e.g. `aws.cloudwatch`), as moto's EventBridge
+    holds it: (rule name, its pattern, its Lambda function target)."""
+    found = []
+    for page in events.get_paginator("list_rules").paginate():
+        for rule in page["Rules"]:
+            pattern = json.loads(rule.get("EventPattern") or "{}")
+            if source in pattern.get("source", []):
+                targets = events.list_targets_by_rule(Rule=rule["Name"])["Targets"]
+                functions = [t for t in targets if t["Arn"].split(":")[2:3] == ["lambda"]]
+                found.extend((rule["Name"], pattern, target) for target in functions)
+    if len(found) != 1:
+        raise LookupError(f"the stack should have one rule sending {source} events to a function, found {found}")
+    return found[0]
+
+
+class RuleDeliveries:
+    """What the stack's one rule for events from `SOURCE` delivers to its function: the rule, its
+    pattern and its function read from moto's EventBridge (`rule`, `pattern`, `function`), its
+    asynchronous invocations queued (`held()` delays them); `reacted(payload, error, answer)`
+    hears each answer."""
+    SOURCE = None
+
+    def __init__(self, client, front_door, invoke, log):
+        """`client(service)` gives a boto3 client on the sandbox; `invoke(function, payload)`
+        invokes a function (by name or ARN) and gives (function error, answer)."""
+        self.client = client
+        self.front_door = front_door
+        self.invoke = invoke
+        self.log = log
+        self.queue = None
+
+    def start(self):
+        self.rule, self.pattern, target = stack_rule(self.client("events"), self.SOURCE)
+        self.function = target["Arn"]
+        self.queue = EventQueue(self.front_door, self.invoke, self.function, self.reacted)
+        return self
+
+    def stop(self):
+        if self.queue:
+            self.queue.stop()
+
+    def held(self):
+        """Events wait in the queue until the block ends: a delivery that arrives late."""
+        return self.queue.held()
+
+    def reacted(self, payload, error, answer):
+        raise NotImplementedError

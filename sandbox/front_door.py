@@ -16,7 +16,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote
 
-from .iam import Authorizer
+from .iam import Authorizer, NotModelled, Request, service_models
 
 INVOKE = re.compile(r"^/2015-03-31/functions/([^/?]+)/invocations")
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-authorization"}
@@ -30,33 +30,31 @@ def function_name(name_or_arn):
     return name_or_arn
 
 
-CREDENTIAL_SCOPE = re.compile(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/")
+def lambda_throttled():
+    """Lambda's answer to an Invoke it throttles (a fault's answer): 429
+    TooManyRequestsException, with the request id every AWS answer carries."""
+    return (429, [("Content-Type", "application/json"), ("x-amzn-ErrorType", "TooManyRequestsException"),
+                  ("x-amzn-RequestId", str(uuid.uuid4()))],
+            b'{"Type": "User", "message": "Rate exceeded", "Reason": "ReservedFunctionConcurrentInvocationLimitExceeded"}')
+
+
+def query_throttled():
+    """A query-protocol service's (ELBv2's) throttle, as a fault's answer."""
+    request_id = str(uuid.uuid4())
+    return (400, [("Content-Type", "text/xml"), ("x-amzn-RequestId", request_id)],
+            b"<ErrorResponse><Error><Type>Sender</Type><Code>Throttling</Code><Message>Rate exceeded</Message>"
+            b"</Error><RequestId>" + request_id.encode() + b"</RequestId></ErrorResponse>")
 
 
 def api_call(method, path, headers, body):
-    """(service, action) of an AWS request, from its signature's scope and its protocol: the
-    X-Amz-Target header (JSON protocols), `Action=` (query protocols), the operation path
-    (Smithy RPC v2 CBOR: CloudWatch), or the REST path."""
-    scope = CREDENTIAL_SCOPE.search(headers.get("Authorization", ""))
-    service = scope.group(1) if scope else "?"
-    target = headers.get("X-Amz-Target")
-    if target:
-        return service, target.rsplit(".", 1)[-1]
-    action = re.search(rb"(?:^|&)Action=(\w+)", body or b"")
-    if action:
-        return service, action.group(1).decode()
-    path = path.split("?")[0]
-    if headers.get("smithy-protocol") == "rpc-v2-cbor":
-        return service, path.rsplit("/operation/", 1)[-1]
-    if INVOKE.match(unquote(path)):
-        return "lambda", "Invoke"
-    rest = {("POST", "rrset"): "ChangeResourceRecordSets", ("GET", "rrset"): "ListResourceRecordSets"}
-    last = path.rstrip("/").rsplit("/", 1)[-1]
-    if "/change/" in path:
-        return service, "GetChange"
-    if service == "eks" and method == "GET" and "/clusters/" in path:
-        return service, "DescribeCluster"
-    return service, rest.get((method, last), f"{method} {path}")
+    """(service, action) of an AWS request as botocore's service models name them (read as the
+    sandbox's IAM reads them); for one no model answers (an unsigned call), `?` or its signing
+    name, and its method and path."""
+    request = Request(method, path, headers, body)
+    try:
+        return request.signing_name, service_models().operation(request)[1].name
+    except NotModelled:
+        return request.signing_name or "?", f"{method} {unquote(path)}"
 
 
 class FrontDoor:

@@ -35,11 +35,11 @@ Not yet generated: GitOps targets, approvals, hooks, Prometheus/Datadog faults, 
 faults, lost Lambda invocations, execution timeouts, a second rollout on another target.
 """
 import argparse
+import contextlib
 import json
 import random
 import sys
 import time
-import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,7 +47,8 @@ from pathlib import Path
 import jsonschema
 
 from . import scenarios
-from .harness import CONTRACT, DATADOG_KEYS, FUNCTIONS_TOKEN, REPO, Sandbox
+from .front_door import lambda_throttled, query_throttled
+from .harness import CONTRACT, DATADOG_KEYS, FUNCTIONS_TOKEN, Sandbox
 
 HAPPENINGS = ("alarm", "alarm-clears", "foreign-write", "abort", "late-safety-net", "throttle",
               "lambda-throttle", "second-rollout")
@@ -56,7 +57,6 @@ FOREIGN_ENDS = {"StoppedByForeignChange", "ChangedBeforePromotion"}
 # The states that read the weights (and so must notice a foreign write before them).
 LOOKS = {"SetWeights", "Evaluate", "VerifyPromotion", "Restore", "LookAfterRestore"}
 STATE_BUDGET = CONTRACT["limits"]["stateBudgetBytes"]
-EVENT_SCHEMAS = REPO / "schema/events"
 SECRETS = ("sandbox-admin", FUNCTIONS_TOKEN, *DATADOG_KEYS.values())
 CHECKS_PER_STEP = 2
 
@@ -115,6 +115,7 @@ class Run:
     alarm_after: int = None  # history index after which the alarm is in ALARM (None: not, or cleared)
     second: object = None  # the second rollout's report
     second_overlapped: bool = False  # it started while the first ran
+    held: bool = False  # the safety net's delivery was held until the end
     history_events: list = field(default_factory=list)
     logs: str = ""
 
@@ -136,7 +137,7 @@ def run(history, out=print):
         record.promoted = {k: (0, 100) for k in record.baseline}
         sfn = sandbox.client("stepfunctions")
         exits = Counter()
-        holding = []
+        holding = contextlib.ExitStack()  # the safety net's delivery, once held
         arn = None
 
         def history_length():
@@ -154,30 +155,21 @@ def run(history, out=print):
                 record.alarm_after = None
             elif action == "foreign-write":
                 blue, green = happening.value
-                world = sandbox.world
-                sandbox.client("elbv2").modify_listener(ListenerArn=world.listener, DefaultActions=[{
-                    "Type": "forward", "ForwardConfig": {"TargetGroups": [
-                        {"TargetGroupArn": world.blue_tg, "Weight": blue},
-                        {"TargetGroupArn": world.green_tg, "Weight": green}]}}])
+                scenarios.move_listener_by_hand(sandbox, blue, green)
                 record.foreign = {"listener :80": (blue, green)}
                 record.foreign_at = index
             elif action == "abort":
                 sfn.stop_execution(executionArn=arn, cause="history: the operator stops it")
-            elif action == "late-safety-net" and not holding:
-                holding.append(sandbox.safety_net.held())
-                holding[0].__enter__()
+            elif action == "late-safety-net" and not record.held:
+                holding.enter_context(sandbox.safety_net.held())
+                record.held = True
             elif action == "throttle":
-                sandbox.front.faults.append([
-                    lambda method, path, body: b"Action=ModifyListener" in body, 2,
-                    (400, [("Content-Type", "text/xml"), ("x-amzn-RequestId", str(uuid.uuid4()))],
-                     b"<ErrorResponse><Error><Type>Sender</Type><Code>Throttling</Code>"
-                     b"<Message>Rate exceeded</Message></Error><RequestId>h</RequestId></ErrorResponse>")])
+                sandbox.front.faults.append(
+                    [lambda method, path, body: b"Action=ModifyListener" in body, 2, query_throttled()])
             elif action == "lambda-throttle":
-                sandbox.front.faults.append([
-                    lambda method, path, body: method == "POST" and path.endswith("/invocations"), 1,
-                    (429, [("Content-Type", "application/json"), ("x-amzn-ErrorType", "TooManyRequestsException"),
-                           ("x-amzn-RequestId", str(uuid.uuid4()))],
-                     b'{"Type": "User", "message": "Rate exceeded", "Reason": "ReservedFunctionConcurrentInvocationLimitExceeded"}')])
+                sandbox.front.faults.append(
+                    [lambda method, path, body: method == "POST" and path.endswith("/invocations"), 1,
+                     lambda_throttled()])
             elif action == "second-rollout" and record.second is None:
                 second = scenarios.start_manual(sandbox, plan, f"second-{history.seed}")
                 record.second = scenarios.watch(sandbox, second, out=out, await_safety_net=False)
@@ -190,14 +182,11 @@ def run(history, out=print):
                     happen(happening)
 
         arn = scenarios.start_manual(sandbox, plan, f"history-{history.seed}")
-        try:
+        with holding:
             report = scenarios.watch(sandbox, arn, on_event=on_event, out=out, await_safety_net=False)
-        finally:
-            if holding:
-                holding[0].__exit__(None, None, None)
         if sandbox.safety_net.matches(report.status):
             report.safety_net = sandbox.safety_net.answer_for(arn)
-            out(f"safety net{' (late)' if holding else ''}: {report.safety_net['reason']}")
+            out(f"safety net{' (late)' if record.held else ''}: {report.safety_net['reason']}")
         if record.second is not None:
             first = sfn.describe_execution(executionArn=arn)
             second = sfn.describe_execution(executionArn=record.second.execution_arn)
@@ -253,9 +242,8 @@ def violations(history, record):
     if report.largest_state >= STATE_BUDGET:
         found.append(f"a state of {report.largest_state} bytes at {report.largest_state_at}, over {STATE_BUDGET}")
     for detail_type, detail in report.events:
-        schema = json.loads((EVENT_SCHEMAS / f"{detail_type.lower().replace(' ', '-')}.schema.json").read_text())
         try:
-            jsonschema.validate(detail, schema)
+            jsonschema.validate(detail, scenarios.event_schema(detail_type))
         except jsonschema.ValidationError as e:
             found.append(f"event {detail_type} breaks its schema: {e.message}")
     history_text = json.dumps(record.history_events, default=str)

@@ -188,7 +188,7 @@ class ServiceModels:
                 http = operation.http
                 if http.get("method") != request.method:
                     continue
-                labels = re.match(_uri_pattern(http["requestUri"]), request.path)
+                labels = _uri_pattern(http["requestUri"]).match(request.path)
                 if labels and (best is None or len(http["requestUri"]) > len(best[1].http["requestUri"])):
                     best = (model, operation, labels.groupdict())
         if best is None:
@@ -215,12 +215,13 @@ def _label(name):
     return re.sub(r"\W", "_", name)
 
 
+@functools.cache
 def _uri_pattern(request_uri):
     path = request_uri.split("?", 1)[0]
     pattern = re.sub(r"\\\{([^}+]+)(\\\+)?\\\}",
                      lambda m: f"(?P<{_label(m.group(1))}>{'.+' if m.group(2) else '[^/]+'})",
                      re.escape(path))
-    return f"^{pattern.rstrip('/')}/?$"
+    return re.compile(f"^{pattern.rstrip('/')}/?$")
 
 
 def _member_name(query_key):

@@ -9,30 +9,15 @@ delays it (a delivery that arrives late), and disabling the rule (`rule`) loses 
 """
 import time
 
-from .alarm_events import stack_rule
-from .event_queue import EventQueue
+from .event_queue import RuleDeliveries
 
 
-class SafetyNetEvents:
-    def __init__(self, client, front_door, invoke, log):
-        self.client = client
-        self.front_door = front_door
-        self.invoke = invoke
-        self.log = log
+class SafetyNetEvents(RuleDeliveries):
+    SOURCE = "aws.states"
+
+    def __init__(self, *args):
+        super().__init__(*args)
         self.answers = {}  # execution ARN -> (function error, answer)
-        self.queue = None
-
-    def start(self):
-        self.rule, self.pattern, target = stack_rule(self.client("events"), "aws.states")
-        self.queue = EventQueue(self.front_door, self.invoke, target["Arn"], self.reacted)
-        return self
-
-    def stop(self):
-        if self.queue:
-            self.queue.stop()
-
-    def held(self):
-        return self.queue.held()
 
     def reacted(self, payload, error, answer):
         self.answers[payload["executionArn"]] = (error, answer)

@@ -137,6 +137,22 @@ def start_manual(sandbox, plan, name):
     return sfn.start_execution(stateMachineArn=sandbox.state_machine, name=name, input=json.dumps(plan))["executionArn"]
 
 
+def event_schema(detail_type):
+    """The JSON Schema of one of cluster-canary's events (schema/events/)."""
+    return json.loads((REPO / "schema/events" / f"{detail_type.lower().replace(' ', '-')}.schema.json").read_text())
+
+
+def move_listener_by_hand(sandbox, blue, green):
+    """Someone else (a person, another tool) sets the listener's weights."""
+    world = sandbox.world
+    sandbox.client("elbv2").modify_listener(
+        ListenerArn=world.listener,
+        DefaultActions=[{"Type": "forward", "ForwardConfig": {"TargetGroups": [
+            {"TargetGroupArn": world.blue_tg, "Weight": blue},
+            {"TargetGroupArn": world.green_tg, "Weight": green}]}}],
+    )
+
+
 def read_weights(sandbox):
     """target -> (blue weight, green weight), as moto holds them now."""
     world = sandbox.world

@@ -2,13 +2,13 @@
 foreign weight changes. (Manual plans and executions are the sandbox's: sandbox.scenarios.)"""
 
 import json
-from pathlib import Path
+import time
 
 import jsonschema
 
 from sandbox import scenarios
 from sandbox.harness import REPO
-from sandbox.scenarios import wait_for_alarm_watch  # noqa: F401 (the tests' import)
+from sandbox.scenarios import move_listener_by_hand, wait_for_alarm_watch  # noqa: F401 (the tests' imports)
 
 BASELINE = {"listener :80": (100, 0), "app.example.com.": (100, 0)}
 # How an execution ends FailedBeforeTraffic: the outcome, the Rollout Failed event, the end.
@@ -19,7 +19,6 @@ FAILED_BEFORE_TRAFFIC = ["FailedBeforeTrafficOutcome", "OutcomeDetail?", "ReadOu
 # after the settle period (nothing had moved).
 ROLLED_BACK_FOR_A_CHECK = ["Restore", "FailureDetail?", "EndWithDetail", "RolledBackBy?", "NotifyCheckFailed",
                            "NotifyRolledBack", "SettleAfterRestore", "LookAfterRestore", "Reverted?", "RolledBack"]
-EVENT_SCHEMAS = Path(__file__).resolve().parents[2] / "schema/events"
 PROMOTED = {"listener :80": (0, 100), "app.example.com.": (0, 100)}
 
 
@@ -28,23 +27,21 @@ def captured(line):
     print(line)
 
 
-def move_listener_by_hand(sandbox, blue, green):
-    """Someone else (a person, another tool) sets the listener's weights."""
-    world = sandbox.world
-    sandbox.client("elbv2").modify_listener(
-        ListenerArn=world.listener,
-        DefaultActions=[{"Type": "forward", "ForwardConfig": {"TargetGroups": [
-            {"TargetGroupArn": world.blue_tg, "Weight": blue},
-            {"TargetGroupArn": world.green_tg, "Weight": green}]}}],
-    )
+def stop_and_wait(sandbox, execution_arn, deadline):
+    """Stops an execution as an operator does (StopExecution) and waits, until `deadline`
+    (time.monotonic()), for it to show ABORTED."""
+    sfn = sandbox.client("stepfunctions")
+    sfn.stop_execution(executionArn=execution_arn, cause="operator")
+    while sfn.describe_execution(executionArn=execution_arn)["status"] != "ABORTED":
+        assert time.monotonic() < deadline, f"{execution_arn} never stopped"
+        time.sleep(0.2)
 
 
 def event_types(report):
     """The detail-types of the execution's events, in order, each checked against its JSON
     schema in schema/events/."""
     for detail_type, detail in report.events:
-        schema = json.loads((EVENT_SCHEMAS / f"{detail_type.lower().replace(' ', '-')}.schema.json").read_text())
-        jsonschema.validate(detail, schema)
+        jsonschema.validate(detail, scenarios.event_schema(detail_type))
     return [detail_type for detail_type, _ in report.events]
 
 

@@ -10,7 +10,7 @@ import select
 import subprocess
 import time
 
-from helpers import BASELINE, PROMOTED, captured
+from helpers import BASELINE, PROMOTED, captured, stop_and_wait
 from sandbox import scenarios
 from sandbox.harness import CLI, REPO, Sandbox
 
@@ -159,10 +159,7 @@ def test_abort_says_how_to_restore_by_hand_when_the_safety_net_does_not_act(tmp_
             while len(sfn.get_execution_history(executionArn=newer_arn)["events"]) < 2:
                 assert time.monotonic() < deadline, "the newer rollout never ran"
                 time.sleep(0.2)
-            sfn.stop_execution(executionArn=newer_arn, cause="test")
-            while sfn.describe_execution(executionArn=newer_arn)["status"] != "ABORTED":
-                assert time.monotonic() < deadline, "the newer rollout never stopped"
-                time.sleep(0.2)
+            stop_and_wait(sandbox, newer_arn, deadline)
             refused = sandbox.cli("restore", arn, "--yes")
             captured(refused.stdout + refused.stderr)
             assert refused.returncode == 1

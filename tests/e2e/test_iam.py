@@ -67,7 +67,7 @@ def test_a_role_missing_an_action_fails_the_rollout_with_access_denied_before_tr
         assert scenarios.read_weights(sandbox) == BASELINE
 
 
-def test_a_grant_narrowed_to_another_load_balancer_fails_the_rollout_with_access_denied(tmp_path):
+def test_a_grant_narrowed_to_another_load_balancer_fails_the_rollout_with_access_denied():
     with Sandbox(log=captured, parameters={"LoadBalancerNamePrefix": "checkout-"}) as sandbox:
         report = scenarios.run_on(sandbox, "happy", captured, False)
         assert report.status == "FAILED"

@@ -8,10 +8,10 @@ import re
 import time
 
 from helpers import (FAILED_BEFORE_TRAFFIC, ROLLED_BACK_FOR_A_CHECK, BASELINE, PROMOTED, captured, delete_cluster_event,
-                     move_listener_by_hand, wait_for_alarm_watch)
+                     move_listener_by_hand, stop_and_wait, wait_for_alarm_watch)
 from sandbox.scenarios import manual_plan, start_manual
 from sandbox import scenarios
-from sandbox.harness import REPO, Sandbox
+from sandbox.harness import Sandbox
 
 LIMITS = scenarios.CONTRACT["limits"]
 MAX_PLAN_BYTES = LIMITS["maxPlanBytes"]
@@ -196,17 +196,13 @@ def test_a_late_safety_net_leaves_a_newer_rollouts_promotion_alone():
     with Sandbox(log=captured) as sandbox:
         scenarios.create_green(sandbox)
         plan = manual_plan(sandbox)
-        sfn = sandbox.client("stepfunctions")
         with sandbox.safety_net.held():
             stopped = start_manual(sandbox, plan, "stopped-halfway")
             deadline = time.monotonic() + 120
             while scenarios.read_weights(sandbox) == BASELINE:
                 assert time.monotonic() < deadline, "the first step never came"
                 time.sleep(0.5)
-            sfn.stop_execution(executionArn=stopped, cause="operator")
-            while sfn.describe_execution(executionArn=stopped)["status"] != "ABORTED":
-                assert time.monotonic() < deadline, "the rollout never stopped"
-                time.sleep(0.2)
+            stop_and_wait(sandbox, stopped, deadline)
             newer = start_manual(sandbox, plan, "promotes")
             report = scenarios.watch(sandbox, newer, out=captured)
             assert report.status == "SUCCEEDED", report.cause

@@ -14,6 +14,7 @@ from pathlib import Path
 from helpers import FAILED_BEFORE_TRAFFIC, ROLLED_BACK_FOR_A_CHECK, BASELINE, PROMOTED, captured, event_types, move_listener_by_hand
 from sandbox.scenarios import manual_plan, start_manual
 from sandbox import scenarios
+from sandbox.front_door import lambda_throttled, query_throttled
 from sandbox.harness import REPO, Sandbox
 
 def series(report, metric, target_prefix=""):
@@ -196,20 +197,8 @@ def test_a_foreign_weight_change_stops_the_rollout_without_overwriting():
 def test_transient_failures_are_retried_and_the_rollout_succeeds():
     with Sandbox(log=captured) as sandbox:
         # One Lambda throttle on the first `set`, and one AWS throttle on a ModifyListener.
-        lambda_throttle = [
-            lambda method, path, body: "functions/" in path and b'"set"' in body,
-            1,
-            (429, [("x-amzn-ErrorType", "TooManyRequestsException"), ("x-amzn-RequestId", "throttled-1"),
-              ("Content-Type", "application/json")],
-             b'{"Type": "User", "message": "Rate exceeded"}'),
-        ]
-        aws_throttle = [
-            lambda method, path, body: b"Action=ModifyListener" in body,
-            1,
-            (400, [("Content-Type", "text/xml")],
-             b"<ErrorResponse><Error><Type>Sender</Type><Code>Throttling</Code><Message>Rate exceeded</Message>"
-             b"</Error><RequestId>1</RequestId></ErrorResponse>"),
-        ]
+        lambda_throttle = [lambda method, path, body: "functions/" in path and b'"set"' in body, 1, lambda_throttled()]
+        aws_throttle = [lambda method, path, body: b"Action=ModifyListener" in body, 1, query_throttled()]
         sandbox.front.faults.extend([lambda_throttle, aws_throttle])
         report = scenarios.run_on(sandbox, "happy", out=captured)
         assert (lambda_throttle[1], aws_throttle[1]) == (0, 0), "both faults were injected"
@@ -221,7 +210,7 @@ def test_the_eventbridge_rules_match_what_they_should():
     """The rules the stack created, in moto's EventBridge: each also delivering to an SQS queue
     here, so what matches can be counted; the alarm rule's function gets what its
     InputTransformer makes of AWS's documented event."""
-    from sandbox.alarm_events import stack_rule
+    from sandbox.event_queue import stack_rule
 
     with Sandbox(log=captured) as sandbox:
         events, sqs = sandbox.client("events"), sandbox.client("sqs")

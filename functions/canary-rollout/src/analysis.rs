@@ -197,7 +197,7 @@ mod tests {
             _: SystemTime,
         ) -> Result<Value, QueryError> {
             Err(QueryError::Unreachable {
-                url: format!("{endpoint:?}"),
+                url: endpoint.query_url(),
                 message: "timed out".to_owned(),
             })
         }
