@@ -16,6 +16,8 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote
 
+import cbor2
+
 from .iam import Authorizer, NotModelled, Request, service_models
 
 INVOKE = re.compile(r"^/2015-03-31/functions/([^/?]+)/invocations")
@@ -36,6 +38,22 @@ def lambda_throttled():
     return (429, [("Content-Type", "application/json"), ("x-amzn-ErrorType", "TooManyRequestsException"),
                   ("x-amzn-RequestId", str(uuid.uuid4()))],
             b'{"Type": "User", "message": "Rate exceeded", "Reason": "ReservedFunctionConcurrentInvocationLimitExceeded"}')
+
+
+def lambda_service_exception():
+    """Lambda's answer when it fails on its side (500 ServiceException): retried by the state
+    machine (`Lambda.ServiceException`)."""
+    return (500, [("Content-Type", "application/json"), ("x-amzn-ErrorType", "ServiceException"),
+                  ("x-amzn-RequestId", str(uuid.uuid4()))],
+            b'{"Type": "Service", "Message": "An internal error occurred"}')
+
+
+def cloudwatch_throttled():
+    """CloudWatch's throttle in the protocol the SDKs speak to it (Smithy RPC v2 CBOR; as an
+    awsQueryCompatible service it names the query error in a header too)."""
+    return (400, [("Content-Type", "application/cbor"), ("smithy-protocol", "rpc-v2-cbor"),
+                  ("x-amzn-query-error", "Throttling;Sender"), ("x-amzn-RequestId", str(uuid.uuid4()))],
+            cbor2.dumps({"__type": "com.amazonaws.cloudwatch#Throttling", "message": "Rate exceeded"}))
 
 
 def query_throttled():
@@ -62,16 +80,20 @@ class FrontDoor:
     (a throttle, say) instead of forwarding it: entries are [predicate(method, path, body),
     times, (status, headers, body)], used up front to back; the predicate may set the answer
     before it returns True (the tests' fake hook functions do).
+    `lost`: entries of the same shape, matched after the request was forwarded: the call ran,
+    and its answer is replaced by the entry's (a reply lost on the way back; the caller retries,
+    so the call is delivered twice).
     `requests`: every request it forwarded, as (user agent, service, action), in order (the
     benchmark counts the functions' AWS calls from it)."""
 
     def __init__(self):
         self.faults = []
+        self.lost = []
         self.requests = []
         self.authorizer = None
         self.handler = type(
             "Handler", (_Handler,),
-            {"faults": self.faults, "requests": self.requests, "async_takers": {}},
+            {"faults": self.faults, "lost": self.lost, "requests": self.requests, "async_takers": {}},
         )
         # A port of the kernel's choosing: moto has to be told this one before it starts.
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self.handler)
@@ -108,6 +130,7 @@ class _Handler(BaseHTTPRequestHandler):
     moto_port = None
     lambda_port = None
     faults = None
+    lost = None
     requests = None
     async_takers = None
     authorizer = None
@@ -124,12 +147,10 @@ class _Handler(BaseHTTPRequestHandler):
             denial = 500, [("Content-Type", "text/plain")], f"sandbox IAM failed: {e!r}".encode()
         if denial:
             return self.answer(*denial)
-        for fault in self.faults:
-            predicate, times = fault[0], fault[1]
-            if times > 0 and predicate(self.command, unquote(self.path), body or b""):
-                fault[1] -= 1
-                # Read after the predicate ran: it may choose the answer (a fake function).
-                return self.answer(*fault[2])
+        fault = self.matching(self.faults, body)
+        if fault:
+            # Read after the predicate ran: it may choose the answer (a fake function).
+            return self.answer(*fault[2])
         match = INVOKE.match(unquote(self.path))
         self.requests.append((self.headers.get("User-Agent", ""), *api_call(self.command, self.path, self.headers, body)))
         if match and self.headers.get("X-Amz-Invocation-Type") == "Event":
@@ -154,8 +175,20 @@ class _Handler(BaseHTTPRequestHandler):
             status, reply_headers, payload = 502, [("Content-Type", "text/plain")], f"front door: {e}".encode()
         finally:
             connection.close()
+        lost = self.matching(self.lost, body)
+        if lost:
+            return self.answer(*lost[2])
         self.answer(status, [(k, v) for k, v in reply_headers
                              if k.lower() not in HOP_BY_HOP and k.lower() != "content-length"], payload)
+
+    def matching(self, entries, body):
+        """The first entry with times left whose predicate matches this request, used once."""
+        for entry in entries:
+            predicate, times = entry[0], entry[1]
+            if times > 0 and predicate(self.command, unquote(self.path), body or b""):
+                entry[1] -= 1
+                return entry
+        return None
 
     def answer(self, status, headers, payload):
         self.send_response(status)

@@ -1,38 +1,52 @@
 """Seeded histories: a random plan, random things happening while it runs, and the promises
 checked after each run, on a sandbox (the stack `sam deploy` creates, IAM enforced).
 
-A history is generated from its seed alone (`generate(seed)`): the plan's steps and targets,
-and one to four happenings, each tied to a point of the execution (the n-th exit of a state:
-`PrepareTraffic`, `SetWeights`, `Evaluate`, `Restore`), not to a wall clock, so a seed replays the same
-story. The happenings:
+A history is generated from its seed alone (`generate(seed)`): the plan (its kind of targets:
+an ALB listener, a listener and a Route 53 record, or a record through Argo CD (GitOps) with
+each cluster's ExternalDNS; one to three steps; sometimes an approval before a step, answered
+`approve` or `reject` or never), one to four happenings, each tied to a point of the execution
+(the n-th exit of a state: `PrepareTraffic`, `SetWeights`, `Evaluate`, `Restore`,
+`RestoreUnchanged`), not to a wall clock, so a seed replays the same story, and sometimes an
+operator's `cluster-canary restore` after the end. The happenings:
 
-  alarm            an alarm the plan watches goes to ALARM (its event through the stack's rule)
-  alarm-clears     it goes back to OK
-  foreign-write    someone sets the listener's weights by hand
-  abort            the operator stops the execution (StopExecution)
-  late-safety-net  the safety net's delivery is held until the history ends (a late delivery)
-  throttle         ELBv2 throttles the next two ModifyListener calls
-  lambda-throttle  Lambda answers the next invocation 429 (TooManyRequestsException)
-  second-rollout   a second rollout of the same targets is started
+  alarm             an alarm the plan watches goes to ALARM (its event through the stack's rule)
+  alarm-clears      it goes back to OK
+  foreign-write     someone sets the listener's weights by hand (direct targets)
+  foreign-apply     someone takes the stable's weight annotation by server-side apply under
+                    their own field manager (GitOps)
+  abort             the operator stops the execution (StopExecution)
+  late-safety-net   the safety net's delivery is held until the history ends (a late delivery)
+  throttle          ELBv2 throttles the next two ModifyListener calls (direct targets)
+  kube-fault        the Kubernetes API answers the next Secret writes 429 or 500 (GitOps)
+  metrics-throttle  CloudWatch throttles its next calls (the alarm checks, the watch)
+  lambda-throttle   Lambda answers the next invocation 429 (TooManyRequestsException)
+  lambda-5xx        Lambda answers the next invocation 500 without running it (lost)
+  reply-lost        the next invocation runs, and its answer is lost (500): delivered twice
+  second-rollout    a second rollout of the same targets is started
+  operator-restore  the operator runs `cluster-canary restore --yes` (refused while it runs)
 
 After the run (and the safety net's answer, when the rule matched the end), `violations(...)`
-checks what moto and the event queue hold:
+checks what moto, the Kubernetes test server and the event queue hold:
 
   - every target ends at the baseline, or promoted, or (only when the rollout stopped for a
-    foreign change) exactly as the foreign writer left it;
+    foreign change, or the write came after its last look) exactly as the foreign writer left
+    it; a stop for a foreign change sends Rollout Failed and emits `ForeignChanges` (a page);
   - a rollout that promoted has every target promoted; one that did not has none;
   - no execution promotes after an alarm it watches went to ALARM (and stayed there) before one
-    of its checks began;
+    of its checks began, nor without a passing check at every step, nor past an approval that
+    was rejected or never given;
+  - a rollback for an alarm reaches the baseline within ROLLBACK_BOUND_SECONDS of the alarm;
   - a second rollout of the same targets started while the first runs is refused at Prepare
-    and moves nothing;
+    and moves nothing; an operator's restore while it runs is refused; after the end it puts the
+    baseline back, or (a promoted rollout) is refused and changes nothing;
   - every state stays under the written budget, every event is valid against its schema, and
     no token or key of the sandbox appears in a log or an execution's history.
 
-`python -m sandbox.histories --seeds N [--first S]` runs N histories, one sandbox each, and
-sums up what happened; tests/e2e/test_histories.py runs a fixed few in CI; a defect a seed found
-becomes a named test of its own (test_never_stranded.py).
-Not yet generated: GitOps targets, approvals, hooks, Prometheus/Datadog faults, Kubernetes API
-faults, lost Lambda invocations, execution timeouts, a second rollout on another target.
+`python -m sandbox.histories --seeds N [--first S] [--jobs J]` runs N histories, one sandbox
+each (J at a time), and sums up what happened; tests/e2e/test_histories.py runs a fixed few in
+CI; a defect a seed found becomes a named test of its own.
+Not generated: hooks, Prometheus/Datadog providers, an execution timing out (its timeout is
+the longest run the plan's caps allow), a second rollout on another target.
 """
 import argparse
 import contextlib
@@ -41,24 +55,51 @@ import random
 import sys
 import time
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import jsonschema
 
-from . import scenarios
-from .front_door import lambda_throttled, query_throttled
+from . import gitops, scenarios
+from .front_door import cloudwatch_throttled, lambda_service_exception, lambda_throttled, query_throttled
 from .harness import CONTRACT, DATADOG_KEYS, FUNCTIONS_TOKEN, Sandbox
 
-HAPPENINGS = ("alarm", "alarm-clears", "foreign-write", "abort", "late-safety-net", "throttle",
-              "lambda-throttle", "second-rollout")
+ALB, ALB_ROUTE53, GITOPS = "ALB", "ALB + Route 53", "Route 53 via Argo CD"
+KINDS = (ALB, ALB_ROUTE53, GITOPS)
+DIRECT = (ALB, ALB_ROUTE53)
+# Each happening, and the kinds of plan it can happen to.
+HAPPENINGS = {
+    "alarm": KINDS, "alarm-clears": KINDS, "foreign-write": DIRECT, "foreign-apply": (GITOPS,),
+    "abort": KINDS, "late-safety-net": KINDS, "throttle": DIRECT, "kube-fault": (GITOPS,),
+    "metrics-throttle": KINDS, "lambda-throttle": KINDS, "lambda-5xx": KINDS, "reply-lost": KINDS,
+    "second-rollout": KINDS, "operator-restore": KINDS,
+}
+ANSWERS = ("approve", "reject", "never")
 ALARM = "web-green-5xx"
-FOREIGN_ENDS = {"StoppedByForeignChange", "ChangedBeforePromotion"}
+LISTENER = "listener :80"
+FOREIGN_ENDS = set(CONTRACT["states"]["foreignEnds"])
 # The states that read the weights (and so must notice a foreign write before them).
-LOOKS = {"SetWeights", "Evaluate", "VerifyPromotion", "Restore", "LookAfterRestore"}
+LOOKS = {"SetWeights", "Evaluate", "VerifyPromotion", "Restore", "RestoreUnchanged", "LookAfterRestore"}
 STATE_BUDGET = CONTRACT["limits"]["stateBudgetBytes"]
 SECRETS = ("sandbox-admin", FUNCTIONS_TOKEN, *DATADOG_KEYS.values())
 CHECKS_PER_STEP = 2
+CHECK_INTERVAL = 2
+APPROVAL_TIMEOUT = 4
+# Alarm -> every target back at the baseline. The watch fails a bake the moment the alarm's
+# event arrives, and a polling check within CHECK_INTERVAL; a step in flight (its own retries
+# of injected throttles: up to ~60 s) finishes first, then the restore. The written bound
+# (docs/operations.md, the safety net and what pages a person).
+ROLLBACK_BOUND_SECONDS = CHECK_INTERVAL + 90
+INVOCATION = ("POST", "/invocations")
+
+
+def is_invocation(method, path, body):
+    return method == INVOCATION[0] and path.endswith(INVOCATION[1])
+
+
+def is_cloudwatch(method, path, body):
+    return "/service/GraniteServiceVersion20100801/operation/" in path
 
 
 @dataclass
@@ -75,32 +116,47 @@ class Happening:
 @dataclass
 class History:
     seed: int
+    kind: str
     steps: list
-    route53: bool
+    approval: tuple = None  # (answer, the step's weight it comes before)
     happenings: list = field(default_factory=list)
+    restore_after: bool = False  # the operator runs `cluster-canary restore` once it ended
 
     def __str__(self):
-        return (f"seed {self.seed}: steps {self.steps}, {'ALB + Route 53' if self.route53 else 'ALB'}; "
-                + ("; ".join(map(str, self.happenings)) or "nothing happens"))
+        approval = f", approval before {self.approval[1]} %: {self.approval[0]}" if self.approval else ""
+        after = "; the operator restores after the end" if self.restore_after else ""
+        return (f"seed {self.seed}: {self.kind}, steps {self.steps}{approval}; "
+                + ("; ".join(map(str, self.happenings)) or "nothing happens") + after)
 
 
 def generate(seed):
     rng = random.Random(seed)
+    kind = rng.choice(KINDS)
     count = rng.randint(1, 3)
     steps = sorted(rng.sample(range(5, 96), count - 1)) + [100]
-    # `Restore` exits only in a rollback: what is tied to it happens during one, or not at all.
+    approval = (rng.choice(ANSWERS), rng.choice(steps)) if rng.random() < 0.3 else None
+    # `Restore` exits only in a rollback, `RestoreUnchanged` after a foreign change: what is
+    # tied to them happens then, or not at all.
     points = ([("PrepareTraffic", 1)] + [("SetWeights", k) for k in range(1, count + 1)]
-              + [("Evaluate", k) for k in range(1, count * CHECKS_PER_STEP + 1)] + [("Restore", 1)])
+              + [("Evaluate", k) for k in range(1, count * CHECKS_PER_STEP + 1)]
+              + [("Restore", 1), ("RestoreUnchanged", 1)])
+    possible = [action for action, kinds in HAPPENINGS.items() if kind in kinds]
     happenings = []
     for _ in range(rng.randint(1, 4)):
-        action = rng.choice(HAPPENINGS)
+        action = rng.choice(possible)
         after, nth = rng.choice(points)
         value = ()
         if action == "foreign-write":
             green = rng.randint(1, 99)
             value = (100 - green, green)
+        elif action == "foreign-apply":
+            value = (rng.randint(1, 99),)  # the stable's weight
+        elif action == "kube-fault":
+            value = (rng.randint(1, 3), rng.choice((429, 500, 503)))
+        elif action == "metrics-throttle":
+            value = (rng.randint(1, 6),)
         happenings.append(Happening(action, after, nth, value))
-    return History(seed, steps, rng.random() < 0.5, happenings)
+    return History(seed, kind, steps, approval, happenings, rng.random() < 0.25)
 
 
 @dataclass
@@ -110,31 +166,55 @@ class Run:
     baseline: dict = None
     promoted: dict = None
     done: list = field(default_factory=list)  # (happening, index of the history event it followed)
-    foreign: dict = None  # the weights a foreign write left
+    foreign: dict = None  # the weights a foreign write left (None: any, for the side it did not set)
     foreign_at: int = None  # ... the history index it followed
     alarm_after: int = None  # history index after which the alarm is in ALARM (None: not, or cleared)
+    alarm_at: float = None  # ... and when (epoch seconds)
+    approval_requested: bool = False
     second: object = None  # the second rollout's report
     second_overlapped: bool = False  # it started while the first ran
     held: bool = False  # the safety net's delivery was held until the end
+    restores_while_running: list = field(default_factory=list)  # (exit code, still running after it)
+    restore_after: object = None  # (exit code, output, weights after it)
     history_events: list = field(default_factory=list)
     logs: str = ""
 
 
 def run(history, out=print):
     """Runs one history on a fresh sandbox; the Run."""
-    with Sandbox(log=out) as sandbox:
+    with Sandbox(log=out) as sandbox, contextlib.ExitStack() as controllers:
+        if history.kind == GITOPS:
+            plan, blue_dns, green_dns = gitops.gitops_world(sandbox)
+            controllers.enter_context(blue_dns)
+            controllers.enter_context(green_dns)
+            targets = [sandbox.world.record]
+        else:
+            plan = scenarios.manual_plan(sandbox)
+            targets = [LISTENER, sandbox.world.record][:1 if history.kind == ALB else 2]
+            plan["trafficTargets"] = plan["trafficTargets"][:len(targets)]
         scenarios.create_green(sandbox)
-        plan = scenarios.manual_plan(sandbox)
         plan["steps"] = [{"weight": w} for w in history.steps]
-        plan["bake"] = {"seconds": 2 * CHECKS_PER_STEP, "checkIntervalSeconds": 2}
+        plan["bake"] = {"seconds": CHECK_INTERVAL * CHECKS_PER_STEP, "checkIntervalSeconds": CHECK_INTERVAL}
         plan["analysis"] = {"alarms": {"names": [ALARM]}, "failureLimit": 1}
-        if not history.route53:
-            plan["trafficTargets"] = plan["trafficTargets"][:1]
+        if history.approval:
+            answer, before = history.approval
+            plan["approval"] = {"beforeSteps": [before],
+                                "timeoutSeconds": APPROVAL_TIMEOUT if answer == "never" else 600}
+
+        def weights():
+            if history.kind == GITOPS:
+                # What the annotations say reaches Route 53 through a sync and an ExternalDNS pass.
+                time.sleep(sandbox.sync_delay + 2 * blue_dns.interval + 0.5)
+            return {k: v for k, v in scenarios.read_weights(sandbox).items() if k in targets}
+
+        def restore_by_hand():
+            done = sandbox.cli("restore", arn, "--yes", env=sandbox.management_env())
+            out(done.stdout + done.stderr)
+            return done
+
         record = Run()
-        record.baseline = scenarios.read_weights(sandbox)
-        if not history.route53:
-            record.baseline = {k: v for k, v in record.baseline.items() if k == "listener :80"}
-        record.promoted = {k: (0, 100) for k in record.baseline}
+        record.baseline = weights()
+        record.promoted = {k: (0, 100) for k in targets}
         sfn = sandbox.client("stepfunctions")
         exits = Counter()
         holding = contextlib.ExitStack()  # the safety net's delivery, once held
@@ -144,20 +224,23 @@ def run(history, out=print):
             return len(sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"])
 
         def happen(happening):
-            action = happening.action
+            action, value = happening.action, happening.value
             out(f">>> {happening}")
             index = history_length()
             if action == "alarm":
                 sandbox.alarm_events.set_state(ALARM, "ALARM", "Threshold Crossed: history")
-                record.alarm_after = index if record.alarm_after is None else record.alarm_after
+                if record.alarm_after is None:
+                    record.alarm_after, record.alarm_at = index, time.time()
             elif action == "alarm-clears":
                 sandbox.alarm_events.set_state(ALARM, "OK", "Threshold no longer crossed")
-                record.alarm_after = None
+                record.alarm_after = record.alarm_at = None
             elif action == "foreign-write":
-                blue, green = happening.value
+                blue, green = value
                 scenarios.move_listener_by_hand(sandbox, blue, green)
-                record.foreign = {"listener :80": (blue, green)}
-                record.foreign_at = index
+                record.foreign, record.foreign_at = {LISTENER: (blue, green)}, index
+            elif action == "foreign-apply":
+                gitops.apply_stable_weight_as(sandbox, "kubectl", value[0])
+                record.foreign, record.foreign_at = {sandbox.world.record: (value[0], None)}, index
             elif action == "abort":
                 sfn.stop_execution(executionArn=arn, cause="history: the operator stops it")
             elif action == "late-safety-net" and not record.held:
@@ -166,13 +249,23 @@ def run(history, out=print):
             elif action == "throttle":
                 sandbox.front.faults.append(
                     [lambda method, path, body: b"Action=ModifyListener" in body, 2, query_throttled()])
+            elif action == "kube-fault":
+                gitops.fail_next(sandbox, "PATCH", "/secrets/", *value)
+            elif action == "metrics-throttle":
+                sandbox.front.faults.append([is_cloudwatch, value[0], cloudwatch_throttled()])
             elif action == "lambda-throttle":
-                sandbox.front.faults.append(
-                    [lambda method, path, body: method == "POST" and path.endswith("/invocations"), 1,
-                     lambda_throttled()])
+                sandbox.front.faults.append([is_invocation, 1, lambda_throttled()])
+            elif action == "lambda-5xx":
+                sandbox.front.faults.append([is_invocation, 1, lambda_service_exception()])
+            elif action == "reply-lost":
+                sandbox.front.lost.append([is_invocation, 1, lambda_service_exception()])
             elif action == "second-rollout" and record.second is None:
                 second = scenarios.start_manual(sandbox, plan, f"second-{history.seed}")
                 record.second = scenarios.watch(sandbox, second, out=out, await_safety_net=False)
+            elif action == "operator-restore":
+                done = restore_by_hand()
+                running = sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"
+                record.restores_while_running.append((done.returncode, running))
             record.done.append((happening, index))
 
         def on_event(name, state):
@@ -181,9 +274,20 @@ def run(history, out=print):
                 if happening.after == name and happening.nth == exits[name]:
                     happen(happening)
 
+        def on_notification(detail_type, detail):
+            if detail_type != "Approval Requested" or record.approval_requested:
+                return
+            record.approval_requested = True
+            answer = history.approval[0]
+            if answer == "approve":
+                out(sandbox.cli("approve", arn).stderr)
+            elif answer == "reject":
+                out(sandbox.cli("reject", arn, "--reason", "history: not now").stderr)
+
         arn = scenarios.start_manual(sandbox, plan, f"history-{history.seed}")
         with holding:
-            report = scenarios.watch(sandbox, arn, on_event=on_event, out=out, await_safety_net=False)
+            report = scenarios.watch(sandbox, arn, on_event=on_event, on_notification=on_notification,
+                                     out=out, await_safety_net=False)
         if sandbox.safety_net.matches(report.status):
             report.safety_net = sandbox.safety_net.answer_for(arn)
             out(f"safety net{' (late)' if record.held else ''}: {report.safety_net['reason']}")
@@ -192,45 +296,71 @@ def run(history, out=print):
             second = sfn.describe_execution(executionArn=record.second.execution_arn)
             record.second_overlapped = second["startDate"] < first.get("stopDate", second["startDate"])
         # What a settled world holds: the safety net has answered, the look after it is done.
-        report.weights = scenarios.read_weights(sandbox)
-        if not history.route53:
-            report.weights = {k: v for k, v in report.weights.items() if k == "listener :80"}
+        report.weights = weights()
         record.report = report
+        if history.restore_after:
+            done = restore_by_hand()
+            record.restore_after = (done.returncode, done.stdout + done.stderr, weights())
         paged = sfn.get_execution_history(executionArn=arn, maxResults=1000)
         record.history_events = paged["events"]
         record.logs = "".join(p.read_text(errors="replace") for p in Path(sandbox.run_dir).glob("*.log"))
         return record
 
 
+def fits(weights, expected):
+    """Whether `weights` are `expected`, where a None side of an expected pair is anything."""
+    return weights.keys() == expected.keys() and all(
+        want is None or got == want for k in weights for got, want in zip(weights[k], expected[k]))
+
+
+def entered(event, *names):
+    return event.get("stateEnteredEventDetails", {}).get("name") in names
+
+
+def exited_output(event, name):
+    details = event.get("stateExitedEventDetails")
+    if details and details["name"] == name:
+        return json.loads(details.get("output") or "{}")
+    return None
+
+
 def violations(history, record):
     """The promises the run broke, each said in a line."""
     report, found = record.report, []
     final = report.weights
+    events = record.history_events
     ended_foreign = any(s in FOREIGN_ENDS for s in report.states)
     allowed = [record.baseline, record.promoted]
     # A write after the rollout's last look at the weights is the writer's to answer for.
-    looked_after = record.foreign is not None and any(
-        e.get("stateEnteredEventDetails", {}).get("name") in LOOKS
-        for e in record.history_events[record.foreign_at:])
+    looked_after = record.foreign is not None and any(entered(e, *LOOKS) for e in events[record.foreign_at:])
     if record.foreign and (ended_foreign or not looked_after):
         allowed.append({**record.baseline, **record.foreign})
+    if record.foreign and not looked_after:
         allowed.append({**record.promoted, **record.foreign})
-    if record.second is not None and not record.second_overlapped:
+    ran_after = record.second is not None and not record.second_overlapped
+    if ran_after:
         # It ran after the first ended: the traffic is its to leave; its own end is judged.
-        allowed.append({k: v for k, v in record.second.weights.items() if k in record.baseline})
-    if final not in allowed:
+        allowed.append(record.second.weights)
+    if not any(fits(final, a) for a in allowed):
         found.append(f"traffic ended at {final}: neither the baseline {record.baseline}, promoted, "
                      f"nor as a foreign writer left it ({record.foreign}, ended foreign: {ended_foreign})")
-    if report.status == "SUCCEEDED" and final not in allowed[1:]:
+    if report.status == "SUCCEEDED" and not any(fits(final, a) for a in allowed[1:]):
         found.append(f"promoted, but traffic is at {final}")
-    ran_after = record.second is not None and not record.second_overlapped
     if report.status != "SUCCEEDED" and final == record.promoted and not ran_after:
         found.append(f"ended {report.status} ({report.error}) with every target promoted")
-    if report.status == "SUCCEEDED" and record.alarm_after is not None:
-        checks_after = [e for e in record.history_events[record.alarm_after:]
-                        if e.get("stateEnteredEventDetails", {}).get("name") in ("Evaluate", "WatchEvaluate")]
-        if checks_after:
-            found.append(f"promoted although {ALARM} was in ALARM before {len(checks_after)} check(s) began")
+    if ended_foreign:
+        ends = [d.get("end") for t, d in report.events if t == "Rollout Failed"]
+        if not any(end in FOREIGN_ENDS for end in ends):
+            found.append(f"stopped for a foreign change without a Rollout Failed event naming it ({ends})")
+        if not any(name == "ForeignChanges" for name, _, _ in report.metrics):
+            found.append("stopped for a foreign change without the ForeignChanges metric (the page)")
+    if report.status == "SUCCEEDED":
+        found += promotion_without_evidence(history, record)
+    if report.error == "CheckFailed" and record.alarm_at is not None:
+        restored = [e["timestamp"].timestamp() for e in events if exited_output(e, "Restore") is not None]
+        if restored and restored[0] - record.alarm_at > ROLLBACK_BOUND_SECONDS:
+            found.append(f"the rollback reached the baseline {restored[0] - record.alarm_at:.0f} s after "
+                         f"the alarm, past the {ROLLBACK_BOUND_SECONDS} s bound")
     if record.second is not None and record.second_overlapped:
         # Refused at Prepare: as ConcurrentRollout, or for a target the first left with no
         # stable weight (TargetMisconfigured, checked first); either way before any write.
@@ -239,6 +369,17 @@ def violations(history, record):
                          f"refused at Prepare: {record.second.status} {record.second.error}")
         if "SetWeights" in record.second.states:
             found.append("the refused second rollout set weights")
+    for code, still_running in record.restores_while_running:
+        if code == 0 and still_running:
+            found.append("`cluster-canary restore` wrote while the execution ran")
+    if record.restore_after is not None:
+        code, said, after = record.restore_after
+        if report.status == "SUCCEEDED" or ran_after:
+            if code == 0 or after != final:
+                found.append(f"`cluster-canary restore` after a promotion (or a newer rollout) was not refused, "
+                             f"or changed the weights ({final} -> {after}): {said}")
+        elif code != 0 or after != record.baseline:
+            found.append(f"`cluster-canary restore` after the end left {after}, exit {code}: {said}")
     if report.largest_state >= STATE_BUDGET:
         found.append(f"a state of {report.largest_state} bytes at {report.largest_state_at}, over {STATE_BUDGET}")
     for detail_type, detail in report.events:
@@ -246,7 +387,7 @@ def violations(history, record):
             jsonschema.validate(detail, scenarios.event_schema(detail_type))
         except jsonschema.ValidationError as e:
             found.append(f"event {detail_type} breaks its schema: {e.message}")
-    history_text = json.dumps(record.history_events, default=str)
+    history_text = json.dumps(events, default=str)
     for secret in SECRETS:
         if secret in record.logs:
             found.append(f"a secret ({secret[:4]}…) is in a log")
@@ -255,29 +396,78 @@ def violations(history, record):
     return found
 
 
+def promotion_without_evidence(history, record):
+    """A promoted execution must have had, at every step, a check that passed; and past an
+    approval only when it was given, and after no alarm it watched went to ALARM before a
+    check began."""
+    found, events = [], record.history_events
+    passes, step = Counter(), 0
+    for event in events:
+        if exited_output(event, "SetWeights") is not None:
+            step += 1
+        for name in ("Evaluate", "WatchEvaluate"):
+            bake = (exited_output(event, name) or {}).get("bake") or {}
+            if bake.get("verdict") == "pass":
+                passes[step] += 1
+    unjudged = [s for s in range(1, len(history.steps) + 1) if not passes[s]]
+    if unjudged:
+        found.append(f"promoted without a passing check at step(s) {unjudged}")
+    if history.approval and record.approval_requested and history.approval[0] != "approve":
+        found.append(f"promoted past an approval answered `{history.approval[0]}`")
+    if record.alarm_after is not None:
+        checks_after = [e for e in events[record.alarm_after:] if entered(e, "Evaluate", "WatchEvaluate")]
+        if checks_after:
+            found.append(f"promoted although {ALARM} was in ALARM before {len(checks_after)} check(s) began")
+    return found
+
+
+def judged(seed, verbose=False):
+    """One history run and judged: (its line, its violations, the Run's summary)."""
+    history = generate(seed)
+    started = time.monotonic()
+    lines = []
+    record = run(history, out=(print if verbose else lines.append))
+    broken = violations(history, record)
+    report = record.report
+    line = (f"{history} -> {report.status} {report.error or ''} {report.weights}; happened: "
+            f"{', '.join(str(h) for h, _ in record.done) or 'nothing'} ({time.monotonic() - started:.0f} s)")
+    summary = {"happened": [h.action for h, _ in record.done], "end": f"{report.status} {report.error or ''}".strip(),
+               "kind": history.kind, "approval": history.approval[0] if history.approval else None,
+               "restore_after": history.restore_after}
+    return line, broken, summary
+
+
+def judged_or_raised(seed, verbose=False):
+    """`judged`, with a run that raised reported as its violation (a parallel run goes on)."""
+    try:
+        return judged(seed, verbose)
+    except Exception as e:  # the harness's or the product's: said, and counted
+        return f"seed {seed}: {generate(seed)} -> the run raised", [repr(e)], None
+
+
 def main():
     options = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     options.add_argument("--seeds", type=int, default=10)
     options.add_argument("--first", type=int, default=1)
+    options.add_argument("--jobs", type=int, default=1, help="histories run at once, one sandbox each")
     options.add_argument("--verbose", action="store_true")
     args = options.parse_args()
-    happened, ends, failed = Counter(), Counter(), 0
-    for seed in range(args.first, args.first + args.seeds):
-        history = generate(seed)
-        started = time.monotonic()
-        lines = []
-        record = run(history, out=(print if args.verbose else lines.append))
-        broken = violations(history, record)
-        report = record.report
-        happened.update(h.action for h, _ in record.done)
-        ends[f"{report.status} {report.error or ''}".strip()] += 1
-        print(f"{history} -> {report.status} {report.error or ''} {report.weights}; happened: "
-              f"{', '.join(str(h) for h, _ in record.done) or 'nothing'} ({time.monotonic() - started:.0f} s)",
-              flush=True)
-        for line in broken:
-            failed += 1
-            print(f"  VIOLATED: {line}", flush=True)
-    print(f"{args.seeds} histories; happened: {dict(happened)}; ends: {dict(ends)}; violations: {failed}")
+    seeds = range(args.first, args.first + args.seeds)
+    totals = {key: Counter() for key in ("happened", "end", "kind", "approval", "restore_after")}
+    failed = []
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        for seed, (line, broken, summary) in zip(seeds, pool.map(judged_or_raised, seeds,
+                                                                  [args.verbose] * len(seeds))):
+            print(line, flush=True)
+            for violation in broken:
+                print(f"  VIOLATED: {violation}", flush=True)
+            if broken:
+                failed.append(seed)
+            for key, value in (summary or {}).items():
+                totals[key].update(value if isinstance(value, list) else [value])
+    for key, counts in totals.items():
+        print(f"{key}: {dict(counts.most_common())}")
+    print(f"{len(seeds)} histories; violated: {len(failed)} {failed}")
     sys.exit(1 if failed else 0)
 
 

@@ -85,6 +85,12 @@ pub enum Update {
     Restored {
         weights: Vec<TargetWeights>,
     },
+    /// After a foreign change: the targets still where the rollout left them put back to the
+    /// baseline (`weights`); `left` names those someone else changed, left as found.
+    RestoredUnchanged {
+        weights: Vec<TargetWeights>,
+        left: String,
+    },
     /// The look after the rollback's settle period found the baseline undone and put it back.
     RollbackReverted {
         found: String,
@@ -125,8 +131,9 @@ pub struct Tracker {
 }
 
 /// States whose output carries a failure that is reported elsewhere, or is the rollback's own.
-const FAILURE_REPORTED_BY: [&str; 12] = [
+const FAILURE_REPORTED_BY: [&str; 13] = [
     "DescribeCheckFailure",
+    "RestoreUnchanged",
     "DescribeTaskFailure",
     "DescribeApprovalFailure",
     "ApprovalTimeoutFails",
@@ -242,6 +249,7 @@ impl Tracker {
             "SetWeights" => "shifting traffic",
             "BakeWait" | "Evaluate" => "baking",
             "Restore" => "rolling back",
+            "RestoreUnchanged" => "restoring what no one else changed",
             "SettleAfterRestore" | "LookAfterRestore" => "watching the restored baseline",
             "VerifyPromotion" => "promoting",
             "DetachStableTargetGroups" | "RetireOldCluster" => "retiring the old cluster",
@@ -345,6 +353,12 @@ impl Tracker {
             "Restore" => Some(Update::Restored {
                 weights: weights(&state["restored"]["weights"]),
             }),
+            "RestoreUnchanged" => Some(Update::RestoredUnchanged {
+                weights: weights(&state["restored"]["weights"]),
+                left: text(&state["restored"]["note"])
+                    .trim_start_matches(". ")
+                    .to_owned(),
+            }),
             "LookAfterRestore" if state["lookedAgain"]["reverted"] == true => {
                 Some(Update::RollbackReverted {
                     found: text(&state["lookedAgain"]["found"]),
@@ -443,6 +457,38 @@ mod tests {
         assert_eq!(
             approved.feed(&entered("Approved")),
             Some(Update::ApprovalAnswered { approved: true })
+        );
+    }
+
+    #[test]
+    fn a_foreign_change_is_reported_once_then_what_was_put_back_and_what_was_left() {
+        let exited = |name: &str, output: Value| {
+            at(EventKind::StateExited {
+                name: name.to_owned(),
+                output: Some(output.to_string()),
+            })
+        };
+        let failure = serde_json::json!({"Error": "WeightsChangedExternally", "Cause": "listener: found 70/30"});
+        let mut tracker = Tracker::new("arn");
+        assert!(matches!(
+            tracker.feed(&exited(
+                "MovedUnderCheckOutcome",
+                serde_json::json!({"failure": failure})
+            )),
+            Some(Update::Failed { .. })
+        ));
+        let restored = serde_json::json!({"failure": failure, "restored": {
+            "weights": [{"target": "record", "stable": 100, "canary": 0}],
+            "note": ". It left as found weights changed outside this rollout: listener was 70/30"}});
+        let Some(Update::RestoredUnchanged { weights, left }) =
+            tracker.feed(&exited("RestoreUnchanged", restored))
+        else {
+            panic!("the restore of what was not changed")
+        };
+        assert_eq!(weights[0].target, "record");
+        assert_eq!(
+            left,
+            "It left as found weights changed outside this rollout: listener was 70/30"
         );
     }
 }

@@ -209,6 +209,17 @@ pub fn lines(update: &Update, output: Output, verbose: bool) -> Vec<String> {
         Update::Restored { weights } => {
             one(format!("restored the baseline: {}", weights_text(weights)))
         }
+        Update::RestoredUnchanged { weights, left } => {
+            let restored = match weights.is_empty() {
+                true => "no target left where this rollout set it".to_owned(),
+                false => format!("the baseline restored: {}", weights_text(weights)),
+            };
+            let left = match left.is_empty() {
+                true => String::new(),
+                false => format!(". {left}"),
+            };
+            one(format!("after the foreign change, {restored}{left}"))
+        }
         Update::RollbackReverted { found, weights } => one(format!(
             "{}: after the rollback something put weights back ({found}); baseline put back: {}",
             paint(output, Tone::Bad, "ROLLBACK REVERTED"),

@@ -2,25 +2,14 @@
 (docs/functions.md, "Readiness from the ApplicationSets"), on the sandbox, whose Kubernetes API test server
 plays the ApplicationSet controller (tests/kube/kube_api_server.py)."""
 import base64
-import json
 import ssl
 import urllib.error
 import urllib.request
 
 from helpers import BASELINE, PROMOTED, captured, delete_cluster_event
 from sandbox import scenarios
+from sandbox.gitops import kube
 from sandbox.harness import FUNCTIONS_TOKEN, REPO, Sandbox
-
-
-def kube(sandbox, method, path, body=None):
-    """A request to the management cluster as its administrator."""
-    context = ssl.create_default_context(cadata=base64.b64decode(sandbox.kube["caData"]).decode())
-    request = urllib.request.Request(
-        f"{sandbox.kube['server']}{path}", method=method,
-        data=json.dumps(body).encode() if body is not None else None,
-        headers={"Authorization": "Bearer sandbox-admin", "Content-Type": "application/json"},
-    )
-    return json.load(urllib.request.urlopen(request, context=context))
 
 
 def application_set(sandbox, name, generators):

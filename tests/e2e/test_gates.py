@@ -3,17 +3,14 @@ sandbox (see test_rollouts.py). moto reports every registered target `healthy` a
 Route 53 health check `Success`; unhealthy targets are tried against fakes in
 functions/shift-weights/tests/decisions.rs.
 """
-import base64
 import json
 import os
 import shlex
-import ssl
 import subprocess
-import urllib.error
-import urllib.request
 
 from helpers import BASELINE, PROMOTED, captured, event_types, wait_for_alarm_watch
 from sandbox import scenarios
+from sandbox.gitops import kube
 from sandbox.harness import CLI, REPO, Sandbox
 
 
@@ -339,20 +336,6 @@ def test_a_hook_that_fails_after_a_step_restores_the_baseline():
             ("afterEachStep", 10, 10), ("afterEachStep", 50, 50)]
         assert report.weights == BASELINE
         assert "Rolled Back" in event_types(report)
-
-
-def kube(sandbox, method, path, body=None):
-    """The management cluster's API as its admin (the sandbox's Kubernetes API test server)."""
-    context = ssl.create_default_context(cadata=base64.b64decode(sandbox.kube["caData"]).decode())
-    request = urllib.request.Request(
-        f"{sandbox.kube['server']}{path}", method=method, data=json.dumps(body).encode() if body else None,
-        headers={"Authorization": "Bearer sandbox-admin", "Content-Type": "application/json"})
-    try:
-        return json.load(urllib.request.urlopen(request, context=context))
-    except urllib.error.HTTPError as e:
-        if e.code == 404:
-            return None
-        raise
 
 
 def cluster_secret(sandbox, name, ours):

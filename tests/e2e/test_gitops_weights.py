@@ -10,62 +10,12 @@ import base64
 import json
 import os
 import re
-import ssl
 import time
-import urllib.request
-
-import yaml
 
 from helpers import FAILED_BEFORE_TRAFFIC, captured, event_types
 from sandbox import scenarios
-from sandbox.controllers import ExternalDns, IngressSource
-from sandbox.harness import REPO, Sandbox
-
-STABLE_SECRET = "cluster-blue"
-WEIGHT = "cluster-canary.io/weight"
-APPLICATION_SET = REPO / "infra/kubernetes/gitops-applicationset.yaml"
-
-
-def kube(sandbox, method, path, body=None, content_type="application/json"):
-    context = ssl.create_default_context(cadata=base64.b64decode(sandbox.kube["caData"]).decode())
-    request = urllib.request.Request(
-        f"{sandbox.kube['server']}{path}", method=method, data=body and json.dumps(body).encode(),
-        headers={"Authorization": "Bearer sandbox-admin", "Content-Type": content_type})
-    with urllib.request.urlopen(request, context=context) as response:
-        return json.load(response)
-
-
-def secret(sandbox, name):
-    found = kube(sandbox, "GET", f"/api/v1/namespaces/argocd/secrets/{name}")
-    return found["metadata"], {k: base64.b64decode(v).decode() for k, v in found["data"].items()}
-
-
-def gitops_world(sandbox):
-    """The ApplicationSet, then the stable cluster blue's Secret as a platform team has it (its
-    weight 100 already there), and each cluster's ExternalDNS reading its own Ingress (started
-    by the caller). The plan: the world's record only, through Argo CD."""
-    world = sandbox.world
-    kube(sandbox, "POST", "/apis/argoproj.io/v1alpha1/namespaces/argocd/applicationsets",
-         yaml.safe_load(APPLICATION_SET.read_text()))
-    encoded = {k: base64.b64encode(v.encode()).decode()
-               for k, v in {"name": "blue", "server": "https://blue.example.com", "config": "{}"}.items()}
-    kube(sandbox, "POST", "/api/v1/namespaces/argocd/secrets", {
-        "metadata": {"name": STABLE_SECRET, "labels": {"argocd.argoproj.io/secret-type": "cluster"},
-                     "annotations": {WEIGHT: "100"}},
-        "type": "Opaque", "data": encoded})
-
-    def external_dns(cluster, weight):
-        source = IngressSource(sandbox.kube, "sandbox-admin", cluster, "shop", "web")
-        return ExternalDns.for_records(sandbox.client("route53"), world.zone_id, f"{cluster}-cluster", world.record,
-                                       "A", {cluster: weight}, interval=1.0, source=source)
-
-    plan = scenarios.manual_plan(sandbox)
-    record = plan["trafficTargets"][1]
-    record["route53"].update(via="argocd", gitops={"stableSecret": STABLE_SECRET, "syncTimeoutSeconds": 20})
-    plan["trafficTargets"] = [record]
-    plan.setdefault("argocd", {})["minApps"] = 1  # the ApplicationSet's one Application per cluster
-    return plan, external_dns("blue", 100), external_dns("green", 0)
-
+from sandbox.gitops import STABLE_SECRET, WEIGHT, apply_stable_weight_as, gitops_world, kube, secret
+from sandbox.harness import Sandbox
 
 def record_weights(sandbox):
     return scenarios.read_weights(sandbox)[sandbox.world.record]
@@ -171,11 +121,7 @@ def test_a_rollback_takes_over_an_annotation_another_field_manager_set():
 
         def on_event(name, state):
             if name == "NotifyShifted" and state["cursor"]["step"]["weight"] == 50 and not applied:
-                applied.append(kube(
-                    sandbox, "PATCH", f"/api/v1/namespaces/argocd/secrets/{STABLE_SECRET}?fieldManager=kubectl&force=true",
-                    {"apiVersion": "v1", "kind": "Secret",
-                     "metadata": {"name": STABLE_SECRET, "annotations": {WEIGHT: "70"}}},
-                    content_type="application/apply-patch+yaml"))
+                applied.append(apply_stable_weight_as(sandbox, "kubectl", 70))
 
         with blue_dns, green_dns:
             scenarios.create_green(sandbox)

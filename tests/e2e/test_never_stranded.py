@@ -61,15 +61,15 @@ def test_a_foreign_change_during_the_last_bake_is_not_promoted_over():
         report = scenarios.watch(sandbox, start_green(sandbox), on_event=on_event, out=captured)
         assert report.status == "FAILED"
         assert report.error == "WeightsChangedExternally"
-        assert report.states[-7:] == ["MovedUnderCheckOutcome", "OutcomeDetail?", "ReadOutcomeDetail",
+        assert report.states[-8:] == ["MovedUnderCheckOutcome", "RestoreUnchanged", "OutcomeDetail?", "ReadOutcomeDetail",
                                       "OutcomeEndsWithErrorMessage", "NotifyRolloutFailed", "RolloutFailedEnd?",
                                       "StoppedByForeignChange"]
         assert "VerifyPromotion" not in report.states
         assert "errorType" not in report.cause and report.cause.count("WeightsChangedExternally") <= 1
         assert "A check at step 3 of 3 found the weights changed outside this rollout" in report.cause
         assert "found stable 50 / canary 50, this rollout last set stable 0 / canary 100" in report.cause
-        assert report.safety_net["restored"] is False
-        assert report.weights == {"listener :80": (50, 50), "app.example.com.": (0, 100)}, "nothing overwritten"
+        # The listener is the writer's; the record, still at the rollout's 100 %, goes back.
+        assert report.weights == {"listener :80": (50, 50), "app.example.com.": (100, 0)}, "only the foreign change left"
 
 
 def test_a_rollback_that_overwrites_a_foreign_change_says_so():

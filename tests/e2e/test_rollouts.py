@@ -145,7 +145,7 @@ def test_a_second_rollout_on_the_same_listener_is_refused_while_the_first_runs()
         assert report.weights == PROMOTED
 
 
-def test_a_foreign_weight_change_stops_the_rollout_without_overwriting():
+def test_a_foreign_weight_change_stops_the_rollout_leaving_it_and_restoring_the_rest():
     with Sandbox(log=captured) as sandbox:
         scenarios.create_green(sandbox)
         _, started = sandbox.invoke("cluster-created", scenarios.create_cluster_event(sandbox))
@@ -158,17 +158,23 @@ def test_a_foreign_weight_change_stops_the_rollout_without_overwriting():
         report = scenarios.watch(sandbox, started["executionArn"], on_event=on_event, out=captured)
         assert report.status == "FAILED"
         assert report.error == "WeightsChangedExternally"
-        assert "the rollout stopped without touching them" in report.cause
+        assert ("the targets changed are left as they were found, and every other target is put back to "
+                "the baseline") in report.cause
         assert "found stable 70 / canary 30, this rollout last set stable 90 / canary 10" in report.cause
         assert report.states[-1] == "StoppedByForeignChange" and "Restore" not in report.states
-        assert report.safety_net["restored"] is False, "the safety net leaves a foreign change alone too"
+        assert "RestoreUnchanged" in report.states
+        # The safety net does the same again (idempotent): the listener stays the writer's.
+        assert report.safety_net["restored"] is True
+        left = report.safety_net["reason"].split("It left as found weights changed outside this rollout: ")[1]
+        assert ":listener/app/web/" in left and left.endswith("was stable 70 / canary 30"), left
         # One ERROR line per failed invocation, with the error's name (not a second one in
         # Rust debug syntax from lambda_runtime).
         log = (Path(sandbox.run_dir) / "functions.log").read_text()
         errors = [line for line in log.splitlines() if '"level":"ERROR"' in line]
         assert len(errors) == 1, errors
         assert '"error_name":"WeightsChangedExternally"' in errors[0] and "Diagnostic {" not in errors[0]
-        assert report.weights == {"listener :80": (70, 30), "app.example.com.": (90, 10)}, "nothing overwritten"
+        # The record nobody else touched is not left at the canary's 10 % with no check judging it.
+        assert report.weights == {"listener :80": (70, 30), "app.example.com.": (100, 0)}, "only the foreign change left"
 
         # The way back: abort says to restore by hand with the CLI, which shows, asks, writes.
         arn = started["executionArn"]
@@ -177,7 +183,7 @@ def test_a_foreign_weight_change_stops_the_rollout_without_overwriting():
         assert f"cluster-canary restore {arn}" in aborted.stderr, aborted.stderr
         unasked = sandbox.cli("restore", arn)  # no terminal to ask on, no --yes: nothing written
         assert unasked.returncode == 1 and "pass --yes" in unasked.stderr, unasked.stderr
-        assert scenarios.read_weights(sandbox) == {"listener :80": (70, 30), "app.example.com.": (90, 10)}
+        assert scenarios.read_weights(sandbox) == {"listener :80": (70, 30), "app.example.com.": (100, 0)}
         restored = sandbox.cli("restore", arn, "--yes")
         captured(restored.stdout + restored.stderr)
         assert restored.returncode == 0, restored.stderr
@@ -187,7 +193,7 @@ def test_a_foreign_weight_change_stops_the_rollout_without_overwriting():
         assert "stable 70 / canary 30" in lines[2], lines
         assert any(line.startswith("overwrote listener ") and line.endswith("it was stable 70 / canary 30")
                    for line in lines), lines
-        assert any(line.startswith("overwrote app.example.com.") for line in lines), lines
+        assert not any(line.startswith("overwrote app.example.com.") for line in lines), lines
         assert lines[-1].startswith("baseline restored, read back: listener "), lines
         assert scenarios.read_weights(sandbox) == BASELINE
         again = sandbox.cli("restore", arn, "--yes")

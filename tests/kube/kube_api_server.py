@@ -65,6 +65,14 @@ and values and annotation keys must be well-formed (422 Invalid, with each field
 With `--audit-log PATH`, every request's verb, URI and User-Agent is appended there as a JSON
 line (kube-apiserver's audit log, much reduced).
 
+Faults (a test's control, not part of any Kubernetes API): `POST /_test/faults` as the admin
+with {"method", "pathContains", "times", "code"} makes the next `times` authorized requests of
+that method on a path containing `pathContains` fail with `code` as kube-apiserver does under
+load or while restarting: 429 `TooManyRequests` (with `Retry-After: 1` and
+`details.retryAfterSeconds`, as API Priority and Fairness answers), 500 `InternalError`, 503
+`ServiceUnavailable`; the request is not served. `GET /_test/faults` lists them, with the
+times each has left.
+
 Not modelled: watches, resourceVersion preconditions and optimistic concurrency, list paging
 (limit/continue), field selectors, set-based label selectors in URLs (in, notin), the status
 subresource (an Application's `status` is kept as given on create/replace), managedFields
@@ -209,6 +217,14 @@ def status(code, reason, message, details=None):
     if details:
         body["details"] = details
     return code, body
+
+
+# What kube-apiserver answers when it sheds load (API Priority and Fairness) or is restarting.
+FAULTS = {
+    429: status(429, "TooManyRequests", "too many requests, please try again later", {"retryAfterSeconds": 1}),
+    500: status(500, "InternalError", "Internal error occurred: etcdserver: request timed out"),
+    503: status(503, "ServiceUnavailable", "the server is currently unable to handle the request"),
+}
 
 
 def now_rfc3339():
@@ -363,6 +379,16 @@ class Store:
         self.generated = {}  # (ns, secret name) -> [app names]
         self.ingresses = {}  # (cluster name, ns, name) -> Ingress the simulated sync wrote
         self.resource_version = 0
+        self.faults = []  # [{"method", "pathContains", "times", "code"}], used up front to back
+
+    def take_fault(self, method, path):
+        """The code of the first fault with times left that matches, used once; or None."""
+        with self.lock:
+            for fault in self.faults:
+                if fault["times"] > 0 and fault["method"] == method and fault["pathContains"] in path:
+                    fault["times"] -= 1
+                    return fault["code"]
+        return None
 
     def next_version(self):
         self.resource_version += 1
@@ -529,6 +555,8 @@ class Handler(BaseHTTPRequestHandler):
         data = json.dumps(body).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
+        if code == 429:
+            self.send_header("Retry-After", "1")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -584,6 +612,8 @@ class Handler(BaseHTTPRequestHandler):
                                         "userAgent": self.headers.get("User-Agent")}) + "\n")
         url = urlparse(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        if url.path == "/_test/faults":
+            return self.test_faults(method, raw)
         if url.path == "/version":
             return 200, {"major": "1", "minor": "34", "gitVersion": "v1.34.0-kube-api-test-server"}
         workload = re.fullmatch(r"/clusters/([^/]+)/apis/networking\.k8s\.io/v1/namespaces/([a-z0-9-]+)/ingresses(?:/([^/]+))?",
@@ -602,6 +632,9 @@ class Handler(BaseHTTPRequestHandler):
         denied = self.authorize(ns, verb, group, resource, name)
         if denied:
             return denied
+        code = self.store.take_fault(method, url.path)
+        if code:
+            return FAULTS[code]
         served = {("", "secrets"), ("argoproj.io", "applications")}
         if not self.store.args.without_applicationsets:
             served.add(("argoproj.io", "applicationsets"))
@@ -618,6 +651,23 @@ class Handler(BaseHTTPRequestHandler):
             if resource == "applicationsets":
                 return self.application_sets(method, ns, name, body)
             return self.applications(method, ns, name, query, body)
+
+    def test_faults(self, method, raw):
+        header = self.headers.get("Authorization", "")
+        if header != f"Bearer {self.store.args.admin_token}":
+            return status(403, "Forbidden", "only the admin sets faults")
+        if method == "GET":
+            with self.store.lock:
+                return 200, {"items": list(self.store.faults)}
+        try:
+            fault = {key: self.read_body(raw)[key] for key in ("method", "pathContains", "times", "code")}
+        except (ValueError, KeyError, TypeError) as e:
+            return status(400, "BadRequest", f"a fault is {{method, pathContains, times, code}}: {e!r}")
+        if fault["code"] not in FAULTS:
+            return status(400, "BadRequest", f"code {fault['code']} is not one of {sorted(FAULTS)}")
+        with self.store.lock:
+            self.store.faults.append(fault)
+        return 201, fault
 
     # --- A workload cluster's Ingresses (read-only) ---------------------------------------
     def ingresses(self, method, cluster, ns, name):

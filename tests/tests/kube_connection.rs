@@ -1,8 +1,8 @@
 //! Reaching the management cluster's Kubernetes API: a TLS failure (a CA that did not sign the
 //! server's certificate, a name the certificate does not cover, CA data that is not a
 //! certificate) is `KubeTlsFailed`, never retried, with rustls's reason in the message; a
-//! refused connection stays `KubeTransient`, with its cause. Against the Kubernetes API test
-//! server over real HTTPS.
+//! refused connection stays `KubeTransient`, with its cause, as does an API server shedding
+//! load (429) or failing (5xx). Against the Kubernetes API test server over real HTTPS.
 
 use canary_kube::access::client;
 use canary_kube::{ClusterSecrets, KubeArgoCd, KubeError};
@@ -79,6 +79,46 @@ async fn a_refused_connection_is_transient_and_says_so() {
         .expect_err("nothing listens there");
     assert_eq!(err.error_name().as_str(), "KubeTransient", "{err}");
     assert!(err.to_string().contains("Connection refused"), "{err}");
+}
+
+/// An API server failing (500) is `KubeTransient`, for the state machine to retry; one shedding
+/// load (429) or unavailable (503) is retried by kube's own policy after `Retry-After`. The
+/// test server's faults (`/_test/faults`) answer each once, as kube-apiserver does.
+#[tokio::test]
+async fn an_api_server_failing_is_transient_and_one_shedding_load_is_retried() {
+    let kube = KubeServer::start(&[]);
+    let admin = kube.admin_client().await;
+    for code in [500, 429, 503] {
+        let fault = serde_json::json!({"method": "GET", "pathContains": "/secrets", "times": 1, "code": code});
+        let request = http::Request::post("/_test/faults")
+            .header("Content-Type", "application/json")
+            .body(fault.to_string().into_bytes())
+            .expect("a request");
+        admin.request_text(request).await.expect("the fault is set");
+        let listed = list_secrets(&kube.server, &kube.ca_data).await;
+        if code == 500 {
+            let err = listed.expect_err("the fault answers");
+            assert_eq!(err.error_name().as_str(), "KubeTransient", "{err}");
+            assert!(err.to_string().contains("500"), "{err}");
+        } else {
+            listed.expect("kube's retry policy asked again");
+        }
+        let faults = http::Request::get("/_test/faults")
+            .body(Vec::new())
+            .expect("a request");
+        let faults: serde_json::Value =
+            serde_json::from_str(&admin.request_text(faults).await.expect("the faults"))
+                .expect("JSON");
+        assert!(
+            faults["items"]
+                .as_array()
+                .is_some_and(|all| all.iter().all(|f| f["times"] == 0)),
+            "every fault answered: {faults}"
+        );
+    }
+    list_secrets(&kube.server, &kube.ca_data)
+        .await
+        .expect("served once the faults are used");
 }
 
 #[tokio::test]

@@ -37,6 +37,10 @@ pub enum Metric {
     /// baseline again (a controller put weights back) and re-asserted it. Also emitted without
     /// dimensions, for the template's `RollbackRevertedAlarm`.
     RollbacksReverted,
+    /// 1 when a foreign change stopped a rollout (the targets changed left as found, the others
+    /// put back): someone else moves this traffic, and a person should look. Also emitted
+    /// without dimensions, for the template's `ForeignChangeAlarm`.
+    ForeignChanges,
 }
 
 impl Metric {
@@ -52,7 +56,8 @@ impl Metric {
             | Metric::ChecksFailed
             | Metric::ChecksInconclusive
             | Metric::Rollbacks
-            | Metric::RollbacksReverted => "Count",
+            | Metric::RollbacksReverted
+            | Metric::ForeignChanges => "Count",
             Metric::LatencySeconds | Metric::RollbackSeconds => "Seconds",
             Metric::MetricValue => "None",
         }
@@ -67,14 +72,16 @@ impl Metric {
             Metric::ErrorRatePercent | Metric::LatencySeconds => &["Cluster", "Target", "Side"],
             Metric::MetricValue => &["Cluster", "Check"],
             Metric::Rollbacks => &["Cluster", "Cause"],
-            Metric::RollbackSeconds | Metric::RollbacksReverted => &["Cluster"],
+            Metric::RollbackSeconds | Metric::RollbacksReverted | Metric::ForeignChanges => {
+                &["Cluster"]
+            }
         }
     }
 
     /// Metrics an alarm of the template watches across every cluster: emitted with an empty
     /// dimension set too (an alarm cannot SEARCH).
     fn also_stack_wide(self) -> bool {
-        matches!(self, Metric::RollbacksReverted)
+        matches!(self, Metric::RollbacksReverted | Metric::ForeignChanges)
     }
 }
 
@@ -157,6 +164,10 @@ impl Point {
 
     pub fn rollback_reverted(cluster: &str) -> Self {
         Point::new(Metric::RollbacksReverted, vec![cluster.to_owned()], 1.0)
+    }
+
+    pub fn foreign_change(cluster: &str) -> Self {
+        Point::new(Metric::ForeignChanges, vec![cluster.to_owned()], 1.0)
     }
 
     pub fn rollback_seconds(cluster: &str, seconds: f64) -> Self {

@@ -45,6 +45,7 @@ pub fn contract() -> serde_json::Value {
             "baselinePointer": state::BASELINE_POINTER,
             "lastSetPointer": state::LAST_SET_POINTER,
             "settledEnds": state::SETTLED_ENDS.iter().map(|(name, _)| *name).collect::<Vec<_>>(),
+            "foreignEnds": state::FOREIGN_ENDS.iter().map(|(name, _)| *name).collect::<Vec<_>>(),
         },
         "metrics": {
             "namespace": crate::metrics::NAMESPACE,

@@ -72,7 +72,7 @@ impl ExecutionState {
 /// Terminal states that leave traffic where it should be, and why. An execution that entered
 /// one of them last and failed with the state's own error (not a `States.*` platform error
 /// raised while running it) needs nothing from the safety net.
-pub const SETTLED_ENDS: [(&str, &str); 10] = [
+pub const SETTLED_ENDS: [(&str, &str); 8] = [
     ("FailedBeforeTraffic", "it failed before any traffic moved"),
     (
         "ClusterFailed",
@@ -98,15 +98,22 @@ pub const SETTLED_ENDS: [(&str, &str); 10] = [
         "RolledBack",
         "its own Restore put traffic back to the baseline",
     ),
+    ("Promoted", "it promoted the new cluster"),
+];
+
+/// Terminal states of a rollout a foreign change stopped, and why. The targets someone else
+/// changed are theirs, left as found; its `RestoreUnchanged` state puts every other target
+/// back to the baseline (compare-and-set against what it last set), and the safety net does
+/// the same again, since that state's failure does not change the end.
+pub const FOREIGN_ENDS: [(&str, &str); 2] = [
     (
         "StoppedByForeignChange",
-        "someone else changed the weights, which it leaves as they are",
+        "someone else changed the weights before a step or under a check",
     ),
     (
         "ChangedBeforePromotion",
-        "someone else changed the weights during the last bake, which it leaves as they are",
+        "someone else changed the weights during the last bake",
     ),
-    ("Promoted", "it promoted the new cluster"),
 ];
 
 #[cfg(test)]

@@ -37,6 +37,11 @@ pub fn rollback_reverted(plan: &RolloutPlan) {
     emit_metrics([Point::rollback_reverted(&cluster(plan))]);
 }
 
+/// A foreign change stopped the rollout.
+pub fn foreign_change(plan: &RolloutPlan) {
+    emit_metrics([Point::foreign_change(&cluster(plan))]);
+}
+
 /// An RFC 3339 UTC time as Step Functions writes it (`2026-11-22T10:03:00.192Z`), or with the
 /// offset spelled `+00:00` (as some emulators do).
 pub(crate) fn utc_time(text: &str) -> Option<SystemTime> {

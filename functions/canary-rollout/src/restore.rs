@@ -1,7 +1,9 @@
-//! Restore: the safety action. Puts every target back to its baseline, whatever it finds:
-//! weights someone else changed are overwritten (and reported). It goes on to the other
-//! targets when one fails, then reports the first failure so the state machine retries;
-//! a retry rewrites nothing that is already restored.
+//! Restore: the safety action. A rollback puts every target back to its baseline, whatever it
+//! finds: weights someone else changed are overwritten (and reported). After a foreign change
+//! stopped the rollout, only the targets still where this rollout left them go back; the ones
+//! someone else changed are theirs, left as found (and reported). Either way it goes on to
+//! the other targets when one fails, then reports the first failure so the state machine
+//! retries; a retry rewrites nothing that is already restored.
 
 use canary_core::limits::MAX_TARGETS;
 use canary_core::limits::{join_bounded, MAX_REASON_BYTES};
@@ -46,7 +48,30 @@ pub async fn restore(
     baseline: &[TargetWeights],
     expected: Option<&[TargetWeights]>,
 ) -> Result<RestoreOutput, ShiftError> {
-    put_back(apis, plan, baseline, expected, true).await
+    put_back(apis, plan, baseline, Ours::AnyFound(expected), true).await
+}
+
+/// After a foreign change stopped the rollout (a compare-and-set restore): every target still
+/// where this rollout left it (`expected`, what it last set, or `step`, the step it was
+/// setting, which an earlier attempt may have written) goes back to `baseline` and is held
+/// there; every other target is the foreign writer's, left as found and reported in
+/// `unexpected`. Without it, a target nobody else touched would stay at the canary's weight
+/// with no check judging the canary.
+pub async fn restore_unchanged(
+    apis: &Apis<'_>,
+    plan: &RolloutPlan,
+    baseline: &[TargetWeights],
+    expected: &[TargetWeights],
+    step: Option<WeightPair>,
+) -> Result<RestoreOutput, ShiftError> {
+    put_back(apis, plan, baseline, Ours::Only(expected, step), true).await
+}
+
+/// A foreign change stopped the rollout (its own `RestoreUnchanged`, not the safety net's
+/// repeat of it): the weights read back and `ForeignChanges`, which pages a person.
+pub fn record_foreign_change(plan: &RolloutPlan, restored: &RestoreOutput) {
+    metrics::weights(plan, &restored.weights);
+    metrics::foreign_change(plan);
 }
 
 /// How long a restore of the plan's targets holds the baseline (the longest of its targets').
@@ -58,15 +83,29 @@ pub fn hold_seconds(apis: &Apis<'_>, plan: &RolloutPlan) -> u64 {
         .unwrap_or(0)
 }
 
+/// Which weights a restore takes for this rollout's own.
+#[derive(Clone, Copy)]
+enum Ours<'a> {
+    /// A rollback: whatever it finds is put back. A target at neither these weights (what the
+    /// rollout last set) nor the baseline is reported as overwritten; `None` reports nothing.
+    AnyFound(Option<&'a [TargetWeights]>),
+    /// Only a target at these weights, or at the step's: any other is left as found.
+    Only(&'a [TargetWeights], Option<WeightPair>),
+}
+
 async fn put_back(
     apis: &Apis<'_>,
     plan: &RolloutPlan,
     baseline: &[TargetWeights],
-    expected: Option<&[TargetWeights]>,
+    ours: Ours<'_>,
     hold_after: bool,
 ) -> Result<RestoreOutput, ShiftError> {
     let routers = routers(apis, plan);
     let baseline = per_target(&routers, baseline, "baseline")?;
+    let (expected, step, leave_foreign) = match ours {
+        Ours::AnyFound(expected) => (expected, None, false),
+        Ours::Only(expected, step) => (Some(expected), step, true),
+    };
     let expected = expected
         .map(|e| per_target(&routers, e, "expected"))
         .transpose()?;
@@ -76,6 +115,8 @@ async fn put_back(
 
     let mut unexpected = Vec::new();
     let mut weights = Vec::with_capacity(routers.len());
+    // The targets at the baseline now, which the hold watches (never one left to its writer).
+    let mut held = Vec::with_capacity(routers.len());
     let mut first_error = None;
     for (i, (router, baseline)) in routers.iter().zip(&baseline).enumerate() {
         let router = router.as_ref();
@@ -85,35 +126,42 @@ async fn put_back(
             if current == Observed::Pair(*baseline) {
                 info!(target_key = %router.key(), "already at baseline");
                 router.keep(*baseline).await?;
-                return Ok(current);
+                return Ok(Some(current));
             }
-            let known = match (&current, &expected) {
-                (Observed::Pair(pair), Some(expected)) => *pair == expected[i],
-                (Observed::Pair(_), None) => true,
-                (Observed::Reshaped(_), _) => false,
+            let known = match &current {
+                Observed::Pair(pair) => {
+                    expected.as_ref().is_none_or(|e| *pair == e[i]) || Some(*pair) == step
+                }
+                Observed::Reshaped(_) => false,
             };
             if !known {
-                warn!(target_key = %router.key(), found = %current.describe(), "unexpected weights; restoring the baseline anyway");
                 unexpected.push(UnexpectedWeights {
                     target: router.key(),
                     found: current.describe(),
                 });
+                if leave_foreign {
+                    warn!(target_key = %router.key(), found = %current.describe(), "changed outside this rollout; left as found");
+                    return Ok(None);
+                }
+                warn!(target_key = %router.key(), found = %current.describe(), "unexpected weights; restoring the baseline anyway");
             }
             traffic::write(router, &reading, *baseline, Move::Restore).await?;
             router.keep(*baseline).await?;
             if hold_after && router.hold_seconds() > 0 {
                 // Its reconciler may move it back until its sync lands: the hold below reads
                 // it back as often, and puts it back as often.
-                return Ok(Observed::Pair(*baseline));
+                return Ok(Some(Observed::Pair(*baseline)));
             }
-            traffic::observe(router).await
+            traffic::observe(router).await.map(Some)
         }
         .await;
         match restored {
-            Ok(Observed::Pair(pair)) if pair == *baseline => {
-                weights.push(TargetWeights::new(router.key(), pair))
+            Ok(None) => {}
+            Ok(Some(Observed::Pair(pair))) if pair == *baseline => {
+                weights.push(TargetWeights::new(router.key(), pair));
+                held.push((router, *baseline));
             }
-            Ok(other) => {
+            Ok(Some(other)) => {
                 let e = ShiftError::ChangedAfterWrite(format!(
                     "{}: restored {baseline} but read back {}",
                     router.label(),
@@ -132,25 +180,26 @@ async fn put_back(
         return Err(e);
     }
     let reasserted = match hold_after {
-        true => hold(&routers, &baseline).await?,
+        true => hold(&held).await?,
         false => 0,
     };
     Ok(RestoreOutput {
         weights,
-        note: overwritten_note(&unexpected),
+        note: foreign_note(&unexpected, leave_foreign),
         unexpected,
         reasserted,
     })
 }
 
 /// The restore's hold: for as long as a target's `hold_seconds` (a GitOps sync already in
-/// flight may still write the weights it carried), every target found away from its baseline
-/// is put back. Each time is expected, not a foreign change: it is counted and logged.
-async fn hold(
-    routers: &[Box<dyn TrafficRouter + '_>],
-    baseline: &[WeightPair],
-) -> Result<u32, ShiftError> {
-    let longest = routers.iter().map(|r| r.hold_seconds()).max().unwrap_or(0);
+/// flight may still write the weights it carried), every target the restore left at its
+/// baseline that is found away from it is put back (never one left to a foreign writer). Each time is expected, not a foreign change: it is counted and logged.
+async fn hold(held: &[(&dyn TrafficRouter, WeightPair)]) -> Result<u32, ShiftError> {
+    let longest = held
+        .iter()
+        .map(|(r, _)| r.hold_seconds())
+        .max()
+        .unwrap_or(0);
     if longest == 0 {
         return Ok(0);
     }
@@ -158,11 +207,10 @@ async fn hold(
     let mut reasserted = 0;
     while started.elapsed() < longest {
         tokio::time::sleep(traffic::poll_interval(longest)).await;
-        for (router, baseline) in routers.iter().zip(baseline) {
+        for &(router, ref baseline) in held {
             if started.elapsed() > Duration::from_secs(router.hold_seconds()) {
                 continue;
             }
-            let router = router.as_ref();
             let reading = router.read().await?;
             if reading.observed != Observed::Pair(*baseline) {
                 warn!(target_key = %router.key(), found = %reading.observed.describe(), "moved while the baseline is held; put back");
@@ -190,7 +238,7 @@ pub async fn look_again(
     plan: &RolloutPlan,
     baseline: &[TargetWeights],
 ) -> Result<LookAgainOutput, ShiftError> {
-    let restored = put_back(apis, plan, baseline, Some(baseline), false).await?;
+    let restored = put_back(apis, plan, baseline, Ours::AnyFound(Some(baseline)), false).await?;
     if restored.unexpected.is_empty() {
         info!("the baseline held through the settle period");
         return Ok(LookAgainOutput {
@@ -219,13 +267,14 @@ fn moved_away(unexpected: &[UnexpectedWeights]) -> String {
     join_bounded(&lines, "; ", MAX_TARGETS, MAX_REASON_BYTES)
 }
 
-/// What the execution's cause says of foreign changes the restore overwrote.
-fn overwritten_note(unexpected: &[UnexpectedWeights]) -> String {
+/// What the execution's cause says of foreign changes the restore overwrote, or left.
+fn foreign_note(unexpected: &[UnexpectedWeights], left: bool) -> String {
     if unexpected.is_empty() {
         return String::new();
     }
+    let did = if left { "left as found" } else { "overwrote" };
     format!(
-        ". It overwrote weights changed outside this rollout: {}",
+        ". It {did} weights changed outside this rollout: {}",
         moved_away(unexpected)
     )
 }
@@ -238,7 +287,7 @@ mod tests {
     use canary_core::{NamedError, RolloutPlan, TargetWeights, WeightPair};
     use serde_json::json;
 
-    use super::restore;
+    use super::{restore, restore_unchanged};
     use crate::traffic::Apis;
 
     fn baseline() -> Vec<TargetWeights> {
@@ -324,5 +373,65 @@ mod tests {
             0,
             "the other target restored"
         );
+    }
+
+    #[tokio::test]
+    async fn after_a_foreign_change_only_the_targets_still_where_the_rollout_left_them_go_back() {
+        let ten = |l: &str| {
+            TargetWeights::new(
+                l.to_owned(),
+                WeightPair {
+                    stable: 90,
+                    canary: 10,
+                },
+            )
+        };
+        let last_set = vec![ten(LISTENER_A), ten(LISTENER_B)];
+        let alb = FakeAlb::default()
+            .forward(LISTENER_A, (BLUE, 30), (GREEN, 70))
+            .forward(LISTENER_B, (BLUE, 90), (GREEN, 10));
+        let apis = Apis {
+            alb: &alb,
+            ..Apis::fake()
+        };
+        let out = restore_unchanged(&apis, &plan(), &baseline(), &last_set, None)
+            .await
+            .expect("restores what is its own");
+        assert_eq!(
+            alb.weight(LISTENER_A, GREEN),
+            70,
+            "the foreign writer's, left"
+        );
+        assert_eq!(
+            alb.weight(LISTENER_B, GREEN),
+            0,
+            "untouched by anyone else: restored"
+        );
+        assert_eq!(out.weights, baseline()[1..]);
+        assert_eq!(out.unexpected.len(), 1);
+        assert!(
+            out.note
+                .contains("left as found weights changed outside this rollout")
+                && out.note.contains("stable 30 / canary 70"),
+            "{}",
+            out.note
+        );
+        // A target at the step it was setting (an earlier attempt wrote it) is its own too.
+        let alb = FakeAlb::default()
+            .forward(LISTENER_A, (BLUE, 50), (GREEN, 50))
+            .forward(LISTENER_B, (BLUE, 90), (GREEN, 10));
+        let apis = Apis {
+            alb: &alb,
+            ..Apis::fake()
+        };
+        let step = WeightPair {
+            stable: 50,
+            canary: 50,
+        };
+        let out = restore_unchanged(&apis, &plan(), &baseline(), &last_set, Some(step))
+            .await
+            .expect("restores both");
+        assert_eq!(out.weights, baseline());
+        assert_eq!((out.unexpected.len(), out.note.as_str()), (0, ""));
     }
 }

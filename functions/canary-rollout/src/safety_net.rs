@@ -6,13 +6,15 @@
 //! is what the `PrepareTraffic` state left, the last weights are what the last `SetWeights`
 //! state left, and how it ended is the last state it entered and its failure error.
 //!
-//! It restores unless the execution provably ended with traffic at the baseline or
-//! deliberately untouched; a restore is idempotent, so a duplicate delivery rewrites nothing.
+//! It restores unless the execution provably ended with traffic at the baseline or promoted.
+//! After a foreign change it restores only the targets still where the rollout left them
+//! (the execution's own `RestoreUnchanged` may have failed); a restore is idempotent, so a
+//! duplicate delivery rewrites nothing.
 
 use canary_aws::ExecutionHistory;
 use canary_core::limits::{join_bounded, MAX_REASON_BYTES};
 use canary_core::plan::settle_seconds;
-use canary_core::state::{ExecutionState, PREPARE_STATE, SETTLED_ENDS, SET_STATE};
+use canary_core::state::{ExecutionState, FOREIGN_ENDS, PREPARE_STATE, SETTLED_ENDS, SET_STATE};
 use canary_core::{RolloutPlan, TargetWeights};
 use serde_json::Value;
 use std::time::Duration;
@@ -21,7 +23,7 @@ use tracing::{info, warn};
 use crate::error::ShiftError;
 use crate::outputs::SafetyNetOutput;
 use crate::prepare::{may_have_moved, newer_rollouts, refuse_concurrent_rollout};
-use crate::restore::{hold_seconds, look_again, record, restore, Rollback};
+use crate::restore::{hold_seconds, look_again, record, restore, restore_unchanged, Rollback};
 use crate::traffic::Apis;
 
 /// What the safety net does about one ended execution.
@@ -31,6 +33,13 @@ pub enum Assessment {
     Restore {
         baseline: Vec<TargetWeights>,
         expected: Option<Vec<TargetWeights>>,
+        why: String,
+    },
+    /// A foreign change stopped it: only the targets still at `expected` (what it last set)
+    /// go back to the baseline; the others are left as their writer left them.
+    RestoreUnchanged {
+        baseline: Vec<TargetWeights>,
+        expected: Vec<TargetWeights>,
         why: String,
     },
 }
@@ -50,7 +59,23 @@ pub fn assess(status: Option<&str>, history: &ExecutionHistory) -> Assessment {
             "the execution ended before Prepare finished: no traffic had moved".to_owned(),
         );
     };
+    let expected = exits()
+        .rev()
+        .filter(|s| s.name == SET_STATE)
+        .find_map(|s| Some(state_after(s.output.as_deref())?.last_set?.weights));
     let last_entered = history.states.iter().rev().find(|s| !s.exited);
+    let at = last_entered.map_or("an unknown state", |s| s.name.as_str());
+    let foreign_end = |end: &str, how: &str| {
+        FOREIGN_ENDS
+            .iter()
+            .find(|(name, _)| *name == end)
+            .map(|(state, why)| Assessment::RestoreUnchanged {
+                // Before its first step, what it last set is the baseline itself.
+                expected: expected.clone().unwrap_or_else(|| baseline.clone()),
+                baseline: baseline.clone(),
+                why: format!("the execution ended in {state}: {why}{how}"),
+            })
+    };
     let platform_error = history
         .failure_error
         .as_deref()
@@ -61,26 +86,25 @@ pub fn assess(status: Option<&str>, history: &ExecutionHistory) -> Assessment {
         {
             return Assessment::LeaveAlone(format!("the execution ended in {state}: {why}"));
         }
+        if let Some(assessment) = last_entered.and_then(|s| foreign_end(&s.name, "")) {
+            return assessment;
+        }
     }
     // The end was decided once an `<End>Outcome` state wrote it; what follows (the cause's
     // wording, the Rollout Failed event) moves no traffic. A platform error or a stop in there
-    // must not undo a promotion or overwrite weights the rollout chose to leave alone.
+    // must not undo a promotion or overwrite weights someone else changed.
     let decided = exits()
         .rev()
         .find_map(|s| Some(state_after(s.output.as_deref())?.outcome?.end));
-    if let Some((state, why)) =
-        decided.and_then(|end| SETTLED_ENDS.iter().find(|(name, _)| *name == end))
-    {
-        let at = last_entered.map_or("an unknown state", |s| s.name.as_str());
-        return Assessment::LeaveAlone(format!(
-            "the execution ended in {state}: {why} (decided before it stopped at {at})"
-        ));
+    if let Some(end) = decided {
+        let how = format!(" (decided before it stopped at {at})");
+        if let Some((state, why)) = SETTLED_ENDS.iter().find(|(name, _)| *name == end) {
+            return Assessment::LeaveAlone(format!("the execution ended in {state}: {why}{how}"));
+        }
+        if let Some(assessment) = foreign_end(&end, &how) {
+            return assessment;
+        }
     }
-    let expected = exits()
-        .rev()
-        .filter(|s| s.name == SET_STATE)
-        .find_map(|s| Some(state_after(s.output.as_deref())?.last_set?.weights));
-    let at = last_entered.map_or("an unknown state", |s| s.name.as_str());
     let how = match (status, platform_error) {
         (_, Some(error)) => format!("failed with {error} at {at}, which no Catch handles"),
         (Some(status), None) => format!("ended {status} at {at}"),
@@ -119,13 +143,18 @@ pub async fn safety_net(
             look_again: None,
         })
     };
-    let (baseline, expected, why) = match assess(status, &history) {
+    let (baseline, expected, why, leave_foreign) = match assess(status, &history) {
         Assessment::LeaveAlone(reason) => return left_alone(reason),
         Assessment::Restore {
             baseline,
             expected,
             why,
-        } => (baseline, expected, why),
+        } => (baseline, expected, why, false),
+        Assessment::RestoreUnchanged {
+            baseline,
+            expected,
+            why,
+        } => (baseline, Some(expected), why, true),
     };
     let plan: Value = apis
         .executions
@@ -180,6 +209,22 @@ pub async fn safety_net(
         cause: "SafetyNet".to_owned(),
         failed_at: None,
     };
+    if leave_foreign {
+        // No look after a settle period: it would put back the targets left to their writer.
+        let expected = expected.as_deref().unwrap_or(&baseline);
+        let restored = restore_unchanged(apis, &plan, &baseline, expected, None).await?;
+        record(&plan, &restored, &why_metric);
+        return Ok(SafetyNetOutput {
+            execution_arn: execution_arn.to_owned(),
+            restored: true,
+            reason: format!(
+                "{why}: every target still where it left them is at the baseline{}",
+                restored.note
+            ),
+            restore: Some(restored),
+            look_again: None,
+        });
+    }
     let restored = restore(apis, &plan, &baseline, expected.as_deref()).await?;
     record(&plan, &restored, &why_metric);
     // The execution's own look after a restore cannot run (it has ended): this invocation
@@ -265,17 +310,11 @@ mod tests {
 
     #[test]
     fn settled_ends_are_left_alone_and_every_other_end_restores() {
-        let cases: [(&str, &[&str], Option<&str>, bool); 10] = [
+        let cases: [(&str, &[&str], Option<&str>, bool); 9] = [
             (
                 "FAILED",
                 &["Restore", "RolledBack"],
                 Some("CheckFailed"),
-                false,
-            ),
-            (
-                "FAILED",
-                &["StoppedByForeignChange"],
-                Some("WeightsChangedExternally"),
                 false,
             ),
             ("SUCCEEDED", &["VerifyPromotion", "Promoted"], None, false),
@@ -348,15 +387,48 @@ mod tests {
                     .to_owned()
             )
         );
-        assert!(matches!(
-            decided("ChangedBeforePromotion", "ABORTED", None),
-            Assessment::LeaveAlone(_)
-        ));
+        // After a foreign change, what it left where it was goes back, whatever ended it.
+        let Assessment::RestoreUnchanged { expected, why, .. } =
+            decided("ChangedBeforePromotion", "ABORTED", None)
+        else {
+            panic!("restores the unchanged targets")
+        };
+        assert_eq!(expected[0].canary, 50, "compared with the last weights set");
+        assert!(
+            why.starts_with("the execution ended in ChangedBeforePromotion: someone else changed"),
+            "{why}"
+        );
         // A failed rollback is decided too, but nothing is where it should be: restore.
         assert!(matches!(
             decided("RollbackFailed", "FAILED", Some("States.Runtime")),
             Assessment::Restore { .. }
         ));
+    }
+
+    #[test]
+    fn a_foreign_change_end_restores_only_what_is_still_where_it_left_it() {
+        let verdict = assess(
+            Some("FAILED"),
+            &moved_traffic(
+                &["StoppedByForeignChange"],
+                Some("WeightsChangedExternally"),
+            ),
+        );
+        let Assessment::RestoreUnchanged { expected, .. } = verdict else {
+            panic!("{verdict:?}")
+        };
+        assert_eq!(expected[0].canary, 50);
+        // Stopped before its first step: what it last set is the baseline, so nothing is its.
+        let mut history = moved_traffic(&[], Some("WeightsChangedExternally"));
+        history.states.truncate(2);
+        history.states.push(entered("StoppedByForeignChange"));
+        let Assessment::RestoreUnchanged {
+            expected, baseline, ..
+        } = assess(Some("FAILED"), &history)
+        else {
+            panic!("restores the unchanged targets")
+        };
+        assert_eq!(expected, baseline);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use canary_core::{RolloutPlan, TargetWeights};
+use canary_core::{RolloutPlan, TargetWeights, WeightPair};
 use canary_rollout::outputs::ExecutionContext;
 use canary_rollout::{prepare, restore, retire, safety_net, set, target_health};
 use schemars::{schema_for, Schema};
@@ -45,6 +45,17 @@ pub enum Request {
         /// When the failure happened (RFC 3339), for the `RollbackSeconds` metric.
         #[serde(default)]
         failed_at: Option<String>,
+    },
+    /// After a foreign change stopped the rollout: put back to `baseline` every target still
+    /// at `expected` (what this rollout last set) or at `canary_weight` % (the step it was
+    /// setting), and leave every other target as its writer left it (reported).
+    #[serde(rename_all = "camelCase")]
+    RestoreUnchanged {
+        plan: Value,
+        baseline: Vec<TargetWeights>,
+        expected: Vec<TargetWeights>,
+        #[serde(default)]
+        canary_weight: Option<u8>,
     },
     /// After a rollback's settle period: every target must still be at `baseline`; one that
     /// is not (a controller put weights back) is restored again and reported (`reverted`).
@@ -111,6 +122,25 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, ShiftError> 
             restore::record(&plan, &restored, &why);
             to_json(restored)
         }
+        Request::RestoreUnchanged {
+            plan,
+            baseline,
+            expected,
+            canary_weight,
+        } => {
+            let plan = RolloutPlan::parse(plan)?.plan;
+            let step = canary_weight
+                .map(|w| {
+                    WeightPair::for_canary_percent(w).ok_or_else(|| {
+                        ShiftError::InvalidInput(format!("canaryWeight {w} is over 100"))
+                    })
+                })
+                .transpose()?;
+            let restored =
+                restore::restore_unchanged(apis, &plan, &baseline, &expected, step).await?;
+            restore::record_foreign_change(&plan, &restored);
+            to_json(restored)
+        }
         Request::LookAgain { plan, baseline } => {
             to_json(restore::look_again(apis, &RolloutPlan::parse(plan)?.plan, &baseline).await?)
         }
@@ -140,6 +170,7 @@ pub fn output_schemas() -> BTreeMap<&'static str, Schema> {
         ("set", schema_for!(SetOutput)),
         ("verify", schema_for!(VerifyOutput)),
         ("restore", schema_for!(RestoreOutput)),
+        ("restoreUnchanged", schema_for!(RestoreOutput)),
         ("lookAgain", schema_for!(LookAgainOutput)),
         ("detach", schema_for!(DetachOutput)),
         ("targetHealth", schema_for!(TargetHealthOutput)),
