@@ -5,6 +5,7 @@ Argo CD syncs), a foreign server-side apply, and faults of the API server."""
 import base64
 import json
 import ssl
+import time
 import urllib.error
 import urllib.request
 
@@ -20,19 +21,24 @@ APPLICATION_SET = REPO / "infra/kubernetes/gitops-applicationset.yaml"
 
 
 def kube(sandbox, method, path, body=None, content_type="application/json"):
-    """A request to the management cluster as its administrator: the answer, or None for a 404."""
+    """A request to the management cluster as its administrator: the answer, or None for a 404.
+    A fault the API server was told to give (429, 5xx) is asked again, as a person or kubectl
+    would (a history queues at most 12 of them)."""
     context = ssl.create_default_context(cadata=base64.b64decode(sandbox.kube["caData"]).decode())
     request = urllib.request.Request(
         f"{sandbox.kube['server']}{path}", method=method,
         data=json.dumps(body).encode() if body is not None else None,
         headers={"Authorization": "Bearer sandbox-admin", "Content-Type": content_type})
-    try:
-        with urllib.request.urlopen(request, context=context) as response:
-            return json.load(response)
-    except urllib.error.HTTPError as e:
-        if e.code == 404:
-            return None
-        raise
+    for attempt in range(16):
+        try:
+            with urllib.request.urlopen(request, context=context) as response:
+                return json.load(response)
+        except urllib.error.HTTPError as e:
+            if e.code == 404:
+                return None
+            if e.code not in (429, 500, 503) or attempt == 15:
+                raise
+            time.sleep(0.5)
 
 
 def secret(sandbox, name):

@@ -93,6 +93,7 @@ class Sandbox:
         self.rbac = rbac
         # Seconds from a render of an ApplicationSet to its simulated sync (the Ingress written).
         self.sync_delay = sync_delay
+        self.unread_events = {}  # execution ARN -> its events read from the queue, not handed out yet
         self.log = log
         self.processes = []
         self.front = None

@@ -356,11 +356,10 @@ def violations(history, record):
             found.append("stopped for a foreign change without the ForeignChanges metric (the page)")
     if report.status == "SUCCEEDED":
         found += promotion_without_evidence(history, record)
-    if report.error == "CheckFailed" and record.alarm_at is not None:
-        restored = [e["timestamp"].timestamp() for e in events if exited_output(e, "Restore") is not None]
-        if restored and restored[0] - record.alarm_at > ROLLBACK_BOUND_SECONDS:
-            found.append(f"the rollback reached the baseline {restored[0] - record.alarm_at:.0f} s after "
-                         f"the alarm, past the {ROLLBACK_BOUND_SECONDS} s bound")
+    took = alarm_to_baseline(record)
+    if took is not None and took > ROLLBACK_BOUND_SECONDS:
+        found.append(f"the rollback reached the baseline {took:.0f} s after the alarm, past the "
+                     f"{ROLLBACK_BOUND_SECONDS} s bound")
     if record.second is not None and record.second_overlapped:
         # Refused at Prepare: as ConcurrentRollout, or for a target the first left with no
         # stable weight (TargetMisconfigured, checked first); either way before any write.
@@ -394,6 +393,15 @@ def violations(history, record):
         if secret in history_text:
             found.append(f"a secret ({secret[:4]}…) is in the execution's history")
     return found
+
+
+def alarm_to_baseline(record):
+    """Seconds from the alarm to the end of the rollback it caused (its Restore read the
+    baseline back); None when the run did not roll back for an alarm."""
+    if record.report.error != "CheckFailed" or record.alarm_at is None:
+        return None
+    restored = [e["timestamp"].timestamp() for e in record.history_events if exited_output(e, "Restore") is not None]
+    return restored[0] - record.alarm_at if restored else None
 
 
 def promotion_without_evidence(history, record):
@@ -433,7 +441,7 @@ def judged(seed, verbose=False):
             f"{', '.join(str(h) for h, _ in record.done) or 'nothing'} ({time.monotonic() - started:.0f} s)")
     summary = {"happened": [h.action for h, _ in record.done], "end": f"{report.status} {report.error or ''}".strip(),
                "kind": history.kind, "approval": history.approval[0] if history.approval else None,
-               "restore_after": history.restore_after}
+               "restore_after": history.restore_after, "alarm_to_baseline": alarm_to_baseline(record)}
     return line, broken, summary
 
 
@@ -454,7 +462,7 @@ def main():
     args = options.parse_args()
     seeds = range(args.first, args.first + args.seeds)
     totals = {key: Counter() for key in ("happened", "end", "kind", "approval", "restore_after")}
-    failed = []
+    failed, rollbacks = [], []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for seed, (line, broken, summary) in zip(seeds, pool.map(judged_or_raised, seeds,
                                                                   [args.verbose] * len(seeds))):
@@ -463,10 +471,17 @@ def main():
                 print(f"  VIOLATED: {violation}", flush=True)
             if broken:
                 failed.append(seed)
-            for key, value in (summary or {}).items():
+            summary = dict(summary or {})
+            if summary.get("alarm_to_baseline") is not None:
+                rollbacks.append(summary["alarm_to_baseline"])
+            summary.pop("alarm_to_baseline", None)
+            for key, value in summary.items():
                 totals[key].update(value if isinstance(value, list) else [value])
     for key, counts in totals.items():
         print(f"{key}: {dict(counts.most_common())}")
+    if rollbacks:
+        print(f"alarm -> baseline: {len(rollbacks)} rollbacks, median {sorted(rollbacks)[len(rollbacks) // 2]:.1f} s, "
+              f"longest {max(rollbacks):.1f} s (bound {ROLLBACK_BOUND_SECONDS} s)")
     print(f"{len(seeds)} histories; violated: {len(failed)} {failed}")
     sys.exit(1 if failed else 0)
 

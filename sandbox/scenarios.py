@@ -228,18 +228,18 @@ def describe_event(detail_type, detail):
 
 def read_events(sandbox, execution_arn):
     """The execution's EventBridge events that reached the sandbox's queue since the last read,
-    as (detail-type, detail)."""
+    as (detail-type, detail). Another execution's events read meanwhile are kept for it (a
+    scenario may watch two at once)."""
     sqs = sandbox.client("sqs")
-    found = []
     while True:
         messages = sqs.receive_message(QueueUrl=sandbox.world.events_queue, MaxNumberOfMessages=10).get("Messages", [])
         if not messages:
-            return found
+            return sandbox.unread_events.pop(execution_arn, [])
         for message in messages:
             sqs.delete_message(QueueUrl=sandbox.world.events_queue, ReceiptHandle=message["ReceiptHandle"])
             event = json.loads(message["Body"])
-            if event["detail"].get("executionArn") == execution_arn:
-                found.append((event["detail-type"], event["detail"]))
+            sandbox.unread_events.setdefault(event["detail"].get("executionArn"), []).append(
+                (event["detail-type"], event["detail"]))
 
 
 def cli_in_background(sandbox, out, *args):

@@ -389,13 +389,20 @@ pub async fn restore(
         );
         return Ok(());
     }
-    // A person may `--force`: every newer rollout of the same targets is named, even one that
-    // moved nothing (the safety net, which cannot ask, counts only those that may have).
-    let newer: Vec<String> = canary_rollout::prepare::newer_rollouts(&sfn, execution_arn, &plan)
-        .await?
-        .iter()
-        .map(ToString::to_string)
-        .collect();
+    // As the safety net: a newer rollout of the same targets counts if it may have moved
+    // traffic (it runs, or it set a step); one that ended before its first step (refused at
+    // Prepare, stopped while it waited) has no weights to overwrite, and is only named.
+    let mut newer = Vec::new();
+    for other in canary_rollout::prepare::newer_rollouts(&sfn, execution_arn, &plan).await? {
+        if canary_rollout::prepare::may_have_moved(&sfn, &other).await? {
+            newer.push(other.to_string());
+        } else {
+            printer.say(
+                &format!("a newer rollout of the same targets moved nothing (it ended before its first step): {other}"),
+                json!({"type": "newerMovedNothing", "executionArn": other.execution_arn}),
+            );
+        }
+    }
     if let Some(why) = undoes_more(&execution, &newer) {
         if !force {
             return Err(CliError::Refused(format!(

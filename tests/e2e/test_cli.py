@@ -101,6 +101,12 @@ def test_start_watch_promotes_and_a_finished_rollout_replays(tmp_path):
         assert "start a rollout towards the old cluster" in refused.stderr
         assert "Nothing was written; `--force` restores this baseline anyway" in refused.stderr
         assert scenarios.read_weights(sandbox) == PROMOTED
+        # A person who means it: `--force` says what it overrides, and writes.
+        forced = sandbox.cli("restore", arn, "--yes", "--force")
+        captured(forced.stdout + forced.stderr)
+        assert forced.returncode == 0, forced.stderr
+        assert "warning (--force): " in forced.stdout and "promoted the canary" in forced.stdout, forced.stdout
+        assert scenarios.read_weights(sandbox) == BASELINE
 
         # A second start with the same name is AWS's refusal, said plainly.
         again = sandbox.cli("start", plan, "--name", "by-hand")
@@ -145,35 +151,40 @@ def test_abort_says_how_to_restore_by_hand_when_the_safety_net_does_not_act(tmp_
             assert "the baseline is not back after 4 s" in aborted.stderr
             assert f"cluster-canary restore {arn}" in aborted.stderr, "the way back by hand"
 
-            # A newer rollout of the same targets starts (and is stopped before it sets a step):
-            # restoring the aborted one would overwrite whatever the newer one did, so it is refused,
-            # naming it; the newer one moved nothing, so it has nothing to restore.
+            # A newer rollout of the same targets starts, and waits for an approval before its
+            # first step: while it runs, restoring the aborted one could overwrite what it does,
+            # so that is refused, naming it. Stopped, it moved nothing: no obstacle any more.
             halfway = scenarios.read_weights(sandbox)
-            newer = sandbox.cli("start", plan, "--name", "newer")
+            waiting = json.loads(open(plan).read())
+            waiting["approval"] = {"beforeSteps": [waiting["steps"][0]["weight"]], "timeoutSeconds": 600}
+            waits = tmp_path / "waits.json"
+            waits.write_text(json.dumps(waiting))
+            newer = sandbox.cli("start", str(waits), "--name", "newer")
             assert newer.returncode == 0, newer.stderr
             newer_arn = newer.stdout.strip().removeprefix("started: ")
-            # Stopped once moto's engine runs it (a stop before its thread starts is overwritten by
-            # the thread's RUNNING), and looked at once the stop shows.
             sfn = sandbox.client("stepfunctions")
             deadline = time.monotonic() + 60
             while len(sfn.get_execution_history(executionArn=newer_arn)["events"]) < 2:
                 assert time.monotonic() < deadline, "the newer rollout never ran"
                 time.sleep(0.2)
-            stop_and_wait(sandbox, newer_arn, deadline)
             refused = sandbox.cli("restore", arn, "--yes")
             captured(refused.stdout + refused.stderr)
             assert refused.returncode == 1
-            assert f"a newer rollout of the same targets ran or runs since {arn}: {newer_arn} (ABORTED, shifts " \
+            assert f"a newer rollout of the same targets ran or runs since {arn}: {newer_arn} (RUNNING, shifts " \
                 in refused.stderr, refused.stderr
             assert scenarios.read_weights(sandbox) == halfway, "nothing written"
+            # Stopped once moto's engine runs it (a stop before its thread starts is overwritten by
+            # the thread's RUNNING), and looked at once the stop shows.
+            stop_and_wait(sandbox, newer_arn, deadline)
             nothing = sandbox.cli("restore", newer_arn, "--yes")
             assert nothing.returncode == 0, nothing.stderr
             assert "nothing to restore" in nothing.stdout, nothing.stdout
             assert scenarios.read_weights(sandbox) == halfway
-            forced = sandbox.cli("restore", arn, "--yes", "--force")
-            captured(forced.stdout + forced.stderr)
-            assert forced.returncode == 0, forced.stderr
-            assert "warning (--force): a newer rollout of the same targets" in forced.stdout
+            restored = sandbox.cli("restore", arn, "--yes")
+            captured(restored.stdout + restored.stderr)
+            assert restored.returncode == 0, restored.stderr
+            assert (f"a newer rollout of the same targets moved nothing (it ended before its first step): "
+                    f"{newer_arn} (ABORTED, shifts ") in restored.stdout, restored.stdout
             assert scenarios.read_weights(sandbox) == BASELINE
 
         # The held delivery arrives: the newer rollout moved nothing, so the safety net writes
