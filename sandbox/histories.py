@@ -339,12 +339,13 @@ def violations(history, record):
         allowed.append({**record.promoted, **record.foreign})
     ran_after = record.second is not None and not record.second_overlapped
     if ran_after:
-        # It ran after the first ended: the traffic is its to leave; its own end is judged.
-        allowed.append(record.second.weights)
+        # It ran after the first ended: the traffic is its to leave, and nothing of the first
+        # (a late safety net, say) may write over it. Its own end is judged by its weights.
+        allowed = [{k: v for k, v in record.second.weights.items() if k in record.baseline}]
     if not any(fits(final, a) for a in allowed):
         found.append(f"traffic ended at {final}: neither the baseline {record.baseline}, promoted, "
                      f"nor as a foreign writer left it ({record.foreign}, ended foreign: {ended_foreign})")
-    if report.status == "SUCCEEDED" and not any(fits(final, a) for a in allowed[1:]):
+    if report.status == "SUCCEEDED" and not ran_after and not any(fits(final, a) for a in allowed[1:]):
         found.append(f"promoted, but traffic is at {final}")
     if report.status != "SUCCEEDED" and final == record.promoted and not ran_after:
         found.append(f"ended {report.status} ({report.error}) with every target promoted")

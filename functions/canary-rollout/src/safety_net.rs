@@ -21,6 +21,7 @@ use std::time::Duration;
 use tracing::{info, warn};
 
 use crate::error::ShiftError;
+use crate::metrics;
 use crate::outputs::SafetyNetOutput;
 use crate::prepare::{may_have_moved, newer_rollouts, refuse_concurrent_rollout};
 use crate::restore::{hold_seconds, look_again, record, restore, restore_unchanged, Rollback};
@@ -199,21 +200,19 @@ pub async fn safety_net(
     if !newer.is_empty() {
         return left_alone(format!(
             "{why}, but a newer rollout of the same targets ran or runs since: {}. Its weights \
-             (or its promotion) are left alone; if it moved nothing and ended, restore this one by \
-             hand (`cluster-canary restore {execution_arn} --force`)",
+             (or its promotion) are left alone; should it end without setting a step, restore this \
+             one by hand (`cluster-canary restore {execution_arn}`)",
             join_bounded(&newer, "; ", 5, MAX_REASON_BYTES)
         ));
     }
     warn!(execution_arn, status = status.unwrap_or(""), %why, "safety net: restoring the baseline");
-    let why_metric = Rollback {
-        cause: "SafetyNet".to_owned(),
-        failed_at: None,
-    };
     if leave_foreign {
         // No look after a settle period: it would put back the targets left to their writer.
+        // Nor a rollback counted: the execution's own `RestoreUnchanged` has almost always
+        // done it, and this repeat writes nothing.
         let expected = expected.as_deref().unwrap_or(&baseline);
         let restored = restore_unchanged(apis, &plan, &baseline, expected, None).await?;
-        record(&plan, &restored, &why_metric);
+        metrics::weights(&plan, &restored.weights);
         return Ok(SafetyNetOutput {
             execution_arn: execution_arn.to_owned(),
             restored: true,
@@ -226,6 +225,10 @@ pub async fn safety_net(
         });
     }
     let restored = restore(apis, &plan, &baseline, expected.as_deref()).await?;
+    let why_metric = Rollback {
+        cause: "SafetyNet".to_owned(),
+        failed_at: None,
+    };
     record(&plan, &restored, &why_metric);
     // The execution's own look after a restore cannot run (it has ended): this invocation
     // waits the settle period itself, within the function's timeout (the plan caps it at
