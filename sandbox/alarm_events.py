@@ -34,10 +34,15 @@ class AlarmEvents(RuleDeliveries):
                  + (f"; evaluate-alarms failed: {answer}" if error else
                     f"; rollouts failed at once: {failed or 'none'}"))
 
+    def cloudwatch(self):
+        """CloudWatch as the harness calls it: asking again when throttled (a history may have
+        told it to throttle the next calls, meant for the functions)."""
+        return self.client("cloudwatch", attempts=10)
+
     def set_state(self, name, value, reason):
         """What happens on AWS when an alarm changes state: CloudWatch changes it and emits
         the event."""
-        cloudwatch = self.client("cloudwatch")
+        cloudwatch = self.cloudwatch()
         before = self.describe(name)
         cloudwatch.set_alarm_state(AlarmName=name, StateValue=value, StateReason=reason)
         self.emit(before, value, reason)
@@ -64,7 +69,7 @@ class AlarmEvents(RuleDeliveries):
             raise RuntimeError(f"EventBridge refused the alarm event: {answer['Entries']}")
 
     def describe(self, name):
-        answer = self.client("cloudwatch").describe_alarms(AlarmNames=[name], AlarmTypes=["MetricAlarm", "CompositeAlarm"])
+        answer = self.cloudwatch().describe_alarms(AlarmNames=[name], AlarmTypes=["MetricAlarm", "CompositeAlarm"])
         alarms = answer.get("MetricAlarms", []) + answer.get("CompositeAlarms", [])
         if not alarms:
             raise ValueError(f"no alarm named {name}")

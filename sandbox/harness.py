@@ -235,14 +235,14 @@ class Sandbox:
             self.front = None
 
     # --- clients ------------------------------------------------------------------------
-    def client(self, service, region=world_mod.REGION):
+    def client(self, service, region=world_mod.REGION, attempts=2):
         return boto3.client(
             service,
             endpoint_url=self.endpoint,
             region_name=region,
             aws_access_key_id="test",
             aws_secret_access_key="test",
-            config=Config(retries={"max_attempts": 2}, read_timeout=900),
+            config=Config(retries={"max_attempts": attempts}, read_timeout=900),
         )
 
     def cli_env(self):

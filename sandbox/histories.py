@@ -57,6 +57,7 @@ import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 import jsonschema
@@ -172,7 +173,9 @@ class Run:
     alarm_at: float = None  # ... and when (epoch seconds)
     approval_requested: bool = False
     second: object = None  # the second rollout's report
-    second_overlapped: bool = False  # it started while the first ran
+    # The first ran (RUNNING, as the API says) all through the second's Prepare, which must then
+    # refuse it. (moto's engine shows a stop only once its worker ends, and dates it then.)
+    second_overlapped: bool = False
     held: bool = False  # the safety net's delivery was held until the end
     restores_while_running: list = field(default_factory=list)  # (exit code, still running after it)
     restore_after: object = None  # (exit code, output, weights after it)
@@ -292,19 +295,35 @@ def run(history, out=print):
             report.safety_net = sandbox.safety_net.answer_for(arn)
             out(f"safety net{' (late)' if record.held else ''}: {report.safety_net['reason']}")
         if record.second is not None:
-            first = sfn.describe_execution(executionArn=arn)
-            second = sfn.describe_execution(executionArn=record.second.execution_arn)
-            record.second_overlapped = second["startDate"] < first.get("stopDate", second["startDate"])
+            first_ended = sfn.describe_execution(executionArn=arn).get("stopDate")
+            second = sfn.get_execution_history(executionArn=record.second.execution_arn, maxResults=1000)["events"]
+            record.second_overlapped = first_ended is None or first_ended > prepare_answered(second)
         # What a settled world holds: the safety net has answered, the look after it is done.
         report.weights = weights()
         record.report = report
         if history.restore_after:
-            done = restore_by_hand()
+            # A fault meant for the functions may still be queued: the operator runs it again
+            # (a refusal is refused again, and writes nothing).
+            for _ in range(3):
+                done = restore_by_hand()
+                if done.returncode == 0:
+                    break
             record.restore_after = (done.returncode, done.stdout + done.stderr, weights())
         paged = sfn.get_execution_history(executionArn=arn, maxResults=1000)
         record.history_events = paged["events"]
         record.logs = "".join(p.read_text(errors="replace") for p in Path(sandbox.run_dir).glob("*.log"))
         return record
+
+
+def prepare_answered(events):
+    """When the `PrepareTraffic` task of a history had its answer (it listed the running
+    executions before that); the end of time if it never did."""
+    entered_at = next((i for i, e in enumerate(events) if entered(e, "PrepareTraffic")), None)
+    if entered_at is not None:
+        for event in events[entered_at:]:
+            if event["type"] in ("TaskSucceeded", "TaskFailed", "TaskTimedOut"):
+                return event["timestamp"]
+    return datetime.max.replace(tzinfo=timezone.utc)
 
 
 def fits(weights, expected):
@@ -337,10 +356,12 @@ def violations(history, record):
         allowed.append({**record.baseline, **record.foreign})
     if record.foreign and not looked_after:
         allowed.append({**record.promoted, **record.foreign})
-    ran_after = record.second is not None and not record.second_overlapped
+    # A second rollout refused at Prepare moved nothing; one that went on (the first had ended
+    # when it looked) owns the traffic.
+    ran_after = record.second is not None and "SetWeights" in record.second.states
     if ran_after:
-        # It ran after the first ended: the traffic is its to leave, and nothing of the first
-        # (a late safety net, say) may write over it. Its own end is judged by its weights.
+        # The traffic is its to leave, and nothing of the first (a late safety net, say) may
+        # write over it. Its own end is judged by its weights.
         allowed = [{k: v for k, v in record.second.weights.items() if k in record.baseline}]
     if not any(fits(final, a) for a in allowed):
         found.append(f"traffic ended at {final}: neither the baseline {record.baseline}, promoted, "

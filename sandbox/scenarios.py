@@ -143,9 +143,10 @@ def event_schema(detail_type):
 
 
 def move_listener_by_hand(sandbox, blue, green):
-    """Someone else (a person, another tool) sets the listener's weights."""
+    """Someone else (a person, another tool) sets the listener's weights; throttled (a history
+    may have told ELBv2 to), their tool asks again, as the AWS CLI does."""
     world = sandbox.world
-    sandbox.client("elbv2").modify_listener(
+    sandbox.client("elbv2", attempts=10).modify_listener(
         ListenerArn=world.listener,
         DefaultActions=[{"Type": "forward", "ForwardConfig": {"TargetGroups": [
             {"TargetGroupArn": world.blue_tg, "Weight": blue},

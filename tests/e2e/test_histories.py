@@ -1,23 +1,127 @@
 """Seeded histories in CI (sandbox/histories.py): a fixed few, each run checked against the
-promises. Between them, in the 60-history run docs/testing.md reports, every kind of happening
-occurred (an alarm before a bake, its clearing, a foreign write during the last bake, an abort,
-a late safety net, ELBv2 and Lambda throttles, a second rollout of the same targets). Longer
-runs: `python -m sandbox.histories --seeds N`."""
+promises; between them every kind of happening occurs. Longer runs: `python -m
+sandbox.histories --seeds N --jobs J` (docs/testing.md has the figures of the last 300).
+The checker itself is tested first, on runs made up here: each promise a defect broke (or
+could) is flagged, and the fixed outcome is not."""
+import json
+from datetime import datetime, timezone
+
 import pytest
 
 from helpers import captured
 from sandbox import histories
+from sandbox.scenarios import Report
 
 # Each seed's story, pinned: a change to the generator changes what a seed replays, and the
 # seeds (here and in docs/testing.md) must then be chosen again.
 CI_HISTORIES = {
-    43: "seed 43: steps [100], ALB + Route 53; foreign-write[52, 48] after Evaluate #2; "
-        "alarm-clears after Evaluate #2; second-rollout after Restore #1",
-    49: "seed 49: steps [100], ALB; lambda-throttle after PrepareTraffic #1; throttle after Restore #1; "
-        "alarm after PrepareTraffic #1",
-    54: "seed 54: steps [100], ALB; late-safety-net after Evaluate #2; second-rollout after Evaluate #2; "
-        "abort after Evaluate #2; throttle after Restore #1",
+    32: "seed 32: ALB, steps [100], approval before 100 %: never; alarm after RestoreUnchanged #1; "
+        "alarm after PrepareTraffic #1; throttle after Restore #1; throttle after PrepareTraffic #1",
+    136: "seed 136: Route 53 via Argo CD, steps [72, 100], approval before 72 %: reject; "
+         "operator-restore after SetWeights #2; foreign-apply[6] after Restore #1; "
+         "foreign-apply[91] after PrepareTraffic #1; reply-lost after PrepareTraffic #1; "
+         "the operator restores after the end",
+    138: "seed 138: ALB, steps [62, 100]; abort after RestoreUnchanged #1; "
+         "late-safety-net after Evaluate #1; foreign-write[43, 57] after SetWeights #2; "
+         "the operator restores after the end",
+    205: "seed 205: ALB + Route 53, steps [17, 100]; lambda-throttle after Evaluate #1; "
+         "lambda-5xx after SetWeights #2; alarm-clears after Evaluate #1; "
+         "operator-restore after Evaluate #1; the operator restores after the end",
+    220: "seed 220: Route 53 via Argo CD, steps [100]; late-safety-net after RestoreUnchanged #1; "
+         "metrics-throttle[4] after Evaluate #2; abort after RestoreUnchanged #1; "
+         "kube-fault[2, 429] after SetWeights #1",
+    261: "seed 261: ALB + Route 53, steps [100], approval before 100 %: approve; "
+         "second-rollout after Evaluate #1; metrics-throttle[4] after Evaluate #2; "
+         "the operator restores after the end",
 }
+
+ARN = "arn:aws:states:us-east-1:123456789012:execution:cluster-canary-rollout:history-1"
+LISTENER, RECORD = "listener :80", "app.example.com."
+BASELINE = {LISTENER: (100, 0), RECORD: (100, 0)}
+PROMOTED = {LISTENER: (0, 100), RECORD: (0, 100)}
+
+
+def exited(name, output, at=0.0):
+    return {"timestamp": datetime.fromtimestamp(at, timezone.utc),
+            "stateExitedEventDetails": {"name": name, "output": json.dumps(output)}}
+
+
+def entered(name, at=0.0):
+    return {"timestamp": datetime.fromtimestamp(at, timezone.utc), "stateEnteredEventDetails": {"name": name}}
+
+
+def made_up(status, weights, states=(), error=None, events=(), metrics=(), history=(), **run):
+    """A Run as `histories.run` would record it, of a one-step rollout on a listener and a record."""
+    report = Report(execution_arn=ARN, status=status,
+                    error=error, states=list(states), weights=weights, events=list(events),
+                    metrics=list(metrics))
+    record = histories.Run(report=report, baseline=BASELINE, promoted=PROMOTED, history_events=list(history), **run)
+    return histories.History(1, histories.ALB_ROUTE53, [100]), record
+
+
+def passing_step():
+    return [exited("SetWeights", {}), exited("Evaluate", {"bake": {"verdict": "pass"}})]
+
+
+def test_the_checker_flags_the_target_a_foreign_stop_left_at_the_canarys_weight():
+    """The defect seeds 11 and 42 of the first generator found: the listener moved by hand, the
+    record nobody touched left at the step's 10 %."""
+    foreign = {LISTENER: (70, 30)}
+    stopped = dict(states=["SetWeights", "StoppedByForeignChangeOutcome", "StoppedByForeignChange"],
+                   error="WeightsChangedExternally", foreign=foreign, foreign_at=0,
+                   history=[entered("Evaluate")],
+                   events=[("Rollout Failed", {"executionArn": ARN, "error": "WeightsChangedExternally",
+                                               "cause": "…", "end": "StoppedByForeignChange"})],
+                   metrics=[("ForeignChanges", {}, 1)])
+    history, left = made_up("FAILED", {LISTENER: (70, 30), RECORD: (90, 10)}, **stopped)
+    assert any(v.startswith("traffic ended at") for v in histories.violations(history, left))
+    history, fixed = made_up("FAILED", {LISTENER: (70, 30), RECORD: (100, 0)}, **stopped)
+    assert histories.violations(history, fixed) == []
+    # Without its event and its page, the same end is a broken promise too.
+    stopped.update(events=[], metrics=[])
+    history, silent = made_up("FAILED", {LISTENER: (70, 30), RECORD: (100, 0)}, **stopped)
+    assert len(histories.violations(history, silent)) == 2
+
+
+def test_the_checker_flags_a_promotion_without_evidence_or_past_a_refusal():
+    history, unjudged = made_up("SUCCEEDED", PROMOTED, history=[exited("SetWeights", {}),
+                                                                 exited("Evaluate", {"bake": {"verdict": "inconclusive"}})])
+    assert histories.violations(history, unjudged) == ["promoted without a passing check at step(s) [1]"]
+    history, judged = made_up("SUCCEEDED", PROMOTED, history=passing_step())
+    assert histories.violations(history, judged) == []
+    history.approval = ("reject", 100)
+    judged.approval_requested = True
+    assert histories.violations(history, judged) == ["promoted past an approval answered `reject`"]
+    history, alarmed = made_up("SUCCEEDED", PROMOTED, history=[exited("SetWeights", {}), entered("Evaluate"),
+                                                               exited("Evaluate", {"bake": {"verdict": "pass"}})],
+                               alarm_after=1, alarm_at=0.0)
+    assert histories.violations(history, alarmed) == [
+        f"promoted although {histories.ALARM} was in ALARM before 1 check(s) began"]
+
+
+def test_the_checker_flags_a_slow_rollback_and_a_late_write_over_a_newer_rollout():
+    slow = histories.ROLLBACK_BOUND_SECONDS + 1
+    history, late = made_up("FAILED", BASELINE, error="CheckFailed", alarm_at=0.0,
+                            history=[exited("Restore", {}, at=slow)])
+    assert histories.violations(history, late) == [
+        f"the rollback reached the baseline {slow} s after the alarm, past the {histories.ROLLBACK_BOUND_SECONDS} s bound"]
+    # A second rollout ran after this one ended and promoted: the first's late safety net must
+    # not have put its own baseline back over it.
+    newer = Report(execution_arn="second", status="SUCCEEDED", states=["PrepareTraffic", "SetWeights"],
+                   weights={**PROMOTED, "listener :443": (0, 1)})
+    history, overwritten = made_up("ABORTED", BASELINE, second=newer, second_overlapped=False)
+    assert any(v.startswith("traffic ended at") for v in histories.violations(history, overwritten))
+    history, left_alone = made_up("ABORTED", PROMOTED, second=newer, second_overlapped=False)
+    assert histories.violations(history, left_alone) == []
+
+
+def test_the_checker_flags_a_restore_by_hand_that_undoes_too_much():
+    history, promoted = made_up("SUCCEEDED", PROMOTED, history=passing_step(),
+                                restore_after=(0, "restored", BASELINE))
+    assert histories.violations(history, promoted)[0].startswith(
+        "`cluster-canary restore` after a promotion (or a newer rollout) was not refused")
+    history, running = made_up("FAILED", BASELINE, error="CheckFailed", restores_while_running=[(0, True)])
+    assert histories.violations(history, running) == ["`cluster-canary restore` wrote while the execution ran"]
 
 
 def test_a_seed_replays_the_same_story():
