@@ -179,6 +179,13 @@ def test_a_foreign_weight_change_stops_the_rollout_leaving_it_and_restoring_the_
         assert '"error_name":"WeightsChangedExternally"' in errors[0] and "Diagnostic {" not in errors[0]
         # The record nobody else touched is not left at the canary's 10 % with no check judging it.
         assert report.weights == {"listener :80": (70, 30), "app.example.com.": (100, 0)}, "only the foreign change left"
+        # Someone else moves this traffic: ForeignChanges, which the stack's ForeignChangeAlarm
+        # watches (without dimensions), pages a person.
+        assert ("ForeignChanges", {"Cluster": "us-east-1/green"}, 1) in report.metrics, report.metrics
+        alarm = sandbox.client("cloudwatch").describe_alarms(
+            AlarmNames=[sandbox.stack.resources["ForeignChangeAlarm"]])["MetricAlarms"][0]
+        assert (alarm["Namespace"], alarm["MetricName"], alarm.get("Dimensions", [])) == (
+            "ClusterCanary", "ForeignChanges", [])
 
         # The way back: abort says to restore by hand with the CLI, which shows, asks, writes.
         arn = started["executionArn"]
@@ -322,7 +329,7 @@ def test_the_dashboard_is_accepted_and_plots_only_metrics_the_functions_emit():
     emitted = set(scenarios.CONTRACT["metrics"]["names"])
     filters = {t["MetricName"] for r in template["Resources"].values() if r["Type"] == "AWS::Logs::MetricFilter"
                for t in r["Properties"]["MetricTransformations"]}
-    assert len(emitted) == 10, emitted
+    assert len(emitted) == 11, emitted
     assert ours - emitted - filters == set(), "plotted but never emitted"
     assert emitted - ours == set(), "emitted but not on the dashboard"
     assert {("AWS/States", "ExecutionsFailed"), ("AWS/Lambda", "Errors")} <= plotted

@@ -257,6 +257,7 @@ mod tests {
             Point::rollback("r/c", "CheckFailed"),
             Point::rollback_seconds("r/c", 1.5),
             Point::rollback_reverted("r/c"),
+            Point::foreign_change("r/c"),
         ]
         .into_iter()
         .chain(Point::check_result("r/c", false, true));
@@ -271,7 +272,7 @@ mod tests {
             }
             assert!(document[metric.name()].is_number(), "{document}");
             // An alarm watches the stack-wide series: it has no dimension at all.
-            let stack_wide = metric == Metric::RollbacksReverted;
+            let stack_wide = matches!(metric, Metric::RollbacksReverted | Metric::ForeignChanges);
             assert_eq!(
                 declared["Dimensions"].get(1) == Some(&json!([])),
                 stack_wide
