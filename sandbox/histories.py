@@ -99,6 +99,10 @@ def is_invocation(method, path, body):
     return method == INVOCATION[0] and path.endswith(INVOCATION[1])
 
 
+def is_modify_listener(method, path, body):
+    return b"Action=ModifyListener" in body
+
+
 def is_cloudwatch(method, path, body):
     return "/service/GraniteServiceVersion20100801/operation/" in path
 
@@ -250,8 +254,7 @@ def run(history, out=print):
                 holding.enter_context(sandbox.safety_net.held())
                 record.held = True
             elif action == "throttle":
-                sandbox.front.faults.append(
-                    [lambda method, path, body: b"Action=ModifyListener" in body, 2, query_throttled()])
+                sandbox.front.faults.append([is_modify_listener, 2, query_throttled()])
             elif action == "kube-fault":
                 gitops.fail_next(sandbox, "PATCH", "/secrets/", *value)
             elif action == "metrics-throttle":

@@ -272,3 +272,41 @@ pub fn status_line(status: &Status, now: f64, weights: Option<&[TargetWeights]>)
     }
     format!("… {}", parts.join(" · "))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use canary_core::WeightPair;
+
+    #[test]
+    fn after_a_foreign_change_it_says_what_went_back_and_what_was_left() {
+        let record = TargetWeights::new(
+            "route53:Z1:app.example.com.:A".to_owned(),
+            WeightPair {
+                stable: 100,
+                canary: 0,
+            },
+        );
+        let left = "It left as found weights changed outside this rollout: listener was stable 70 / canary 30";
+        let update = Update::RestoredUnchanged {
+            weights: vec![record],
+            left: left.to_owned(),
+        };
+        assert_eq!(
+            lines(&update, Output::Plain, false),
+            [format!(
+                "after the foreign change, the baseline restored: app.example.com. stable 100 / canary 0. {left}"
+            )]
+        );
+        let nothing = Update::RestoredUnchanged {
+            weights: Vec::new(),
+            left: left.to_owned(),
+        };
+        assert_eq!(
+            lines(&nothing, Output::Plain, false),
+            [format!(
+                "after the foreign change, no target left where this rollout set it. {left}"
+            )]
+        );
+    }
+}
