@@ -235,3 +235,41 @@ def test_a_refused_second_rollout_does_not_keep_the_safety_net_from_restoring():
         assert report.status == "ABORTED"
         assert report.safety_net["restored"] is True, report.safety_net
         assert scenarios.read_weights(sandbox) == BASELINE
+
+
+def test_a_rollout_started_right_after_a_stop_does_not_keep_the_safety_net_from_restoring():
+    """Found by seeded history 126: a rollout stopped at 100 %, another of the same targets
+    started at once; the safety net left the traffic to that running newcomer, which Prepare
+    then refused, and nothing restored. Only a newer rollout that set a step counts now. Here
+    the newcomer waits for an approval before its first step when the held delivery arrives:
+    the safety net restores; the newcomer's next look at the weights (a check while it waits,
+    or its first step once approved) finds them changed under it, and it stops, leaving them,
+    and pages."""
+    with Sandbox(log=captured) as sandbox:
+        scenarios.create_green(sandbox)
+        plan = manual_plan(sandbox)
+        sfn = sandbox.client("stepfunctions")
+        with sandbox.safety_net.held():
+            stopped = start_manual(sandbox, plan, "stopped-halfway")
+            deadline = time.monotonic() + 120
+            while scenarios.read_weights(sandbox) == BASELINE:
+                assert time.monotonic() < deadline, "the first step never came"
+                time.sleep(0.5)
+            stop_and_wait(sandbox, stopped, deadline)
+            halfway = scenarios.read_weights(sandbox)
+            waiting = {**plan, "approval": {"beforeSteps": [plan["steps"][0]["weight"]], "timeoutSeconds": 600}}
+            newcomer = start_manual(sandbox, waiting, "newcomer")
+            while not any(e.get("stateEnteredEventDetails", {}).get("name") == "AwaitApproval"
+                          for e in sfn.get_execution_history(executionArn=newcomer, maxResults=1000)["events"]):
+                assert time.monotonic() < deadline, "the newcomer never waited for its approval"
+                time.sleep(0.5)
+            assert scenarios.read_weights(sandbox) == halfway != BASELINE
+        answer = sandbox.safety_net.answer_for(stopped)
+        assert answer["restored"] is True, answer
+        assert scenarios.read_weights(sandbox) == BASELINE
+        sandbox.cli("approve", newcomer)  # refused if a check already stopped it
+        report = scenarios.watch(sandbox, newcomer, out=captured)
+        assert (report.status, report.error) == ("FAILED", "WeightsChangedExternally"), report.cause
+        assert report.states[-1] == "StoppedByForeignChange" and "RestoreUnchanged" in report.states
+        assert ("ForeignChanges", {"Cluster": "us-east-1/green"}, 1) in report.metrics
+        assert report.weights == BASELINE, "the newcomer left what it found changed"

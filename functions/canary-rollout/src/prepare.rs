@@ -118,21 +118,8 @@ pub async fn running_plans(
 }
 
 /// Refuses when another RUNNING execution of the same state machine shifts any of the plan's
-/// targets. Two executions that start at the same instant may both refuse: the safe side.
-/// `own_execution` is the asking execution (none for a dry run).
-pub async fn refuse_concurrent_rollout(
-    apis: &Apis<'_>,
-    plan: &RolloutPlan,
-    state_machine_arn: &str,
-    own_execution: Option<&str>,
-) -> Result<(), ShiftError> {
-    refuse_concurrent(
-        plan,
-        &running_plans(apis, state_machine_arn, own_execution).await?,
-    )
-}
-
-/// [`refuse_concurrent_rollout`] over plans already read.
+/// targets (`running`: their plans, as [`running_plans`] reads them). Two executions that
+/// start at the same instant may both refuse: the safe side.
 pub fn refuse_concurrent(
     plan: &RolloutPlan,
     running: &[(String, Option<String>)],
@@ -258,16 +245,25 @@ pub async fn newer_rollouts(
     Ok(newer)
 }
 
-/// Whether a newer rollout may have weights of its own on the targets: it runs, or it entered
-/// `SetWeights`. One that ended before (refused at Prepare as a concurrent rollout, say) moved
-/// nothing, and must not keep the safety net from restoring.
+/// Whether a newer rollout may have weights of its own on the targets, as a person restoring
+/// by hand is told: it runs (it may set a step any moment), or it entered `SetWeights`.
 pub async fn may_have_moved(
     executions: &dyn ExecutionsApi,
     newer: &NewerRollout,
 ) -> Result<bool, AwsError> {
-    if newer.status == "RUNNING" {
-        return Ok(true);
-    }
+    Ok(newer.status == "RUNNING" || set_a_step(executions, newer).await?)
+}
+
+/// Whether a newer rollout has weights of its own on the targets: it entered `SetWeights`
+/// (what the safety net, which cannot ask, goes by). One that ended before (refused at
+/// Prepare) moved nothing. One that runs but has not set a step yet (in Prepare, waiting for
+/// its apps or an approval) must not keep the safety net from restoring either: it may yet be
+/// refused, and nothing would then restore (seeded history 126); if it goes on, its first step
+/// finds the weights changed under it (compare-and-set) and stops, paging a person.
+pub async fn set_a_step(
+    executions: &dyn ExecutionsApi,
+    newer: &NewerRollout,
+) -> Result<bool, AwsError> {
     let history = executions.history(&newer.execution_arn).await?;
     Ok(history.states.iter().any(|state| state.name == SET_STATE))
 }

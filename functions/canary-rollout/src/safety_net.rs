@@ -23,7 +23,7 @@ use tracing::{info, warn};
 use crate::error::ShiftError;
 use crate::metrics;
 use crate::outputs::SafetyNetOutput;
-use crate::prepare::{may_have_moved, newer_rollouts, refuse_concurrent_rollout};
+use crate::prepare::{newer_rollouts, set_a_step};
 use crate::restore::{hold_seconds, look_again, record, restore, restore_unchanged, Rollback};
 use crate::traffic::Apis;
 
@@ -118,15 +118,6 @@ pub fn assess(status: Option<&str>, history: &ExecutionHistory) -> Assessment {
     }
 }
 
-/// The state machine an execution belongs to: `...:execution:<machine>:<name>` →
-/// `...:stateMachine:<machine>`.
-fn state_machine_of(execution_arn: &str) -> Option<String> {
-    let (machine, _name) = execution_arn.rsplit_once(':')?;
-    machine
-        .contains(":execution:")
-        .then(|| machine.replacen(":execution:", ":stateMachine:", 1))
-}
-
 pub async fn safety_net(
     apis: &Apis<'_>,
     execution_arn: &str,
@@ -169,39 +160,22 @@ pub async fn safety_net(
             ))
         })?;
     let plan = RolloutPlan::parse(plan)?.plan;
-    // A late or duplicate delivery must not undo a newer rollout of the same traffic.
-    if let Some(state_machine_arn) = state_machine_of(execution_arn) {
-        match refuse_concurrent_rollout(apis, &plan, &state_machine_arn, Some(execution_arn)).await
-        {
-            Ok(()) => {}
-            Err(ShiftError::ConcurrentRollout {
-                execution_arn: other,
-                target,
-            }) => {
-                return left_alone(format!(
-                    "{why}, but another rollout ({other}) now shifts {target}: left to it"
-                ))
-            }
-            Err(e) => return Err(e),
-        }
-    }
     // A delivery that arrives after a newer rollout of the same targets started (EventBridge
     // and Lambda retry for up to an hour) must not undo its weights or its promotion; one that
-    // ended before it set a step (refused at Prepare) moved nothing and does not count.
+    // has not set a step (refused at Prepare, or not there yet) has none, and does not count.
     let mut newer = Vec::new();
     for other in newer_rollouts(apis.executions, execution_arn, &plan)
         .await
         .map_err(aws)?
     {
-        if may_have_moved(apis.executions, &other).await.map_err(aws)? {
+        if set_a_step(apis.executions, &other).await.map_err(aws)? {
             newer.push(other.to_string());
         }
     }
     if !newer.is_empty() {
         return left_alone(format!(
             "{why}, but a newer rollout of the same targets ran or runs since: {}. Its weights \
-             (or its promotion) are left alone; should it end without setting a step, restore this \
-             one by hand (`cluster-canary restore {execution_arn}`)",
+             (or its promotion) are left alone",
             join_bounded(&newer, "; ", 5, MAX_REASON_BYTES)
         ));
     }
@@ -446,15 +420,5 @@ mod tests {
                 "the execution ended before Prepare finished: no traffic had moved".to_owned()
             )
         );
-    }
-
-    #[test]
-    fn the_state_machine_of_an_execution() {
-        assert_eq!(
-            state_machine_of("arn:aws:states:us-east-1:123456789012:execution:cc-rollout:green-1")
-                .as_deref(),
-            Some("arn:aws:states:us-east-1:123456789012:stateMachine:cc-rollout")
-        );
-        assert_eq!(state_machine_of("not-an-arn"), None);
     }
 }
