@@ -189,6 +189,18 @@ def test_a_cluster_in_another_region_rolls_out_and_same_named_clusters_keep_thei
         assert scenarios.read_secret(sandbox, scenarios.cluster_arn("green", "eu-west-1")) is not None
 
 
+def stopped_halfway(sandbox, plan):
+    """A rollout stopped by its operator once it set its first step: its ARN, and a deadline
+    for what follows."""
+    stopped = start_manual(sandbox, plan, "stopped-halfway")
+    deadline = time.monotonic() + 120
+    while scenarios.read_weights(sandbox) == BASELINE:
+        assert time.monotonic() < deadline, "the first step never came"
+        time.sleep(0.5)
+    stop_and_wait(sandbox, stopped, deadline)
+    return stopped, deadline
+
+
 def test_a_late_safety_net_leaves_a_newer_rollouts_promotion_alone():
     """EventBridge and Lambda retry a delivery for up to an hour: the safety net of a rollout
     stopped halfway, arriving after a newer rollout of the same targets promoted, must not put
@@ -197,12 +209,7 @@ def test_a_late_safety_net_leaves_a_newer_rollouts_promotion_alone():
         scenarios.create_green(sandbox)
         plan = manual_plan(sandbox)
         with sandbox.safety_net.held():
-            stopped = start_manual(sandbox, plan, "stopped-halfway")
-            deadline = time.monotonic() + 120
-            while scenarios.read_weights(sandbox) == BASELINE:
-                assert time.monotonic() < deadline, "the first step never came"
-                time.sleep(0.5)
-            stop_and_wait(sandbox, stopped, deadline)
+            stopped, deadline = stopped_halfway(sandbox, plan)
             newer = start_manual(sandbox, plan, "promotes")
             report = scenarios.watch(sandbox, newer, out=captured)
             assert report.status == "SUCCEEDED", report.cause
@@ -238,7 +245,7 @@ def test_a_refused_second_rollout_does_not_keep_the_safety_net_from_restoring():
 
 
 def test_a_rollout_started_right_after_a_stop_does_not_keep_the_safety_net_from_restoring():
-    """Found by seeded history 126: a rollout stopped at 100 %, another of the same targets
+    """Found by seeded history 126: a rollout stopped (there at 100 %), another of the same targets
     started at once; the safety net left the traffic to that running newcomer, which Prepare
     then refused, and nothing restored. Only a newer rollout that set a step counts now. Here
     the newcomer waits for an approval before its first step when the held delivery arrives:
@@ -250,12 +257,7 @@ def test_a_rollout_started_right_after_a_stop_does_not_keep_the_safety_net_from_
         plan = manual_plan(sandbox)
         sfn = sandbox.client("stepfunctions")
         with sandbox.safety_net.held():
-            stopped = start_manual(sandbox, plan, "stopped-halfway")
-            deadline = time.monotonic() + 120
-            while scenarios.read_weights(sandbox) == BASELINE:
-                assert time.monotonic() < deadline, "the first step never came"
-                time.sleep(0.5)
-            stop_and_wait(sandbox, stopped, deadline)
+            stopped, deadline = stopped_halfway(sandbox, plan)
             halfway = scenarios.read_weights(sandbox)
             waiting = {**plan, "approval": {"beforeSteps": [plan["steps"][0]["weight"]], "timeoutSeconds": 600}}
             newcomer = start_manual(sandbox, waiting, "newcomer")

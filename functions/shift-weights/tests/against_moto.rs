@@ -811,6 +811,18 @@ async fn bad_inputs_fail_with_a_named_error_and_change_nothing() {
             "cluster: invalid type",
         ),
         (
+            "restoreUnchanged to a weight over 100",
+            json!({"operation": "restoreUnchanged", "plan": good, "baseline": baseline, "expected": baseline, "canaryWeight": 150}),
+            "InvalidInput",
+            "canaryWeight 150 is over 100",
+        ),
+        (
+            "restoreUnchanged with expected weights missing a target",
+            json!({"operation": "restoreUnchanged", "plan": good, "baseline": baseline, "expected": &baseline[..3]}),
+            "InvalidInput",
+            "expected has 3 entries, the plan has 4 traffic targets",
+        ),
+        (
             "restore to both Route 53 weights 0",
             json!({"operation": "restore", "plan": good, "baseline": zero_baseline}),
             "InvalidInput",
