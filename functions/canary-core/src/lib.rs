@@ -14,6 +14,7 @@ pub mod argocd;
 pub mod arn;
 pub mod cluster;
 pub mod error_name;
+pub mod fleet;
 pub mod hooks;
 pub mod input;
 pub mod limits;

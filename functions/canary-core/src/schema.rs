@@ -15,6 +15,19 @@ pub fn rollout_plan_schema() -> serde_json::Value {
     schema
 }
 
+/// The JSON Schema of the fleet plan (`schema/fleet-plan.schema.json`, kept equal by the same
+/// test).
+pub fn fleet_plan_schema() -> serde_json::Value {
+    let mut schema = schemars::schema_for!(crate::fleet::FleetPlan).to_value();
+    if let Some(object) = schema.as_object_mut() {
+        object.insert(
+            "$id".to_owned(),
+            "https://cluster-canary.dev/schema/fleet-plan.schema.json".into(),
+        );
+    }
+    schema
+}
+
 /// What the Python sandbox and end-to-end tests share with the Rust code: the limits, the
 /// state names and paths read from an execution (see [`crate::state`]), the metric names and
 /// the error names. The checked-in copy at `schema/contract.json` is kept equal to this by a

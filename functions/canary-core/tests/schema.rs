@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use canary_core::schema::{contract, errors_page, rollout_plan_schema};
+use canary_core::schema::{contract, errors_page, fleet_plan_schema, rollout_plan_schema};
 use canary_core::RolloutPlan;
 
 fn repo_root() -> PathBuf {
@@ -33,6 +33,14 @@ fn checked_in_schema_matches_the_rust_types() {
     assert_current(
         "schema/rollout-plan.schema.json",
         &pretty(&rollout_plan_schema()),
+    );
+}
+
+#[test]
+fn checked_in_fleet_schema_matches_the_rust_types() {
+    assert_current(
+        "schema/fleet-plan.schema.json",
+        &pretty(&fleet_plan_schema()),
     );
 }
 

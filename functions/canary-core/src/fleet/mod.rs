@@ -1,0 +1,389 @@
+//! The fleet plan: many cells, each a rollout of its own, moved in waves with one failure
+//! budget and one stop for the whole fleet (docs/fleets.md). [`FleetPlan::parse`] is the only
+//! way in: like a rollout plan, it rejects unknown fields and reports every problem at once,
+//! each at its JSON path (`cells[3].values.steps[1].weight`, `waves[1].cells[0]`), and every
+//! cell's rollout plan is validated as Prepare validates a rollout's.
+//!
+//! A cell is a whole rollout plan (`plan`), or the plan's `template` with the cell's own
+//! top-level fields over it (`values`: `cluster`, `trafficTargets`, `analysis`, ...; a field
+//! the cell gives replaces the template's whole field).
+
+mod waves;
+
+use std::collections::{BTreeMap, HashMap};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::plan::{RolloutPlan, ValidPlan};
+use crate::validate::{Errors, PlanError, PlanErrors};
+
+pub use waves::{Order, Wave, WaveSize};
+
+/// A fleet plan's size as compact JSON. The plan travels in the fleet execution's state for
+/// the whole fleet, beside the running tally (at most [`MAX_TALLY_BYTES`]) and one wave's
+/// results (at most [`MAX_FLEET_CELLS`] × [`MAX_CELL_RESULT_BYTES`]): 96 + 16 + 64 KiB, under
+/// Step Functions' 256 KiB (docs/architecture.md, "Fleets at scale").
+pub const MAX_FLEET_PLAN_BYTES: usize = 96 * 1024;
+/// Cells in one fleet.
+pub const MAX_FLEET_CELLS: usize = 1000;
+/// Waves in one fleet.
+pub const MAX_WAVES: usize = 50;
+/// One Map iteration's result in the fleet state (`{"cell": <32>, "status": "notStarted"}`).
+pub const MAX_CELL_RESULT_BYTES: usize = 64;
+/// The fleet's running tally, with the failed cells it names.
+pub const MAX_TALLY_BYTES: usize = 16 * 1024;
+/// Failed cells named one by one in the tally and the `FleetHalted` cause; beyond, counted.
+pub const MAX_NAMED_FAILURES: usize = 10;
+/// An inline Map runs at most 40 iterations at once, whatever its MaxConcurrency says.
+pub const MAX_CONCURRENT_CELLS: u32 = 40;
+/// Cells started at once unless the wave or the fleet says otherwise.
+pub const DEFAULT_CONCURRENT_CELLS: u32 = 10;
+/// A soak between waves.
+pub const MAX_SOAK_SECONDS: u32 = 86_400;
+/// Alarms a soak reads.
+pub const MAX_SOAK_ALARMS: usize = 100;
+/// A cell name: it ends up in the child execution's name (80 characters at most, with the
+/// fleet's 11-character suffix) and in events.
+pub const MAX_CELL_NAME: usize = 32;
+
+/// Many cells, each a rollout from its old cluster to its new one, in waves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(title = "cluster-canary fleet plan")]
+pub struct FleetPlan {
+    /// Optional reference to this schema, for editors. Ignored.
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    /// The fleet's name (1–32 lowercase letters, digits, `-`), e.g. `web-eks-1-34`.
+    pub name: String,
+    /// Rollout plan fields every cell given by `values` starts from (any rollout plan field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Map<String, Value>>")]
+    pub template: Option<Map<String, Value>>,
+    /// The cells: each one rollout, from the clusters that serve its traffic to its new cluster.
+    pub cells: Vec<Cell>,
+    /// In order: each wave starts when the one before it ended (and soaked).
+    pub waves: Vec<Wave>,
+    /// Cells started at once in a wave unless the wave says otherwise (1–40, default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent_cells: Option<u32>,
+    /// How many cells may fail before the fleet halts (default 0: the first failure halts it).
+    #[serde(default)]
+    pub failure_budget: u32,
+    /// After each wave but the last: wait, then read these alarms; one in ALARM halts the fleet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soak: Option<Soak>,
+    /// How cells that no wave names explicitly are ordered into the `size` waves.
+    #[serde(default)]
+    pub order: Order,
+    /// What happens to the cells still running when the fleet halts.
+    #[serde(default)]
+    pub on_halt: OnHalt,
+}
+
+/// One cell: its name and its rollout plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Cell {
+    /// The cell's name (1–32 lowercase letters, digits, `-`), e.g. `use1-a`.
+    pub name: String,
+    /// The cell's whole rollout plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<RolloutPlan>")]
+    pub plan: Option<Value>,
+    /// The cell's fields over the fleet's `template` (a field given here replaces the
+    /// template's whole field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Map<String, Value>>")]
+    pub values: Option<Map<String, Value>>,
+}
+
+/// The soak between waves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Soak {
+    /// How long to wait after a wave ends before the next one starts (0–86400).
+    pub seconds: u32,
+    /// CloudWatch alarms (names, in the fleet's region; composite alarms too) read at the end
+    /// of the soak: one in ALARM halts the fleet.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alarms: Vec<String>,
+}
+
+/// What a halt does to the cells still running.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum OnHalt {
+    /// Let them finish (each promotes or rolls back on its own); start no new cell.
+    #[default]
+    FinishRunning,
+    /// Stop them: each one's safety net puts its baseline back.
+    AbortRunning,
+}
+
+/// A fleet plan that passed [`FleetPlan::parse`]: its cells' plans and its waves resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidFleet {
+    pub fleet: FleetPlan,
+    /// Each cell's rollout plan, in the order of `cells`.
+    pub plans: Vec<ValidPlan>,
+    /// Each wave's cells (indices into `cells`) and how many run at once.
+    pub waves: Vec<ResolvedWave>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedWave {
+    pub cells: Vec<usize>,
+    pub max_concurrent_cells: u32,
+}
+
+impl ValidFleet {
+    /// The cell's index by name.
+    pub fn cell(&self, name: &str) -> Option<usize> {
+        self.fleet.cells.iter().position(|c| c.name == name)
+    }
+}
+
+impl FleetPlan {
+    /// Deserializes and validates a fleet plan, every cell's rollout plan with it. Errors name
+    /// fields by JSON path.
+    pub fn parse(value: Value) -> Result<ValidFleet, PlanErrors> {
+        let size = serde_json::to_vec(&value).map_or(usize::MAX, |bytes| bytes.len());
+        if size > MAX_FLEET_PLAN_BYTES {
+            return Err(one_error(
+                "fleet",
+                format!(
+                    "is {size} bytes as compact JSON, more than the limit of {MAX_FLEET_PLAN_BYTES} bytes \
+                     (the fleet plan travels in the fleet execution's state, capped at 256 KiB): \
+                     move what the cells share into `template`"
+                ),
+            ));
+        }
+        if !value.is_object() {
+            return Err(one_error("fleet", "must be a JSON object".to_owned()));
+        }
+        let fleet: FleetPlan = serde_path_to_error::deserialize(value).map_err(|e| {
+            let path = e.path().to_string();
+            one_error(
+                if path == "." { "fleet" } else { &path },
+                e.into_inner().to_string(),
+            )
+        })?;
+        let mut errors = Errors::default();
+        fleet.validate_names(&mut errors);
+        let plans = fleet.cell_plans(&mut errors);
+        if plans.len() == fleet.cells.len() {
+            check_distinct_traffic(&fleet, &plans, &mut errors);
+        }
+        let waves = waves::resolve(&fleet, &plans, &mut errors);
+        if errors.0.is_empty() {
+            Ok(ValidFleet {
+                fleet,
+                plans,
+                waves,
+            })
+        } else {
+            Err(PlanErrors(errors.0))
+        }
+    }
+
+    fn validate_names(&self, errors: &mut Errors) {
+        if !is_cell_name(&self.name) {
+            errors.push(
+                "name",
+                format!(
+                    "`{}` is not a fleet name (1–{MAX_CELL_NAME} lowercase letters, digits or '-', \
+                     starting and ending with a letter or digit)",
+                    self.name
+                ),
+            );
+        }
+        if self.cells.is_empty() {
+            errors.push("cells", "at least one cell is required");
+        } else if self.cells.len() > MAX_FLEET_CELLS {
+            errors.push(
+                "cells",
+                format!("at most {MAX_FLEET_CELLS} cells, got {}", self.cells.len()),
+            );
+        }
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for (i, cell) in self.cells.iter().enumerate() {
+            if !is_cell_name(&cell.name) {
+                errors.push(
+                    format!("cells[{i}].name"),
+                    format!(
+                        "`{}` is not a cell name (1–{MAX_CELL_NAME} lowercase letters, digits or '-', \
+                         starting and ending with a letter or digit)",
+                        cell.name
+                    ),
+                );
+            }
+            if let Some(first) = seen.insert(&cell.name, i) {
+                errors.push(
+                    format!("cells[{i}].name"),
+                    format!("`{}` is already the name of cells[{first}]", cell.name),
+                );
+            }
+        }
+        if self.failure_budget as usize > self.cells.len() {
+            errors.push(
+                "failureBudget",
+                format!(
+                    "is {} but the fleet has {} cells: at most {} may fail",
+                    self.failure_budget,
+                    self.cells.len(),
+                    self.cells.len()
+                ),
+            );
+        }
+        if let Some(max) = self.max_concurrent_cells {
+            check_concurrency("maxConcurrentCells", max, errors);
+        }
+        if let Some(soak) = &self.soak {
+            if soak.seconds > MAX_SOAK_SECONDS {
+                errors.push(
+                    "soak.seconds",
+                    format!("at most {MAX_SOAK_SECONDS}, got {}", soak.seconds),
+                );
+            }
+            if soak.alarms.len() > MAX_SOAK_ALARMS {
+                errors.push(
+                    "soak.alarms",
+                    format!(
+                        "at most {MAX_SOAK_ALARMS} alarms, got {}",
+                        soak.alarms.len()
+                    ),
+                );
+            }
+            for (i, alarm) in soak.alarms.iter().enumerate() {
+                if alarm.is_empty() || alarm.len() > 255 {
+                    errors.push(
+                        format!("soak.alarms[{i}]"),
+                        "an alarm name is 1–255 characters",
+                    );
+                }
+            }
+        }
+    }
+
+    /// Every cell's rollout plan, validated; empty where any cell's is invalid.
+    fn cell_plans(&self, errors: &mut Errors) -> Vec<ValidPlan> {
+        let mut plans = Vec::with_capacity(self.cells.len());
+        for (i, cell) in self.cells.iter().enumerate() {
+            let (source, value) = match (&cell.plan, &cell.values) {
+                (Some(plan), None) => ("plan", plan.clone()),
+                (None, Some(values)) => match &self.template {
+                    Some(template) => ("values", Value::Object(over(template, values))),
+                    None => {
+                        errors.push(
+                            format!("cells[{i}].values"),
+                            "needs the fleet's `template` to fill in (or give the whole `plan`)",
+                        );
+                        continue;
+                    }
+                },
+                _ => {
+                    errors.push(
+                        format!("cells[{i}]"),
+                        "needs exactly one of `plan` (a whole rollout plan) or `values` (fields over `template`)",
+                    );
+                    continue;
+                }
+            };
+            match RolloutPlan::parse(value) {
+                Ok(plan) => plans.push(plan),
+                Err(PlanErrors(problems)) => {
+                    for problem in problems {
+                        let path = if problem.path == "plan" {
+                            format!("cells[{i}].{source}")
+                        } else {
+                            format!("cells[{i}].{source}.{}", problem.path)
+                        };
+                        errors.push(path, problem.message);
+                    }
+                }
+            }
+        }
+        plans
+    }
+}
+
+/// The cell's rollout plan: `values`' fields over the `template`'s.
+fn over(template: &Map<String, Value>, values: &Map<String, Value>) -> Map<String, Value> {
+    let mut plan = template.clone();
+    plan.extend(values.clone());
+    plan
+}
+
+/// Two cells must not move the same traffic, nor bring in the same cluster: their rollouts
+/// would refuse each other at Prepare, or undo each other.
+fn check_distinct_traffic(fleet: &FleetPlan, plans: &[ValidPlan], errors: &mut Errors) {
+    let mut targets: BTreeMap<String, usize> = BTreeMap::new();
+    let mut clusters: BTreeMap<(Option<String>, String, String), usize> = BTreeMap::new();
+    for (i, plan) in plans.iter().enumerate() {
+        let cluster = &plan.plan.cluster;
+        let identity = (
+            cluster
+                .role_arn
+                .as_deref()
+                .and_then(crate::arn::account_of)
+                .map(str::to_owned),
+            cluster.region.clone(),
+            cluster.name.clone(),
+        );
+        if let Some(first) = clusters.insert(identity, i) {
+            errors.push(
+                format!("cells[{i}]"),
+                format!(
+                    "brings in cluster {} ({}), as cell `{}` does",
+                    cluster.name, cluster.region, fleet.cells[first].name
+                ),
+            );
+        }
+        for target in &plan.plan.traffic_targets {
+            if let Some(first) = targets.insert(target.key(), i).filter(|first| *first != i) {
+                errors.push(
+                    format!("cells[{i}]"),
+                    format!(
+                        "shifts the same traffic as cell `{}` ({})",
+                        fleet.cells[first].name,
+                        target.key()
+                    ),
+                );
+            }
+        }
+    }
+}
+
+fn check_concurrency(path: &str, max: u32, errors: &mut Errors) {
+    if !(1..=MAX_CONCURRENT_CELLS).contains(&max) {
+        errors.push(
+            path,
+            format!("must be from 1 to {MAX_CONCURRENT_CELLS} (an inline Map runs at most 40 at once), got {max}"),
+        );
+    }
+}
+
+fn one_error(path: &str, message: String) -> PlanErrors {
+    PlanErrors(vec![PlanError {
+        path: path.to_owned(),
+        message,
+    }])
+}
+
+/// Lowercase letters, digits and `-`, starting and ending with a letter or digit.
+pub fn is_cell_name(name: &str) -> bool {
+    let edges_ok =
+        |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    (1..=MAX_CELL_NAME).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && edges_ok(name.chars().next())
+        && edges_ok(name.chars().last())
+}
+
+#[cfg(test)]
+mod tests;

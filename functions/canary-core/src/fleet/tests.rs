@@ -1,0 +1,217 @@
+use serde_json::{json, Value};
+
+use super::*;
+
+fn example() -> Value {
+    serde_json::from_str(include_str!("../../../../examples/fleets/web-fleet.json"))
+        .expect("the example fleet is JSON")
+}
+
+fn names(fleet: &ValidFleet, wave: usize) -> Vec<&str> {
+    fleet.waves[wave]
+        .cells
+        .iter()
+        .map(|&i| fleet.fleet.cells[i].name.as_str())
+        .collect()
+}
+
+fn problems(value: Value) -> Vec<String> {
+    FleetPlan::parse(value)
+        .expect_err("the fleet plan is refused")
+        .0
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[test]
+fn the_example_fleet_resolves_into_waves_spread_across_regions() {
+    let fleet = FleetPlan::parse(example()).expect("the example is valid");
+    assert_eq!(fleet.plans.len(), 6);
+    assert_eq!(names(&fleet, 0), ["use1-a"]);
+    // 50 % of 6 is 3 moved by the end of wave 2: the next two, one per region.
+    assert_eq!(names(&fleet, 1), ["euw1-a", "use1-b"]);
+    assert_eq!(names(&fleet, 2), ["euw1-b", "use1-c", "euw1-c"]);
+    assert_eq!(fleet.waves[1].max_concurrent_cells, 2);
+    assert_eq!(
+        fleet.waves[2].max_concurrent_cells,
+        DEFAULT_CONCURRENT_CELLS
+    );
+    // The template's fields, the cell's over them.
+    let plan = &fleet.plans[3].plan;
+    assert_eq!(plan.cluster.name, "web-euw1-a-v134");
+    assert_eq!(plan.steps.len(), 3);
+}
+
+#[test]
+fn listed_order_and_explicit_waves() {
+    let mut value = example();
+    value["order"] = json!("listed");
+    value["waves"] = json!([{"cells": ["euw1-c"]}, {"size": 3}, {"size": "100%"}]);
+    let fleet = FleetPlan::parse(value).expect("valid");
+    assert_eq!(names(&fleet, 0), ["euw1-c"]);
+    assert_eq!(names(&fleet, 1), ["use1-a", "use1-b"]);
+    assert_eq!(names(&fleet, 2), ["use1-c", "euw1-a", "euw1-b"]);
+}
+
+#[test]
+fn a_cell_may_carry_its_whole_plan() {
+    let mut value = example();
+    let whole = FleetPlan::parse(example()).expect("valid").plans[0]
+        .plan
+        .clone();
+    value["cells"][0] = json!({"name": "use1-a", "plan": whole});
+    FleetPlan::parse(value).expect("a whole plan is a cell too");
+}
+
+type Mutation = fn(&mut Value);
+
+#[test]
+fn bad_fleets_are_refused_with_the_path_of_each_problem() {
+    let cases: Vec<(&str, Mutation, &str, &str)> = vec![
+        (
+            "a cell named twice",
+            |v| v["cells"][1]["name"] = json!("use1-a"),
+            "cells[1].name",
+            "already the name of cells[0]",
+        ),
+        (
+            "a wave naming an unknown cell",
+            |v| v["waves"][0] = json!({"cells": ["use1-z"]}),
+            "waves[0].cells[0]",
+            "`use1-z` is not one of the fleet's cells",
+        ),
+        (
+            "two cells on the same traffic target",
+            |v| {
+                v["cells"][1]["values"]["trafficTargets"] =
+                    v["cells"][0]["values"]["trafficTargets"].clone()
+            },
+            "cells[1]",
+            "shifts the same traffic as cell `use1-a`",
+        ),
+        (
+            "two cells bringing in the same cluster",
+            |v| v["cells"][1]["values"]["cluster"] = v["cells"][0]["values"]["cluster"].clone(),
+            "cells[1]",
+            "brings in cluster web-use1-a-v134 (us-east-1), as cell `use1-a` does",
+        ),
+        (
+            "a budget larger than the fleet",
+            |v| v["failureBudget"] = json!(7),
+            "failureBudget",
+            "the fleet has 6 cells",
+        ),
+        (
+            "a cell in two waves",
+            |v| {
+                v["waves"] = json!([{"cells": ["use1-a"]}, {"cells": ["use1-a"]}, {"size": "100%"}])
+            },
+            "waves[1].cells[0]",
+            "already in waves[0]",
+        ),
+        (
+            "cells no wave takes",
+            |v| v["waves"] = json!([{"size": 1}, {"size": 4}]),
+            "waves",
+            "leave out cells `euw1-c`, `use1-c`",
+        ),
+        (
+            "sizes that do not grow",
+            |v| v["waves"] = json!([{"size": 3}, {"size": "50%"}, {"size": "100%"}]),
+            "waves[1].size",
+            "must grow",
+        ),
+        (
+            "a share that is not one",
+            |v| v["waves"][1]["size"] = json!("half"),
+            "waves[1].size",
+            "not a share",
+        ),
+        (
+            "a wave with both cells and a size",
+            |v| v["waves"][0]["cells"] = json!(["use1-a"]),
+            "waves[0]",
+            "exactly one of `cells`",
+        ),
+        (
+            "too many at once",
+            |v| v["waves"][1]["maxConcurrentCells"] = json!(41),
+            "waves[1].maxConcurrentCells",
+            "from 1 to 40",
+        ),
+        (
+            "an invalid cell plan, by its path in the cell",
+            |v| v["cells"][2]["values"]["steps"] = json!([{"weight": 50}, {"weight": 10}]),
+            "cells[2].values.steps[1].weight",
+            "",
+        ),
+        (
+            "a cell with neither plan nor values",
+            |v| v["cells"][2] = json!({"name": "use1-c"}),
+            "cells[2]",
+            "exactly one of `plan`",
+        ),
+        (
+            "values without a template",
+            |v| {
+                v.as_object_mut().map(|o| o.remove("template"));
+            },
+            "cells[0].values",
+            "needs the fleet's `template`",
+        ),
+        (
+            "a cell name that cannot name an execution",
+            |v| v["cells"][0]["name"] = json!("US_East"),
+            "cells[0].name",
+            "not a cell name",
+        ),
+        (
+            "an unknown field",
+            |v| v["onHalt"] = json!("panic"),
+            "onHalt",
+            "unknown variant",
+        ),
+    ];
+    for (what, mutate, path, message) in cases {
+        let mut value = example();
+        mutate(&mut value);
+        let found = problems(value);
+        assert!(
+            found
+                .iter()
+                .any(|p| p.starts_with(&format!("{path}: ")) && p.contains(message)),
+            "{what}: expected `{path}: …{message}…`, got {found:#?}"
+        );
+    }
+}
+
+#[test]
+fn a_fleet_over_its_size_cap_is_refused_before_anything_else() {
+    let mut value = example();
+    value["template"]["padding"] = json!("x".repeat(MAX_FLEET_PLAN_BYTES));
+    let found = problems(value);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].starts_with("fleet: is "), "{found:?}");
+    // At the cap exactly it is read (and here refused for the unknown field only).
+    let mut value = example();
+    let size = serde_json::to_vec(&value).expect("json").len();
+    value["template"]["padding"] = json!("");
+    let filler = MAX_FLEET_PLAN_BYTES - size - r#","padding":"""#.len();
+    value["template"]["padding"] = json!("x".repeat(filler));
+    assert_eq!(
+        serde_json::to_vec(&value).expect("json").len(),
+        MAX_FLEET_PLAN_BYTES
+    );
+    let found = problems(value);
+    assert!(found.iter().all(|p| !p.starts_with("fleet:")), "{found:?}");
+}
+
+#[test]
+fn cell_names() {
+    assert!(is_cell_name("use1-a"));
+    assert!(is_cell_name(&"a".repeat(MAX_CELL_NAME)));
+    for bad in ["", "-a", "a-", "A", "a_b", &"a".repeat(MAX_CELL_NAME + 1)] {
+        assert!(!is_cell_name(bad), "{bad}");
+    }
+}
