@@ -343,6 +343,46 @@ impl SdkExecutions {
         Ok(listed)
     }
 
+    /// The executions started at or after `since` (seconds since the epoch), newest first;
+    /// only the running ones with `running_only`. Pages stop at the first older execution
+    /// (ListExecutions lists newest first).
+    pub async fn started_since(
+        &self,
+        state_machine_arn: &str,
+        since: f64,
+        running_only: bool,
+    ) -> Result<Vec<Listed>, AwsError> {
+        let mut request = self
+            .client
+            .list_executions()
+            .state_machine_arn(state_machine_arn);
+        if running_only {
+            request = request.status_filter(sfn::types::ExecutionStatus::Running);
+        }
+        let mut listed = Vec::new();
+        let mut pages = request.into_paginator().send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| AwsError::from_sdk("ListExecutions", e))?;
+            let mut older = false;
+            for e in page.executions() {
+                let started = e.start_date().as_secs_f64();
+                if started < since {
+                    older = true;
+                    continue;
+                }
+                listed.push(Listed {
+                    arn: e.execution_arn().to_owned(),
+                    status: e.status().as_str().to_owned(),
+                    started,
+                });
+            }
+            if older {
+                break;
+            }
+        }
+        Ok(listed)
+    }
+
     /// Starts an execution as a person asks for it: unlike [`ExecutionStarter`] (event
     /// deliveries, where a repeat is a duplicate), a name already taken is Step Functions'
     /// answer to report, not a success.
@@ -374,10 +414,20 @@ impl SdkExecutions {
     }
 
     pub async fn stop(&self, execution_arn: &str, cause: &str) -> Result<(), AwsError> {
+        self.stop_as(execution_arn, "Aborted", cause).await
+    }
+
+    /// Stops an execution with `error` as its error name (what the fleet's judge reads).
+    pub async fn stop_as(
+        &self,
+        execution_arn: &str,
+        error: &str,
+        cause: &str,
+    ) -> Result<(), AwsError> {
         self.client
             .stop_execution()
             .execution_arn(execution_arn)
-            .error("Aborted")
+            .error(error)
             .cause(cause)
             .send()
             .await

@@ -1,0 +1,404 @@
+//! The `fleet-waves` Lambda: the steps of the fleet state machine (statemachine/fleet.asl.json)
+//! that need more than the States Language. Each operation reads the fleet plan from its
+//! input (it travels in the fleet's state) and is otherwise stateless: what the fleet's cells
+//! did is read from Step Functions, by the names the fleet gives its child executions.
+//!
+//! - `plan`: validate the fleet plan; the first tally.
+//! - `wave`: the next wave's cells and how many run at once.
+//! - `admit`: may this cell start (the failure budget is not spent)? Its child's name and plan.
+//! - `halt`: after a cell failed, with `onHalt: abortRunning` and the budget spent, stop the
+//!   fleet's running cells (each one's safety net restores its baseline).
+//! - `judge`: a wave's results into the tally; whether the fleet halts, and why.
+//! - `soak`: after the soak, the fleet's alarms; one in ALARM halts the fleet.
+//! - an EventBridge `Step Functions Execution Status Change` of a fleet that ended ABORTED,
+//!   FAILED or TIMED_OUT: stop its running cells (the fleet's safety net).
+
+mod sdk;
+mod tally;
+
+use async_trait::async_trait;
+use canary_aws::executions::Execution;
+use canary_aws::{AlarmState, AlarmStateValue, AwsError, Listed};
+use canary_core::fleet::{FleetPlan, OnHalt, ValidFleet};
+use canary_core::input::parse_input;
+use canary_core::{ErrorName, NamedError};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use tracing::info;
+
+pub use sdk::SdkFleetApis;
+pub use tally::{CellResult, CellStatus, Failure, Tally};
+
+/// The error a fleet stops its cells with; `judge` tells them from failed ones by it.
+pub const HALT_ERROR: &str = "FleetHalted";
+/// The error the fleet's safety net stops the cells of a stopped fleet with.
+pub const STOPPED_ERROR: &str = "FleetStopped";
+
+#[derive(Debug, thiserror::Error)]
+pub enum FleetError {
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    #[error("invalid fleet plan: {0}")]
+    InvalidPlan(canary_core::PlanErrors),
+    #[error("{0}")]
+    Aws(#[from] AwsError),
+}
+
+impl NamedError for FleetError {
+    fn name(&self) -> ErrorName {
+        match self {
+            FleetError::InvalidInput(_) => ErrorName::InvalidInput,
+            FleetError::InvalidPlan(_) => ErrorName::InvalidPlan,
+            FleetError::Aws(e) => e.error_name(),
+        }
+    }
+}
+
+/// What the fleet reads and does in AWS.
+#[async_trait]
+pub trait FleetApis: Send + Sync {
+    /// The state machine's executions started at or after `since` (seconds since the epoch),
+    /// newest first; only the running ones with `running_only`.
+    async fn started_since(
+        &self,
+        state_machine_arn: &str,
+        since: f64,
+        running_only: bool,
+    ) -> Result<Vec<Listed>, AwsError>;
+    async fn describe(&self, execution_arn: &str) -> Result<Execution, AwsError>;
+    async fn stop(&self, execution_arn: &str, error: &str, cause: &str) -> Result<(), AwsError>;
+    async fn alarms(&self, names: &[String]) -> Result<Vec<AlarmState>, AwsError>;
+}
+
+#[derive(Debug, Clone)]
+pub struct FleetConfig {
+    /// The rollout state machine every cell runs on.
+    pub rollout_state_machine_arn: String,
+}
+
+impl FleetConfig {
+    /// From `ROLLOUT_STATE_MACHINE_ARN`.
+    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let rollout_state_machine_arn = get("ROLLOUT_STATE_MACHINE_ARN")
+            .filter(|v| !v.is_empty())
+            .ok_or("ROLLOUT_STATE_MACHINE_ARN is not set")?;
+        Ok(FleetConfig {
+            rollout_state_machine_arn,
+        })
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "op", rename_all = "camelCase", rename_all_fields = "camelCase")]
+enum Request {
+    Plan {
+        fleet: Value,
+    },
+    Wave {
+        fleet: Value,
+        tally: Tally,
+    },
+    Admit {
+        fleet: Value,
+        cell: String,
+        fleet_execution: String,
+    },
+    Halt {
+        fleet: Value,
+        cell: String,
+        fleet_execution: String,
+    },
+    Judge {
+        fleet: Value,
+        tally: Tally,
+        results: Vec<CellResult>,
+        fleet_execution: String,
+    },
+    Soak {
+        fleet: Value,
+        tally: Tally,
+    },
+}
+
+/// The next wave, as the fleet's Map reads it.
+#[derive(Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct NextWave {
+    /// 1-based.
+    pub number: usize,
+    pub cells: Vec<Value>,
+    pub max_concurrency: u32,
+    pub last: bool,
+}
+
+/// Whether a cell starts, and as what.
+#[derive(Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Admission {
+    pub cell: String,
+    pub start: bool,
+    /// The child execution's name.
+    pub name: String,
+    /// The cell's rollout plan (the child's input), when it starts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Value>,
+    pub reason: String,
+}
+
+pub async fn handle(
+    apis: &dyn FleetApis,
+    config: &FleetConfig,
+    input: Value,
+) -> Result<Value, FleetError> {
+    if input.get("detail-type").and_then(Value::as_str)
+        == Some("Step Functions Execution Status Change")
+    {
+        return stop_cells_of_ended_fleet(apis, config, &input).await;
+    }
+    let request: Request = parse_input(input).map_err(FleetError::InvalidInput)?;
+    let out = match request {
+        Request::Plan { fleet } => to_value(Tally::start(&valid(fleet)?)),
+        Request::Wave { fleet, tally } => to_value(next_wave(&valid(fleet)?, &tally)?),
+        Request::Admit {
+            fleet,
+            cell,
+            fleet_execution,
+        } => to_value(admit(apis, config, &valid(fleet)?, &cell, &fleet_execution).await?),
+        Request::Halt {
+            fleet,
+            cell,
+            fleet_execution,
+        } => Ok(halt(apis, config, &valid(fleet)?, &cell, &fleet_execution).await?),
+        Request::Judge {
+            fleet,
+            tally,
+            results,
+            fleet_execution,
+        } => {
+            let fleet = valid(fleet)?;
+            let suffix = child_suffix(&fleet_execution);
+            let mut described = Vec::new();
+            for result in results
+                .iter()
+                .filter(|r| r.status == CellStatus::NotPromoted)
+            {
+                let arn = canary_aws::executions::execution_arn(
+                    &config.rollout_state_machine_arn,
+                    &child_name(&result.cell, &suffix),
+                );
+                let execution = match apis.describe(&arn).await {
+                    Ok(execution) => Some(execution),
+                    // The child never started (StartExecution refused): a failed cell too.
+                    Err(e) if e.kind == canary_aws::AwsErrorKind::NotFound => None,
+                    Err(e) => return Err(e.into()),
+                };
+                described.push((result.cell.clone(), execution));
+            }
+            let judged = tally.judge(&fleet, &results, &described);
+            info!(fleet = %fleet.fleet.name, wave = judged.wave, promoted = judged.promoted,
+                  failed = judged.failed, halt = judged.halt, "wave judged");
+            to_value(judged)
+        }
+        Request::Soak { fleet, tally } => {
+            let fleet = valid(fleet)?;
+            let alarms = match &fleet.fleet.soak {
+                Some(soak) if !soak.alarms.is_empty() => apis.alarms(&soak.alarms).await?,
+                _ => Vec::new(),
+            };
+            to_value(tally.after_soak(&fleet, &alarms))
+        }
+    };
+    out
+}
+
+fn valid(fleet: Value) -> Result<ValidFleet, FleetError> {
+    FleetPlan::parse(fleet).map_err(FleetError::InvalidPlan)
+}
+
+fn to_value(value: impl Serialize) -> Result<Value, FleetError> {
+    serde_json::to_value(value).map_err(|e| FleetError::InvalidInput(e.to_string()))
+}
+
+fn next_wave(fleet: &ValidFleet, tally: &Tally) -> Result<NextWave, FleetError> {
+    let wave = fleet.waves.get(tally.wave).ok_or_else(|| {
+        FleetError::InvalidInput(format!(
+            "the fleet has {} waves; there is no wave {}",
+            fleet.waves.len(),
+            tally.wave + 1
+        ))
+    })?;
+    Ok(NextWave {
+        number: tally.wave + 1,
+        cells: wave
+            .cells
+            .iter()
+            .map(|&i| json!({ "cell": fleet.fleet.cells[i].name }))
+            .collect(),
+        max_concurrency: wave.max_concurrent_cells,
+        last: tally.wave + 1 == fleet.waves.len(),
+    })
+}
+
+/// `<10 hex of sha256(fleet execution ARN)>`: what every child execution of one fleet run
+/// ends with, so the fleet finds its cells by name alone.
+pub fn child_suffix(fleet_execution_arn: &str) -> String {
+    Sha256::digest(fleet_execution_arn.as_bytes())
+        .iter()
+        .take(5)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `<cell>-<suffix>`: at most 32 + 11 characters, within Step Functions' 80.
+pub fn child_name(cell: &str, suffix: &str) -> String {
+    format!("{cell}-{suffix}")
+}
+
+/// The fleet's child executions started since the fleet did (running only, or all).
+async fn children(
+    apis: &dyn FleetApis,
+    config: &FleetConfig,
+    fleet_execution: &str,
+    fleet_started: f64,
+    running_only: bool,
+) -> Result<Vec<Listed>, AwsError> {
+    let suffix = format!("-{}", child_suffix(fleet_execution));
+    Ok(apis
+        .started_since(
+            &config.rollout_state_machine_arn,
+            fleet_started,
+            running_only,
+        )
+        .await?
+        .into_iter()
+        .filter(|e| e.arn.ends_with(&suffix))
+        .collect())
+}
+
+/// Cells that ended without promotion: failed, timed out, or stopped by a person.
+fn failures(children: &[Listed]) -> usize {
+    children
+        .iter()
+        .filter(|e| matches!(e.status.as_str(), "FAILED" | "TIMED_OUT" | "ABORTED"))
+        .count()
+}
+
+async fn admit(
+    apis: &dyn FleetApis,
+    config: &FleetConfig,
+    fleet: &ValidFleet,
+    cell: &str,
+    fleet_execution: &str,
+) -> Result<Admission, FleetError> {
+    let index = fleet
+        .cell(cell)
+        .ok_or_else(|| FleetError::InvalidInput(format!("`{cell}` is not a cell of the fleet")))?;
+    let name = child_name(cell, &child_suffix(fleet_execution));
+    let started = apis.describe(fleet_execution).await?.started;
+    let failed = failures(&children(apis, config, fleet_execution, started, false).await?);
+    let budget = fleet.fleet.failure_budget as usize;
+    let admission = if failed > budget {
+        Admission {
+            cell: cell.to_owned(),
+            start: false,
+            name,
+            plan: None,
+            reason: format!(
+                "not started: {failed} cells failed, more than the failure budget of {budget}"
+            ),
+        }
+    } else {
+        Admission {
+            cell: cell.to_owned(),
+            start: true,
+            name,
+            plan: Some(to_value(&fleet.plans[index].plan)?),
+            reason: format!("{failed} cells failed so far, within the failure budget of {budget}"),
+        }
+    };
+    info!(fleet = %fleet.fleet.name, cell, start = admission.start, reason = %admission.reason, "cell admission");
+    Ok(admission)
+}
+
+async fn halt(
+    apis: &dyn FleetApis,
+    config: &FleetConfig,
+    fleet: &ValidFleet,
+    cell: &str,
+    fleet_execution: &str,
+) -> Result<Value, FleetError> {
+    let started = apis.describe(fleet_execution).await?.started;
+    let all = children(apis, config, fleet_execution, started, false).await?;
+    let failed = failures(&all);
+    let budget = fleet.fleet.failure_budget as usize;
+    if fleet.fleet.on_halt != OnHalt::AbortRunning || failed <= budget {
+        return Ok(json!({ "stopped": 0 }));
+    }
+    let cause = format!(
+        "fleet {} halted: cell {cell} failed and {failed} cells failed, more than the failure budget of {budget} (onHalt: abortRunning)",
+        fleet.fleet.name
+    );
+    let stopped = stop_running(apis, &all, HALT_ERROR, &cause).await?;
+    info!(fleet = %fleet.fleet.name, cell, stopped, "fleet halted: running cells stopped");
+    Ok(json!({ "stopped": stopped }))
+}
+
+async fn stop_running(
+    apis: &dyn FleetApis,
+    children: &[Listed],
+    error: &str,
+    cause: &str,
+) -> Result<usize, AwsError> {
+    let mut stopped = 0;
+    for child in children.iter().filter(|c| c.status == "RUNNING") {
+        match apis.stop(&child.arn, error, cause).await {
+            Ok(()) => stopped += 1,
+            // It ended between the listing and the stop: nothing left to stop.
+            Err(e) if e.kind == canary_aws::AwsErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(stopped)
+}
+
+/// The fleet's safety net: a fleet execution that ended ABORTED, FAILED or TIMED_OUT leaves
+/// none of its cells running (on AWS, stopping the parent of a `.sync` child makes a best
+/// effort to stop it; this does not depend on it).
+async fn stop_cells_of_ended_fleet(
+    apis: &dyn FleetApis,
+    config: &FleetConfig,
+    event: &Value,
+) -> Result<Value, FleetError> {
+    let detail = &event["detail"];
+    let (Some(arn), Some(status)) = (detail["executionArn"].as_str(), detail["status"].as_str())
+    else {
+        return Err(FleetError::InvalidInput(
+            "a Step Functions status change event without detail.executionArn and detail.status"
+                .to_owned(),
+        ));
+    };
+    if !matches!(status, "ABORTED" | "FAILED" | "TIMED_OUT") {
+        return Ok(json!({ "fleetExecution": arn, "status": status, "stopped": 0 }));
+    }
+    let started = match detail["startDate"].as_f64() {
+        Some(ms) => ms / 1000.0,
+        None => apis.describe(arn).await?.started,
+    };
+    let running = children(apis, config, arn, started, true).await?;
+    let cause = format!("the fleet execution {arn} ended {status}: its cells are stopped, each one's safety net restores its baseline");
+    let stopped = stop_running(apis, &running, STOPPED_ERROR, &cause).await?;
+    info!(
+        fleet_execution = arn,
+        status, stopped, "fleet ended: running cells stopped"
+    );
+    Ok(json!({ "fleetExecution": arn, "status": status, "stopped": stopped }))
+}
+
+/// Whether an alarm's state halts the fleet.
+fn in_alarm(alarm: &AlarmState) -> bool {
+    alarm.state == AlarmStateValue::Alarm
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,412 @@
+use std::sync::Mutex;
+
+use canary_aws::{AlarmStateValue, AwsErrorKind};
+use canary_core::fleet::MAX_TALLY_BYTES;
+use serde_json::json;
+
+use super::*;
+
+const ROLLOUT: &str = "arn:aws:states:us-east-1:123456789012:stateMachine:cc-rollout";
+const FLEET_RUN: &str = "arn:aws:states:us-east-1:123456789012:execution:cc-fleet:web-1";
+const OTHER_FLEET_RUN: &str = "arn:aws:states:us-east-1:123456789012:execution:cc-fleet:web-2";
+
+fn example() -> Value {
+    serde_json::from_str(include_str!("../../../examples/fleets/web-fleet.json")).expect("JSON")
+}
+
+fn config() -> FleetConfig {
+    FleetConfig {
+        rollout_state_machine_arn: ROLLOUT.to_owned(),
+    }
+}
+
+/// Step Functions and CloudWatch as the fleet sees them: child executions by name, alarms.
+#[derive(Default)]
+struct World {
+    executions: Mutex<Vec<Execution>>,
+    alarms: Vec<AlarmState>,
+    stopped: Mutex<Vec<(String, String)>>,
+}
+
+impl World {
+    fn child(&self, cell: &str, fleet_run: &str, status: &str, error: Option<&str>) {
+        let name = child_name(cell, &child_suffix(fleet_run));
+        self.executions.lock().unwrap().push(Execution {
+            arn: canary_aws::executions::execution_arn(ROLLOUT, &name),
+            name,
+            status: status.to_owned(),
+            input: None,
+            started: 200.0,
+            stopped: None,
+            error: error.map(str::to_owned),
+            cause: error.map(|e| format!("{e}: alarm web-{cell}-5xx in ALARM")),
+        });
+    }
+}
+
+#[async_trait]
+impl FleetApis for World {
+    async fn started_since(
+        &self,
+        _: &str,
+        since: f64,
+        running_only: bool,
+    ) -> Result<Vec<Listed>, AwsError> {
+        Ok(self
+            .executions
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| e.started >= since && (!running_only || e.status == "RUNNING"))
+            .map(|e| Listed {
+                arn: e.arn.clone(),
+                status: e.status.clone(),
+                started: e.started,
+            })
+            .collect())
+    }
+
+    async fn describe(&self, arn: &str) -> Result<Execution, AwsError> {
+        if arn == FLEET_RUN || arn == OTHER_FLEET_RUN {
+            return Ok(Execution {
+                arn: arn.to_owned(),
+                name: "fleet".to_owned(),
+                status: "RUNNING".to_owned(),
+                input: None,
+                started: 100.0,
+                stopped: None,
+                error: None,
+                cause: None,
+            });
+        }
+        self.executions
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|e| e.arn == arn)
+            .cloned()
+            .ok_or_else(|| {
+                AwsError::new(
+                    AwsErrorKind::NotFound,
+                    "DescribeExecution",
+                    "ExecutionDoesNotExist",
+                )
+            })
+    }
+
+    async fn stop(&self, arn: &str, error: &str, _cause: &str) -> Result<(), AwsError> {
+        self.stopped
+            .lock()
+            .unwrap()
+            .push((arn.to_owned(), error.to_owned()));
+        for e in self
+            .executions
+            .lock()
+            .unwrap()
+            .iter_mut()
+            .filter(|e| e.arn == arn)
+        {
+            e.status = "ABORTED".to_owned();
+            e.error = Some(error.to_owned());
+        }
+        Ok(())
+    }
+
+    async fn alarms(&self, names: &[String]) -> Result<Vec<AlarmState>, AwsError> {
+        Ok(self
+            .alarms
+            .iter()
+            .filter(|a| names.contains(&a.name))
+            .cloned()
+            .collect())
+    }
+}
+
+async fn call(world: &World, input: Value) -> Value {
+    handle(world, &config(), input)
+        .await
+        .expect("the operation succeeds")
+}
+
+fn tally_after(waves: usize) -> Value {
+    json!({"wave": waves, "waves": 3, "cells": 6, "failureBudget": 1, "promoted": 0, "failed": 0,
+           "stopped": 0, "notStarted": 0, "halt": false})
+}
+
+#[tokio::test]
+async fn plan_and_waves() {
+    let world = World::default();
+    let tally = call(&world, json!({"op": "plan", "fleet": example()})).await;
+    assert_eq!(tally["waves"], 3);
+    assert_eq!(tally["cells"], 6);
+    assert_eq!(tally["failureBudget"], 1);
+    let wave = call(
+        &world,
+        json!({"op": "wave", "fleet": example(), "tally": tally}),
+    )
+    .await;
+    assert_eq!(
+        wave,
+        json!({"number": 1, "cells": [{"cell": "use1-a"}], "maxConcurrency": 10, "last": false})
+    );
+    let wave = call(
+        &world,
+        json!({"op": "wave", "fleet": example(), "tally": tally_after(2)}),
+    )
+    .await;
+    assert_eq!(wave["number"], 3);
+    assert_eq!(wave["last"], true);
+}
+
+#[tokio::test]
+async fn an_invalid_fleet_plan_is_refused_with_its_paths() {
+    let mut fleet = example();
+    fleet["failureBudget"] = json!(9);
+    let error = handle(
+        &World::default(),
+        &config(),
+        json!({"op": "plan", "fleet": fleet}),
+    )
+    .await
+    .expect_err("refused");
+    assert_eq!(error.name(), ErrorName::InvalidPlan);
+    assert!(error.to_string().contains("failureBudget: is 9"), "{error}");
+    let error = handle(&World::default(), &config(), json!({"op": "launch"}))
+        .await
+        .expect_err("refused");
+    assert_eq!(error.name(), ErrorName::InvalidInput);
+}
+
+#[tokio::test]
+async fn a_cell_starts_while_the_budget_holds() {
+    let world = World::default();
+    let admit =
+        json!({"op": "admit", "fleet": example(), "cell": "use1-b", "fleetExecution": FLEET_RUN});
+    let admitted = call(&world, admit.clone()).await;
+    assert_eq!(admitted["start"], true);
+    assert_eq!(
+        admitted["name"],
+        format!("use1-b-{}", child_suffix(FLEET_RUN))
+    );
+    assert_eq!(admitted["plan"]["cluster"]["name"], "web-use1-b-v134");
+    // One failure is within the budget of 1; another fleet's failures do not count.
+    world.child("use1-a", FLEET_RUN, "FAILED", Some("CheckFailed"));
+    world.child("use1-a", OTHER_FLEET_RUN, "FAILED", Some("CheckFailed"));
+    world.child("euw1-a", OTHER_FLEET_RUN, "FAILED", Some("CheckFailed"));
+    assert_eq!(call(&world, admit.clone()).await["start"], true);
+    world.child("euw1-a", FLEET_RUN, "TIMED_OUT", None);
+    let refused = call(&world, admit).await;
+    assert_eq!(refused["start"], false);
+    assert!(refused.get("plan").is_none());
+    assert!(refused["reason"]
+        .as_str()
+        .unwrap()
+        .contains("2 cells failed, more than the failure budget of 1"));
+}
+
+#[tokio::test]
+async fn a_halt_stops_the_running_cells_only_when_the_plan_says_abort_running() {
+    let world = World::default();
+    world.child("use1-a", FLEET_RUN, "FAILED", Some("CheckFailed"));
+    world.child("euw1-a", FLEET_RUN, "FAILED", Some("CheckFailed"));
+    world.child("use1-b", FLEET_RUN, "RUNNING", None);
+    world.child("use1-c", OTHER_FLEET_RUN, "RUNNING", None);
+    let halt =
+        json!({"op": "halt", "fleet": example(), "cell": "euw1-a", "fleetExecution": FLEET_RUN});
+    assert_eq!(
+        call(&world, halt.clone()).await["stopped"],
+        0,
+        "finishRunning stops nothing"
+    );
+    let mut fleet = example();
+    fleet["onHalt"] = json!("abortRunning");
+    let mut halt = halt;
+    halt["fleet"] = fleet;
+    assert_eq!(call(&world, halt).await["stopped"], 1);
+    let stopped = world.stopped.lock().unwrap().clone();
+    assert_eq!(stopped.len(), 1);
+    assert!(stopped[0]
+        .0
+        .ends_with(&format!("use1-b-{}", child_suffix(FLEET_RUN))));
+    assert_eq!(stopped[0].1, HALT_ERROR);
+}
+
+#[tokio::test]
+async fn judging_a_wave_tells_failed_cells_from_stopped_ones_and_names_them() {
+    let world = World::default();
+    world.child("euw1-a", FLEET_RUN, "FAILED", Some("CheckFailed"));
+    world.child("use1-b", FLEET_RUN, "ABORTED", Some(HALT_ERROR));
+    let results = json!([{"cell": "euw1-a", "status": "notPromoted"}, {"cell": "use1-b", "status": "notPromoted"}]);
+    let judged = call(
+        &world,
+        json!({"op": "judge", "fleet": example(), "tally": tally_after(1),
+                                     "results": results, "fleetExecution": FLEET_RUN}),
+    )
+    .await;
+    assert_eq!(judged["wave"], 2);
+    assert_eq!(judged["failed"], 1);
+    assert_eq!(judged["stopped"], 1);
+    assert_eq!(
+        judged["halt"], false,
+        "one failure is within the budget of 1"
+    );
+    assert_eq!(judged["failures"][0]["cell"], "euw1-a");
+    assert_eq!(judged["failures"][0]["error"], "CheckFailed");
+
+    // A second failure spends the budget; a cell whose execution never started failed too.
+    let results = json!([{"cell": "euw1-b", "status": "notPromoted"}, {"cell": "use1-c", "status": "promoted"}]);
+    let halted = call(
+        &world,
+        json!({"op": "judge", "fleet": example(), "tally": judged,
+                                     "results": results, "fleetExecution": FLEET_RUN}),
+    )
+    .await;
+    assert_eq!(halted["halt"], true);
+    assert_eq!(halted["promoted"], 1);
+    let message = halted["message"].as_str().unwrap();
+    assert!(message.starts_with("fleet web-eks-1-34 halted after wave 3 of 3: 2 cells failed, more than the failure budget of 1"), "{message}");
+    assert!(
+        message.contains(
+            "euw1-a (wave 2, FAILED CheckFailed: CheckFailed: alarm web-euw1-a-5xx in ALARM)"
+        ),
+        "{message}"
+    );
+    assert!(
+        message.contains("euw1-b (wave 3, UNKNOWN NotStarted"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn the_tally_stays_within_its_budget_at_a_thousand_failed_cells() {
+    let cells: Vec<Value> = (0..1000)
+        .map(|i| json!({"name": format!("c{i}"), "plan": {}}))
+        .collect();
+    let fleet = ValidFleet {
+        fleet: FleetPlan {
+            schema: None,
+            name: "big".to_owned(),
+            template: None,
+            cells: serde_json::from_value(json!(cells)).expect("cells"),
+            waves: Vec::new(),
+            max_concurrent_cells: None,
+            failure_budget: 0,
+            soak: None,
+            order: Default::default(),
+            on_halt: OnHalt::FinishRunning,
+        },
+        plans: Vec::new(),
+        waves: Vec::new(),
+    };
+    let results: Vec<CellResult> = (0..1000)
+        .map(|i| CellResult {
+            cell: format!("c{i}"),
+            status: CellStatus::NotPromoted,
+        })
+        .collect();
+    let described: Vec<(String, Option<Execution>)> = (0..1000)
+        .map(|i| {
+            (
+                format!("c{i}"),
+                Some(Execution {
+                    arn: format!("{ROLLOUT}:c{i}-0123456789")
+                        .replace(":stateMachine:", ":execution:"),
+                    name: format!("c{i}-0123456789"),
+                    status: "FAILED".to_owned(),
+                    input: None,
+                    started: 1.0,
+                    stopped: None,
+                    error: Some("E".repeat(300)),
+                    cause: Some("C".repeat(40_000)),
+                }),
+            )
+        })
+        .collect();
+    let tally = Tally::default().judge(&fleet, &results, &described);
+    assert_eq!(tally.failed, 1000);
+    assert!(tally.failures.len() <= canary_core::fleet::MAX_NAMED_FAILURES);
+    assert!(serde_json::to_vec(&tally).unwrap().len() <= MAX_TALLY_BYTES);
+    assert!(tally.message.contains("and 990 more"), "{}", tally.message);
+}
+
+fn alarm(name: &str, state: AlarmStateValue) -> AlarmState {
+    AlarmState {
+        name: name.to_owned(),
+        composite: false,
+        state,
+        reason: "Threshold Crossed".to_owned(),
+        since: None,
+    }
+}
+
+#[tokio::test]
+async fn the_soak_halts_the_fleet_on_an_alarm_or_a_missing_one() {
+    let soak = |world: World| async move {
+        call(
+            &world,
+            json!({"op": "soak", "fleet": example(), "tally": tally_after(1)}),
+        )
+        .await
+    };
+    let calm = soak(World {
+        alarms: vec![alarm("web-fleet-5xx", AlarmStateValue::Ok)],
+        ..World::default()
+    })
+    .await;
+    assert_eq!(calm["halt"], false);
+    let alarmed = soak(World {
+        alarms: vec![alarm("web-fleet-5xx", AlarmStateValue::Alarm)],
+        ..World::default()
+    })
+    .await;
+    assert_eq!(alarmed["halt"], true);
+    assert!(alarmed["message"]
+        .as_str()
+        .unwrap()
+        .contains("the soak after wave 1 failed: alarm web-fleet-5xx is in ALARM"));
+    let missing = soak(World::default()).await;
+    assert!(missing["message"]
+        .as_str()
+        .unwrap()
+        .contains("alarm web-fleet-5xx does not exist"));
+}
+
+#[tokio::test]
+async fn a_stopped_fleet_stops_its_running_cells_and_no_one_elses() {
+    let world = World::default();
+    world.child("use1-a", FLEET_RUN, "SUCCEEDED", None);
+    world.child("use1-b", FLEET_RUN, "RUNNING", None);
+    world.child("euw1-a", FLEET_RUN, "RUNNING", None);
+    world.child("use1-c", OTHER_FLEET_RUN, "RUNNING", None);
+    let event = |status: &str| {
+        json!({
+            "detail-type": "Step Functions Execution Status Change",
+            "source": "aws.states",
+            "detail": {"executionArn": FLEET_RUN, "status": status, "startDate": 100_000}
+        })
+    };
+    assert_eq!(call(&world, event("SUCCEEDED")).await["stopped"], 0);
+    assert_eq!(call(&world, event("ABORTED")).await["stopped"], 2);
+    let stopped = world.stopped.lock().unwrap().clone();
+    assert!(stopped
+        .iter()
+        .all(|(arn, error)| arn.ends_with(&child_suffix(FLEET_RUN)) && error == STOPPED_ERROR));
+    let error = handle(
+        &world,
+        &config(),
+        json!({"detail-type": "Step Functions Execution Status Change", "detail": {}}),
+    )
+    .await
+    .expect_err("an event without its execution is refused");
+    assert_eq!(error.name(), ErrorName::InvalidInput);
+}
+
+#[test]
+fn child_names_fit_step_functions() {
+    let name = child_name(
+        &"c".repeat(canary_core::fleet::MAX_CELL_NAME),
+        &child_suffix(FLEET_RUN),
+    );
+    assert!(name.len() <= 80);
+    assert_ne!(child_suffix(FLEET_RUN), child_suffix(OTHER_FLEET_RUN));
+}
