@@ -64,13 +64,17 @@ class EventQueue:
         self.on_answer(payload, error, answer)
 
 
-def stack_rule(events, source):
+def stack_rule(events, source, machine=None):
     """The stack's rule for events from `source` (e.g. `aws.cloudwatch`), as moto's EventBridge
-    holds it: (rule name, its pattern, its Lambda function target)."""
+    holds it: (rule name, its pattern, its Lambda function target). `machine`: of the rules for
+    `aws.states`, the one whose pattern names the state machine ending so (`-rollout`, `-fleet`)."""
     found = []
     for page in events.get_paginator("list_rules").paginate():
         for rule in page["Rules"]:
             pattern = json.loads(rule.get("EventPattern") or "{}")
+            machines = pattern.get("detail", {}).get("stateMachineArn", [])
+            if machine and not any(m.endswith(machine) for m in machines):
+                continue
             if source in pattern.get("source", []):
                 targets = events.list_targets_by_rule(Rule=rule["Name"])["Targets"]
                 functions = [t for t in targets if t["Arn"].split(":")[2:3] == ["lambda"]]
@@ -86,6 +90,7 @@ class RuleDeliveries:
     asynchronous invocations queued (`held()` delays them); `reacted(payload, error, answer)`
     hears each answer."""
     SOURCE = None
+    MACHINE = None
 
     def __init__(self, client, front_door, invoke, log):
         """`client(service)` gives a boto3 client on the sandbox; `invoke(function, payload)`
@@ -97,7 +102,7 @@ class RuleDeliveries:
         self.queue = None
 
     def start(self):
-        self.rule, self.pattern, target = stack_rule(self.client("events"), self.SOURCE)
+        self.rule, self.pattern, target = stack_rule(self.client("events"), self.SOURCE, self.MACHINE)
         self.function = target["Arn"]
         self.queue = EventQueue(self.front_door, self.invoke, self.function, self.reacted)
         return self

@@ -1,4 +1,5 @@
-"""Step Functions execution status changes, delivered to the safety net as AWS delivers them.
+"""Step Functions execution status changes, delivered to the safety nets (the rollouts' and the
+fleets') as AWS delivers them.
 
 moto's engine puts the `Step Functions Execution Status Change` event on the account's default
 bus when an execution ends (tests/moto/moto_server.py); moto's EventBridge matches it against
@@ -14,14 +15,19 @@ from .event_queue import RuleDeliveries
 
 class SafetyNetEvents(RuleDeliveries):
     SOURCE = "aws.states"
+    MACHINE = "-rollout"
+    WHAT = "safety net"
+    # The execution the rule's input names.
+    EXECUTION = "executionArn"
 
     def __init__(self, *args):
         super().__init__(*args)
         self.answers = {}  # execution ARN -> (function error, answer)
 
     def reacted(self, payload, error, answer):
-        self.answers[payload["executionArn"]] = (error, answer)
-        self.log(f"safety net, for {payload['executionArn'].rsplit(':', 1)[-1]} ended {payload['status']}: "
+        execution = payload[self.EXECUTION]
+        self.answers[execution] = (error, answer)
+        self.log(f"{self.WHAT}, for {execution.rsplit(':', 1)[-1]} ended {payload['status']}: "
                  + (f"failed: {answer}" if error else answer.get("reason", str(answer))))
 
     def matches(self, status):
@@ -39,3 +45,11 @@ class SafetyNetEvents(RuleDeliveries):
         if error:
             raise RuntimeError(f"safety net failed: {answer}")
         return answer
+
+
+class FleetSafetyNetEvents(SafetyNetEvents):
+    """The stack's FleetSafetyNet rule: a fleet that ended ABORTED, FAILED or TIMED_OUT has its
+    running cells stopped by fleet-waves (`stopCells`)."""
+    MACHINE = "-fleet"
+    EXECUTION = "fleetExecution"
+    WHAT = "fleet safety net"

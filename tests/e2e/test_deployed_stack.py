@@ -64,8 +64,7 @@ def test_a_template_that_forgets_a_functions_variable_fails_that_function(tmp_pa
     forgetful = tmp_path / "template.yaml"
     forgetful.write_text(text.replace(passed, ""))
     # Its paths are relative to it, as `sam deploy` reads them.
-    (tmp_path / "statemachine").mkdir()
-    shutil.copy(REPO / "statemachine/rollout.asl.json", tmp_path / "statemachine")
+    shutil.copytree(REPO / "statemachine", tmp_path / "statemachine")
     with Sandbox(log=captured, template=forgetful) as sandbox:
         scenarios.create_green(sandbox)
         error, answer = sandbox.invoke("cluster-created", scenarios.create_cluster_event(sandbox))
@@ -89,8 +88,7 @@ def test_a_function_past_its_timeout_is_ended_as_lambda_ends_it(tmp_path):
     tail = tail.replace("      Timeout: 300\n", "      Timeout: 1\n", 1)
     short = tmp_path / "template.yaml"
     short.write_text(head + shift_weights + tail)
-    (tmp_path / "statemachine").mkdir()
-    shutil.copy(REPO / "statemachine/rollout.asl.json", tmp_path / "statemachine")
+    shutil.copytree(REPO / "statemachine", tmp_path / "statemachine")
 
     def slow_listener(method, path, body):
         if b"Action=DescribeListeners" in body:

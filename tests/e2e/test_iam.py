@@ -17,8 +17,7 @@ def template_copy(tmp_path, old, new):
     copy = tmp_path / "template.yaml"
     copy.write_text(text.replace(old, new))
     # Its paths are relative to it, as `sam deploy` reads them.
-    (tmp_path / "statemachine").mkdir()
-    shutil.copy(REPO / "statemachine/rollout.asl.json", tmp_path / "statemachine")
+    shutil.copytree(REPO / "statemachine", tmp_path / "statemachine")
     return copy
 
 

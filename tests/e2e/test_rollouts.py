@@ -233,8 +233,9 @@ def test_the_eventbridge_rules_match_what_they_should():
         events, sqs = sandbox.client("events"), sandbox.client("sqs")
         state_machine = sandbox.state_machine
         received = {}
-        for name, source in (("intake", "aws.eks"), ("safety", "aws.states"), ("alarms", "aws.cloudwatch")):
-            rule, _, _ = stack_rule(events, source)
+        for name, source, machine in (("intake", "aws.eks", None), ("safety", "aws.states", "-rollout"),
+                                      ("alarms", "aws.cloudwatch", None)):
+            rule, _, _ = stack_rule(events, source, machine)
             queue = sqs.create_queue(QueueName=name)["QueueUrl"]
             queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
             events.put_targets(Rule=rule, Targets=[{"Id": "counted", "Arn": queue_arn}])

@@ -109,6 +109,19 @@ Everything else is stock moto.
    fired. Here every execution's end puts it, so the rule delivers it as on AWS. Not modelled:
    the RUNNING event at the start, and redrive's PENDING_REDRIVE.
 
+14. Starting a child execution (`arn:aws:states:::states:startExecution.sync:2`, the fleet's
+   cells): like the AWS SDK integrations (2.), its parameters are PascalCase (`StateMachineArn`,
+   `Name`, `Input`) and its results PascalCase (`ExecutionArn`, then DescribeExecution's
+   `Status`, `Output`, ...), as AWS documents for the optimized Step Functions integration.
+   moto's engine passed the parameters to boto3 as written, whose serializer failed on
+   `StateMachineArn` (a KeyError, which the engine reports as `States.Runtime`), and read
+   `ExecutionArn` from a result it left in boto3's casing. The same hooks as 2. are filled here,
+   and a response is named by the operation it answers (the wait reads DescribeExecution's).
+   And a Map iteration fails the Map with its own error as it is, as a Parallel's branch does
+   (3.): moto made every iteration error a custom name, so a `States.*` error became
+   `States.Runtime`. Not modelled: stopping the child when the parent's task is cancelled (the
+   fleet's own safety net does it, docs/fleets.md).
+
 Still not modelled: the 256 KiB limit on Pass and Choice state output (moto checks task
 results only).
 
@@ -170,6 +183,10 @@ from moto.sts.models import sts_backends
 from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import CustomErrorName
 from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import ErrorEqualsDecl
 from moto.stepfunctions.parser.asl.component.state.exec.state_parallel import branches_decl as parallel_branches
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import iteration_worker as map_iteration
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_sfn import (
+    StateTaskServiceSfn,
+)
 from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
 from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
     StatesErrorNameType,
@@ -285,9 +302,9 @@ cloudwatch_urls.url_paths[r"{0}/service/(?P<service>[A-Za-z0-9]+)/operation/(?P<
 )
 
 
-def _operation(task):
+def _operation(task, action=None):
     model = _models.get_service_model(task._get_boto_service_name())
-    action = task._get_boto_service_action()
+    action = action or task._get_boto_service_action()
     name = next(op for op in model.operation_names if xform_name(op) == action)
     return model.operation_model(name)
 
@@ -341,6 +358,28 @@ def _normalise_response(self, response, boto_service_name=None, service_action_n
 StateTaskServiceAwsSdk._normalise_parameters = _normalise_parameters
 StateTaskServiceAwsSdk._normalise_response = _normalise_response
 
+# --- 14. The optimized Step Functions integration's casing ---------------------------------
+_stock_sfn_normalise_parameters = StateTaskServiceSfn._normalise_parameters
+
+
+def _sfn_normalise_parameters(self, parameters, boto_service_name=None, service_action_name=None):
+    # moto's own step first: an `Input` object becomes its JSON text.
+    _stock_sfn_normalise_parameters(self, parameters, boto_service_name, service_action_name)
+    converted = _to_api_names(parameters, _operation(self, service_action_name).input_shape)
+    parameters.clear()
+    parameters.update(converted)
+
+
+def _sfn_normalise_response(self, response, boto_service_name=None, service_action_name=None):
+    if isinstance(response, dict):
+        converted = _to_pascal(response, _operation(self, service_action_name).output_shape)
+        response.clear()
+        response.update(converted)
+
+
+StateTaskServiceSfn._normalise_parameters = _sfn_normalise_parameters
+StateTaskServiceSfn._normalise_response = _sfn_normalise_response
+
 UNCATCHABLE = {StatesErrorNameType.StatesStatesDataLimitExceeded, StatesErrorNameType.StatesRuntime}
 _stock_error_equals = ErrorEqualsDecl._eval_body
 
@@ -371,6 +410,8 @@ def _branch_error_name(error_name):
 
 
 parallel_branches.CustomErrorName = lambda error_name: _branch_error_name(error_name)
+# --- 14. (with 3.) A Map iteration's error, as it is.
+map_iteration.CustomErrorName = lambda error_name: _branch_error_name(error_name)
 
 
 def _branches_eval_body(self, env):

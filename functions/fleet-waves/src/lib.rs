@@ -10,8 +10,8 @@
 //!   fleet's running cells (each one's safety net restores its baseline).
 //! - `judge`: a wave's results into the tally; whether the fleet halts, and why.
 //! - `soak`: after the soak, the fleet's alarms; one in ALARM halts the fleet.
-//! - an EventBridge `Step Functions Execution Status Change` of a fleet that ended ABORTED,
-//!   FAILED or TIMED_OUT: stop its running cells (the fleet's safety net).
+//! - `stopCells` (from the template's FleetSafetyNet rule, when a fleet execution ends
+//!   ABORTED, FAILED or TIMED_OUT): stop its running cells.
 
 mod sdk;
 mod tally;
@@ -119,6 +119,10 @@ enum Request {
         fleet: Value,
         tally: Tally,
     },
+    StopCells {
+        fleet_execution: String,
+        status: String,
+    },
 }
 
 /// The next wave, as the fleet's Map reads it.
@@ -140,8 +144,8 @@ pub struct Admission {
     pub start: bool,
     /// The child execution's name.
     pub name: String,
-    /// The cell's rollout plan (the child's input), when it starts.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The cell's rollout plan (the child's input) when it starts; null otherwise (the state
+    /// machine's ResultSelector reads the field either way).
     pub plan: Option<Value>,
     pub reason: String,
 }
@@ -151,11 +155,6 @@ pub async fn handle(
     config: &FleetConfig,
     input: Value,
 ) -> Result<Value, FleetError> {
-    if input.get("detail-type").and_then(Value::as_str)
-        == Some("Step Functions Execution Status Change")
-    {
-        return stop_cells_of_ended_fleet(apis, config, &input).await;
-    }
     let request: Request = parse_input(input).map_err(FleetError::InvalidInput)?;
     let out = match request {
         Request::Plan { fleet } => to_value(Tally::start(&valid(fleet)?)),
@@ -208,6 +207,10 @@ pub async fn handle(
             };
             to_value(tally.after_soak(&fleet, &alarms))
         }
+        Request::StopCells {
+            fleet_execution,
+            status,
+        } => stop_cells_of_ended_fleet(apis, config, &fleet_execution, &status).await,
     };
     out
 }
@@ -368,23 +371,13 @@ async fn stop_running(
 async fn stop_cells_of_ended_fleet(
     apis: &dyn FleetApis,
     config: &FleetConfig,
-    event: &Value,
+    arn: &str,
+    status: &str,
 ) -> Result<Value, FleetError> {
-    let detail = &event["detail"];
-    let (Some(arn), Some(status)) = (detail["executionArn"].as_str(), detail["status"].as_str())
-    else {
-        return Err(FleetError::InvalidInput(
-            "a Step Functions status change event without detail.executionArn and detail.status"
-                .to_owned(),
-        ));
-    };
     if !matches!(status, "ABORTED" | "FAILED" | "TIMED_OUT") {
         return Ok(json!({ "fleetExecution": arn, "status": status, "stopped": 0 }));
     }
-    let started = match detail["startDate"].as_f64() {
-        Some(ms) => ms / 1000.0,
-        None => apis.describe(arn).await?.started,
-    };
+    let started = apis.describe(arn).await?.started;
     let running = children(apis, config, arn, started, true).await?;
     let cause = format!("the fleet execution {arn} ended {status}: its cells are stopped, each one's safety net restores its baseline");
     let stopped = stop_running(apis, &running, STOPPED_ERROR, &cause).await?;

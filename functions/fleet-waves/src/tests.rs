@@ -197,7 +197,7 @@ async fn a_cell_starts_while_the_budget_holds() {
     world.child("euw1-a", FLEET_RUN, "TIMED_OUT", None);
     let refused = call(&world, admit).await;
     assert_eq!(refused["start"], false);
-    assert!(refused.get("plan").is_none());
+    assert!(refused["plan"].is_null());
     assert!(refused["reason"]
         .as_str()
         .unwrap()
@@ -378,13 +378,9 @@ async fn a_stopped_fleet_stops_its_running_cells_and_no_one_elses() {
     world.child("use1-b", FLEET_RUN, "RUNNING", None);
     world.child("euw1-a", FLEET_RUN, "RUNNING", None);
     world.child("use1-c", OTHER_FLEET_RUN, "RUNNING", None);
-    let event = |status: &str| {
-        json!({
-            "detail-type": "Step Functions Execution Status Change",
-            "source": "aws.states",
-            "detail": {"executionArn": FLEET_RUN, "status": status, "startDate": 100_000}
-        })
-    };
+    // As the template's FleetSafetyNet rule hands it over.
+    let event =
+        |status: &str| json!({"op": "stopCells", "fleetExecution": FLEET_RUN, "status": status});
     assert_eq!(call(&world, event("SUCCEEDED")).await["stopped"], 0);
     assert_eq!(call(&world, event("ABORTED")).await["stopped"], 2);
     let stopped = world.stopped.lock().unwrap().clone();
@@ -394,7 +390,7 @@ async fn a_stopped_fleet_stops_its_running_cells_and_no_one_elses() {
     let error = handle(
         &world,
         &config(),
-        json!({"detail-type": "Step Functions Execution Status Change", "detail": {}}),
+        json!({"op": "stopCells", "status": "ABORTED"}),
     )
     .await
     .expect_err("an event without its execution is refused");
