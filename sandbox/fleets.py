@@ -9,7 +9,7 @@ each cell's listener back; `run_fleet` is the `fleet` and `fleet-halt` scenarios
 import json
 import time
 
-from .world import ACCOUNT, LOAD_BALANCER, REGION
+from .world import ACCOUNT, LOAD_BALANCER
 
 # Three cells per region; the fleet's order spreads each wave across both.
 CELLS = [("use1-a", "us-east-1"), ("use1-b", "us-east-1"), ("use1-c", "us-east-1"),

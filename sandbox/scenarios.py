@@ -228,9 +228,9 @@ def describe_event(detail_type, detail):
 
 
 def read_events(sandbox, execution_arn):
-    """The execution's EventBridge events that reached the sandbox's queue since the last read,
-    as (detail-type, detail). Another execution's events read meanwhile are kept for it (a
-    scenario may watch two at once)."""
+    """The execution's (or fleet execution's) EventBridge events that reached the sandbox's queue
+    since the last read, as (detail-type, detail). Another execution's events read meanwhile are
+    kept for it (a scenario may watch two at once)."""
     sqs = sandbox.client("sqs")
     while True:
         messages = sqs.receive_message(QueueUrl=sandbox.world.events_queue, MaxNumberOfMessages=10).get("Messages", [])
@@ -239,7 +239,10 @@ def read_events(sandbox, execution_arn):
         for message in messages:
             sqs.delete_message(QueueUrl=sandbox.world.events_queue, ReceiptHandle=message["ReceiptHandle"])
             event = json.loads(message["Body"])
-            sandbox.unread_events.setdefault(event["detail"].get("executionArn"), []).append(
+            detail = event["detail"]
+            # A fleet's events name the fleet execution.
+            owner = detail.get("executionArn") or detail.get("fleetExecutionArn")
+            sandbox.unread_events.setdefault(owner, []).append(
                 (event["detail-type"], event["detail"]))
 
 

@@ -3,6 +3,7 @@ foreign weight changes. (Manual plans and executions are the sandbox's: sandbox.
 
 import json
 import time
+from pathlib import Path
 
 import jsonschema
 
@@ -54,3 +55,39 @@ def delete_cluster_event(name, region):
     detail["responseElements"]["cluster"].update(name=name, arn=scenarios.cluster_arn(name, region))
     return event
 
+
+# What Lambda sets in every function's environment, beside the function's own variables.
+LAMBDA_VARIABLES = {
+    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION",
+    "AWS_LAMBDA_FUNCTION_NAME", "AWS_LAMBDA_FUNCTION_VERSION", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
+    "AWS_LAMBDA_LOG_GROUP_NAME", "AWS_LAMBDA_LOG_STREAM_NAME", "AWS_LAMBDA_RUNTIME_API", "LAMBDA_TASK_ROOT",
+    "PATH", "TZ",
+}
+# What the sandbox adds: its stand-ins' endpoints, and no instance metadata.
+SANDBOX_VARIABLES = {"AWS_ENDPOINT_URL", "AWS_EC2_METADATA_DISABLED", "DATADOG_API_URL"}
+
+
+def process_environment(pid):
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    return dict(item.split("=", 1) for item in raw.decode().split("\0") if "=" in item)
+
+
+def assert_runs_as_the_stack_declares(sandbox, logical):
+    """The stack's function `logical` ran with exactly the environment the template declares for
+    it (and Lambda's own variables), as its own role."""
+    lambda_client, iam = sandbox.client("lambda"), sandbox.client("iam")
+    name, _ = sandbox.stack.functions()[logical]
+    declared = sandbox.stack.template["Resources"][logical]["Properties"]["Environment"]["Variables"]
+    configuration = lambda_client.get_function_configuration(FunctionName=name)
+    variables = configuration["Environment"]["Variables"]
+    assert set(variables) == set(declared), f"{logical}: the stack gave what the template declares"
+    assert configuration["Role"] == iam.get_role(
+        RoleName=sandbox.stack.resources[f"{logical}Role"])["Role"]["Arn"]
+    instances = sandbox.functions.functions[name].instances
+    assert instances, f"{logical} ran"
+    environment = process_environment(instances[0].process.pid)
+    assert {k: environment[k] for k in variables} == variables, logical
+    assert set(environment) - set(variables) <= LAMBDA_VARIABLES | SANDBOX_VARIABLES, \
+        f"{logical} got variables the stack does not give it"
+    assert environment["AWS_ACCESS_KEY_ID"] != "test", f"{logical} runs as its role, not the sandbox's keys"
+    assert environment["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] == str(configuration["MemorySize"])

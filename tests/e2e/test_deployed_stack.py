@@ -10,46 +10,19 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import ClientError
 
-from helpers import captured
+from helpers import assert_runs_as_the_stack_declares, captured
 from sandbox import scenarios
 from sandbox.harness import REPO, Sandbox
-
-# What Lambda sets in every function's environment, beside the function's own variables.
-LAMBDA_VARIABLES = {
-    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION",
-    "AWS_LAMBDA_FUNCTION_NAME", "AWS_LAMBDA_FUNCTION_VERSION", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
-    "AWS_LAMBDA_LOG_GROUP_NAME", "AWS_LAMBDA_LOG_STREAM_NAME", "AWS_LAMBDA_RUNTIME_API", "LAMBDA_TASK_ROOT",
-    "PATH", "TZ",
-}
-# What the sandbox adds: its stand-ins' endpoints, and no instance metadata.
-SANDBOX_VARIABLES = {"AWS_ENDPOINT_URL", "AWS_EC2_METADATA_DISABLED", "DATADOG_API_URL"}
-
-
-def process_environment(pid):
-    raw = Path(f"/proc/{pid}/environ").read_bytes()
-    return dict(item.split("=", 1) for item in raw.decode().split("\0") if "=" in item)
-
 
 def test_each_function_runs_with_the_stacks_environment_and_its_roles_credentials():
     with Sandbox(log=captured) as sandbox:
         report = scenarios.run_on(sandbox, "happy", captured, False)
         assert report.status == "SUCCEEDED", report.cause
-        lambda_client, iam = sandbox.client("lambda"), sandbox.client("iam")
-        for logical, (name, _) in sandbox.stack.functions().items():
-            declared = sandbox.stack.template["Resources"][logical]["Properties"]["Environment"]["Variables"]
-            configuration = lambda_client.get_function_configuration(FunctionName=name)
-            variables = configuration["Environment"]["Variables"]
-            assert set(variables) == set(declared), f"{logical}: the stack gave what the template declares"
-            assert configuration["Role"] == iam.get_role(
-                RoleName=sandbox.stack.resources[f"{logical}Role"])["Role"]["Arn"]
-            instances = sandbox.functions.functions[name].instances
-            assert instances, f"{logical} ran in the rollout"
-            environment = process_environment(instances[0].process.pid)
-            assert {k: environment[k] for k in variables} == variables, logical
-            assert set(environment) - set(variables) <= LAMBDA_VARIABLES | SANDBOX_VARIABLES, \
-                f"{logical} got variables the stack does not give it"
-            assert environment["AWS_ACCESS_KEY_ID"] != "test", f"{logical} runs as its role, not the sandbox's keys"
-            assert environment["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] == str(configuration["MemorySize"])
+        lambda_client = sandbox.client("lambda")
+        for logical in sandbox.stack.functions():
+            # The fleet's function runs only in a fleet: test_fleets.py checks it there.
+            if logical != "FleetWavesFunction":
+                assert_runs_as_the_stack_declares(sandbox, logical)
         # One function's variables are not another's.
         created = sandbox.function("cluster-created")
         shift = sandbox.function("shift-weights")

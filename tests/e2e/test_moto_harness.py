@@ -11,6 +11,7 @@ import json
 import datetime
 import subprocess
 import sys
+import urllib.request
 
 import boto3
 import botocore.session
@@ -163,3 +164,62 @@ def test_eventbridge_delivers_as_aws_does(moto_endpoint):
     events.disable_rule(Name="alarms")
     events.put_events(Entries=[entry])
     assert sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=1).get("Messages", []) == []
+
+
+def machine(sfn, name, states, start):
+    return sfn.create_state_machine(
+        name=name, roleArn="arn:aws:iam::123456789012:role/states",
+        definition=json.dumps({"StartAt": start, "States": states}))["stateMachineArn"]
+
+
+def ended(sfn, arn, timeout=30):
+    deadline = datetime.datetime.now() + datetime.timedelta(seconds=timeout)
+    while datetime.datetime.now() < deadline:
+        described = sfn.describe_execution(executionArn=arn)
+        if described["status"] != "RUNNING":
+            return described
+    raise TimeoutError(arn)
+
+
+def test_child_executions_and_stops_behave_as_aws_documents(moto_endpoint):
+    """Patches 14 and 15: `startExecution.sync:2` takes PascalCase parameters and answers
+    PascalCase with the child's output parsed; StopExecution keeps its error and cause (and
+    leaves out what it was not given); an execution stopped while a Map waits on children ends
+    ABORTED."""
+    # Step Functions' engine on, as the sandbox turns it on.
+    urllib.request.urlopen(urllib.request.Request(
+        f"{moto_endpoint}/moto-api/config", data=json.dumps({"stepfunctions": {"execute_state_machine": True}}).encode(),
+        headers={"Content-Type": "application/json"})).read()
+    sfn = boto3.client("stepfunctions", endpoint_url=moto_endpoint, **CREDENTIALS)
+    quick = machine(sfn, "quick", {"Done": {"Type": "Pass", "Result": {"ok": True}, "End": True}}, "Done")
+    slow = machine(sfn, "slow", {"Wait": {"Type": "Wait", "Seconds": 60, "End": True}}, "Wait")
+
+    def parent(name, child):
+        run = {"Type": "Task", "Resource": "arn:aws:states:::states:startExecution.sync:2",
+               "Parameters": {"StateMachineArn": child, "Name.$": "$.name", "Input": {"from": "parent"}}, "End": True}
+        return machine(sfn, name, {"Cells": {
+            "Type": "Map", "ItemsPath": "$.cells", "MaxConcurrency": 2,
+            "ItemSelector": {"name.$": "$$.Map.Item.Value"},
+            "ItemProcessor": {"StartAt": "Run", "States": {"Run": run}}, "End": True}}, "Cells")
+
+    done = sfn.start_execution(stateMachineArn=parent("parent-quick", quick),
+                               input=json.dumps({"cells": ["a", "b"]}))["executionArn"]
+    finished = ended(sfn, done)
+    assert finished["status"] == "SUCCEEDED", finished
+    outputs = json.loads(finished["output"])
+    assert [o["Status"] for o in outputs] == ["SUCCEEDED", "SUCCEEDED"]
+    assert outputs[0]["Output"] == {"ok": True} and outputs[0]["Input"] == {"from": "parent"}
+    assert isinstance(outputs[0]["StartDate"], int), "epoch milliseconds"
+
+    waiting = sfn.start_execution(stateMachineArn=parent("parent-slow", slow),
+                                  input=json.dumps({"cells": ["c", "d"]}))["executionArn"]
+    deadline = datetime.datetime.now() + datetime.timedelta(seconds=30)
+    while len(sfn.list_executions(stateMachineArn=slow)["executions"]) < 2:
+        assert datetime.datetime.now() < deadline, "the children never started"
+    sfn.stop_execution(executionArn=waiting, error="Halted", cause="by the test")
+    stopped = ended(sfn, waiting)
+    assert (stopped["status"], stopped["error"], stopped["cause"]) == ("ABORTED", "Halted", "by the test")
+    for child in sfn.list_executions(stateMachineArn=slow)["executions"]:
+        sfn.stop_execution(executionArn=child["executionArn"])
+        quiet = ended(sfn, child["executionArn"])
+        assert quiet["status"] == "ABORTED" and "error" not in quiet and "cause" not in quiet, quiet

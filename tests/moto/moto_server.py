@@ -112,15 +112,22 @@ Everything else is stock moto.
 14. Starting a child execution (`arn:aws:states:::states:startExecution.sync:2`, the fleet's
    cells): like the AWS SDK integrations (2.), its parameters are PascalCase (`StateMachineArn`,
    `Name`, `Input`) and its results PascalCase (`ExecutionArn`, then DescribeExecution's
-   `Status`, `Output`, ...), as AWS documents for the optimized Step Functions integration.
+   `Status`, `Output`, ...), dates in epoch milliseconds, as AWS documents for the optimized
+   Step Functions integration.
    moto's engine passed the parameters to boto3 as written, whose serializer failed on
    `StateMachineArn` (a KeyError, which the engine reports as `States.Runtime`), and read
    `ExecutionArn` from a result it left in boto3's casing. The same hooks as 2. are filled here,
    and a response is named by the operation it answers (the wait reads DescribeExecution's).
    And a Map iteration fails the Map with its own error as it is, as a Parallel's branch does
    (3.): moto made every iteration error a custom name, so a `States.*` error became
-   `States.Runtime`. Not modelled: stopping the child when the parent's task is cancelled (the
+   `States.Runtime`; and an execution stopped while a Map runs ends ABORTED (moto failed it
+   with an AttributeError of its own, FAILED). Not modelled: stopping the child when the parent's task is cancelled (the
    fleet's own safety net does it, docs/fleets.md).
+
+15. StopExecution's `error` and `cause` on the stopped execution, as AWS keeps them:
+   DescribeExecution (and the status change event) of an ABORTED execution carries what the
+   caller gave (and leaves out what it did not). moto kept them only in the history, so the
+   fleet could not tell a cell it stopped itself (`FleetHalted`) from one a person stopped.
 
 Still not modelled: the 256 KiB limit on Pass and Choice state output (moto checks task
 results only).
@@ -155,7 +162,7 @@ from moto.cloudwatch import urls as cloudwatch_urls
 from moto.cloudwatch.responses import CloudWatchResponse
 from moto.core import parse as moto_parse
 from moto.core import serialize as moto_serialize
-from moto.core.responses import EmptyResult
+from moto.core.responses import ActionResult, EmptyResult
 from moto.eks import exceptions as eks_exceptions
 from moto.eks import models as eks_models
 from moto.eks import urls as eks_urls
@@ -184,6 +191,8 @@ from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name
 from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import ErrorEqualsDecl
 from moto.stepfunctions.parser.asl.component.state.exec.state_parallel import branches_decl as parallel_branches
 from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import iteration_worker as map_iteration
+from moto.stepfunctions.parser.asl.eval import environment as sfn_environment
+from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_sfn import (
     StateTaskServiceSfn,
 )
@@ -374,7 +383,9 @@ def _sfn_normalise_response(self, response, boto_service_name=None, service_acti
     if isinstance(response, dict):
         converted = _to_pascal(response, _operation(self, service_action_name).output_shape)
         response.clear()
-        response.update(converted)
+        # Dates as AWS writes them in the state: epoch milliseconds (boto3 gives datetimes,
+        # which are not JSON).
+        response.update({k: _epoch_ms(v) if isinstance(v, datetime.datetime) else v for k, v in converted.items()})
 
 
 StateTaskServiceSfn._normalise_parameters = _sfn_normalise_parameters
@@ -412,6 +423,34 @@ def _branch_error_name(error_name):
 parallel_branches.CustomErrorName = lambda error_name: _branch_error_name(error_name)
 # --- 14. (with 3.) A Map iteration's error, as it is.
 map_iteration.CustomErrorName = lambda error_name: _branch_error_name(error_name)
+_stock_map_event_details = map_iteration.EventDetails
+
+
+def _map_event_details(**details):
+    """An iteration stopped with its execution (StopExecution) reported the stop's error text
+    where the Map reads an ExecutionFailedEventDetails object, and the Map then failed the
+    stopped execution with an AttributeError (`States.Runtime`, status FAILED): AWS ends it
+    ABORTED."""
+    failed = details.get("executionFailedEventDetails")
+    if failed is None or isinstance(failed, str):
+        details["executionFailedEventDetails"] = sfn_api.ExecutionFailedEventDetails(
+            error=failed or "MapIterationAborted", cause="the execution was stopped")
+    return _stock_map_event_details(**details)
+
+
+map_iteration.EventDetails = _map_event_details
+_stock_set_error = sfn_environment.Environment.set_error
+
+
+def _set_error_unless_stopped(self, error):
+    # A stopped execution stays ABORTED: a state still unwinding when the stop came (a Map's
+    # iterations) does not make it FAILED afterwards.
+    if isinstance(self.program_state(), ProgramStopped):
+        return
+    _stock_set_error(self, error)
+
+
+sfn_environment.Environment.set_error = _set_error_unless_stopped
 
 
 def _branches_eval_body(self, env):
@@ -1024,9 +1063,39 @@ def _status_change_event(execution):
     }
 
 
+_stock_stop_execution = StepFunctionResponse.stop_execution
+
+
+def _stop_execution(self):
+    """15. StopExecution as AWS takes it: its `error` and `cause` (moto's backend stopped every
+    execution with empty ones), within the same limits as SendTaskFailure's."""
+    params = {name: self._get_param(name) for name in SEND_TASK_FAILURE_LIMITS}
+    for name, limit in SEND_TASK_FAILURE_LIMITS.items():
+        if params[name] is not None and len(params[name]) > limit:
+            raise sfn_exceptions.ValidationException(
+                f"1 validation error detected: Value at '{name}' failed to satisfy constraint: "
+                f"Member must have length less than or equal to {limit}")
+    arn = self._get_param("executionArn")
+    backend = self.stepfunction_backend
+    backend._validate_execution_arn(arn)
+    machine = backend._get_state_machine_for_execution(arn)
+    execution = next((e for e in machine.executions if e.execution_arn == arn), None)
+    if execution is None:
+        return _stock_stop_execution(self)  # moto's ExecutionDoesNotExist
+    execution.stop(stop_date=datetime.datetime.now(datetime.timezone.utc), **params)
+    return ActionResult({"stopDate": execution.stop_date})
+
+
+StepFunctionResponse.stop_execution = _stop_execution
+
+
 def _terminated_with_event(self):
     _stock_terminated(self)
     execution = self.execution
+    # 15. A stop's error and cause stay on the execution.
+    stopped = self.execution.exec_worker.env.program_state()
+    if isinstance(stopped, ProgramStopped):
+        execution.error, execution.cause = stopped.error, stopped.cause
     events_models.events_backends[execution.account_id][execution.region_name].put_events([{
         "Source": "aws.states",
         "DetailType": "Step Functions Execution Status Change",

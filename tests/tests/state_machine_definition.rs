@@ -20,8 +20,16 @@ const INTAKE_ONLY: [ErrorName; 2] = [ErrorName::InvalidEvent, ErrorName::Profile
 const BUILT_IN: [&str; 3] = ["States.", "Lambda.", "EventBridge."];
 
 fn definition() -> Value {
-    let text = std::fs::read_to_string(repo_root().join("statemachine/rollout.asl.json"))
-        .expect("ASL file");
+    definition_at("statemachine/rollout.asl.json")
+}
+
+/// The fleet's state machine (statemachine/fleet.asl.json).
+fn fleet_definition() -> Value {
+    definition_at("statemachine/fleet.asl.json")
+}
+
+fn definition_at(path: &str) -> Value {
+    let text = std::fs::read_to_string(repo_root().join(path)).expect("ASL file");
     serde_json::from_str(&text).expect("ASL is JSON")
 }
 
@@ -29,13 +37,16 @@ fn states(asl: &Value) -> &serde_json::Map<String, Value> {
     asl["States"].as_object().expect("States")
 }
 
-/// Every state, those in Parallel branches too.
+/// Every state, those in Parallel branches and Map item processors too.
 fn all_states(asl: &Value) -> Vec<(&String, &Value)> {
     let mut all = Vec::new();
     for (name, state) in states(asl) {
         all.push((name, state));
         for branch in state["Branches"].as_array().into_iter().flatten() {
             all.extend(all_states(branch));
+        }
+        if state["ItemProcessor"].is_object() {
+            all.extend(all_states(&state["ItemProcessor"]));
         }
     }
     all
@@ -138,16 +149,20 @@ fn retryable_errors_are_retried_and_nothing_else_is_retried_by_name() {
 
 #[test]
 fn every_lambda_task_retries_lambda_service_errors() {
-    let asl = definition();
-    let own = branch_errors(&asl);
-    let in_branches: BTreeSet<&String> = states(&asl)
+    for asl in [definition(), fleet_definition()] {
+        lambda_tasks_retry_lambda_service_errors(&asl);
+    }
+    assert!(branch_errors(&definition()).contains("Approved"));
+}
+
+fn lambda_tasks_retry_lambda_service_errors(asl: &Value) {
+    let in_branches: BTreeSet<&String> = states(asl)
         .values()
         .flat_map(|s| s["Branches"].as_array().into_iter().flatten())
         .flat_map(all_states)
         .map(|(name, _)| name)
         .collect();
-    assert!(own.contains("Approved"), "{own:?}");
-    for (name, state) in all_states(&asl) {
+    for (name, state) in all_states(asl) {
         if state["Resource"] != "arn:aws:states:::lambda:invoke" {
             continue;
         }
@@ -382,8 +397,12 @@ fn a_rollback_looks_again_after_its_settle_period() {
 
 #[test]
 fn every_substitution_is_defined_and_every_definition_used() {
-    let asl_text =
-        std::fs::read_to_string(repo_root().join("statemachine/rollout.asl.json")).unwrap();
+    let asl_text = [
+        "statemachine/rollout.asl.json",
+        "statemachine/fleet.asl.json",
+    ]
+    .map(|path| std::fs::read_to_string(repo_root().join(path)).unwrap())
+    .concat();
     let used: BTreeSet<String> = asl_text
         .split("${")
         .skip(1)
@@ -606,7 +625,11 @@ fn every_event_the_definition_publishes_has_its_schema_and_matches_it() {
         .expect("schema/events")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
         .collect();
-    for (detail_type, keys) in published_events(&definition()) {
+    let (rollout, fleet) = (definition(), fleet_definition());
+    let published = published_events(&rollout)
+        .into_iter()
+        .chain(published_events(&fleet));
+    for (detail_type, keys) in published {
         let file = format!(
             "{}.schema.json",
             detail_type.to_lowercase().replace(' ', "-")

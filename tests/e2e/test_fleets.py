@@ -1,0 +1,170 @@
+"""Fleets end to end: the stack's fleet state machine (statemachine/fleet.asl.json) run by moto's
+Step Functions engine, each cell a real child execution of the rollout state machine
+(`startExecution.sync:2`), on six cells in two regions (sandbox/fleets.py). After every fleet,
+each cell is promoted or at its baseline, never in between."""
+import json
+import time
+
+import jsonschema
+
+from helpers import assert_runs_as_the_stack_declares, captured
+from sandbox import fleets, scenarios
+from sandbox.harness import Sandbox
+
+PROMOTED, BASELINE = (0, 100), (100, 0)
+# The fleet's largest state must stay under Step Functions' 256 KiB (canary_core::fleet's budget).
+STATE_LIMIT = 256 * 1024
+
+
+def fleet_events(sandbox, fleet_execution):
+    """The fleet's events, each checked against its schema (schema/events/)."""
+    events = scenarios.read_events(sandbox, fleet_execution)
+    for detail_type, detail in events:
+        jsonschema.validate(detail, scenarios.event_schema(detail_type))
+    return events
+
+
+def largest_state(sandbox, execution_arn):
+    sfn = sandbox.client("stepfunctions", attempts=10)
+    largest = 0
+    for page in sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn):
+        for event in page["events"]:
+            for details in (v for k, v in event.items() if k.endswith("EventDetails")):
+                for key in ("input", "output"):
+                    largest = max(largest, len(details.get(key) or ""))
+    return largest
+
+
+def fail_alarm(sandbox, cells, cell):
+    sandbox.client("cloudwatch").set_alarm_state(AlarmName=cells[cell]["alarm"], StateValue="ALARM",
+                                                 StateReason="Threshold Crossed: 1 datapoint [42.0] > 10.0")
+
+
+def assert_each_cell_promoted_or_at_its_baseline(sandbox, cells, promoted):
+    weights = fleets.cell_weights(sandbox, cells)
+    assert weights == {cell: PROMOTED if cell in promoted else BASELINE for cell in cells}, weights
+
+
+def wait_until(predicate, what, timeout=180):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"{what} did not happen in {timeout} s"
+        time.sleep(0.3)
+
+
+def test_a_fleet_moves_every_cell_in_waves_across_two_regions():
+    with Sandbox(log=captured) as sandbox:
+        ended, cells = fleets.run_fleet(sandbox, "fleet", captured)
+        assert ended["status"] == "SUCCEEDED", ended.get("cause")
+        tally = json.loads(ended["output"])["tally"]
+        assert (tally["promoted"], tally["failed"], tally["wave"]) == (6, 0, 3)
+        assert_each_cell_promoted_or_at_its_baseline(sandbox, cells, promoted=set(cells))
+        children = fleets.children(sandbox, ended["executionArn"])
+        assert {c: d["status"] for c, d in children.items()} == {c: "SUCCEEDED" for c in cells}
+        # Waves in order, each spread across both regions: 1, then 2, then 3 cells.
+        waves = [["use1-a"], ["euw1-a", "use1-b"], ["euw1-b", "use1-c", "euw1-c"]]
+        for earlier, later in zip(waves, waves[1:]):
+            last_end = max(children[c]["stopDate"] for c in earlier)
+            assert all(children[c]["startDate"] >= last_end for c in later), (earlier, later)
+        assert {c: cells[c]["region"] for c in waves[1]} == {"euw1-a": "eu-west-1", "use1-b": "us-east-1"}
+        types = [t for t, _ in fleet_events(sandbox, ended["executionArn"])]
+        assert types == ["Fleet Started"] + ["Wave Started", "Wave Completed"] * 3 + ["Fleet Completed"], types
+        assert largest_state(sandbox, ended["executionArn"]) < STATE_LIMIT
+        assert_runs_as_the_stack_declares(sandbox, "FleetWavesFunction")
+
+
+def test_a_failed_cell_halts_the_fleet_and_the_next_wave_never_starts():
+    with Sandbox(log=captured) as sandbox:
+        ended, cells = fleets.run_fleet(sandbox, "fleet-halt", captured)
+        assert (ended["status"], ended["error"]) == ("FAILED", "FleetHalted")
+        assert ended["cause"].startswith("fleet web-fleet halted after wave 2 of 3: 1 cells failed, more than the "
+                                         "failure budget of 0; failed cells: euw1-a (wave 2, FAILED CheckFailed"), \
+            ended["cause"]
+        children = fleets.children(sandbox, ended["executionArn"])
+        assert {c: d["status"] for c, d in children.items()} == {
+            "use1-a": "SUCCEEDED", "euw1-a": "FAILED", "use1-b": "SUCCEEDED"}, "wave 3 never started"
+        # onHalt finishRunning: the wave's other cell finished (promoted).
+        assert_each_cell_promoted_or_at_its_baseline(sandbox, cells, promoted={"use1-a", "use1-b"})
+        events = fleet_events(sandbox, ended["executionArn"])
+        assert [d["cell"] for t, d in events if t == "Cell Failed"] == ["euw1-a"]
+        halted = [d for t, d in events if t == "Fleet Halted"]
+        assert halted and halted[0]["tally"]["failures"][0]["cell"] == "euw1-a"
+
+
+def test_a_budget_of_one_lets_one_failure_pass():
+    with Sandbox(log=captured) as sandbox:
+        cells = fleets.seed_cells(sandbox)
+        fail_alarm(sandbox, cells, "euw1-a")
+        execution = fleets.start_fleet(sandbox, fleets.fleet_plan(cells, failure_budget=1), "budget-of-one")
+        ended = fleets.wait_for_end(sandbox, execution)
+        assert ended["status"] == "SUCCEEDED", ended.get("cause")
+        tally = json.loads(ended["output"])["tally"]
+        assert (tally["promoted"], tally["failed"], tally["failures"][0]["cell"]) == (5, 1, "euw1-a")
+        assert_each_cell_promoted_or_at_its_baseline(sandbox, cells, promoted=set(cells) - {"euw1-a"})
+
+
+def slow(plan, *slow_cells):
+    """These cells bake a minute per step: still running when the test acts."""
+    for cell in plan["cells"]:
+        if cell["name"] in slow_cells:
+            cell["values"]["bake"] = {"seconds": 60, "checkIntervalSeconds": 2}
+    return plan
+
+
+def test_aborting_a_fleet_stops_its_running_cells_and_each_one_restores_its_baseline():
+    with Sandbox(log=captured) as sandbox:
+        cells = fleets.seed_cells(sandbox)
+        plan = slow(fleets.fleet_plan(cells), "euw1-a", "use1-b")
+        execution = fleets.start_fleet(sandbox, plan, "aborted")
+        wait_until(lambda: all(fleets.cell_weights(sandbox, cells)[c] == (50, 50) for c in ("euw1-a", "use1-b")),
+                   "wave 2's cells at 50 %")
+        # What `cluster-canary fleet abort` does first.
+        sandbox.client("stepfunctions").stop_execution(executionArn=execution, error="Aborted", cause="by hand")
+        answer = sandbox.fleet_safety_net.answer_for(execution, timeout=120)
+        assert answer["stopped"] == 2, answer
+        children = fleets.wait_for_cells_to_settle(sandbox, execution)
+        assert {c: (d["status"], d.get("error")) for c, d in children.items()} == {
+            "use1-a": ("SUCCEEDED", None), "euw1-a": ("ABORTED", "FleetStopped"), "use1-b": ("ABORTED", "FleetStopped")}
+        assert_each_cell_promoted_or_at_its_baseline(sandbox, cells, promoted={"use1-a"})
+
+
+def test_on_halt_abort_running_stops_the_other_cells_of_the_wave():
+    with Sandbox(log=captured) as sandbox:
+        cells = fleets.seed_cells(sandbox)
+        fail_alarm(sandbox, cells, "euw1-b")
+        waves = [{"cells": ["use1-a"]}, {"cells": ["euw1-b", "use1-c", "euw1-c"]}, {"size": "100%"}]
+        plan = slow(fleets.fleet_plan(cells, waves=waves, on_halt="abortRunning"), "use1-c", "euw1-c")
+        execution = fleets.start_fleet(sandbox, plan, "abort-running")
+        ended = fleets.wait_for_end(sandbox, execution)
+        assert (ended["status"], ended["error"]) == ("FAILED", "FleetHalted")
+        assert "Promoted: 1, failed: 1, stopped by the halt: 2, not started: 2" in ended["cause"], ended["cause"]
+        children = fleets.wait_for_cells_to_settle(sandbox, execution)
+        assert {c: (d["status"], d.get("error")) for c, d in children.items()} == {
+            "use1-a": ("SUCCEEDED", None), "euw1-b": ("FAILED", "CheckFailed"),
+            "use1-c": ("ABORTED", "FleetHalted"), "euw1-c": ("ABORTED", "FleetHalted")}
+        assert_each_cell_promoted_or_at_its_baseline(sandbox, cells, promoted={"use1-a"})
+
+
+BAD_PLANS = [
+    ("a cell named twice", lambda plan: plan["cells"][1].update(name=plan["cells"][0]["name"]), "cells[1].name"),
+    ("a wave naming an unknown cell", lambda plan: plan["waves"].insert(0, {"cells": ["nowhere"]}),
+     "waves[0].cells[0]"),
+    ("two cells on one traffic target",
+     lambda plan: plan["cells"][1]["values"].update(trafficTargets=plan["cells"][0]["values"]["trafficTargets"]),
+     "cells[1]"),
+    ("a budget larger than the fleet", lambda plan: plan.update(failureBudget=7), "failureBudget"),
+    ("a plan over its size cap", lambda plan: plan["template"].update(padding="x" * 100_000), "fleet"),
+]
+
+
+def test_a_bad_fleet_plan_is_refused_with_its_path_and_starts_nothing():
+    with Sandbox(log=captured) as sandbox:
+        cells = fleets.seed_cells(sandbox)
+        for n, (what, mutate, path) in enumerate(BAD_PLANS):
+            plan = fleets.fleet_plan(cells)
+            mutate(plan)
+            ended = fleets.wait_for_end(sandbox, fleets.start_fleet(sandbox, plan, f"refused-{n}"), timeout=60)
+            assert (ended["status"], ended["error"]) == ("FAILED", "InvalidPlan"), what
+            assert f"{path}: " in ended["cause"], (what, ended["cause"])
+            assert fleets.children(sandbox, ended["executionArn"]) == {}, what
+        assert fleets.cell_weights(sandbox, cells) == {cell: BASELINE for cell in cells}
