@@ -8,6 +8,7 @@ each cell's listener back; `run_fleet` is the `fleet` and `fleet-halt` scenarios
 """
 import json
 import time
+from pathlib import Path
 
 from .world import ACCOUNT, LOAD_BALANCER
 
@@ -137,20 +138,29 @@ def wait_for_cells_to_settle(sandbox, fleet_execution, timeout=180):
 
 def run_fleet(sandbox, scenario, out=print):
     """`fleet`: six cells in two regions, waves 1 → 2 → 3, all promoted. `fleet-halt`: the alarm
-    of a wave-2 cell goes to ALARM when its rollout starts; the fleet halts after wave 2, wave 3
-    never starts, every cell ends promoted or at its baseline."""
+    of a wave-2 cell is in ALARM, so its rollout rolls back; the fleet halts after wave 2, wave 3
+    never starts, every cell ends promoted or at its baseline. Started and shown live by the
+    operator CLI (`cluster-canary fleet start --watch`). Returns (DescribeExecution of the
+    fleet, the cells, the CLI's exit code)."""
+    from .scenarios import cli_in_background
+
     cells = seed_cells(sandbox)
     plan = fleet_plan(cells)
     out(f"scenario {scenario}: 6 cells in us-east-1 and eu-west-1, waves of 1, 2 and 3 cells")
     failing = "euw1-a" if scenario == "fleet-halt" else None
     if failing:
-        out(f">>> alarm {cells[failing]['alarm']} is in ALARM: cell {failing} (wave 2) will fail")
+        out(f">>> alarm {cells[failing]['alarm']} is in ALARM: cell {failing} (wave 2) will roll back")
         sandbox.client("cloudwatch").set_alarm_state(AlarmName=cells[failing]["alarm"], StateValue="ALARM",
                                                      StateReason="Threshold Crossed: sandbox")
-    execution = start_fleet(sandbox, plan, f"fleet-{scenario}")
-    out(f"fleet started: {execution}")
+    path = Path(sandbox.run_dir) / "fleet.json"
+    path.write_text(json.dumps(plan, indent=2))
+    name = f"fleet-{scenario}"
+    out(f"$ cluster-canary fleet start {path} --name {name} --watch")
+    process, reader = cli_in_background(sandbox, out, "fleet", "start", str(path), "--name", name, "--watch")
+    cli_exit = process.wait(timeout=900)
+    reader.join(timeout=10)
+    execution = sandbox.fleet_state_machine.replace(":stateMachine:", ":execution:") + f":{name}"
     ended = wait_for_end(sandbox, execution)
-    out(f"fleet {ended['status']}" + (f": {ended.get('cause', '')}" if ended["status"] != "SUCCEEDED" else ""))
-    for cell, (old, new) in cell_weights(sandbox, cells).items():
-        out(f"  {cell}: old {old} / new {new}")
-    return ended, cells
+    out("each cell's listener, read back: " + ", ".join(
+        f"{cell} {old}/{new}" for cell, (old, new) in cell_weights(sandbox, cells).items()))
+    return ended, cells, cli_exit

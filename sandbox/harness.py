@@ -258,6 +258,7 @@ class Sandbox:
             "AWS_EC2_METADATA_DISABLED": "true",
             "AWS_ENDPOINT_URL": self.endpoint,
             "CLUSTER_CANARY_STATE_MACHINE": self.state_machine,
+            "CLUSTER_CANARY_FLEET_STATE_MACHINE": self.fleet_state_machine,
             # `plan check` runs a plan's Datadog queries as the function would.
             "DATADOG_SECRET_ARN": self.datadog_secret,
             "DATADOG_API_URL": self.datadog_url,

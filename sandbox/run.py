@@ -9,7 +9,7 @@ it: a changed template can be tried before it is deployed anywhere.
 `approval` stops before 100 % and prints the command that approves (run it in another
 terminal); the rollout goes on when it is run.
 
-Exits 0 when the rollout succeeded (green takes all traffic), 1 otherwise; every process it
+Exits 0 when the rollout succeeded (green takes all traffic; a fleet: every wave ran), 1 otherwise; every process it
 started is stopped on the way out, Ctrl-C included.
 """
 import argparse
@@ -44,7 +44,10 @@ def main():
         print("interrupted; sandbox stopped", file=sys.stderr)
         return 130
     succeeded = report.status == "SUCCEEDED"
-    print("rollout succeeded: green takes all traffic" if succeeded else "rollout did not succeed (see above)")
+    if args.scenario.startswith("fleet"):
+        print("fleet completed: every cell promoted" if succeeded else "fleet did not complete (see above)")
+    else:
+        print("rollout succeeded: green takes all traffic" if succeeded else "rollout did not succeed (see above)")
     return 0 if succeeded else 1
 
 

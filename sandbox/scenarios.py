@@ -13,11 +13,12 @@ import urllib.request
 import uuid
 from dataclasses import dataclass, field
 
-from . import datadog, prometheus
+from . import datadog, fleets, prometheus
 from .harness import CONTRACT, REPO, Sandbox
 from .world import ACCOUNT, REGION
 
-SCENARIOS = ("happy", "rollback", "apps-unhealthy", "stopped", "approval", "prometheus", "prometheus-healthy", "datadog")
+SCENARIOS = ("happy", "rollback", "apps-unhealthy", "stopped", "approval", "prometheus", "prometheus-healthy", "datadog",
+             "fleet", "fleet-halt")
 
 
 @dataclass
@@ -395,6 +396,10 @@ def run(scenario, out=print, verbose=False, template=REPO / "template.yaml"):
                  template=template) as sandbox:
         if scenario == "datadog":
             return run_datadog(sandbox, out, verbose)
+        if scenario.startswith("fleet"):
+            ended, _, cli_exit = fleets.run_fleet(sandbox, scenario, out)
+            return Report(execution_arn=ended["executionArn"], status=ended["status"], error=ended.get("error"),
+                          cause=ended.get("cause"), cli_exit=cli_exit)
         if scenario.startswith("prometheus"):
             with prometheus.Metrics({"blue": 0.01, "green": 0.001}, log=out) as metrics:
                 return run_prometheus(sandbox, metrics, scenario, out, verbose)

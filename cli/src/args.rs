@@ -66,6 +66,16 @@ pub struct StateMachineArgs {
     pub stack: Option<String>,
 }
 
+/// The fleet state machine, and the rollout state machine its cells run on.
+#[derive(Debug, Args, Clone, Default)]
+pub struct FleetMachineArgs {
+    /// The fleet state machine's ARN (default: the stack's FleetStateMachineArn output).
+    #[arg(long, env = "CLUSTER_CANARY_FLEET_STATE_MACHINE", value_name = "ARN")]
+    pub fleet_state_machine: Option<String>,
+    #[command(flatten)]
+    pub rollout: StateMachineArgs,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Validate or dry-run rollout plans.
@@ -155,6 +165,10 @@ pub enum Command {
         #[command(flatten)]
         state_machine: StateMachineArgs,
     },
+    /// Fleets: many cells (each a rollout) moved in waves with one failure budget and one stop
+    /// (docs/fleets.md).
+    #[command(subcommand)]
+    Fleet(FleetCommand),
     /// Running and recent rollouts: cluster, step, outcome, age.
     List {
         /// How many of the most recent executions to show.
@@ -203,5 +217,69 @@ pub enum PlanCommand {
         /// Show what would be created; write nothing.
         #[arg(long)]
         dry_run: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FleetCommand {
+    /// Offline: the validation the fleet's first step makes (every cell's rollout plan with
+    /// it), every problem with its path; then each wave's cells. Exit 1 if any is invalid.
+    Validate {
+        /// Fleet plans to validate.
+        #[arg(required_unless_present = "schema")]
+        files: Vec<PathBuf>,
+        /// Print the fleet plan's JSON Schema instead.
+        #[arg(long)]
+        schema: bool,
+    },
+    /// A dry run against AWS, read-only: `plan check` for every cell. Writes nothing.
+    Check {
+        /// The fleet plan.
+        file: PathBuf,
+        #[command(flatten)]
+        machines: FleetMachineArgs,
+    },
+    /// Start a fleet from a plan: validates it first, prints the execution ARN.
+    Start {
+        /// The fleet plan (JSON; see `cluster-canary fleet validate --schema`).
+        file: PathBuf,
+        /// The execution's name (default: the fleet's name and the time).
+        #[arg(long)]
+        name: Option<String>,
+        /// Go on watching it (exit code 0 only when every wave ran).
+        #[arg(long)]
+        watch: bool,
+        #[command(flatten)]
+        machines: FleetMachineArgs,
+    },
+    /// Follow a fleet to its end as one table of cells (wave, cluster, status, step, outcome),
+    /// then its outcome. Exit code 0 when the fleet completed, 1 otherwise.
+    Watch {
+        /// Fleet execution ARN or name (default: the one running fleet).
+        execution: Option<String>,
+        #[command(flatten)]
+        machines: FleetMachineArgs,
+    },
+    /// Stop a fleet now: no new cell starts, its running cells are stopped, and each one's
+    /// safety net puts its baseline back. Promoted cells stay promoted. Waits for the cells.
+    Abort {
+        /// Fleet execution ARN or name (default: the one running fleet).
+        execution: Option<String>,
+        /// Why, recorded as the fleet's and each stopped cell's cause.
+        #[arg(long, default_value = "aborted with cluster-canary fleet abort")]
+        reason: String,
+        /// How long to wait for the running cells to end.
+        #[arg(long, default_value_t = 300, value_name = "SECONDS")]
+        timeout: u64,
+        #[command(flatten)]
+        machines: FleetMachineArgs,
+    },
+    /// Running and recent fleets: name, status, cells promoted and failed, age.
+    List {
+        /// How many of the most recent fleet executions to show.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        #[command(flatten)]
+        machines: FleetMachineArgs,
     },
 }

@@ -7,6 +7,7 @@ pub mod apex;
 pub mod args;
 pub mod aws;
 pub mod error;
+pub mod fleet_commands;
 pub mod history;
 pub mod locate;
 pub mod plan_commands;
@@ -21,7 +22,7 @@ use std::time::Duration;
 
 use aws_config::SdkConfig;
 
-use args::{Cli, Command, GlobalArgs, OutputFormat, PlanCommand};
+use args::{Cli, Command, FleetCommand, GlobalArgs, OutputFormat, PlanCommand};
 use error::CliError;
 use printer::Printer;
 use view::Output;
@@ -64,6 +65,15 @@ pub async fn run(cli: Cli) -> Result<bool, CliError> {
             return Ok(true);
         }
         return Ok(plan_commands::validate(files, &mut printer));
+    }
+    if let Command::Fleet(FleetCommand::Validate { files, schema }) = &cli.command {
+        if *schema {
+            let text = serde_json::to_string_pretty(&canary_core::schema::fleet_plan_schema())
+                .map_err(|e| CliError::Invalid(e.to_string()))?;
+            println!("{text}");
+            return Ok(true);
+        }
+        return Ok(fleet_commands::validate(files, &mut printer));
     }
     let config = sdk_config(&cli.global).await;
     let config = &config;
@@ -156,11 +166,68 @@ pub async fn run(cli: Cli) -> Result<bool, CliError> {
             rollout_commands::restore(config, &arn, yes, force, &mut printer).await?;
             Ok(true)
         }
+        Command::Fleet(fleet) => run_fleet(config, fleet, &mut printer).await,
         Command::List {
             limit,
             state_machine,
         } => {
             rollout_commands::list(config, &state_machine, limit, &mut printer).await?;
+            Ok(true)
+        }
+    }
+}
+
+async fn run_fleet(
+    config: &SdkConfig,
+    command: FleetCommand,
+    printer: &mut Printer,
+) -> Result<bool, CliError> {
+    match command {
+        FleetCommand::Validate { .. } => Ok(true),
+        FleetCommand::Check { file, machines } => {
+            fleet_commands::check(config, &file, &machines, printer).await
+        }
+        FleetCommand::Start {
+            file,
+            name,
+            watch,
+            machines,
+        } => {
+            let arn =
+                fleet_commands::start(config, &file, name.as_deref(), &machines, printer).await?;
+            if watch {
+                fleet_commands::watch(config, &arn, &machines, printer).await
+            } else {
+                Ok(true)
+            }
+        }
+        FleetCommand::Watch {
+            execution,
+            machines,
+        } => {
+            let arn = locate::fleet_execution(config, execution.as_deref(), &machines).await?;
+            fleet_commands::watch(config, &arn, &machines, printer).await
+        }
+        FleetCommand::Abort {
+            execution,
+            reason,
+            timeout,
+            machines,
+        } => {
+            let arn = locate::fleet_execution(config, execution.as_deref(), &machines).await?;
+            fleet_commands::abort(
+                config,
+                &arn,
+                &reason,
+                Duration::from_secs(timeout),
+                &machines,
+                printer,
+            )
+            .await?;
+            Ok(true)
+        }
+        FleetCommand::List { limit, machines } => {
+            fleet_commands::list(config, &machines, limit, printer).await?;
             Ok(true)
         }
     }

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use aws_config::SdkConfig;
 
-use crate::args::StateMachineArgs;
+use crate::args::{FleetMachineArgs, StateMachineArgs};
 use crate::aws::stack_output;
 use crate::error::CliError;
 use canary_aws::executions::execution_arn;
@@ -13,26 +13,49 @@ use canary_aws::SdkExecutions;
 /// The stack name when neither `--stack` nor samconfig.toml says: the one the README deploys.
 const DEFAULT_STACK: &str = "cluster-canary";
 const STATE_MACHINE_OUTPUT: &str = "RolloutStateMachineArn";
+const FLEET_STATE_MACHINE_OUTPUT: &str = "FleetStateMachineArn";
 
 /// `--state-machine`/`CLUSTER_CANARY_STATE_MACHINE`, else the stack's output.
 pub async fn state_machine(
     config: &SdkConfig,
     args: &StateMachineArgs,
 ) -> Result<String, CliError> {
-    if let Some(arn) = &args.state_machine {
-        if !arn.starts_with("arn:") || !arn.contains(":stateMachine:") {
-            return Err(CliError::Invalid(format!(
-                "`{arn}` is not a state machine ARN (arn:aws:states:REGION:ACCOUNT:stateMachine:NAME)"
-            )));
-        }
-        return Ok(arn.clone());
+    match &args.state_machine {
+        Some(arn) => checked_machine_arn(arn),
+        None => stack_output(config, &stack_name(args)?, STATE_MACHINE_OUTPUT).await,
     }
-    let stack = match &args.stack {
+}
+
+/// `--fleet-state-machine`/`CLUSTER_CANARY_FLEET_STATE_MACHINE`, else the same stack's output.
+pub async fn fleet_state_machine(
+    config: &SdkConfig,
+    args: &FleetMachineArgs,
+) -> Result<String, CliError> {
+    match &args.fleet_state_machine {
+        Some(arn) => checked_machine_arn(arn),
+        None => {
+            let stack = stack_name(&args.rollout)?;
+            stack_output(config, &stack, FLEET_STATE_MACHINE_OUTPUT).await
+        }
+    }
+}
+
+fn checked_machine_arn(arn: &str) -> Result<String, CliError> {
+    if !arn.starts_with("arn:") || !arn.contains(":stateMachine:") {
+        return Err(CliError::Invalid(format!(
+            "`{arn}` is not a state machine ARN (arn:aws:states:REGION:ACCOUNT:stateMachine:NAME)"
+        )));
+    }
+    Ok(arn.to_owned())
+}
+
+/// `--stack`, else samconfig.toml's stack_name here, else the README's.
+fn stack_name(args: &StateMachineArgs) -> Result<String, CliError> {
+    Ok(match &args.stack {
         Some(stack) => stack.clone(),
         None => samconfig_stack_name(Path::new("samconfig.toml"))?
             .unwrap_or_else(|| DEFAULT_STACK.to_owned()),
-    };
-    stack_output(config, &stack, STATE_MACHINE_OUTPUT).await
+    })
 }
 
 /// `default.global.parameters.stack_name` of a samconfig.toml, if the file exists and says.
@@ -72,18 +95,42 @@ pub async fn execution(
         return Ok(arn.to_owned());
     }
     let machine = state_machine(config, args).await?;
-    if let Some(name) = given {
-        return Ok(execution_arn(&machine, name));
+    execution_of(config, given, &machine, "rollout", "list").await
+}
+
+/// A fleet execution named by ARN or name, or, given nothing, the one fleet running now.
+pub async fn fleet_execution(
+    config: &SdkConfig,
+    given: Option<&str>,
+    args: &FleetMachineArgs,
+) -> Result<String, CliError> {
+    if let Some(arn) = given.filter(|g| g.starts_with("arn:")) {
+        return execution(config, Some(arn), &args.rollout).await;
     }
-    let sfn = SdkExecutions::in_region(config, region_of(&machine));
-    let running = sfn.list(&machine, true, 50).await?;
+    let machine = fleet_state_machine(config, args).await?;
+    execution_of(config, given, &machine, "fleet", "fleet list").await
+}
+
+/// `given` (a name) of `machine`'s executions, or the one running.
+async fn execution_of(
+    config: &SdkConfig,
+    given: Option<&str>,
+    machine: &str,
+    what: &str,
+    list: &str,
+) -> Result<String, CliError> {
+    if let Some(name) = given {
+        return Ok(execution_arn(machine, name));
+    }
+    let sfn = SdkExecutions::in_region(config, region_of(machine));
+    let running = sfn.list(machine, true, 50).await?;
     match running.as_slice() {
         [one] => Ok(one.clone()),
         [] => Err(CliError::NotFound(format!(
-            "no rollout is running on {machine}; name one (see `cluster-canary list`)"
+            "no {what} is running on {machine}; name one (see `cluster-canary {list}`)"
         ))),
         several => Err(CliError::NotFound(format!(
-            "{} rollouts are running; name one of them:\n  {}",
+            "{} {what}s are running; name one of them:\n  {}",
             several.len(),
             several.join("\n  ")
         ))),

@@ -165,11 +165,21 @@ pub async fn check(
     printer: &mut Printer,
 ) -> Result<bool, CliError> {
     let (_, valid) = validated(file)?;
-    let plan = &valid.plan;
     printer.say(
         &format!("{}: valid: {}", file.display(), summary(&valid)),
         json!({"check": "plan", "ok": true}),
     );
+    check_plan(config, &valid, machine, printer).await
+}
+
+/// Everything `plan check` checks of a valid plan (a fleet's cell too), read-only.
+pub async fn check_plan(
+    config: &SdkConfig,
+    valid: &ValidPlan,
+    machine: &StateMachineArgs,
+    printer: &mut Printer,
+) -> Result<bool, CliError> {
+    let plan = &valid.plan;
     let mut ok = true;
 
     // As evaluate-alarms reads them: the Datadog keys' secret, and a replacement API URL.
@@ -208,7 +218,7 @@ pub async fn check(
     let traffic = Traffic::new(config)?;
     let apis = traffic.apis();
     let mut baselines = Vec::new();
-    match check_targets(&apis, &valid).await {
+    match check_targets(&apis, valid).await {
         Ok(checked) => {
             for check in &checked {
                 let mut line = format!(

@@ -29,7 +29,7 @@ const POLL: Duration = Duration::from_secs(2);
 /// characters there, cluster-canary's state budget much less.
 const MAX_REASON_CHARS: usize = 1000;
 
-fn now() -> f64 {
+pub fn now() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
@@ -575,6 +575,7 @@ mod tests {
             name: "old".to_owned(),
             status: status.to_owned(),
             input: None,
+            output: None,
             started: 1.0,
             stopped: Some(2.0),
             error: None,

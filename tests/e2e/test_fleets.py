@@ -54,8 +54,9 @@ def wait_until(predicate, what, timeout=180):
 
 def test_a_fleet_moves_every_cell_in_waves_across_two_regions():
     with Sandbox(log=captured) as sandbox:
-        ended, cells = fleets.run_fleet(sandbox, "fleet", captured)
+        ended, cells, cli_exit = fleets.run_fleet(sandbox, "fleet", captured)
         assert ended["status"] == "SUCCEEDED", ended.get("cause")
+        assert cli_exit == 0, "`fleet start --watch` exits 0 when the fleet completed"
         tally = json.loads(ended["output"])["tally"]
         assert (tally["promoted"], tally["failed"], tally["wave"]) == (6, 0, 3)
         assert_each_cell_promoted_or_at_its_baseline(sandbox, cells, promoted=set(cells))
@@ -75,9 +76,10 @@ def test_a_fleet_moves_every_cell_in_waves_across_two_regions():
 
 def test_a_failed_cell_halts_the_fleet_and_the_next_wave_never_starts():
     with Sandbox(log=captured) as sandbox:
-        ended, cells = fleets.run_fleet(sandbox, "fleet-halt", captured)
+        ended, cells, cli_exit = fleets.run_fleet(sandbox, "fleet-halt", captured)
         assert (ended["status"], ended["error"]) == ("FAILED", "FleetHalted")
-        assert ended["cause"].startswith("fleet web-fleet halted after wave 2 of 3: 1 cells failed, more than the "
+        assert cli_exit == 1
+        assert ended["cause"].startswith("fleet web-fleet halted after wave 2 of 3: 1 cell failed, more than the "
                                          "failure budget of 0; failed cells: euw1-a (wave 2, FAILED CheckFailed"), \
             ended["cause"]
         children = fleets.children(sandbox, ended["executionArn"])

@@ -241,6 +241,8 @@ pub struct Execution {
     pub name: String,
     pub status: String,
     pub input: Option<String>,
+    /// A SUCCEEDED execution's output.
+    pub output: Option<String>,
     /// Seconds since the Unix epoch.
     pub started: f64,
     pub stopped: Option<f64>,
@@ -284,6 +286,7 @@ impl SdkExecutions {
             name: out.name().unwrap_or_default().to_owned(),
             status: out.status().as_str().to_owned(),
             input: out.input().map(str::to_owned),
+            output: out.output().map(str::to_owned),
             started: out.start_date().as_secs_f64(),
             stopped: out.stop_date().map(DateTime::as_secs_f64),
             error: out.error().map(str::to_owned),

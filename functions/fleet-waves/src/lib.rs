@@ -19,12 +19,12 @@ mod tally;
 use async_trait::async_trait;
 use canary_aws::executions::Execution;
 use canary_aws::{AlarmState, AlarmStateValue, AwsError, Listed};
+pub use canary_core::fleet::{child_name, child_suffix};
 use canary_core::fleet::{FleetPlan, OnHalt, ValidFleet};
 use canary_core::input::parse_input;
 use canary_core::{ErrorName, NamedError};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use tracing::info;
 
 pub use sdk::SdkFleetApis;
@@ -243,21 +243,6 @@ fn next_wave(fleet: &ValidFleet, tally: &Tally) -> Result<NextWave, FleetError> 
     })
 }
 
-/// `<10 hex of sha256(fleet execution ARN)>`: what every child execution of one fleet run
-/// ends with, so the fleet finds its cells by name alone.
-pub fn child_suffix(fleet_execution_arn: &str) -> String {
-    Sha256::digest(fleet_execution_arn.as_bytes())
-        .iter()
-        .take(5)
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// `<cell>-<suffix>`: at most 32 + 11 characters, within Step Functions' 80.
-pub fn child_name(cell: &str, suffix: &str) -> String {
-    format!("{cell}-{suffix}")
-}
-
 /// The fleet's child executions started since the fleet did (running only, or all).
 async fn children(
     apis: &dyn FleetApis,
@@ -308,7 +293,8 @@ async fn admit(
             name,
             plan: None,
             reason: format!(
-                "not started: {failed} cells failed, more than the failure budget of {budget}"
+                "not started: {} failed, more than the failure budget of {budget}",
+                tally::cells(failed)
             ),
         }
     } else {
@@ -317,7 +303,10 @@ async fn admit(
             start: true,
             name,
             plan: Some(to_value(&fleet.plans[index].plan)?),
-            reason: format!("{failed} cells failed so far, within the failure budget of {budget}"),
+            reason: format!(
+                "{} failed so far, within the failure budget of {budget}",
+                tally::cells(failed)
+            ),
         }
     };
     info!(fleet = %fleet.fleet.name, cell, start = admission.start, reason = %admission.reason, "cell admission");
@@ -339,8 +328,9 @@ async fn halt(
         return Ok(json!({ "stopped": 0 }));
     }
     let cause = format!(
-        "fleet {} halted: cell {cell} failed and {failed} cells failed, more than the failure budget of {budget} (onHalt: abortRunning)",
-        fleet.fleet.name
+        "fleet {} halted: cell {cell} failed and {} failed, more than the failure budget of {budget} (onHalt: abortRunning)",
+        fleet.fleet.name,
+        tally::cells(failed)
     );
     let stopped = stop_running(apis, &all, HALT_ERROR, &cause).await?;
     info!(fleet = %fleet.fleet.name, cell, stopped, "fleet halted: running cells stopped");

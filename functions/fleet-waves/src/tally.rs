@@ -112,8 +112,9 @@ impl Tally {
             self.message = self.halt_message(
                 fleet,
                 &format!(
-                    "{} cells failed, more than the failure budget of {}",
-                    self.failed, self.failure_budget
+                    "{} failed, more than the failure budget of {}",
+                    cells(self.failed as usize),
+                    self.failure_budget
                 ),
             );
         }
@@ -206,6 +207,11 @@ impl Tally {
         {}
         self
     }
+}
+
+/// `1 cell`, `2 cells`.
+pub(crate) fn cells(n: usize) -> String {
+    format!("{n} cell{}", if n == 1 { "" } else { "s" })
 }
 
 fn failure(cell: &str, wave: usize, execution: Option<&Execution>) -> Failure {

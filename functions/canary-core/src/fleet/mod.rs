@@ -373,6 +373,22 @@ fn one_error(path: &str, message: String) -> PlanErrors {
     }])
 }
 
+/// `<10 hex of sha256(fleet execution ARN)>`: what every child execution of one fleet run ends
+/// with, so the fleet (and the CLI) find a run's cells by name alone.
+pub fn child_suffix(fleet_execution_arn: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(fleet_execution_arn.as_bytes())
+        .iter()
+        .take(5)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `<cell>-<suffix>`: at most 32 + 11 characters, within Step Functions' 80.
+pub fn child_name(cell: &str, suffix: &str) -> String {
+    format!("{cell}-{suffix}")
+}
+
 /// Lowercase letters, digits and `-`, starting and ending with a letter or digit.
 pub fn is_cell_name(name: &str) -> bool {
     let edges_ok =

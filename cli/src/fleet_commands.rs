@@ -1,0 +1,568 @@
+//! `fleet validate | check | start | watch | abort | list`: one execution of the fleet state
+//! machine and its cells, each a child execution of the rollout state machine named
+//! `<cell>-<suffix of the fleet execution>` (canary_core::fleet::child_name).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use aws_config::SdkConfig;
+use canary_aws::executions::Execution;
+use canary_aws::SdkExecutions;
+use canary_core::fleet::{child_name, child_suffix, FleetPlan, ValidFleet};
+use serde_json::{json, Value};
+
+use crate::args::FleetMachineArgs;
+use crate::error::CliError;
+use crate::history;
+use crate::locate::{self, region_of};
+use crate::plan_commands::{check_plan, duration_text, read_plan, table};
+use crate::printer::Printer;
+use crate::rollout_commands::{check_execution_name, execution_name, now};
+use canary_aws::executions::execution_arn;
+
+/// As the rollout's live view: well under Step Functions' read rates.
+const POLL: Duration = Duration::from_secs(2);
+
+fn validated(path: &Path) -> Result<(Value, ValidFleet), CliError> {
+    let raw = read_plan(path)?;
+    let valid = FleetPlan::parse(raw.clone()).map_err(|errors| {
+        let problems: Vec<String> = errors.0.iter().map(|e| format!("  {e}")).collect();
+        CliError::Invalid(format!(
+            "{}: invalid fleet plan:\n{}",
+            path.display(),
+            problems.join("\n")
+        ))
+    })?;
+    Ok((raw, valid))
+}
+
+/// Each wave's cells, with their regions: `wave 2 (2 at once): euw1-a (eu-west-1), ...`.
+fn waves_text(valid: &ValidFleet) -> Vec<String> {
+    valid
+        .waves
+        .iter()
+        .enumerate()
+        .map(|(w, wave)| {
+            let cells: Vec<String> = wave
+                .cells
+                .iter()
+                .map(|&i| {
+                    format!(
+                        "{} ({})",
+                        valid.fleet.cells[i].name, valid.plans[i].plan.cluster.region
+                    )
+                })
+                .collect();
+            format!(
+                "wave {} ({} at once): {}",
+                w + 1,
+                wave.max_concurrent_cells,
+                cells.join(", ")
+            )
+        })
+        .collect()
+}
+
+pub fn validate(files: &[std::path::PathBuf], printer: &mut Printer) -> bool {
+    let mut ok = true;
+    for file in files {
+        match validated(file) {
+            Ok((_, valid)) => {
+                printer.say(
+                    &format!(
+                        "{}: valid: fleet {}, {} cells in {} waves, failure budget {}",
+                        file.display(),
+                        valid.fleet.name,
+                        valid.fleet.cells.len(),
+                        valid.waves.len(),
+                        valid.fleet.failure_budget
+                    ),
+                    json!({"file": file, "valid": true, "fleet": valid.fleet.name,
+                           "waves": valid.waves.iter().map(|w| w.cells.iter()
+                               .map(|&i| valid.fleet.cells[i].name.clone()).collect::<Vec<_>>())
+                               .collect::<Vec<_>>()}),
+                );
+                for line in waves_text(&valid) {
+                    printer.text(&format!("  {line}"));
+                }
+            }
+            Err(error) => {
+                ok = false;
+                printer.say(
+                    &error.to_string(),
+                    json!({"file": file, "valid": false, "errors": error.to_string()}),
+                );
+            }
+        }
+    }
+    ok
+}
+
+pub async fn check(
+    config: &SdkConfig,
+    file: &Path,
+    machines: &FleetMachineArgs,
+    printer: &mut Printer,
+) -> Result<bool, CliError> {
+    let (_, valid) = validated(file)?;
+    let mut ok = true;
+    for (cell, plan) in valid.fleet.cells.iter().zip(&valid.plans) {
+        printer.say(
+            &format!(
+                "cell {} ({}/{}):",
+                cell.name, plan.plan.cluster.region, plan.plan.cluster.name
+            ),
+            json!({"cell": cell.name}),
+        );
+        ok &= check_plan(config, plan, &machines.rollout, printer).await?;
+    }
+    printer.say(
+        &if ok {
+            format!("every cell of fleet {} passed its checks", valid.fleet.name)
+        } else {
+            format!("fleet {}: a cell failed a check (above)", valid.fleet.name)
+        },
+        json!({"check": "fleet", "ok": ok}),
+    );
+    Ok(ok)
+}
+
+pub async fn start(
+    config: &SdkConfig,
+    file: &Path,
+    name: Option<&str>,
+    machines: &FleetMachineArgs,
+    printer: &mut Printer,
+) -> Result<String, CliError> {
+    let (raw, valid) = validated(file)?;
+    let name = match name {
+        Some(name) => name.to_owned(),
+        None => execution_name(&valid.fleet.name, now()),
+    };
+    check_execution_name(&name)?;
+    let machine = locate::fleet_state_machine(config, machines).await?;
+    let sfn = SdkExecutions::in_region(config, region_of(&machine));
+    if let Ok(existing) = sfn.describe(&execution_arn(&machine, &name)).await {
+        if existing.running() {
+            return Err(CliError::Invalid(format!(
+                "a fleet named `{name}` is already running ({}): nothing new started; \
+                 follow it with `cluster-canary fleet watch {name}`",
+                existing.arn
+            )));
+        }
+    }
+    let arn = sfn.start(&machine, &name, &raw.to_string()).await?;
+    printer.say(
+        &format!("started fleet {}: {arn}", valid.fleet.name),
+        json!({"type": "fleetStarted", "executionArn": arn}),
+    );
+    for line in waves_text(&valid) {
+        printer.text(&format!("  {line}"));
+    }
+    Ok(arn)
+}
+
+/// One cell as the table shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellRow {
+    pub cell: String,
+    pub wave: usize,
+    pub cluster: String,
+    /// `waiting` (not started yet), or its execution's status.
+    pub status: String,
+    pub step: Option<String>,
+    /// `promoted`, the error it ended with, or nothing while it runs or waits.
+    pub outcome: Option<String>,
+}
+
+impl CellRow {
+    fn json(&self) -> Value {
+        json!({"cell": self.cell, "wave": self.wave, "cluster": self.cluster,
+               "status": self.status, "step": self.step, "outcome": self.outcome})
+    }
+}
+
+/// The outcome of an ended execution, as `list` says it.
+fn outcome(execution: &Execution) -> Option<String> {
+    match (execution.status.as_str(), &execution.error) {
+        ("RUNNING", _) => None,
+        ("SUCCEEDED", _) => Some("promoted".to_owned()),
+        (_, Some(error)) => Some(error.clone()),
+        (status, None) => Some(status.to_lowercase()),
+    }
+}
+
+/// The table's rows: every cell in wave order, with its child execution if it started (one
+/// that did not is `waiting` while the fleet runs, `not started` once it ended).
+pub fn rows(
+    valid: &ValidFleet,
+    children: &BTreeMap<String, (Execution, Option<String>)>,
+    fleet_running: bool,
+) -> Vec<CellRow> {
+    let unstarted = if fleet_running {
+        "waiting"
+    } else {
+        "not started"
+    };
+    let mut rows = Vec::new();
+    for (w, wave) in valid.waves.iter().enumerate() {
+        for &i in &wave.cells {
+            let cell = &valid.fleet.cells[i].name;
+            let cluster = &valid.plans[i].plan.cluster;
+            let child = children.get(cell);
+            rows.push(CellRow {
+                cell: cell.clone(),
+                wave: w + 1,
+                cluster: format!("{}/{}", cluster.region, cluster.name),
+                status: child.map_or_else(|| unstarted.to_owned(), |(e, _)| e.status.clone()),
+                step: child.and_then(|(_, step)| step.clone()),
+                outcome: child.and_then(|(e, _)| outcome(e)),
+            });
+        }
+    }
+    rows
+}
+
+fn table_text(rows: &[CellRow]) -> String {
+    let mut lines = vec![["CELL", "WAVE", "CLUSTER", "STATUS", "STEP", "OUTCOME"]
+        .map(str::to_owned)
+        .to_vec()];
+    for row in rows {
+        lines.push(vec![
+            row.cell.clone(),
+            row.wave.to_string(),
+            row.cluster.clone(),
+            row.status.clone(),
+            row.step.clone().unwrap_or_else(|| "-".to_owned()),
+            row.outcome.clone().unwrap_or_else(|| "-".to_owned()),
+        ]);
+    }
+    table(&lines)
+}
+
+/// The fleet's children: by cell, each execution and (running) the step it is at.
+async fn children(
+    sfn: &SdkExecutions,
+    rollout_machine: &str,
+    fleet: &Execution,
+    valid: &ValidFleet,
+) -> Result<BTreeMap<String, (Execution, Option<String>)>, CliError> {
+    let suffix = format!("-{}", child_suffix(&fleet.arn));
+    let listed = sfn
+        .started_since(rollout_machine, fleet.started, false)
+        .await?;
+    let mut found = BTreeMap::new();
+    for child in listed.iter().filter(|c| c.arn.ends_with(&suffix)) {
+        let Some(cell) = valid.fleet.cells.iter().find(|c| {
+            child
+                .arn
+                .ends_with(&format!(":{}", child_name(&c.name, &suffix[1..])))
+        }) else {
+            continue;
+        };
+        let execution = sfn.describe(&child.arn).await?;
+        let step = if execution.running() {
+            history::current_step(&sfn.events(&child.arn).await?)
+                .map(|s| format!("{}/{} {}%", s.number, s.count, s.weight))
+        } else {
+            None
+        };
+        found.insert(cell.name.clone(), (execution, step));
+    }
+    Ok(found)
+}
+
+/// The rollout state machine the fleet's cells run on: the stack's (or the one named).
+async fn rollout_machine(
+    config: &SdkConfig,
+    machines: &FleetMachineArgs,
+) -> Result<String, CliError> {
+    locate::state_machine(config, &machines.rollout).await
+}
+
+fn plan_of(fleet: &Execution) -> Result<ValidFleet, CliError> {
+    let input: Value = fleet
+        .input
+        .as_deref()
+        .and_then(|i| serde_json::from_str(i).ok())
+        .unwrap_or_default();
+    FleetPlan::parse(input).map_err(|errors| {
+        CliError::Invalid(format!(
+            "{} was not started with a valid fleet plan: {errors}",
+            fleet.arn
+        ))
+    })
+}
+
+/// Follows the fleet to its end; true when it completed (SUCCEEDED).
+pub async fn watch(
+    config: &SdkConfig,
+    fleet_arn: &str,
+    machines: &FleetMachineArgs,
+    printer: &mut Printer,
+) -> Result<bool, CliError> {
+    let sfn = SdkExecutions::in_region(config, region_of(fleet_arn));
+    let rollout = rollout_machine(config, machines).await?;
+    let rollouts = SdkExecutions::in_region(config, region_of(&rollout));
+    let mut shown: Option<Vec<CellRow>> = None;
+    loop {
+        let fleet = sfn.describe(fleet_arn).await?;
+        let valid = plan_of(&fleet)?;
+        let found = children(&rollouts, &rollout, &fleet, &valid).await?;
+        let rows = rows(&valid, &found, fleet.running());
+        if shown.as_ref() != Some(&rows) {
+            printer.say(
+                &format!(
+                    "fleet {} ({}), {}:\n{}",
+                    valid.fleet.name,
+                    fleet.name,
+                    fleet.status,
+                    table_text(&rows)
+                ),
+                json!({"type": "fleet", "executionArn": fleet.arn, "fleet": valid.fleet.name,
+                       "status": fleet.status, "cells": rows.iter().map(CellRow::json).collect::<Vec<_>>()}),
+            );
+            shown = Some(rows.clone());
+        }
+        if !fleet.running() {
+            let promoted = rows
+                .iter()
+                .filter(|r| r.outcome.as_deref() == Some("promoted"))
+                .count();
+            let text = match fleet.status.as_str() {
+                "SUCCEEDED" => format!("fleet {} completed: {promoted} of {} cells promoted", valid.fleet.name, rows.len()),
+                status => format!(
+                    "fleet {} ended {status}{}: {promoted} of {} cells promoted; every other cell is at its baseline or restoring it (`cluster-canary watch <cell execution>`)",
+                    valid.fleet.name,
+                    fleet.error.as_deref().map(|e| format!(" ({e}: {})", fleet.cause.as_deref().unwrap_or(""))).unwrap_or_default(),
+                    rows.len()
+                ),
+            };
+            printer.say(
+                &text,
+                json!({"type": "outcome", "status": fleet.status, "error": fleet.error, "cause": fleet.cause,
+                       "promoted": promoted}),
+            );
+            return Ok(fleet.status == "SUCCEEDED");
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Stops the fleet, then its running cells (what the FleetSafetyNet rule does too: doing it
+/// here does not depend on the rule), and waits until they ended.
+pub async fn abort(
+    config: &SdkConfig,
+    fleet_arn: &str,
+    reason: &str,
+    timeout: Duration,
+    machines: &FleetMachineArgs,
+    printer: &mut Printer,
+) -> Result<(), CliError> {
+    let sfn = SdkExecutions::in_region(config, region_of(fleet_arn));
+    let rollout = rollout_machine(config, machines).await?;
+    let rollouts = SdkExecutions::in_region(config, region_of(&rollout));
+    let fleet = sfn.describe(fleet_arn).await?;
+    if fleet.running() {
+        sfn.stop_as(fleet_arn, "Aborted", reason).await?;
+        printer.say(
+            &format!("fleet {} stopped: no new cell starts", fleet.name),
+            json!({"type": "fleetStopped", "executionArn": fleet_arn}),
+        );
+    } else {
+        printer.say(
+            &format!(
+                "fleet {} already ended {}; stopping any cell still running",
+                fleet.name, fleet.status
+            ),
+            json!({"type": "fleetEnded", "executionArn": fleet_arn, "status": fleet.status}),
+        );
+    }
+    let valid = plan_of(&fleet)?;
+    let deadline = Instant::now() + timeout;
+    let mut stopped = Vec::new();
+    loop {
+        let cells = children(&rollouts, &rollout, &fleet, &valid).await?;
+        let running: Vec<(&String, &Execution)> = cells
+            .iter()
+            .filter(|(_, (e, _))| e.running())
+            .map(|(cell, (e, _))| (cell, e))
+            .collect();
+        if running.is_empty() {
+            break;
+        }
+        for (cell, execution) in running {
+            if !stopped.contains(cell) {
+                let cause = format!("fleet {} aborted: {reason}", fleet.name);
+                match rollouts
+                    .stop_as(&execution.arn, "FleetStopped", &cause)
+                    .await
+                {
+                    Ok(()) => {}
+                    // It ended meanwhile.
+                    Err(e) if e.kind == canary_aws::AwsErrorKind::NotFound => {}
+                    Err(e) => return Err(e.into()),
+                }
+                printer.say(
+                    &format!(
+                        "cell {cell} stopped: its safety net restores its baseline ({})",
+                        execution.arn
+                    ),
+                    json!({"type": "cellStopped", "cell": cell, "executionArn": execution.arn}),
+                );
+                stopped.push(cell.clone());
+            }
+        }
+        if Instant::now() > deadline {
+            return Err(CliError::TimedOut(format!(
+                "cells of fleet {} still running after {} s: see `cluster-canary fleet watch {}`",
+                fleet.name,
+                timeout.as_secs(),
+                fleet.name
+            )));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    printer.say(
+        &format!(
+            "no cell of fleet {} is running; {} stopped",
+            fleet.name,
+            stopped.len()
+        ),
+        json!({"type": "aborted", "executionArn": fleet_arn, "stopped": stopped}),
+    );
+    Ok(())
+}
+
+pub async fn list(
+    config: &SdkConfig,
+    machines: &FleetMachineArgs,
+    limit: usize,
+    printer: &mut Printer,
+) -> Result<(), CliError> {
+    let machine = locate::fleet_state_machine(config, machines).await?;
+    let sfn = SdkExecutions::in_region(config, region_of(&machine));
+    let mut rows = vec![[
+        "NAME", "FLEET", "STATUS", "CELLS", "PROMOTED", "FAILED", "AGE",
+    ]
+    .map(str::to_owned)
+    .to_vec()];
+    for arn in sfn.list(&machine, false, limit).await? {
+        let execution = sfn.describe(&arn).await?;
+        let plan: Value = execution
+            .input
+            .as_deref()
+            .and_then(|i| serde_json::from_str(i).ok())
+            .unwrap_or_default();
+        // An ended fleet's tally: its output, or the counts its halt message gives.
+        let tally = execution
+            .output
+            .as_deref()
+            .and_then(|o| serde_json::from_str::<Value>(o).ok())
+            .map(|o| o["tally"].clone())
+            .unwrap_or_default();
+        let count = |key: &str| {
+            tally[key]
+                .as_u64()
+                .map_or_else(|| "-".to_owned(), |n| n.to_string())
+        };
+        let cells = plan["cells"].as_array().map_or(0, Vec::len);
+        let status = match &execution.error {
+            Some(error) if !execution.running() => format!("{} ({error})", execution.status),
+            _ => execution.status.clone(),
+        };
+        printer.json(
+            json!({"executionArn": arn, "name": execution.name, "fleet": plan["name"],
+                            "status": execution.status, "error": execution.error, "cells": cells,
+                            "tally": tally, "startedAt": execution.started}),
+        );
+        rows.push(vec![
+            execution.name.clone(),
+            plan["name"].as_str().unwrap_or("?").to_owned(),
+            status,
+            cells.to_string(),
+            count("promoted"),
+            count("failed"),
+            duration_text((now() - execution.started).max(0.0) as u64),
+        ]);
+    }
+    if rows.len() == 1 {
+        printer.text(&format!("no fleets yet on {machine}"));
+    } else {
+        printer.text(&table(&rows));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn example() -> ValidFleet {
+        let text = include_str!("../../examples/fleets/web-fleet.json");
+        FleetPlan::parse(serde_json::from_str(text).expect("JSON")).expect("valid")
+    }
+
+    fn execution(status: &str, error: Option<&str>) -> Execution {
+        Execution {
+            arn: "arn".to_owned(),
+            name: "n".to_owned(),
+            status: status.to_owned(),
+            input: None,
+            output: None,
+            started: 0.0,
+            stopped: None,
+            error: error.map(str::to_owned),
+            cause: None,
+        }
+    }
+
+    #[test]
+    fn the_table_lists_every_cell_in_wave_order_with_what_became_of_it() {
+        let valid = example();
+        let mut children = BTreeMap::new();
+        children.insert("use1-a".to_owned(), (execution("SUCCEEDED", None), None));
+        children.insert(
+            "euw1-a".to_owned(),
+            (execution("FAILED", Some("CheckFailed")), None),
+        );
+        children.insert(
+            "use1-b".to_owned(),
+            (execution("RUNNING", None), Some("1/3 10%".to_owned())),
+        );
+        let rows = rows(&valid, &children, true);
+        let ended = super::rows(&valid, &children, false);
+        assert_eq!(ended[5].status, "not started");
+        assert_eq!(
+            table_text(&rows),
+            "CELL    WAVE  CLUSTER                    STATUS     STEP     OUTCOME\n\
+             use1-a  1     us-east-1/web-use1-a-v134  SUCCEEDED  -        promoted\n\
+             euw1-a  2     eu-west-1/web-euw1-a-v134  FAILED     -        CheckFailed\n\
+             use1-b  2     us-east-1/web-use1-b-v134  RUNNING    1/3 10%  -\n\
+             euw1-b  3     eu-west-1/web-euw1-b-v134  waiting    -        -\n\
+             use1-c  3     us-east-1/web-use1-c-v134  waiting    -        -\n\
+             euw1-c  3     eu-west-1/web-euw1-c-v134  waiting    -        -"
+        );
+    }
+
+    #[test]
+    fn validation_names_each_problem_by_its_path() {
+        let dir = std::env::temp_dir().join(format!("cc-fleet-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("fleet.json");
+        let mut plan: Value =
+            serde_json::from_str(include_str!("../../examples/fleets/web-fleet.json"))
+                .expect("JSON");
+        plan["failureBudget"] = json!(9);
+        plan["waves"][0] = json!({"cells": ["nowhere"]});
+        std::fs::write(&path, plan.to_string()).expect("write");
+        let error = validated(&path).expect_err("invalid").to_string();
+        assert!(error.contains("failureBudget: is 9"), "{error}");
+        assert!(
+            error.contains("waves[0].cells[0]: `nowhere` is not one of the fleet's cells"),
+            "{error}"
+        );
+        std::fs::remove_dir_all(&dir).expect("clean up");
+    }
+}
