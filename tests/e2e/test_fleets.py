@@ -170,3 +170,44 @@ def test_a_bad_fleet_plan_is_refused_with_its_path_and_starts_nothing():
             assert f"{path}: " in ended["cause"], (what, ended["cause"])
             assert fleets.children(sandbox, ended["executionArn"]) == {}, what
         assert fleets.cell_weights(sandbox, cells) == {cell: BASELINE for cell in cells}
+
+
+def test_the_cli_validates_checks_starts_aborts_watches_and_lists_a_fleet(tmp_path):
+    with Sandbox(log=captured) as sandbox:
+        cells = fleets.seed_cells(sandbox)
+        bad = fleets.fleet_plan(cells)
+        bad["cells"][1]["name"] = bad["cells"][0]["name"]
+        (tmp_path / "bad.json").write_text(json.dumps(bad))
+        refused = sandbox.cli("fleet", "validate", str(tmp_path / "bad.json"))
+        assert refused.returncode == 1 and "cells[1].name: `use1-a` is already the name of cells[0]" in refused.stdout, \
+            refused.stdout + refused.stderr
+
+        plan = slow(fleets.fleet_plan(cells), "euw1-a", "use1-b")
+        path = tmp_path / "fleet.json"
+        path.write_text(json.dumps(plan))
+        valid = sandbox.cli("fleet", "validate", str(path))
+        assert valid.returncode == 0 and "wave 2 (2 at once): euw1-a (eu-west-1), use1-b (us-east-1)" in valid.stdout
+        checked = sandbox.cli("fleet", "check", str(path))
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        assert checked.stdout.count("is ACTIVE") == 6 and "every cell of fleet web-fleet passed its checks" in checked.stdout
+
+        started = sandbox.cli("fleet", "start", str(path), "--name", "by-hand")
+        assert started.returncode == 0, started.stderr
+        wait_until(lambda: all(fleets.cell_weights(sandbox, cells)[c] == (50, 50) for c in ("euw1-a", "use1-b")),
+                   "wave 2's cells at 50 %")
+        aborted = sandbox.cli("fleet", "abort", "by-hand", "--reason", "stopped by the test", timeout=300)
+        assert aborted.returncode == 0, aborted.stdout + aborted.stderr
+        assert "fleet by-hand stopped: no new cell starts" in aborted.stdout
+        children = fleets.wait_for_cells_to_settle(sandbox, started.stdout.split(": ", 1)[1].splitlines()[0])
+        assert {c: (d["status"], d.get("error")) for c, d in children.items()} == {
+            "use1-a": ("SUCCEEDED", None), "euw1-a": ("ABORTED", "FleetStopped"), "use1-b": ("ABORTED", "FleetStopped")}
+        assert_each_cell_promoted_or_at_its_baseline(sandbox, cells, promoted={"use1-a"})
+
+        watched = sandbox.cli("fleet", "watch", "by-hand")
+        assert watched.returncode == 1, "an aborted fleet did not complete"
+        rows = {line.split()[0]: line.split() for line in watched.stdout.splitlines() if line[:4] in ("use1", "euw1")}
+        assert rows["use1-a"][3:] == ["SUCCEEDED", "-", "promoted"]
+        assert rows["euw1-a"][3:] == ["ABORTED", "-", "FleetStopped"]
+        assert rows["euw1-c"][3:5] == ["not", "started"]
+        listed = sandbox.cli("fleet", "list")
+        assert "by-hand" in listed.stdout and "ABORTED (Aborted)" in listed.stdout, listed.stdout
