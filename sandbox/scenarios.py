@@ -40,9 +40,10 @@ class Report:
     abort_exit: int = None  # the exit code of `cluster-canary abort`, in the `stopped` scenario
 
 
-def emitted_metrics(sandbox, cluster):
+def emitted_metrics(sandbox, cluster, dimension="Cluster"):
     """The CloudWatch metric points (Embedded Metric Format lines) the functions printed for
-    `cluster` (`region/name`), in order: (metric name, {dimension: value}, value)."""
+    `cluster` (`region/name`; or a fleet's name, with `dimension="Fleet"`), in order: (metric
+    name, {dimension: value}, value)."""
     points = []
     with open(os.path.join(sandbox.run_dir, "functions.log"), errors="replace") as log:
         for line in log:
@@ -52,7 +53,7 @@ def emitted_metrics(sandbox, cluster):
                 document = json.loads(line)
             except ValueError:
                 continue
-            if document.get("Cluster") != cluster:
+            if document.get(dimension) != cluster:
                 continue
             directive = document["_aws"]["CloudWatchMetrics"][0]
             dimensions = {d: document[d] for d in directive["Dimensions"][0]}

@@ -71,6 +71,10 @@ def test_a_fleet_moves_every_cell_in_waves_across_two_regions():
         types = [t for t, _ in fleet_events(sandbox, ended["executionArn"])]
         assert types == ["Fleet Started"] + ["Wave Started", "Wave Completed"] * 3 + ["Fleet Completed"], types
         assert largest_state(sandbox, ended["executionArn"]) < STATE_LIMIT
+        # One point per wave of each series: 1 + 2 + 3 promoted, none failed.
+        points = scenarios.emitted_metrics(sandbox, "web-fleet", dimension="Fleet")
+        assert [v for n, _, v in points if n == "CellsPromoted"] == [1, 2, 3], points
+        assert [v for n, _, v in points if n == "CellsFailed"] == [0, 0, 0], points
         assert_runs_as_the_stack_declares(sandbox, "FleetWavesFunction")
 
 
@@ -120,6 +124,11 @@ def test_aborting_a_fleet_stops_its_running_cells_and_each_one_restores_its_base
         execution = fleets.start_fleet(sandbox, plan, "aborted")
         wait_until(lambda: all(fleets.cell_weights(sandbox, cells)[c] == (50, 50) for c in ("euw1-a", "use1-b")),
                    "wave 2's cells at 50 %")
+        # A wave-3 cell's new cluster, created (and opted in) while the fleet runs: the intake
+        # leaves it to the fleet.
+        error, answer = sandbox.invoke("cluster-created", scenarios.create_cluster_event(sandbox, "euw1-c-new", "eu-west-1"))
+        assert error is None and answer["action"] == "skipped", answer
+        assert "is cell `euw1-c` of fleet `web-fleet`" in answer["reason"], answer
         # What `cluster-canary fleet abort` does first.
         sandbox.client("stepfunctions").stop_execution(executionArn=execution, error="Aborted", cause="by hand")
         answer = sandbox.fleet_safety_net.answer_for(execution, timeout=120)

@@ -41,6 +41,10 @@ pub enum Metric {
     /// put back): someone else moves this traffic, and a person should look. Also emitted
     /// without dimensions, for the template's `ForeignChangeAlarm`.
     ForeignChanges,
+    /// A fleet's cells promoted in a wave (`Fleet`: the fleet plan's name).
+    CellsPromoted,
+    /// A fleet's cells that ended without promotion in a wave (failed, or never started).
+    CellsFailed,
 }
 
 impl Metric {
@@ -57,7 +61,9 @@ impl Metric {
             | Metric::ChecksInconclusive
             | Metric::Rollbacks
             | Metric::RollbacksReverted
-            | Metric::ForeignChanges => "Count",
+            | Metric::ForeignChanges
+            | Metric::CellsPromoted
+            | Metric::CellsFailed => "Count",
             Metric::LatencySeconds | Metric::RollbackSeconds => "Seconds",
             Metric::MetricValue => "None",
         }
@@ -75,6 +81,7 @@ impl Metric {
             Metric::RollbackSeconds | Metric::RollbacksReverted | Metric::ForeignChanges => {
                 &["Cluster"]
             }
+            Metric::CellsPromoted | Metric::CellsFailed => &["Fleet"],
         }
     }
 
@@ -170,6 +177,22 @@ impl Point {
         Point::new(Metric::ForeignChanges, vec![cluster.to_owned()], 1.0)
     }
 
+    /// What one wave of `fleet` did: its cells promoted and failed.
+    pub fn wave_cells(fleet: &str, promoted: u32, failed: u32) -> [Self; 2] {
+        [
+            Point::new(
+                Metric::CellsPromoted,
+                vec![fleet.to_owned()],
+                f64::from(promoted),
+            ),
+            Point::new(
+                Metric::CellsFailed,
+                vec![fleet.to_owned()],
+                f64::from(failed),
+            ),
+        ]
+    }
+
     pub fn rollback_seconds(cluster: &str, seconds: f64) -> Self {
         Point::new(Metric::RollbackSeconds, vec![cluster.to_owned()], seconds)
     }
@@ -204,6 +227,18 @@ impl Point {
         }
         document.insert(metric.name().to_owned(), json!(self.value));
         Value::Object(document)
+    }
+}
+
+/// Prints metric points as Embedded Metric Format lines on stdout, where Lambda's log capture
+/// hands them to CloudWatch Logs, which extracts the metrics. One line per point.
+pub fn emit(points: impl IntoIterator<Item = Point>) {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    for point in points {
+        // `println!` (not a raw stdout handle) so that tests capture the lines like any output.
+        println!("{}", point.to_emf(now_ms));
     }
 }
 
@@ -260,7 +295,8 @@ mod tests {
             Point::foreign_change("r/c"),
         ]
         .into_iter()
-        .chain(Point::check_result("r/c", false, true));
+        .chain(Point::check_result("r/c", false, true))
+        .chain(Point::wave_cells("web-fleet", 2, 1));
         let mut seen = Vec::new();
         for point in points {
             let document = point.to_emf(0);

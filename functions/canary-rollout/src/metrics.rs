@@ -53,17 +53,7 @@ pub(crate) fn utc_time(text: &str) -> Option<SystemTime> {
     SystemTime::try_from(at).ok()
 }
 
-/// Prints metric points as Embedded Metric Format lines on stdout, where Lambda's log capture
-/// hands them to CloudWatch Logs, which extracts the metrics. One line per point.
-pub fn emit_metrics(points: impl IntoIterator<Item = canary_core::metrics::Point>) {
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    for point in points {
-        // `println!` (not a raw stdout handle) so that tests capture the lines like any output.
-        println!("{}", point.to_emf(now_ms));
-    }
-}
+pub use canary_core::metrics::emit as emit_metrics;
 
 #[cfg(test)]
 mod tests {

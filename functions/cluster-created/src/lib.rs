@@ -6,14 +6,17 @@
 //!   state machine under a name derived from the cluster and the CloudTrail event id, so a
 //!   duplicate delivery starts nothing new.
 //! - A failed call, or a cluster without the tag: skipped, with the reason in the result and log.
+//! - A cluster that is a cell of a running fleet: skipped; the fleet starts its rollout in its
+//!   wave (docs/fleets.md), and a rollout of its own would move the cell's traffic out of turn.
 //! - DeleteCluster: remove the cluster's Argo CD Secret, if cluster-canary created it.
 
 pub mod event;
 
 use std::collections::BTreeMap;
 
-use canary_aws::{AwsError, ExecutionStarter, Started};
+use canary_aws::{AwsError, ExecutionStarter, ExecutionsApi, Started};
 use canary_core::arn::account_of;
+use canary_core::fleet::FleetPlan;
 use canary_core::input::parse_input;
 use canary_core::profile::{plan_from_profile, Origin, PROFILE_TAG};
 use canary_core::{ErrorName, NamedError, PlanErrors};
@@ -72,11 +75,14 @@ pub struct IntakeConfig {
     pub profiles: BTreeMap<String, Value>,
     /// Where DeleteCluster looks for the cluster's Secret (a delete event carries no tags).
     pub argocd_namespace: String,
+    /// The fleet state machine: a cluster that is a cell of one of its running fleets gets no
+    /// rollout of its own.
+    pub fleet_state_machine_arn: Option<String>,
 }
 
 impl IntakeConfig {
-    /// From `STATE_MACHINE_ARN`, `PROFILES` (a JSON object of profiles) and
-    /// `ARGOCD_NAMESPACE` (default `argocd`).
+    /// From `STATE_MACHINE_ARN`, `PROFILES` (a JSON object of profiles), `ARGOCD_NAMESPACE`
+    /// (default `argocd`) and `FLEET_STATE_MACHINE_ARN` (optional).
     pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
         let state_machine_arn = get("STATE_MACHINE_ARN")
             .filter(|v| !v.is_empty())
@@ -92,12 +98,15 @@ impl IntakeConfig {
             state_machine_arn,
             profiles,
             argocd_namespace: get("ARGOCD_NAMESPACE").unwrap_or_else(|| "argocd".to_owned()),
+            fleet_state_machine_arn: get("FLEET_STATE_MACHINE_ARN").filter(|v| !v.is_empty()),
         })
     }
 }
 
 pub struct Deps<'a> {
     pub executions: &'a dyn ExecutionStarter,
+    /// The running fleets and their plans.
+    pub fleets: &'a dyn ExecutionsApi,
     pub access: &'a ManagementAccess,
     pub aws: AccessDeps<'a>,
 }
@@ -165,6 +174,9 @@ async fn on_create(
             format!("cluster is not opted in (no {PROFILE_TAG} tag)"),
         ));
     };
+    if let Some(reason) = fleet_cell(deps, config, event).await? {
+        return Ok(skipped(event, reason));
+    }
     let profile =
         config
             .profiles
@@ -218,6 +230,50 @@ async fn on_create(
         reason,
         execution_arn: Some(execution_arn),
     })
+}
+
+/// Why the new cluster gets no rollout of its own: it is a cell of a running fleet (same
+/// account, region and name), which starts the cell's rollout in its wave.
+async fn fleet_cell(
+    deps: &Deps<'_>,
+    config: &IntakeConfig,
+    event: &EksEvent,
+) -> Result<Option<String>, IntakeError> {
+    let Some(machine) = &config.fleet_state_machine_arn else {
+        return Ok(None);
+    };
+    let own_account = account_of(&config.state_machine_arn).unwrap_or_default();
+    let event_account = account_of(&event.cluster_arn).unwrap_or(own_account);
+    for fleet in deps.fleets.running_executions(machine).await? {
+        let Some(input) = deps.fleets.execution_input(&fleet).await? else {
+            continue;
+        };
+        // A fleet that started did so with a valid plan; one that cannot be read has no cells.
+        let Ok(valid) = serde_json::from_str(&input)
+            .map_err(|_| ())
+            .and_then(|plan| FleetPlan::parse(plan).map_err(|_| ()))
+        else {
+            continue;
+        };
+        for (cell, plan) in valid.fleet.cells.iter().zip(&valid.plans) {
+            let cluster = &plan.plan.cluster;
+            let account = cluster
+                .role_arn
+                .as_deref()
+                .and_then(account_of)
+                .unwrap_or(own_account);
+            if cluster.name == event.cluster
+                && cluster.region == event.region
+                && account == event_account
+            {
+                return Ok(Some(format!(
+                    "cluster {} ({}) is cell `{}` of fleet `{}`, running as {fleet}: the fleet starts its rollout in its wave",
+                    event.cluster, event.region, cell.name, valid.fleet.name
+                )));
+            }
+        }
+    }
+    Ok(None)
 }
 
 async fn on_delete(

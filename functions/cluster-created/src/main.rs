@@ -16,6 +16,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let (executions, aws) = (SdkExecutions::new(&sdk), SdkAccess::new(&sdk)?);
     let deps = Deps {
         executions: &executions,
+        fleets: &executions,
         access: &access,
         aws: aws.deps(),
     };

@@ -30,6 +30,8 @@ struct Env {
     world: World,
     config: SdkConfig,
     sfn: aws_sdk_sfn::Client,
+    /// The stack's fleet state machine, once a test made one.
+    fleets: Option<String>,
 }
 
 impl Env {
@@ -54,6 +56,7 @@ impl Env {
             kube,
             world,
             config,
+            fleets: None,
         }
     }
 
@@ -70,6 +73,7 @@ impl Env {
             state_machine_arn: self.world.state_machine.clone(),
             profiles: profiles.clone(),
             argocd_namespace: "argocd".into(),
+            fleet_state_machine_arn: self.fleets.clone(),
         };
         let (executions, eks, secrets) = (
             SdkExecutions::new(&self.config),
@@ -82,6 +86,7 @@ impl Env {
         let credentials = self.config.credentials_provider().expect("credentials");
         let deps = Deps {
             executions: &executions,
+            fleets: &executions,
             access: &access,
             aws: AccessDeps {
                 eks: &eks,
@@ -405,4 +410,81 @@ async fn delete_cluster_removes_only_a_secret_this_project_created_for_that_clus
             .await
             .expect("clean up");
     }
+}
+
+#[tokio::test]
+async fn a_cell_of_a_running_fleet_gets_no_rollout_of_its_own() {
+    let mut env = Env::start().await;
+    // A fleet state machine whose executions wait (the fleet's cells are not run here).
+    let fleets = env
+        .sfn
+        .create_state_machine()
+        .name("cluster-canary-fleet")
+        .role_arn("arn:aws:iam::123456789012:role/states")
+        .definition(r#"{"StartAt": "Wait", "States": {"Wait": {"Type": "Wait", "Seconds": 600, "End": true}}}"#)
+        .send()
+        .await
+        .expect("fleet state machine")
+        .state_machine_arn()
+        .to_owned();
+    env.fleets = Some(fleets.clone());
+    let mut fleet: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("examples/fleets/web-fleet.json"))
+            .expect("example"),
+    )
+    .expect("JSON");
+    fleet["cells"][2]["values"]["cluster"] = json!({"name": "web-green", "region": "us-east-1"});
+    let running = env
+        .sfn
+        .start_execution()
+        .state_machine_arn(&fleets)
+        .name("web-1-34")
+        .input(fleet.to_string())
+        .send()
+        .await
+        .expect("fleet started")
+        .execution_arn()
+        .to_owned();
+
+    let out = env
+        .deliver(event("eks-create-cluster.json"))
+        .await
+        .expect("handled");
+    assert_eq!(out["action"], "skipped", "{out}");
+    let reason = out["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("is cell `use1-c` of fleet `web-eks-1-34`") && reason.contains(&running),
+        "{reason}"
+    );
+    assert!(env.executions().await.is_empty(), "no rollout started");
+
+    // The same cluster in another region is not that cell; a stopped fleet holds nothing back.
+    let mut elsewhere = event("eks-create-cluster.json");
+    elsewhere["detail"]["awsRegion"] = json!("eu-west-1");
+    elsewhere["region"] = json!("eu-west-1");
+    elsewhere["detail"]["eventID"] = json!("another-call");
+    let arn = elsewhere["detail"]["responseElements"]["cluster"]["arn"]
+        .as_str()
+        .unwrap()
+        .replace("us-east-1", "eu-west-1");
+    elsewhere["detail"]["responseElements"]["cluster"]["arn"] = json!(arn);
+    let reason = env
+        .deliver(elsewhere)
+        .await
+        .map(|out| out["reason"].clone());
+    assert!(
+        !format!("{reason:?}").contains("of fleet"),
+        "another region's cluster is no cell: {reason:?}"
+    );
+    env.sfn
+        .stop_execution()
+        .execution_arn(&running)
+        .send()
+        .await
+        .expect("stopped");
+    let out = env
+        .deliver(event("eks-create-cluster.json"))
+        .await
+        .expect("started");
+    assert_eq!(out["action"], "started", "{out}");
 }

@@ -194,7 +194,13 @@ pub async fn handle(
                 };
                 described.push((result.cell.clone(), execution));
             }
+            let (promoted, failed) = (tally.promoted, tally.failed);
             let judged = tally.judge(&fleet, &results, &described);
+            canary_core::metrics::emit(canary_core::metrics::Point::wave_cells(
+                &fleet.fleet.name,
+                judged.promoted - promoted,
+                judged.failed - failed,
+            ));
             info!(fleet = %fleet.fleet.name, wave = judged.wave, promoted = judged.promoted,
                   failed = judged.failed, halt = judged.halt, "wave judged");
             to_value(judged)
