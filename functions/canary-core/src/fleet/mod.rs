@@ -23,8 +23,9 @@ pub use waves::{Order, Wave, WaveSize};
 
 /// A fleet plan's size as compact JSON. The plan travels in the fleet execution's state for
 /// the whole fleet, beside the running tally (at most [`MAX_TALLY_BYTES`]) and one wave's
-/// results (at most [`MAX_FLEET_CELLS`] × [`MAX_CELL_RESULT_BYTES`]): 96 + 16 + 64 KiB, under
-/// Step Functions' 256 KiB (docs/architecture.md, "Fleets at scale").
+/// results (at most [`MAX_FLEET_CELLS`] × [`MAX_CELL_RESULT_BYTES`]): 96 + 16 + 63 KiB, under
+/// Step Functions' 256 KiB (docs/architecture.md, "Fleets at scale"); each of a wave's child
+/// workflows gets the plan and its cell's name.
 pub const MAX_FLEET_PLAN_BYTES: usize = 96 * 1024;
 /// Cells in one fleet.
 pub const MAX_FLEET_CELLS: usize = 1000;
@@ -36,8 +37,11 @@ pub const MAX_CELL_RESULT_BYTES: usize = 64;
 pub const MAX_TALLY_BYTES: usize = 16 * 1024;
 /// Failed cells named one by one in the tally and the `FleetHalted` cause; beyond, counted.
 pub const MAX_NAMED_FAILURES: usize = 10;
-/// An inline Map runs at most 40 iterations at once, whatever its MaxConcurrency says.
-pub const MAX_CONCURRENT_CELLS: u32 = 40;
+/// Cells started at once in a wave. The Distributed Map that runs a wave could run 10,000;
+/// each running cell is a rollout making its own Step Functions and Lambda calls, and 100 keeps
+/// a wave's start (100 StartExecution calls) and its running cells well within an account's
+/// Step Functions quotas (docs/architecture.md, "Fleets at scale").
+pub const MAX_CONCURRENT_CELLS: u32 = 100;
 /// Cells started at once unless the wave or the fleet says otherwise.
 pub const DEFAULT_CONCURRENT_CELLS: u32 = 10;
 /// A soak between waves.
@@ -66,7 +70,7 @@ pub struct FleetPlan {
     pub cells: Vec<Cell>,
     /// In order: each wave starts when the one before it ended (and soaked).
     pub waves: Vec<Wave>,
-    /// Cells started at once in a wave unless the wave says otherwise (1–40, default 10).
+    /// Cells started at once in a wave unless the wave says otherwise (1–100, default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_concurrent_cells: Option<u32>,
     /// How many cells may fail before the fleet halts (default 0: the first failure halts it).
@@ -361,7 +365,7 @@ fn check_concurrency(path: &str, max: u32, errors: &mut Errors) {
     if !(1..=MAX_CONCURRENT_CELLS).contains(&max) {
         errors.push(
             path,
-            format!("must be from 1 to {MAX_CONCURRENT_CELLS} (an inline Map runs at most 40 at once), got {max}"),
+            format!("must be from 1 to {MAX_CONCURRENT_CELLS}, got {max}"),
         );
     }
 }

@@ -136,9 +136,9 @@ fn bad_fleets_are_refused_with_the_path_of_each_problem() {
         ),
         (
             "too many at once",
-            |v| v["waves"][1]["maxConcurrentCells"] = json!(41),
+            |v| v["waves"][1]["maxConcurrentCells"] = json!(101),
             "waves[1].maxConcurrentCells",
-            "from 1 to 40",
+            "from 1 to 100",
         ),
         (
             "an invalid cell plan, by its path in the cell",

@@ -22,7 +22,7 @@ pub struct Wave {
     /// cells no wave names, in the fleet's `order`. The last wave's size is the whole fleet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<WaveSize>,
-    /// Cells started at once in this wave (1–40; default: the fleet's `maxConcurrentCells`).
+    /// Cells started at once in this wave (1–100; default: the fleet's `maxConcurrentCells`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_concurrent_cells: Option<u32>,
 }
