@@ -664,3 +664,46 @@ fn every_event_the_definition_publishes_has_its_schema_and_matches_it() {
         "schemas of events never sent: {documented:?}"
     );
 }
+
+#[test]
+fn the_fleet_runs_each_wave_as_a_distributed_map_of_child_rollouts() {
+    let fleet = fleet_definition();
+    let wave = state_named(&fleet, "RunWave");
+    assert_eq!(
+        wave["ItemProcessor"]["ProcessorConfig"]["Mode"],
+        "DISTRIBUTED"
+    );
+    assert_eq!(wave["MaxConcurrencyPath"], "$.next.wave.maxConcurrency");
+    let cell = &wave["ItemProcessor"]["States"]["RunCell"];
+    assert_eq!(
+        cell["Resource"],
+        "arn:aws:states:::states:startExecution.sync:2"
+    );
+    assert_eq!(
+        cell["Parameters"]["StateMachineArn"],
+        "${RolloutStateMachineArn}"
+    );
+    // Every iteration ends with what the judge reads: a cell and one of its statuses.
+    let statuses: BTreeSet<&str> = all_states(&wave["ItemProcessor"])
+        .into_iter()
+        .filter(|(_, s)| s["End"] == true)
+        .map(|(name, s)| {
+            assert_eq!(s["Type"], "Pass", "{name}");
+            assert_eq!(s["Parameters"]["cell.$"], "$.cell", "{name}");
+            s["Parameters"]["status"].as_str().expect("a status")
+        })
+        .collect();
+    assert_eq!(
+        statuses,
+        BTreeSet::from(["promoted", "notPromoted", "notStarted"])
+    );
+    // The fleet's function is asked only what it answers.
+    let ops: BTreeSet<&str> = all_states(&fleet)
+        .into_iter()
+        .filter_map(|(_, s)| s["Parameters"]["Payload"]["op"].as_str())
+        .collect();
+    assert_eq!(
+        ops,
+        BTreeSet::from(["plan", "wave", "admit", "halt", "judge", "soak"])
+    );
+}
