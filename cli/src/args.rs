@@ -260,6 +260,29 @@ pub enum FleetCommand {
         #[command(flatten)]
         machines: FleetMachineArgs,
     },
+    /// Approve the wave a fleet waits for (approval.beforeWaves): its cells start.
+    Approve {
+        /// Fleet execution ARN or name (default: the one running fleet).
+        execution: Option<String>,
+        /// Who approves, recorded in the fleet's history (default: $USER).
+        #[arg(long)]
+        by: Option<String>,
+        #[command(flatten)]
+        machines: FleetMachineArgs,
+    },
+    /// Reject the wave a fleet waits for: the fleet halts before it (no cell of it starts).
+    Reject {
+        /// Fleet execution ARN or name (default: the one running fleet).
+        execution: Option<String>,
+        /// Why, recorded as the fleet's cause (at most 1,000 characters).
+        #[arg(long)]
+        reason: String,
+        /// Who rejects (default: $USER).
+        #[arg(long)]
+        by: Option<String>,
+        #[command(flatten)]
+        machines: FleetMachineArgs,
+    },
     /// Stop a fleet now: no new cell starts, its running cells are stopped, and each one's
     /// safety net puts its baseline back. Promoted cells stay promoted. Waits for the cells.
     Abort {

@@ -18,7 +18,7 @@ use crate::history;
 use crate::locate::{self, region_of};
 use crate::plan_commands::{check_plan, duration_text, read_plan, table};
 use crate::printer::Printer;
-use crate::rollout_commands::{check_execution_name, execution_name, now};
+use crate::rollout_commands::{check_execution_name, execution_name, now, who, MAX_REASON_CHARS};
 use canary_aws::executions::execution_arn;
 
 /// As the rollout's live view: well under Step Functions' read rates.
@@ -306,6 +306,7 @@ pub async fn watch(
     let rollout = rollout_machine(config, machines).await?;
     let rollouts = SdkExecutions::in_region(config, region_of(&rollout));
     let mut shown: Option<Vec<CellRow>> = None;
+    let mut shown_wait: Option<u64> = None;
     loop {
         let fleet = sfn.describe(fleet_arn).await?;
         let valid = plan_of(&fleet)?;
@@ -324,6 +325,21 @@ pub async fn watch(
                        "status": fleet.status, "cells": rows.iter().map(CellRow::json).collect::<Vec<_>>()}),
             );
             shown = Some(rows.clone());
+        }
+        if fleet.running() {
+            let events = sfn.events(fleet_arn).await?;
+            let waiting = history::pending_wave_approval(&events).map(|(_, wave)| wave);
+            if waiting.is_some() && waiting != shown_wait {
+                let wave = waiting.unwrap_or_default();
+                printer.say(
+                    &format!(
+                        "wave {wave} waits for a person: cluster-canary fleet approve {} (or reject {} --reason WHY)",
+                        fleet.name, fleet.name
+                    ),
+                    json!({"type": "waveApprovalRequested", "wave": wave}),
+                );
+            }
+            shown_wait = waiting;
         }
         if !fleet.running() {
             let promoted = rows
@@ -348,6 +364,58 @@ pub async fn watch(
         }
         tokio::time::sleep(POLL).await;
     }
+}
+
+/// Answers the wave approval the fleet waits for.
+pub async fn answer(
+    config: &SdkConfig,
+    fleet_arn: &str,
+    rejection: Option<&str>,
+    by: Option<&str>,
+    printer: &mut Printer,
+) -> Result<(), CliError> {
+    if let Some(reason) = rejection {
+        if reason.chars().count() > MAX_REASON_CHARS || reason.trim().is_empty() {
+            return Err(CliError::Invalid(format!(
+                "--reason must say why in 1 to {MAX_REASON_CHARS} characters (it becomes the fleet's cause)"
+            )));
+        }
+    }
+    let sfn = SdkExecutions::in_region(config, region_of(fleet_arn));
+    let fleet = sfn.describe(fleet_arn).await?;
+    if !fleet.running() {
+        return Err(CliError::NotFound(format!(
+            "{fleet_arn} is {}: no wave waits for an approval",
+            fleet.status
+        )));
+    }
+    let Some((token, wave)) = history::pending_wave_approval(&sfn.events(fleet_arn).await?) else {
+        return Err(CliError::NotFound(format!(
+            "{fleet_arn} is running but no wave waits for an approval"
+        )));
+    };
+    let by = who(by);
+    let (said, then) = match rejection {
+        None => {
+            sfn.send_task_success(&token.0, &json!({ "approvedBy": by }).to_string())
+                .await?;
+            ("approved", "its cells start")
+        }
+        Some(reason) => {
+            sfn.send_task_failure(
+                &token.0,
+                "WaveRejected",
+                &format!("rejected by {by}: {reason}"),
+            )
+            .await?;
+            ("rejected", "the fleet halts before it")
+        }
+    };
+    printer.say(
+        &format!("{said} wave {wave} of {}: {then}", fleet.name),
+        json!({"type": said, "executionArn": fleet_arn, "wave": wave, "by": by}),
+    );
+    Ok(())
 }
 
 /// Stops the fleet, then its running cells (what the FleetSafetyNet rule does too: doing it

@@ -78,17 +78,53 @@ pub fn pending_approval(events: &[HistoryEvent]) -> Option<PendingApproval> {
     pending
 }
 
-/// The token and step of an `awaitApproval` task's parameters (`Payload` is an object, or
-/// a JSON string as some engines record it).
-fn approval_task(parameters: &str) -> Option<PendingApproval> {
+/// The `Payload` of a task's parameters (an object, or a JSON string as some engines record
+/// it) when it is an `awaitApproval` request: `operation` for the rollout's function, `op`
+/// for the fleet's.
+fn approval_payload(parameters: &str) -> Option<Value> {
     let parameters: Value = serde_json::from_str(parameters).ok()?;
     let payload = match &parameters["Payload"] {
         Value::String(text) => serde_json::from_str(text).ok()?,
         other => other.clone(),
     };
-    if payload["operation"] != "awaitApproval" {
-        return None;
+    (payload["operation"] == "awaitApproval" || payload["op"] == "awaitApproval").then_some(payload)
+}
+
+/// The states a fleet enters once a wave's approval wait is over.
+const WAVE_APPROVAL_OVER_AT: [&str; 2] = ["NotifyWaveStarted", "NotApproved"];
+
+/// The wave a fleet waits to have approved: its task token and the wave's number.
+pub fn pending_wave_approval(events: &[HistoryEvent]) -> Option<(TaskToken, u64)> {
+    let mut pending = None;
+    for event in events {
+        match &event.kind {
+            EventKind::TaskScheduled {
+                resource,
+                parameters,
+                ..
+            } if resource == WAIT_FOR_TASK_TOKEN => {
+                if let Some(payload) = approval_payload(parameters) {
+                    pending = payload["taskToken"]
+                        .as_str()
+                        .zip(payload["wave"].as_u64())
+                        .map(|(token, wave)| (TaskToken(token.to_owned()), wave));
+                }
+            }
+            EventKind::StateEntered { name, .. }
+                if WAVE_APPROVAL_OVER_AT.contains(&name.as_str()) =>
+            {
+                pending = None
+            }
+            EventKind::ExecutionEnded { .. } => pending = None,
+            _ => {}
+        }
     }
+    pending
+}
+
+/// The token and step of an `awaitApproval` task's parameters.
+fn approval_task(parameters: &str) -> Option<PendingApproval> {
+    let payload = approval_payload(parameters)?;
     Some(PendingApproval {
         token: TaskToken(payload["taskToken"].as_str()?.to_owned()),
         step: serde_json::from_value(payload["step"].clone()).ok()?,

@@ -208,6 +208,25 @@ async fn run_fleet(
             let arn = locate::fleet_execution(config, execution.as_deref(), &machines).await?;
             fleet_commands::watch(config, &arn, &machines, printer).await
         }
+        FleetCommand::Approve {
+            execution,
+            by,
+            machines,
+        } => {
+            let arn = locate::fleet_execution(config, execution.as_deref(), &machines).await?;
+            fleet_commands::answer(config, &arn, None, by.as_deref(), printer).await?;
+            Ok(true)
+        }
+        FleetCommand::Reject {
+            execution,
+            reason,
+            by,
+            machines,
+        } => {
+            let arn = locate::fleet_execution(config, execution.as_deref(), &machines).await?;
+            fleet_commands::answer(config, &arn, Some(&reason), by.as_deref(), printer).await?;
+            Ok(true)
+        }
         FleetCommand::Abort {
             execution,
             reason,

@@ -27,7 +27,7 @@ use canary_aws::SdkExecutions;
 const POLL: Duration = Duration::from_secs(2);
 /// A reason a person gives is kept in the execution's cause; Step Functions allows 32,768
 /// characters there, cluster-canary's state budget much less.
-const MAX_REASON_CHARS: usize = 1000;
+pub const MAX_REASON_CHARS: usize = 1000;
 
 pub fn now() -> f64 {
     SystemTime::now()
@@ -35,7 +35,7 @@ pub fn now() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-fn who(by: Option<&str>) -> String {
+pub fn who(by: Option<&str>) -> String {
     by.map(str::to_owned)
         .or_else(|| std::env::var("USER").ok())
         .unwrap_or_else(|| "cluster-canary".to_owned())

@@ -220,3 +220,43 @@ def test_the_cli_validates_checks_starts_aborts_watches_and_lists_a_fleet(tmp_pa
         assert rows["euw1-c"][3:5] == ["not", "started"]
         listed = sandbox.cli("fleet", "list")
         assert "by-hand" in listed.stdout and "ABORTED (Aborted)" in listed.stdout, listed.stdout
+
+
+def test_a_wave_waits_for_a_person_approved_it_goes_on_rejected_the_fleet_halts(tmp_path):
+    with Sandbox(log=captured) as sandbox:
+        cells = fleets.seed_cells(sandbox)
+        plan = fleets.fleet_plan(cells)
+        plan["approval"] = {"beforeWaves": [2], "timeoutSeconds": 600}
+        path = tmp_path / "fleet.json"
+        path.write_text(json.dumps(plan))
+        assert sandbox.cli("fleet", "start", str(path), "--name", "approved").returncode == 0
+        execution = sandbox.fleet_state_machine.replace(":stateMachine:", ":execution:") + ":approved"
+
+        def approve():
+            answer = sandbox.cli("fleet", "approve", "approved", "--by", "sam")
+            return answer.returncode == 0 and "approved wave 2 of approved: its cells start" in answer.stdout
+
+        wait_until(approve, "wave 2 waiting for an approval")
+        children = fleets.children(sandbox, execution)
+        assert set(children) == {"use1-a"}, "wave 2 started only once approved"
+        ended = fleets.wait_for_end(sandbox, execution)
+        assert ended["status"] == "SUCCEEDED", ended.get("cause")
+        assert_each_cell_promoted_or_at_its_baseline(sandbox, cells, promoted=set(cells))
+        requested = [d for t, d in fleet_events(sandbox, execution) if t == "Wave Approval Requested"]
+        assert [(d["wave"], d["timeoutSeconds"]) for d in requested] == [(2, 600)]
+
+        plan["name"] = "second"
+        plan["approval"] = {"beforeWaves": [1], "timeoutSeconds": 600}
+        path.write_text(json.dumps(plan))
+        assert sandbox.cli("fleet", "start", str(path), "--name", "rejected").returncode == 0
+        rejected = sandbox.fleet_state_machine.replace(":stateMachine:", ":execution:") + ":rejected"
+
+        def reject():
+            answer = sandbox.cli("fleet", "reject", "rejected", "--reason", "not on a Friday", "--by", "sam")
+            return answer.returncode == 0
+
+        wait_until(reject, "wave 1 waiting for an approval")
+        ended = fleets.wait_for_end(sandbox, rejected)
+        assert (ended["status"], ended["error"]) == ("FAILED", "FleetHalted")
+        assert "wave 1 was rejected (WaveRejected: rejected by sam: not on a Friday)" in ended["cause"], ended["cause"]
+        assert fleets.children(sandbox, rejected) == {}, "no cell started"

@@ -704,6 +704,15 @@ fn the_fleet_runs_each_wave_as_a_distributed_map_of_child_rollouts() {
         .collect();
     assert_eq!(
         ops,
-        BTreeSet::from(["plan", "wave", "admit", "halt", "judge", "soak"])
+        BTreeSet::from([
+            "plan",
+            "wave",
+            "admit",
+            "halt",
+            "judge",
+            "soak",
+            "awaitApproval",
+            "notApproved"
+        ])
     );
 }

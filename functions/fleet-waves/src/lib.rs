@@ -10,6 +10,8 @@
 //!   fleet's running cells (each one's safety net restores its baseline).
 //! - `judge`: a wave's results into the tally; whether the fleet halts, and why.
 //! - `soak`: after the soak, the fleet's alarms; one in ALARM halts the fleet.
+//! - `awaitApproval`: a wave waits for a person (the task token stays in the history).
+//! - `notApproved`: a wave rejected, or its approval timed out: the fleet halts.
 //! - `stopCells` (from the template's FleetSafetyNet rule, when a fleet execution ends
 //!   ABORTED, FAILED or TIMED_OUT): stop its running cells.
 
@@ -123,6 +125,25 @@ enum Request {
         fleet_execution: String,
         status: String,
     },
+    AwaitApproval {
+        fleet_execution: String,
+        wave: usize,
+    },
+    NotApproved {
+        fleet: Value,
+        tally: Tally,
+        wave: usize,
+        failure: ApprovalFailure,
+    },
+}
+
+/// How a wave's approval ended without one: Step Functions' error and cause.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct ApprovalFailure {
+    error: String,
+    #[serde(default)]
+    cause: String,
 }
 
 /// The next wave, as the fleet's Map reads it.
@@ -134,6 +155,8 @@ pub struct NextWave {
     pub cells: Vec<Value>,
     pub max_concurrency: u32,
     pub last: bool,
+    /// The wave waits for a person before it starts, at most this long (0: it does not wait).
+    pub approval_timeout_seconds: u32,
 }
 
 /// Whether a cell starts, and as what.
@@ -217,6 +240,31 @@ pub async fn handle(
             fleet_execution,
             status,
         } => stop_cells_of_ended_fleet(apis, config, &fleet_execution, &status).await,
+        Request::AwaitApproval {
+            fleet_execution,
+            wave,
+        } => {
+            // The token is in this task's parameters in the history, never in a log.
+            info!(fleet_execution = %fleet_execution, wave, "wave waits for a person: cluster-canary fleet approve");
+            Ok(json!({}))
+        }
+        Request::NotApproved {
+            fleet,
+            tally,
+            wave,
+            failure,
+        } => {
+            let fleet = valid(fleet)?;
+            let why = if failure.error == "States.Timeout" {
+                format!("nobody approved wave {wave} in time")
+            } else {
+                format!(
+                    "wave {wave} was rejected ({}: {})",
+                    failure.error, failure.cause
+                )
+            };
+            to_value(tally.not_approved(&fleet, &why))
+        }
     };
     out
 }
@@ -246,6 +294,7 @@ fn next_wave(fleet: &ValidFleet, tally: &Tally) -> Result<NextWave, FleetError> 
             .collect(),
         max_concurrency: wave.max_concurrent_cells,
         last: tally.wave + 1 == fleet.waves.len(),
+        approval_timeout_seconds: fleet.approval_before(tally.wave + 1).unwrap_or(0),
     })
 }
 

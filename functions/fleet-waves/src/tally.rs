@@ -149,6 +149,13 @@ impl Tally {
         self.bounded()
     }
 
+    /// A wave not approved (rejected, or timed out): the fleet halts before it.
+    pub fn not_approved(mut self, fleet: &ValidFleet, why: &str) -> Tally {
+        self.halt = true;
+        self.message = self.halt_message(fleet, &truncate(why, 1024));
+        self.bounded()
+    }
+
     fn halt_message(&self, fleet: &ValidFleet, why: &str) -> String {
         let named: Vec<String> = self
             .failures

@@ -149,7 +149,8 @@ async fn plan_and_waves() {
     .await;
     assert_eq!(
         wave,
-        json!({"number": 1, "cells": [{"cell": "use1-a"}], "maxConcurrency": 10, "last": false})
+        json!({"number": 1, "cells": [{"cell": "use1-a"}], "maxConcurrency": 10, "last": false,
+               "approvalTimeoutSeconds": 0})
     );
     let wave = call(
         &world,
@@ -296,6 +297,7 @@ async fn the_tally_stays_within_its_budget_at_a_thousand_failed_cells() {
             soak: None,
             order: Default::default(),
             on_halt: OnHalt::FinishRunning,
+            approval: None,
         },
         plans: Vec::new(),
         waves: Vec::new(),
@@ -408,4 +410,43 @@ fn child_names_fit_step_functions() {
     );
     assert!(name.len() <= 80);
     assert_ne!(child_suffix(FLEET_RUN), child_suffix(OTHER_FLEET_RUN));
+}
+
+#[tokio::test]
+async fn a_wave_that_waits_for_a_person_says_so_and_a_refusal_halts_the_fleet() {
+    let world = World::default();
+    let mut fleet = example();
+    fleet["approval"] = json!({"beforeWaves": [2], "timeoutSeconds": 600});
+    let first = call(
+        &world,
+        json!({"op": "wave", "fleet": fleet, "tally": tally_after(0)}),
+    )
+    .await;
+    assert_eq!(first["approvalTimeoutSeconds"], 0);
+    let second = call(
+        &world,
+        json!({"op": "wave", "fleet": fleet, "tally": tally_after(1)}),
+    )
+    .await;
+    assert_eq!(second["approvalTimeoutSeconds"], 600);
+    let rejected = call(&world, json!({"op": "notApproved", "fleet": fleet, "tally": tally_after(1), "wave": 2,
+        "failure": {"Error": "WaveRejected", "Cause": "rejected by sam: the canary cells look slow"}})).await;
+    assert_eq!(rejected["halt"], true);
+    let message = rejected["message"].as_str().unwrap();
+    assert!(
+        message.contains(
+            "wave 2 was rejected (WaveRejected: rejected by sam: the canary cells look slow)"
+        ),
+        "{message}"
+    );
+    let late = call(
+        &world,
+        json!({"op": "notApproved", "fleet": fleet, "tally": tally_after(1), "wave": 2,
+        "failure": {"Error": "States.Timeout", "Cause": ""}}),
+    )
+    .await;
+    assert!(late["message"]
+        .as_str()
+        .unwrap()
+        .contains("nobody approved wave 2 in time"));
 }

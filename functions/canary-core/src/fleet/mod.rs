@@ -85,7 +85,28 @@ pub struct FleetPlan {
     /// What happens to the cells still running when the fleet halts.
     #[serde(default)]
     pub on_halt: OnHalt,
+    /// Waves that wait for a person's approval before they start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<FleetApproval>,
 }
+
+/// A person between waves: `cluster-canary fleet approve` (or `reject`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FleetApproval {
+    /// The waves (numbered from 1) that wait for an approval before they start.
+    pub before_waves: Vec<usize>,
+    /// How long a wave waits for an answer before the fleet halts (60–86400, default 86400).
+    #[serde(default = "default_approval_timeout")]
+    pub timeout_seconds: u32,
+}
+
+fn default_approval_timeout() -> u32 {
+    MAX_APPROVAL_SECONDS
+}
+
+/// The longest a wave waits for a person: as long as a rollout's step may.
+pub const MAX_APPROVAL_SECONDS: u32 = crate::limits::MAX_APPROVAL_TIMEOUT_SECONDS as u32;
 
 /// One cell: its name and its rollout plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -144,6 +165,15 @@ pub struct ResolvedWave {
 }
 
 impl ValidFleet {
+    /// Whether wave `number` (from 1) waits for a person, and how long.
+    pub fn approval_before(&self, number: usize) -> Option<u32> {
+        self.fleet
+            .approval
+            .as_ref()
+            .filter(|a| a.before_waves.contains(&number))
+            .map(|a| a.timeout_seconds)
+    }
+
     /// The cell's index by name.
     pub fn cell(&self, name: &str) -> Option<usize> {
         self.fleet.cells.iter().position(|c| c.name == name)
@@ -244,6 +274,33 @@ impl FleetPlan {
         }
         if let Some(max) = self.max_concurrent_cells {
             check_concurrency("maxConcurrentCells", max, errors);
+        }
+        if let Some(approval) = &self.approval {
+            let waves = self.waves.len();
+            let mut seen = Vec::new();
+            for (i, wave) in approval.before_waves.iter().enumerate() {
+                if !(1..=waves).contains(wave) {
+                    errors.push(
+                        format!("approval.beforeWaves[{i}]"),
+                        format!("the fleet has waves 1 to {waves}, not {wave}"),
+                    );
+                } else if seen.contains(wave) {
+                    errors.push(
+                        format!("approval.beforeWaves[{i}]"),
+                        format!("wave {wave} is named twice"),
+                    );
+                }
+                seen.push(*wave);
+            }
+            if !(60..=MAX_APPROVAL_SECONDS).contains(&approval.timeout_seconds) {
+                errors.push(
+                    "approval.timeoutSeconds",
+                    format!(
+                        "must be from 60 to {MAX_APPROVAL_SECONDS}, got {}",
+                        approval.timeout_seconds
+                    ),
+                );
+            }
         }
         if let Some(soak) = &self.soak {
             if soak.seconds > MAX_SOAK_SECONDS {

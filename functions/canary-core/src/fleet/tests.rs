@@ -167,6 +167,18 @@ fn bad_fleets_are_refused_with_the_path_of_each_problem() {
             "not a cell name",
         ),
         (
+            "an approval before a wave the fleet lacks",
+            |v| v["approval"] = json!({"beforeWaves": [2, 4]}),
+            "approval.beforeWaves[1]",
+            "the fleet has waves 1 to 3, not 4",
+        ),
+        (
+            "an approval that waits too long",
+            |v| v["approval"] = json!({"beforeWaves": [2], "timeoutSeconds": 90000}),
+            "approval.timeoutSeconds",
+            "from 60 to 86400",
+        ),
+        (
             "an unknown field",
             |v| v["onHalt"] = json!("panic"),
             "onHalt",
