@@ -15,6 +15,7 @@ DIR holds <function>/bootstrap as `cargo lambda build --release` leaves them.
 4. Per rollout on the sandbox: state transitions, Lambda invocations, the functions' AWS API
    calls per target per step (from the front door's request log), and the Step Functions +
    Lambda cost at list prices of a 4-step, 20-minute rollout checked every 30 s.
+5. A fleet of 50 cells on the sandbox (bench/fleet.py, also runnable alone).
 """
 import argparse
 import datetime
@@ -30,6 +31,7 @@ import zipfile
 from collections import Counter
 from pathlib import Path
 
+from bench import fleet
 from bench.runtime_api import FakeRuntimeApi
 from sandbox import scenarios
 from sandbox.harness import REPO, Sandbox
@@ -212,6 +214,8 @@ def main():
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--intervals", type=int, nargs="+", default=[10, 30, 60])
     parser.add_argument("--out", type=Path, default=REPO / "docs/benchmarks.md")
+    parser.add_argument("--fleet-cells", type=int, default=50,
+                        help="the fleet benchmark's size (bench/fleet.py); 0 leaves it out")
     args = parser.parse_args()
 
     print("cold starts...", file=sys.stderr)
@@ -306,6 +310,9 @@ def main():
     ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(out))
+    if args.fleet_cells:
+        print(f"a fleet of {args.fleet_cells} cells...", file=sys.stderr)
+        fleet.write(fleet.section(fleet.measure(args.fleet_cells)), args.out)
     print(f"wrote {args.out}", file=sys.stderr)
 
 

@@ -250,7 +250,7 @@ async fn children(
 ) -> Result<BTreeMap<String, (Execution, Option<String>)>, CliError> {
     let suffix = format!("-{}", child_suffix(&fleet.arn));
     let listed = sfn
-        .started_since(rollout_machine, fleet.started, false)
+        .started_since(rollout_machine, fleet.started, None)
         .await?;
     let mut found = BTreeMap::new();
     for child in listed.iter().filter(|c| c.arn.ends_with(&suffix)) {

@@ -347,20 +347,20 @@ impl SdkExecutions {
     }
 
     /// The executions started at or after `since` (seconds since the epoch), newest first;
-    /// only the running ones with `running_only`. Pages stop at the first older execution
-    /// (ListExecutions lists newest first).
+    /// only those with `status` (`RUNNING`, `FAILED`, ...) when given. Pages stop at the first
+    /// older execution (ListExecutions lists newest first).
     pub async fn started_since(
         &self,
         state_machine_arn: &str,
         since: f64,
-        running_only: bool,
+        status: Option<&str>,
     ) -> Result<Vec<Listed>, AwsError> {
         let mut request = self
             .client
             .list_executions()
             .state_machine_arn(state_machine_arn);
-        if running_only {
-            request = request.status_filter(sfn::types::ExecutionStatus::Running);
+        if let Some(status) = status {
+            request = request.status_filter(sfn::types::ExecutionStatus::from(status));
         }
         let mut listed = Vec::new();
         let mut pages = request.into_paginator().send();

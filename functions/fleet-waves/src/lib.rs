@@ -61,12 +61,12 @@ impl NamedError for FleetError {
 #[async_trait]
 pub trait FleetApis: Send + Sync {
     /// The state machine's executions started at or after `since` (seconds since the epoch),
-    /// newest first; only the running ones with `running_only`.
+    /// newest first; only those with `status` when given.
     async fn started_since(
         &self,
         state_machine_arn: &str,
         since: f64,
-        running_only: bool,
+        status: Option<&str>,
     ) -> Result<Vec<Listed>, AwsError>;
     async fn describe(&self, execution_arn: &str) -> Result<Execution, AwsError>;
     async fn stop(&self, execution_arn: &str, error: &str, cause: &str) -> Result<(), AwsError>;
@@ -105,11 +105,15 @@ enum Request {
         fleet: Value,
         cell: String,
         fleet_execution: String,
+        #[serde(flatten)]
+        wave: WaveSoFar,
     },
     Halt {
         fleet: Value,
         cell: String,
         fleet_execution: String,
+        #[serde(flatten)]
+        wave: WaveSoFar,
     },
     Judge {
         fleet: Value,
@@ -137,6 +141,18 @@ enum Request {
     },
 }
 
+/// The wave a cell belongs to, as its Map iteration knows it: the fleet's failures before the
+/// wave (its tally) and when the wave started.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WaveSoFar {
+    /// 1-based.
+    wave: usize,
+    /// Seconds since the epoch, by the clock of `wave`'s answer.
+    wave_started: f64,
+    failed_before: u32,
+}
+
 /// How a wave's approval ended without one: Step Functions' error and cause.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
@@ -157,6 +173,8 @@ pub struct NextWave {
     pub last: bool,
     /// The wave waits for a person before it starts, at most this long (0: it does not wait).
     pub approval_timeout_seconds: u32,
+    /// Seconds since the epoch: the wave's cells start after this.
+    pub started_at: f64,
 }
 
 /// Whether a cell starts, and as what.
@@ -181,17 +199,19 @@ pub async fn handle(
     let request: Request = parse_input(input).map_err(FleetError::InvalidInput)?;
     let out = match request {
         Request::Plan { fleet } => to_value(Tally::start(&valid(fleet)?)),
-        Request::Wave { fleet, tally } => to_value(next_wave(&valid(fleet)?, &tally)?),
+        Request::Wave { fleet, tally } => to_value(next_wave(&valid(fleet)?, &tally, now())?),
         Request::Admit {
             fleet,
             cell,
             fleet_execution,
-        } => to_value(admit(apis, config, &valid(fleet)?, &cell, &fleet_execution).await?),
+            wave,
+        } => to_value(admit(apis, config, &valid(fleet)?, &cell, &fleet_execution, &wave).await?),
         Request::Halt {
             fleet,
             cell,
             fleet_execution,
-        } => Ok(halt(apis, config, &valid(fleet)?, &cell, &fleet_execution).await?),
+            wave,
+        } => Ok(halt(apis, config, &valid(fleet)?, &cell, &fleet_execution, &wave).await?),
         Request::Judge {
             fleet,
             tally,
@@ -277,7 +297,13 @@ fn to_value(value: impl Serialize) -> Result<Value, FleetError> {
     serde_json::to_value(value).map_err(|e| FleetError::InvalidInput(e.to_string()))
 }
 
-fn next_wave(fleet: &ValidFleet, tally: &Tally) -> Result<NextWave, FleetError> {
+fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+fn next_wave(fleet: &ValidFleet, tally: &Tally, now: f64) -> Result<NextWave, FleetError> {
     let wave = fleet.waves.get(tally.wave).ok_or_else(|| {
         FleetError::InvalidInput(format!(
             "the fleet has {} waves; there is no wave {}",
@@ -295,36 +321,73 @@ fn next_wave(fleet: &ValidFleet, tally: &Tally) -> Result<NextWave, FleetError> 
         max_concurrency: wave.max_concurrent_cells,
         last: tally.wave + 1 == fleet.waves.len(),
         approval_timeout_seconds: fleet.approval_before(tally.wave + 1).unwrap_or(0),
+        started_at: now,
     })
 }
 
-/// The fleet's child executions started since the fleet did (running only, or all).
+/// How long before its wave's start (by the Lambda's clock) a cell's execution may have started
+/// by Step Functions' clock: the listing goes back this far; the wave's cell names make the
+/// count exact.
+const CLOCK_MARGIN_SECONDS: f64 = 300.0;
+
+/// The fleet's child executions (`status` only, when given) started since `since`.
 async fn children(
     apis: &dyn FleetApis,
     config: &FleetConfig,
     fleet_execution: &str,
-    fleet_started: f64,
-    running_only: bool,
+    since: f64,
+    status: Option<&str>,
 ) -> Result<Vec<Listed>, AwsError> {
     let suffix = format!("-{}", child_suffix(fleet_execution));
     Ok(apis
-        .started_since(
-            &config.rollout_state_machine_arn,
-            fleet_started,
-            running_only,
-        )
+        .started_since(&config.rollout_state_machine_arn, since, status)
         .await?
         .into_iter()
         .filter(|e| e.arn.ends_with(&suffix))
         .collect())
 }
 
-/// Cells that ended without promotion: failed, timed out, or stopped by a person.
-fn failures(children: &[Listed]) -> usize {
-    children
-        .iter()
-        .filter(|e| matches!(e.status.as_str(), "FAILED" | "TIMED_OUT" | "ABORTED"))
-        .count()
+/// The executions of this wave's cells with `status`: one filtered listing, which stops at
+/// the wave's start (a fleet of 1,000 cells lists no more than its running wave).
+async fn wave_children(
+    apis: &dyn FleetApis,
+    config: &FleetConfig,
+    fleet: &ValidFleet,
+    fleet_execution: &str,
+    wave: &WaveSoFar,
+    status: &str,
+) -> Result<Vec<Listed>, AwsError> {
+    let suffix = child_suffix(fleet_execution);
+    let names: Vec<String> = fleet
+        .waves
+        .get(wave.wave.saturating_sub(1))
+        .map(|w| {
+            w.cells
+                .iter()
+                .map(|&i| format!(":{}", child_name(&fleet.fleet.cells[i].name, &suffix)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let since = wave.wave_started - CLOCK_MARGIN_SECONDS;
+    Ok(children(apis, config, fleet_execution, since, Some(status))
+        .await?
+        .into_iter()
+        .filter(|e| names.iter().any(|n| e.arn.ends_with(n.as_str())))
+        .collect())
+}
+
+/// The fleet's failed cells so far: its tally's, and this wave's that ended FAILED (a rollback
+/// or a failure before traffic). This wave's timed-out or stopped cells are counted by the
+/// wave's judge.
+async fn failed_so_far(
+    apis: &dyn FleetApis,
+    config: &FleetConfig,
+    fleet: &ValidFleet,
+    fleet_execution: &str,
+    wave: &WaveSoFar,
+) -> Result<usize, AwsError> {
+    let this_wave = wave_children(apis, config, fleet, fleet_execution, wave, "FAILED").await?;
+    Ok(wave.failed_before as usize + this_wave.len())
 }
 
 async fn admit(
@@ -333,13 +396,13 @@ async fn admit(
     fleet: &ValidFleet,
     cell: &str,
     fleet_execution: &str,
+    wave: &WaveSoFar,
 ) -> Result<Admission, FleetError> {
     let index = fleet
         .cell(cell)
         .ok_or_else(|| FleetError::InvalidInput(format!("`{cell}` is not a cell of the fleet")))?;
     let name = child_name(cell, &child_suffix(fleet_execution));
-    let started = apis.describe(fleet_execution).await?.started;
-    let failed = failures(&children(apis, config, fleet_execution, started, false).await?);
+    let failed = failed_so_far(apis, config, fleet, fleet_execution, wave).await?;
     let budget = fleet.fleet.failure_budget as usize;
     let admission = if failed > budget {
         Admission {
@@ -374,12 +437,14 @@ async fn halt(
     fleet: &ValidFleet,
     cell: &str,
     fleet_execution: &str,
+    wave: &WaveSoFar,
 ) -> Result<Value, FleetError> {
-    let started = apis.describe(fleet_execution).await?.started;
-    let all = children(apis, config, fleet_execution, started, false).await?;
-    let failed = failures(&all);
     let budget = fleet.fleet.failure_budget as usize;
-    if fleet.fleet.on_halt != OnHalt::AbortRunning || failed <= budget {
+    if fleet.fleet.on_halt != OnHalt::AbortRunning {
+        return Ok(json!({ "stopped": 0 }));
+    }
+    let failed = failed_so_far(apis, config, fleet, fleet_execution, wave).await?;
+    if failed <= budget {
         return Ok(json!({ "stopped": 0 }));
     }
     let cause = format!(
@@ -387,7 +452,8 @@ async fn halt(
         fleet.fleet.name,
         tally::cells(failed)
     );
-    let stopped = stop_running(apis, &all, HALT_ERROR, &cause).await?;
+    let running = wave_children(apis, config, fleet, fleet_execution, wave, "RUNNING").await?;
+    let stopped = stop_running(apis, &running, HALT_ERROR, &cause).await?;
     info!(fleet = %fleet.fleet.name, cell, stopped, "fleet halted: running cells stopped");
     Ok(json!({ "stopped": stopped }))
 }
@@ -423,7 +489,7 @@ async fn stop_cells_of_ended_fleet(
         return Ok(json!({ "fleetExecution": arn, "status": status, "stopped": 0 }));
     }
     let started = apis.describe(arn).await?.started;
-    let running = children(apis, config, arn, started, true).await?;
+    let running = children(apis, config, arn, started, Some("RUNNING")).await?;
     let cause = format!("the fleet execution {arn} ended {status}: its cells are stopped, each one's safety net restores its baseline");
     let stopped = stop_running(apis, &running, STOPPED_ERROR, &cause).await?;
     info!(

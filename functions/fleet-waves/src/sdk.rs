@@ -28,10 +28,10 @@ impl FleetApis for SdkFleetApis {
         &self,
         state_machine_arn: &str,
         since: f64,
-        running_only: bool,
+        status: Option<&str>,
     ) -> Result<Vec<Listed>, AwsError> {
         self.executions
-            .started_since(state_machine_arn, since, running_only)
+            .started_since(state_machine_arn, since, status)
             .await
     }
 

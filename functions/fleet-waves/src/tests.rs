@@ -51,14 +51,14 @@ impl FleetApis for World {
         &self,
         _: &str,
         since: f64,
-        running_only: bool,
+        status: Option<&str>,
     ) -> Result<Vec<Listed>, AwsError> {
         Ok(self
             .executions
             .lock()
             .unwrap()
             .iter()
-            .filter(|e| e.started >= since && (!running_only || e.status == "RUNNING"))
+            .filter(|e| e.started >= since && status.is_none_or(|s| e.status == s))
             .map(|e| Listed {
                 arn: e.arn.clone(),
                 status: e.status.clone(),
@@ -142,11 +142,16 @@ async fn plan_and_waves() {
     assert_eq!(tally["waves"], 3);
     assert_eq!(tally["cells"], 6);
     assert_eq!(tally["failureBudget"], 1);
-    let wave = call(
+    let mut wave = call(
         &world,
         json!({"op": "wave", "fleet": example(), "tally": tally}),
     )
     .await;
+    assert!(
+        wave["startedAt"].as_f64().is_some_and(|t| t > 1.7e9),
+        "{wave}"
+    );
+    wave.as_object_mut().map(|w| w.remove("startedAt"));
     assert_eq!(
         wave,
         json!({"number": 1, "cells": [{"cell": "use1-a"}], "maxConcurrency": 10, "last": false,
@@ -183,8 +188,9 @@ async fn an_invalid_fleet_plan_is_refused_with_its_paths() {
 #[tokio::test]
 async fn a_cell_starts_while_the_budget_holds() {
     let world = World::default();
-    let admit =
-        json!({"op": "admit", "fleet": example(), "cell": "use1-b", "fleetExecution": FLEET_RUN});
+    // use1-b is in wave 2 with euw1-a; one cell of wave 1 failed before it.
+    let admit = json!({"op": "admit", "fleet": example(), "cell": "use1-b", "fleetExecution": FLEET_RUN,
+                       "wave": 2, "waveStarted": 150.0, "failedBefore": 0});
     let admitted = call(&world, admit.clone()).await;
     assert_eq!(admitted["start"], true);
     assert_eq!(
@@ -192,12 +198,15 @@ async fn a_cell_starts_while_the_budget_holds() {
         format!("use1-b-{}", child_suffix(FLEET_RUN))
     );
     assert_eq!(admitted["plan"]["cluster"]["name"], "web-use1-b-v134");
-    // One failure is within the budget of 1; another fleet's failures do not count.
+    // One failure (wave 1's, in the tally) is within the budget of 1; another fleet's failures
+    // and an earlier wave's execution (already in the tally) do not count again.
     world.child("use1-a", FLEET_RUN, "FAILED", Some("CheckFailed"));
-    world.child("use1-a", OTHER_FLEET_RUN, "FAILED", Some("CheckFailed"));
     world.child("euw1-a", OTHER_FLEET_RUN, "FAILED", Some("CheckFailed"));
+    let mut admit = admit;
+    admit["failedBefore"] = json!(1);
     assert_eq!(call(&world, admit.clone()).await["start"], true);
-    world.child("euw1-a", FLEET_RUN, "TIMED_OUT", None);
+    // This wave's euw1-a fails: 2, more than 1.
+    world.child("euw1-a", FLEET_RUN, "FAILED", Some("CheckFailed"));
     let refused = call(&world, admit).await;
     assert_eq!(refused["start"], false);
     assert!(refused["plan"].is_null());
@@ -210,12 +219,11 @@ async fn a_cell_starts_while_the_budget_holds() {
 #[tokio::test]
 async fn a_halt_stops_the_running_cells_only_when_the_plan_says_abort_running() {
     let world = World::default();
-    world.child("use1-a", FLEET_RUN, "FAILED", Some("CheckFailed"));
     world.child("euw1-a", FLEET_RUN, "FAILED", Some("CheckFailed"));
     world.child("use1-b", FLEET_RUN, "RUNNING", None);
     world.child("use1-c", OTHER_FLEET_RUN, "RUNNING", None);
-    let halt =
-        json!({"op": "halt", "fleet": example(), "cell": "euw1-a", "fleetExecution": FLEET_RUN});
+    let halt = json!({"op": "halt", "fleet": example(), "cell": "euw1-a", "fleetExecution": FLEET_RUN,
+                      "wave": 2, "waveStarted": 150.0, "failedBefore": 1});
     assert_eq!(
         call(&world, halt.clone()).await["stopped"],
         0,
@@ -225,6 +233,13 @@ async fn a_halt_stops_the_running_cells_only_when_the_plan_says_abort_running() 
     fleet["onHalt"] = json!("abortRunning");
     let mut halt = halt;
     halt["fleet"] = fleet;
+    let mut within = halt.clone();
+    within["failedBefore"] = json!(0);
+    assert_eq!(
+        call(&world, within).await["stopped"],
+        0,
+        "1 failure is within the budget of 1"
+    );
     assert_eq!(call(&world, halt).await["stopped"], 1);
     let stopped = world.stopped.lock().unwrap().clone();
     assert_eq!(stopped.len(), 1);

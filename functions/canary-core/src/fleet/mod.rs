@@ -22,17 +22,17 @@ use crate::validate::{Errors, PlanError, PlanErrors};
 pub use waves::{Order, Wave, WaveSize};
 
 /// A fleet plan's size as compact JSON. The plan travels in the fleet execution's state for
-/// the whole fleet, beside the running tally (at most [`MAX_TALLY_BYTES`]) and one wave's
-/// results (at most [`MAX_FLEET_CELLS`] × [`MAX_CELL_RESULT_BYTES`]): 96 + 16 + 63 KiB, under
-/// Step Functions' 256 KiB (docs/architecture.md, "Fleets at scale"); each of a wave's child
-/// workflows gets the plan and its cell's name.
+/// the whole fleet, beside the running tally (at most [`MAX_TALLY_BYTES`]) and one wave's cell
+/// list and results (at most [`MAX_FLEET_CELLS`] × (44 + [`MAX_CELL_RESULT_BYTES`]) bytes):
+/// 96 + 16 + 113 KiB, under Step Functions' 256 KiB (docs/architecture.md, "Fleets at scale");
+/// each of a wave's child workflows gets the plan and its cell's name.
 pub const MAX_FLEET_PLAN_BYTES: usize = 96 * 1024;
 /// Cells in one fleet.
 pub const MAX_FLEET_CELLS: usize = 1000;
 /// Waves in one fleet.
 pub const MAX_WAVES: usize = 50;
-/// One Map iteration's result in the fleet state (`{"cell": <32>, "status": "notStarted"}`).
-pub const MAX_CELL_RESULT_BYTES: usize = 64;
+/// One Map iteration's result in the fleet state (`{"cell": <32>, "status": "notPromoted"}`).
+pub const MAX_CELL_RESULT_BYTES: usize = 72;
 /// The fleet's running tally, with the failed cells it names.
 pub const MAX_TALLY_BYTES: usize = 16 * 1024;
 /// Failed cells named one by one in the tally and the `FleetHalted` cause; beyond, counted.

@@ -227,3 +227,32 @@ fn cell_names() {
         assert!(!is_cell_name(bad), "{bad}");
     }
 }
+
+#[test]
+fn the_fleet_state_at_its_caps_stays_under_step_functions_256_kib() {
+    // The plan at its cap, the tally at its cap, and one wave of every cell with the longest
+    // names: its cell list and its results, as the fleet's state holds them after RunWave.
+    let plan = "x".repeat(MAX_FLEET_PLAN_BYTES);
+    let tally = "t".repeat(MAX_TALLY_BYTES);
+    let name = "c".repeat(MAX_CELL_NAME);
+    let cells: Vec<Value> = (0..MAX_FLEET_CELLS)
+        .map(|_| json!({"cell": name}))
+        .collect();
+    let results: Vec<Value> = (0..MAX_FLEET_CELLS)
+        .map(|_| json!({"cell": name, "status": "notPromoted"}))
+        .collect();
+    let result_bytes = serde_json::to_vec(&results[0]).expect("json").len() + 1;
+    assert!(result_bytes <= MAX_CELL_RESULT_BYTES, "{result_bytes}");
+    let state = json!({
+        "fleet": plan,
+        "tally": tally,
+        "next": {"wave": {"number": MAX_WAVES, "cells": cells, "maxConcurrency": MAX_CONCURRENT_CELLS,
+                          "last": true, "approvalTimeoutSeconds": MAX_APPROVAL_SECONDS, "startedAt": 1.8e9}},
+        "results": results,
+    });
+    let size = serde_json::to_vec(&state).expect("json").len();
+    assert!(
+        size < 256 * 1024 - 16 * 1024,
+        "{size} bytes: less than 16 KiB to spare"
+    );
+}
