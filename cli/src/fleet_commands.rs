@@ -241,33 +241,46 @@ fn table_text(rows: &[CellRow]) -> String {
     table(&lines)
 }
 
-/// The fleet's children: by cell, each execution and (running) the step it is at.
+/// Running cells whose step the table reads (one history each per poll): a wave of 100 at once
+/// would otherwise spend Step Functions' GetExecutionHistory rate (20 a second).
+const STEPS_READ: usize = 20;
+
+/// The fleet's children, read for one look at the fleet: by cell, each execution and (running)
+/// the step it is at. An ended child does not change: `ended` keeps its description between
+/// looks, so a poll describes only the running ones.
 async fn children(
     sfn: &SdkExecutions,
     rollout_machine: &str,
     fleet: &Execution,
     valid: &ValidFleet,
+    ended: &mut BTreeMap<String, Execution>,
 ) -> Result<BTreeMap<String, (Execution, Option<String>)>, CliError> {
-    let suffix = format!("-{}", child_suffix(&fleet.arn));
+    let suffix = child_suffix(&fleet.arn);
     let listed = sfn
         .started_since(rollout_machine, fleet.started, None)
         .await?;
     let mut found = BTreeMap::new();
-    for child in listed.iter().filter(|c| c.arn.ends_with(&suffix)) {
-        let Some(cell) = valid.fleet.cells.iter().find(|c| {
-            child
-                .arn
-                .ends_with(&format!(":{}", child_name(&c.name, &suffix[1..])))
-        }) else {
+    let mut steps_read = 0;
+    for cell in &valid.fleet.cells {
+        let name = format!(":{}", child_name(&cell.name, &suffix));
+        let Some(child) = listed.iter().find(|c| c.arn.ends_with(&name)) else {
             continue;
         };
+        if let Some(execution) = ended.get(&child.arn) {
+            found.insert(cell.name.clone(), (execution.clone(), None));
+            continue;
+        }
         let execution = sfn.describe(&child.arn).await?;
-        let step = if execution.running() {
+        let step = if execution.running() && steps_read < STEPS_READ {
+            steps_read += 1;
             history::current_step(&sfn.events(&child.arn).await?)
                 .map(|s| format!("{}/{} {}%", s.number, s.count, s.weight))
         } else {
             None
         };
+        if !execution.running() {
+            ended.insert(child.arn.clone(), execution.clone());
+        }
         found.insert(cell.name.clone(), (execution, step));
     }
     Ok(found)
@@ -307,10 +320,11 @@ pub async fn watch(
     let rollouts = SdkExecutions::in_region(config, region_of(&rollout));
     let mut shown: Option<Vec<CellRow>> = None;
     let mut shown_wait: Option<u64> = None;
+    let mut ended = BTreeMap::new();
     loop {
         let fleet = sfn.describe(fleet_arn).await?;
         let valid = plan_of(&fleet)?;
-        let found = children(&rollouts, &rollout, &fleet, &valid).await?;
+        let found = children(&rollouts, &rollout, &fleet, &valid, &mut ended).await?;
         let rows = rows(&valid, &found, fleet.running());
         if shown.as_ref() != Some(&rows) {
             printer.say(
@@ -450,8 +464,9 @@ pub async fn abort(
     let valid = plan_of(&fleet)?;
     let deadline = Instant::now() + timeout;
     let mut stopped = Vec::new();
+    let mut ended = BTreeMap::new();
     loop {
-        let cells = children(&rollouts, &rollout, &fleet, &valid).await?;
+        let cells = children(&rollouts, &rollout, &fleet, &valid, &mut ended).await?;
         let running: Vec<(&String, &Execution)> = cells
             .iter()
             .filter(|(_, (e, _))| e.running())

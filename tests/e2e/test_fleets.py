@@ -260,3 +260,23 @@ def test_a_wave_waits_for_a_person_approved_it_goes_on_rejected_the_fleet_halts(
         assert (ended["status"], ended["error"]) == ("FAILED", "FleetHalted")
         assert "wave 1 was rejected (WaveRejected: rejected by sam: not on a Friday)" in ended["cause"], ended["cause"]
         assert fleets.children(sandbox, rejected) == {}, "no cell started"
+
+
+def test_a_halt_with_rollback_promoted_on_halt_puts_the_promoted_cells_back_too():
+    with Sandbox(log=captured) as sandbox:
+        cells = fleets.seed_cells(sandbox)
+        fail_alarm(sandbox, cells, "euw1-a")
+        plan = fleets.fleet_plan(cells)
+        plan["rollbackPromotedOnHalt"] = True
+        execution = fleets.start_fleet(sandbox, plan, "undo")
+        ended = fleets.wait_for_end(sandbox, execution)
+        assert (ended["status"], ended["error"]) == ("FAILED", "FleetHalted")
+        assert "Promoted cells rolled back to their baselines (rollbackPromotedOnHalt): 2 of 2" in ended["cause"], \
+            ended["cause"]
+        children = fleets.children(sandbox, execution)
+        assert {c: d["status"] for c, d in children.items()} == {
+            "use1-a": "SUCCEEDED", "euw1-a": "FAILED", "use1-b": "SUCCEEDED"}
+        # Every cell at its baseline: the two it promoted put back, the failed one rolled back.
+        assert_each_cell_promoted_or_at_its_baseline(sandbox, cells, promoted=set())
+        rollbacks = scenarios.emitted_metrics(sandbox, "us-east-1/use1-a-new")
+        assert ("Rollbacks", {"Cluster": "us-east-1/use1-a-new", "Cause": "FleetHalted"}, 1) in rollbacks, rollbacks

@@ -712,7 +712,9 @@ fn the_fleet_runs_each_wave_as_a_distributed_map_of_child_rollouts() {
             "judge",
             "soak",
             "awaitApproval",
-            "notApproved"
+            "notApproved",
+            "promoted",
+            "rolledBack"
         ])
     );
 }

@@ -150,6 +150,8 @@ pub struct ExecutionHistory {
     pub states: Vec<StateEvent>,
     /// The error of the `ExecutionFailed` event (`States.Runtime`, `CheckFailed`, ...), if any.
     pub failure_error: Option<String>,
+    /// How it ended (`SUCCEEDED`, `FAILED`, ...), once it did.
+    pub ended: Option<String>,
 }
 
 impl ExecutionHistory {
@@ -168,8 +170,11 @@ impl ExecutionHistory {
                     exited: true,
                     output: output.clone(),
                 }),
-                EventKind::ExecutionEnded { status, error, .. } if status == "FAILED" => {
-                    history.failure_error = error.clone();
+                EventKind::ExecutionEnded { status, error, .. } => {
+                    if status == "FAILED" {
+                        history.failure_error = error.clone();
+                    }
+                    history.ended = Some(status.clone());
                 }
                 _ => {}
             }

@@ -364,6 +364,7 @@ mod tests {
                     .into_iter()
                     .collect(),
                 failure_error: None,
+                ended: None,
             })
         }
         async fn started_after(&self, _: &str, _: usize) -> Result<Vec<Listed>, AwsError> {

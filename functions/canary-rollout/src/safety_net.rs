@@ -22,7 +22,7 @@ use tracing::{info, warn};
 
 use crate::error::ShiftError;
 use crate::metrics;
-use crate::outputs::SafetyNetOutput;
+use crate::outputs::{RestoreOutput, SafetyNetOutput};
 use crate::prepare::{newer_rollouts, set_a_step};
 use crate::restore::{hold_seconds, look_again, record, restore, restore_unchanged, Rollback};
 use crate::traffic::Apis;
@@ -49,21 +49,30 @@ fn state_after(output: Option<&str>) -> Option<ExecutionState> {
     ExecutionState::parse(output?)
 }
 
+/// The baseline Prepare read (none before Prepare finished) and the weights the last step set
+/// (none before the first).
+fn baseline_and_last_set(
+    history: &ExecutionHistory,
+) -> Option<(Vec<TargetWeights>, Option<Vec<TargetWeights>>)> {
+    let exits = || history.states.iter().filter(|s| s.exited);
+    let baseline = exits()
+        .filter(|s| s.name == PREPARE_STATE)
+        .find_map(|s| Some(state_after(s.output.as_deref())?.prepared?.baseline))?;
+    let last_set = exits()
+        .rev()
+        .filter(|s| s.name == SET_STATE)
+        .find_map(|s| Some(state_after(s.output.as_deref())?.last_set?.weights));
+    Some((baseline, last_set))
+}
+
 /// Decides from the history alone (pure, table-tested).
 pub fn assess(status: Option<&str>, history: &ExecutionHistory) -> Assessment {
     let exits = || history.states.iter().filter(|s| s.exited);
-    let Some(baseline) = exits()
-        .filter(|s| s.name == PREPARE_STATE)
-        .find_map(|s| Some(state_after(s.output.as_deref())?.prepared?.baseline))
-    else {
+    let Some((baseline, expected)) = baseline_and_last_set(history) else {
         return Assessment::LeaveAlone(
             "the execution ended before Prepare finished: no traffic had moved".to_owned(),
         );
     };
-    let expected = exits()
-        .rev()
-        .filter(|s| s.name == SET_STATE)
-        .find_map(|s| Some(state_after(s.output.as_deref())?.last_set?.weights));
     let last_entered = history.states.iter().rev().find(|s| !s.exited);
     let at = last_entered.map_or("an unknown state", |s| s.name.as_str());
     let foreign_end = |end: &str, how: &str| {
@@ -118,6 +127,94 @@ pub fn assess(status: Option<&str>, history: &ExecutionHistory) -> Assessment {
     }
 }
 
+/// The plan an execution was started with (its input).
+async fn plan_of(apis: &Apis<'_>, execution_arn: &str) -> Result<RolloutPlan, ShiftError> {
+    let plan: Value = apis
+        .executions
+        .execution_input(execution_arn)
+        .await
+        .map_err(|e| ShiftError::aws("executionArn", e))?
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .ok_or_else(|| {
+            ShiftError::InvalidInput(format!(
+                "execution {execution_arn} has no JSON input (plan)"
+            ))
+        })?;
+    Ok(RolloutPlan::parse(plan)?.plan)
+}
+
+/// The newer rollouts of the same targets that set a step (one refused at Prepare, or not
+/// there yet, moved nothing and does not count).
+async fn newer_that_moved(
+    apis: &Apis<'_>,
+    execution_arn: &str,
+    plan: &RolloutPlan,
+) -> Result<Vec<String>, ShiftError> {
+    let aws = |e| ShiftError::aws("executionArn", e);
+    let mut newer = Vec::new();
+    for other in newer_rollouts(apis.executions, execution_arn, plan)
+        .await
+        .map_err(aws)?
+    {
+        if set_a_step(apis.executions, &other).await.map_err(aws)? {
+            newer.push(other.to_string());
+        }
+    }
+    Ok(newer)
+}
+
+/// A fleet that halts with `rollbackPromotedOnHalt` undoes the promotion of each cell it
+/// promoted: the targets still at what the rollout last set go back to its baseline and are
+/// held there, compare-and-set as after a foreign change (a target someone changed since is
+/// left as found and reported). Refused, writing nothing, for a rollout that did not end
+/// promoted, one that retired its old cluster (traffic would go back to a cluster detached or
+/// deregistered), and one a newer rollout of the same targets followed.
+pub async fn roll_back_promotion(
+    apis: &Apis<'_>,
+    execution_arn: &str,
+    cause: &str,
+) -> Result<RestoreOutput, ShiftError> {
+    let history = apis
+        .executions
+        .history(execution_arn)
+        .await
+        .map_err(|e| ShiftError::aws("executionArn", e))?;
+    let refuse = |why: String| {
+        Err(ShiftError::InvalidInput(format!(
+            "not rolling back {execution_arn}: {why}"
+        )))
+    };
+    if history.ended.as_deref() != Some("SUCCEEDED") {
+        let ended = history.ended.as_deref().unwrap_or("still running");
+        return refuse(format!("it is {ended}, not promoted"));
+    }
+    let Some((baseline, Some(promoted))) = baseline_and_last_set(&history) else {
+        return refuse("its history holds no baseline or promoted weights".to_owned());
+    };
+    let plan = plan_of(apis, execution_arn).await?;
+    if plan.retire.is_some() {
+        return refuse("it retired its old cluster after the promotion".to_owned());
+    }
+    let newer = newer_that_moved(apis, execution_arn, &plan).await?;
+    if !newer.is_empty() {
+        return refuse(format!(
+            "a newer rollout of the same targets ran since: {}",
+            join_bounded(&newer, "; ", 5, MAX_REASON_BYTES)
+        ));
+    }
+    warn!(
+        execution_arn,
+        cause, "rolling back a promotion: the fleet halted"
+    );
+    let restored = restore_unchanged(apis, &plan, &baseline, &promoted, None).await?;
+    let why = Rollback {
+        cause: cause.to_owned(),
+        failed_at: None,
+    };
+    record(&plan, &restored, &why);
+    Ok(restored)
+}
+
 pub async fn safety_net(
     apis: &Apis<'_>,
     execution_arn: &str,
@@ -148,30 +245,10 @@ pub async fn safety_net(
             why,
         } => (baseline, Some(expected), why, true),
     };
-    let plan: Value = apis
-        .executions
-        .execution_input(execution_arn)
-        .await
-        .map_err(aws)?
-        .and_then(|text| serde_json::from_str(&text).ok())
-        .ok_or_else(|| {
-            ShiftError::InvalidInput(format!(
-                "execution {execution_arn} has no JSON input (plan)"
-            ))
-        })?;
-    let plan = RolloutPlan::parse(plan)?.plan;
+    let plan = plan_of(apis, execution_arn).await?;
     // A delivery that arrives after a newer rollout of the same targets started (EventBridge
-    // and Lambda retry for up to an hour) must not undo its weights or its promotion; one that
-    // has not set a step (refused at Prepare, or not there yet) has none, and does not count.
-    let mut newer = Vec::new();
-    for other in newer_rollouts(apis.executions, execution_arn, &plan)
-        .await
-        .map_err(aws)?
-    {
-        if set_a_step(apis.executions, &other).await.map_err(aws)? {
-            newer.push(other.to_string());
-        }
-    }
+    // and Lambda retry for up to an hour) must not undo its weights or its promotion.
+    let newer = newer_that_moved(apis, execution_arn, &plan).await?;
     if !newer.is_empty() {
         return left_alone(format!(
             "{why}, but a newer rollout of the same targets ran or runs since: {}. Its weights \
@@ -282,6 +359,7 @@ mod tests {
         ExecutionHistory {
             states,
             failure_error: error.map(str::to_owned),
+            ended: None,
         }
     }
 
@@ -413,6 +491,7 @@ mod tests {
         let history = ExecutionHistory {
             states: vec![entered("Init"), entered("ValidateAnalysis")],
             failure_error: Some("States.Runtime".to_owned()),
+            ended: Some("FAILED".to_owned()),
         };
         assert_eq!(
             assess(Some("FAILED"), &history),

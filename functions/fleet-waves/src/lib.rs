@@ -12,6 +12,9 @@
 //! - `soak`: after the soak, the fleet's alarms; one in ALARM halts the fleet.
 //! - `awaitApproval`: a wave waits for a person (the task token stays in the history).
 //! - `notApproved`: a wave rejected, or its approval timed out: the fleet halts.
+//! - `promoted`: a halted fleet with `rollbackPromotedOnHalt`: the executions of the cells it
+//!   promoted (shift-weights `rollBackPromotion` undoes each).
+//! - `rolledBack`: what undoing them did, into the halt's message.
 //! - `stopCells` (from the template's FleetSafetyNet rule, when a fleet execution ends
 //!   ABORTED, FAILED or TIMED_OUT): stop its running cells.
 
@@ -30,7 +33,7 @@ use serde_json::{json, Value};
 use tracing::info;
 
 pub use sdk::SdkFleetApis;
-pub use tally::{CellResult, CellStatus, Failure, Tally};
+pub use tally::{CellResult, CellStatus, Failure, RolledBackCell, Tally};
 
 /// The error a fleet stops its cells with; `judge` tells them from failed ones by it.
 pub const HALT_ERROR: &str = "FleetHalted";
@@ -139,6 +142,14 @@ enum Request {
         wave: usize,
         failure: ApprovalFailure,
     },
+    Promoted {
+        fleet_execution: String,
+    },
+    RolledBack {
+        fleet: Value,
+        tally: Tally,
+        results: Vec<RolledBackCell>,
+    },
 }
 
 /// The wave a cell belongs to, as its Map iteration knows it: the fleet's failures before the
@@ -197,7 +208,7 @@ pub async fn handle(
     input: Value,
 ) -> Result<Value, FleetError> {
     let request: Request = parse_input(input).map_err(FleetError::InvalidInput)?;
-    let out = match request {
+    match request {
         Request::Plan { fleet } => to_value(Tally::start(&valid(fleet)?)),
         Request::Wave { fleet, tally } => to_value(next_wave(&valid(fleet)?, &tally, now())?),
         Request::Admit {
@@ -217,37 +228,17 @@ pub async fn handle(
             tally,
             results,
             fleet_execution,
-        } => {
-            let fleet = valid(fleet)?;
-            let suffix = child_suffix(&fleet_execution);
-            let mut described = Vec::new();
-            for result in results
-                .iter()
-                .filter(|r| r.status == CellStatus::NotPromoted)
-            {
-                let arn = canary_aws::executions::execution_arn(
-                    &config.rollout_state_machine_arn,
-                    &child_name(&result.cell, &suffix),
-                );
-                let execution = match apis.describe(&arn).await {
-                    Ok(execution) => Some(execution),
-                    // The child never started (StartExecution refused): a failed cell too.
-                    Err(e) if e.kind == canary_aws::AwsErrorKind::NotFound => None,
-                    Err(e) => return Err(e.into()),
-                };
-                described.push((result.cell.clone(), execution));
-            }
-            let (promoted, failed) = (tally.promoted, tally.failed);
-            let judged = tally.judge(&fleet, &results, &described);
-            canary_core::metrics::emit(canary_core::metrics::Point::wave_cells(
-                &fleet.fleet.name,
-                judged.promoted - promoted,
-                judged.failed - failed,
-            ));
-            info!(fleet = %fleet.fleet.name, wave = judged.wave, promoted = judged.promoted,
-                  failed = judged.failed, halt = judged.halt, "wave judged");
-            to_value(judged)
-        }
+        } => to_value(
+            judge(
+                apis,
+                config,
+                &valid(fleet)?,
+                tally,
+                &results,
+                &fleet_execution,
+            )
+            .await?,
+        ),
         Request::Soak { fleet, tally } => {
             let fleet = valid(fleet)?;
             let alarms = match &fleet.fleet.soak {
@@ -285,8 +276,70 @@ pub async fn handle(
             };
             to_value(tally.not_approved(&fleet, &why))
         }
-    };
-    out
+        Request::Promoted { fleet_execution } => promoted(apis, config, &fleet_execution).await,
+        Request::RolledBack {
+            fleet,
+            tally,
+            results,
+        } => to_value(tally.rolled_back(&valid(fleet)?, &results)),
+    }
+}
+
+/// The wave's results into the tally: each cell not promoted is described (stopped by the
+/// fleet's halt, or failed, and why); its CellsPromoted/CellsFailed points emitted.
+async fn judge(
+    apis: &dyn FleetApis,
+    config: &FleetConfig,
+    fleet: &ValidFleet,
+    tally: Tally,
+    results: &[CellResult],
+    fleet_execution: &str,
+) -> Result<Tally, FleetError> {
+    let suffix = child_suffix(fleet_execution);
+    let mut described = Vec::new();
+    for result in results
+        .iter()
+        .filter(|r| r.status == CellStatus::NotPromoted)
+    {
+        let arn = canary_aws::executions::execution_arn(
+            &config.rollout_state_machine_arn,
+            &child_name(&result.cell, &suffix),
+        );
+        let execution = match apis.describe(&arn).await {
+            Ok(execution) => Some(execution),
+            // The child never started (StartExecution refused): a failed cell too.
+            Err(e) if e.kind == canary_aws::AwsErrorKind::NotFound => None,
+            Err(e) => return Err(e.into()),
+        };
+        described.push((result.cell.clone(), execution));
+    }
+    let (promoted, failed) = (tally.promoted, tally.failed);
+    let judged = tally.judge(fleet, results, &described);
+    canary_core::metrics::emit(canary_core::metrics::Point::wave_cells(
+        &fleet.fleet.name,
+        judged.promoted - promoted,
+        judged.failed - failed,
+    ));
+    info!(fleet = %fleet.fleet.name, wave = judged.wave, promoted = judged.promoted,
+          failed = judged.failed, halt = judged.halt, "wave judged");
+    Ok(judged)
+}
+
+/// The fleet's promoted cells: their execution names and the ARNs' shared prefix (names, not
+/// ARNs: a thousand fit the fleet's state).
+async fn promoted(
+    apis: &dyn FleetApis,
+    config: &FleetConfig,
+    fleet_execution: &str,
+) -> Result<Value, FleetError> {
+    let started = apis.describe(fleet_execution).await?.started;
+    let prefix = canary_aws::executions::execution_arn(&config.rollout_state_machine_arn, "");
+    let names: Vec<String> = children(apis, config, fleet_execution, started, Some("SUCCEEDED"))
+        .await?
+        .into_iter()
+        .filter_map(|e| e.arn.strip_prefix(&prefix).map(str::to_owned))
+        .collect();
+    Ok(json!({ "prefix": prefix, "names": names }))
 }
 
 fn valid(fleet: Value) -> Result<ValidFleet, FleetError> {

@@ -49,6 +49,17 @@ pub struct Failure {
     pub cause: String,
 }
 
+/// A promoted cell's rollback after the halt. Kept small in the fleet's state (a thousand of
+/// them fit): `restored`, or the cell's execution name and the error that kept it promoted
+/// (`<name>: <error>`; its cause is in shift-weights' log).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RolledBackCell {
+    pub restored: bool,
+    #[serde(default)]
+    pub kept: Option<String>,
+}
+
 /// One Map iteration's result: the cell and what became of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -146,6 +157,29 @@ impl Tally {
             );
             self.message = self.halt_message(fleet, &why);
         }
+        self.bounded()
+    }
+
+    /// The promoted cells rolled back after the halt (`rollbackPromotedOnHalt`), into the
+    /// halt's message: how many went back, and each that did not, with why.
+    pub fn rolled_back(mut self, _fleet: &ValidFleet, results: &[RolledBackCell]) -> Tally {
+        let back = results.iter().filter(|r| r.restored).count();
+        let kept: Vec<String> = results
+            .iter()
+            .filter(|r| !r.restored)
+            .map(|r| truncate(r.kept.as_deref().unwrap_or("a cell"), 200))
+            .collect();
+        let mut note = format!(
+            ". Promoted cells rolled back to their baselines (rollbackPromotedOnHalt): {back} of {}",
+            results.len()
+        );
+        if !kept.is_empty() {
+            note.push_str(&format!(
+                "; NOT rolled back, still promoted: {}",
+                join_bounded(&kept, "; ", MAX_NAMED_FAILURES, 1024)
+            ));
+        }
+        self.message = truncate(&format!("{}{note}", self.message), MAX_MESSAGE_BYTES);
         self.bounded()
     }
 

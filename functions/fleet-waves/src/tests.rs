@@ -313,6 +313,7 @@ async fn the_tally_stays_within_its_budget_at_a_thousand_failed_cells() {
             order: Default::default(),
             on_halt: OnHalt::FinishRunning,
             approval: None,
+            rollback_promoted_on_halt: false,
         },
         plans: Vec::new(),
         waves: Vec::new(),
@@ -464,4 +465,56 @@ async fn a_wave_that_waits_for_a_person_says_so_and_a_refusal_halts_the_fleet() 
         .as_str()
         .unwrap()
         .contains("nobody approved wave 2 in time"));
+}
+
+#[tokio::test]
+async fn a_halted_fleet_lists_its_promoted_cells_and_says_which_went_back() {
+    let world = World::default();
+    world.child("use1-a", FLEET_RUN, "SUCCEEDED", None);
+    world.child("euw1-a", FLEET_RUN, "FAILED", Some("CheckFailed"));
+    world.child("use1-b", FLEET_RUN, "SUCCEEDED", None);
+    world.child("use1-c", OTHER_FLEET_RUN, "SUCCEEDED", None);
+    let promoted = call(
+        &world,
+        json!({"op": "promoted", "fleetExecution": FLEET_RUN}),
+    )
+    .await;
+    assert_eq!(
+        promoted["prefix"],
+        "arn:aws:states:us-east-1:123456789012:execution:cc-rollout:"
+    );
+    let suffix = child_suffix(FLEET_RUN);
+    let mut names: Vec<&str> = promoted["names"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [format!("use1-a-{suffix}"), format!("use1-b-{suffix}")]
+    );
+    let mut halted = tally_after(2);
+    halted["halt"] = json!(true);
+    halted["message"] = json!("fleet web-eks-1-34 halted after wave 2 of 3");
+    let results = json!([{"restored": true}, {"restored": false, "kept": format!("use1-b-{suffix}: InvalidInput")}]);
+    let told = call(
+        &world,
+        json!({"op": "rolledBack", "fleet": example(), "tally": halted, "results": results}),
+    )
+    .await;
+    let message = told["message"].as_str().unwrap();
+    assert!(
+        message.contains(
+            "Promoted cells rolled back to their baselines (rollbackPromotedOnHalt): 1 of 2"
+        ),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!(
+            "NOT rolled back, still promoted: use1-b-{suffix}: InvalidInput"
+        )),
+        "{message}"
+    );
 }

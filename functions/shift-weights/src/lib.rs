@@ -87,6 +87,15 @@ pub enum Request {
         #[serde(default)]
         status: Option<String>,
     },
+    /// A fleet that halted with `rollbackPromotedOnHalt`: put a promoted cell's targets that
+    /// are still at the promotion back at its baseline (refused, nothing written, for one not
+    /// promoted, retired, or followed by a newer rollout of the same targets).
+    #[serde(rename_all = "camelCase")]
+    RollBackPromotion {
+        execution_arn: String,
+        /// Why (the fleet's `FleetHalted`), for the `Rollbacks` metric.
+        cause: String,
+    },
 }
 
 impl Request {
@@ -157,6 +166,10 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, ShiftError> 
             execution_arn,
             status,
         } => to_json(safety_net::safety_net(apis, &execution_arn, status.as_deref()).await?),
+        Request::RollBackPromotion {
+            execution_arn,
+            cause,
+        } => to_json(safety_net::roll_back_promotion(apis, &execution_arn, &cause).await?),
     }
 }
 
@@ -171,6 +184,7 @@ pub fn output_schemas() -> BTreeMap<&'static str, Schema> {
         ("verify", schema_for!(VerifyOutput)),
         ("restore", schema_for!(RestoreOutput)),
         ("restoreUnchanged", schema_for!(RestoreOutput)),
+        ("rollBackPromotion", schema_for!(RestoreOutput)),
         ("lookAgain", schema_for!(LookAgainOutput)),
         ("detach", schema_for!(DetachOutput)),
         ("targetHealth", schema_for!(TargetHealthOutput)),

@@ -88,6 +88,11 @@ pub struct FleetPlan {
     /// Waves that wait for a person's approval before they start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<FleetApproval>,
+    /// When the fleet halts, also put the cells it promoted back at their baselines (each
+    /// target still at its promotion; one changed since is left and reported). Default false:
+    /// promoted cells stay promoted. Not with cells that retire their old cluster.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rollback_promoted_on_halt: bool,
 }
 
 /// A person between waves: `cluster-canary fleet approve` (or `reject`).
@@ -210,6 +215,7 @@ impl FleetPlan {
         let plans = fleet.cell_plans(&mut errors);
         if plans.len() == fleet.cells.len() {
             check_distinct_traffic(&fleet, &plans, &mut errors);
+            check_rollback_on_halt(&fleet, &plans, &mut errors);
         }
         let waves = waves::resolve(&fleet, &plans, &mut errors);
         if errors.0.is_empty() {
@@ -415,6 +421,30 @@ fn check_distinct_traffic(fleet: &FleetPlan, plans: &[ValidPlan], errors: &mut E
                 );
             }
         }
+    }
+}
+
+/// A promotion can be undone only while the old cluster still serves: a cell that retires it
+/// (detaches its target groups, deregisters it) cannot go back.
+fn check_rollback_on_halt(fleet: &FleetPlan, plans: &[ValidPlan], errors: &mut Errors) {
+    if !fleet.rollback_promoted_on_halt {
+        return;
+    }
+    let retiring: Vec<&str> = fleet
+        .cells
+        .iter()
+        .zip(plans)
+        .filter(|(_, plan)| plan.plan.retire.is_some())
+        .map(|(cell, _)| cell.name.as_str())
+        .collect();
+    if !retiring.is_empty() {
+        errors.push(
+            "rollbackPromotedOnHalt",
+            format!(
+                "cells {} retire their old cluster after promotion: a halt could not send their traffic back; drop `retire` or this",
+                retiring.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+            ),
+        );
     }
 }
 

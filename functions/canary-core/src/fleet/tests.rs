@@ -179,6 +179,15 @@ fn bad_fleets_are_refused_with_the_path_of_each_problem() {
             "from 60 to 86400",
         ),
         (
+            "rolling back promoted cells that retire their old cluster",
+            |v| {
+                v["rollbackPromotedOnHalt"] = json!(true);
+                v["cells"][1]["values"]["retire"] = json!({"detachStableTargetGroups": true});
+            },
+            "rollbackPromotedOnHalt",
+            "cells `use1-b` retire their old cluster",
+        ),
+        (
             "an unknown field",
             |v| v["onHalt"] = json!("panic"),
             "onHalt",
