@@ -23,7 +23,7 @@ mod tally;
 
 use async_trait::async_trait;
 use canary_aws::executions::Execution;
-use canary_aws::{AlarmState, AlarmStateValue, AwsError, Listed};
+use canary_aws::{AlarmState, AwsError, Listed};
 pub use canary_core::fleet::{child_name, child_suffix};
 use canary_core::fleet::{FleetPlan, OnHalt, ValidFleet};
 use canary_core::input::parse_input;
@@ -146,7 +146,6 @@ enum Request {
         fleet_execution: String,
     },
     RolledBack {
-        fleet: Value,
         tally: Tally,
         results: Vec<RolledBackCell>,
     },
@@ -277,11 +276,7 @@ pub async fn handle(
             to_value(tally.not_approved(&fleet, &why))
         }
         Request::Promoted { fleet_execution } => promoted(apis, config, &fleet_execution).await,
-        Request::RolledBack {
-            fleet,
-            tally,
-            results,
-        } => to_value(tally.rolled_back(&valid(fleet)?, &results)),
+        Request::RolledBack { tally, results } => to_value(tally.rolled_back(&results)),
     }
 }
 
@@ -550,11 +545,6 @@ async fn stop_cells_of_ended_fleet(
         status, stopped, "fleet ended: running cells stopped"
     );
     Ok(json!({ "fleetExecution": arn, "status": status, "stopped": stopped }))
-}
-
-/// Whether an alarm's state halts the fleet.
-fn in_alarm(alarm: &AlarmState) -> bool {
-    alarm.state == AlarmStateValue::Alarm
 }
 
 #[cfg(test)]

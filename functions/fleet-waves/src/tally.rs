@@ -3,12 +3,12 @@
 //! fleet halts. Bounded: at most [`MAX_TALLY_BYTES`] whatever the fleet's size.
 
 use canary_aws::executions::Execution;
-use canary_aws::AlarmState;
+use canary_aws::{AlarmState, AlarmStateValue};
 use canary_core::fleet::{ValidFleet, MAX_NAMED_FAILURES, MAX_TALLY_BYTES};
 use canary_core::limits::{join_bounded, truncate};
 use serde::{Deserialize, Serialize};
 
-use crate::{in_alarm, HALT_ERROR};
+use crate::HALT_ERROR;
 
 /// A failed cell's cause, cut to this.
 const MAX_FAILURE_CAUSE_BYTES: usize = 400;
@@ -162,7 +162,7 @@ impl Tally {
 
     /// The promoted cells rolled back after the halt (`rollbackPromotedOnHalt`), into the
     /// halt's message: how many went back, and each that did not, with why.
-    pub fn rolled_back(mut self, _fleet: &ValidFleet, results: &[RolledBackCell]) -> Tally {
+    pub fn rolled_back(mut self, results: &[RolledBackCell]) -> Tally {
         let back = results.iter().filter(|r| r.restored).count();
         let kept: Vec<String> = results
             .iter()
@@ -248,6 +248,11 @@ impl Tally {
         {}
         self
     }
+}
+
+/// Whether an alarm's state halts the fleet.
+fn in_alarm(alarm: &AlarmState) -> bool {
+    alarm.state == AlarmStateValue::Alarm
 }
 
 /// `1 cell`, `2 cells`.

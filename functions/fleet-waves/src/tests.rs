@@ -501,7 +501,7 @@ async fn a_halted_fleet_lists_its_promoted_cells_and_says_which_went_back() {
     let results = json!([{"restored": true}, {"restored": false, "kept": format!("use1-b-{suffix}: InvalidInput")}]);
     let told = call(
         &world,
-        json!({"op": "rolledBack", "fleet": example(), "tally": halted, "results": results}),
+        json!({"op": "rolledBack", "tally": halted, "results": results}),
     )
     .await;
     let message = told["message"].as_str().unwrap();
