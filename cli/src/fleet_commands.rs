@@ -18,7 +18,9 @@ use crate::history;
 use crate::locate::{self, region_of};
 use crate::plan_commands::{check_plan, duration_text, read_plan, table};
 use crate::printer::Printer;
-use crate::rollout_commands::{check_execution_name, execution_name, now, who, MAX_REASON_CHARS};
+use crate::rollout_commands::{
+    check_execution_name, check_reason, execution_name, now, send_answer, who, Answer,
+};
 use canary_aws::executions::execution_arn;
 
 /// As the rollout's live view: well under Step Functions' read rates.
@@ -388,13 +390,7 @@ pub async fn answer(
     by: Option<&str>,
     printer: &mut Printer,
 ) -> Result<(), CliError> {
-    if let Some(reason) = rejection {
-        if reason.chars().count() > MAX_REASON_CHARS || reason.trim().is_empty() {
-            return Err(CliError::Invalid(format!(
-                "--reason must say why in 1 to {MAX_REASON_CHARS} characters (it becomes the fleet's cause)"
-            )));
-        }
-    }
+    check_reason(rejection)?;
     let sfn = SdkExecutions::in_region(config, region_of(fleet_arn));
     let fleet = sfn.describe(fleet_arn).await?;
     if !fleet.running() {
@@ -409,21 +405,9 @@ pub async fn answer(
         )));
     };
     let by = who(by);
-    let (said, then) = match rejection {
-        None => {
-            sfn.send_task_success(&token.0, &json!({ "approvedBy": by }).to_string())
-                .await?;
-            ("approved", "its cells start")
-        }
-        Some(reason) => {
-            sfn.send_task_failure(
-                &token.0,
-                "WaveRejected",
-                &format!("rejected by {by}: {reason}"),
-            )
-            .await?;
-            ("rejected", "the fleet halts before it")
-        }
+    let (said, then) = match send_answer(&sfn, &token, rejection, &by, "WaveRejected").await? {
+        Answer::Approved => ("approved", "its cells start"),
+        Answer::Rejected => ("rejected", "the fleet halts before it"),
     };
     printer.say(
         &format!("{said} wave {wave} of {}: {then}", fleet.name),

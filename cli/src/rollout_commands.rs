@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::args::StateMachineArgs;
 use crate::error::CliError;
-use crate::history::{self, EventKind, HistoryEvent};
+use crate::history::{self, EventKind, HistoryEvent, TaskToken};
 use crate::locate::{self, region_of};
 use crate::plan_commands::{duration_text, validated};
 use crate::printer::Printer;
@@ -27,7 +27,7 @@ use canary_aws::SdkExecutions;
 const POLL: Duration = Duration::from_secs(2);
 /// A reason a person gives is kept in the execution's cause; Step Functions allows 32,768
 /// characters there, cluster-canary's state budget much less.
-pub const MAX_REASON_CHARS: usize = 1000;
+const MAX_REASON_CHARS: usize = 1000;
 
 pub fn now() -> f64 {
     SystemTime::now()
@@ -197,13 +197,7 @@ pub async fn answer(
     by: Option<&str>,
     printer: &mut Printer,
 ) -> Result<(), CliError> {
-    if let Some(reason) = rejection {
-        if reason.chars().count() > MAX_REASON_CHARS || reason.trim().is_empty() {
-            return Err(CliError::Invalid(format!(
-                "--reason must say why in 1 to {MAX_REASON_CHARS} characters (it becomes the execution's cause)"
-            )));
-        }
-    }
+    check_reason(rejection)?;
     let sfn = SdkExecutions::in_region(config, region_of(execution_arn));
     let execution = sfn.describe(execution_arn).await?;
     if !execution.running() {
@@ -223,22 +217,11 @@ pub async fn answer(
     };
     let by = who(by);
     let step = pending.step;
-    let (said, then) = match rejection {
-        None => {
-            sfn.send_task_success(&pending.token.0, &json!({ "approvedBy": by }).to_string())
-                .await?;
-            ("approved", "it goes on")
-        }
-        Some(reason) => {
-            sfn.send_task_failure(
-                &pending.token.0,
-                "ApprovalRejected",
-                &format!("rejected by {by}: {reason}"),
-            )
-            .await?;
-            ("rejected", "it restores the baseline")
-        }
-    };
+    let (said, then) =
+        match send_answer(&sfn, &pending.token, rejection, &by, "ApprovalRejected").await? {
+            Answer::Approved => ("approved", "it goes on"),
+            Answer::Rejected => ("rejected", "it restores the baseline"),
+        };
     printer.say(
         &format!(
             "{said} step {}/{} ({}%) of {execution_arn}: {then}",
@@ -247,6 +230,47 @@ pub async fn answer(
         json!({"type": said, "executionArn": execution_arn, "step": step, "by": by}),
     );
     Ok(())
+}
+
+/// A rejection's reason becomes the execution's cause: 1 to [`MAX_REASON_CHARS`] characters.
+pub fn check_reason(rejection: Option<&str>) -> Result<(), CliError> {
+    match rejection {
+        Some(reason) if reason.chars().count() > MAX_REASON_CHARS || reason.trim().is_empty() => {
+            Err(CliError::Invalid(format!(
+                "--reason must say why in 1 to {MAX_REASON_CHARS} characters (it becomes the execution's cause)"
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A person's answer to a task that waits for one.
+pub enum Answer {
+    Approved,
+    Rejected,
+}
+
+/// Sends the answer on `token`: SendTaskSuccess with who approved, or SendTaskFailure with
+/// `error` and who rejected and why.
+pub async fn send_answer(
+    sfn: &SdkExecutions,
+    token: &TaskToken,
+    rejection: Option<&str>,
+    by: &str,
+    error: &str,
+) -> Result<Answer, CliError> {
+    match rejection {
+        None => {
+            sfn.send_task_success(&token.0, &json!({ "approvedBy": by }).to_string())
+                .await?;
+            Ok(Answer::Approved)
+        }
+        Some(reason) => {
+            sfn.send_task_failure(&token.0, error, &format!("rejected by {by}: {reason}"))
+                .await?;
+            Ok(Answer::Rejected)
+        }
+    }
 }
 
 /// Stops the execution and waits until its targets are back at the baseline Prepare read.

@@ -533,13 +533,19 @@ eks_models.Cluster.__init__ = _cluster_init
 SEND_TASK_FAILURE_LIMITS = {"error": 256, "cause": 32768}
 
 
-def send_task_failure(self):
-    params = {name: self._get_param(name) for name in SEND_TASK_FAILURE_LIMITS}
+def error_and_cause(response):
+    """A request's `error` and `cause` (SendTaskFailure, StopExecution), within AWS's limits."""
+    params = {name: response._get_param(name) for name in SEND_TASK_FAILURE_LIMITS}
     for name, limit in SEND_TASK_FAILURE_LIMITS.items():
         if params[name] is not None and len(params[name]) > limit:
             raise sfn_exceptions.ValidationException(
                 f"1 validation error detected: Value at '{name}' failed to satisfy constraint: "
                 f"Member must have length less than or equal to {limit}")
+    return params
+
+
+def send_task_failure(self):
+    params = error_and_cause(self)
     backend = self.stepfunction_backend
     if not isinstance(backend, sfn_parser_models.StepFunctionsParserBackend):
         # Without the engine no task runs, so no token is one AWS would know.
@@ -1069,12 +1075,7 @@ _stock_stop_execution = StepFunctionResponse.stop_execution
 def _stop_execution(self):
     """15. StopExecution as AWS takes it: its `error` and `cause` (moto's backend stopped every
     execution with empty ones), within the same limits as SendTaskFailure's."""
-    params = {name: self._get_param(name) for name in SEND_TASK_FAILURE_LIMITS}
-    for name, limit in SEND_TASK_FAILURE_LIMITS.items():
-        if params[name] is not None and len(params[name]) > limit:
-            raise sfn_exceptions.ValidationException(
-                f"1 validation error detected: Value at '{name}' failed to satisfy constraint: "
-                f"Member must have length less than or equal to {limit}")
+    params = error_and_cause(self)
     arn = self._get_param("executionArn")
     backend = self.stepfunction_backend
     backend._validate_execution_arn(arn)
