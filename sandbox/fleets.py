@@ -6,6 +6,7 @@ execution of the rollout state machine.
 `seed_cells` makes the cells' world; `fleet_plan` the fleet plan over it; `cell_weights` reads
 each cell's listener back; `run_fleet` is the `fleet` and `fleet-halt` scenarios.
 """
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -109,8 +110,6 @@ def wait_for_end(sandbox, execution_arn, timeout=600):
 def children(sandbox, fleet_execution):
     """{cell: DescribeExecution} of the fleet's child executions, found by the name suffix the
     fleet gives them (fleet-waves `child_suffix`)."""
-    import hashlib
-
     suffix = "-" + hashlib.sha256(fleet_execution.encode()).hexdigest()[:10]
     sfn = sandbox.client("stepfunctions", attempts=10)
     found = {}
