@@ -148,6 +148,9 @@ enum Request {
     RolledBack {
         tally: Tally,
         results: Vec<RolledBackCell>,
+        /// Listing or rolling back the promoted cells failed as a whole: `{Error, Cause}`.
+        #[serde(default)]
+        failure: Option<Value>,
     },
 }
 
@@ -276,7 +279,11 @@ pub async fn handle(
             to_value(tally.not_approved(&fleet, &why))
         }
         Request::Promoted { fleet_execution } => promoted(apis, config, &fleet_execution).await,
-        Request::RolledBack { tally, results } => to_value(tally.rolled_back(&results)),
+        Request::RolledBack {
+            tally,
+            results,
+            failure,
+        } => to_value(tally.rolled_back(&results, failure.as_ref())),
     }
 }
 

@@ -7,6 +7,7 @@ use canary_aws::{AlarmState, AlarmStateValue};
 use canary_core::fleet::{ValidFleet, MAX_NAMED_FAILURES, MAX_TALLY_BYTES};
 use canary_core::limits::{join_bounded, truncate};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::HALT_ERROR;
 
@@ -161,24 +162,35 @@ impl Tally {
     }
 
     /// The promoted cells rolled back after the halt (`rollbackPromotedOnHalt`), into the
-    /// halt's message: how many went back, and each that did not, with why.
-    pub fn rolled_back(mut self, results: &[RolledBackCell]) -> Tally {
-        let back = results.iter().filter(|r| r.restored).count();
-        let kept: Vec<String> = results
-            .iter()
-            .filter(|r| !r.restored)
-            .map(|r| truncate(r.kept.as_deref().unwrap_or("a cell"), 200))
-            .collect();
-        let mut note = format!(
-            ". Promoted cells rolled back to their baselines (rollbackPromotedOnHalt): {back} of {}",
-            results.len()
-        );
-        if !kept.is_empty() {
-            note.push_str(&format!(
-                "; NOT rolled back, still promoted: {}",
-                join_bounded(&kept, "; ", MAX_NAMED_FAILURES, 1024)
-            ));
-        }
+    /// halt's message: how many went back, and each that did not, with why; or, when the
+    /// rollback failed as a whole (`failure`), that every promoted cell stays promoted.
+    pub fn rolled_back(mut self, results: &[RolledBackCell], failure: Option<&Value>) -> Tally {
+        let note = match failure {
+            Some(failure) => format!(
+                ". Promoted cells NOT rolled back (rollbackPromotedOnHalt failed: {}: {}): they stay promoted; `cluster-canary restore --force` undoes one",
+                failure["Error"].as_str().unwrap_or("unknown"),
+                truncate(failure["Cause"].as_str().unwrap_or(""), 300)
+            ),
+            None => {
+                let back = results.iter().filter(|r| r.restored).count();
+                let kept: Vec<String> = results
+                    .iter()
+                    .filter(|r| !r.restored)
+                    .map(|r| truncate(r.kept.as_deref().unwrap_or("a cell"), 200))
+                    .collect();
+                let mut note = format!(
+                    ". Promoted cells rolled back to their baselines (rollbackPromotedOnHalt): {back} of {}",
+                    results.len()
+                );
+                if !kept.is_empty() {
+                    note.push_str(&format!(
+                        "; NOT rolled back, still promoted: {}",
+                        join_bounded(&kept, "; ", MAX_NAMED_FAILURES, 1024)
+                    ));
+                }
+                note
+            }
+        };
         self.message = truncate(&format!("{}{note}", self.message), MAX_MESSAGE_BYTES);
         self.bounded()
     }
