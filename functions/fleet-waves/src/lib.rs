@@ -183,7 +183,6 @@ pub struct NextWave {
     pub number: usize,
     pub cells: Vec<Value>,
     pub max_concurrency: u32,
-    pub last: bool,
     /// The wave waits for a person before it starts, at most this long (0: it does not wait).
     pub approval_timeout_seconds: u32,
     /// Seconds since the epoch: the wave's cells start after this.
@@ -374,7 +373,6 @@ fn next_wave(fleet: &ValidFleet, tally: &Tally, now: f64) -> Result<NextWave, Fl
             .map(|&i| json!({ "cell": fleet.fleet.cells[i].name }))
             .collect(),
         max_concurrency: wave.max_concurrent_cells,
-        last: tally.wave + 1 == fleet.waves.len(),
         approval_timeout_seconds: fleet.approval_before(tally.wave + 1).unwrap_or(0),
         started_at: now,
     })

@@ -154,7 +154,7 @@ async fn plan_and_waves() {
     wave.as_object_mut().map(|w| w.remove("startedAt"));
     assert_eq!(
         wave,
-        json!({"number": 1, "cells": [{"cell": "use1-a"}], "maxConcurrency": 10, "last": false,
+        json!({"number": 1, "cells": [{"cell": "use1-a"}], "maxConcurrency": 10,
                "approvalTimeoutSeconds": 0})
     );
     let wave = call(
@@ -163,7 +163,7 @@ async fn plan_and_waves() {
     )
     .await;
     assert_eq!(wave["number"], 3);
-    assert_eq!(wave["last"], true);
+    assert_eq!(wave["cells"].as_array().map(Vec::len), Some(3));
 }
 
 #[tokio::test]
@@ -517,4 +517,38 @@ async fn a_halted_fleet_lists_its_promoted_cells_and_says_which_went_back() {
         )),
         "{message}"
     );
+}
+
+#[tokio::test]
+async fn a_wave_past_the_last_and_an_unknown_cell_are_refused_by_name() {
+    let world = World::default();
+    let past = handle(
+        &world,
+        &config(),
+        json!({"op": "wave", "fleet": example(), "tally": tally_after(3)}),
+    )
+    .await
+    .expect_err("no fourth wave");
+    assert_eq!(past.name(), ErrorName::InvalidInput);
+    assert!(
+        past.to_string()
+            .contains("the fleet has 3 waves; there is no wave 4"),
+        "{past}"
+    );
+    let unknown = handle(
+        &world,
+        &config(),
+        json!({"op": "admit", "fleet": example(), "cell": "use9-z",
+        "fleetExecution": FLEET_RUN, "wave": 1, "waveStarted": 150.0, "failedBefore": 0}),
+    )
+    .await
+    .expect_err("not a cell");
+    assert_eq!(unknown.name(), ErrorName::InvalidInput);
+    assert!(
+        unknown
+            .to_string()
+            .contains("`use9-z` is not a cell of the fleet"),
+        "{unknown}"
+    );
+    assert!(world.stopped.lock().unwrap().is_empty());
 }

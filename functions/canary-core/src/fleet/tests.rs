@@ -256,7 +256,7 @@ fn the_fleet_state_at_its_caps_stays_under_step_functions_256_kib() {
         "fleet": plan,
         "tally": tally,
         "next": {"wave": {"number": MAX_WAVES, "cells": cells, "maxConcurrency": MAX_CONCURRENT_CELLS,
-                          "last": true, "approvalTimeoutSeconds": MAX_APPROVAL_SECONDS, "startedAt": 1.8e9}},
+                          "approvalTimeoutSeconds": MAX_APPROVAL_SECONDS, "startedAt": 1.8e9}},
         "results": results,
     });
     let size = serde_json::to_vec(&state).expect("json").len();
