@@ -47,19 +47,53 @@ def secret(sandbox, name):
     return found["metadata"], {k: base64.b64decode(v).decode() for k, v in found["data"].items()}
 
 
-def gitops_world(sandbox, sync_timeout_seconds=20):
+# The ways a platform team sets the stable's weight annotation before the first rollout
+# (docs/shapes/gitops.md, set-up step 2), each as kubectl or another tool sends it; each leaves
+# the annotation owned by another field manager than cluster-canary's.
+STABLE_SETUPS = ("kubectl-create", "client-side-apply", "kubectl-annotate", "another-apply")
+
+
+def stable_secret_manifest(annotations=None):
+    encoded = {k: base64.b64encode(v.encode()).decode()
+               for k, v in {"name": "blue", "server": "https://blue.example.com", "config": "{}"}.items()}
+    metadata = {"name": STABLE_SECRET, "namespace": "argocd", "labels": {"argocd.argoproj.io/secret-type": "cluster"}}
+    if annotations:
+        metadata["annotations"] = annotations
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": metadata, "type": "Opaque", "data": encoded}
+
+
+def make_stable_secret(sandbox, setup):
+    """The stable cluster blue's Secret with its weight at 100, made the way `setup` names:
+    `kubectl create` of a manifest with the annotation; client-side `kubectl apply` (a create
+    that records last-applied-configuration); `kubectl create` without it, then `kubectl
+    annotate` (a merge patch); or another team's server-side apply."""
+    secrets = "/api/v1/namespaces/argocd/secrets"
+    if setup == "kubectl-create":
+        kube(sandbox, "POST", f"{secrets}?fieldManager=kubectl-create", stable_secret_manifest({WEIGHT: "100"}))
+    elif setup == "client-side-apply":
+        manifest = stable_secret_manifest({WEIGHT: "100"})
+        manifest["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] = json.dumps(manifest)
+        kube(sandbox, "POST", f"{secrets}?fieldManager=kubectl-client-side-apply", manifest)
+    elif setup == "kubectl-annotate":
+        kube(sandbox, "POST", f"{secrets}?fieldManager=kubectl-create", stable_secret_manifest())
+        kube(sandbox, "PATCH", f"{secrets}/{STABLE_SECRET}?fieldManager=kubectl-annotate",
+             {"metadata": {"annotations": {WEIGHT: "100"}}}, content_type="application/merge-patch+json")
+    elif setup == "another-apply":
+        kube(sandbox, "PATCH", f"{secrets}/{STABLE_SECRET}?fieldManager=platform-team",
+             stable_secret_manifest({WEIGHT: "100"}), content_type="application/apply-patch+yaml")
+    else:
+        raise ValueError(f"unknown set-up {setup!r}: one of {STABLE_SETUPS}")
+
+
+def gitops_world(sandbox, sync_timeout_seconds=20, stable_setup="kubectl-create"):
     """The ApplicationSet, then the stable cluster blue's Secret as a platform team has it (its
-    weight 100 already there), and each cluster's ExternalDNS reading its own Ingress (started
-    by the caller). The plan: the world's record only, through Argo CD."""
+    weight 100 already there, set the `stable_setup` way), and each cluster's ExternalDNS
+    reading its own Ingress (started by the caller). The plan: the world's record only, through
+    Argo CD."""
     world = sandbox.world
     kube(sandbox, "POST", "/apis/argoproj.io/v1alpha1/namespaces/argocd/applicationsets",
          yaml.safe_load(APPLICATION_SET.read_text()))
-    encoded = {k: base64.b64encode(v.encode()).decode()
-               for k, v in {"name": "blue", "server": "https://blue.example.com", "config": "{}"}.items()}
-    kube(sandbox, "POST", "/api/v1/namespaces/argocd/secrets", {
-        "metadata": {"name": STABLE_SECRET, "labels": {"argocd.argoproj.io/secret-type": "cluster"},
-                     "annotations": {WEIGHT: "100"}},
-        "type": "Opaque", "data": encoded})
+    make_stable_secret(sandbox, stable_setup)
 
     def external_dns(cluster, weight):
         source = IngressSource(sandbox.kube, "sandbox-admin", cluster, "shop", "web")
@@ -83,6 +117,15 @@ def apply_stable_weight_as(sandbox, manager, weight):
         sandbox, "PATCH", f"/api/v1/namespaces/argocd/secrets/{STABLE_SECRET}?fieldManager={manager}&force=true",
         {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": STABLE_SECRET, "annotations": {WEIGHT: str(weight)}}},
         content_type="application/apply-patch+yaml")
+
+
+def write_before_next(sandbox, method, path_contains, manager, annotations):
+    """Another writer's merge patch of `annotations` (as field manager `manager`) lands just
+    before the next `method` request on a path containing `path_contains` is served: a write
+    between a client's read and its write (tests/kube/kube_api_server.py, its faults)."""
+    kube(sandbox, "POST", "/_test/faults",
+         {"method": method, "pathContains": path_contains, "times": 1,
+          "writeFirst": {"fieldManager": manager, "annotations": annotations}})
 
 
 def fail_next(sandbox, method, path_contains, times, code):

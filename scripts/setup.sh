@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests and the sandbox need: a Python venv (.venv) with the pinned AWS
 # emulator (moto), boto3, pytest, cargo-lambda + ziglang, the SAM CLI and the linters, all
-# from PyPI; and Prometheus from the Debian package. Idempotent, and quick when done already:
+# from PyPI; Prometheus from the Debian package; Go and two Go libraries' sources from Debian's,
+# for the Kubernetes API test server's field manager and template engine. Idempotent, and quick when done already:
 # it remembers the requirements it installed (.venv/.requirements.sha256) and does nothing
 # until they change.
 # scripts/sandbox.sh and scripts/test.sh run it first, so a fresh clone needs no extra step.
@@ -23,6 +24,22 @@ if ! command -v prometheus > /dev/null || ! command -v promtool > /dev/null; the
     exit 1
   fi
 fi
+# kube-apiserver's field ownership and Argo CD's template engine for the Kubernetes API test
+# server, by the libraries they use (tests/kube/fieldmanager): Go and the two libraries'
+# sources from Debian's archive, built offline (a few seconds; nothing when up to date).
+if ! command -v go > /dev/null || [ ! -d /usr/share/gocode/src/sigs.k8s.io/structured-merge-diff ] \
+    || [ ! -d /usr/share/gocode/src/github.com/Masterminds/sprig ]; then
+  go_packages="golang-go golang-k8s-sigs-structured-merge-diff-dev golang-github-masterminds-sprig-dev"
+  if command -v apt-get > /dev/null && [ "$(id -u)" = 0 ]; then
+    echo "installing Debian's $go_packages..." >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $go_packages > /dev/null \
+      || { apt-get update > /dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $go_packages > /dev/null; }
+  else
+    echo "Go and its libraries are missing: install Debian's (or your distribution's) $go_packages" >&2
+    exit 1
+  fi
+fi
+tests/kube/fieldmanager/build.sh
 wanted="$(sha256sum scripts/requirements-test.txt | cut -d' ' -f1)"
 if [ -x .venv/bin/python ] && [ "$(cat .venv/.requirements.sha256 2>/dev/null)" = "$wanted" ]; then
   exit 0

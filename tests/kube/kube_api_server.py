@@ -4,10 +4,11 @@ errors, 401/403/404/409 semantics). No real kube-apiserver can be installed on o
 
 What it serves (core/v1 Secrets and argoproj.io/v1alpha1 Applications, namespaced):
   GET    /api/v1/namespaces/{ns}/secrets[?labelSelector=k=v,k!=v,k]
-  POST   /api/v1/namespaces/{ns}/secrets                      create (409 AlreadyExists)
-  GET    /api/v1/namespaces/{ns}/secrets/{name}
+  POST   /api/v1/namespaces/{ns}/secrets[?fieldManager=M]       create (409 AlreadyExists)
+  GET|PUT /api/v1/namespaces/{ns}/secrets/{name}[?fieldManager=M]
   PATCH  /api/v1/namespaces/{ns}/secrets/{name}?fieldManager=M[&force=true]
-         server-side apply (Content-Type application/apply-patch+yaml; JSON is YAML)
+         server-side apply (Content-Type application/apply-patch+yaml; JSON is YAML), or a merge
+         or strategic merge patch (a Secret has no lists: both are RFC 7386 merges)
   DELETE /api/v1/namespaces/{ns}/secrets/{name}   (DeleteOptions.preconditions.uid: 409 Conflict)
   GET|POST /apis/argoproj.io/v1alpha1/namespaces/{ns}/applications
   GET|PUT|DELETE /apis/argoproj.io/v1alpha1/namespaces/{ns}/applications/{name}
@@ -26,10 +27,17 @@ unserved resource too: authorization comes first, as in kube-apiserver); anythin
 GetCallerIdentity URL that signs `x-k8s-aws-id`) also counts as admin: its shape is checked,
 but it is not sent to STS, which is what a real EKS control plane would do.
 
-Server-side apply is modelled per key: each label, annotation and data key (and `type`) is
-owned by the field manager that applied it. Applying a value that differs from one another
-manager owns is a 409 Conflict unless `force=true`; keys a manager applied before and leaves
-out now are removed, as in Kubernetes.
+Field ownership of Secrets is kube-apiserver's, by the library it uses: kube-fieldmanager
+(tests/kube/fieldmanager/main.go, sigs.k8s.io/structured-merge-diff, built by scripts/setup.sh)
+owns the fields of every write. A create, update or merge patch records an `Update` manager (the
+`fieldManager` parameter, else the User-Agent up to its first `/`) owning each field it set; a
+server-side apply an `Apply` manager. A non-forced apply of a different value of a field another
+manager owns is a 409 Conflict in kube's words; the same value makes the field co-owned;
+`force=true` takes it over; a field a manager applied before and leaves out is removed unless
+another manager owns it. `managedFields` are served in kube's format (FieldsV1). A
+`metadata.resourceVersion` in a PUT, patch or apply body is a precondition: another current
+version is a 409 Conflict ("the object has been modified; ..."). `stringData` becomes `data`
+before ownership is computed (kube-apiserver tracks an applied `stringData` as given).
 
 Argo CD simulation (`--argocd-sim healthy|degraded`): like an ApplicationSet with a cluster
 generator, every new cluster Secret (label argocd.argoproj.io/secret-type=cluster) gets
@@ -44,12 +52,17 @@ by the set (ownerReferences); a `matrix` of `clusters` and a `list` generator gi
 list element, `<set>-<element app>-<secret>`. A set annotated
 `kube-api-test-server/generate: "false"` generates nothing (a stuck generator). Deleting a set
 deletes its Applications.
-A set's `template.spec` becomes each Application's spec, rendered with the cluster's parameters
-(`name`, `server`, `metadata.labels.<key>`, `metadata.annotations.<key>`): fasttemplate's
-`{{metadata.annotations.<key>}}` (a parameter the cluster lacks stays as written, as in Argo
-CD), or with `goTemplate: true` the forms `{{ .name }}`, `{{ .server }}` and
-`{{ index .metadata.annotations "<key>" | default "<value>" }}` (labels alike). When a cluster
-Secret changes, its Applications are rendered again; each render is "synced" `--sync-delay`
+A set's `template.spec` becomes each Application's spec, rendered with the cluster's parameters:
+fasttemplate's `{{name}}`, `{{server}}`, `{{metadata.annotations.<key>}}` (a parameter the
+cluster lacks stays as written, as in Argo CD), or with `goTemplate: true` by Go's text/template
+with sprig minus `env`, `expandenv` and `getHostByName` (kube-fieldmanager: Argo CD's engine),
+`goTemplateOptions` applied, every string and map key of `template.metadata.name` and
+`template.spec` rendered, with the cluster generator's parameters `name`, `nameNormalized`,
+`server`, `project` and `metadata` (`labels`/`annotations` only when the Secret has some). A
+goTemplate set's Applications are named by its rendered `template.metadata.name`; a name the
+server refuses is not created. A render that fails for any cluster stops the whole set: it
+generates and updates nothing, its `status.conditions` says ErrorOccurred with Argo CD's
+message. A cluster Secret's change reconciles every set; each render is "synced" `--sync-delay`
 seconds later, which writes the Ingress its `source.helm.valuesObject.ingress`
 describes ({"name", "namespace", "annotations"}) into that cluster.
 The workload clusters: the same server stands in for them, read-only, each under
@@ -70,15 +83,18 @@ with {"method", "pathContains", "times", "code"} makes the next `times` authoriz
 that method on a path containing `pathContains` fail with `code` as kube-apiserver does under
 load or while restarting: 429 `TooManyRequests` (with `Retry-After: 1` and
 `details.retryAfterSeconds`, as API Priority and Fairness answers), 500 `InternalError`, 503
-`ServiceUnavailable`; the request is not served. `GET /_test/faults` lists them, with the
+`ServiceUnavailable`; the request is not served. With {"writeFirst": {"fieldManager",
+"annotations"}} instead of a code, another writer's merge patch of the Secret's annotations
+lands just before the request is served (a write between a client's read and its write). `GET /_test/faults` lists them, with the
 times each has left.
 
-Not modelled: watches, resourceVersion preconditions and optimistic concurrency, list paging
-(limit/continue), field selectors, set-based label selectors in URLs (in, notin), the status
-subresource (an Application's `status` is kept as given on create/replace), managedFields
-detail below map keys, ClusterRoles (see `Rbac`), admission, any other resource, other
-ApplicationSet generators (git, scm, pull request...), template functions beyond the forms
-above and `template.metadata` (names are fixed as above), a sync of anything but that one
+Not modelled: watches, resourceVersion preconditions on anything but Secrets, list paging
+(limit/continue), field selectors, JSON patches, field ownership of anything but Secrets,
+kube's last-applied-configuration handling for a manager named `kubectl` and its cap of 10
+Update managers, set-based label selectors in URLs (in, notin), the status
+subresource (an Application's `status` is kept as given on create/replace), ClusterRoles (see
+`Rbac`), admission, any other resource, other ApplicationSet generators (git, scm, pull
+request...), `template.metadata` but a goTemplate's name, a sync of anything but that one
 Ingress (no Helm, no Git), an Application's refresh (the annotation is kept, nothing reacts to
 it), and any write to a workload cluster's API.
 
@@ -91,7 +107,9 @@ import datetime
 import ipaddress
 import json
 import re
+import os
 import ssl
+import subprocess
 import tempfile
 import threading
 import time
@@ -110,6 +128,32 @@ except ImportError:  # JSON bodies still work
     yaml = None
 
 SECRET_TYPE_LABEL = "argocd.argoproj.io/secret-type"
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FIELD_MANAGER_BINARY = os.environ.get("KUBE_FIELDMANAGER",
+                                      os.path.join(REPO, "target/kube-fieldmanager/kube-fieldmanager"))
+
+
+class FieldManager:
+    """kube-fieldmanager (tests/kube/fieldmanager/main.go), one long-running process: field
+    ownership by structured-merge-diff, goTemplates by text/template with sprig. One request at
+    a time (a JSON line each way)."""
+
+    def __init__(self):
+        if not os.access(FIELD_MANAGER_BINARY, os.X_OK):
+            raise SystemExit(f"{FIELD_MANAGER_BINARY} is missing: run scripts/setup.sh (it builds it)")
+        self.process = subprocess.Popen([FIELD_MANAGER_BINARY], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        text=True, bufsize=1)
+        self.lock = threading.Lock()
+
+    def ask(self, request):
+        with self.lock:
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+            line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError("kube-fieldmanager exited")
+        return json.loads(line)
+
 APP_NAMES = ["guestbook", "payments", "search", "checkout", "accounts"]
 
 
@@ -344,23 +388,41 @@ def generated_names(spec, labels, depth=0, name="", server=""):
     return names
 
 
-GO_INDEX = re.compile(r'\{\{\s*index\s+\.metadata\.(labels|annotations)\s+"([^"]+)"\s*(?:\|\s*default\s+"([^"]*)"\s*)?\}\}')
-GO_FIELD = re.compile(r"\{\{\s*\.(name|server)\s*\}\}")
 FAST = re.compile(r"\{\{\s*([^{}\s]+)\s*\}\}")
 
 
-def render(value, params, go):
-    """An ApplicationSet template's value with the cluster's parameters in it (see above)."""
+def render(value, params):
+    """A fasttemplate ApplicationSet template's value with the cluster's parameters in it (a
+    parameter the cluster lacks stays as written, as in Argo CD)."""
     if isinstance(value, dict):
-        return {render(k, params, go): render(v, params, go) for k, v in value.items()}
+        return {render(k, params): render(v, params) for k, v in value.items()}
     if isinstance(value, list):
-        return [render(v, params, go) for v in value]
+        return [render(v, params) for v in value]
     if not isinstance(value, str):
         return value
-    if go:
-        value = GO_INDEX.sub(lambda m: params.get(f"metadata.{m.group(1)}.{m.group(2)}") or m.group(3) or "", value)
-        return GO_FIELD.sub(lambda m: params[m.group(1)], value)
     return FAST.sub(lambda m: params.get(m.group(1), m.group(0)), value)
+
+
+class RenderError(Exception):
+    """A goTemplate that failed for a cluster: Argo CD's message."""
+
+
+def sanitize_name(name):
+    """Argo CD's utils.SanitizeName, which gives the cluster generator's `nameNormalized`."""
+    name = re.sub(r"[^-a-z0-9.]", "-", name.lower())[:253]
+    return name.strip("-.")
+
+
+def go_cluster_params(secret):
+    """The parameters Argo CD's cluster generator gives a goTemplate: `metadata` has
+    `labels` and `annotations` only when the Secret has some."""
+    metadata = {field: values for field, values in (("labels", labels_of(secret)), ("annotations", annotations_of(secret)))
+                if values}
+    params = {"name": secret_text(secret, "name"), "nameNormalized": sanitize_name(secret_text(secret, "name")),
+              "server": secret_text(secret, "server"), "metadata": metadata}
+    if (secret.get("data") or {}).get("project"):
+        params["project"] = secret_text(secret, "project")
+    return params
 
 
 def secret_text(secret, key):
@@ -373,7 +435,7 @@ class Store:
         self.rbac = Rbac(args.rbac, args.rbac_user, (args.rbac_groups or "").split(",")) if args.rbac_token else None
         self.lock = threading.Lock()
         self.secrets = {}  # (ns, name) -> object
-        self.owners = {}  # (ns, name) -> {field path: manager}
+        self.fields = FieldManager()
         self.apps = {}  # (ns, name) -> object
         self.app_sets = {}  # (ns, name) -> object
         self.generated = {}  # (ns, secret name) -> [app names]
@@ -382,12 +444,12 @@ class Store:
         self.faults = []  # [{"method", "pathContains", "times", "code"}], used up front to back
 
     def take_fault(self, method, path):
-        """The code of the first fault with times left that matches, used once; or None."""
+        """The first fault with times left that matches, used once; or None."""
         with self.lock:
             for fault in self.faults:
                 if fault["times"] > 0 and fault["method"] == method and fault["pathContains"] in path:
                     fault["times"] -= 1
-                    return fault["code"]
+                    return fault
         return None
 
     def next_version(self):
@@ -407,61 +469,89 @@ class Store:
 
     # --- Argo CD simulation -------------------------------------------------------------
     def simulate_argocd(self, ns, secret):
-        if self.args.argocd_sim == "off" or secret["metadata"]["labels"].get(SECRET_TYPE_LABEL) != "cluster":
+        if self.args.argocd_sim == "off" or labels_of(secret).get(SECRET_TYPE_LABEL) != "cluster":
             return
         key = (ns, secret["metadata"]["name"])
-        if key in self.generated:
-            self.render_again(ns, secret)
-            return
-        server = base64.b64decode(secret.get("data", {}).get("server", "")).decode()
         sets = [app_set for (n, _), app_set in sorted(self.app_sets.items()) if n == ns]
-        names = []
         if not sets:
-            for app in APP_NAMES[: self.args.apps_per_cluster]:
-                names.append(self.generate_app(ns, f"{app}-{secret['metadata']['name']}", server, app))
-        for app_set in sets:
-            names += self.generate_from_set(ns, app_set, secret, server)
-        self.generated[key] = names
-
-    def generate_from_set(self, ns, app_set, secret, server):
-        if app_set["metadata"]["annotations"].get("kube-api-test-server/generate") == "false":
-            return []
-        names = []
-        registered = base64.b64decode((secret.get("data") or {}).get("name") or "").decode()
-        for part in generated_names(app_set.get("spec") or {}, secret["metadata"]["labels"], name=registered,
-                                    server=server):
-            name = "-".join(p for p in (app_set["metadata"]["name"], part, secret["metadata"]["name"]) if p)
-            owner = {"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet", "name": app_set["metadata"]["name"],
-                     "uid": app_set["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
-            names.append(self.generate_app(ns, name, server, part or app_set["metadata"]["name"], owner))
-            self.apps[(ns, name)]["_set"] = app_set["metadata"]["name"]
-            self.render_app(ns, name, app_set, secret)
-        return names
-
-    def render_app(self, ns, app_name, app_set, secret):
-        """The set's template rendered for the cluster, and its sync scheduled, if it differs."""
-        template = (app_set.get("spec") or {}).get("template") or {}
-        app = self.apps.get((ns, app_name))
-        if not template.get("spec") or app is None:
+            if key not in self.generated:
+                server = secret_text(secret, "server")
+                self.generated[key] = [self.generate_app(ns, f"{app}-{secret['metadata']['name']}", server, app)
+                                       for app in APP_NAMES[: self.args.apps_per_cluster]]
             return
-        params = cluster_params(None, secret["metadata"]["labels"], secret_text(secret, "name"),
-                                secret_text(secret, "server"), secret["metadata"]["annotations"])
-        spec = render(template["spec"], params, bool(app_set["spec"].get("goTemplate")))
-        if spec == app["spec"]:
+        # A cluster Secret's change requeues every ApplicationSet, which renders for every cluster.
+        for app_set in sets:
+            self.reconcile_set(ns, app_set)
+
+    def reconcile_set(self, ns, app_set):
+        """One ApplicationSet reconcile, as Argo CD's controller does it: the template rendered
+        for every cluster its generators give; a render that fails for any cluster (a goTemplate
+        error) stops the whole set, which generates and updates no Application and records the
+        error in its status (ErrorOccurred); an Application name the server refuses is not
+        created, and said in the status too."""
+        if annotations_of(app_set).get("kube-api-test-server/generate") == "false":
+            return
+        spec = app_set.get("spec") or {}
+        template = spec.get("template") or {}
+        go = bool(spec.get("goTemplate"))
+        wanted = []
+        try:
+            for (n, secret_name), secret in sorted(self.secrets.items()):
+                if n != ns or labels_of(secret).get(SECRET_TYPE_LABEL) != "cluster":
+                    continue
+                for part in generated_names(spec, labels_of(secret), name=secret_text(secret, "name"),
+                                            server=secret_text(secret, "server")):
+                    name, rendered = self.render_template(template, secret, go, spec.get("goTemplateOptions") or [])
+                    if not (go and name):
+                        name = "-".join(p for p in (app_set["metadata"]["name"], part, secret_name) if p)
+                    wanted.append((secret, part, name, rendered))
+        except RenderError as e:
+            app_set["status"] = {"conditions": [{"type": "ErrorOccurred", "status": "True",
+                                                 "reason": "ApplicationGenerationFromParamsError", "message": str(e)}]}
+            return
+        problems = []
+        for secret, part, name, rendered in wanted:
+            if (ns, name) not in self.apps:
+                invalid = invalid_metadata("Application", name, {})
+                if invalid:
+                    problems.append(invalid[1]["message"])
+                    continue
+                owner = {"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet", "name": app_set["metadata"]["name"],
+                         "uid": app_set["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
+                self.generate_app(ns, name, secret_text(secret, "server"), part or app_set["metadata"]["name"], owner)
+                self.apps[(ns, name)]["_set"] = app_set["metadata"]["name"]
+                self.generated.setdefault((ns, secret["metadata"]["name"]), []).append(name)
+            if rendered is not None:
+                self.update_app(ns, name, rendered, secret_text(secret, "name"))
+        app_set["status"] = {"conditions": [{"type": "ErrorOccurred", "status": "True",
+                                             "reason": "ApplicationGenerationFromParamsError",
+                                             "message": "; ".join(problems)}]} if problems else {}
+
+    def render_template(self, template, secret, go, options):
+        """The template's (name, spec) for one cluster: goTemplates by Go's text/template and
+        sprig (kube-fieldmanager), with the parameters Argo CD's cluster generator gives;
+        otherwise fasttemplate's forms. The spec is None when the template has none."""
+        if not go:
+            params = cluster_params(None, labels_of(secret), secret_text(secret, "name"),
+                                    secret_text(secret, "server"), annotations_of(secret))
+            return None, render(template["spec"], params) if template.get("spec") else None
+        params = go_cluster_params(secret)
+        answer = self.fields.ask({"op": "render", "params": params, "options": options,
+                                  "template": {"name": (template.get("metadata") or {}).get("name") or "",
+                                               "spec": template.get("spec") or {}}})
+        if answer.get("error"):
+            raise RenderError(answer["error"])
+        return answer["value"]["name"], answer["value"]["spec"] if template.get("spec") else None
+
+    def update_app(self, ns, app_name, spec, cluster):
+        """An Application's spec as rendered, and its sync scheduled, if it differs."""
+        app = self.apps.get((ns, app_name))
+        if app is None or spec == app["spec"]:
             return
         app["spec"] = spec
-        cluster = secret_text(secret, "name")
         timer = threading.Timer(self.args.sync_delay, self.sync, (ns, app_name, json.dumps(spec), cluster))
         timer.daemon = True
         timer.start()
-
-    def render_again(self, ns, secret):
-        """A cluster Secret changed: its generated Applications are rendered again."""
-        for app_name in self.generated.get((ns, secret["metadata"]["name"]), []):
-            app = self.apps.get((ns, app_name))
-            app_set = app and self.app_sets.get((ns, app.get("_set")))
-            if app_set:
-                self.render_app(ns, app_name, app_set, secret)
 
     def sync(self, ns, app_name, rendered, cluster):
         """Argo CD's sync of one render: the Ingress it describes, in the cluster. A render
@@ -501,13 +591,8 @@ class Store:
 
     def set_created(self, ns, app_set):
         """A new ApplicationSet generates for the cluster Secrets already there."""
-        if self.args.argocd_sim == "off":
-            return
-        for (n, secret_name), secret in sorted(self.secrets.items()):
-            if n == ns and secret["metadata"]["labels"].get(SECRET_TYPE_LABEL) == "cluster":
-                server = base64.b64decode(secret.get("data", {}).get("server", "")).decode()
-                self.generated.setdefault((ns, secret_name), []).extend(
-                    self.generate_from_set(ns, app_set, secret, server))
+        if self.args.argocd_sim != "off":
+            self.reconcile_set(ns, app_set)
 
     def settle(self, app):
         since = app.get("_simulated_since")
@@ -538,6 +623,35 @@ def is_eks_token(token):
         and "x-k8s-aws-id" in query.get("X-Amz-SignedHeaders", "").split(";")
         and "X-Amz-Signature" in query
     )
+
+
+def labels_of(obj):
+    return obj["metadata"].get("labels") or {}
+
+
+def annotations_of(obj):
+    return obj["metadata"].get("annotations") or {}
+
+
+def merge_patch(target, patch):
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, dict):
+        return patch
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = merge_patch(merged.get(key), value)
+    return merged
+
+
+def without_times(obj):
+    """An object as a write compares it: the managers' times and the resourceVersion aside."""
+    meta = dict(obj["metadata"])
+    meta.pop("resourceVersion", None)
+    meta["managedFields"] = [{k: v for k, v in e.items() if k != "time"} for e in meta.get("managedFields") or []]
+    return {**obj, "metadata": meta}
 
 
 def public(obj):
@@ -632,9 +746,17 @@ class Handler(BaseHTTPRequestHandler):
         denied = self.authorize(ns, verb, group, resource, name)
         if denied:
             return denied
-        code = self.store.take_fault(method, url.path)
-        if code:
-            return FAULTS[code]
+        fault = self.store.take_fault(method, url.path)
+        if fault and fault.get("code"):
+            return FAULTS[fault["code"]]
+        if fault and resource == "secrets" and name:
+            # Another writer's merge patch lands first: this request then meets a newer object.
+            with self.store.lock:
+                current = self.store.secrets.get((ns, name))
+                if current:
+                    theirs = fault["writeFirst"]
+                    merged = merge_patch(public(current), {"metadata": {"annotations": theirs["annotations"]}})
+                    self.write_secret(ns, name, {"fieldManager": theirs["fieldManager"]}, merged, current, "update")
         served = {("", "secrets"), ("argoproj.io", "applications")}
         if not self.store.args.without_applicationsets:
             served.add(("argoproj.io", "applicationsets"))
@@ -660,10 +782,16 @@ class Handler(BaseHTTPRequestHandler):
             with self.store.lock:
                 return 200, {"items": list(self.store.faults)}
         try:
-            fault = {key: self.read_body(raw)[key] for key in ("method", "pathContains", "times", "code")}
+            body = self.read_body(raw)
+            fault = {key: body[key] for key in ("method", "pathContains", "times")}
+            fault.update({key: body[key] for key in ("code", "writeFirst") if key in body})
+            if "writeFirst" in fault:
+                fault["writeFirst"] = {key: fault["writeFirst"][key] for key in ("fieldManager", "annotations")}
         except (ValueError, KeyError, TypeError) as e:
-            return status(400, "BadRequest", f"a fault is {{method, pathContains, times, code}}: {e!r}")
-        if fault["code"] not in FAULTS:
+            return status(400, "BadRequest", f"a fault is {{method, pathContains, times, code or writeFirst}}: {e!r}")
+        if ("code" in fault) == ("writeFirst" in fault):
+            return status(400, "BadRequest", "a fault has a code or a writeFirst, one of them")
+        if "code" in fault and fault["code"] not in FAULTS:
             return status(400, "BadRequest", f"code {fault['code']} is not one of {sorted(FAULTS)}")
         with self.store.lock:
             self.store.faults.append(fault)
@@ -692,26 +820,16 @@ class Handler(BaseHTTPRequestHandler):
             items = [
                 public(s)
                 for (n, _), s in sorted(store.secrets.items())
-                if n == ns and matches_selector(s["metadata"]["labels"], query.get("labelSelector"))
+                if n == ns and matches_selector(labels_of(s), query.get("labelSelector"))
             ]
             return 200, {"kind": "SecretList", "apiVersion": "v1", "metadata": {"resourceVersion": str(store.resource_version)}, "items": items}
         if name is None and method == "POST":
             name = ((body or {}).get("metadata") or {}).get("name")
             if not name:
                 return status(422, "Invalid", "Secret is invalid: metadata.name: Required value")
-            invalid = invalid_metadata("Secret", name, body.get("metadata") or {})
-            if invalid:
-                return invalid
             if (ns, name) in store.secrets:
                 return status(409, "AlreadyExists", f'secrets "{name}" already exists', {"name": name, "kind": "secrets"})
-            try:
-                obj = self.secret_from(ns, name, body)
-            except ValueError as e:
-                return status(400, "BadRequest", str(e))
-            store.secrets[(ns, name)] = obj
-            store.owners[(ns, name)] = {}
-            store.simulate_argocd(ns, obj)
-            return 201, public(obj)
+            return self.write_secret(ns, name, query, body, None, "create")
         if name is None:
             return status(405, "MethodNotAllowed", f"{method} is not supported on a collection")
         current = store.secrets.get((ns, name))
@@ -729,24 +847,104 @@ class Handler(BaseHTTPRequestHandler):
                               f'precondition: {wanted}, UID in object meta: {current["metadata"]["uid"]}',
                               {"name": name, "kind": "secrets"})
             del store.secrets[(ns, name)]
-            store.owners.pop((ns, name), None)
             store.forget_generated(ns, name)
             return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": {"name": name, "kind": "secrets"}}
+        if method == "PUT":
+            if not current:
+                return not_found
+            return self.write_secret(ns, name, query, body, current, "update")
         if method == "PATCH":
-            return self.apply_secret(ns, name, query, body, current)
+            content_type = self.headers.get("Content-Type", "").split(";")[0]
+            if content_type == "application/apply-patch+yaml":
+                return self.write_secret(ns, name, query, body, current, "apply")
+            if content_type not in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+                return status(415, "UnsupportedMediaType",
+                              f"{content_type} is not served here (apply, merge and strategic merge patches are)")
+            if not current:
+                return not_found
+            # A Secret has no lists: a strategic merge patch of it is a JSON merge patch.
+            merged = merge_patch({k: v for k, v in public(current).items()}, body)
+            return self.write_secret(ns, name, query, merged, current, "update")
         return status(405, "MethodNotAllowed", f"{method} is not supported on secrets here")
 
-    @staticmethod
-    def secret_from(ns, name, body):
+    def field_manager(self, query, apply):
+        """The request's field manager as kube-apiserver derives it: the `fieldManager`
+        parameter, else (not for an apply, which requires it) the User-Agent up to its first
+        `/`."""
+        if query.get("fieldManager"):
+            return query["fieldManager"], None
+        if apply:
+            return None, status(422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch")
+        return (self.headers.get("User-Agent") or "").split("/")[0][:128], None
+
+    def write_secret(self, ns, name, query, body, current, operation):
+        """A create, update or merge patch (an `Update` manager) or a server-side apply (an
+        `Apply` manager) of a Secret: validated here, fields owned by kube-fieldmanager, then
+        the system metadata (uid, creationTimestamp, resourceVersion) set as the store does."""
+        store = self.store
+        manager, problem = self.field_manager(query, operation == "apply")
+        if problem:
+            return problem
+        body = body or {}
+        if operation == "apply" and (body.get("apiVersion") != "v1" or body.get("kind") != "Secret"):
+            return status(400, "BadRequest", "apply patch must name apiVersion v1 and kind Secret")
         meta = body.get("metadata") or {}
-        obj = {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": Handler.store.new_metadata(ns, name, meta),
-            "type": body.get("type", "Opaque"),
-            "data": Handler.checked_data(body),
-        }
-        return obj
+        if meta.get("name") != name:
+            return status(400, "BadRequest", f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})")
+        invalid = invalid_metadata("Secret", name, meta)
+        if invalid:
+            return invalid
+        # resourceVersion in the body is a precondition (optimistic concurrency), for an apply too.
+        wanted = meta.get("resourceVersion")
+        if current is not None and wanted and wanted != current["metadata"]["resourceVersion"]:
+            return status(409, "Conflict",
+                          f'Operation cannot be fulfilled on secrets "{name}": the object has been modified; '
+                          f'please apply your changes to the latest version and try again',
+                          {"name": name, "kind": "secrets"})
+        try:
+            data = self.checked_data(body)
+        except ValueError as e:
+            return status(400, "BadRequest", str(e))
+        obj = {"apiVersion": "v1", "kind": "Secret",
+               "metadata": {k: meta[k] for k in ("labels", "annotations", "managedFields", "ownerReferences", "finalizers")
+                            if meta.get(k)}}
+        obj["metadata"].update(name=name, namespace=ns)
+        if data or operation != "apply":
+            obj["data"] = data
+        if "type" in body or operation != "apply":
+            obj["type"] = body.get("type") or "Opaque"
+        if current is None and operation == "apply":
+            # A server-side apply that creates the object needs `create` as well as `patch`,
+            # as kube-apiserver authorizes it.
+            denied = self.authorize(ns, "create", "", "secrets", name)
+            if denied:
+                return denied
+        live = None if current is None else public(current)
+        if operation == "apply":
+            answer = store.fields.ask({"op": "apply", "manager": manager, "force": query.get("force") == "true",
+                                       "live": live, "patch": obj})
+        else:
+            answer = store.fields.ask({"op": operation, "manager": manager, "live": live, "object": obj})
+        if answer.get("conflict"):
+            return status(409, "Conflict", answer["conflict"]["message"],
+                          {"name": name, "kind": "secrets", "causes": answer["conflict"]["causes"]})
+        if answer.get("error"):
+            return status(500, "InternalError", f"kube-fieldmanager: {answer['error']}")
+        written = answer["object"]
+        system = current["metadata"] if current else store.new_metadata(ns, name, {})
+        written["metadata"].update({k: system[k] for k in ("uid", "creationTimestamp", "resourceVersion")},
+                                   name=name, namespace=ns)
+        written.setdefault("type", "Opaque")
+        for field in ("labels", "annotations"):  # served as kube serves them: no empty maps
+            if not written["metadata"].get(field):
+                written["metadata"].pop(field, None)
+        if current is None or without_times(written) != without_times(current):
+            written["metadata"]["resourceVersion"] = store.next_version()
+        else:
+            written = current
+        store.secrets[(ns, name)] = written
+        store.simulate_argocd(ns, written)
+        return (201 if current is None else 200), public(written)
 
     @staticmethod
     def checked_data(body):
@@ -759,88 +957,6 @@ class Handler(BaseHTTPRequestHandler):
         for k, v in (body.get("stringData") or {}).items():
             data[k] = base64.b64encode(str(v).encode()).decode()
         return data
-
-    def apply_secret(self, ns, name, query, body, current):
-        store = self.store
-        if self.headers.get("Content-Type", "").split(";")[0] != "application/apply-patch+yaml":
-            return status(415, "UnsupportedMediaType", "only server-side apply (application/apply-patch+yaml) is supported")
-        manager = query.get("fieldManager")
-        if not manager:
-            return status(422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch")
-        force = query.get("force") == "true"
-        body = body or {}
-        if body.get("apiVersion") != "v1" or body.get("kind") != "Secret":
-            return status(400, "BadRequest", "apply patch must name apiVersion v1 and kind Secret")
-        meta = body.get("metadata") or {}
-        if meta.get("name") != name:
-            return status(400, "BadRequest", f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})")
-        invalid = invalid_metadata("Secret", name, meta)
-        if invalid:
-            return invalid
-        try:
-            data = self.checked_data(body)
-        except ValueError as e:
-            return status(400, "BadRequest", str(e))
-        applied = {("labels", k): v for k, v in (meta.get("labels") or {}).items()}
-        applied.update({("annotations", k): v for k, v in (meta.get("annotations") or {}).items()})
-        applied.update({("data", k): v for k, v in data.items()})
-        if "type" in body:
-            applied[("type",)] = body["type"]
-
-        created = current is None
-        if created:
-            # A server-side apply that creates the object needs `create` as well as `patch`,
-            # as kube-apiserver authorizes it.
-            denied = self.authorize(ns, "create", "", "secrets", name)
-            if denied:
-                return denied
-            current = {"apiVersion": "v1", "kind": "Secret", "metadata": store.new_metadata(ns, name, {}), "type": "Opaque", "data": {}}
-            store.owners[(ns, name)] = {}
-        owners = store.owners.setdefault((ns, name), {})
-
-        def value(path):
-            if path == ("type",):
-                return current.get("type")
-            section = current["metadata"] if path[0] in ("labels", "annotations") else current
-            return (section.get(path[0]) or {}).get(path[1])
-
-        conflicts = [
-            (path, owner)
-            for path, v in applied.items()
-            if (owner := owners.get(path)) not in (None, manager) and value(path) != v
-        ]
-        if conflicts and not force:
-            listed = "\n".join(f'- conflict with "{owner}": .{".".join(path)}' for path, owner in conflicts)
-            return status(
-                409,
-                "Conflict",
-                f"Apply failed with {len(conflicts)} conflict{'s' if len(conflicts) > 1 else ''}:\n{listed}",
-                {"name": name, "kind": "secrets"},
-            )
-        changed = created
-        for path in [p for p, m in owners.items() if m == manager and p not in applied]:
-            del owners[path]
-            if path != ("type",):
-                section = current["metadata"] if path[0] in ("labels", "annotations") else current
-                (section.get(path[0]) or {}).pop(path[1], None)
-            changed = True
-        for path, v in applied.items():
-            owners[path] = manager
-            if value(path) == v:
-                continue
-            changed = True
-            if path == ("type",):
-                current["type"] = v
-            else:
-                section = current["metadata"] if path[0] in ("labels", "annotations") else current
-                section.setdefault(path[0], {})[path[1]] = v
-        managers = sorted(set(owners.values()))
-        current["metadata"]["managedFields"] = [{"manager": m, "operation": "Apply", "apiVersion": "v1"} for m in managers]
-        if changed:
-            current["metadata"]["resourceVersion"] = store.next_version()
-        store.secrets[(ns, name)] = current
-        store.simulate_argocd(ns, current)
-        return (201 if created else 200), public(current)
 
     # --- Applications ---------------------------------------------------------------
     def applications(self, method, ns, name, query, body):

@@ -21,14 +21,33 @@ pub const FIELD_MANAGER: &str = "cluster-canary";
 /// applies, which leave the annotation out, never remove it.
 pub const WEIGHTS_FIELD_MANAGER: &str = "cluster-canary-weights";
 
-/// Whether a server-side apply takes fields another field manager owns.
+/// How a weight annotation is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Force {
-    /// Another manager's field is a 409 Conflict: a step never overwrites someone else's
-    /// weight.
-    No,
-    /// The field is taken over (`force=true`): a rollback outranks whoever set it.
-    Yes,
+pub enum AnnotationWrite<'a> {
+    /// A step's write: the annotation is taken over (a forced apply, whoever set it: a
+    /// `kubectl create`, `apply` or `annotate` makes its own manager the owner) only while it
+    /// still reads `expected` (or is missing, or already reads the new value), with the
+    /// `resourceVersion` just read as the apply's precondition, so that a write in between is a
+    /// 409 and never overwritten. Any other value is a `Conflict`: someone else set the weight.
+    IfUnchanged { expected: &'a str },
+    /// A rollback's write: taken over whatever it reads (`force=true`); a rollback must not
+    /// depend on a write someone can refuse.
+    Force,
+}
+
+/// Whether a step may take over a weight annotation that reads `current`: yes when it reads
+/// what the rollout expects, the value being written (an earlier attempt wrote it), or
+/// nothing; otherwise what it reads.
+pub fn may_take_over<'c>(
+    current: Option<&'c str>,
+    expected: &str,
+    value: &str,
+) -> Result<(), &'c str> {
+    match current {
+        None => Ok(()),
+        Some(found) if found == expected || found == value => Ok(()),
+        Some(found) => Err(found),
+    }
 }
 
 /// A Secret as registration sees it: labels and data values decoded to text.
@@ -41,6 +60,18 @@ pub struct ClusterSecret {
     pub labels: BTreeMap<String, String>,
     pub annotations: BTreeMap<String, String>,
     pub data: BTreeMap<String, String>,
+    /// Who owns each annotation, from `managedFields`: `"kubectl-create" (Update)`.
+    pub annotation_owners: BTreeMap<String, Vec<String>>,
+}
+
+impl ClusterSecret {
+    /// The field managers that own annotation `key`, or "no field manager".
+    pub fn describe_owners(&self, key: &str) -> String {
+        match self.annotation_owners.get(key) {
+            Some(owners) if !owners.is_empty() => owners.join(", "),
+            _ => "no field manager".to_owned(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,15 +105,14 @@ pub trait ClusterSecrets: Send + Sync {
     /// Every Secret labelled as an Argo CD cluster.
     async fn cluster_secrets(&self) -> Result<Vec<ClusterSecret>, KubeError>;
     /// Server-side apply of one annotation with [`WEIGHTS_FIELD_MANAGER`] on a Secret that
-    /// exists: a Secret that is not there is `NotFound`, never created. Without `force`, an
-    /// annotation another manager owns is a `Conflict` (409); with it (a rollback's write),
-    /// the annotation is taken over from whoever set it.
+    /// exists: a Secret that is not there is `NotFound`, never created; see [`AnnotationWrite`]
+    /// for when the annotation is taken over and when it is a `Conflict`.
     async fn annotate_secret(
         &self,
         name: &str,
         key: &str,
         value: &str,
-        force: Force,
+        write: AnnotationWrite<'_>,
     ) -> Result<(), KubeError>;
 }
 
@@ -142,8 +172,35 @@ pub fn argo_resource(kind: &str) -> ApiResource {
     }
 }
 
+/// Each annotation's owners, from `managedFields` (FieldsV1: `f:metadata` → `f:annotations` →
+/// `f:<key>`).
+fn annotation_owners(secret: &Secret) -> BTreeMap<String, Vec<String>> {
+    let mut owners: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for entry in secret.metadata.managed_fields.iter().flatten() {
+        let Some(fields) = &entry.fields_v1 else {
+            continue;
+        };
+        let annotations = fields
+            .0
+            .pointer("/f:metadata/f:annotations")
+            .and_then(Value::as_object);
+        for key in annotations.into_iter().flat_map(|a| a.keys()) {
+            if let Some(key) = key.strip_prefix("f:") {
+                owners.entry(key.to_owned()).or_default().push(format!(
+                    "\"{}\" ({})",
+                    entry.manager.as_deref().unwrap_or(""),
+                    entry.operation.as_deref().unwrap_or("")
+                ));
+            }
+        }
+    }
+    owners
+}
+
 fn decoded(secret: Secret) -> ClusterSecret {
+    let annotation_owners = annotation_owners(&secret);
     ClusterSecret {
+        annotation_owners,
         name: secret.metadata.name.unwrap_or_default(),
         uid: secret.metadata.uid,
         labels: secret.metadata.labels.unwrap_or_default(),
@@ -189,29 +246,46 @@ impl ClusterSecrets for KubeArgoCd {
         name: &str,
         key: &str,
         value: &str,
-        force: Force,
+        write: AnnotationWrite<'_>,
     ) -> Result<(), KubeError> {
         let action = self.action("annotate Secret", name);
         // An apply creates what is missing: look first, so a Secret deleted in between (the
         // stable cluster's, say) is reported rather than re-created empty.
-        if self.get_secret(name).await?.is_none() {
+        let Some(current) = self
+            .secrets
+            .get_opt(name)
+            .await
+            .map_err(|e| KubeError::from_kube(self.action("get Secret", name), e))?
+        else {
             return Err(KubeError::new(
                 KubeErrorKind::NotFound,
                 action,
                 format!("Secret {name} does not exist"),
             ));
-        }
-        let body = json!({
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {"name": name, "namespace": self.namespace, "annotations": {key: value}},
-        });
-        let params = match force {
-            Force::No => PatchParams::apply(WEIGHTS_FIELD_MANAGER),
-            Force::Yes => PatchParams::apply(WEIGHTS_FIELD_MANAGER).force(),
         };
+        let mut metadata = json!({"name": name, "namespace": self.namespace, "annotations": {key: value}});
+        if let AnnotationWrite::IfUnchanged { expected } = write {
+            let found = current.metadata.annotations.as_ref().and_then(|a| a.get(key));
+            if let Err(found) = may_take_over(found.map(String::as_str), expected, value) {
+                return Err(KubeError::new(
+                    KubeErrorKind::Conflict,
+                    action,
+                    format!(
+                        "the annotation reads \"{found}\" (set by {}), not \"{expected}\" as this rollout left it",
+                        decoded(current.clone()).describe_owners(key)
+                    ),
+                ));
+            }
+            // The version just read is the apply's precondition: a write since is a 409.
+            metadata["resourceVersion"] = json!(current.metadata.resource_version);
+        }
+        let body = json!({"apiVersion": "v1", "kind": "Secret", "metadata": metadata});
         self.secrets
-            .patch(name, &params, &Patch::Apply(&body))
+            .patch(
+                name,
+                &PatchParams::apply(WEIGHTS_FIELD_MANAGER).force(),
+                &Patch::Apply(&body),
+            )
             .await
             .map(drop)
             .map_err(|e| KubeError::from_kube(action, e))
@@ -311,5 +385,27 @@ impl ArgoCdApi for KubeArgoCd {
             .await
             .map(drop)
             .map_err(|e| KubeError::from_kube(self.action("refresh Application", application), e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_take_over;
+
+    #[test]
+    fn a_step_takes_over_only_the_value_it_expects() {
+        assert_eq!(may_take_over(Some("100"), "100", "90"), Ok(()), "the baseline");
+        assert_eq!(may_take_over(None, "0", "10"), Ok(()), "nobody set it");
+        assert_eq!(
+            may_take_over(Some("90"), "100", "90"),
+            Ok(()),
+            "an earlier attempt of this step wrote it"
+        );
+        assert_eq!(
+            may_take_over(Some("70"), "100", "90"),
+            Err("70"),
+            "someone else's value"
+        );
+        assert_eq!(may_take_over(Some(""), "0", "10"), Err(""));
     }
 }

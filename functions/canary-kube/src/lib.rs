@@ -11,7 +11,9 @@ mod transport;
 pub use access::{
     connect, AccessDeps, ArgoCdConnect, ManagementAccess, OwnedManagement, SdkAccess,
 };
-pub use argocd::{ArgoCdApi, ClusterSecret, ClusterSecrets, Force, KubeArgoCd};
+pub use argocd::{
+    may_take_over, AnnotationWrite, ArgoCdApi, ClusterSecret, ClusterSecrets, KubeArgoCd,
+};
 pub use error::{KubeError, KubeErrorKind};
 pub use registration::{
     apps_status, argocd_server, deregister, desired_secret, register, retire_secret, secret_labels,

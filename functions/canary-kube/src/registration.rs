@@ -111,6 +111,7 @@ pub fn desired_secret(
         labels,
         annotations: BTreeMap::from([(CLUSTER_ARN_ANNOTATION.to_owned(), cluster.arn.clone())]),
         data,
+        annotation_owners: BTreeMap::new(),
     }
 }
 

@@ -4,7 +4,7 @@
 //! run in virtual seconds. Over the wire, with the Kubernetes test server and the ExternalDNS
 //! stand-in: tests/e2e/test_gitops_weights.py.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -14,7 +14,10 @@ use canary_core::argocd::{
 };
 use canary_core::{NamedError, Route53Target};
 use canary_core::{RolloutPlan, TargetWeights};
-use canary_kube::{ArgoCdConnect, ClusterSecret, ClusterSecrets, Force, KubeError, KubeErrorKind};
+use canary_kube::{
+    may_take_over, AnnotationWrite, ArgoCdConnect, ClusterSecret, ClusterSecrets, KubeError,
+    KubeErrorKind,
+};
 use canary_rollout::{restore, set, Apis, ShiftError};
 use serde_json::{json, Value};
 
@@ -133,15 +136,18 @@ impl Route53Api for Records {
     }
 }
 
-/// Secrets whose weight annotation another field manager set (a person's `kubectl apply`).
-type ForeignOwned = Arc<Mutex<BTreeSet<String>>>;
+/// Writes that land between a step's read and its apply (Secret → the value written).
+type Racing = Arc<Mutex<BTreeMap<String, String>>>;
 
-/// Argo CD's namespace: the cluster Secrets, and the annotations written on them. A
-/// non-forced apply of an annotation another manager owns, to another value, is a 409 Conflict
-/// as kube-apiserver answers; a forced one takes it over.
+/// Argo CD's namespace: the cluster Secrets, and the annotations written on them, as
+/// `KubeArgoCd::annotate_secret` writes them against kube-apiserver: a step's write takes an
+/// annotation over only while it reads what the step expects, and a write in between (one of
+/// `racing`) is a 409 as the apply's resourceVersion precondition answers; a restore's forces.
+/// Over the wire, against the Kubernetes test server's real field manager:
+/// tests/e2e/test_gitops_weights.py and register-cluster's against_moto.rs.
 struct ArgoCd {
     secrets: Arc<Mutex<BTreeMap<String, ClusterSecret>>>,
-    foreign: ForeignOwned,
+    racing: Racing,
     log: Log,
 }
 
@@ -160,28 +166,37 @@ impl ClusterSecrets for ArgoCd {
         name: &str,
         key: &str,
         value: &str,
-        force: Force,
+        write: AnnotationWrite<'_>,
     ) -> Result<(), KubeError> {
         let mut secrets = self.secrets.lock().unwrap();
+        let action = format!("annotate Secret {name}");
         let Some(secret) = secrets.get_mut(name) else {
-            return Err(KubeError::new(
-                KubeErrorKind::NotFound,
-                format!("annotate Secret {name}"),
-                "gone",
-            ));
+            return Err(KubeError::new(KubeErrorKind::NotFound, action, "gone"));
         };
-        let mut foreign = self.foreign.lock().unwrap();
-        let differs = secret.annotations.get(key).map(String::as_str) != Some(value);
-        if foreign.contains(name) && differs && force == Force::No {
-            return Err(KubeError::new(
-                KubeErrorKind::Conflict,
-                format!("annotate Secret {name}"),
-                format!("Apply failed with 1 conflict: conflict with \"kubectl\": .metadata.annotations.{key} (409 Conflict)"),
-            ));
+        if let AnnotationWrite::IfUnchanged { expected } = write {
+            let found = secret.annotations.get(key).cloned();
+            if let Err(found) = may_take_over(found.as_deref(), expected, value) {
+                return Err(KubeError::new(
+                    KubeErrorKind::Conflict,
+                    action,
+                    format!("the annotation reads \"{found}\" (set by \"kubectl-annotate\" (Update)), not \"{expected}\" as this rollout left it"),
+                ));
+            }
+            if let Some(theirs) = self.racing.lock().unwrap().remove(name) {
+                secret.annotations.insert(key.to_owned(), theirs);
+                return Err(KubeError::new(
+                    KubeErrorKind::Conflict,
+                    action,
+                    format!("Operation cannot be fulfilled on secrets \"{name}\": the object has been modified; please apply your changes to the latest version and try again (409 Conflict)"),
+                ));
+            }
         }
-        foreign.remove(name);
         secret.annotations.insert(key.to_owned(), value.to_owned());
-        let forced = if force == Force::Yes { " forced" } else { "" };
+        let forced = if write == AnnotationWrite::Force {
+            " forced"
+        } else {
+            ""
+        };
         self.log
             .lock()
             .unwrap()
@@ -192,7 +207,7 @@ impl ClusterSecrets for ArgoCd {
 
 struct Connect {
     secrets: Arc<Mutex<BTreeMap<String, ClusterSecret>>>,
-    foreign: ForeignOwned,
+    racing: Racing,
     log: Log,
 }
 
@@ -202,7 +217,7 @@ impl ArgoCdConnect for Connect {
         assert_eq!(namespace, "argocd");
         Ok(Box::new(ArgoCd {
             secrets: self.secrets.clone(),
-            foreign: self.foreign.clone(),
+            racing: self.racing.clone(),
             log: self.log.clone(),
         }))
     }
@@ -245,7 +260,7 @@ struct World {
     records: Records,
     connect: Connect,
     secrets: Arc<Mutex<BTreeMap<String, ClusterSecret>>>,
-    foreign: ForeignOwned,
+    racing: Racing,
     log: Log,
 }
 
@@ -263,7 +278,7 @@ impl World {
             );
         }
         let secrets = Arc::new(Mutex::new(secrets));
-        let foreign = ForeignOwned::default();
+        let racing = Racing::default();
         World {
             records: Records {
                 weights: Mutex::new(at),
@@ -275,11 +290,11 @@ impl World {
             },
             connect: Connect {
                 secrets: secrets.clone(),
-                foreign: foreign.clone(),
+                racing: racing.clone(),
                 log: log.clone(),
             },
             secrets,
-            foreign,
+            racing,
             log,
         }
     }
@@ -603,27 +618,71 @@ async fn the_canary_secret_is_found_by_the_clusters_arn_never_its_name_alone() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_step_over_an_annotation_another_manager_set_rolls_back_overwriting_nothing() {
+async fn a_step_takes_over_an_annotation_that_still_reads_the_baseline_whoever_set_it() {
+    // blue's "100" was set by `kubectl create` (another field manager): it is the baseline, so
+    // the first step takes it over.
     let world = World::new((100, 0), true, true);
-    world.foreign.lock().unwrap().insert("cluster-blue".into());
+    world.call(true, set_to_10()).await.expect("set");
+    assert_eq!(
+        world.log(),
+        [
+            "annotate cluster-blue 90".to_owned(),
+            format!("annotate {CANARY_SECRET} 10")
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_step_over_an_annotation_changed_outside_the_rollout_rolls_back_overwriting_nothing() {
+    // Someone annotated blue with 70; ExternalDNS has not carried it to Route 53 yet.
+    let world = World::new((100, 0), true, false);
+    world
+        .secrets
+        .lock()
+        .unwrap()
+        .get_mut("cluster-blue")
+        .unwrap()
+        .annotations
+        .insert(WEIGHT.into(), "70".into());
     let err = world
         .call(true, set_to_10())
         .await
-        .expect_err("another manager's annotation");
+        .expect_err("another value");
     assert_eq!(err.name().as_str(), "WeightsNotSynced", "rolls back: {err}");
     assert!(
         err.to_string().contains(
-            "another field manager set the `cluster-canary.io/weight` annotation on Secret cluster-blue, \
-             a change outside this rollout; nothing was overwritten, and the rollout rolls back"
+            "the `cluster-canary.io/weight` annotation on Secret cluster-blue changed outside this \
+             rollout; nothing was overwritten, and the rollout rolls back"
         ),
         "{err}"
     );
     assert!(
-        err.to_string().contains("conflict with \"kubectl\""),
+        err.to_string().contains("the annotation reads \"70\""),
         "{err}"
     );
     assert_eq!(world.log(), Vec::<String>::new(), "nothing written");
-    assert_eq!(world.annotation("cluster-blue").as_deref(), Some("100"));
+    assert_eq!(world.annotation("cluster-blue").as_deref(), Some("70"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_write_between_the_steps_read_and_its_apply_is_not_overwritten() {
+    let world = World::new((100, 0), true, false);
+    world
+        .racing
+        .lock()
+        .unwrap()
+        .insert("cluster-blue".into(), "60".into());
+    let err = world
+        .call(true, set_to_10())
+        .await
+        .expect_err("a write in between");
+    assert_eq!(err.name().as_str(), "WeightsNotSynced", "rolls back: {err}");
+    assert!(
+        err.to_string().contains("the object has been modified"),
+        "{err}"
+    );
+    assert_eq!(world.log(), Vec::<String>::new(), "nothing written");
+    assert_eq!(world.annotation("cluster-blue").as_deref(), Some("60"));
 }
 
 #[tokio::test(start_paused = true)]
@@ -647,7 +706,6 @@ async fn a_restore_takes_over_an_annotation_another_manager_set_the_canarys_firs
         .unwrap()
         .annotations
         .insert(WEIGHT.into(), "70".into());
-    world.foreign.lock().unwrap().insert("cluster-blue".into());
     let out = world
         .call(true, restore_from(90, 10))
         .await
@@ -665,7 +723,6 @@ async fn a_restore_takes_over_an_annotation_another_manager_set_the_canarys_firs
     );
     assert_eq!(world.annotation("cluster-blue").as_deref(), Some("100"));
     assert_eq!(world.annotation(CANARY_SECRET).as_deref(), Some("0"));
-    assert!(world.foreign.lock().unwrap().is_empty(), "taken over");
     assert_eq!(*world.records.weights.lock().unwrap(), (100, 0));
 }
 

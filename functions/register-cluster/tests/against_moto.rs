@@ -420,17 +420,19 @@ async fn fields_another_manager_owns_are_a_conflict() {
     assert_eq!(err.name().as_str(), "KubeConflict");
     assert!(
         err.to_string()
-            .contains("conflict with \"kubectl\": .labels.env"),
+            .contains("Apply failed with 1 conflict: conflict with \"kubectl\": .metadata.labels.env"),
         "{err}"
     );
 }
 
-/// The GitOps weight annotation as the Kubernetes API treats it: a step's apply (no force)
-/// over an annotation another field manager set is a 409 Conflict naming it; a rollback's
-/// (forced) takes it over, and the other manager no longer owns anything on the Secret.
+/// The GitOps weight annotation as the Kubernetes API (its real field manager) treats it: a
+/// step's write over a value other than the one it expects is refused naming who set it, and
+/// nothing is written; over the value it expects it takes the annotation over from whoever set
+/// it; a write since its read is a 409 (the apply's resourceVersion precondition); a rollback's
+/// forces.
 #[tokio::test]
-async fn a_weight_annotation_another_manager_set_is_a_conflict_unless_forced() {
-    use canary_kube::{ClusterSecrets, Force};
+async fn a_weight_annotation_is_taken_over_only_while_it_reads_what_the_step_expects() {
+    use canary_kube::AnnotationWrite;
     const WEIGHT: &str = "cluster-canary.io/weight";
     let env = Env::start(&[]).await;
     env.call("register", &plan(json!({})))
@@ -447,35 +449,76 @@ async fn a_weight_annotation_another_manager_set_is_a_conflict_unless_forced() {
         )
         .await
         .expect("their apply");
+    let managers = |secret: &Secret| -> Vec<String> {
+        secret
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .filter_map(|m| m.manager.clone())
+            .collect()
+    };
     let argocd = canary_kube::argocd::KubeArgoCd::new(env.kube.admin_client().await, "argocd");
     let err = argocd
-        .annotate_secret(&env.green_secret, WEIGHT, "10", Force::No)
+        .annotate_secret(
+            &env.green_secret,
+            WEIGHT,
+            "10",
+            AnnotationWrite::IfUnchanged { expected: "0" },
+        )
         .await
-        .expect_err("a step never takes another manager's annotation");
+        .expect_err("a step never overwrites a value it did not expect");
     assert_eq!(err.error_name().as_str(), "KubeConflict", "{err}");
     assert!(
-        err.to_string()
-            .contains(&format!("conflict with \"kubectl\": .annotations.{WEIGHT}")),
+        err.to_string().contains(
+            "the annotation reads \"70\" (set by \"kubectl\" (Apply)), not \"0\" as this rollout left it"
+        ),
         "{err}"
     );
+    let before = secrets.get(env.green_secret.as_str()).await.expect("get");
+    assert_eq!(before.metadata.annotations.clone().unwrap_or_default()[WEIGHT], "70");
+
     argocd
-        .annotate_secret(&env.green_secret, WEIGHT, "0", Force::Yes)
+        .annotate_secret(
+            &env.green_secret,
+            WEIGHT,
+            "10",
+            AnnotationWrite::IfUnchanged { expected: "70" },
+        )
         .await
-        .expect("a rollback takes it over");
+        .expect("the value it expects is taken over");
     let now = secrets.get(env.green_secret.as_str()).await.expect("get");
-    assert_eq!(now.metadata.annotations.unwrap_or_default()[WEIGHT], "0");
-    let managers: Vec<String> = now
-        .metadata
-        .managed_fields
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|m| m.manager)
-        .collect();
+    assert_eq!(now.metadata.annotations.clone().unwrap_or_default()[WEIGHT], "10");
+    assert!(!managers(&now).contains(&"kubectl".to_owned()), "{:?}", managers(&now));
+
+    // A stale read: an apply whose resourceVersion is not the current one is refused.
+    let stale = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {
+        "name": env.green_secret.as_str(), "annotations": {WEIGHT: "20"},
+        "resourceVersion": before.metadata.resource_version}});
+    let refused = secrets
+        .patch(
+            env.green_secret.as_str(),
+            &PatchParams::apply("cluster-canary-weights").force(),
+            &Patch::Apply(&stale),
+        )
+        .await
+        .expect_err("a precondition on an older version");
     assert!(
-        managers.contains(&"cluster-canary-weights".to_owned()),
-        "{managers:?}"
+        refused.to_string().contains("the object has been modified"),
+        "{refused}"
     );
-    assert!(!managers.contains(&"kubectl".to_owned()), "{managers:?}");
+
+    argocd
+        .annotate_secret(&env.green_secret, WEIGHT, "0", AnnotationWrite::Force)
+        .await
+        .expect("a rollback forces");
+    let now = secrets.get(env.green_secret.as_str()).await.expect("get");
+    assert_eq!(now.metadata.annotations.clone().unwrap_or_default()[WEIGHT], "0");
+    assert!(
+        managers(&now).contains(&"cluster-canary-weights".to_owned()),
+        "{:?}",
+        managers(&now)
+    );
 }
 
 #[tokio::test]

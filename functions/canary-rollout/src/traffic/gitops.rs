@@ -23,7 +23,10 @@ use canary_core::arn::account_of;
 use canary_core::plan::ClusterRef;
 use canary_core::targets::GitOpsWeights;
 use canary_core::{RolloutPlan, WeightPair};
-use canary_kube::{ArgoCdConnect, ClusterSecret, ClusterSecrets, Force, KubeError, KubeErrorKind};
+use canary_kube::argocd::WEIGHTS_FIELD_MANAGER;
+use canary_kube::{
+    AnnotationWrite, ArgoCdConnect, ClusterSecret, ClusterSecrets, KubeError, KubeErrorKind,
+};
 use tokio::time::Instant;
 use tracing::{info, warn};
 
@@ -46,6 +49,8 @@ pub(super) struct GitOpsRouter<'a> {
 struct Secrets {
     api: Box<dyn ClusterSecrets>,
     stable: String,
+    /// The stable's Secret as read.
+    stable_found: ClusterSecret,
     /// `None` when the new cluster has no Secret (yet, or any more): only a restore goes on
     /// without it, since then its apps are not deployed and its ExternalDNS writes nothing.
     canary: Option<String>,
@@ -132,15 +137,18 @@ impl<'a> GitOpsRouter<'a> {
         Ok(Secrets {
             api,
             stable,
+            stable_found: found,
             canary,
         })
     }
 
     /// Writes `pair` on the Secrets' weight annotations. A step's write (`Annotation::Step`)
-    /// needs both Secrets and never takes an annotation another field manager set: that is a
-    /// change outside this rollout, which then rolls back. A restore's (`Annotation::Keep`)
-    /// goes on without the canary's Secret, writes the canary's first (what moves traffic
-    /// away from it), and forces: a rollback must not depend on a write someone can refuse.
+    /// needs both Secrets and takes each annotation over only while it reads what this rollout
+    /// expects there (`expected`: the baseline before the first step, what it last set after),
+    /// whoever set it: any other value, or a write between the read and the apply, is a change
+    /// outside this rollout, which then rolls back. A restore's (`Annotation::Keep`) goes on
+    /// without the canary's Secret, writes the canary's first (what moves traffic away from
+    /// it), and forces: a rollback must not depend on a write someone can refuse.
     async fn annotate(&self, pair: WeightPair, why: Annotation) -> Result<(), ShiftError> {
         let key = self.settings.weight_annotation();
         let Some(argocd) = self.argocd else {
@@ -160,7 +168,7 @@ impl<'a> GitOpsRouter<'a> {
         let canary = match (&secrets.canary, why) {
             (Some(name), _) => Some(name),
             (None, Annotation::Keep) => None,
-            (None, Annotation::Step) => {
+            (None, Annotation::Step { .. }) => {
                 return Err(ShiftError::TargetNotFound {
                     path: self.records.located.label.clone(),
                     message: format!(
@@ -170,27 +178,32 @@ impl<'a> GitOpsRouter<'a> {
                 })
             }
         };
-        let (writes, force) = match why {
-            Annotation::Step => (
-                [(Some(&secrets.stable), pair.stable), (canary, pair.canary)],
-                Force::No,
-            ),
-            Annotation::Keep => (
-                [(canary, pair.canary), (Some(&secrets.stable), pair.stable)],
-                Force::Yes,
-            ),
+        let writes = match why {
+            Annotation::Step { expected } => [
+                (Some(&secrets.stable), pair.stable, Some(expected.stable)),
+                (canary, pair.canary, Some(expected.canary)),
+            ],
+            Annotation::Keep => [
+                (canary, pair.canary, None),
+                (Some(&secrets.stable), pair.stable, None),
+            ],
         };
-        for (name, weight) in writes {
+        for (name, weight, expected) in writes {
             let Some(name) = name else { continue };
+            let expected = expected.map(|w| w.to_string());
+            let write = match &expected {
+                Some(expected) => AnnotationWrite::IfUnchanged { expected },
+                None => AnnotationWrite::Force,
+            };
             secrets
                 .api
-                .annotate_secret(name, key, &weight.to_string(), force)
+                .annotate_secret(name, key, &weight.to_string(), write)
                 .await
                 .map_err(|e| match e.kind {
-                    KubeErrorKind::Conflict => self.foreign_owner(name, e),
+                    KubeErrorKind::Conflict => self.changed_outside(name, e),
                     _ => self.kube(e),
                 })?;
-            info!(target_key = %self.key(), secret = %name, weight, ?force, "weight annotation written");
+            info!(target_key = %self.key(), secret = %name, weight, ?write, "weight annotation written");
         }
         if canary.is_none() {
             warn!(target_key = %self.key(), "the new cluster has no Argo CD cluster Secret; only the stable's annotation was written");
@@ -198,17 +211,16 @@ impl<'a> GitOpsRouter<'a> {
         Ok(())
     }
 
-    /// A step found the weight annotation owned by another field manager (a person's
-    /// `kubectl apply`, another GitOps tool): someone else is setting this weight, so the
-    /// chain no longer carries the rollout's steps. It rolls back (the restore takes the
-    /// annotation over).
-    fn foreign_owner(&self, secret: &str, source: KubeError) -> ShiftError {
+    /// A step found the weight annotation changed outside this rollout (a person's `kubectl
+    /// annotate`, another GitOps tool), or changed between its read and its write: someone
+    /// else is setting this weight, so the chain no longer carries the rollout's steps. It
+    /// rolls back (the restore takes the annotation over).
+    fn changed_outside(&self, secret: &str, source: KubeError) -> ShiftError {
         ShiftError::WeightsNotSynced {
             path: self.records.located.label.clone(),
             message: format!(
-                "another field manager set the `{}` annotation on Secret {secret}, a change \
-                 outside this rollout; nothing was overwritten, and the rollout rolls back \
-                 ({source})",
+                "the `{}` annotation on Secret {secret} changed outside this rollout; nothing \
+                 was overwritten, and the rollout rolls back ({source})",
                 self.settings.weight_annotation()
             ),
         }
@@ -241,10 +253,11 @@ impl<'a> GitOpsRouter<'a> {
     }
 }
 
-/// Which write of the weight annotations: a step's, or a restore's (see `annotate`).
+/// Which write of the weight annotations: a step's from the weights it expects, or a
+/// restore's (see `annotate`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Annotation {
-    Step,
+    Step { expected: WeightPair },
     Keep,
 }
 
@@ -326,9 +339,20 @@ impl TrafficRouter for GitOpsRouter<'_> {
         self.records.refuse_unwritable(pair)
     }
 
-    /// The annotations, then the wait for Route 53.
-    async fn write(&self, _reading: &Reading, pair: WeightPair) -> Result<(), ShiftError> {
-        self.annotate(pair, Annotation::Step).await?;
+    /// The annotations, then the wait for Route 53. The records read what this rollout last
+    /// set (compare-and-set's compare passed): the annotations are expected there too.
+    async fn write(&self, reading: &Reading, pair: WeightPair) -> Result<(), ShiftError> {
+        let Observed::Pair(expected) = &reading.observed else {
+            return Err(self.records.moved(&reading.observed.describe()).unwrap_or_else(|| {
+                ShiftError::WeightsChangedExternally(format!(
+                    "{}: {}",
+                    self.records.located.label,
+                    reading.observed.describe()
+                ))
+            }));
+        };
+        let expected = *expected;
+        self.annotate(pair, Annotation::Step { expected }).await?;
         self.await_route53(pair).await
     }
 
@@ -350,9 +374,25 @@ impl TrafficRouter for GitOpsRouter<'_> {
     async fn inspect(&self, shortest_bake_seconds: i64) -> Result<Inspection, ShiftError> {
         let mut inspection = self.records.inspect_records(shortest_bake_seconds).await?;
         inspection.kind = "route53 via argocd";
+        let key = self.settings.weight_annotation();
         let secrets = match self.argocd {
             Some(argocd) => {
                 let secrets = self.secrets(argocd).await?;
+                let stable = &secrets.stable_found;
+                inspection.notes.push(match stable.annotations.get(key) {
+                    Some(value) => format!(
+                        "Secret {} has `{key}: \"{value}\"`, owned by {}: the first step takes it \
+                         over (field manager {WEIGHTS_FIELD_MANAGER}), only while it still reads the \
+                         baseline's weight",
+                        stable.name,
+                        stable.describe_owners(key)
+                    ),
+                    None => format!(
+                        "Secret {} has no `{key}` annotation yet: its Ingress renders weight 0 until \
+                         the first step writes it",
+                        stable.name
+                    ),
+                });
                 let canary = secrets.canary.unwrap_or("the new cluster's, once registered".into());
                 format!("Secrets {} and {canary}", secrets.stable)
             }
@@ -363,8 +403,7 @@ impl TrafficRouter for GitOpsRouter<'_> {
             ),
         };
         inspection.notes.push(format!(
-            "weights go through Argo CD: annotation `{}` on {secrets}, read back from Route 53 within {} s",
-            self.settings.weight_annotation(),
+            "weights go through Argo CD: annotation `{key}` on {secrets}, read back from Route 53 within {} s",
             self.timeout().as_secs()
         ));
         Ok(inspection)

@@ -1,0 +1,3 @@
+module cluster-canary.test/kube-fieldmanager
+
+go 1.19
