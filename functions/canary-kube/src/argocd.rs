@@ -263,9 +263,14 @@ impl ClusterSecrets for KubeArgoCd {
                 format!("Secret {name} does not exist"),
             ));
         };
-        let mut metadata = json!({"name": name, "namespace": self.namespace, "annotations": {key: value}});
+        let mut metadata =
+            json!({"name": name, "namespace": self.namespace, "annotations": {key: value}});
         if let AnnotationWrite::IfUnchanged { expected } = write {
-            let found = current.metadata.annotations.as_ref().and_then(|a| a.get(key));
+            let found = current
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(key));
             if let Err(found) = may_take_over(found.map(String::as_str), expected, value) {
                 return Err(KubeError::new(
                     KubeErrorKind::Conflict,
@@ -394,7 +399,11 @@ mod tests {
 
     #[test]
     fn a_step_takes_over_only_the_value_it_expects() {
-        assert_eq!(may_take_over(Some("100"), "100", "90"), Ok(()), "the baseline");
+        assert_eq!(
+            may_take_over(Some("100"), "100", "90"),
+            Ok(()),
+            "the baseline"
+        );
         assert_eq!(may_take_over(None, "0", "10"), Ok(()), "nobody set it");
         assert_eq!(
             may_take_over(Some("90"), "100", "90"),

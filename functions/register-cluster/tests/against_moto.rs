@@ -419,8 +419,9 @@ async fn fields_another_manager_owns_are_a_conflict() {
         .expect_err("conflict");
     assert_eq!(err.name().as_str(), "KubeConflict");
     assert!(
-        err.to_string()
-            .contains("Apply failed with 1 conflict: conflict with \"kubectl\": .metadata.labels.env"),
+        err.to_string().contains(
+            "Apply failed with 1 conflict: conflict with \"kubectl\": .metadata.labels.env"
+        ),
         "{err}"
     );
 }
@@ -476,7 +477,10 @@ async fn a_weight_annotation_is_taken_over_only_while_it_reads_what_the_step_exp
         "{err}"
     );
     let before = secrets.get(env.green_secret.as_str()).await.expect("get");
-    assert_eq!(before.metadata.annotations.clone().unwrap_or_default()[WEIGHT], "70");
+    assert_eq!(
+        before.metadata.annotations.clone().unwrap_or_default()[WEIGHT],
+        "70"
+    );
 
     argocd
         .annotate_secret(
@@ -488,8 +492,15 @@ async fn a_weight_annotation_is_taken_over_only_while_it_reads_what_the_step_exp
         .await
         .expect("the value it expects is taken over");
     let now = secrets.get(env.green_secret.as_str()).await.expect("get");
-    assert_eq!(now.metadata.annotations.clone().unwrap_or_default()[WEIGHT], "10");
-    assert!(!managers(&now).contains(&"kubectl".to_owned()), "{:?}", managers(&now));
+    assert_eq!(
+        now.metadata.annotations.clone().unwrap_or_default()[WEIGHT],
+        "10"
+    );
+    assert!(
+        !managers(&now).contains(&"kubectl".to_owned()),
+        "{:?}",
+        managers(&now)
+    );
 
     // A stale read: an apply whose resourceVersion is not the current one is refused.
     let stale = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {
@@ -513,7 +524,10 @@ async fn a_weight_annotation_is_taken_over_only_while_it_reads_what_the_step_exp
         .await
         .expect("a rollback forces");
     let now = secrets.get(env.green_secret.as_str()).await.expect("get");
-    assert_eq!(now.metadata.annotations.clone().unwrap_or_default()[WEIGHT], "0");
+    assert_eq!(
+        now.metadata.annotations.clone().unwrap_or_default()[WEIGHT],
+        "0"
+    );
     assert!(
         managers(&now).contains(&"cluster-canary-weights".to_owned()),
         "{:?}",

@@ -343,13 +343,16 @@ impl TrafficRouter for GitOpsRouter<'_> {
     /// set (compare-and-set's compare passed): the annotations are expected there too.
     async fn write(&self, reading: &Reading, pair: WeightPair) -> Result<(), ShiftError> {
         let Observed::Pair(expected) = &reading.observed else {
-            return Err(self.records.moved(&reading.observed.describe()).unwrap_or_else(|| {
-                ShiftError::WeightsChangedExternally(format!(
-                    "{}: {}",
-                    self.records.located.label,
-                    reading.observed.describe()
-                ))
-            }));
+            return Err(self
+                .records
+                .moved(&reading.observed.describe())
+                .unwrap_or_else(|| {
+                    ShiftError::WeightsChangedExternally(format!(
+                        "{}: {}",
+                        self.records.located.label,
+                        reading.observed.describe()
+                    ))
+                }));
         };
         let expected = *expected;
         self.annotate(pair, Annotation::Step { expected }).await?;
