@@ -85,6 +85,18 @@ pub enum Update {
     Restored {
         weights: Vec<TargetWeights>,
     },
+    /// An attempt of the rollback's restore failed (said at its first failure; the state
+    /// machine keeps retrying): traffic is not back at the baseline.
+    RestoreFailing {
+        error: String,
+        cause: String,
+    },
+    /// The restore failed for good (its retries are spent, or it was refused): traffic may
+    /// not be at the baseline, and a person must restore it.
+    RestoreFailed {
+        error: String,
+        cause: String,
+    },
     /// After a foreign change: the targets still where the rollout left them put back to the
     /// baseline (`weights`); `left` names those someone else changed, left as found.
     RestoredUnchanged {
@@ -128,11 +140,24 @@ pub struct Tracker {
     on_approval_timeout: Option<String>,
     /// The failure last reported: the states after it carry it on to the end.
     last_failure: Option<(String, String)>,
+    /// The state entered last, and whether this rollback's failing restore was said.
+    current_state: String,
+    restore_failing_said: bool,
 }
 
+/// The restores: an attempt of theirs that fails is said at once (they retry for minutes).
+const RESTORE_STATES: [&str; 4] = [
+    "Restore",
+    "RestoreRetried",
+    "RestoreUnchanged",
+    "LookAfterRestore",
+];
+
 /// States whose output carries a failure that is reported elsewhere, or is the rollback's own.
-const FAILURE_REPORTED_BY: [&str; 13] = [
+const FAILURE_REPORTED_BY: [&str; 15] = [
     "DescribeCheckFailure",
+    "NotifyRollbackFailing",
+    "RestoreRetried",
     "RestoreUnchanged",
     "DescribeTaskFailure",
     "DescribeApprovalFailure",
@@ -157,6 +182,8 @@ impl Tracker {
             },
             on_approval_timeout: None,
             last_failure: None,
+            current_state: String::new(),
+            restore_failing_said: false,
         }
     }
 
@@ -218,6 +245,14 @@ impl Tracker {
                 self.entered(name, input.as_deref(), event.timestamp);
                 None
             }
+            EventKind::TaskFailed { error, cause }
+                if RESTORE_STATES.contains(&self.current_state.as_str()) =>
+            {
+                self.restore_failing(
+                    error.as_deref().unwrap_or_default(),
+                    &Value::String(cause.clone().unwrap_or_default()),
+                )
+            }
             EventKind::ExecutionEnded {
                 status,
                 error,
@@ -239,7 +274,52 @@ impl Tracker {
         }
     }
 
+    /// A restore's attempt failed: said once per rollback (the state machine retries).
+    fn restore_failing(&mut self, error: &str, cause: &Value) -> Option<Update> {
+        self.status.phase = "rollback failing, retrying".to_owned();
+        if std::mem::replace(&mut self.restore_failing_said, true) {
+            return None;
+        }
+        Some(Update::RestoreFailing {
+            error: error.to_owned(),
+            cause: cause_text(cause),
+        })
+    }
+
+    /// A restore state's exit that is not a restore done: its first attempt failed
+    /// (`restoreFailing`, retried next), or it failed for good (`restoreFailure`); `None` for
+    /// any other exit, and what to say otherwise. The rollback's own cause, written before the
+    /// restore ran, is then not said by the states after: it would read as if traffic were
+    /// back.
+    fn restore_ended(&mut self, name: &str, state: &Value) -> Option<Option<Update>> {
+        let failure = &state["failure"];
+        let ended = |key: &str| state[key].is_object() && !state["restored"].is_object();
+        if name == "Restore" && ended("restoreFailing") {
+            let failing = &state["restoreFailing"];
+            return Some(self.restore_failing(&text(&failing["Error"]), &failing["Cause"]));
+        }
+        let failed = &state["restoreFailure"];
+        let done_for_good = match name {
+            "Restore" | "RestoreRetried" => ended("restoreFailure"),
+            _ => failed.is_object(),
+        };
+        if !done_for_good {
+            return None;
+        }
+        if failure.is_object() {
+            self.last_failure = Some((text(&failure["Error"]), cause_text(&failure["Cause"])));
+        }
+        Some(Some(Update::RestoreFailed {
+            error: text(&failed["Error"]),
+            cause: cause_text(&failed["Cause"]),
+        }))
+    }
+
     fn entered(&mut self, name: &str, input: Option<&str>, at: f64) {
+        self.current_state = name.to_owned();
+        if name == "Restore" {
+            self.restore_failing_said = false;
+        }
         let phase = match name {
             "ValidateAnalysis" | "PrepareTraffic" => "preparing",
             "DescribeCluster" | "WaitForCluster" => "waiting for the cluster",
@@ -248,7 +328,7 @@ impl Tracker {
             "TargetHealth" | "WaitForTargets" => "waiting for healthy targets",
             "SetWeights" => "shifting traffic",
             "BakeWait" | "Evaluate" => "baking",
-            "Restore" => "rolling back",
+            "Restore" | "RestoreRetried" => "rolling back",
             "RestoreUnchanged" => "restoring what no one else changed",
             "SettleAfterRestore" | "LookAfterRestore" => "watching the restored baseline",
             "VerifyPromotion" => "promoting",
@@ -274,6 +354,11 @@ impl Tracker {
 
     fn exited(&mut self, name: &str, state: &Value) -> Option<Update> {
         let failure = &state["failure"];
+        if RESTORE_STATES.contains(&name) {
+            if let Some(said) = self.restore_ended(name, state) {
+                return said;
+            }
+        }
         if failure.is_object() && !FAILURE_REPORTED_BY.contains(&name) {
             let seen = (text(&failure["Error"]), cause_text(&failure["Cause"]));
             if self.last_failure.as_ref() == Some(&seen) {
@@ -350,7 +435,7 @@ impl Tracker {
                 })
             }
             "VerifyPromotion" => Some(Update::Promoted),
-            "Restore" => Some(Update::Restored {
+            "Restore" | "RestoreRetried" => Some(Update::Restored {
                 weights: weights(&state["restored"]["weights"]),
             }),
             "RestoreUnchanged" => Some(Update::RestoredUnchanged {
@@ -490,5 +575,82 @@ mod tests {
             left,
             "It left as found weights changed outside this rollout: listener was 70/30"
         );
+    }
+    #[test]
+    fn a_failing_restore_is_said_at_its_first_failed_attempt_and_never_called_restored() {
+        let exited = |name: &str, output: Value| {
+            at(EventKind::StateExited {
+                name: name.to_owned(),
+                output: Some(output.to_string()),
+            })
+        };
+        let failed_attempt = || {
+            at(EventKind::TaskFailed {
+                error: Some("AccessDenied".to_owned()),
+                cause: Some(
+                    r#"{"errorType":"AccessDenied","errorMessage":"elasticloadbalancing:ModifyListener on listener/app/web refused"}"#
+                        .to_owned(),
+                ),
+            })
+        };
+        let failure = serde_json::json!({"Error": "CheckFailed",
+            "Cause": "Canary check failed at step 2 of 3 (50% of traffic on the new cluster); traffic restored to the baseline. alarm web-5xx"});
+        let mut tracker = Tracker::new("arn");
+        tracker.feed(&entered("Restore"));
+        assert_eq!(
+            tracker.feed(&failed_attempt()),
+            Some(Update::RestoreFailing {
+                error: "AccessDenied".to_owned(),
+                cause: "elasticloadbalancing:ModifyListener on listener/app/web refused".to_owned()
+            })
+        );
+        assert_eq!(tracker.status().phase, "rollback failing, retrying");
+        assert_eq!(
+            tracker.feed(&failed_attempt()),
+            None,
+            "said once, not at every retry"
+        );
+        let failing = serde_json::json!({"failure": failure, "restoreFailing": {
+            "Error": "AccessDenied", "Cause": "ModifyListener refused"}});
+        assert_eq!(
+            tracker.feed(&exited("Restore", failing.clone())),
+            None,
+            "the first attempt's failure was said already"
+        );
+        tracker.feed(&entered("RestoreRetried"));
+        assert_eq!(tracker.feed(&failed_attempt()), None);
+        let mut caught = failing;
+        caught["restoreFailure"] =
+            serde_json::json!({"Error": "AccessDenied", "Cause": "ModifyListener refused"});
+        assert_eq!(
+            tracker.feed(&exited("RestoreRetried", caught.clone())),
+            Some(Update::RestoreFailed {
+                error: "AccessDenied".to_owned(),
+                cause: "ModifyListener refused".to_owned()
+            })
+        );
+        tracker.feed(&entered("RollbackFailedOutcome"));
+        assert_eq!(
+            tracker.feed(&exited("RollbackFailedOutcome", caught)),
+            None,
+            "the check's cause, written before the restore ran, is not said after it failed"
+        );
+
+        // The retried restore passes: the baseline is back, and said so.
+        let mut recovered = Tracker::new("arn");
+        recovered.feed(&entered("Restore"));
+        let passed = serde_json::json!({"restoreFailing": {"Error": "ThrottlingException", "Cause": "slow down"},
+            "restored": {"weights": [{"target": "l", "stable": 100, "canary": 0}], "note": ""}});
+        assert!(matches!(
+            recovered.feed(&exited(
+                "Restore",
+                serde_json::json!({"restoreFailing": passed["restoreFailing"]})
+            )),
+            Some(Update::RestoreFailing { .. })
+        ));
+        assert!(matches!(
+            recovered.feed(&exited("RestoreRetried", passed)),
+            Some(Update::Restored { weights }) if weights.len() == 1
+        ));
     }
 }

@@ -485,7 +485,7 @@ pub async fn restore(
     // Compared with the baseline itself: every target found elsewhere is reported as
     // overwritten, with what it was. A person's restore records no rollback metrics.
     let restored =
-        canary_rollout::restore::restore(&apis, &plan, &baseline, Some(&baseline)).await?;
+        canary_rollout::restore::restore(&apis, &plan, &baseline, Some(&baseline), None).await?;
     for overwritten in &restored.unexpected {
         printer.say(
             &format!(

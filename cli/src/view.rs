@@ -209,6 +209,16 @@ pub fn lines(update: &Update, output: Output, verbose: bool) -> Vec<String> {
         Update::Restored { weights } => {
             one(format!("restored the baseline: {}", weights_text(weights)))
         }
+        Update::RestoreFailing { error, cause } => one(format!(
+            "{}: the restore could not put the baseline back ({error}: {cause}); traffic is NOT at \
+             the baseline yet, and the state machine keeps retrying",
+            paint(output, Tone::Bad, "ROLLBACK FAILING")
+        )),
+        Update::RestoreFailed { error, cause } => one(format!(
+            "{}: the restore gave up ({error}: {cause}); traffic may not be at the baseline: restore \
+             it by hand (`cluster-canary restore`)",
+            paint(output, Tone::Bad, "ROLLBACK FAILED")
+        )),
         Update::RestoredUnchanged { weights, left } => {
             let restored = match weights.is_empty() {
                 true => "no target left where this rollout set it".to_owned(),

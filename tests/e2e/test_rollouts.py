@@ -16,6 +16,7 @@ from sandbox.scenarios import manual_plan, start_manual
 from sandbox import scenarios
 from sandbox.front_door import lambda_throttled, query_throttled
 from sandbox.harness import REPO, Sandbox
+from sandbox.iam import access_denied, service_models
 
 def series(report, metric, target_prefix=""):
     """The values of one metric the rollout's functions emitted, in order (for one target)."""
@@ -221,6 +222,53 @@ def test_transient_failures_are_retried_and_the_rollout_succeeds():
         assert (lambda_throttle[1], aws_throttle[1]) == (0, 0), "both faults were injected"
         assert report.status == "SUCCEEDED"
         assert report.weights == PROMOTED
+
+
+def test_a_restore_refused_once_is_said_at_once_then_retried_to_the_baseline():
+    """At 50 % an alarm fails the check, and the rollback's first ModifyListener is refused
+    (AccessDenied, as an IAM policy missing it answers). `watch` says ROLLBACK FAILING at once,
+    naming the refused action, and never "restored" until the retried restore has put the
+    baseline back; `Rollback Failing` is sent (schema-valid), shift-weights emits
+    RestoreFailures (what RestoreFailingAlarm pages on); then Rolled Back."""
+    with Sandbox(log=captured) as sandbox:
+        elbv2 = service_models().by_signing_name["elasticloadbalancing"][0]  # query protocol, as ELBv2
+        role = "arn:aws:sts::123456789012:assumed-role/shift-weights/shift-weights"
+        refusal = access_denied(elbv2, role, "elasticloadbalancing:ModifyListener", sandbox.world.listener)
+        refused = [lambda method, path, body: b"Action=ModifyListener" in body, 1, refusal]
+        lines = []
+
+        def out(line):
+            lines.append(line)
+            captured(line)
+
+        def on_event(name, state):
+            if name == "SetWeights" and state["cursor"]["step"]["weight"] == 50 and not lines_at_alarm:
+                lines_at_alarm.append(len(lines))
+                sandbox.front.faults.append(refused)
+                sandbox.alarm_events.set_state("web-green-5xx", "ALARM", "Threshold Crossed")
+
+        lines_at_alarm = []
+        scenarios.create_green(sandbox)
+        arn = start_manual(sandbox, manual_plan(sandbox), "green-restore-refused")
+        report = scenarios.watch(sandbox, arn, on_event=on_event, out=out)
+        assert refused[1] == 0, "the restore's write was refused once"
+        assert (report.status, report.error) == ("FAILED", "CheckFailed"), (report.error, report.cause)
+        assert report.weights == BASELINE
+        at = report.states.index("Restore")
+        assert report.states[at:at + 3] == ["Restore", "NotifyRollbackFailing", "RestoreRetried"], report.states
+        failing = [i for i, line in enumerate(lines) if "ROLLBACK FAILING" in line]
+        restored = [i for i, line in enumerate(lines) if line.startswith("restored the baseline")]
+        assert failing and restored and failing[0] < restored[0], lines
+        assert "elasticloadbalancing:ModifyListener" in lines[failing[0]], lines[failing[0]]
+        assert "traffic is NOT at the baseline yet" in lines[failing[0]]
+        assert not any("restored" in line for line in lines[lines_at_alarm[0]:failing[0]]), lines
+        types = event_types(report)
+        assert types.index("Rollback Failing") < types.index("Rolled Back"), types
+        detail = dict(report.events)["Rollback Failing"]
+        assert detail["rollbackFor"] == "CheckFailed" and "ModifyListener" in detail["cause"], detail
+        assert ("RestoreFailures", {"Cluster": "us-east-1/green"}, 1.0) in [
+            (name, dims, value) for name, dims, value in scenarios.emitted_metrics(sandbox, "us-east-1/green")], \
+            "the metric RestoreFailingAlarm pages on"
 
 
 def test_the_eventbridge_rules_match_what_they_should():

@@ -11,7 +11,7 @@ use canary_core::state::{
 use canary_core::target_health::MAX_TARGET_HEALTH_POLLS;
 use canary_core::ErrorName;
 use cluster_canary_tests::repo_root;
-use serde_json::Value;
+use serde_json::{json, Value};
 use strum::VariantArray;
 
 /// Names only cluster-created raises; it is started by EventBridge, not by the state machine.
@@ -359,6 +359,44 @@ fn every_check_looks_at_where_traffic_is() {
     assert_eq!(at_set["Error"], at_check["Error"]);
 }
 
+/// A restore's first attempt that fails says so at once (Rollback Failing, and the function's
+/// RestoreFailures metric pages) and is then retried hard; only bad input, which retrying
+/// cannot fix, ends RollbackFailed straight away. Watching the history, `cluster-canary watch`
+/// says it too (cli/src/progress.rs).
+#[test]
+fn a_failing_restore_is_said_at_its_first_attempt_then_retried_hard() {
+    let asl = definition();
+    let s = states(&asl);
+    let first = &s["Restore"];
+    let catches = first["Catch"].as_array().expect("Restore catches");
+    assert_eq!(
+        catches[0]["ErrorEquals"],
+        json!(["InvalidInput", "InvalidPlan"])
+    );
+    assert_eq!(catches[0]["Next"], "RollbackFailedOutcome");
+    assert_eq!(catches[1]["ErrorEquals"], json!(["States.ALL"]));
+    assert_eq!(catches[1]["ResultPath"], "$.restoreFailing");
+    assert_eq!(catches[1]["Next"], "NotifyRollbackFailing");
+    let notify = &s["NotifyRollbackFailing"];
+    assert_eq!(
+        notify["Parameters"]["Entries"][0]["DetailType"],
+        "Rollback Failing"
+    );
+    assert_eq!(notify["Next"], "RestoreRetried");
+    assert_eq!(
+        notify["Catch"][0]["Next"], "RestoreRetried",
+        "never holds up the rollback"
+    );
+    let retried = &s["RestoreRetried"];
+    assert_eq!(
+        retried["Parameters"], first["Parameters"],
+        "the same restore"
+    );
+    assert_eq!(retried["Retry"][1]["MaxAttempts"], 20);
+    assert_eq!(retried["Catch"][0]["Next"], "RollbackFailedOutcome");
+    assert_eq!(retried["Next"], first["Next"]);
+}
+
 /// After the rollback's restore and its events: wait the settle period, look again, and say so
 /// when the baseline had been undone. A failed look is a failed rollback (the safety net then
 /// tries again), never a quiet end.
@@ -382,7 +420,7 @@ fn a_rollback_looks_again_after_its_settle_period() {
     let look = &s["LookAfterRestore"];
     assert_eq!(look["Parameters"]["Payload"]["operation"], "lookAgain");
     assert_eq!(
-        look["Retry"], s["Restore"]["Retry"],
+        look["Retry"], s["RestoreRetried"]["Retry"],
         "retried as hard as the restore"
     );
     assert_eq!(look["Catch"][0]["Next"], "RollbackFailedOutcome");

@@ -54,6 +54,11 @@ pub enum EventKind {
         parameters: String,
         timeout_seconds: Option<i64>,
     },
+    /// One attempt of a task failed (a Retry may try it again).
+    TaskFailed {
+        error: Option<String>,
+        cause: Option<String>,
+    },
     ExecutionEnded {
         status: String,
         error: Option<String>,
@@ -123,6 +128,13 @@ fn model_event(event: &sfn::types::HistoryEvent) -> HistoryEvent {
                     .map(|d| d.parameters().to_owned())
                     .unwrap_or_default(),
                 timeout_seconds: details.and_then(|d| d.timeout_in_seconds()),
+            }
+        }
+        T::TaskFailed => {
+            let details = event.task_failed_event_details();
+            EventKind::TaskFailed {
+                error: details.and_then(|d| d.error()).map(str::to_owned),
+                cause: details.and_then(|d| d.cause()).map(str::to_owned),
             }
         }
         T::ExecutionSucceeded => ended("SUCCEEDED", None, None),

@@ -13,7 +13,8 @@
 //! | `lastSet`, `restored` (weights, notes)         | 10 targets: < 4 KiB each        |
 //! | `cluster`, `registration`, `apps`              | [`MAX_REASON_BYTES`] + < 1 KiB  |
 //! | `verdict` (counts, bounded summary)            | [`MAX_SUMMARY_BYTES`] + < 200 B |
-//! | `failure`, `restoreFailure` (error and cause)  | [`MAX_CAUSE_BYTES`] each        |
+//! | `failure`, `restoreFailing`, `restoreFailure`  | [`MAX_CAUSE_BYTES`] each        |
+//! | (error and cause)                              |                                 |
 //! | an approver's rejection, caught                | 32,768 characters (AWS's cap), alone: the plan is left out until it is cut to [`MAX_REJECTION_CAUSE_BYTES`] |
 //!
 //! which adds up to well under [`STATE_BUDGET_BYTES`]. Task results (the raw Lambda
@@ -181,7 +182,7 @@ mod tests {
             + 1024
             + MAX_SUMMARY_BYTES
             + 200
-            + 2 * MAX_CAUSE_BYTES;
+            + 3 * MAX_CAUSE_BYTES;
         assert!(fixed_parts < STATE_BUDGET_BYTES, "{fixed_parts}");
     }
 }

@@ -41,6 +41,11 @@ pub enum Metric {
     /// put back): someone else moves this traffic, and a person should look. Also emitted
     /// without dimensions, for the template's `ForeignChangeAlarm`.
     ForeignChanges,
+    /// 1 for each attempt of a rollback's restore that failed (a write refused, a target
+    /// unreachable): traffic is not back at the baseline while the state machine retries. Also
+    /// emitted without dimensions, for the template's `RestoreFailingAlarm`, which pages at the
+    /// first failure rather than when the retries are spent.
+    RestoreFailures,
     /// A fleet's cells promoted in a wave (`Fleet`: the fleet plan's name).
     CellsPromoted,
     /// A fleet's cells that ended without promotion in a wave (failed, or never started).
@@ -62,6 +67,7 @@ impl Metric {
             | Metric::Rollbacks
             | Metric::RollbacksReverted
             | Metric::ForeignChanges
+            | Metric::RestoreFailures
             | Metric::CellsPromoted
             | Metric::CellsFailed => "Count",
             Metric::LatencySeconds | Metric::RollbackSeconds => "Seconds",
@@ -78,9 +84,10 @@ impl Metric {
             Metric::ErrorRatePercent | Metric::LatencySeconds => &["Cluster", "Target", "Side"],
             Metric::MetricValue => &["Cluster", "Check"],
             Metric::Rollbacks => &["Cluster", "Cause"],
-            Metric::RollbackSeconds | Metric::RollbacksReverted | Metric::ForeignChanges => {
-                &["Cluster"]
-            }
+            Metric::RollbackSeconds
+            | Metric::RollbacksReverted
+            | Metric::ForeignChanges
+            | Metric::RestoreFailures => &["Cluster"],
             Metric::CellsPromoted | Metric::CellsFailed => &["Fleet"],
         }
     }
@@ -88,7 +95,10 @@ impl Metric {
     /// Metrics an alarm of the template watches across every cluster: emitted with an empty
     /// dimension set too (an alarm cannot SEARCH).
     fn also_stack_wide(self) -> bool {
-        matches!(self, Metric::RollbacksReverted | Metric::ForeignChanges)
+        matches!(
+            self,
+            Metric::RollbacksReverted | Metric::ForeignChanges | Metric::RestoreFailures
+        )
     }
 }
 
@@ -175,6 +185,10 @@ impl Point {
 
     pub fn foreign_change(cluster: &str) -> Self {
         Point::new(Metric::ForeignChanges, vec![cluster.to_owned()], 1.0)
+    }
+
+    pub fn restore_failure(cluster: &str) -> Self {
+        Point::new(Metric::RestoreFailures, vec![cluster.to_owned()], 1.0)
     }
 
     /// What one wave of `fleet` did: its cells promoted and failed.
@@ -293,6 +307,7 @@ mod tests {
             Point::rollback_seconds("r/c", 1.5),
             Point::rollback_reverted("r/c"),
             Point::foreign_change("r/c"),
+            Point::restore_failure("r/c"),
         ]
         .into_iter()
         .chain(Point::check_result("r/c", false, true))
@@ -308,7 +323,10 @@ mod tests {
             }
             assert!(document[metric.name()].is_number(), "{document}");
             // An alarm watches the stack-wide series: it has no dimension at all.
-            let stack_wide = matches!(metric, Metric::RollbacksReverted | Metric::ForeignChanges);
+            let stack_wide = matches!(
+                metric,
+                Metric::RollbacksReverted | Metric::ForeignChanges | Metric::RestoreFailures
+            );
             assert_eq!(
                 declared["Dimensions"].get(1) == Some(&json!([])),
                 stack_wide

@@ -37,6 +37,11 @@ pub fn rollback_reverted(plan: &RolloutPlan) {
     emit_metrics([Point::rollback_reverted(&cluster(plan))]);
 }
 
+/// An attempt of a rollback's restore failed: pages at once (`RestoreFailingAlarm`).
+pub fn restore_failure(plan: &RolloutPlan) {
+    emit_metrics([Point::restore_failure(&cluster(plan))]);
+}
+
 /// A foreign change stopped the rollout.
 pub fn foreign_change(plan: &RolloutPlan) {
     emit_metrics([Point::foreign_change(&cluster(plan))]);

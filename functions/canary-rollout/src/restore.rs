@@ -47,8 +47,9 @@ pub async fn restore(
     plan: &RolloutPlan,
     baseline: &[TargetWeights],
     expected: Option<&[TargetWeights]>,
+    step: Option<WeightPair>,
 ) -> Result<RestoreOutput, ShiftError> {
-    put_back(apis, plan, baseline, Ours::AnyFound(expected), true).await
+    put_back(apis, plan, baseline, Ours::AnyFound(expected, step), true).await
 }
 
 /// After a foreign change stopped the rollout (a compare-and-set restore): every target still
@@ -87,8 +88,10 @@ pub fn hold_seconds(apis: &Apis<'_>, plan: &RolloutPlan) -> u64 {
 #[derive(Clone, Copy)]
 enum Ours<'a> {
     /// A rollback: whatever it finds is put back. A target at neither these weights (what the
-    /// rollout last set) nor the baseline is reported as overwritten; `None` reports nothing.
-    AnyFound(Option<&'a [TargetWeights]>),
+    /// rollout last set), the step's (the one it was setting, which may have reached some
+    /// targets before another was refused) nor the baseline is reported as overwritten; `None`
+    /// reports nothing.
+    AnyFound(Option<&'a [TargetWeights]>, Option<WeightPair>),
     /// Only a target at these weights, or at the step's: any other is left as found.
     Only(&'a [TargetWeights], Option<WeightPair>),
 }
@@ -103,7 +106,7 @@ async fn put_back(
     let routers = routers(apis, plan);
     let baseline = per_target(&routers, baseline, "baseline")?;
     let (expected, step, leave_foreign) = match ours {
-        Ours::AnyFound(expected) => (expected, None, false),
+        Ours::AnyFound(expected, step) => (expected, step, false),
         Ours::Only(expected, step) => (Some(expected), step, true),
     };
     let expected = expected
@@ -238,7 +241,14 @@ pub async fn look_again(
     plan: &RolloutPlan,
     baseline: &[TargetWeights],
 ) -> Result<LookAgainOutput, ShiftError> {
-    let restored = put_back(apis, plan, baseline, Ours::AnyFound(Some(baseline)), false).await?;
+    let restored = put_back(
+        apis,
+        plan,
+        baseline,
+        Ours::AnyFound(Some(baseline), None),
+        false,
+    )
+    .await?;
     if restored.unexpected.is_empty() {
         info!("the baseline held through the settle period");
         return Ok(LookAgainOutput {
@@ -328,7 +338,7 @@ mod tests {
             ..Apis::fake()
         };
 
-        let err = restore(&apis, &plan, &baseline(), None)
+        let err = restore(&apis, &plan, &baseline(), None, None)
             .await
             .expect_err("the throttle surfaces");
         assert_eq!(err.name().as_str(), "AwsTransient");
@@ -340,7 +350,7 @@ mod tests {
             "the other was restored anyway"
         );
 
-        let out = restore(&apis, &plan, &baseline(), None)
+        let out = restore(&apis, &plan, &baseline(), None, None)
             .await
             .expect("the retry restores the rest");
         assert_eq!(out.weights, baseline());
@@ -357,7 +367,7 @@ mod tests {
             alb: &alb,
             ..Apis::fake()
         };
-        let err = restore(&apis, &plan(), &baseline(), None)
+        let err = restore(&apis, &plan(), &baseline(), None, None)
             .await
             .expect_err("the controller put its weights back");
         assert_eq!(err.name().as_str(), "WeightsChangedExternally");
@@ -373,6 +383,38 @@ mod tests {
             0,
             "the other target restored"
         );
+    }
+
+    #[tokio::test]
+    async fn a_step_refused_half_written_is_the_rollouts_own_not_a_foreign_change() {
+        // The 10 % step reached listener A, then listener B refused it; the rollout had set
+        // nothing before (its last set is the baseline).
+        let alb = FakeAlb::default()
+            .forward(LISTENER_A, (BLUE, 90), (GREEN, 10))
+            .forward(LISTENER_B, (BLUE, 100), (GREEN, 0));
+        let apis = Apis {
+            alb: &alb,
+            ..Apis::fake()
+        };
+        let step = WeightPair::for_canary_percent(10);
+        let out = restore(&apis, &plan(), &baseline(), Some(&baseline()), step)
+            .await
+            .expect("restores");
+        assert_eq!(out.weights, baseline());
+        assert!(out.unexpected.is_empty(), "{:?}", out.unexpected);
+        assert_eq!(out.note, "", "nothing blamed on anyone else");
+        // Without the step, the same weights would read as someone else's.
+        let alb = FakeAlb::default()
+            .forward(LISTENER_A, (BLUE, 90), (GREEN, 10))
+            .forward(LISTENER_B, (BLUE, 100), (GREEN, 0));
+        let apis = Apis {
+            alb: &alb,
+            ..Apis::fake()
+        };
+        let blamed = restore(&apis, &plan(), &baseline(), Some(&baseline()), None)
+            .await
+            .expect("restores");
+        assert_eq!(blamed.unexpected.len(), 1);
     }
 
     #[tokio::test]

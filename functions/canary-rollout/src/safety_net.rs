@@ -275,7 +275,7 @@ pub async fn safety_net(
             look_again: None,
         });
     }
-    let restored = restore(apis, &plan, &baseline, expected.as_deref()).await?;
+    let restored = restore(apis, &plan, &baseline, expected.as_deref(), None).await?;
     let why_metric = Rollback {
         cause: "SafetyNet".to_owned(),
         failed_at: None,

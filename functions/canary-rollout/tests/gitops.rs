@@ -322,8 +322,14 @@ impl World {
             Some("restore") => {
                 let expected = weights("expected");
                 to_json(
-                    restore::restore(&apis, &plan.plan, &weights("baseline"), Some(&expected))
-                        .await?,
+                    restore::restore(
+                        &apis,
+                        &plan.plan,
+                        &weights("baseline"),
+                        Some(&expected),
+                        None,
+                    )
+                    .await?,
                 )
             }
             other => panic!("no such operation in these tests: {other:?}"),

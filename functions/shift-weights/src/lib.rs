@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use canary_core::{RolloutPlan, TargetWeights, WeightPair};
 use canary_rollout::outputs::ExecutionContext;
-use canary_rollout::{prepare, restore, retire, safety_net, set, target_health};
+use canary_rollout::{metrics, prepare, restore, retire, safety_net, set, target_health};
 use schemars::{schema_for, Schema};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -45,6 +45,10 @@ pub enum Request {
         /// When the failure happened (RFC 3339), for the `RollbackSeconds` metric.
         #[serde(default)]
         failed_at: Option<String>,
+        /// The step being set when it failed: a target already at its weights (the step
+        /// reached it before another target refused) is this rollout's, not a foreign change.
+        #[serde(default)]
+        canary_weight: Option<u8>,
     },
     /// After a foreign change stopped the rollout: put back to `baseline` every target still
     /// at `expected` (what this rollout last set) or at `canary_weight` % (the step it was
@@ -121,13 +125,17 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, ShiftError> 
             expected,
             cause,
             failed_at,
+            canary_weight,
         } => {
             let plan = RolloutPlan::parse(plan)?.plan;
             let why = restore::Rollback {
                 cause: cause.unwrap_or_else(|| "Restore".to_owned()),
                 failed_at,
             };
-            let restored = restore::restore(apis, &plan, &baseline, expected.as_deref()).await?;
+            let step = step_weights(canary_weight)?;
+            let restored = restore::restore(apis, &plan, &baseline, expected.as_deref(), step)
+                .await
+                .inspect_err(|_| metrics::restore_failure(&plan))?;
             restore::record(&plan, &restored, &why);
             to_json(restored)
         }
@@ -138,15 +146,10 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, ShiftError> 
             canary_weight,
         } => {
             let plan = RolloutPlan::parse(plan)?.plan;
-            let step = canary_weight
-                .map(|w| {
-                    WeightPair::for_canary_percent(w).ok_or_else(|| {
-                        ShiftError::InvalidInput(format!("canaryWeight {w} is over 100"))
-                    })
-                })
-                .transpose()?;
-            let restored =
-                restore::restore_unchanged(apis, &plan, &baseline, &expected, step).await?;
+            let step = step_weights(canary_weight)?;
+            let restored = restore::restore_unchanged(apis, &plan, &baseline, &expected, step)
+                .await
+                .inspect_err(|_| metrics::restore_failure(&plan))?;
             restore::record_foreign_change(&plan, &restored);
             to_json(restored)
         }
@@ -189,6 +192,16 @@ pub fn output_schemas() -> BTreeMap<&'static str, Schema> {
         ("detach", schema_for!(DetachOutput)),
         ("targetHealth", schema_for!(TargetHealthOutput)),
     ])
+}
+
+/// The weights of the step a rollback interrupted (`canaryWeight` %), if given.
+fn step_weights(canary_weight: Option<u8>) -> Result<Option<WeightPair>, ShiftError> {
+    canary_weight
+        .map(|w| {
+            WeightPair::for_canary_percent(w)
+                .ok_or_else(|| ShiftError::InvalidInput(format!("canaryWeight {w} is over 100")))
+        })
+        .transpose()
 }
 
 fn to_json(output: impl Serialize) -> Result<Value, ShiftError> {
