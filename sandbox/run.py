@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .harness import REPO
 from .scenarios import SCENARIOS, run
+from .stack import NotTheStack
 
 
 def interrupt(signum, frame):
@@ -43,6 +44,9 @@ def main():
     except KeyboardInterrupt:
         print("interrupted; sandbox stopped", file=sys.stderr)
         return 130
+    except NotTheStack as e:
+        print(f"sandbox: {e}; nothing was deployed, and the sandbox is stopped", file=sys.stderr)
+        return 2
     succeeded = report.status == "SUCCEEDED"
     if args.scenario.startswith("fleet"):
         print("fleet completed: every cell promoted" if succeeded else "fleet did not complete (see above)")

@@ -100,10 +100,31 @@ class Stack:
         return found
 
 
+class NotTheStack(ValueError):
+    """The template given is not cluster-canary's stack (or a changed copy of it)."""
+
+
+def refuse_other_templates(template, template_path, parameters):
+    """What the sandbox needs of the template before it deploys anything: cluster-canary's
+    state machines and functions, and the parameters it is given for this world."""
+    resources = template.get("Resources") or {}
+    kinds = [r.get("Type") for r in resources.values()]
+    declared = set((template.get("Parameters") or {}))
+    missing = sorted(set(parameters) - declared)
+    if "AWS::Serverless::StateMachine" not in kinds or "AWS::Serverless::Function" not in kinds or missing:
+        raise NotTheStack(
+            f"{template_path} is not the cluster-canary stack: the sandbox deploys cluster-canary's own "
+            f"template (template.yaml, or a changed copy of it), which has its state machines and functions "
+            f"and takes the parameters {', '.join(sorted(parameters))}"
+            + (f"; this one has no {', '.join(missing)}" if missing else "; this one has no state machine "
+               "or no function to build"))
+
+
 def deploy(client, repo, template_path, parameters, region):
     """Packages, translates and creates the stack; the created `Stack`. `client(service)` gives a
     boto3 client on the emulator."""
     template = yaml_parse(Path(template_path).read_text())
+    refuse_other_templates(template, template_path, parameters)
     binaries = package(template, Path(template_path).parent, repo, client("s3"))
     translated = translate(template, parameters, region)
     outputs, resources = create(client("cloudformation"), STACK_NAME, json.dumps(translated), parameters)

@@ -252,7 +252,7 @@ async fn plan_target(
     if !claims.is_empty() {
         return Err(format!(
             "{}: the apex must be a name no ExternalDNS manages, under any set identifier \
-             (docs/shapes/route53-apex.md); nothing was written",
+             (docs/shapes/route53-apex.md)",
             describe_claims(&claims)
         ));
     }

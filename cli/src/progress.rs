@@ -103,6 +103,12 @@ pub enum Update {
         weights: Vec<TargetWeights>,
         left: String,
     },
+    /// A bake's (or an approval's) alarm watch could not be registered: alarms are read only by
+    /// the polling checks, not the instant they fire. Said once per rollout; `reason` is the
+    /// watch task's error when the history gives it.
+    AlarmWatchUnavailable {
+        reason: String,
+    },
     /// The look after the rollback's settle period found the baseline undone and put it back.
     RollbackReverted {
         found: String,
@@ -143,7 +149,15 @@ pub struct Tracker {
     /// The state entered last, and whether this rollback's failing restore was said.
     current_state: String,
     restore_failing_said: bool,
+    /// The last failed task attempt (error, cause), and the alarm watch's, once its task ended.
+    last_task_failure: Option<(String, Value)>,
+    watch_failure: Option<(String, Value)>,
+    watch_unavailable_said: bool,
 }
+
+/// The alarm watch's tasks, and the states their failure leads to.
+const WATCH_TASKS: [&str; 2] = ["WatchAlarms", "WatchAlarmsWhileWaiting"];
+const WATCH_UNAVAILABLE: [&str; 2] = ["AlarmWatchUnavailable", "AlarmWatchUnavailableWhileWaiting"];
 
 /// The restores: an attempt of theirs that fails is said at once (they retry for minutes).
 const RESTORE_STATES: [&str; 4] = [
@@ -184,6 +198,9 @@ impl Tracker {
             last_failure: None,
             current_state: String::new(),
             restore_failing_said: false,
+            last_task_failure: None,
+            watch_failure: None,
+            watch_unavailable_said: false,
         }
     }
 
@@ -212,6 +229,10 @@ impl Tracker {
                 })
             }
             EventKind::StateExited { name, output } => {
+                if WATCH_TASKS.contains(&name.as_str()) {
+                    // A watch task's attempt that failed just before it ended is why it ended.
+                    self.watch_failure = self.last_task_failure.take();
+                }
                 let state: Value = output
                     .as_deref()
                     .and_then(|text| serde_json::from_str(text).ok())
@@ -241,17 +262,30 @@ impl Tracker {
                     approved: name == APPROVED_AT,
                 })
             }
+            EventKind::StateEntered { name, input }
+                if WATCH_UNAVAILABLE.contains(&name.as_str()) && !self.watch_unavailable_said =>
+            {
+                self.entered(name, input.as_deref(), event.timestamp);
+                self.watch_unavailable_said = true;
+                let reason = self
+                    .watch_failure
+                    .take()
+                    .map(|(error, cause)| format!("{error}: {}", cause_text(&cause)))
+                    .unwrap_or_default();
+                Some(Update::AlarmWatchUnavailable { reason })
+            }
             EventKind::StateEntered { name, input } => {
                 self.entered(name, input.as_deref(), event.timestamp);
                 None
             }
-            EventKind::TaskFailed { error, cause }
-                if RESTORE_STATES.contains(&self.current_state.as_str()) =>
-            {
-                self.restore_failing(
-                    error.as_deref().unwrap_or_default(),
-                    &Value::String(cause.clone().unwrap_or_default()),
-                )
+            EventKind::TaskFailed { error, cause } => {
+                let error = error.clone().unwrap_or_default();
+                let cause = Value::String(cause.clone().unwrap_or_default());
+                self.last_task_failure = Some((error.clone(), cause.clone()));
+                if RESTORE_STATES.contains(&self.current_state.as_str()) {
+                    return self.restore_failing(&error, &cause);
+                }
+                None
             }
             EventKind::ExecutionEnded {
                 status,
@@ -528,7 +562,9 @@ mod tests {
         // The watch's branch ends (it could not register): the approval still waits.
         assert_eq!(
             tracker.feed(&entered("AlarmWatchUnavailableWhileWaiting")),
-            None
+            Some(Update::AlarmWatchUnavailable {
+                reason: String::new()
+            })
         );
         assert!(tracker.status().awaiting_approval);
         assert_eq!(
@@ -652,5 +688,32 @@ mod tests {
             recovered.feed(&exited("RestoreRetried", passed)),
             Some(Update::Restored { weights }) if weights.len() == 1
         ));
+    }
+    #[test]
+    fn an_alarm_watch_that_could_not_be_registered_is_said_once_with_its_error() {
+        let mut tracker = Tracker::new("arn");
+        tracker.feed(&entered("WatchAlarms"));
+        tracker.feed(&at(EventKind::TaskFailed {
+            error: Some("AwsAccessDenied".to_owned()),
+            cause: Some(
+                r#"{"errorType":"AwsAccessDenied","errorMessage":"dynamodb:PutItem on table/watch refused"}"#
+                    .to_owned(),
+            ),
+        }));
+        tracker.feed(&at(EventKind::StateExited {
+            name: "WatchAlarms".to_owned(),
+            output: None,
+        }));
+        assert_eq!(
+            tracker.feed(&entered("AlarmWatchUnavailable")),
+            Some(Update::AlarmWatchUnavailable {
+                reason: "AwsAccessDenied: dynamodb:PutItem on table/watch refused".to_owned()
+            })
+        );
+        assert_eq!(
+            tracker.feed(&entered("AlarmWatchUnavailable")),
+            None,
+            "once per rollout, not at every step"
+        );
     }
 }

@@ -361,24 +361,49 @@ fn recorded(
 
 /// Why a person's restore of `execution` would undo more than that rollout moved: its own
 /// promotion, or a newer rollout of the same targets. `None` when it would not.
-fn undoes_more(execution: &canary_aws::executions::Execution, newer: &[String]) -> Option<String> {
+fn undoes_more(
+    execution: &canary_aws::executions::Execution,
+    newer: &[canary_rollout::prepare::NewerRollout],
+) -> Option<String> {
+    let named = |rollouts: Vec<String>| {
+        canary_core::limits::join_bounded(&rollouts, "; ", 5, canary_core::limits::MAX_REASON_BYTES)
+    };
+    let (running, ended): (Vec<_>, Vec<_>) = newer.iter().partition(|n| n.status == "RUNNING");
+    // What to do about the newer ones: a running rollout restores its own baseline when it
+    // is stopped (restore refuses a running one); an ended one can be restored itself.
+    let mut advice = Vec::new();
+    if !running.is_empty() {
+        advice.push(format!(
+            "a running one restores its own baseline when stopped (`cluster-canary abort {}`)",
+            running[0].execution_arn
+        ));
+    }
+    if !ended.is_empty() {
+        advice.push(format!(
+            "restore the newest ended one instead (`cluster-canary restore {}`)",
+            ended[0].execution_arn
+        ));
+    }
+    let newer_text = format!(
+        "a newer rollout of the same targets ran or runs since {}: {}. Its baseline would \
+         overwrite that rollout's weights (or its promotion); {}",
+        execution.arn,
+        named(newer.iter().map(ToString::to_string).collect()),
+        advice.join("; ")
+    );
     if execution.status == "SUCCEEDED" {
+        let besides = match newer.is_empty() {
+            true => String::new(),
+            false => format!(". Besides, {newer_text}"),
+        };
         return Some(format!(
             "{} promoted the canary: its baseline would put all traffic back on the old \
              cluster, which may be detached (retire) or gone. To go back, start a rollout \
-             towards the old cluster (a plan with the stable and canary sides swapped)",
+             towards the old cluster (a plan with the stable and canary sides swapped){besides}",
             execution.arn
         ));
     }
-    if newer.is_empty() {
-        return None;
-    }
-    Some(format!(
-        "a newer rollout of the same targets ran or runs since {}: {}. Its baseline would \
-         overwrite that rollout's weights (or its promotion); restore that one instead",
-        execution.arn,
-        canary_core::limits::join_bounded(newer, "; ", 5, canary_core::limits::MAX_REASON_BYTES)
-    ))
+    (!newer.is_empty()).then_some(newer_text)
 }
 
 /// Writes an ended execution's recorded baseline to every target of its plan, after showing
@@ -419,7 +444,7 @@ pub async fn restore(
     let mut newer = Vec::new();
     for other in canary_rollout::prepare::newer_rollouts(&sfn, execution_arn, &plan).await? {
         if canary_rollout::prepare::may_have_moved(&sfn, &other).await? {
-            newer.push(other.to_string());
+            newer.push(other);
         } else {
             printer.say(
                 &format!("a newer rollout of the same targets moved nothing (it ended before its first step): {other}"),
@@ -616,12 +641,37 @@ mod tests {
             promoted.contains("start a rollout towards the old cluster"),
             "{promoted}"
         );
-        let newer = vec!["arn:…:new (RUNNING, shifts listener/x)".to_owned(); 7];
+        let rollout = |name: &str, status: &str| canary_rollout::prepare::NewerRollout {
+            execution_arn: format!(
+                "arn:aws:states:us-east-1:123456789012:execution:rollout:{name}"
+            ),
+            status: status.to_owned(),
+            target: "listener/x".to_owned(),
+        };
+        let newer = vec![rollout("new", "RUNNING"); 7];
         let why = undoes_more(&execution("ABORTED"), &newer).expect("refused");
         assert!(
             why.contains("a newer rollout of the same targets ran or runs since"),
             "{why}"
         );
         assert!(why.contains("… and 2 more"), "bounded: {why}");
+        assert!(
+            why.contains("a running one restores its own baseline when stopped (`cluster-canary abort arn:aws:states:us-east-1:123456789012:execution:rollout:new`)"),
+            "{why}"
+        );
+        assert!(!why.contains("restore the newest ended one"), "{why}");
+        // Promoted, with a newer rollout running and one ended since: both named, and what to
+        // do about each.
+        let both = [rollout("running", "RUNNING"), rollout("ended", "FAILED")];
+        let why = undoes_more(&execution("SUCCEEDED"), &both).expect("refused");
+        assert!(why.contains("promoted the canary"), "{why}");
+        assert!(
+            why.contains("rollout:running (RUNNING, shifts listener/x)"),
+            "{why}"
+        );
+        assert!(
+            why.contains("`cluster-canary restore arn:aws:states:us-east-1:123456789012:execution:rollout:ended`"),
+            "{why}"
+        );
     }
 }

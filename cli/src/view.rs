@@ -230,6 +230,15 @@ pub fn lines(update: &Update, output: Output, verbose: bool) -> Vec<String> {
             };
             one(format!("after the foreign change, {restored}{left}"))
         }
+        Update::AlarmWatchUnavailable { reason } => one(format!(
+            "{}: the alarm watch could not be registered{}; alarms are read only at each \
+             polling check, not the instant they fire",
+            paint(output, Tone::Bad, "INSTANT ROLLBACK OFF"),
+            match reason.is_empty() {
+                true => String::new(),
+                false => format!(" ({reason})"),
+            }
+        )),
         Update::RollbackReverted { found, weights } => one(format!(
             "{}: after the rollback something put weights back ({found}); baseline put back: {}",
             paint(output, Tone::Bad, "ROLLBACK REVERTED"),

@@ -172,6 +172,9 @@ def test_abort_says_how_to_restore_by_hand_when_the_safety_net_does_not_act(tmp_
             assert refused.returncode == 1
             assert f"a newer rollout of the same targets ran or runs since {arn}: {newer_arn} (RUNNING, shifts " \
                 in refused.stderr, refused.stderr
+            assert f"a running one restores its own baseline when stopped (`cluster-canary abort {newer_arn}`)" \
+                in refused.stderr, "restore refuses a running one: it is not pointed at"
+            assert "restore that one instead" not in refused.stderr
             assert scenarios.read_weights(sandbox) == halfway, "nothing written"
             # Stopped once moto's engine runs it (a stop before its thread starts is overwritten by
             # the thread's RUNNING), and looked at once the stop shows.

@@ -213,7 +213,9 @@ pub fn registry_warnings(
     let mut unreadable = Vec::new();
     for txt in zone.iter().filter(|t| ours(t)) {
         let here = looked_at.iter().any(|n| n.eq_ignore_ascii_case(&txt.name));
-        if here && !registry(txt) {
+        // ExternalDNS's registry record of a weighted record carries its set identifier: a
+        // TXT record without one there (a domain verification, SPF) is someone else's.
+        if here && !registry(txt) && txt.set_identifier.is_some() {
             unreadable.push(txt.name.clone());
         } else if !here && !affixed && registry(txt) && txt.name.contains(first.as_str()) {
             elsewhere.push(match &txt.set_identifier {
@@ -321,6 +323,22 @@ mod tests {
             &zone,
         );
         assert_eq!(affixed.len(), 1, "an affix given: only the unreadable one");
+        let verification = [txt(
+            "cname-app.example.com.",
+            None,
+            "\"google-site-verification=abc\"",
+        )];
+        assert!(
+            registry_warnings(
+                "app.example.com.",
+                &["blue", "green"],
+                &looked_at,
+                true,
+                &verification
+            )
+            .is_empty(),
+            "a TXT record with no set identifier is not a registry record"
+        );
         assert!(registry_warnings(
             "app.example.com.",
             &["blue", "green"],

@@ -117,7 +117,7 @@ fn rejected(message: impl Into<String>) -> KubeError {
 fn from_aws(e: canary_aws::AwsError) -> KubeError {
     let kind = match e.kind {
         canary_aws::AwsErrorKind::Transient => KubeErrorKind::Transient,
-        canary_aws::AwsErrorKind::AccessDenied => KubeErrorKind::Permission,
+        canary_aws::AwsErrorKind::AccessDenied => KubeErrorKind::AwsPermission,
         _ => KubeErrorKind::Rejected,
     };
     KubeError::new(kind, CONNECT, e.to_string())
@@ -306,6 +306,65 @@ fn ca_certificates(server: &str, ca_data: &str) -> Result<Vec<pem::Pem>, KubeErr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A Secrets Manager that refuses, as IAM does without `secretsmanager:GetSecretValue`.
+    struct Refusing;
+
+    #[async_trait]
+    impl SecretsApi for Refusing {
+        async fn secret_string(&self, secret_id: &str) -> Result<String, AwsError> {
+            Err(AwsError::new(
+                AwsErrorKind::AccessDenied,
+                "GetSecretValue",
+                format!("not authorized to perform: secretsmanager:GetSecretValue on {secret_id}"),
+            ))
+        }
+    }
+
+    #[async_trait]
+    impl EksApi for Refusing {
+        async fn describe_cluster(
+            &self,
+            _region: Option<&str>,
+            name: &str,
+        ) -> Result<canary_aws::ClusterInfo, AwsError> {
+            Err(AwsError::new(
+                AwsErrorKind::AccessDenied,
+                "DescribeCluster",
+                format!("not authorized to perform: eks:DescribeCluster on {name}"),
+            ))
+        }
+    }
+
+    #[tokio::test]
+    async fn an_aws_refusal_on_the_way_to_the_management_cluster_is_named_as_aws_not_kubernetes() {
+        let credentials = SharedCredentialsProvider::new(aws_credential_types::Credentials::new(
+            "test", "test", None, None, "test",
+        ));
+        let deps = AccessDeps {
+            eks: &Refusing,
+            secrets: &Refusing,
+            credentials: &credentials,
+            region: "us-east-1",
+        };
+        for access in [
+            ManagementAccess::Secret {
+                secret_id: "argocd-hub".into(),
+            },
+            ManagementAccess::Eks {
+                cluster_name: "hub".into(),
+            },
+        ] {
+            let Err(err) = connect(&access, &deps).await else {
+                panic!("connected despite the refusal");
+            };
+            assert_eq!(err.error_name().as_str(), "AwsAccessDenied", "{err}");
+            assert!(
+                err.to_string().contains("not authorized to perform"),
+                "{err}"
+            );
+        }
+    }
 
     #[test]
     fn access_mode_from_env() {

@@ -8,6 +8,9 @@ use canary_core::ErrorName;
 pub enum KubeErrorKind {
     /// 401 or 403: the function's identity may not do this.
     Permission,
+    /// AWS refused what connecting needs (Secrets Manager's `GetSecretValue`, EKS's
+    /// `DescribeCluster`): an IAM matter of the function's role, not Kubernetes RBAC.
+    AwsPermission,
     NotFound,
     /// 409: another field manager owns the fields, or the object already exists.
     Conflict,
@@ -81,6 +84,7 @@ impl KubeError {
     pub fn error_name(&self) -> ErrorName {
         match self.kind {
             KubeErrorKind::Permission => ErrorName::KubePermissionDenied,
+            KubeErrorKind::AwsPermission => ErrorName::AwsAccessDenied,
             KubeErrorKind::NotFound => ErrorName::KubeNotFound,
             KubeErrorKind::Conflict => ErrorName::KubeConflict,
             KubeErrorKind::Transient => ErrorName::KubeTransient,

@@ -60,6 +60,7 @@ pub async fn evaluate(
     progress: BakeProgress,
     now: SystemTime,
 ) -> Result<Decision, AnalysisError> {
+    refuse_past_the_unjudged_bound(plan, progress, now)?;
     let cluster = cluster_dimension(&plan.cluster.region, &plan.cluster.name);
     let mut outcomes = Vec::new();
     let mut points = Vec::new();
@@ -122,6 +123,49 @@ struct Unanswered {
     path: String,
     name: ErrorName,
     message: String,
+}
+
+/// Before asking anything: a step already unjudged for `analysis.maxUnjudgedSeconds` fails
+/// now, rather than after one more request that may take the provider's whole timeout. So an
+/// outage rolls back within the bound + one check interval + one provider timeout (the
+/// request of the last check started inside the bound), as docs/functions.md says.
+fn refuse_past_the_unjudged_bound(
+    plan: &RolloutPlan,
+    progress: BakeProgress,
+    now: SystemTime,
+) -> Result<(), AnalysisError> {
+    let since = progress.unjudged_since;
+    let Some(analysis) = plan.analysis.as_ref().filter(|_| since > 0) else {
+        return Ok(());
+    };
+    let bound = analysis.max_unjudged_seconds(progress.check_interval_seconds);
+    let waited = epoch_seconds(now).saturating_sub(since);
+    if waited < bound {
+        return Ok(());
+    }
+    warn!(
+        waited,
+        bound, "no verdict past analysis.maxUnjudgedSeconds: rolling back without asking again"
+    );
+    // Which providers can leave a check unanswered: the plan's query providers.
+    let providers: Vec<&str> = [
+        ("analysis.prometheus", analysis.prometheus.is_some()),
+        ("analysis.datadog", analysis.datadog.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(path, given)| given.then_some(path))
+    .collect();
+    Err(AnalysisError::MetricsProvider {
+        path: match providers.is_empty() {
+            true => "analysis".to_owned(),
+            false => providers.join(", "),
+        },
+        name: ErrorName::MetricsProviderUnavailable,
+        message: format!(
+            "the metrics provider left the checks unanswered: the canary has gone {waited} s \
+             without a verdict, past analysis.maxUnjudgedSeconds ({bound} s)"
+        ),
+    })
 }
 
 /// A check a metrics provider left without a verdict, and no other signal failed. Within the
@@ -269,5 +313,66 @@ mod tests {
         assert!(!decision.rollback);
         assert_eq!((decision.check, decision.passes), (1, 1), "not counted");
         assert!(decision.unjudged_since > 0);
+    }
+    /// A provider that answers nothing: any request to it is this test's failure.
+    struct NeverAsked;
+
+    #[async_trait]
+    impl PrometheusApi for NeverAsked {
+        async fn instant_query(
+            &self,
+            _: &PrometheusEndpoint,
+            _: &str,
+            _: SystemTime,
+        ) -> Result<Value, QueryError> {
+            panic!("asked past the bound: the check would wait out one more timeout")
+        }
+    }
+
+    #[tokio::test]
+    async fn past_the_unjudged_bound_the_check_fails_before_asking_again() {
+        let alarms = FakeCloudWatch::default().with("web-green-5xx", AlarmStateValue::Ok);
+        let apis = SignalApis {
+            cloudwatch: &alarms,
+            prometheus: &NeverAsked,
+            ..SignalApis::fake()
+        };
+        let now = SystemTime::now();
+        let bound = plan()
+            .analysis
+            .as_ref()
+            .expect("analysis")
+            .max_unjudged_seconds(10);
+        let unjudged = BakeProgress {
+            unjudged_since: epoch_seconds(now) - bound,
+            ..progress()
+        };
+        let err = evaluate(&apis, &plan(), unjudged, now)
+            .await
+            .expect_err("past the bound");
+        assert_eq!(
+            canary_core::NamedError::name(&err),
+            ErrorName::MetricsProviderUnavailable
+        );
+        assert!(
+            err.to_string().contains(&format!(
+                "gone {bound} s without a verdict, past analysis.maxUnjudgedSeconds ({bound} s)"
+            )),
+            "{err}"
+        );
+        // Within the bound it asks (and stays unjudged while the provider is down).
+        let apis = SignalApis {
+            cloudwatch: &alarms,
+            prometheus: &Down,
+            ..SignalApis::fake()
+        };
+        let within = BakeProgress {
+            unjudged_since: epoch_seconds(now) - bound + 1,
+            ..progress()
+        };
+        let decision = evaluate(&apis, &plan(), within, now)
+            .await
+            .expect("unjudged");
+        assert_eq!(decision.verdict, CheckVerdict::Inconclusive);
     }
 }

@@ -8,7 +8,7 @@ use canary_aws::{AwsError, ExecutionsApi};
 use canary_core::alarm_watch::overlaps;
 use canary_core::analysis::AnalysisSection;
 use canary_core::limits::{join_bounded, MAX_LINE_BYTES};
-use canary_core::plan::{ResolvedStep, ValidPlan};
+use canary_core::plan::{allows_canary_in_baseline, ValidPlan};
 use canary_core::state::SET_STATE;
 use canary_core::{RolloutPlan, TargetWeights, TrafficTarget, WeightPair};
 use serde_json::Value;
@@ -37,7 +37,7 @@ pub async fn prepare(
         warn!(%overlap, "another running rollout watches the same alarms");
     }
     let routers = routers(apis, plan);
-    let mut checked = check_routers(&routers, steps).await?;
+    let mut checked = check_routers(&routers, valid).await?;
 
     // Every check passed: the only write prepare makes.
     for (router, check) in routers.iter().zip(&mut checked) {
@@ -71,21 +71,42 @@ pub async fn check_targets(
     apis: &Apis<'_>,
     valid: &ValidPlan,
 ) -> Result<Vec<TargetCheck>, ShiftError> {
-    check_routers(&routers(apis, &valid.plan), &valid.steps).await
+    check_routers(&routers(apis, &valid.plan), valid).await
 }
 
 async fn check_routers(
     routers: &[Box<dyn TrafficRouter + '_>],
-    steps: &[ResolvedStep],
+    valid: &ValidPlan,
 ) -> Result<Vec<TargetCheck>, ShiftError> {
-    let shortest_bake = steps
+    let shortest_bake = valid
+        .steps
         .iter()
         .map(|s| i64::from(s.bake_seconds))
         .min()
         .unwrap_or(0);
+    let canary_allowed = allows_canary_in_baseline(valid.plan.rollback.as_ref());
     let mut checked = Vec::with_capacity(routers.len());
+    let mut canary_weighted = Vec::new();
     for router in routers {
-        checked.push(check_target(router.as_ref(), shortest_bake).await?);
+        let check = check_target(router.as_ref(), shortest_bake).await?;
+        if check.baseline.canary > 0 {
+            canary_weighted.push(format!("{}: {}", router.label(), check.baseline));
+        }
+        checked.push(check);
+    }
+    if !canary_weighted.is_empty() && !canary_allowed {
+        return Err(ShiftError::TargetMisconfigured {
+            path: "trafficTargets".to_owned(),
+            message: format!(
+                "the canary already receives traffic ({}): a rollback restores the baseline it \
+                 starts from, so it would leave that traffic on the new cluster. Put the canary's \
+                 weight back to 0 first (`cluster-canary list` shows the rollout that left it \
+                 there, `cluster-canary restore <execution>` puts its baseline back), or set \
+                 `rollback.allowCanaryInBaseline: true` to roll back to these weights on purpose; \
+                 nothing was written",
+                join_bounded(&canary_weighted, "; ", 5, MAX_LINE_BYTES)
+            ),
+        });
     }
     Ok(checked)
 }
@@ -314,7 +335,8 @@ async fn check_target(
     }
     if baseline.canary > 0 {
         let note = format!(
-            "the canary already receives {:.1} % of the traffic ({baseline}); rollback restores that",
+            "the canary already receives {:.1} % of the traffic ({baseline}); rollback restores that \
+             (rollback.allowCanaryInBaseline)",
             baseline.canary_share_percent()
         );
         warn!(target_key = %report.target, "{note}");

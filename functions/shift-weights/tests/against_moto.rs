@@ -356,6 +356,37 @@ async fn a_foreign_weight_change_stops_set_and_nothing_is_written() {
     assert_eq!(env.weights().await, at(100, 0));
 }
 
+/// A baseline in which the canary already has traffic (an earlier rollout left it, or a
+/// person): rolling back to it would leave that traffic on the new cluster. Prepare refuses
+/// it, naming the target, and writes nothing; the plan may say it is meant.
+#[tokio::test]
+async fn a_baseline_where_the_canary_already_has_traffic_is_refused_unless_the_plan_says_so() {
+    let env = Env::start().await;
+    let mut plan = plan(vec![env.listener_target(), env.rule_target()]);
+    env.foreign_rule_weights(50, 50).await;
+    let before = env.observer.snapshot(&env.world).await;
+    let err = env.prepare(&plan).await.expect_err("refused");
+    assert_eq!(err.name().as_str(), "TargetMisconfigured");
+    let message = err.to_string();
+    assert!(
+        message.contains(&format!(
+            "the canary already receives traffic (trafficTargets[1] ({}): stable 50 / canary 50)",
+            env.world.rule
+        )),
+        "{message}"
+    );
+    assert!(
+        message.contains("rollback.allowCanaryInBaseline"),
+        "{message}"
+    );
+    assert!(message.contains("nothing was written"), "{message}");
+    assert_eq!(env.observer.snapshot(&env.world).await, before);
+
+    plan["rollback"] = json!({"allowCanaryInBaseline": true});
+    let prepared = env.prepare(&plan).await.expect("meant");
+    assert_eq!(prepared["baseline"][1]["canary"], 50);
+}
+
 #[tokio::test]
 async fn restore_is_idempotent_and_works_without_expected_weights() {
     let env = Env::start().await;

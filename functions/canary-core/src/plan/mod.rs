@@ -26,7 +26,10 @@ use crate::validate::{Errors, PlanError, PlanErrors};
 
 pub use crate::cluster::ClusterRef;
 pub use retire::Retire;
-pub use rollback::{settle_seconds, RollbackSection, DEFAULT_SETTLE_SECONDS, MAX_SETTLE_SECONDS};
+pub use rollback::{
+    allows_canary_in_baseline, settle_seconds, RollbackSection, DEFAULT_SETTLE_SECONDS,
+    MAX_SETTLE_SECONDS,
+};
 pub use steps::{Bake, Promotion, ResolvedStep, Step};
 
 /// A rollout of traffic from the clusters that serve it now to a new cluster.

@@ -23,6 +23,12 @@ pub struct RollbackSection {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0, max = 240))]
     pub settle_seconds: Option<i64>,
+    /// Start even when the canary already receives traffic on a target (its weights then are
+    /// the baseline a rollback restores, canary share and all). Off by default: Prepare
+    /// refuses such a baseline, since rolling back to it leaves traffic on the new cluster
+    /// (an earlier rollout that ended without restoring, or a weight set by hand).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_canary_in_baseline: bool,
 }
 
 impl RollbackSection {
@@ -40,6 +46,11 @@ impl RollbackSection {
             );
         }
     }
+}
+
+/// Whether the plan lets a baseline give the canary traffic (`rollback.allowCanaryInBaseline`).
+pub fn allows_canary_in_baseline(rollback: Option<&RollbackSection>) -> bool {
+    rollback.is_some_and(|r| r.allow_canary_in_baseline)
 }
 
 /// The settle period of a plan's rollback: its `rollback.settleSeconds`, or the default.
