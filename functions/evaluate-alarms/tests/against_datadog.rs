@@ -266,6 +266,7 @@ async fn a_rate_limit_that_outlasts_the_wait_leaves_the_check_unjudged_then_roll
         "{decision}"
     );
     let since = decision["unjudgedSince"].as_u64().expect("since");
+    let asked = server.requests()["requests"].clone();
     let error = env
         .evaluate_unjudged_since(section(ERRORS, json!({"max": 5})), since - 30)
         .await
@@ -275,10 +276,17 @@ async fn a_rate_limit_that_outlasts_the_wait_leaves_the_check_unjudged_then_roll
         "MetricsProviderUnavailable",
         "{error}"
     );
+    // Past the bound the check fails before asking again (the unjudged checks said why).
     assert!(
-        error
-            .to_string()
-            .contains("rate limited, the limit resets in"),
+        error.to_string().contains(
+            "analysis.datadog: the metrics provider left the checks unanswered: the canary has \
+             gone 30 s without a verdict, past analysis.maxUnjudgedSeconds (30 s)"
+        ),
         "{error}"
+    );
+    assert_eq!(
+        server.requests()["requests"],
+        asked,
+        "not asked again past the bound"
     );
 }
