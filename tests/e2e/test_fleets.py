@@ -263,20 +263,37 @@ def test_a_wave_waits_for_a_person_approved_it_goes_on_rejected_the_fleet_halts(
 
 
 def test_a_halt_with_rollback_promoted_on_halt_puts_the_promoted_cells_back_too():
+    """use1-a and use1-b are promoted, euw1-a fails and the fleet halts, rolling the promoted
+    cells back. After use1-a's promotion a person moved its listener to 30/70: that cell is
+    left as found, and the halt's message says so (1 of 2 went back; use1-a left, and why), with
+    no Rollbacks metric for it (ForeignChanges instead); use1-b goes back."""
     with Sandbox(log=captured) as sandbox:
         cells = fleets.seed_cells(sandbox)
         fail_alarm(sandbox, cells, "euw1-a")
         plan = fleets.fleet_plan(cells)
         plan["rollbackPromotedOnHalt"] = True
         execution = fleets.start_fleet(sandbox, plan, "undo")
+        wait_until(lambda: fleets.children(sandbox, execution).get("use1-a", {}).get("status") == "SUCCEEDED",
+                   "use1-a promoted")
+        moved = cells["use1-a"]
+        sandbox.client("elbv2", moved["region"]).modify_listener(
+            ListenerArn=moved["listener"], DefaultActions=[{"Type": "forward", "ForwardConfig": {"TargetGroups": [
+                {"TargetGroupArn": moved["old"], "Weight": 30}, {"TargetGroupArn": moved["new"], "Weight": 70}]}}])
         ended = fleets.wait_for_end(sandbox, execution)
         assert (ended["status"], ended["error"]) == ("FAILED", "FleetHalted")
-        assert "Promoted cells rolled back to their baselines (rollbackPromotedOnHalt): 2 of 2" in ended["cause"], \
+        assert "Promoted cells rolled back to their baselines (rollbackPromotedOnHalt): 1 of 2" in ended["cause"], \
             ended["cause"]
+        assert "NOT rolled back: use1-a-" in ended["cause"], ended["cause"]
+        assert " (left as found: 1 of its targets changed outside its rollout since the promotion)" \
+            in ended["cause"], ended["cause"]
         children = fleets.children(sandbox, execution)
         assert {c: d["status"] for c, d in children.items()} == {
             "use1-a": "SUCCEEDED", "euw1-a": "FAILED", "use1-b": "SUCCEEDED"}
-        # Every cell at its baseline: the two it promoted put back, the failed one rolled back.
-        assert_each_cell_promoted_or_at_its_baseline(sandbox, cells, promoted=set())
-        rollbacks = scenarios.emitted_metrics(sandbox, "us-east-1/use1-a-new")
-        assert ("Rollbacks", {"Cluster": "us-east-1/use1-a-new", "Cause": "FleetHalted"}, 1) in rollbacks, rollbacks
+        # use1-b put back, the failed euw1-a rolled back, use1-a as the person left it.
+        weights = fleets.cell_weights(sandbox, cells)
+        assert weights == {"use1-a": (30, 70), "euw1-a": BASELINE, "use1-b": BASELINE}, weights
+        back = scenarios.emitted_metrics(sandbox, "us-east-1/use1-b-new")
+        assert ("Rollbacks", {"Cluster": "us-east-1/use1-b-new", "Cause": "FleetHalted"}, 1) in back, back
+        left = scenarios.emitted_metrics(sandbox, "us-east-1/use1-a-new")
+        assert not any(name == "Rollbacks" for name, _, _ in left), left
+        assert ("ForeignChanges", {"Cluster": "us-east-1/use1-a-new"}, 1) in left, left

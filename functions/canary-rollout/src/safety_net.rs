@@ -24,7 +24,9 @@ use crate::error::ShiftError;
 use crate::metrics;
 use crate::outputs::{RestoreOutput, SafetyNetOutput};
 use crate::prepare::{newer_rollouts, set_a_step};
-use crate::restore::{hold_seconds, look_again, record, restore, restore_unchanged, Rollback};
+use crate::restore::{
+    hold_seconds, look_again, record, record_foreign_change, restore, restore_unchanged, Rollback,
+};
 use crate::traffic::Apis;
 
 /// What the safety net does about one ended execution.
@@ -207,11 +209,19 @@ pub async fn roll_back_promotion(
         cause, "rolling back a promotion: the fleet halted"
     );
     let restored = restore_unchanged(apis, &plan, &baseline, &promoted, None).await?;
-    let why = Rollback {
-        cause: cause.to_owned(),
-        failed_at: None,
-    };
-    record(&plan, &restored, &why);
+    if restored.unexpected.is_empty() {
+        let why = Rollback {
+            cause: cause.to_owned(),
+            failed_at: None,
+        };
+        record(&plan, &restored, &why);
+    } else {
+        // Someone moved this cell's traffic since its promotion: what they changed is theirs,
+        // left as found; no rollback is counted for a cell that did not go back, and the
+        // foreign change pages a person as any other does.
+        warn!(execution_arn, note = %restored.note, "promotion not rolled back where changed outside its rollout");
+        record_foreign_change(&plan, &restored);
+    }
     Ok(restored)
 }
 

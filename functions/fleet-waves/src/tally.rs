@@ -184,7 +184,7 @@ impl Tally {
                 );
                 if !kept.is_empty() {
                     note.push_str(&format!(
-                        "; NOT rolled back, still promoted: {}",
+                        "; NOT rolled back: {}",
                         join_bounded(&kept, "; ", MAX_NAMED_FAILURES, 1024)
                     ));
                 }

@@ -512,9 +512,7 @@ async fn a_halted_fleet_lists_its_promoted_cells_and_says_which_went_back() {
         "{message}"
     );
     assert!(
-        message.contains(&format!(
-            "NOT rolled back, still promoted: use1-b-{suffix}: InvalidInput"
-        )),
+        message.contains(&format!("NOT rolled back: use1-b-{suffix}: InvalidInput")),
         "{message}"
     );
 }
