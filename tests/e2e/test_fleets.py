@@ -284,14 +284,13 @@ def test_a_halt_with_rollback_promoted_on_halt_puts_the_promoted_cells_back_too(
         assert "Promoted cells rolled back to their baselines (rollbackPromotedOnHalt): 1 of 2" in ended["cause"], \
             ended["cause"]
         assert "NOT rolled back: use1-a-" in ended["cause"], ended["cause"]
-        assert " (left as found: 1 of its targets changed outside its rollout since the promotion)" \
-            in ended["cause"], ended["cause"]
+        assert " (left as found: changed outside its rollout since the promotion)" in ended["cause"], ended["cause"]
         children = fleets.children(sandbox, execution)
         assert {c: d["status"] for c, d in children.items()} == {
             "use1-a": "SUCCEEDED", "euw1-a": "FAILED", "use1-b": "SUCCEEDED"}
         # use1-b put back, the failed euw1-a rolled back, use1-a as the person left it.
         weights = fleets.cell_weights(sandbox, cells)
-        assert weights == {"use1-a": (30, 70), "euw1-a": BASELINE, "use1-b": BASELINE}, weights
+        assert weights == {cell: (30, 70) if cell == "use1-a" else BASELINE for cell in cells}, weights
         back = scenarios.emitted_metrics(sandbox, "us-east-1/use1-b-new")
         assert ("Rollbacks", {"Cluster": "us-east-1/use1-b-new", "Cause": "FleetHalted"}, 1) in back, back
         left = scenarios.emitted_metrics(sandbox, "us-east-1/use1-a-new")

@@ -4,6 +4,7 @@ size cap, and clusters identified by account, region and name (see test_rollouts
 sandbox). No execution here ends with traffic away from the baseline unless it promoted.
 """
 import json
+import os
 import re
 import time
 
@@ -210,7 +211,9 @@ def test_a_late_safety_net_leaves_a_newer_rollouts_promotion_alone():
         plan = manual_plan(sandbox)
         with sandbox.safety_net.held():
             stopped, deadline = stopped_halfway(sandbox, plan)
-            newer = start_manual(sandbox, plan, "promotes")
+            # Started over the stopped rollout's step on purpose (Prepare refuses it otherwise).
+            newer = start_manual(sandbox, {**plan, "rollback": {**plan.get("rollback", {}), "allowCanaryInBaseline": True}},
+                                 "promotes")
             report = scenarios.watch(sandbox, newer, out=captured)
             assert report.status == "SUCCEEDED", report.cause
             assert report.weights == PROMOTED
@@ -259,7 +262,18 @@ def test_a_rollout_started_right_after_a_stop_does_not_keep_the_safety_net_from_
         with sandbox.safety_net.held():
             stopped, deadline = stopped_halfway(sandbox, plan)
             halfway = scenarios.read_weights(sandbox)
-            waiting = {**plan, "approval": {"beforeSteps": [plan["steps"][0]["weight"]], "timeoutSeconds": 600}}
+            # Over the stopped rollout's step, a start is refused at Prepare, naming the target
+            # where the canary already has traffic (issue 42), unless the plan means it.
+            path = os.path.join(sandbox.run_dir, "plan.json")
+            with open(path, "w") as f:
+                json.dump(plan, f)
+            refused = sandbox.cli("plan", "check", path)
+            captured(refused.stdout + refused.stderr)
+            assert refused.returncode != 0 and "TargetMisconfigured" in refused.stdout, refused.stdout
+            assert "the canary already receives traffic (trafficTargets[0]" in refused.stdout, refused.stdout
+            assert "rollback.allowCanaryInBaseline" in refused.stdout
+            waiting = {**plan, "approval": {"beforeSteps": [plan["steps"][0]["weight"]], "timeoutSeconds": 600},
+                       "rollback": {**plan.get("rollback", {}), "allowCanaryInBaseline": True}}
             newcomer = start_manual(sandbox, waiting, "newcomer")
             while not any(e.get("stateEnteredEventDetails", {}).get("name") == "AwaitApproval"
                           for e in sfn.get_execution_history(executionArn=newcomer, maxResults=1000)["events"]):
