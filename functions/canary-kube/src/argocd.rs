@@ -67,10 +67,14 @@ pub struct ClusterSecret {
 impl ClusterSecret {
     /// The field managers that own annotation `key`, or "no field manager".
     pub fn describe_owners(&self, key: &str) -> String {
-        match self.annotation_owners.get(key) {
-            Some(owners) if !owners.is_empty() => owners.join(", "),
-            _ => "no field manager".to_owned(),
-        }
+        owners_text(self.annotation_owners.get(key))
+    }
+}
+
+fn owners_text(owners: Option<&Vec<String>>) -> String {
+    match owners {
+        Some(owners) if !owners.is_empty() => owners.join(", "),
+        _ => "no field manager".to_owned(),
     }
 }
 
@@ -277,7 +281,7 @@ impl ClusterSecrets for KubeArgoCd {
                     action,
                     format!(
                         "the annotation reads \"{found}\" (set by {}), not \"{expected}\" as this rollout left it",
-                        decoded(current.clone()).describe_owners(key)
+                        owners_text(annotation_owners(&current).get(key))
                     ),
                 ));
             }
