@@ -81,7 +81,8 @@ ALARM = "web-green-5xx"
 LISTENER = "listener :80"
 FOREIGN_ENDS = set(CONTRACT["states"]["foreignEnds"])
 # The states that read the weights (and so must notice a foreign write before them).
-LOOKS = {"SetWeights", "Evaluate", "VerifyPromotion", "Restore", "RestoreUnchanged", "LookAfterRestore"}
+LOOKS = {"SetWeights", "Evaluate", "VerifyPromotion", "Restore", "RestoreRetried", "RestoreUnchanged",
+         "LookAfterRestore"}
 STATE_BUDGET = CONTRACT["limits"]["stateBudgetBytes"]
 SECRETS = ("sandbox-admin", FUNCTIONS_TOKEN, *DATADOG_KEYS.values())
 CHECKS_PER_STEP = 2
@@ -425,8 +426,14 @@ def alarm_to_baseline(record):
     baseline back); None when the run did not roll back for an alarm."""
     if record.report.error != "CheckFailed" or record.alarm_at is None:
         return None
-    restored = [e["timestamp"].timestamp() for e in record.history_events if exited_output(e, "Restore") is not None]
+    restored = [e["timestamp"].timestamp() for e in record.history_events if restored_by(e)]
     return restored[0] - record.alarm_at if restored else None
+
+
+def restored_by(event):
+    """Whether `event` is a restore's exit with the baseline read back: `Restore`'s, or, when its
+    first attempt failed (its output then has no `restored`), `RestoreRetried`'s."""
+    return any("restored" in (exited_output(event, name) or {}) for name in ("Restore", "RestoreRetried"))
 
 
 def promotion_without_evidence(history, record):

@@ -102,8 +102,14 @@ def test_the_checker_flags_a_promotion_without_evidence_or_past_a_refusal():
 def test_the_checker_flags_a_slow_rollback_and_a_late_write_over_a_newer_rollout():
     slow = histories.ROLLBACK_BOUND_SECONDS + 1
     history, late = made_up("FAILED", BASELINE, error="CheckFailed", alarm_at=0.0,
-                            history=[exited("Restore", {}, at=slow)])
+                            history=[exited("Restore", {"restored": {"weights": []}}, at=slow)])
     assert histories.violations(history, late) == [
+        f"the rollback reached the baseline {slow} s after the alarm, past the {histories.ROLLBACK_BOUND_SECONDS} s bound"]
+    # A restore whose first attempt failed reaches the baseline when RestoreRetried does.
+    history, retried = made_up("FAILED", BASELINE, error="CheckFailed", alarm_at=0.0,
+                               history=[exited("Restore", {"restoreFailing": {"Error": "AwsTransient"}}, at=1),
+                                        exited("RestoreRetried", {"restored": {"weights": []}}, at=slow)])
+    assert histories.violations(history, retried) == [
         f"the rollback reached the baseline {slow} s after the alarm, past the {histories.ROLLBACK_BOUND_SECONDS} s bound"]
     # A second rollout ran after this one ended and promoted: the first's late safety net must
     # not have put its own baseline back over it.
