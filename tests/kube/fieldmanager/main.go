@@ -234,8 +234,8 @@ func decodeManaged(obj object) (fieldpath.ManagedFields, map[string]string, erro
 	return managed, times, nil
 }
 
-// managedFields in kube's format, sorted as kube sorts them (by operation, Apply first... then
-// time and manager: see sortEncodedManagedFields; here Apply before Update, then by manager).
+// managedFields in kube's format, in kube's order (sortEncodedManagedFields): by operation
+// (Apply before Update), then by time, then by manager.
 func encodeManaged(managed fieldpath.ManagedFields, times map[string]string) ([]managedFieldsEntry, error) {
 	var entries []managedFieldsEntry
 	for key, set := range managed {
