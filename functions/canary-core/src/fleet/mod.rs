@@ -74,7 +74,7 @@ pub struct FleetPlan {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_concurrent_cells: Option<u32>,
     /// How many cells may fail before the fleet halts (default 0: the first failure halts it).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole_cells")]
     pub failure_budget: u32,
     /// After each wave but the last: wait, then read these alarms; one in ALARM halts the fleet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -104,6 +104,21 @@ pub struct FleetApproval {
     /// How long a wave waits for an answer before the fleet halts (60–86400, default 86400).
     #[serde(default = "default_approval_timeout")]
     pub timeout_seconds: u32,
+}
+
+/// A count of cells, said as such when it is anything else (`"50%"`, `1.5`, `-1`): serde's own
+/// message (`expected u32`) tells a person nothing about the fleet.
+fn whole_cells<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
+    let value = Value::deserialize(deserializer)?;
+    value
+        .as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+        .ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "must be a whole number of cells (0 up to the fleet's cells), got {value}; a share \
+                 of the fleet such as \"50%\" is not supported"
+            ))
+        })
 }
 
 fn default_approval_timeout() -> u32 {
@@ -217,7 +232,11 @@ impl FleetPlan {
             check_distinct_traffic(&fleet, &plans, &mut errors);
             check_rollback_on_halt(&fleet, &plans, &mut errors);
         }
-        let waves = waves::resolve(&fleet, &plans, &mut errors);
+        // Without cells there is nothing for the waves to take: `cells` says so alone.
+        let waves = match fleet.cells.is_empty() {
+            true => Vec::new(),
+            false => waves::resolve(&fleet, &plans, &mut errors),
+        };
         if errors.0.is_empty() {
             Ok(ValidFleet {
                 fleet,
@@ -267,7 +286,7 @@ impl FleetPlan {
                 );
             }
         }
-        if self.failure_budget as usize > self.cells.len() {
+        if !self.cells.is_empty() && self.failure_budget as usize > self.cells.len() {
             errors.push(
                 "failureBudget",
                 format!(

@@ -103,6 +103,12 @@ fn bad_fleets_are_refused_with_the_path_of_each_problem() {
             "the fleet has 6 cells",
         ),
         (
+            "a budget given as a share",
+            |v| v["failureBudget"] = json!("50%"),
+            "failureBudget",
+            "must be a whole number of cells (0 up to the fleet's cells), got \"50%\"",
+        ),
+        (
             "a cell in two waves",
             |v| {
                 v["waves"] = json!([{"cells": ["use1-a"]}, {"cells": ["use1-a"]}, {"size": "100%"}])
@@ -205,6 +211,14 @@ fn bad_fleets_are_refused_with_the_path_of_each_problem() {
             "{what}: expected `{path}: …{message}…`, got {found:#?}"
         );
     }
+}
+
+#[test]
+fn a_fleet_without_cells_says_so_alone() {
+    let mut value = example();
+    value["cells"] = json!([]);
+    let found = problems(value);
+    assert_eq!(found, ["cells: at least one cell is required"], "{found:?}");
 }
 
 #[test]
