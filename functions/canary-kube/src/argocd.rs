@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use crate::error::{KubeError, KubeErrorKind};
 use canary_core::argocd::SECRET_TYPE_LABEL;
+use canary_core::limits::truncate;
 
 /// The field manager every apply uses, so repeated applies own the same fields.
 pub const FIELD_MANAGER: &str = "cluster-canary";
@@ -20,6 +21,9 @@ pub const FIELD_MANAGER: &str = "cluster-canary";
 /// annotation (on a Secret registration did not create, nothing else) and registration's
 /// applies, which leave the annotation out, never remove it.
 pub const WEIGHTS_FIELD_MANAGER: &str = "cluster-canary-weights";
+
+/// Most bytes of someone else's annotation value a message repeats.
+pub const MAX_ANNOTATION_SHOWN: usize = 64;
 
 /// How a weight annotation is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -280,7 +284,9 @@ impl ClusterSecrets for KubeArgoCd {
                     KubeErrorKind::Conflict,
                     action,
                     format!(
-                        "the annotation reads \"{found}\" (set by {}), not \"{expected}\" as this rollout left it",
+                        "the annotation reads \"{}\" (set by {}), not \"{expected}\" as this rollout left it",
+                        // Anyone's value: cut, as it travels in the rollout's cause.
+                        truncate(found, MAX_ANNOTATION_SHOWN),
                         owners_text(annotation_owners(&current).get(key))
                     ),
                 ));

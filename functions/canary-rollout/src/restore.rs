@@ -389,31 +389,24 @@ mod tests {
     async fn a_step_refused_half_written_is_the_rollouts_own_not_a_foreign_change() {
         // The 10 % step reached listener A, then listener B refused it; the rollout had set
         // nothing before (its last set is the baseline).
-        let alb = FakeAlb::default()
-            .forward(LISTENER_A, (BLUE, 90), (GREEN, 10))
-            .forward(LISTENER_B, (BLUE, 100), (GREEN, 0));
-        let apis = Apis {
-            alb: &alb,
-            ..Apis::fake()
+        let restore_half_written = |step: Option<WeightPair>| async move {
+            let alb = FakeAlb::default()
+                .forward(LISTENER_A, (BLUE, 90), (GREEN, 10))
+                .forward(LISTENER_B, (BLUE, 100), (GREEN, 0));
+            let apis = Apis {
+                alb: &alb,
+                ..Apis::fake()
+            };
+            restore(&apis, &plan(), &baseline(), Some(&baseline()), step)
+                .await
+                .expect("restores")
         };
-        let step = WeightPair::for_canary_percent(10);
-        let out = restore(&apis, &plan(), &baseline(), Some(&baseline()), step)
-            .await
-            .expect("restores");
+        let out = restore_half_written(WeightPair::for_canary_percent(10)).await;
         assert_eq!(out.weights, baseline());
         assert!(out.unexpected.is_empty(), "{:?}", out.unexpected);
         assert_eq!(out.note, "", "nothing blamed on anyone else");
         // Without the step, the same weights would read as someone else's.
-        let alb = FakeAlb::default()
-            .forward(LISTENER_A, (BLUE, 90), (GREEN, 10))
-            .forward(LISTENER_B, (BLUE, 100), (GREEN, 0));
-        let apis = Apis {
-            alb: &alb,
-            ..Apis::fake()
-        };
-        let blamed = restore(&apis, &plan(), &baseline(), Some(&baseline()), None)
-            .await
-            .expect("restores");
+        let blamed = restore_half_written(None).await;
         assert_eq!(blamed.unexpected.len(), 1);
     }
 

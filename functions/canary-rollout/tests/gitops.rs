@@ -337,6 +337,17 @@ impl World {
         Ok(output)
     }
 
+    /// Someone (a person, another tool) sets the weight annotation of `secret`.
+    fn set_annotation(&self, secret: &str, value: &str) {
+        self.secrets
+            .lock()
+            .unwrap()
+            .get_mut(secret)
+            .unwrap()
+            .annotations
+            .insert(WEIGHT.into(), value.into());
+    }
+
     fn annotation(&self, secret: &str) -> Option<String> {
         self.secrets.lock().unwrap()[secret]
             .annotations
@@ -449,14 +460,7 @@ async fn a_restore_writes_route53_at_once_then_the_annotations_and_holds_through
 async fn a_retried_restore_of_a_target_at_its_baseline_still_writes_the_annotations() {
     let world = World::new((100, 0), true, true);
     for name in ["cluster-blue", CANARY_SECRET] {
-        world
-            .secrets
-            .lock()
-            .unwrap()
-            .get_mut(name)
-            .unwrap()
-            .annotations
-            .insert(WEIGHT.into(), "50".into());
+        world.set_annotation(name, "50");
     }
     *world.records.stale.lock().unwrap() = Some(((100, 0), 1));
     world
@@ -534,14 +538,7 @@ async fn a_check_that_finds_route53_moved_fails_the_rollout_so_it_rolls_back() {
     let world = World::new((100, 0), true, true);
     world.call(true, set_to_10()).await.expect("set");
     // Someone edits the stable's annotation; Argo CD and ExternalDNS carry it.
-    world
-        .secrets
-        .lock()
-        .unwrap()
-        .get_mut("cluster-blue")
-        .unwrap()
-        .annotations
-        .insert(WEIGHT.into(), "100".into());
+    world.set_annotation("cluster-blue", "100");
     let err = world
         .call(
             false,
@@ -642,14 +639,7 @@ async fn a_step_takes_over_an_annotation_that_still_reads_the_baseline_whoever_s
 async fn a_step_over_an_annotation_changed_outside_the_rollout_rolls_back_overwriting_nothing() {
     // Someone annotated blue with 70; ExternalDNS has not carried it to Route 53 yet.
     let world = World::new((100, 0), true, false);
-    world
-        .secrets
-        .lock()
-        .unwrap()
-        .get_mut("cluster-blue")
-        .unwrap()
-        .annotations
-        .insert(WEIGHT.into(), "70".into());
+    world.set_annotation("cluster-blue", "70");
     let err = world
         .call(true, set_to_10())
         .await
@@ -696,22 +686,8 @@ async fn a_restore_takes_over_an_annotation_another_manager_set_the_canarys_firs
     // Mid-bake at 90/10, someone applies 70 on the stable's annotation with their own field
     // manager; ExternalDNS carries it.
     let world = World::new((90, 10), true, true);
-    world
-        .secrets
-        .lock()
-        .unwrap()
-        .get_mut(CANARY_SECRET)
-        .unwrap()
-        .annotations
-        .insert(WEIGHT.into(), "50".into());
-    world
-        .secrets
-        .lock()
-        .unwrap()
-        .get_mut("cluster-blue")
-        .unwrap()
-        .annotations
-        .insert(WEIGHT.into(), "70".into());
+    world.set_annotation(CANARY_SECRET, "50");
+    world.set_annotation("cluster-blue", "70");
     let out = world
         .call(true, restore_from(90, 10))
         .await

@@ -533,6 +533,34 @@ async fn a_weight_annotation_is_taken_over_only_while_it_reads_what_the_step_exp
         "{:?}",
         managers(&now)
     );
+
+    // Anyone's value is repeated cut, as the message travels in the rollout's cause.
+    let long = "7".repeat(5000);
+    let theirs = json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": env.green_secret.as_str(), "annotations": {WEIGHT: long}}});
+    secrets
+        .patch(
+            env.green_secret.as_str(),
+            &PatchParams::apply("kubectl").force(),
+            &Patch::Apply(&theirs),
+        )
+        .await
+        .expect("their long value");
+    let err = argocd
+        .annotate_secret(
+            &env.green_secret,
+            WEIGHT,
+            "10",
+            AnnotationWrite::IfUnchanged { expected: "0" },
+        )
+        .await
+        .expect_err("not the value it expects");
+    let message = err.to_string();
+    assert!(
+        message.contains(&format!("reads \"{}…\"", "7".repeat(61))),
+        "{message}"
+    );
+    assert!(message.len() < 400, "{message}");
 }
 
 #[tokio::test]

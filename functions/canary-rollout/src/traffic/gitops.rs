@@ -20,10 +20,11 @@ use canary_core::argocd::{
     CLUSTER_ARN_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE, SECRET_TYPE_LABEL,
 };
 use canary_core::arn::account_of;
+use canary_core::limits::truncate;
 use canary_core::plan::ClusterRef;
 use canary_core::targets::GitOpsWeights;
 use canary_core::{RolloutPlan, WeightPair};
-use canary_kube::argocd::WEIGHTS_FIELD_MANAGER;
+use canary_kube::argocd::{MAX_ANNOTATION_SHOWN, WEIGHTS_FIELD_MANAGER};
 use canary_kube::{
     AnnotationWrite, ArgoCdConnect, ClusterSecret, ClusterSecrets, KubeError, KubeErrorKind,
 };
@@ -384,10 +385,11 @@ impl TrafficRouter for GitOpsRouter<'_> {
                 let stable = &secrets.stable_found;
                 inspection.notes.push(match stable.annotations.get(key) {
                     Some(value) => format!(
-                        "Secret {} has `{key}: \"{value}\"`, owned by {}: the first step takes it \
+                        "Secret {} has `{key}: \"{}\"`, owned by {}: the first step takes it \
                          over (field manager {WEIGHTS_FIELD_MANAGER}), only while it still reads the \
                          baseline's weight",
                         stable.name,
+                        truncate(value, MAX_ANNOTATION_SHOWN),
                         stable.describe_owners(key)
                     ),
                     None => format!(
