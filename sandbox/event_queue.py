@@ -3,10 +3,10 @@ deliveries of one of the stack's rules through it.
 
 moto's EventBridge invokes a rule's Lambda target asynchronously (`X-Amz-Invocation-Type:
 Event`, tests/moto/moto_server.py); the front door hands those invocations of this function to
-the queue (`FrontDoor.intercept_async`), and a pump delivers them one after the other through
-the sandbox's Lambda, keeping every answer. `held()` delays them (a delivery that arrives late).
-Not modelled: Lambda's retries of a failed asynchronous invocation and its on-failure
-destination.
+the queue (`FrontDoor.intercept_async`), and a pump delivers them one after the other as the
+sandbox's Lambda handles an asynchronous invocation (tried again after a function error, then
+sent to the function's on-failure destination: lambda_service.py), keeping every last answer.
+`held()` delays them (a delivery that arrives late).
 """
 import contextlib
 import json
@@ -16,8 +16,9 @@ import threading
 
 class EventQueue:
     def __init__(self, front_door, invoke, function, on_answer):
-        """`invoke(function, payload)` gives (function error, answer); `on_answer(payload, error,
-        answer)` hears each delivery's outcome."""
+        """`invoke(function, payload)` delivers one asynchronous invocation, retries included,
+        giving the last (function error, answer); `on_answer(payload, error, answer)` hears each
+        delivery's outcome."""
         self.invoke = invoke
         self.function = function
         self.on_answer = on_answer
@@ -94,7 +95,8 @@ class RuleDeliveries:
 
     def __init__(self, client, front_door, invoke, log):
         """`client(service)` gives a boto3 client on the sandbox; `invoke(function, payload)`
-        invokes a function (by name or ARN) and gives (function error, answer)."""
+        invokes a function (by name or ARN) asynchronously as Lambda does, retries included, and
+        gives the last (function error, answer)."""
         self.client = client
         self.front_door = front_door
         self.invoke = invoke

@@ -35,6 +35,7 @@ from . import stack as stack_mod
 from . import world as world_mod
 from .alarm_events import AlarmEvents
 from .front_door import FrontDoor
+from .intake import IntakeEvents
 from .lambda_service import LambdaService
 from .safety_net import FleetSafetyNetEvents, SafetyNetEvents
 
@@ -101,6 +102,7 @@ class Sandbox:
         self.alarm_events = None
         self.safety_net = None
         self.fleet_safety_net = None
+        self.intake = None
         self.functions = None
 
     # --- lifecycle ----------------------------------------------------------------------
@@ -203,9 +205,10 @@ class Sandbox:
         self.functions = LambdaService(self.client, self.stack, self.endpoint, world_mod.REGION, self.run_dir,
                                        {"DATADOG_API_URL": self.datadog_url})
         self.front.forward_invocations_to(self.functions.port)
-        self.alarm_events = AlarmEvents(self.client, self.front, self.invoke, self.log).start()
-        self.safety_net = SafetyNetEvents(self.client, self.front, self.invoke, self.log).start()
-        self.fleet_safety_net = FleetSafetyNetEvents(self.client, self.front, self.invoke, self.log).start()
+        self.alarm_events = AlarmEvents(self.client, self.front, self.invoke_async, self.log).start()
+        self.safety_net = SafetyNetEvents(self.client, self.front, self.invoke_async, self.log).start()
+        self.fleet_safety_net = FleetSafetyNetEvents(self.client, self.front, self.invoke_async, self.log).start()
+        self.intake = IntakeEvents(self.client, self.front, self.invoke_async, self.log).start()
         self.log(f"sandbox up: AWS at {self.endpoint}, Argo CD at {self.kube['server']} (logs in {self.run_dir})")
         self.log("cluster-canary from another terminal: export " + " ".join(
             f"{k}={v}" for k, v in {**self.cli_env(), "PATH": "$PWD/target/debug:$PATH"}.items()))
@@ -214,10 +217,10 @@ class Sandbox:
         if self.alarm_events:
             self.alarm_events.stop()
             self.alarm_events = None
-        for net in (self.safety_net, self.fleet_safety_net):
-            if net:
-                net.stop()
-        self.safety_net = self.fleet_safety_net = None
+        for deliveries in (self.safety_net, self.fleet_safety_net, self.intake):
+            if deliveries:
+                deliveries.stop()
+        self.safety_net = self.fleet_safety_net = self.intake = None
         if self.functions:
             self.functions.stop()
             self.functions = None
@@ -284,6 +287,13 @@ class Sandbox:
         """The stack's function built from `binary` (its Metadata.BuildProperties.Binary, e.g.
         `shift-weights`): its name."""
         return self.stack.resources[self.stack.binaries[binary]]
+
+    def invoke_async(self, function, payload):
+        """An asynchronous invocation of `function` (its name or ARN) as Lambda handles it: each
+        try through the front door, tried again after a function error, then its on-failure
+        destination. The last (function error, answer)."""
+        return self.functions.invoke_async(function, json.dumps(payload).encode(),
+                                           lambda: self.invoke(function, payload))
 
     def invoke(self, function, payload):
         """Invokes a function as Lambda would be invoked (through the front door): `function`

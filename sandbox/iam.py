@@ -53,6 +53,9 @@ IAM_PREFIX = {"monitoring": "cloudwatch"}
 IAM_ACTION = {("lambda", "Invoke"): "InvokeFunction"}
 # Values AWS uses for a parameter the request leaves out: PutEvents' bus is `default`.
 DEFAULTS = {("events", "EventBusName"): "default"}
+# Parameters a request names a resource by that are neither an ARN nor a name: an SQS queue's
+# URL (`https://sqs.<region>.amazonaws.com/<account>/<name>`) gives its name.
+DERIVED = {("sqs", "QueueUrl"): ("QueueName", lambda url: url.rstrip("/").rsplit("/", 1)[-1])}
 # What stands for a part of an ARN the request cannot tell. No literal character in a
 # policy's resource matches it; `*` and `?` do.
 UNKNOWN = "\x00"
@@ -315,7 +318,12 @@ def iam_action(model, operation, params):
     action = IAM_ACTION.get((prefix, operation.name), operation.name)
     given = {name for name, _ in params}
     defaults = [(name, value) for (p, name), value in DEFAULTS.items() if p == prefix and name not in given]
-    return prefix, action, params + defaults
+    derived = []
+    for name, value in params:
+        if (prefix, name) in DERIVED:
+            derived_name, derive = DERIVED[(prefix, name)]
+            derived.append((derived_name, derive(value)))
+    return prefix, action, params + defaults + derived
 
 
 class Authorizer:

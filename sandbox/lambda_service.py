@@ -21,9 +21,15 @@ Lambda's part for the functions the stack created (`Stack.functions()`):
   `RequestTooLargeException`), and an answer over it is the function error
   `Function.ResponseSizeTooLarge`, as Lambda answers.
 
+- an asynchronous invocation that ends in a function error is tried again up to the function's
+  `MaximumRetryAttempts` (its EventInvokeConfig; 2 without one), Lambda's minute and two minutes
+  between tries scaled to `ASYNC_RETRY_DELAYS` seconds; one that still fails has Lambda's record
+  of it (`requestPayload`, `responsePayload`, `condition: RetriesExhausted`) sent to the
+  function's on-failure destination (an SQS queue) as the function's role, as Lambda sends it.
+
 Not modelled: the memory limit (the size is passed, not enforced), reserved concurrency,
-freezing between invocations, extensions, the asynchronous payload limit, and retries of
-asynchronous invocations.
+freezing between invocations, extensions, the asynchronous payload limit, `MaximumEventAgeInSeconds`,
+throttled asynchronous invocations, on-success destinations and destinations other than SQS.
 """
 import json
 import os
@@ -38,7 +44,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote
 
+import boto3
+
 INVOKE_PATH = "/2015-03-31/functions/"
+# Lambda waits about a minute before it tries a failed asynchronous invocation again, and about
+# two before the last try; the sandbox waits seconds, in the same proportion.
+ASYNC_RETRY_DELAYS = (1.0, 2.0)
+# How often Lambda tries a failed asynchronous invocation again without an EventInvokeConfig.
+DEFAULT_ASYNC_RETRIES = 2
 # Lambda's limit on a synchronous invocation's request and response payloads.
 MAX_PAYLOAD_BYTES = 6 * 1024 * 1024
 RUNTIME = "/2018-06-01/runtime"
@@ -178,12 +191,15 @@ class Instance:
 
 
 class Function:
-    def __init__(self, name, arn, code, environment, timeout):
+    def __init__(self, name, arn, code, environment, timeout, retries=DEFAULT_ASYNC_RETRIES, on_failure=None):
         self.name = name
         self.arn = arn
         self.code = code
         self.environment = environment
         self.timeout = timeout
+        # Its asynchronous invocations: tries after the first, and where a failed one goes.
+        self.retries = retries
+        self.on_failure = on_failure
         self.idle = []
         self.lock = threading.Lock()
         self.instances = []
@@ -239,8 +255,15 @@ class LambdaService:
                 "AWS_EC2_METADATA_DISABLED": "true",
                 **sandbox_environment,
             }
-            self.functions[name] = Function(name, configuration["FunctionArn"], code, environment,
-                                            configuration.get("Timeout", 3))
+            try:
+                asynchronous = lambda_client.get_function_event_invoke_config(FunctionName=name)
+            except lambda_client.exceptions.ResourceNotFoundException:
+                asynchronous = {}
+            self.functions[name] = Function(
+                name, configuration["FunctionArn"], code, environment, configuration.get("Timeout", 3),
+                asynchronous.get("MaximumRetryAttempts", DEFAULT_ASYNC_RETRIES),
+                asynchronous.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination"))
+        self.endpoint = endpoint
         service = self
 
         class Api(BaseHTTPRequestHandler):
@@ -263,7 +286,8 @@ class LambdaService:
                                                                      "bytes for the InvokeFunction operation"}).encode()
                     return reply(self, 413, message, headers + [("x-amzn-ErrorType", "RequestTooLargeException")])
                 if self.headers.get("X-Amz-Invocation-Type") == "Event":
-                    threading.Thread(target=service.invoke, args=(function, body), daemon=True).start()
+                    threading.Thread(target=service.invoke_async, daemon=True,
+                                     args=(function.name, body, lambda: service.invoke(function, body))).start()
                     return reply(self, 202, b"", headers)
                 error, payload = service.invoke(function, body)
                 if error:
@@ -298,6 +322,54 @@ class LambdaService:
                 "errorMessage": f"Response payload size exceeded maximum allowed payload size ({MAX_PAYLOAD_BYTES} bytes).",
             }).encode()
         return error, answer
+
+    def invoke_async(self, name, payload, attempt):
+        """What Lambda does with an asynchronous invocation of the function `name` (with
+        `payload`, bytes): `attempt()` runs it once, giving (function error, answer); a function
+        error is tried again up to the function's retries, and one that still fails goes to its
+        on-failure destination. The last (function error, answer)."""
+        function = self.functions[function_name(name)]
+        for tries in range(function.retries + 1):
+            if tries:
+                time.sleep(ASYNC_RETRY_DELAYS[min(tries, len(ASYNC_RETRY_DELAYS)) - 1])
+            error, answer = attempt()
+            if not error:
+                return error, answer
+        if function.on_failure:
+            self.send_failure(function, payload, error, answer, tries + 1)
+        return error, answer
+
+    def send_failure(self, function, payload, error, answer, count):
+        """Lambda's record of an asynchronous invocation that failed every try, sent to the
+        function's on-failure destination (SQS) with the function's role, as Lambda sends it."""
+        def document(data):
+            """A payload or answer as JSON (the harness's tries give answers already read)."""
+            if not isinstance(data, (bytes, str)):
+                return data
+            try:
+                return json.loads(data or b"null")
+            except ValueError:
+                return (data or b"").decode(errors="replace")
+
+        record = {
+            "version": "1.0",
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
+            "requestContext": {"requestId": str(uuid.uuid4()), "functionArn": f"{function.arn}:$LATEST",
+                               "condition": "RetriesExhausted", "approximateInvokeCount": count},
+            "requestPayload": document(payload),
+            "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": error},
+            "responsePayload": document(answer),
+        }
+        _, _, _, region, account, queue = function.on_failure.split(":", 5)
+        credentials = function.environment
+        sqs = boto3.client("sqs", region_name=region, endpoint_url=self.endpoint,
+                           aws_access_key_id=credentials["AWS_ACCESS_KEY_ID"],
+                           aws_secret_access_key=credentials["AWS_SECRET_ACCESS_KEY"],
+                           aws_session_token=credentials["AWS_SESSION_TOKEN"])
+        try:
+            sqs.send_message(QueueUrl=f"{self.endpoint}/{account}/{queue}", MessageBody=json.dumps(record))
+        except Exception as e:  # Lambda drops the record; the sandbox says so
+            self.log(f"{function.name}: the failed invocation's record could not be sent to {function.on_failure}: {e}")
 
     def stop(self):
         self.server.shutdown()

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from .harness import REPO
+from .intake import NoRolloutStarted
 from .scenarios import SCENARIOS, run
 from .stack import NotTheStack
 
@@ -44,6 +45,9 @@ def main():
     except KeyboardInterrupt:
         print("interrupted; sandbox stopped", file=sys.stderr)
         return 130
+    except NoRolloutStarted as e:
+        print(f"sandbox: {e}; the sandbox is stopped", file=sys.stderr)
+        return 1
     except NotTheStack as e:
         print(f"sandbox: {e}; nothing was deployed, and the sandbox is stopped", file=sys.stderr)
         return 2

@@ -90,7 +90,8 @@ def create_cluster_event(sandbox, name="green", region=REGION):
 def put_create_cluster_event(sandbox, name="green", timeout=60):
     """What CloudTrail does after CreateCluster: its event on the account's default bus, where
     the stack's rule delivers it to cluster-created (asynchronously, as EventBridge invokes
-    Lambda). The ARN of the execution it started."""
+    Lambda). The ARN of the execution it started; `intake.NoRolloutStarted` saying why when it
+    started none."""
     event = create_cluster_event(sandbox, name)
     stepfunctions = sandbox.client("stepfunctions")
     before = {e["executionArn"] for e in stepfunctions.list_executions(stateMachineArn=sandbox.state_machine)["executions"]}
@@ -100,14 +101,12 @@ def put_create_cluster_event(sandbox, name="green", timeout=60):
     }])
     if answer.get("FailedEntryCount"):
         raise RuntimeError(f"EventBridge refused the CreateCluster event: {answer['Entries']}")
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        started = [e["executionArn"] for e in stepfunctions.list_executions(stateMachineArn=sandbox.state_machine)["executions"]
-                   if e["executionArn"] not in before]
-        if started:
-            return started[0]
-        time.sleep(0.2)
-    raise TimeoutError(f"no rollout started {timeout} s after the CreateCluster event (see functions.log)")
+
+    def started():
+        executions = stepfunctions.list_executions(stateMachineArn=sandbox.state_machine)["executions"]
+        return next((e["executionArn"] for e in executions if e["executionArn"] not in before), None)
+
+    return sandbox.intake.started(event["detail"]["eventID"], name, started, timeout)
 
 
 def create_green(sandbox, name="green", region=REGION):

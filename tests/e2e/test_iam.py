@@ -1,11 +1,16 @@
 """IAM enforced on the stack's roles: every call a function or the state machine makes is
 authorized against its role's policies as the template grants them (sandbox/iam.py), so an
 action or a resource the template forgets fails the rollout with AccessDenied, as on AWS."""
+import json
 import shutil
+
+import jsonschema
+import pytest
 
 from helpers import captured
 from sandbox import scenarios
 from sandbox.harness import REPO, Sandbox
+from sandbox.intake import NoRolloutStarted
 from sandbox.world import ACCOUNT, REGION
 
 BASELINE = {"listener :80": (100, 0), "app.example.com.": (100, 0)}
@@ -74,3 +79,71 @@ def test_a_grant_narrowed_to_another_load_balancer_fails_the_rollout_with_access
         assert ":listener/app/web/" in report.cause, "the listener the grant does not cover is named"
         assert report.max_canary == 0, "nothing moved"
         assert scenarios.read_weights(sandbox) == BASELINE
+
+
+def received(sqs, queue_url, expected, timeout=30):
+    """The bodies of `expected` messages of the queue (JSON), waiting for them."""
+    bodies, waited = [], 0
+    while len(bodies) < expected and waited < timeout:
+        answer = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=1)
+        bodies += [json.loads(m["Body"]) for m in answer.get("Messages", [])]
+        waited += 1
+    return bodies
+
+
+def test_a_create_cluster_that_starts_no_rollout_is_named_in_an_event_reaches_the_dead_letter_queue_and_pages(tmp_path):
+    """cluster-created may not start executions: the new cluster gets no canary. A person hears of
+    it at the first try (`Rollout Not Started`, naming the cluster and the refused action), and
+    after Lambda's retries the CloudTrail event is in the intake's dead-letter queue, whose alarm
+    pages."""
+    template = template_copy(
+        tmp_path,
+        "            - Effect: Allow\n              Action: states:StartExecution\n"
+        "              Resource: !Ref RolloutStateMachine\n            - Effect: Allow\n"
+        "              Action: states:DescribeExecution\n",
+        "            - Effect: Allow\n              Action: states:DescribeExecution\n")
+    with Sandbox(log=captured, template=template) as sandbox:
+        # What a team subscribes to: cluster-canary's events, here into a queue.
+        sqs, events = sandbox.client("sqs"), sandbox.client("events")
+        subscribed = sqs.create_queue(QueueName="cluster-canary-events")["QueueUrl"]
+        subscribed_arn = sqs.get_queue_attributes(QueueUrl=subscribed, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        events.put_rule(Name="cluster-canary-events", EventPattern=json.dumps({"source": ["cluster-canary"]}))
+        events.put_targets(Rule="cluster-canary-events", Targets=[{"Id": "queue", "Arn": subscribed_arn}])
+
+        with pytest.raises(NoRolloutStarted) as refused:
+            scenarios.put_create_cluster_event(sandbox)
+        said = str(refused.value)
+        assert said.startswith("cluster-created started no rollout for cluster green: AwsAccessDenied"), said
+        assert "states:StartExecution" in said and "ClusterIntakeDeadLetterQueue" in said, said
+        assert sandbox.client("stepfunctions").list_executions(stateMachineArn=sandbox.state_machine)["executions"] == []
+
+        # At each of Lambda's three tries, the same CloudTrail event id.
+        published = received(sqs, subscribed, 3)
+        assert [e["detail-type"] for e in published] == ["Rollout Not Started"] * 3, published
+        schema = scenarios.event_schema("Rollout Not Started")
+        for event in published:
+            jsonschema.validate(event["detail"], schema)
+        detail = published[0]["detail"]
+        assert detail["cluster"] == {"name": "green", "region": REGION}
+        assert detail["clusterArn"] == scenarios.cluster_arn("green")
+        assert detail["profile"] == "web" and detail["error"] == "AwsAccessDenied"
+        assert "states:StartExecution" in detail["cause"], detail
+        assert len({e["detail"]["eventId"] for e in published}) == 1
+
+        # Lambda's record after the last try, sent as the function's role, in the intake's queue.
+        dead_letters = sandbox.stack.outputs["ClusterIntakeDeadLetterQueueUrl"]
+        [record] = received(sqs, dead_letters, 1)
+        assert record["requestContext"]["condition"] == "RetriesExhausted"
+        assert record["requestContext"]["approximateInvokeCount"] == 3
+        assert record["requestPayload"]["detail"]["requestParameters"]["name"] == "green"
+        assert record["responsePayload"]["errorType"] == "AwsAccessDenied"
+        sent = [d for d in sandbox.front.authorizer.decisions if d[1] == "sqs:SendMessage"]
+        assert sent and all(allowed for *_, allowed in sent), sent
+        assert all(":assumed-role/" + role_of(sandbox, "cluster-created") + "/" in caller for caller, *_ in sent)
+
+        # Its alarm watches that queue and pages.
+        [alarm] = sandbox.client("cloudwatch").describe_alarms(
+            AlarmNames=[sandbox.stack.resources["ClusterIntakeFailedAlarm"]])["MetricAlarms"]
+        assert alarm["Namespace"] == "AWS/SQS" and alarm["MetricName"] == "ApproximateNumberOfMessagesVisible"
+        assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": dead_letters.rsplit("/", 1)[1]}]
+        assert alarm["Threshold"] == 1 and alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"

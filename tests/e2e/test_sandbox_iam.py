@@ -46,6 +46,10 @@ def asks(method, path, signing_name, body=b"", **headers):
     (("POST", "/", "events", json.dumps({"Entries": [{"Source": "s", "DetailType": "d", "Detail": "{}"}]}).encode(),
       {"X-Amz-Target": "AWSEvents.PutEvents"}),
      ("events:PutEvents", [f"arn:aws:events:us-east-1:{ACCOUNT}:event-bus/default"])),
+    # Lambda's on-failure record, sent as the function's role: the queue named by its URL.
+    (("POST", "/", "sqs", json.dumps({"QueueUrl": f"http://127.0.0.1:5000/{ACCOUNT}/intake-dlq", "MessageBody": "{}"}).encode(),
+      {"X-Amz-Target": "AmazonSQS.SendMessage"}),
+     ("sqs:SendMessage", [f"arn:aws:sqs:us-east-1:{ACCOUNT}:intake-dlq"])),
     (("POST", "/", "states", json.dumps({"taskToken": "t", "error": "e"}).encode(),
       {"X-Amz-Target": "AWSStepFunctions.SendTaskFailure"}),
      ("states:SendTaskFailure", ["*"])),

@@ -94,12 +94,14 @@ Everything else is stock moto.
    `AWS::S3::BucketPolicy` (PutBucketPolicy), `AWS::CloudTrail::Trail` (CreateTrail,
    PutEventSelectors, StartLogging), `AWS::Events::EventBusPolicy` (PutPermission),
    `AWS::EKS::AccessEntry` (CreateAccessEntry and AssociateAccessPolicy, on patch 6's access
-   entries), `AWS::Logs::MetricFilter` (PutMetricFilter). And a listener's `forward` default
+   entries), `AWS::Logs::MetricFilter` (PutMetricFilter), `AWS::Lambda::EventInvokeConfig`
+   (PutFunctionEventInvokeConfig: the sandbox's Lambda reads a function's retries and on-failure
+   destination from it). And a listener's `forward` default
    action with a `ForwardConfig` (weighted target groups): moto's CloudFormation required a
    single `TargetGroupArn` and failed with a 500; and a target group's `Fn::GetAtt` attributes
    (`TargetGroupFullName`, an alarm's dimension: a 500 too) and a load balancer's
    `LoadBalancerFullName`. Not modelled: updates and deletes of these
-   types (the sandbox creates stacks only), `AWS::Lambda::EventInvokeConfig`.
+   types (the sandbox creates stacks only).
 
 13. Execution status change events: AWS's Step Functions puts `Step Functions Execution Status
    Change` (source `aws.states`, detail `executionArn`, `stateMachineArn`, `name`, `status`,
@@ -958,6 +960,18 @@ def _metric_filter(api, name, p):
     return name, {}
 
 
+def _event_invoke_config(api, name, p):
+    lambda_ = api("lambda")
+    destinations = {kind: {"Destination": p["DestinationConfig"][kind]["Destination"]}
+                    for kind in ("OnSuccess", "OnFailure") if kind in p.get("DestinationConfig", {})}
+    qualifier = {} if p.get("Qualifier") in (None, "$LATEST") else {"Qualifier": p["Qualifier"]}
+    lambda_.put_function_event_invoke_config(
+        FunctionName=p["FunctionName"], **qualifier,
+        **{k: p[k] for k in ("MaximumRetryAttempts", "MaximumEventAgeInSeconds") if k in p},
+        **({"DestinationConfig": destinations} if destinations else {}))
+    return f"{p['FunctionName']}|{p.get('Qualifier', '$LATEST')}", {}
+
+
 def _by_api(type_name, create):
     """A CloudFormation model of `type_name` whose creation is `create(api, name, properties)` ->
     (physical id, attributes)."""
@@ -989,6 +1003,7 @@ for _type, _create in {
     "AWS::Events::EventBusPolicy": _event_bus_policy,
     "AWS::EKS::AccessEntry": _access_entry,
     "AWS::Logs::MetricFilter": _metric_filter,
+    "AWS::Lambda::EventInvokeConfig": _event_invoke_config,
 }.items():
     assert _type not in cfn_parsing.get_model_map(), f"moto models {_type} now: drop it here"
     _by_api(_type, _create)

@@ -9,6 +9,7 @@ pub mod config;
 pub mod datadog;
 pub mod eks;
 pub mod error;
+pub mod events;
 pub mod executions;
 #[cfg(feature = "fakes")]
 pub mod fakes;
@@ -34,6 +35,7 @@ pub use eks::{
     AccessEntries, ClusterAccounts, ClusterEksApi, ClusterInfo, ClusterReadiness, EksApi, SdkEks,
 };
 pub use error::{AwsError, AwsErrorKind};
+pub use events::{EventPublisher, SdkEvents, EVENT_SOURCE};
 pub use executions::{
     state_machine_of, ExecutionHistory, ExecutionStarter, ExecutionsApi, Listed, SdkExecutions,
     Started, StateEvent,

@@ -9,24 +9,29 @@
 //! - A cluster that is a cell of a running fleet: skipped; the fleet starts its rollout in its
 //!   wave (docs/fleets.md), and a rollout of its own would move the cell's traffic out of turn.
 //! - DeleteCluster: remove the cluster's Argo CD Secret, if cluster-canary created it.
+//! - An opted-in cluster whose rollout could not be started (a profile that does not exist, an
+//!   invalid plan, a refused `StartExecution`): the `Rollout Not Started` event names the cluster
+//!   and why, and the function fails, so Lambda tries the event again (twice) and then leaves it
+//!   in the stack's ClusterIntakeDeadLetterQueue, whose alarm pages a person.
 
 pub mod event;
 
 use std::collections::BTreeMap;
 
-use canary_aws::{AwsError, ExecutionStarter, ExecutionsApi, Started};
+use canary_aws::{AwsError, EventPublisher, ExecutionStarter, ExecutionsApi, Started};
 use canary_core::arn::account_of;
 use canary_core::fleet::FleetPlan;
 use canary_core::input::parse_input;
+use canary_core::limits::{truncate, MAX_ERROR_MESSAGE_BYTES};
 use canary_core::profile::{plan_from_profile, Origin, PROFILE_TAG};
 use canary_core::{ErrorName, NamedError, PlanErrors};
 use canary_kube::{
     connect, deregister, AccessDeps, KubeArgoCd, KubeError, ManagementAccess, RegistrationError,
 };
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use tracing::info;
+use tracing::{error, info};
 
 use event::{EksCall, EksEvent};
 
@@ -109,6 +114,8 @@ pub struct Deps<'a> {
     pub fleets: &'a dyn ExecutionsApi,
     pub access: &'a ManagementAccess,
     pub aws: AccessDeps<'a>,
+    /// Where `Rollout Not Started` goes.
+    pub events: &'a dyn EventPublisher,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -146,12 +153,39 @@ pub async fn handle(
             &event,
             format!("DeleteCluster failed ({error}); the cluster still exists"),
         ),
-        (EksCall::CreateCluster, None) => on_create(deps, config, &event).await?,
+        (EksCall::CreateCluster, None) => match on_create(deps, config, &event).await {
+            Ok(result) => result,
+            Err(failure) => {
+                say_not_started(deps, &event, &failure).await;
+                return Err(failure);
+            }
+        },
         (EksCall::DeleteCluster, None) => on_delete(deps, config, &event).await?,
     };
     info!(cluster = %result.cluster, action = ?result.action, reason = %result.reason, "event handled");
     serde_json::to_value(result)
         .map_err(|e| IntakeError::InvalidEvent(format!("result not serializable: {e}")))
+}
+
+/// The detail-type of the event an opted-in cluster that got no rollout is named in.
+pub const NOT_STARTED: &str = "Rollout Not Started";
+
+/// Puts `Rollout Not Started` for the new cluster. Sent at each attempt (Lambda tries a failed
+/// event three times in all); `eventId` is CloudTrail's, the same at each. An event that cannot
+/// be put is logged: the dead-letter queue and its alarm still hold the cluster.
+async fn say_not_started(deps: &Deps<'_>, event: &EksEvent, failure: &IntakeError) {
+    let detail = json!({
+        "cluster": {"name": event.cluster, "region": event.region},
+        "clusterArn": event.cluster_arn,
+        "profile": event.tags.get(PROFILE_TAG),
+        "eventId": event.event_id,
+        "error": failure.name().as_str(),
+        "cause": truncate(&failure.to_string(), MAX_ERROR_MESSAGE_BYTES),
+    });
+    error!(cluster = %event.cluster_arn, error = failure.name().as_str(), cause = %failure, "no rollout started for the new cluster");
+    if let Err(e) = deps.events.put_event(NOT_STARTED, &detail).await {
+        error!(cluster = %event.cluster_arn, error = %e, "could not put the `Rollout Not Started` event");
+    }
 }
 
 fn skipped(event: &EksEvent, reason: String) -> IntakeResult {

@@ -2,9 +2,11 @@
 //! started in moto's Step Functions, Argo CD Secrets removed in the Kubernetes API test server.
 
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 
+use async_trait::async_trait;
 use aws_config::SdkConfig;
-use canary_aws::{SdkEks, SdkExecutions, SdkSecrets};
+use canary_aws::{AwsError, EventPublisher, SdkEks, SdkExecutions, SdkSecrets};
 use canary_core::profile::plan_from_profile;
 use canary_core::NamedError;
 use canary_kube::{AccessDeps, ManagementAccess};
@@ -24,6 +26,27 @@ fn profiles() -> BTreeMap<String, Value> {
     serde_json::from_value(event("profiles.json")).expect("profiles")
 }
 
+/// The events the function put, in order (the e2e tests put them on moto's bus).
+#[derive(Default)]
+struct RecordedEvents(Mutex<Vec<(String, Value)>>);
+
+#[async_trait]
+impl EventPublisher for RecordedEvents {
+    async fn put_event(&self, detail_type: &str, detail: &Value) -> Result<(), AwsError> {
+        self.0
+            .lock()
+            .expect("events")
+            .push((detail_type.to_owned(), detail.clone()));
+        Ok(())
+    }
+}
+
+impl RecordedEvents {
+    fn take(&self) -> Vec<(String, Value)> {
+        std::mem::take(&mut *self.0.lock().expect("events"))
+    }
+}
+
 struct Env {
     _moto: Moto,
     kube: KubeServer,
@@ -32,6 +55,7 @@ struct Env {
     sfn: aws_sdk_sfn::Client,
     /// The stack's fleet state machine, once a test made one.
     fleets: Option<String>,
+    events: RecordedEvents,
 }
 
 impl Env {
@@ -57,6 +81,7 @@ impl Env {
             world,
             config,
             fleets: None,
+            events: RecordedEvents::default(),
         }
     }
 
@@ -94,6 +119,7 @@ impl Env {
                 credentials: &credentials,
                 region: "us-east-1",
             },
+            events: &self.events,
         };
         handle(&deps, &intake, event).await
     }
@@ -318,6 +344,31 @@ async fn bad_events_are_named_errors_and_start_nothing() {
         assert!(
             err.to_string().contains(fragment),
             "{case}: `{err}` lacks `{fragment}`"
+        );
+        let events = env.events.take();
+        if name == "InvalidEvent" {
+            // No cluster to name: the dead-letter queue keeps the event itself.
+            assert_eq!(events, [], "{case}");
+            continue;
+        }
+        // An opted-in cluster that got no rollout is named, with why.
+        let [(detail_type, detail)] = &events[..] else {
+            panic!("{case}: one `Rollout Not Started` event, got {events:?}");
+        };
+        assert_eq!(detail_type, "Rollout Not Started", "{case}");
+        assert_eq!(
+            detail["cluster"],
+            json!({"name": "web-green", "region": "us-east-1"})
+        );
+        assert_eq!(detail["clusterArn"], WEB_GREEN_US);
+        assert_eq!(detail["error"], name, "{case}");
+        assert_eq!(detail["eventId"], base["detail"]["eventID"], "{case}");
+        assert!(
+            detail["cause"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(fragment),
+            "{case}: {detail}"
         );
     }
     assert!(env.executions().await.is_empty());
