@@ -141,8 +141,6 @@ def run_fleet(sandbox, scenario, out=print):
     never starts, every cell ends promoted or at its baseline. Started and shown live by the
     operator CLI (`cluster-canary fleet start --watch`). Returns (DescribeExecution of the
     fleet, the cells, the CLI's exit code)."""
-    from .scenarios import cli_in_background
-
     cells = seed_cells(sandbox)
     plan = fleet_plan(cells)
     out(f"scenario {scenario}: 6 cells in us-east-1 and eu-west-1, waves of 1, 2 and 3 cells")
@@ -155,7 +153,7 @@ def run_fleet(sandbox, scenario, out=print):
     path.write_text(json.dumps(plan, indent=2))
     name = f"fleet-{scenario}"
     out(f"$ cluster-canary fleet start {path} --name {name} --watch")
-    process, reader = cli_in_background(sandbox, out, "fleet", "start", str(path), "--name", name, "--watch")
+    process, reader = sandbox.cli_in_background(out, "fleet", "start", str(path), "--name", name, "--watch")
     cli_exit = process.wait(timeout=900)
     reader.join(timeout=10)
     execution = sandbox.fleet_state_machine.replace(":stateMachine:", ":execution:") + f":{name}"

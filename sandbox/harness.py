@@ -24,6 +24,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -282,6 +283,19 @@ class Sandbox:
         """Starts `cluster-canary ARGS...` against the sandbox; lines on its stdout."""
         return subprocess.Popen([str(CLI), *args], cwd=REPO, env={**os.environ, **self.cli_env()},
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+
+    def cli_in_background(self, out, *args):
+        """Runs `cluster-canary ARGS...` while the caller goes on, its lines passed to `out` as
+        they come. Returns the process and the thread that reads it."""
+        process = self.cli_process(*args)
+
+        def forward():
+            for line in process.stdout:
+                out(line.rstrip("\n"))
+
+        reader = threading.Thread(target=forward, daemon=True)
+        reader.start()
+        return process, reader
 
     def function(self, binary):
         """The stack's function built from `binary` (its Metadata.BuildProperties.Binary, e.g.

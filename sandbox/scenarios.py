@@ -6,7 +6,6 @@ import copy
 import json
 import os
 import ssl
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -210,7 +209,7 @@ def state_sizes(event):
     """(state name or event type, bytes) of every state input/output and task result in a
     history event: what Step Functions caps at 256 KiB."""
     for key, field in (("stateEnteredEventDetails", "input"), ("stateExitedEventDetails", "output"),
-                       ("taskSucceededEventDetails", "output"), ("executionStartedEventDetails", "input")):
+                       ("taskSucceededEventDetails", "output")):
         details = event.get(key)
         if details and details.get(field) is not None:
             yield details.get("name", event["type"]), len(details[field].encode())
@@ -247,20 +246,6 @@ def read_events(sandbox, execution_arn):
                 (event["detail-type"], event["detail"]))
 
 
-def cli_in_background(sandbox, out, *args):
-    """Runs `cluster-canary ARGS...` while the scenario goes on, its lines passed to `out` as
-    they come. Returns the process and the thread that reads it."""
-    process = sandbox.cli_process(*args)
-
-    def forward():
-        for line in process.stdout:
-            out(line.rstrip("\n"))
-
-    reader = threading.Thread(target=forward, daemon=True)
-    reader.start()
-    return process, reader
-
-
 def watch(sandbox, execution_arn, on_event=None, out=print, timeout=300, verbose=False, on_notification=None,
           await_safety_net=True):
     """Follows an execution to its end. The live view is the operator CLI's (`cluster-canary
@@ -270,7 +255,7 @@ def watch(sandbox, execution_arn, on_event=None, out=print, timeout=300, verbose
     rule matches, waits for what the safety net answered to the rule's delivery (unless
     `await_safety_net` is False: a caller that holds the delivery). Returns the Report."""
     sfn = sandbox.client("stepfunctions")
-    viewer, reader = cli_in_background(sandbox, out, "watch", execution_arn, *(["--verbose"] if verbose else []))
+    viewer, reader = sandbox.cli_in_background(out, "watch", execution_arn, *(["--verbose"] if verbose else []))
     seen, states, max_canary, notifications = 0, [], 0, []
     largest = (0, None)
     deadline = time.monotonic() + timeout
@@ -287,7 +272,11 @@ def watch(sandbox, execution_arn, on_event=None, out=print, timeout=300, verbose
                 if not token:
                     break
             for event in events[seen:]:
-                for where, size in state_sizes(event):
+                # The execution's input, as the first state takes it in, is the caller's (AWS
+                # holds it to 256 KiB, and the first state refuses a plan over its own cap):
+                # the state budget is for what the states keep.
+                given = not states and "stateEnteredEventDetails" in event
+                for where, size in ([] if given else state_sizes(event)):
                     largest = max(largest, (size, where))
                 if "stateEnteredEventDetails" in event:
                     states.append(event["stateEnteredEventDetails"]["name"])
@@ -476,7 +465,7 @@ def run_on(sandbox, scenario, out=print, verbose=False):
             )
         if scenario == "stopped" and at_half:
             out(">>> an operator runs: cluster-canary abort")
-            aborting.append(cli_in_background(sandbox, out, "abort", execution_arn, "--reason", "stopped by hand in the sandbox"))
+            aborting.append(sandbox.cli_in_background(out, "abort", execution_arn, "--reason", "stopped by hand in the sandbox"))
 
     report = watch(sandbox, execution_arn, on_event, out, verbose=verbose)
     for process, reader in aborting:

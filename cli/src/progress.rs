@@ -355,7 +355,7 @@ impl Tracker {
             self.restore_failing_said = false;
         }
         let phase = match name {
-            "ValidateAnalysis" | "PrepareTraffic" => "preparing",
+            "Admit" | "Init" | "PrepareTraffic" => "preparing",
             "DescribeCluster" | "WaitForCluster" => "waiting for the cluster",
             "RegisterCluster" => "registering in Argo CD",
             "AppsStatus" | "WaitForApps" => "waiting for Argo CD apps",

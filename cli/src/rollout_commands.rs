@@ -363,7 +363,7 @@ fn recorded(
 /// promotion, or a newer rollout of the same targets. `None` when it would not.
 fn undoes_more(
     execution: &canary_aws::executions::Execution,
-    newer: &[canary_rollout::prepare::NewerRollout],
+    newer: &[canary_rollout::prepare::RolloutOnTargets],
 ) -> Option<String> {
     let named = |rollouts: Vec<String>| {
         canary_core::limits::join_bounded(&rollouts, "; ", 5, canary_core::limits::MAX_REASON_BYTES)
@@ -641,7 +641,7 @@ mod tests {
             promoted.contains("start a rollout towards the old cluster"),
             "{promoted}"
         );
-        let rollout = |name: &str, status: &str| canary_rollout::prepare::NewerRollout {
+        let rollout = |name: &str, status: &str| canary_rollout::prepare::RolloutOnTargets {
             execution_arn: format!(
                 "arn:aws:states:us-east-1:123456789012:execution:rollout:{name}"
             ),

@@ -69,7 +69,7 @@ def test_targets_a_controller_owns_are_refused_before_anything_moves(tmp_path):
 
             report = scenarios.watch(sandbox, start_green(sandbox, create=False), out=captured)
             assert (report.status, report.error) == ("FAILED", "TrafficOwnedByController")
-            assert report.states == ["Init", "ValidateAnalysis", "PrepareTraffic", *FAILED_BEFORE_TRAFFIC]
+            assert report.states == ["Admit", "Init", "PrepareTraffic", *FAILED_BEFORE_TRAFFIC]
             assert "managed by the AWS Load Balancer Controller" in report.cause
             assert report.weights == BASELINE, "nothing moved"
 
@@ -119,7 +119,7 @@ def test_a_rule_the_load_balancer_controller_tagged_is_refused_before_anything_m
         assert "the rule is managed by the AWS Load Balancer Controller (cluster blue, stack shop/web, resource 80:1)" in text
         report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "green-owned-rule"), out=captured)
         assert (report.status, report.error) == ("FAILED", "TrafficOwnedByController")
-        assert report.states == ["Init", "ValidateAnalysis", "PrepareTraffic", *FAILED_BEFORE_TRAFFIC]
+        assert report.states == ["Admit", "Init", "PrepareTraffic", *FAILED_BEFORE_TRAFFIC]
         assert rule_weights() == {world.blue_tg: 100, world.green_tg: 0}, "nothing moved"
 
         # The same rule made by hand (untagged) on a listener the controller owns: the

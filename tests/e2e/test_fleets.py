@@ -176,8 +176,21 @@ def test_a_bad_fleet_plan_is_refused_with_its_path_and_starts_nothing():
             mutate(plan)
             ended = fleets.wait_for_end(sandbox, fleets.start_fleet(sandbox, plan, f"refused-{n}"), timeout=60)
             assert (ended["status"], ended["error"]) == ("FAILED", "InvalidPlan"), what
-            assert f"{path}: " in ended["cause"], (what, ended["cause"])
+            # The sentence `fleet validate` gives, not the function's error document.
+            assert ended["cause"].startswith(f"invalid fleet plan: {path}: "), (what, ended["cause"])
             assert fleets.children(sandbox, ended["executionArn"]) == {}, what
+        # An input at Step Functions' limit, straight to StartExecution: refused as InvalidPlan,
+        # never grown past the limit by a first state into States.DataLimitExceeded.
+        plan = fleets.fleet_plan(cells)
+        plan["template"]["padding"] = ""
+        plan["template"]["padding"] = "x" * (262_144 - len(json.dumps(plan, separators=(",", ":")).encode()))
+        text = json.dumps(plan, separators=(",", ":"))
+        assert len(text.encode()) == 262_144
+        started = sandbox.client("stepfunctions").start_execution(
+            stateMachineArn=sandbox.fleet_state_machine, name="refused-at-the-limit", input=text)["executionArn"]
+        ended = fleets.wait_for_end(sandbox, started, timeout=60)
+        assert (ended["status"], ended["error"]) == ("FAILED", "InvalidPlan"), ended
+        assert ended["cause"].startswith("invalid fleet plan: fleet: is 262144 bytes"), ended["cause"]
         assert fleets.cell_weights(sandbox, cells) == {cell: BASELINE for cell in cells}
 
 

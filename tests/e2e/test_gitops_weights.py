@@ -278,6 +278,6 @@ def test_a_stable_secret_that_is_not_the_stable_clusters_is_refused_before_anyth
                 report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, f"green-{name}"), out=captured)
                 assert (report.status, report.error) == ("FAILED", "TargetMisconfigured"), report.cause
                 assert expected in report.cause
-                assert report.states == ["Init", "ValidateAnalysis", "PrepareTraffic", *FAILED_BEFORE_TRAFFIC]
+                assert report.states == ["Admit", "Init", "PrepareTraffic", *FAILED_BEFORE_TRAFFIC]
                 assert WEIGHT not in (secret(sandbox, name)[0].get("annotations") or {}), "nothing annotated"
             assert record_weights(sandbox) == before == (100, 0), "nothing moved"

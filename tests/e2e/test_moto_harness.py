@@ -223,3 +223,81 @@ def test_child_executions_and_stops_behave_as_aws_documents(moto_endpoint):
         sfn.stop_execution(executionArn=child["executionArn"])
         quiet = ended(sfn, child["executionArn"])
         assert quiet["status"] == "ABORTED" and "error" not in quiet and "cause" not in quiet, quiet
+
+
+def engine_on(moto_endpoint):
+    """Step Functions' engine on, as the sandbox turns it on."""
+    urllib.request.urlopen(urllib.request.Request(
+        f"{moto_endpoint}/moto-api/config", data=json.dumps({"stepfunctions": {"execute_state_machine": True}}).encode(),
+        headers={"Content-Type": "application/json"})).read()
+
+
+def test_a_task_token_is_answered_once_and_only_while_its_execution_runs(moto_endpoint):
+    """Patch 5: a failure for a token already answered, or whose execution ended, is AWS's
+    TaskDoesNotExist (moto took both as delivered)."""
+    engine_on(moto_endpoint)
+    sfn = boto3.client("stepfunctions", endpoint_url=moto_endpoint, **CREDENTIALS)
+    sqs = boto3.client("sqs", endpoint_url=moto_endpoint, **CREDENTIALS)
+    queue = sqs.create_queue(QueueName="tokens")["QueueUrl"]
+    wait = {"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+            "Parameters": {"QueueUrl": queue, "MessageBody": {"token.$": "$$.Task.Token"}}, "End": True}
+    # In a branch, as the rollout's approvals wait (patch 3 ends such a wait when it is stopped).
+    waits = machine(sfn, "waits", {"Both": {"Type": "Parallel", "End": True, "Branches": [
+        {"StartAt": "Wait", "States": {"Wait": wait}}]}}, "Both")
+
+    def token_of_a_waiting_execution(name):
+        arn = sfn.start_execution(stateMachineArn=waits, name=name)["executionArn"]
+        for _ in range(30):
+            messages = sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=1).get("Messages", [])
+            if messages:
+                sqs.delete_message(QueueUrl=queue, ReceiptHandle=messages[0]["ReceiptHandle"])
+                return arn, json.loads(messages[0]["Body"])["token"]
+        raise TimeoutError(arn)
+
+    def refused(token):
+        with pytest.raises(ClientError) as error:
+            sfn.send_task_failure(taskToken=token, error="Rejected", cause="again")
+        return error.value.response["Error"]["Code"]
+
+    answered, token = token_of_a_waiting_execution("answered")
+    sfn.send_task_failure(taskToken=token, error="Rejected", cause="no")
+    assert (ended(sfn, answered)["status"], ended(sfn, answered)["error"]) == ("FAILED", "Rejected")
+    assert refused(token) == "TaskDoesNotExist"
+
+    stopped, token = token_of_a_waiting_execution("stopped")
+    sfn.stop_execution(executionArn=stopped)
+    assert ended(sfn, stopped)["status"] == "ABORTED"
+    assert refused(token) == "TaskDoesNotExist"
+    assert refused("not-a-token") == "InvalidToken"
+
+
+def test_the_payload_limit_is_262144_bytes_of_compact_utf8(moto_endpoint):
+    """Patch 16: a state's data is held to 262,144 bytes as compact UTF-8 JSON, the limit
+    itself allowed (moto counted `", "` separators and `\\u` escapes, and refused the limit), and a
+    task's input is held to it when the task is scheduled."""
+    engine_on(moto_endpoint)
+    sfn = boto3.client("stepfunctions", endpoint_url=moto_endpoint, **CREDENTIALS)
+    passes = machine(sfn, "passes", {"Keep": {"Type": "Pass", "End": True}}, "Keep")
+
+    def of_size(size):
+        """Compact JSON of `size` UTF-8 bytes, with separators and non-ASCII text to count."""
+        data = {"names": ["é" * 1000, "ü" * 1000], "padding": ""}
+        data["padding"] = "x" * (size - len(json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()))
+        text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+        assert len(text.encode()) == size
+        return text
+
+    at_the_limit = sfn.start_execution(stateMachineArn=passes, name="at", input=of_size(262_144))["executionArn"]
+    assert ended(sfn, at_the_limit)["status"] == "SUCCEEDED"
+    over = sfn.start_execution(stateMachineArn=passes, name="over", input=of_size(262_145))["executionArn"]
+    assert (ended(sfn, over)["status"], ended(sfn, over)["error"]) == ("FAILED", "States.DataLimitExceeded")
+
+    # A task whose Parameters add to an input at the limit: refused as it is scheduled.
+    sqs = boto3.client("sqs", endpoint_url=moto_endpoint, **CREDENTIALS)
+    queue = sqs.create_queue(QueueName="grown")["QueueUrl"]
+    grows = machine(sfn, "grows", {"Send": {
+        "Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage",
+        "Parameters": {"QueueUrl": queue, "MessageBody.$": "$"}, "End": True}}, "Send")
+    grown = sfn.start_execution(stateMachineArn=grows, name="grown", input=of_size(262_144))["executionArn"]
+    assert (ended(sfn, grown)["status"], ended(sfn, grown)["error"]) == ("FAILED", "States.DataLimitExceeded")
+    assert "Messages" not in sqs.receive_message(QueueUrl=queue), "the task never ran"

@@ -9,7 +9,7 @@ import re
 import time
 
 from helpers import (FAILED_BEFORE_TRAFFIC, ROLLED_BACK_FOR_A_CHECK, BASELINE, PROMOTED, captured, delete_cluster_event,
-                     move_listener_by_hand, stop_and_wait, wait_for_alarm_watch)
+                     event_types, move_listener_by_hand, stop_and_wait, wait_for_alarm_watch)
 from sandbox.scenarios import manual_plan, start_manual
 from sandbox import scenarios
 from sandbox.harness import Sandbox
@@ -17,6 +17,8 @@ from sandbox.harness import Sandbox
 LIMITS = scenarios.CONTRACT["limits"]
 MAX_PLAN_BYTES = LIMITS["maxPlanBytes"]
 MAX_ALARMS = LIMITS["maxAlarms"]
+# Step Functions' limit on an execution's input and every state's data: 256 KiB as UTF-8.
+INPUT_LIMIT_BYTES = 262_144
 # CloudWatch keeps at most 1023 characters of a state reason: the longest a reason can be.
 LONG_REASON = ("Threshold Crossed: 5 out of the last 5 datapoints [12.0 (22/11/26 10:03:00), 11.0 (22/11/26 10:02:00)] "
                "were greater than the threshold (10.0) (minimum 5 datapoints for OK -> ALARM transition). ") * 5
@@ -98,7 +100,24 @@ def test_rollouts_whose_state_could_overflow_are_refused_at_prepare_with_nothing
         assert (report.status, report.error) == ("FAILED", "InvalidPlan")
         assert re.search(rf"plan: is \d+ bytes as compact JSON, more than the limit of {MAX_PLAN_BYTES} bytes",
                          report.cause), report.cause
-        assert report.states == ["Init", "ValidateAnalysis", *FAILED_BEFORE_TRAFFIC]
+        assert report.states == ["Admit", "AdmitRefused", *FAILED_BEFORE_TRAFFIC]
+
+        # An input at Step Functions' limit sent straight to StartExecution (as `aws
+        # stepfunctions start-execution` would): refused as InvalidPlan, never grown past the
+        # limit by a first state into States.DataLimitExceeded, which nothing catches.
+        at_the_limit = manual_plan(sandbox)
+        labels = at_the_limit["argocd"]["labels"]
+        labels["padding"] = ""
+        labels["padding"] = "x" * (INPUT_LIMIT_BYTES - len(json.dumps(at_the_limit, separators=(",", ":")).encode()))
+        text = json.dumps(at_the_limit, separators=(",", ":"))
+        assert len(text.encode()) == INPUT_LIMIT_BYTES
+        started = sandbox.client("stepfunctions").start_execution(
+            stateMachineArn=sandbox.state_machine, name="input-at-the-limit", input=text)["executionArn"]
+        report = scenarios.watch(sandbox, started, out=captured)
+        assert (report.status, report.error) == ("FAILED", "InvalidPlan"), (report.error, report.cause)
+        assert "more than the limit of" in report.cause, report.cause
+        assert report.states == ["Admit", "AdmitRefused", *FAILED_BEFORE_TRAFFIC]
+        assert "Rollout Failed" in event_types(report)
 
         cloudwatch = sandbox.client("cloudwatch")
         for i in range(MAX_ALARMS + 1 - len(sandbox.world.alarms)):
@@ -109,7 +128,7 @@ def test_rollouts_whose_state_could_overflow_are_refused_at_prepare_with_nothing
         assert (report.status, report.error) == ("FAILED", "InvalidPlan")
         assert (f"analysis.alarms: the names and prefixes match {MAX_ALARMS + 1} alarms, "
                 f"more than the limit of {MAX_ALARMS}") in report.cause
-        assert report.states == ["Init", "ValidateAnalysis", *FAILED_BEFORE_TRAFFIC]
+        assert report.states == ["Admit", "AdmitRefused", *FAILED_BEFORE_TRAFFIC]
         assert report.weights == BASELINE
         assert report.secret is None, "nothing registered either"
 
@@ -272,6 +291,14 @@ def test_a_rollout_started_right_after_a_stop_does_not_keep_the_safety_net_from_
             assert refused.returncode != 0 and "TargetMisconfigured" in refused.stdout, refused.stdout
             assert "the canary already receives traffic (trafficTargets[0]" in refused.stdout, refused.stdout
             assert "rollback.allowCanaryInBaseline" in refused.stdout
+            # Started, Prepare refuses it too, naming the rollout that left the step and the
+            # command that puts its baseline back.
+            over = scenarios.watch(sandbox, start_manual(sandbox, plan, "over-the-step"), out=captured,
+                                   await_safety_net=False)
+            assert (over.status, over.error) == ("FAILED", "TargetMisconfigured"), over.cause
+            assert (f"the last rollout of these targets that set a step, {stopped} (ABORTED), ended without "
+                    f"putting its baseline back: `cluster-canary restore {stopped}` does") in over.cause, over.cause
+            assert scenarios.read_weights(sandbox) == halfway, "nothing was written"
             waiting = {**plan, "approval": {"beforeSteps": [plan["steps"][0]["weight"]], "timeoutSeconds": 600},
                        "rollback": {**plan.get("rollback", {}), "allowCanaryInBaseline": True}}
             newcomer = start_manual(sandbox, waiting, "newcomer")

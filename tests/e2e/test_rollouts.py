@@ -41,7 +41,7 @@ def test_happy_rollout_promotes_green():
     assert report.status == "SUCCEEDED", report
     assert report.cli_exit == 0, "`cluster-canary watch` exits 0 when promoted"
     assert report.weights == PROMOTED
-    for state in ("ValidateAnalysis", "PrepareTraffic", "DescribeCluster", "RegisterCluster", "AppsStatus",
+    for state in ("Admit", "PrepareTraffic", "DescribeCluster", "RegisterCluster", "AppsStatus",
                   "SetWeights", "Evaluate", "Promoted"):
         assert state in report.states
     assert report.states.count("SetWeights") == 3
@@ -115,7 +115,7 @@ def test_a_bad_manual_plan_fails_at_prepare_and_changes_nothing():
         assert report.status == "FAILED"
         assert report.error == "InvalidPlan"
         assert "steps[1].weight: must be greater than the previous step's 50, got 10" in report.cause
-        assert report.states == ["Init", "ValidateAnalysis", *FAILED_BEFORE_TRAFFIC]
+        assert report.states == ["Admit", "AdmitRefused", *FAILED_BEFORE_TRAFFIC]
         assert event_types(report) == ["Rollout Failed"]
         assert report.events[0][1] == {"executionArn": arn, "error": "InvalidPlan", "cause": report.cause,
                                        "end": "FailedBeforeTraffic"}

@@ -29,7 +29,10 @@ Everything else is stock moto.
    rejected approval lost its reason. The engine itself takes both. And its limits, which moto
    does not check: an `error` over 256 or a `cause` over 32,768 characters is a
    ValidationException, as AWS answers. A token whose task no longer waits (or that never
-   was one) is AWS's 400 `TaskDoesNotExist`/`TaskTimedOut`/`InvalidToken`, not moto's 500.
+   was one) is AWS's 400 `TaskDoesNotExist`/`TaskTimedOut`/`InvalidToken`, not moto's 500:
+   moto took a failure for a token already answered, or whose execution had ended, as
+   delivered (AWS answers `TaskDoesNotExist`), and its own refusals failed to be made (their
+   classes want a message), a 500.
 6. EKS access entries (CreateAccessEntry, DescribeAccessEntry, DeleteAccessEntry,
    AssociateAccessPolicy, ListAssociatedAccessPolicies), which moto lacks: kept per cluster,
    with EKS's answers: ResourceInUseException for an entry that exists,
@@ -131,6 +134,14 @@ Everything else is stock moto.
    caller gave (and leaves out what it did not). moto kept them only in the history, so the
    fleet could not tell a cell it stopped itself (`FleetHalted`) from one a person stopped.
 
+16. Step Functions' 256 KiB payload limit as AWS counts it: the UTF-8 bytes of the data as
+   compact JSON, at most 262,144 (moto counted Python's default `", "` and `": "` separators and
+   `\\uXXXX` escapes, and refused 262,144 itself, so the sandbox refused inputs AWS carries), on
+   every state's output and task result as moto checked, and on a task's input when it is
+   scheduled (its Parameters; a Lambda function's payload), which moto did not check and AWS
+   does ("input data when scheduling a task"). Not modelled: StartExecution's own limit on the
+   input.
+
 Still not modelled: the 256 KiB limit on Pass and Choice state output (moto checks task
 results only).
 
@@ -194,6 +205,13 @@ from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl
 from moto.stepfunctions.parser.asl.component.state.exec.state_parallel import branches_decl as parallel_branches
 from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import iteration_worker as map_iteration
 from moto.stepfunctions.parser.asl.eval import environment as sfn_environment
+from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackConsumerTimeout
+from moto.stepfunctions.parser.asl.component.state import state as sfn_state
+from moto.stepfunctions.parser.asl.component.state.exec.state_task import state_task_lambda as sfn_state_task_lambda
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+    state_task_service as sfn_state_task_service,
+)
+from moto.stepfunctions.parser.asl.utils import encoding as sfn_encoding
 from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_sfn import (
     StateTaskServiceSfn,
@@ -552,13 +570,31 @@ def send_task_failure(self):
     if not isinstance(backend, sfn_parser_models.StepFunctionsParserBackend):
         # Without the engine no task runs, so no token is one AWS would know.
         raise AWSError("Invalid Token: the token belongs to no task", "InvalidToken", 400)
-    try:
-        backend.send_task_failure(self._get_param("taskToken"), **params)
-    except (sfn_api.InvalidToken, sfn_api.TaskDoesNotExist, sfn_api.TaskTimedOut) as gone:
-        # The engine raises its own exception classes, which moto's HTTP layer answers with a
-        # 500; AWS answers 400 with the error's name.
-        raise AWSError("the task token is invalid or its task no longer waits", type(gone).__name__, 400)
+    token = self._get_param("taskToken")
+    # Decided here: the engine's own exceptions for these cannot even be made (their classes
+    # want a message it does not give), which moto's HTTP layer answered with a 500.
+    refusal = _token_refusal(backend, token)
+    if refusal:
+        raise AWSError(*refusal, 400)
+    backend.send_task_failure(token, **params)
     return EmptyResult()
+
+
+def _token_refusal(backend, token):
+    """AWS's (message, error) for a token no task waits on: none ever did, it was answered
+    already or its execution has ended (moto keeps those in its callback pool and takes another
+    answer), or its task timed out; None while its task waits."""
+    for execution in backend._get_executions():
+        worker = getattr(execution, "exec_worker", None)
+        endpoint = worker.env.callback_pool_manager.get(token) if worker else None
+        if endpoint is None:
+            continue
+        if isinstance(endpoint.consumer_error, CallbackConsumerTimeout):
+            return "Task Timed Out: the task's timeout passed", "TaskTimedOut"
+        if execution.status != sfn_api.ExecutionStatus.RUNNING or endpoint.get_outcome() is not None:
+            return "Task Does Not Exist: it was answered already, or its execution has ended", "TaskDoesNotExist"
+        return None
+    return "Invalid Token: the token belongs to no task", "InvalidToken"
 
 
 StepFunctionResponse.send_task_failure = send_task_failure
@@ -1121,6 +1157,39 @@ def _terminated_with_event(self):
 
 
 sfn_execution.BaseExecutionWorkerCommunication.terminated = _terminated_with_event
+
+
+# --- 16. The payload limit as AWS counts it -------------------------------------------------
+PAYLOAD_LIMIT_BYTES = 262_144
+
+
+def _within_payload_limit(value):
+    text = value if isinstance(value, str) else json.dumps(
+        value, cls=sfn_encoding._DateTimeEncoder, separators=(",", ":"), ensure_ascii=False)
+    return len(text.encode("utf-8")) <= PAYLOAD_LIMIT_BYTES
+
+
+for _module in (sfn_state, sfn_state_task_lambda, sfn_state_task_service):
+    _module.is_within_size_quota = _within_payload_limit
+_stock_before_service_task = sfn_state_task_service.StateTaskService._before_eval_execution
+_stock_lambda_parameters = sfn_state_task_lambda.StateTaskLambda._eval_parameters
+
+
+def _before_service_task(self, env, resource_runtime_part, raw_parameters, state_credentials):
+    """A task's input, its Parameters, is held to the limit as it is scheduled."""
+    self._verify_size_quota(env=env, value=raw_parameters)
+    return _stock_before_service_task(self, env, resource_runtime_part, raw_parameters, state_credentials)
+
+
+def _lambda_parameters(self, env):
+    """A Lambda function task's input (its payload) is held to the limit as it is scheduled."""
+    parameters = _stock_lambda_parameters(self, env)
+    self._verify_size_quota(env=env, value=parameters["Payload"])
+    return parameters
+
+
+sfn_state_task_service.StateTaskService._before_eval_execution = _before_service_task
+sfn_state_task_lambda.StateTaskLambda._eval_parameters = _lambda_parameters
 
 
 def serve_on_a_port_of_its_own(host):

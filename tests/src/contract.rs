@@ -11,6 +11,11 @@
 //!   it the schema. A field other states also write (a `Pass` state's `Result`, a `Catch`'s
 //!   `ResultPath`) passes if any of its writers has the path.
 //!
+//! A task whose `Resource` is the function itself (no `Parameters`: the state goes to it as it
+//! is, e.g. the execution's input at `Admit`) is answered by the operation named
+//! [`DIRECT_TASK_OPERATION`]; its answer replaces the state (`ResultPath: $`), so each of the
+//! schema's top-level fields is written there.
+//!
 //! Not checked: the plan and other execution input (`$.plan.…`), the context object (`$$.…`),
 //! and fields only other functions' tasks write (their crates check those).
 
@@ -20,6 +25,9 @@ use serde_json::{Map, Value};
 
 /// A JSON schema (schemars' output), as a value.
 pub type Schemas = BTreeMap<&'static str, Value>;
+
+/// The operation name a function's schemas give the answer of a task that invokes it directly.
+pub const DIRECT_TASK_OPERATION: &str = "admit";
 
 /// Every place a path in `definition` that `function`'s answers feed is not in them, one line
 /// each (`State "PrepareTraffic" reads $.Payload.settleSecs: prepare's output has no
@@ -37,6 +45,9 @@ pub fn unread_paths(definition: &Value, function: &str, schemas: &Schemas) -> Ve
             .get("ResultPath")
             .and_then(Value::as_str)
             .and_then(top_field);
+        if state.get("Resource").and_then(Value::as_str) == Some(placeholder.as_str()) {
+            record_replaced_state(name, state, schemas, &mut writers, &mut ours, &mut problems);
+        }
         let params = state.get("Parameters");
         let ours_here = params
             .and_then(|p| p.get("FunctionName"))
@@ -127,6 +138,62 @@ pub fn unread_paths(definition: &Value, function: &str, schemas: &Schemas) -> Ve
         }
     }
     problems
+}
+
+/// A task invoking the function directly: its answer (the [`DIRECT_TASK_OPERATION`] schema)
+/// replaces the state, each top-level field of it written there.
+fn record_replaced_state(
+    name: &str,
+    state: &Value,
+    schemas: &Schemas,
+    writers: &mut BTreeMap<String, Vec<Option<Value>>>,
+    ours: &mut BTreeSet<String>,
+    problems: &mut Vec<String>,
+) {
+    let Some(schema) = schemas.get(DIRECT_TASK_OPERATION) else {
+        problems.push(format!(
+            "State \"{name}\" invokes the function directly, which has no `{DIRECT_TASK_OPERATION}` output schema"
+        ));
+        return;
+    };
+    if state.get("ResultPath").is_some_and(|path| path != "$") || state.get("Parameters").is_some()
+    {
+        problems.push(format!(
+            "State \"{name}\" invokes the function directly: only the state as it is in, and the answer replacing it (ResultPath $), are tracked"
+        ));
+        return;
+    }
+    for (field, property) in schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        ours.insert(field.clone());
+        // A field of any shape (the plan as it came) is not checked.
+        writers
+            .entry(field.clone())
+            .or_default()
+            .push((!any_shape(property)).then(|| with_defs(property.clone(), schema)));
+    }
+}
+
+/// A schema that says nothing of the value's shape (`true`, or only a description).
+fn any_shape(schema: &Value) -> bool {
+    const SHAPING: [&str; 8] = [
+        "type",
+        "$ref",
+        "properties",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "enum",
+        "const",
+    ];
+    schema == &Value::Bool(true)
+        || schema
+            .as_object()
+            .is_some_and(|keys| !SHAPING.iter().any(|k| keys.contains_key(*k)))
 }
 
 /// Every state, in Parallel branches and Map processors too, with its name.

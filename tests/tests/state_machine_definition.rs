@@ -746,7 +746,6 @@ fn the_fleet_runs_each_wave_as_a_distributed_map_of_child_rollouts() {
     assert_eq!(
         ops,
         BTreeSet::from([
-            "plan",
             "wave",
             "admit",
             "halt",
@@ -758,4 +757,26 @@ fn the_fleet_runs_each_wave_as_a_distributed_map_of_child_rollouts() {
             "rolledBack"
         ])
     );
+}
+
+/// Step Functions caps every state's data and task input at 256 KiB, and an input may come at
+/// the cap: the first state sends it to the function as it came and puts the answer (or the
+/// refusal) in its place, so a plan it refuses never grows past the cap first (that would end
+/// the execution States.DataLimitExceeded, which nothing catches).
+#[test]
+fn the_first_state_adds_nothing_to_an_input_it_may_refuse() {
+    for (machine, function) in [
+        (definition(), "${EvaluateAlarmsFunctionArn}"),
+        (fleet_definition(), "${FleetWavesFunctionArn}"),
+    ] {
+        let first = state_named(&machine, machine["StartAt"].as_str().expect("StartAt"));
+        assert_eq!(first["Resource"], function, "invoked directly");
+        for grows in ["Parameters", "InputPath", "ResultSelector"] {
+            assert!(first.get(grows).is_none(), "{grows}");
+        }
+        assert_eq!(first["ResultPath"], "$");
+        for catch in first["Catch"].as_array().expect("Catch") {
+            assert_eq!(catch["ResultPath"], "$", "{catch}");
+        }
+    }
 }

@@ -26,6 +26,8 @@ pub trait ExecutionsApi: Send + Sync {
         execution_arn: &str,
         limit: usize,
     ) -> Result<Vec<Listed>, AwsError>;
+    /// The state machine's `limit` newest executions (running or ended), newest first.
+    async fn newest(&self, state_machine_arn: &str, limit: usize) -> Result<Vec<Listed>, AwsError>;
 }
 
 /// One history event, reduced to what cluster-canary reads of it (the safety net, the CLI).
@@ -516,6 +518,10 @@ impl ExecutionsApi for SdkExecutions {
             .into_iter()
             .filter(|other| other.arn != own.arn && other.started > own.started)
             .collect())
+    }
+
+    async fn newest(&self, state_machine_arn: &str, limit: usize) -> Result<Vec<Listed>, AwsError> {
+        self.listed(state_machine_arn, false, limit).await
     }
 }
 

@@ -141,6 +141,9 @@ impl ExecutionsApi for Unused {
     async fn started_after(&self, _: &str, _: usize) -> Result<Vec<Listed>, AwsError> {
         Err(unused("ListExecutions"))
     }
+    async fn newest(&self, _: &str, _: usize) -> Result<Vec<Listed>, AwsError> {
+        Err(unused("ListExecutions"))
+    }
 }
 
 #[async_trait]
@@ -238,6 +241,9 @@ impl ExecutionsApi for NoExecutions {
         Ok(ExecutionHistory::default())
     }
     async fn started_after(&self, _: &str, _: usize) -> Result<Vec<Listed>, AwsError> {
+        Ok(Vec::new())
+    }
+    async fn newest(&self, _: &str, _: usize) -> Result<Vec<Listed>, AwsError> {
         Ok(Vec::new())
     }
 }

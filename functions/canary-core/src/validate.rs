@@ -25,14 +25,21 @@ impl fmt::Display for PlanErrors {
     /// Every problem up to [`limits::MAX_LISTED_ERRORS`], each cut to a line, then
     /// "… and N more": the message ends up in the execution's cause, which is bounded.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid rollout plan: {}", self.listed())
+    }
+}
+
+impl PlanErrors {
+    /// The problems, bounded as the `Display` lists them, without saying what kind of plan
+    /// they are of (a fleet plan's errors are said as such).
+    pub fn listed(&self) -> String {
         let lines: Vec<String> = self.0.iter().map(PlanError::to_string).collect();
-        let listed = limits::join_bounded(
+        limits::join_bounded(
             &lines,
             "; ",
             limits::MAX_LISTED_ERRORS,
             limits::MAX_ERROR_MESSAGE_BYTES - 100,
-        );
-        write!(f, "invalid rollout plan: {listed}")
+        )
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use canary_aws::{AwsError, ExecutionsApi};
+use canary_aws::{AwsError, ExecutionsApi, Listed};
 use canary_core::alarm_watch::overlaps;
 use canary_core::analysis::AnalysisSection;
 use canary_core::limits::{join_bounded, MAX_LINE_BYTES};
@@ -37,7 +37,11 @@ pub async fn prepare(
         warn!(%overlap, "another running rollout watches the same alarms");
     }
     let routers = routers(apis, plan);
-    let mut checked = check_routers(&routers, valid).await?;
+    let earlier = Earlier {
+        executions: apis.executions,
+        state_machine_arn: &execution.state_machine_arn,
+    };
+    let mut checked = check_routers(&routers, valid, Some(earlier)).await?;
 
     // Every check passed: the only write prepare makes.
     for (router, check) in routers.iter().zip(&mut checked) {
@@ -71,12 +75,19 @@ pub async fn check_targets(
     apis: &Apis<'_>,
     valid: &ValidPlan,
 ) -> Result<Vec<TargetCheck>, ShiftError> {
-    check_routers(&routers(apis, &valid.plan), valid).await
+    check_routers(&routers(apis, &valid.plan), valid, None).await
+}
+
+/// Where Prepare looks for the earlier rollout that left the canary weighted.
+struct Earlier<'a> {
+    executions: &'a dyn ExecutionsApi,
+    state_machine_arn: &'a str,
 }
 
 async fn check_routers(
     routers: &[Box<dyn TrafficRouter + '_>],
     valid: &ValidPlan,
+    earlier: Option<Earlier<'_>>,
 ) -> Result<Vec<TargetCheck>, ShiftError> {
     let shortest_bake = valid
         .steps
@@ -95,13 +106,32 @@ async fn check_routers(
         checked.push(check);
     }
     if !canary_weighted.is_empty() && !canary_allowed {
+        let left_by = match earlier {
+            // Only said: a lookup that fails leaves the refusal as it is.
+            Some(earlier) => left_by_earlier_rollout(earlier, &valid.plan)
+                .await
+                .unwrap_or_else(|e| {
+                    warn!(error = %e, "could not look for the rollout that left the canary weighted");
+                    None
+                }),
+            None => None,
+        };
+        let back_to_zero = match left_by {
+            Some(rollout) => format!(
+                "the last rollout of these targets that set a step, {} ({}), ended without \
+                 putting its baseline back: `cluster-canary restore {}` does",
+                rollout.execution_arn, rollout.status, rollout.execution_arn
+            ),
+            None => "`cluster-canary list` shows the rollout that left it there, \
+                     `cluster-canary restore <execution>` puts its baseline back"
+                .to_owned(),
+        };
         return Err(ShiftError::TargetMisconfigured {
             path: "trafficTargets".to_owned(),
             message: format!(
                 "the canary already receives traffic ({}): a rollback restores the baseline it \
                  starts from, so it would leave that traffic on the new cluster. Put the canary's \
-                 weight back to 0 first (`cluster-canary list` shows the rollout that left it \
-                 there, `cluster-canary restore <execution>` puts its baseline back), or set \
+                 weight back to 0 first ({back_to_zero}), or set \
                  `rollback.allowCanaryInBaseline: true` to roll back to these weights on purpose; \
                  nothing was written",
                 join_bounded(&canary_weighted, "; ", 5, MAX_LINE_BYTES)
@@ -109,6 +139,27 @@ async fn check_routers(
         });
     }
     Ok(checked)
+}
+
+/// The newest rollout of any of `plan`'s targets that ended stopped, failed or timed out after
+/// it set a step: what likely left the canary weighted (its safety net may not have run, or
+/// was refused). A rollout that ended settled (promoted, rolled back) is not one.
+async fn left_by_earlier_rollout(
+    earlier: Earlier<'_>,
+    plan: &RolloutPlan,
+) -> Result<Option<RolloutOnTargets>, AwsError> {
+    let ended_abnormally = earlier
+        .executions
+        .newest(earlier.state_machine_arn, NEWER_LOOKED_AT)
+        .await?
+        .into_iter()
+        .filter(|listed| ["ABORTED", "FAILED", "TIMED_OUT"].contains(&listed.status.as_str()));
+    for rollout in sharing_targets(earlier.executions, ended_abnormally, plan).await? {
+        if set_a_step(earlier.executions, &rollout).await? {
+            return Ok(Some(rollout));
+        }
+    }
+    Ok(None)
 }
 
 /// The other RUNNING executions of the state machine, each with its input (a plan).
@@ -216,14 +267,14 @@ const NEWER_LOOKED_AT: usize = 100;
 
 /// A rollout of the same targets started after the one asked about.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewerRollout {
+pub struct RolloutOnTargets {
     pub execution_arn: String,
     pub status: String,
     /// The first target it shares.
     pub target: String,
 }
 
-impl std::fmt::Display for NewerRollout {
+impl std::fmt::Display for RolloutOnTargets {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
@@ -240,37 +291,46 @@ pub async fn newer_rollouts(
     executions: &dyn ExecutionsApi,
     execution_arn: &str,
     plan: &RolloutPlan,
-) -> Result<Vec<NewerRollout>, AwsError> {
+) -> Result<Vec<RolloutOnTargets>, AwsError> {
+    let newer = executions
+        .started_after(execution_arn, NEWER_LOOKED_AT)
+        .await?;
+    sharing_targets(executions, newer.into_iter(), plan).await
+}
+
+/// Of `listed` (in their order), the executions that shift any of `plan`'s targets.
+async fn sharing_targets(
+    executions: &dyn ExecutionsApi,
+    listed: impl Iterator<Item = Listed>,
+    plan: &RolloutPlan,
+) -> Result<Vec<RolloutOnTargets>, AwsError> {
     let ours: HashSet<String> = plan
         .traffic_targets
         .iter()
         .map(TrafficTarget::key)
         .collect();
-    let mut newer = Vec::new();
-    for other in executions
-        .started_after(execution_arn, NEWER_LOOKED_AT)
-        .await?
-    {
+    let mut sharing = Vec::new();
+    for other in listed {
         let input = executions.execution_input(&other.arn).await?;
         if let Some(target) = target_keys(input.as_deref())
             .into_iter()
             .find(|key| ours.contains(key))
         {
-            newer.push(NewerRollout {
+            sharing.push(RolloutOnTargets {
                 execution_arn: other.arn,
                 status: other.status,
                 target,
             });
         }
     }
-    Ok(newer)
+    Ok(sharing)
 }
 
 /// Whether a newer rollout may have weights of its own on the targets, as a person restoring
 /// by hand is told: it runs (it may set a step any moment), or it entered `SetWeights`.
 pub async fn may_have_moved(
     executions: &dyn ExecutionsApi,
-    newer: &NewerRollout,
+    newer: &RolloutOnTargets,
 ) -> Result<bool, AwsError> {
     Ok(newer.status == "RUNNING" || set_a_step(executions, newer).await?)
 }
@@ -283,7 +343,7 @@ pub async fn may_have_moved(
 /// finds the weights changed under it (compare-and-set) and stops, paging a person.
 pub async fn set_a_step(
     executions: &dyn ExecutionsApi,
-    newer: &NewerRollout,
+    newer: &RolloutOnTargets,
 ) -> Result<bool, AwsError> {
     let history = executions.history(&newer.execution_arn).await?;
     Ok(history.states.iter().any(|state| state.name == SET_STATE))
@@ -390,6 +450,9 @@ mod tests {
             })
         }
         async fn started_after(&self, _: &str, _: usize) -> Result<Vec<Listed>, AwsError> {
+            Ok(self.0.iter().map(|(e, _, _)| e.clone()).collect())
+        }
+        async fn newest(&self, _: &str, _: usize) -> Result<Vec<Listed>, AwsError> {
             Ok(self.0.iter().map(|(e, _, _)| e.clone()).collect())
         }
     }

@@ -499,7 +499,7 @@ mod tests {
     #[test]
     fn before_prepare_finished_nothing_moved() {
         let history = ExecutionHistory {
-            states: vec![entered("Init"), entered("ValidateAnalysis")],
+            states: vec![entered("Admit"), entered("Init")],
             failure_error: Some("States.Runtime".to_owned()),
             ended: Some("FAILED".to_owned()),
         };

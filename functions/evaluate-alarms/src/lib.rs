@@ -1,7 +1,9 @@
 //! The `evaluate-alarms` Lambda: what the state machine sends it ([`Request`]) and the
 //! dispatch into `canary-rollout`, which holds the logic. Seven operations:
-//! - `validate` (at Prepare, before any traffic moves): every signal source of the plan can be
-//!   evaluated (alarms exist, CloudWatch accepts the metric queries).
+//! - admitting the execution's input (the state machine's first state, `Admit`, before any
+//!   traffic moves; the input is the plan as it came, with no `operation`): the plan is valid and
+//!   every signal source of it can be evaluated (alarms exist, CloudWatch accepts the metric
+//!   queries).
 //! - `evaluate` (every check interval of a bake): collect every source's outcomes, judge them
 //!   with `canary_core::analysis::decide`, and say whether to roll back; unless it rolls back,
 //!   look at where traffic is (every target still at the weights this rollout last set, or
@@ -45,9 +47,6 @@ pub use canary_rollout::analysis::{evaluate, validate, AnalysisError, ValidateOu
 #[derive(Debug, Deserialize)]
 #[serde(tag = "operation", rename_all = "camelCase", deny_unknown_fields)]
 pub enum Request {
-    Validate {
-        plan: Value,
-    },
     Evaluate {
         plan: Value,
         #[serde(default)]
@@ -150,18 +149,40 @@ impl Apis<'_> {
     }
 }
 
+/// What admitting the execution's input answers (`Admit`): the plan as it came, and how much
+/// each check asks of the providers.
+#[derive(Serialize, JsonSchema)]
+pub struct Admitted {
+    /// The plan, exactly as the execution was started with it (it is valid).
+    pub plan: Value,
+    pub analysis: AnalysisSize,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AnalysisSize {
+    /// How many alarms (names and prefix matches) the rollout watches.
+    pub alarms: usize,
+    /// Metric queries each check makes.
+    pub metric_queries: usize,
+}
+
 /// What `awaitApproval` answers: the wait is the task's, not the function's.
 #[derive(Serialize, JsonSchema)]
 struct AwaitingApproval {
     waiting: bool,
 }
 
+/// The name [`output_schemas`] gives admitting the execution's input, which has no operation
+/// field (see [`handle`]).
+pub const ADMIT: &str = "admit";
+
 /// The JSON schema of each operation's output the state machine calls, by operation name: its
 /// contract with the state machine (`tests/contract.rs` checks every path the definition reads
 /// against them; `schema/outputs/evaluate-alarms.json` holds them).
 pub fn output_schemas() -> BTreeMap<&'static str, Schema> {
     BTreeMap::from([
-        ("validate", schema_for!(ValidateOutput)),
+        (ADMIT, schema_for!(Admitted)),
         ("evaluate", schema_for!(Decision)),
         ("awaitApproval", schema_for!(AwaitingApproval)),
         ("boundRejection", schema_for!(Rejection)),
@@ -179,11 +200,15 @@ fn epoch_seconds(time: SystemTime) -> i64 {
 /// Runs one invocation. The plan is parsed and validated once, here.
 pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisError> {
     let signals = &apis.signals;
+    // The state machine's first state sends the execution's input as it came, the plan with no
+    // `operation`: wrapping it would grow an input that may already be at Step Functions' 256 KiB,
+    // and a state over it ends the execution States.DataLimitExceeded, which nothing catches,
+    // instead of refusing the plan.
+    if input.get("operation").is_none() {
+        let admitted = admit(signals, input).await?;
+        return serialized(serde_json::to_value(admitted));
+    }
     let output = match parse_input::<Request>(input).map_err(AnalysisError::InvalidInput)? {
-        Request::Validate { plan } => {
-            let plan = RolloutPlan::parse(plan)?.plan;
-            serde_json::to_value(validate(signals, &plan).await?)
-        }
         Request::Evaluate {
             plan,
             progress,
@@ -263,5 +288,22 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
             serde_json::to_value(hooks::run_hooks(apis.functions, &plan, point, context).await?)
         }
     };
+    serialized(output)
+}
+
+fn serialized(output: serde_json::Result<Value>) -> Result<Value, AnalysisError> {
     output.map_err(|e| AnalysisError::InvalidInput(format!("output not serializable: {e}")))
+}
+
+/// The execution's input is a valid plan whose signal sources can all be evaluated.
+async fn admit(signals: &SignalApis<'_>, input: Value) -> Result<Admitted, AnalysisError> {
+    let plan = RolloutPlan::parse(input.clone())?.plan;
+    let checked = validate(signals, &plan).await?;
+    Ok(Admitted {
+        plan: input,
+        analysis: AnalysisSize {
+            alarms: checked.alarms.len(),
+            metric_queries: checked.metric_queries,
+        },
+    })
 }

@@ -52,11 +52,9 @@ impl Env {
     }
 
     async fn validate(&self, datadog: Value) -> Result<Value, AnalysisError> {
-        handle(
-            &self.clients.apis(),
-            json!({"operation": "validate", "plan": plan(datadog)}),
-        )
-        .await
+        handle(&self.clients.apis(), plan(datadog))
+            .await
+            .map(|admitted| admitted["analysis"].clone())
     }
 
     async fn evaluate(&self, datadog: Value) -> Result<Value, AnalysisError> {

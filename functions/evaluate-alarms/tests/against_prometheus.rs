@@ -35,11 +35,9 @@ impl Env {
     }
 
     async fn validate(&self, prometheus: Value) -> Result<Value, AnalysisError> {
-        handle(
-            &self.clients.apis(),
-            json!({"operation": "validate", "plan": plan(prometheus)}),
-        )
-        .await
+        handle(&self.clients.apis(), plan(prometheus))
+            .await
+            .map(|admitted| admitted["analysis"].clone())
     }
 
     async fn evaluate(&self, prometheus: Value) -> Result<Value, AnalysisError> {

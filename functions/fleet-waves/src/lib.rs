@@ -3,7 +3,8 @@
 //! input (it travels in the fleet's state) and is otherwise stateless: what the fleet's cells
 //! did is read from Step Functions, by the names the fleet gives its child executions.
 //!
-//! - `plan`: validate the fleet plan; the first tally.
+//! - the fleet plan itself, with no `op` (the fleet's first state sends the execution's input
+//!   as it came): validate it; the plan and the first tally.
 //! - `wave`: the next wave's cells and how many run at once.
 //! - `admit`: may this cell start (the failure budget is not spent)? Its child's name and plan.
 //! - `halt`: after a cell failed, with `onHalt: abortRunning` and the budget spent, stop the
@@ -44,7 +45,7 @@ pub const STOPPED_ERROR: &str = "FleetStopped";
 pub enum FleetError {
     #[error("invalid input: {0}")]
     InvalidInput(String),
-    #[error("invalid fleet plan: {0}")]
+    #[error("invalid fleet plan: {}", .0.listed())]
     InvalidPlan(canary_core::PlanErrors),
     #[error("{0}")]
     Aws(#[from] AwsError),
@@ -97,9 +98,6 @@ impl FleetConfig {
 #[derive(Debug, Deserialize)]
 #[serde(tag = "op", rename_all = "camelCase", rename_all_fields = "camelCase")]
 enum Request {
-    Plan {
-        fleet: Value,
-    },
     Wave {
         fleet: Value,
         tally: Tally,
@@ -203,14 +201,32 @@ pub struct Admission {
     pub reason: String,
 }
 
+/// What the fleet's first state gets back: the plan as the execution was given it (valid),
+/// and the first tally.
+#[derive(Debug, Serialize)]
+pub struct Planned {
+    pub fleet: Value,
+    pub tally: Tally,
+}
+
 pub async fn handle(
     apis: &dyn FleetApis,
     config: &FleetConfig,
     input: Value,
 ) -> Result<Value, FleetError> {
+    // The fleet's first state sends the execution's input as it came, the fleet plan with no
+    // `op`: wrapping it would grow an input that may already be at Step Functions' 256 KiB,
+    // and a state over it ends the fleet States.DataLimitExceeded, which nothing catches,
+    // instead of refusing the plan.
+    if input.get("op").is_none() {
+        let tally = Tally::start(&valid(input.clone())?);
+        return to_value(Planned {
+            fleet: input,
+            tally,
+        });
+    }
     let request: Request = parse_input(input).map_err(FleetError::InvalidInput)?;
     match request {
-        Request::Plan { fleet } => to_value(Tally::start(&valid(fleet)?)),
         Request::Wave { fleet, tally } => to_value(next_wave(&valid(fleet)?, &tally, now())?),
         Request::Admit {
             fleet,

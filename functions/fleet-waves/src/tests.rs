@@ -138,7 +138,10 @@ fn tally_after(waves: usize) -> Value {
 #[tokio::test]
 async fn plan_and_waves() {
     let world = World::default();
-    let tally = call(&world, json!({"op": "plan", "fleet": example()})).await;
+    // The fleet's first state: the plan as it came, answered with itself and the first tally.
+    let planned = call(&world, example()).await;
+    assert_eq!(planned["fleet"], example());
+    let tally = planned["tally"].clone();
     assert_eq!(tally["waves"], 3);
     assert_eq!(tally["cells"], 6);
     assert_eq!(tally["failureBudget"], 1);
@@ -170,13 +173,9 @@ async fn plan_and_waves() {
 async fn an_invalid_fleet_plan_is_refused_with_its_paths() {
     let mut fleet = example();
     fleet["failureBudget"] = json!(9);
-    let error = handle(
-        &World::default(),
-        &config(),
-        json!({"op": "plan", "fleet": fleet}),
-    )
-    .await
-    .expect_err("refused");
+    let error = handle(&World::default(), &config(), fleet)
+        .await
+        .expect_err("refused");
     assert_eq!(error.name(), ErrorName::InvalidPlan);
     assert!(error.to_string().contains("failureBudget: is 9"), "{error}");
     let error = handle(&World::default(), &config(), json!({"op": "launch"}))
