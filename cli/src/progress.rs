@@ -2,7 +2,9 @@
 //! live view and a replay of a finished execution say the same things, and the words are
 //! tested without a network (see `view` for how they are printed).
 
-use canary_core::state::{ExecutionState, Prepared, PREPARE_STATE, SET_STATE};
+use canary_core::state::{
+    ExecutionState, Prepared, PREPARE_STATE, SET_STATE, WATCH_UNAVAILABLE_STATES,
+};
 use canary_core::TargetWeights;
 use serde::Serialize;
 use serde_json::Value;
@@ -157,7 +159,6 @@ pub struct Tracker {
 
 /// The alarm watch's tasks, and the states their failure leads to.
 const WATCH_TASKS: [&str; 2] = ["WatchAlarms", "WatchAlarmsWhileWaiting"];
-const WATCH_UNAVAILABLE: [&str; 2] = ["AlarmWatchUnavailable", "AlarmWatchUnavailableWhileWaiting"];
 
 /// The restores: an attempt of theirs that fails is said at once (they retry for minutes).
 const RESTORE_STATES: [&str; 4] = [
@@ -263,7 +264,8 @@ impl Tracker {
                 })
             }
             EventKind::StateEntered { name, input }
-                if WATCH_UNAVAILABLE.contains(&name.as_str()) && !self.watch_unavailable_said =>
+                if WATCH_UNAVAILABLE_STATES.contains(&name.as_str())
+                    && !self.watch_unavailable_said =>
             {
                 self.entered(name, input.as_deref(), event.timestamp);
                 self.watch_unavailable_said = true;

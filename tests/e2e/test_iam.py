@@ -147,3 +147,30 @@ def test_a_create_cluster_that_starts_no_rollout_is_named_in_an_event_reaches_th
         assert alarm["Namespace"] == "AWS/SQS" and alarm["MetricName"] == "ApproximateNumberOfMessagesVisible"
         assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": dead_letters.rsplit("/", 1)[1]}]
         assert alarm["Threshold"] == 1 and alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+
+
+def test_an_alarm_watch_that_cannot_be_registered_is_said_once_and_the_polling_checks_still_judge(tmp_path, capsys):
+    """evaluate-alarms may not write the alarm watch table: every bake's watch fails, so an alarm
+    would roll back only at the next polling check. The first failure says so: `Instant Rollback
+    Off` and the AlarmWatchUnavailable metric, once for the rollout; the live view says it; the
+    rollout still promotes on its polling checks."""
+    template = template_copy(
+        tmp_path,
+        "                - dynamodb:BatchWriteItem\n                - dynamodb:Query\n",
+        "                - dynamodb:Query\n")
+    with Sandbox(log=captured, template=template) as sandbox:
+        report = scenarios.run_on(sandbox, "happy", captured, False)
+        assert report.status == "SUCCEEDED", report.cause
+        assert report.states.count("AlarmWatchUnavailable") == 3, "each step's watch failed"
+        said = [detail for detail_type, detail in report.events if detail_type == "Instant Rollback Off"]
+        assert len(said) == 1, report.events
+        jsonschema.validate(said[0], scenarios.event_schema("Instant Rollback Off"))
+        assert said[0]["error"] == "AwsAccessDenied" and "dynamodb:BatchWriteItem" in said[0]["cause"], said[0]
+        assert said[0]["cluster"] == {"name": "green", "region": REGION}
+        unavailable = [m for m in report.metrics if m[0] == "AlarmWatchUnavailable"]
+        assert unavailable == [("AlarmWatchUnavailable", {"Cluster": f"{REGION}/green"}, 1)], report.metrics
+        assert "INSTANT ROLLBACK OFF" in capsys.readouterr().out
+        [alarm] = sandbox.client("cloudwatch").describe_alarms(
+            AlarmNames=[sandbox.stack.resources["AlarmWatchUnavailableAlarm"]])["MetricAlarms"]
+        assert (alarm["Namespace"], alarm["MetricName"], alarm["Dimensions"]) == (
+            "ClusterCanary", "AlarmWatchUnavailable", [])

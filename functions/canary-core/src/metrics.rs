@@ -46,6 +46,10 @@ pub enum Metric {
     /// emitted without dimensions, for the template's `RestoreFailingAlarm`, which pages at the
     /// first failure rather than when the retries are spent.
     RestoreFailures,
+    /// 1 the first time in a rollout that its alarm watch could not be registered: instant
+    /// rollback is off, and only the polling checks roll back. Also emitted without dimensions,
+    /// for the template's `AlarmWatchUnavailableAlarm`.
+    AlarmWatchUnavailable,
     /// A fleet's cells promoted in a wave (`Fleet`: the fleet plan's name).
     CellsPromoted,
     /// A fleet's cells that ended without promotion in a wave (failed, or never started).
@@ -68,6 +72,7 @@ impl Metric {
             | Metric::RollbacksReverted
             | Metric::ForeignChanges
             | Metric::RestoreFailures
+            | Metric::AlarmWatchUnavailable
             | Metric::CellsPromoted
             | Metric::CellsFailed => "Count",
             Metric::LatencySeconds | Metric::RollbackSeconds => "Seconds",
@@ -87,7 +92,8 @@ impl Metric {
             Metric::RollbackSeconds
             | Metric::RollbacksReverted
             | Metric::ForeignChanges
-            | Metric::RestoreFailures => &["Cluster"],
+            | Metric::RestoreFailures
+            | Metric::AlarmWatchUnavailable => &["Cluster"],
             Metric::CellsPromoted | Metric::CellsFailed => &["Fleet"],
         }
     }
@@ -97,7 +103,10 @@ impl Metric {
     fn also_stack_wide(self) -> bool {
         matches!(
             self,
-            Metric::RollbacksReverted | Metric::ForeignChanges | Metric::RestoreFailures
+            Metric::RollbacksReverted
+                | Metric::ForeignChanges
+                | Metric::RestoreFailures
+                | Metric::AlarmWatchUnavailable
         )
     }
 }
@@ -189,6 +198,10 @@ impl Point {
 
     pub fn restore_failure(cluster: &str) -> Self {
         Point::new(Metric::RestoreFailures, vec![cluster.to_owned()], 1.0)
+    }
+
+    pub fn alarm_watch_unavailable(cluster: &str) -> Self {
+        Point::new(Metric::AlarmWatchUnavailable, vec![cluster.to_owned()], 1.0)
     }
 
     /// What one wave of `fleet` did: its cells promoted and failed.
@@ -308,6 +321,7 @@ mod tests {
             Point::rollback_reverted("r/c"),
             Point::foreign_change("r/c"),
             Point::restore_failure("r/c"),
+            Point::alarm_watch_unavailable("r/c"),
         ]
         .into_iter()
         .chain(Point::check_result("r/c", false, true))
@@ -325,7 +339,10 @@ mod tests {
             // An alarm watches the stack-wide series: it has no dimension at all.
             let stack_wide = matches!(
                 metric,
-                Metric::RollbacksReverted | Metric::ForeignChanges | Metric::RestoreFailures
+                Metric::RollbacksReverted
+                    | Metric::ForeignChanges
+                    | Metric::RestoreFailures
+                    | Metric::AlarmWatchUnavailable
             );
             assert_eq!(
                 declared["Dimensions"].get(1) == Some(&json!([])),

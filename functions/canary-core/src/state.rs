@@ -14,6 +14,10 @@ use crate::weights::TargetWeights;
 pub const PREPARE_STATE: &str = "PrepareTraffic";
 /// The state that sets a step's weights (`$.lastSet`).
 pub const SET_STATE: &str = "SetWeights";
+/// The states a bake's or an approval wait's alarm watch ends in when it could not be
+/// registered: instant rollback is off there, the polling checks alone judge the canary.
+pub const WATCH_UNAVAILABLE_STATES: [&str; 2] =
+    ["AlarmWatchUnavailable", "AlarmWatchUnavailableWhileWaiting"];
 /// JSON pointers, into a state's output, of the weights the safety net restores and compares.
 pub const BASELINE_POINTER: &str = "/prepared/baseline";
 pub const LAST_SET_POINTER: &str = "/lastSet/weights";

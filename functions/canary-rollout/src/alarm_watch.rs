@@ -4,20 +4,24 @@
 
 use std::time::UNIX_EPOCH;
 
-use canary_aws::{AlarmWatchStore, CloudWatchApi, TaskFailer};
+use canary_aws::{AlarmWatchStore, CloudWatchApi, EventPublisher, ExecutionsApi, TaskFailer};
 use canary_core::alarm_watch::{
     unwatched_reason, AlarmStateChange, AlarmWatch, Concern, WatchDuring, WatchedStep,
     CHECK_FAILED, MAX_TASK_TOKEN_BYTES, WATCH_GRACE_SECONDS,
 };
 use canary_core::analysis::CheckVerdict;
-use canary_core::limits::{join_bounded, truncate, MAX_SUMMARY_BYTES, MAX_VERDICT_REASONS};
+use canary_core::limits::{
+    join_bounded, truncate, MAX_ERROR_MESSAGE_BYTES, MAX_SUMMARY_BYTES, MAX_VERDICT_REASONS,
+};
 use canary_core::metrics::{cluster_dimension, Point};
-use canary_core::RolloutPlan;
+use canary_core::state::WATCH_UNAVAILABLE_STATES;
+use canary_core::{NamedError, RolloutPlan};
 use serde::Serialize;
+use serde_json::json;
 use tracing::{info, warn};
 
 use crate::error::AnalysisError;
-use crate::metrics::{emit_metrics, utc_time};
+use crate::metrics::{self, emit_metrics, utc_time};
 use crate::signals::alarm_outcomes;
 
 /// What a waiting task registered.
@@ -38,6 +42,48 @@ pub struct WatchApis<'a> {
     pub store: &'a dyn AlarmWatchStore,
     pub cloudwatch: &'a dyn CloudWatchApi,
     pub tasks: &'a dyn TaskFailer,
+}
+
+/// The detail-type of the event that says a rollout's instant rollback is off.
+pub const INSTANT_ROLLBACK_OFF: &str = "Instant Rollback Off";
+
+/// The watch could not be registered (`error`): its task fails, and the state machine goes on
+/// with the polling checks alone (`AlarmWatchUnavailable`), which is all the function's log
+/// said before. Said once per rollout, at the first such failure (the execution's history has
+/// no watch-unavailable state yet): the metric `AlarmWatchUnavailableAlarm` pages on, and the
+/// `Instant Rollback Off` event. Best effort: a history or an event that cannot be had is logged.
+pub async fn say_unavailable(
+    executions: &dyn ExecutionsApi,
+    events: &dyn EventPublisher,
+    plan: &RolloutPlan,
+    execution_arn: &str,
+    error: &AnalysisError,
+) {
+    match executions.history(execution_arn).await {
+        Ok(history)
+            if history
+                .states
+                .iter()
+                .any(|state| WATCH_UNAVAILABLE_STATES.contains(&state.name.as_str())) =>
+        {
+            return
+        }
+        Ok(_) => {}
+        Err(e) => {
+            warn!(%execution_arn, error = %e, "could not read whether the watch's failure was said already")
+        }
+    }
+    warn!(%execution_arn, error = %error, "alarm watch unavailable: instant rollback is off, the polling checks alone roll back");
+    metrics::alarm_watch_unavailable(plan);
+    let detail = json!({
+        "executionArn": execution_arn,
+        "cluster": {"name": plan.cluster.name, "region": plan.cluster.region},
+        "error": error.name().as_str(),
+        "cause": truncate(&error.to_string(), MAX_ERROR_MESSAGE_BYTES),
+    });
+    if let Err(e) = events.put_event(INSTANT_ROLLBACK_OFF, &detail).await {
+        warn!(%execution_arn, error = %e, "could not put the `Instant Rollback Off` event");
+    }
 }
 
 /// Where and when a waiting task registers its watch.

@@ -42,6 +42,11 @@ pub fn restore_failure(plan: &RolloutPlan) {
     emit_metrics([Point::restore_failure(&cluster(plan))]);
 }
 
+/// The rollout's alarm watch could not be registered, the first time: instant rollback is off.
+pub fn alarm_watch_unavailable(plan: &RolloutPlan) {
+    emit_metrics([Point::alarm_watch_unavailable(&cluster(plan))]);
+}
+
 /// A foreign change stopped the rollout.
 pub fn foreign_change(plan: &RolloutPlan) {
     emit_metrics([Point::foreign_change(&cluster(plan))]);

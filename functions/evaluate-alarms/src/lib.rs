@@ -24,8 +24,8 @@ use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use canary_aws::{
-    AlarmWatchStore, FunctionInvoker, SdkAlarmWatches, SdkConfig, SdkExecutions, SdkFunctions,
-    TaskFailer,
+    AlarmWatchStore, EventPublisher, ExecutionsApi, FunctionInvoker, SdkAlarmWatches, SdkConfig,
+    SdkEvents, SdkExecutions, SdkFunctions, TaskFailer,
 };
 use canary_core::alarm_watch::{AlarmStateChange, WatchDuring, WatchedStep};
 use canary_core::analysis::{BakeProgress, Decision};
@@ -104,6 +104,10 @@ pub struct Apis<'a> {
     /// The alarm watches' table (`ALARM_WATCH_TABLE`); `None` when it is not configured.
     pub watches: Option<&'a dyn AlarmWatchStore>,
     pub tasks: &'a dyn TaskFailer,
+    /// The rollout's own history (was its watch's failure said already?).
+    pub executions: &'a dyn ExecutionsApi,
+    /// Where `Instant Rollback Off` goes.
+    pub events: &'a dyn EventPublisher,
 }
 
 /// The function's clients, built once from the SDK configuration and the environment (no
@@ -114,6 +118,7 @@ pub struct Clients {
     functions: SdkFunctions,
     watches: Option<SdkAlarmWatches>,
     tasks: SdkExecutions,
+    events: SdkEvents,
 }
 
 impl Clients {
@@ -123,6 +128,7 @@ impl Clients {
             functions: SdkFunctions::new(config),
             watches: env("ALARM_WATCH_TABLE").map(|table| SdkAlarmWatches::new(config, table)),
             tasks: SdkExecutions::new(config),
+            events: SdkEvents::new(config),
         }
     }
 
@@ -133,6 +139,8 @@ impl Clients {
             functions: &self.functions,
             watches: self.watches.as_ref().map(|w| w as &dyn AlarmWatchStore),
             tasks: &self.tasks,
+            executions: &self.tasks,
+            events: &self.events,
         }
     }
 }
@@ -255,12 +263,26 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
                 step,
                 now: epoch_seconds(SystemTime::now()),
             };
-            let watch_apis = alarm_watch::WatchApis {
-                store: apis.watches()?,
-                cloudwatch: apis.signals.cloudwatch,
-                tasks: apis.tasks,
-            };
-            serde_json::to_value(alarm_watch::register(&watch_apis, &plan, task).await?)
+            let registered = async {
+                let watch_apis = alarm_watch::WatchApis {
+                    store: apis.watches()?,
+                    cloudwatch: apis.signals.cloudwatch,
+                    tasks: apis.tasks,
+                };
+                alarm_watch::register(&watch_apis, &plan, task).await
+            }
+            .await;
+            if let Err(e) = &registered {
+                alarm_watch::say_unavailable(
+                    apis.executions,
+                    apis.events,
+                    &plan,
+                    &execution_arn,
+                    e,
+                )
+                .await;
+            }
+            serde_json::to_value(registered?)
         }
         Request::AlarmStateChange { change } => {
             let now = epoch_seconds(SystemTime::now());
