@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use aws_config::SdkConfig;
 use canary_aws::executions::Execution;
-use canary_aws::SdkExecutions;
+use canary_aws::{AlarmStateValue, CloudWatchApi, SdkCloudWatch, SdkExecutions};
 use canary_core::fleet::{child_name, child_suffix, FleetPlan, ValidFleet};
 use serde_json::{json, Value};
 
@@ -119,6 +119,9 @@ pub async fn check(
         );
         ok &= check_plan(config, plan, &machines.rollout, printer).await?;
     }
+    if let Some(soak) = valid.fleet.soak.as_ref().filter(|s| !s.alarms.is_empty()) {
+        ok &= check_soak_alarms(config, machines, &soak.alarms, printer).await?;
+    }
     printer.say(
         &if ok {
             format!("every cell of fleet {} passed its checks", valid.fleet.name)
@@ -127,6 +130,58 @@ pub async fn check(
         },
         json!({"check": "fleet", "ok": ok}),
     );
+    Ok(ok)
+}
+
+/// The soak's alarms, as fleet-waves reads them after each wave (in the fleet state machine's
+/// region): one that does not exist would cost a wave and then halt the fleet; one in ALARM
+/// now would halt it at the first soak.
+async fn check_soak_alarms(
+    config: &SdkConfig,
+    machines: &FleetMachineArgs,
+    names: &[String],
+    printer: &mut Printer,
+) -> Result<bool, CliError> {
+    let machine = locate::fleet_state_machine(config, machines).await?;
+    let mut regional = config.to_builder();
+    if let Some(region) = region_of(&machine) {
+        regional = regional.region(aws_config::Region::new(region.to_owned()));
+    }
+    let found = SdkCloudWatch::new(&regional.build())
+        .alarms_by_names(names)
+        .await?;
+    let region = region_of(&machine).unwrap_or("the fleet's region");
+    let mut ok = true;
+    for name in names {
+        let (line, fine) = match found.iter().find(|alarm| &alarm.name == name) {
+            None => (
+                format!(
+                    "✗ soak: no alarm named {name} in {region}: the first soak would halt the \
+                     fleet (fleet-waves reads it there)"
+                ),
+                false,
+            ),
+            Some(alarm) if alarm.state == AlarmStateValue::Alarm => (
+                format!(
+                    "✗ soak: alarm {name} is in ALARM now: the first soak would halt the fleet"
+                ),
+                false,
+            ),
+            Some(alarm) => {
+                let state = match alarm.state {
+                    AlarmStateValue::Ok => "OK",
+                    AlarmStateValue::InsufficientData => "INSUFFICIENT_DATA",
+                    AlarmStateValue::Alarm => "ALARM",
+                };
+                (format!("✓ soak: alarm {name} exists ({state})"), true)
+            }
+        };
+        ok &= fine;
+        printer.say(
+            &line,
+            json!({"check": "soakAlarm", "ok": fine, "alarm": name}),
+        );
+    }
     Ok(ok)
 }
 

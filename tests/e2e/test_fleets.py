@@ -137,6 +137,10 @@ def test_aborting_a_fleet_stops_its_running_cells_and_each_one_restores_its_base
         assert {c: (d["status"], d.get("error")) for c, d in children.items()} == {
             "use1-a": ("SUCCEEDED", None), "euw1-a": ("ABORTED", "FleetStopped"), "use1-b": ("ABORTED", "FleetStopped")}
         assert_each_cell_promoted_or_at_its_baseline(sandbox, cells, promoted={"use1-a"})
+        # The fleet ended: the cell's cluster still starts no rollout of the profile's traffic.
+        error, answer = sandbox.invoke("cluster-created", scenarios.create_cluster_event(sandbox, "euw1-c-new", "eu-west-1"))
+        assert error is None and answer["action"] == "skipped", answer
+        assert "is cell `euw1-c` of fleet `web-fleet`, which ran as" in answer["reason"], answer
 
 
 def test_on_halt_abort_running_stops_the_other_cells_of_the_wave():
@@ -211,6 +215,14 @@ def test_the_cli_validates_checks_starts_aborts_watches_and_lists_a_fleet(tmp_pa
         assert valid.returncode == 0 and "wave 2 (2 at once): euw1-a (eu-west-1), use1-b (us-east-1)" in valid.stdout
         checked = sandbox.cli("fleet", "check", str(path))
         assert checked.returncode == 0, checked.stdout + checked.stderr
+        # A misspelt soak alarm would cost a wave, then halt the fleet: the check reads them.
+        soaking = {**plan, "soak": {"seconds": 5, "alarms": [cells["use1-a"]["alarm"], "web-fleet-slo-typo"]}}
+        (tmp_path / "soaking.json").write_text(json.dumps(soaking))
+        refused = sandbox.cli("fleet", "check", str(tmp_path / "soaking.json"))
+        assert refused.returncode == 1, refused.stdout + refused.stderr
+        assert f"✓ soak: alarm {cells['use1-a']['alarm']} exists (" in refused.stdout, refused.stdout
+        assert "✗ soak: no alarm named web-fleet-slo-typo in us-east-1: the first soak would halt the fleet" \
+            in refused.stdout, refused.stdout
         assert checked.stdout.count("is ACTIVE") == 6 and "every cell of fleet web-fleet passed its checks" in checked.stdout
 
         started = sandbox.cli("fleet", "start", str(path), "--name", "by-hand")

@@ -6,8 +6,9 @@
 //!   state machine under a name derived from the cluster and the CloudTrail event id, so a
 //!   duplicate delivery starts nothing new.
 //! - A failed call, or a cluster without the tag: skipped, with the reason in the result and log.
-//! - A cluster that is a cell of a running fleet: skipped; the fleet starts its rollout in its
-//!   wave (docs/fleets.md), and a rollout of its own would move the cell's traffic out of turn.
+//! - A cluster that is a cell of a fleet: skipped. A running fleet starts its rollout in its
+//!   wave (docs/fleets.md), and a rollout of its own would move the cell's traffic out of turn;
+//!   after the fleet ended, the profile's rollout would move other traffic than the cell's.
 //! - DeleteCluster: remove the cluster's Argo CD Secret, if cluster-canary created it.
 //! - An opted-in cluster whose rollout could not be started (a profile that does not exist, an
 //!   invalid plan, a refused `StartExecution`): the `Rollout Not Started` event names the cluster
@@ -266,8 +267,12 @@ async fn on_create(
     })
 }
 
-/// Why the new cluster gets no rollout of its own: it is a cell of a running fleet (same
-/// account, region and name), which starts the cell's rollout in its wave.
+/// How many of the fleet state machine's newest executions are looked through for a cell.
+const FLEETS_LOOKED_AT: usize = 100;
+
+/// Why the new cluster gets no rollout of its own: it is a cell of a fleet (same account,
+/// region and name). A running fleet starts the cell's rollout in its wave; after a fleet
+/// ended, a rollout of the profile would move other traffic than the cell's.
 async fn fleet_cell(
     deps: &Deps<'_>,
     config: &IntakeConfig,
@@ -278,7 +283,8 @@ async fn fleet_cell(
     };
     let own_account = account_of(&config.state_machine_arn).unwrap_or_default();
     let event_account = account_of(&event.cluster_arn).unwrap_or(own_account);
-    for fleet in deps.fleets.running_executions(machine).await? {
+    for listed in deps.fleets.newest(machine, FLEETS_LOOKED_AT).await? {
+        let fleet = listed.arn;
         let Some(input) = deps.fleets.execution_input(&fleet).await? else {
             continue;
         };
@@ -300,8 +306,18 @@ async fn fleet_cell(
                 && cluster.region == event.region
                 && account == event_account
             {
+                let what = if listed.status == "RUNNING" {
+                    format!("running as {fleet}: the fleet starts its rollout in its wave")
+                } else {
+                    format!(
+                        "which ran as {fleet} ({}): the cell rolls out its own traffic, not the \
+                         profile's; start it by hand with the cell's plan \
+                         (`cluster-canary fleet validate` shows it)",
+                        listed.status
+                    )
+                };
                 return Ok(Some(format!(
-                    "cluster {} ({}) is cell `{}` of fleet `{}`, running as {fleet}: the fleet starts its rollout in its wave",
+                    "cluster {} ({}) is cell `{}` of fleet `{}`, {what}",
                     event.cluster, event.region, cell.name, valid.fleet.name
                 )));
             }

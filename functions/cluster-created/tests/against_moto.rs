@@ -509,7 +509,7 @@ async fn a_cell_of_a_running_fleet_gets_no_rollout_of_its_own() {
     );
     assert!(env.executions().await.is_empty(), "no rollout started");
 
-    // The same cluster in another region is not that cell; a stopped fleet holds nothing back.
+    // The same cluster in another region is not that cell.
     let mut elsewhere = event("eks-create-cluster.json");
     elsewhere["detail"]["awsRegion"] = json!("eu-west-1");
     elsewhere["region"] = json!("eu-west-1");
@@ -527,15 +527,24 @@ async fn a_cell_of_a_running_fleet_gets_no_rollout_of_its_own() {
         !format!("{reason:?}").contains("of fleet"),
         "another region's cluster is no cell: {reason:?}"
     );
+    // A fleet that ended still names the cell: the profile's rollout would move other
+    // traffic than the cell's.
     env.sfn
         .stop_execution()
         .execution_arn(&running)
         .send()
         .await
         .expect("stopped");
-    let out = env
-        .deliver(event("eks-create-cluster.json"))
-        .await
-        .expect("started");
-    assert_eq!(out["action"], "started", "{out}");
+    let before = env.executions().await.len();
+    let mut again = event("eks-create-cluster.json");
+    again["detail"]["eventID"] = json!("after-the-fleet");
+    let out = env.deliver(again).await.expect("handled");
+    assert_eq!(out["action"], "skipped", "{out}");
+    let reason = out["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("is cell `use1-c` of fleet `web-eks-1-34`, which ran as")
+            && reason.contains("(ABORTED): the cell rolls out its own traffic, not the profile's"),
+        "{reason}"
+    );
+    assert_eq!(env.executions().await.len(), before, "no rollout started");
 }

@@ -115,7 +115,7 @@ fn whole_cells<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u32,
         .and_then(|n| u32::try_from(n).ok())
         .ok_or_else(|| {
             serde::de::Error::custom(format!(
-                "must be a whole number of cells (0 up to the fleet's cells), got {value}; a share \
+                "must be a whole number of cells (0 up to one fewer than the fleet's cells), got {value}; a share \
                  of the fleet such as \"50%\" is not supported"
             ))
         })
@@ -286,14 +286,17 @@ impl FleetPlan {
                 );
             }
         }
-        if !self.cells.is_empty() && self.failure_budget as usize > self.cells.len() {
+        // A budget of every cell would never halt: a fleet whose every cell failed would
+        // complete, promoting none.
+        if !self.cells.is_empty() && self.failure_budget as usize >= self.cells.len() {
             errors.push(
                 "failureBudget",
                 format!(
-                    "is {} but the fleet has {} cells: at most {} may fail",
+                    "is {} but the fleet has {} cells: at most {} (with a budget of every cell, \
+                     a fleet whose every cell failed would complete)",
                     self.failure_budget,
                     self.cells.len(),
-                    self.cells.len()
+                    self.cells.len() - 1
                 ),
             );
         }

@@ -103,10 +103,16 @@ fn bad_fleets_are_refused_with_the_path_of_each_problem() {
             "the fleet has 6 cells",
         ),
         (
+            "a budget of every cell",
+            |v| v["failureBudget"] = json!(6),
+            "failureBudget",
+            "is 6 but the fleet has 6 cells: at most 5 (with a budget of every cell",
+        ),
+        (
             "a budget given as a share",
             |v| v["failureBudget"] = json!("50%"),
             "failureBudget",
-            "must be a whole number of cells (0 up to the fleet's cells), got \"50%\"",
+            "must be a whole number of cells (0 up to one fewer than the fleet's cells), got \"50%\"",
         ),
         (
             "a cell in two waves",
