@@ -18,11 +18,12 @@ CELLS = [("use1-a", "us-east-1"), ("use1-b", "us-east-1"), ("use1-c", "us-east-1
          ("euw1-a", "eu-west-1"), ("euw1-b", "eu-west-1"), ("euw1-c", "eu-west-1")]
 
 
-def seed_cells(sandbox, cells=CELLS):
+def seed_cells(sandbox, cells=CELLS, without_clusters=()):
     """Each cell's load balancer `web-<cell>` (within the stack's write grant), its listener on
-    the old target group, the new cluster `<cell>-new` (ACTIVE at once in moto) and the alarm
-    `web-<cell>-5xx` (in the stack's region, where the rollouts read alarms). Returns
-    {cell: {"region", "listener", "old", "new", "cluster", "alarm"}}."""
+    the old target group, the new cluster `<cell>-new` (ACTIVE at once in moto; not yet for the
+    cells in `without_clusters`: `create_cell_cluster`) and the alarm `web-<cell>-5xx` (in the
+    stack's region, where the rollouts read alarms). Returns {cell: {"region", "listener",
+    "old", "new", "cluster", "alarm"}}."""
     world = {}
     for cell, region in cells:
         ec2, elbv2, eks = (sandbox.client(s, region) for s in ("ec2", "elbv2", "eks"))
@@ -39,8 +40,8 @@ def seed_cells(sandbox, cells=CELLS):
             DefaultActions=[{"Type": "forward", "ForwardConfig": {"TargetGroups": [
                 {"TargetGroupArn": groups["old"], "Weight": 100}, {"TargetGroupArn": groups["new"], "Weight": 0}]}}],
         )["Listeners"][0]["ListenerArn"]
-        eks.create_cluster(name=f"{cell}-new", version="1.34", roleArn=f"arn:aws:iam::{ACCOUNT}:role/eks-cluster",
-                           resourcesVpcConfig={"subnetIds": subnets})
+        if cell not in without_clusters:
+            create_cell_cluster(sandbox, cell, region)
         alarm = f"web-{cell}-5xx"
         sandbox.client("cloudwatch").put_metric_alarm(
             AlarmName=alarm, Namespace="AWS/ApplicationELB", MetricName="HTTPCode_Target_5XX_Count",
@@ -48,6 +49,14 @@ def seed_cells(sandbox, cells=CELLS):
         world[cell] = {"region": region, "listener": listener, "old": groups["old"], "new": groups["new"],
                        "cluster": f"{cell}-new", "alarm": alarm}
     return world
+
+
+def create_cell_cluster(sandbox, cell, region):
+    """What the platform team does for a cell: create its new cluster `<cell>-new`."""
+    subnets = [s["SubnetId"] for s in sandbox.client("ec2", region).describe_subnets()["Subnets"]][:2]
+    sandbox.client("eks", region).create_cluster(
+        name=f"{cell}-new", version="1.34", roleArn=f"arn:aws:iam::{ACCOUNT}:role/eks-cluster",
+        resourcesVpcConfig={"subnetIds": subnets})
 
 
 def fleet_plan(cells, name="web-fleet", waves=None, failure_budget=0, on_halt="finishRunning", soak=None):

@@ -304,6 +304,14 @@ pub async fn check_plan(
             ),
             json!({"check": "cluster", "ok": null, "status": found.status}),
         ),
+        Err(error) if error.kind == AwsErrorKind::NotFound && cluster.wait_for_creation => printer.say(
+            &format!(
+                "? there is no EKS cluster {} in {} yet: the rollout waits up to 20 minutes for it \
+                 to be created and ACTIVE (cluster.waitForCreation)",
+                cluster.name, cluster.region
+            ),
+            json!({"check": "cluster", "ok": null, "status": null}),
+        ),
         Err(error) if error.kind == AwsErrorKind::NotFound => refuse(printer, &mut ok, "cluster",
             "ClusterNotFound",
             format!(

@@ -78,6 +78,29 @@ def test_a_fleet_moves_every_cell_in_waves_across_two_regions():
         assert_runs_as_the_stack_declares(sandbox, "FleetWavesFunction")
 
 
+def test_a_cell_whose_cluster_is_created_after_the_fleet_started_waits_for_it():
+    """docs/fleets.md: start the fleet, then create its clusters. A cell reached before its new
+    cluster exists waits for it as for one still CREATING (the fleet sets each cell's
+    `cluster.waitForCreation`), instead of ending ClusterNotFound and halting the fleet."""
+    with Sandbox(log=captured) as sandbox:
+        cells = fleets.seed_cells(sandbox, without_clusters={"use1-b"})
+        execution = fleets.start_fleet(sandbox, fleets.fleet_plan(cells), "created-later")
+        sfn = sandbox.client("stepfunctions", attempts=10)
+
+        def waiting_for_its_cluster():
+            child = fleets.children(sandbox, execution).get("use1-b")
+            return child is not None and any(
+                e.get("stateEnteredEventDetails", {}).get("name") == "WaitForCluster"
+                for e in sfn.get_execution_history(executionArn=child["executionArn"], maxResults=1000)["events"])
+
+        wait_until(waiting_for_its_cluster, "use1-b waiting for its cluster")
+        fleets.create_cell_cluster(sandbox, "use1-b", cells["use1-b"]["region"])
+        ended = fleets.wait_for_end(sandbox, execution)
+        assert ended["status"] == "SUCCEEDED", ended
+        assert json.loads(ended["output"])["tally"]["promoted"] == 6
+        assert_each_cell_promoted_or_at_its_baseline(sandbox, cells, promoted=set(cells))
+
+
 def test_a_failed_cell_halts_the_fleet_and_the_next_wave_never_starts():
     with Sandbox(log=captured) as sandbox:
         ended, cells, cli_exit = fleets.run_fleet(sandbox, "fleet-halt", captured)

@@ -16,4 +16,10 @@ pub struct ClusterRef {
     /// roles; see infra/cluster-account.yaml.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role_arn: Option<String>,
+    /// The cluster may not exist yet when the rollout starts (a fleet's cells are often
+    /// created after the fleet started; a fleet sets this on each cell): one EKS does not know
+    /// is waited for as one still `CREATING` (40 looks, 30 s apart), instead of ending the
+    /// rollout `ClusterNotFound` at once.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub wait_for_creation: bool,
 }

@@ -161,10 +161,16 @@ pub fn output_schemas() -> BTreeMap<&'static str, Schema> {
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 struct DescribeOutput {
-    /// `CREATING`, `ACTIVE`, `FAILED`, ... as EKS says it.
+    /// `CREATING`, `ACTIVE`, `FAILED`, ... as EKS says it; [`NOT_CREATED`] for a cluster EKS
+    /// does not know yet, when the plan waits for its creation.
     status: String,
-    arn: String,
+    /// Null while the cluster does not exist.
+    arn: Option<String>,
 }
+
+/// The status `describe` answers for a cluster that does not exist yet, when the plan says it
+/// may not (`cluster.waitForCreation`): the state machine waits for it as for `CREATING`.
+const NOT_CREATED: &str = "NOT CREATED";
 
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -329,11 +335,20 @@ pub async fn handle(deps: &Deps<'_>, input: Value) -> Result<Value, RegisterErro
         } => {
             let plan = RolloutPlan::parse(plan)?.plan;
             let eks = cluster_eks(deps, &plan, execution_name.as_deref()).await;
-            let cluster = describe(eks.api(), &plan).await?;
-            serde_json::to_value(DescribeOutput {
-                status: cluster.status,
-                arn: cluster.arn,
-            })
+            let described = match describe(eks.api(), &plan).await {
+                Ok(cluster) => DescribeOutput {
+                    status: cluster.status,
+                    arn: Some(cluster.arn),
+                },
+                Err(RegisterError::ClusterNotFound { .. }) if plan.cluster.wait_for_creation => {
+                    DescribeOutput {
+                        status: NOT_CREATED.to_owned(),
+                        arn: None,
+                    }
+                }
+                Err(e) => return Err(e),
+            };
+            serde_json::to_value(described)
         }
         Request::Register {
             plan,

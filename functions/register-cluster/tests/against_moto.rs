@@ -1477,3 +1477,22 @@ async fn describe_names_the_region_of_a_cluster_that_is_not_there() {
     assert_eq!(err.name().as_str(), "ClusterNotFound");
     assert_eq!(err.to_string(), "no EKS cluster named green in eu-west-1");
 }
+
+#[tokio::test]
+async fn a_plan_that_waits_for_its_cluster_is_told_it_is_not_created_yet() {
+    let env = Env::start(&[]).await;
+    let mut waiting = plan_for("green", "eu-west-1");
+    waiting["cluster"]["waitForCreation"] = json!(true);
+    let out = env
+        .call("describe", &waiting)
+        .await
+        .expect("not refused: waited for");
+    assert_eq!(out, json!({"status": "NOT CREATED", "arn": null}));
+    create_cluster(&env.config, "green", "eu-west-1").await;
+    let out = env.call("describe", &waiting).await.expect("described");
+    assert_eq!(out["status"], "ACTIVE");
+    assert_eq!(
+        out["arn"],
+        "arn:aws:eks:eu-west-1:123456789012:cluster/green"
+    );
+}

@@ -210,6 +210,7 @@ mod tests {
             name: "green".into(),
             region: "eu-west-1".into(),
             role_arn: None,
+            wait_for_creation: false,
         }
     }
 

@@ -313,6 +313,7 @@ mod tests {
             name: "green".into(),
             region: "eu-west-1".into(),
             role_arn: None,
+            wait_for_creation: false,
         };
         let errors_of = |check| {
             let mut errors = Errors::default();

@@ -381,6 +381,13 @@ impl FleetPlan {
                     continue;
                 }
             };
+            // A fleet is often started before its cells' clusters are created: they are waited
+            // for as for CREATING, not refused at once. Set before the plan is checked, so its
+            // size cap counts it.
+            let mut value = value;
+            if let Some(cluster) = value.get_mut("cluster").and_then(Value::as_object_mut) {
+                cluster.insert("waitForCreation".to_owned(), Value::Bool(true));
+            }
             match RolloutPlan::parse(value) {
                 Ok(plan) => plans.push(plan),
                 Err(PlanErrors(problems)) => {
