@@ -19,7 +19,8 @@ use crate::locate::{self, region_of};
 use crate::plan_commands::{check_plan, duration_text, read_plan, table};
 use crate::printer::Printer;
 use crate::rollout_commands::{
-    check_execution_name, check_reason, execution_name, now, send_answer, who, Answer,
+    check_execution_name, check_reason, execution_name, now, send_answer, wait_for_baseline, who,
+    Answer,
 };
 use canary_aws::executions::execution_arn;
 
@@ -504,7 +505,7 @@ pub async fn abort(
     let deadline = Instant::now() + timeout;
     let mut stopped = Vec::new();
     let mut ended = BTreeMap::new();
-    loop {
+    let stopped_cells = loop {
         let cells = children(&rollouts, &rollout, &fleet, &valid, &mut ended).await?;
         let running: Vec<(&String, &Execution)> = cells
             .iter()
@@ -512,10 +513,16 @@ pub async fn abort(
             .map(|(cell, (e, _))| (cell, e))
             .collect();
         if running.is_empty() {
-            break;
+            // Stopped here, by the fleet's own safety net or by a person: each one's safety
+            // net restores its baseline.
+            break cells
+                .into_iter()
+                .filter(|(_, (e, _))| e.status == "ABORTED")
+                .map(|(cell, (e, _))| (cell, e.arn))
+                .collect::<Vec<_>>();
         }
         for (cell, execution) in running {
-            if !stopped.contains(cell) {
+            if !stopped.iter().any(|(name, _)| name == cell) {
                 let cause = format!("fleet {} aborted: {reason}", fleet.name);
                 match rollouts
                     .stop_as(&execution.arn, "FleetStopped", &cause)
@@ -533,7 +540,7 @@ pub async fn abort(
                     ),
                     json!({"type": "cellStopped", "cell": cell, "executionArn": execution.arn}),
                 );
-                stopped.push(cell.clone());
+                stopped.push((cell.clone(), execution.arn.clone()));
             }
         }
         if Instant::now() > deadline {
@@ -545,16 +552,58 @@ pub async fn abort(
             )));
         }
         tokio::time::sleep(POLL).await;
+    };
+    // As `abort` of a rollout: back only once each stopped cell reads its baseline again.
+    for (cell, arn) in &stopped_cells {
+        printer.say(
+            &format!("cell {cell}: waiting for its safety net to restore the baseline"),
+            json!({"type": "cellRestoring", "cell": cell, "executionArn": arn}),
+        );
+        let left = deadline.saturating_duration_since(Instant::now());
+        wait_for_baseline(config, &rollouts, arn, left, printer).await?;
     }
+    let names: Vec<&String> = stopped_cells.iter().map(|(name, _)| name).collect();
     printer.say(
         &format!(
-            "no cell of fleet {} is running; {} stopped",
+            "no cell of fleet {} is running; {} stopped, each back at its baseline",
             fleet.name,
-            stopped.len()
+            stopped_cells.len()
         ),
-        json!({"type": "aborted", "executionArn": fleet_arn, "stopped": stopped}),
+        json!({"type": "aborted", "executionArn": fleet_arn, "stopped": names}),
     );
     Ok(())
+}
+
+/// How the fleet's cells ended so far, from their executions (one listing): `promoted`
+/// (SUCCEEDED), `failed` (FAILED or TIMED_OUT), `stopped` (ABORTED: by the halt, an abort or a
+/// person), `running`.
+async fn cell_counts(
+    rollouts: &SdkExecutions,
+    rollout_machine: &str,
+    fleet: &Execution,
+) -> Result<Value, CliError> {
+    let suffix = format!("-{}", child_suffix(&fleet.arn));
+    let mut counts = BTreeMap::from([
+        ("promoted", 0),
+        ("failed", 0),
+        ("stopped", 0),
+        ("running", 0),
+    ]);
+    for child in rollouts
+        .started_since(rollout_machine, fleet.started, None)
+        .await?
+        .into_iter()
+        .filter(|child| child.arn.ends_with(&suffix))
+    {
+        let key = match child.status.as_str() {
+            "SUCCEEDED" => "promoted",
+            "FAILED" | "TIMED_OUT" => "failed",
+            "ABORTED" => "stopped",
+            _ => "running",
+        };
+        *counts.entry(key).or_default() += 1;
+    }
+    Ok(json!(counts))
 }
 
 pub async fn list(
@@ -565,8 +614,10 @@ pub async fn list(
 ) -> Result<(), CliError> {
     let machine = locate::fleet_state_machine(config, machines).await?;
     let sfn = SdkExecutions::in_region(config, region_of(&machine));
+    let rollout = rollout_machine(config, machines).await?;
+    let rollouts = SdkExecutions::in_region(config, region_of(&rollout));
     let mut rows = vec![[
-        "NAME", "FLEET", "STATUS", "CELLS", "PROMOTED", "FAILED", "AGE",
+        "NAME", "FLEET", "STATUS", "CELLS", "PROMOTED", "FAILED", "STOPPED", "AGE",
     ]
     .map(str::to_owned)
     .to_vec()];
@@ -577,13 +628,17 @@ pub async fn list(
             .as_deref()
             .and_then(|i| serde_json::from_str(i).ok())
             .unwrap_or_default();
-        // An ended fleet's tally: its output, or the counts its halt message gives.
-        let tally = execution
+        // A completed fleet's tally is its output; a running, halted or stopped one has none:
+        // its cells' executions tell.
+        let tally = match execution
             .output
             .as_deref()
             .and_then(|o| serde_json::from_str::<Value>(o).ok())
             .map(|o| o["tally"].clone())
-            .unwrap_or_default();
+        {
+            Some(tally) => tally,
+            None => cell_counts(&rollouts, &rollout, &execution).await?,
+        };
         let count = |key: &str| {
             tally[key]
                 .as_u64()
@@ -606,6 +661,7 @@ pub async fn list(
             cells.to_string(),
             count("promoted"),
             count("failed"),
+            count("stopped"),
             duration_text((now() - execution.started).max(0.0) as u64),
         ]);
     }

@@ -303,6 +303,18 @@ pub async fn abort(
             json!({"type": "alreadyEnded", "executionArn": execution_arn, "status": status}),
         ),
     }
+    wait_for_baseline(config, &sfn, execution_arn, timeout, printer).await
+}
+
+/// Waits, up to `timeout`, until the targets of the ended `execution_arn` read the baseline its
+/// Prepare recorded: its safety net restored them (or it never moved traffic).
+pub async fn wait_for_baseline(
+    config: &SdkConfig,
+    sfn: &SdkExecutions,
+    execution_arn: &str,
+    timeout: Duration,
+    printer: &mut Printer,
+) -> Result<(), CliError> {
     let events = sfn.events(execution_arn).await?;
     let Some((baseline, plan)) = recorded(&events, execution_arn, printer)? else {
         return Ok(());

@@ -255,6 +255,11 @@ def test_the_cli_validates_checks_starts_aborts_watches_and_lists_a_fleet(tmp_pa
         aborted = sandbox.cli("fleet", "abort", "by-hand", "--reason", "stopped by the test", timeout=300)
         assert aborted.returncode == 0, aborted.stdout + aborted.stderr
         assert "fleet by-hand stopped: no new cell starts" in aborted.stdout
+        # It returns once the stopped cells are back at their baselines, as `abort` does.
+        assert "no cell of fleet by-hand is running; 2 stopped, each back at its baseline" in aborted.stdout, \
+            aborted.stdout
+        assert {c: w for c, w in fleets.cell_weights(sandbox, cells).items() if c in ("euw1-a", "use1-b")} == {
+            "euw1-a": BASELINE, "use1-b": BASELINE}
         children = fleets.wait_for_cells_to_settle(sandbox, started.stdout.split(": ", 1)[1].splitlines()[0])
         assert {c: (d["status"], d.get("error")) for c, d in children.items()} == {
             "use1-a": ("SUCCEEDED", None), "euw1-a": ("ABORTED", "FleetStopped"), "use1-b": ("ABORTED", "FleetStopped")}
@@ -267,7 +272,9 @@ def test_the_cli_validates_checks_starts_aborts_watches_and_lists_a_fleet(tmp_pa
         assert rows["euw1-a"][3:] == ["ABORTED", "-", "FleetStopped"]
         assert rows["euw1-c"][3:5] == ["not", "started"]
         listed = sandbox.cli("fleet", "list")
-        assert "by-hand" in listed.stdout and "ABORTED (Aborted)" in listed.stdout, listed.stdout
+        row = next(line.split() for line in listed.stdout.splitlines() if line.startswith("by-hand"))
+        # NAME FLEET STATUS (error) CELLS PROMOTED FAILED STOPPED AGE: counted from its cells.
+        assert row[:8] == ["by-hand", "web-fleet", "ABORTED", "(Aborted)", "6", "1", "0", "2"], listed.stdout
 
 
 def test_a_wave_waits_for_a_person_approved_it_goes_on_rejected_the_fleet_halts(tmp_path):
