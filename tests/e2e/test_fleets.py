@@ -115,7 +115,9 @@ def test_a_failed_cell_halts_the_fleet_and_the_next_wave_never_starts():
         # onHalt finishRunning: the wave's other cell finished (promoted).
         assert_each_cell_promoted_or_at_its_baseline(sandbox, cells, promoted={"use1-a", "use1-b"})
         events = fleet_events(sandbox, ended["executionArn"])
-        assert [d["cell"] for t, d in events if t == "Cell Failed"] == ["euw1-a"]
+        [failed] = [d for t, d in events if t == "Cell Failed"]
+        assert (failed["cell"], failed["wave"], failed["status"], failed["error"]) == ("euw1-a", 2, "FAILED", "CheckFailed")
+        assert failed["execution"] == children["euw1-a"]["executionArn"] and failed["cause"], failed
         halted = [d for t, d in events if t == "Fleet Halted"]
         assert halted and halted[0]["tally"]["failures"][0]["cell"] == "euw1-a"
 
@@ -156,6 +158,12 @@ def test_aborting_a_fleet_stops_its_running_cells_and_each_one_restores_its_base
         sandbox.client("stepfunctions").stop_execution(executionArn=execution, error="Aborted", cause="by hand")
         answer = sandbox.fleet_safety_net.answer_for(execution, timeout=120)
         assert answer["stopped"] == 2, answer
+        # Its last word: stopped, not halted; the cells it stopped are no failed cells.
+        events = fleet_events(sandbox, execution)
+        stopped = [d for t, d in events if t == "Fleet Stopped"]
+        assert [(d["status"], d["error"], d["cause"], d["cellsStopped"], d["fleet"]) for d in stopped] == [
+            ("ABORTED", "Aborted", "by hand", 2, "web-fleet")], events
+        assert not [d for t, d in events if t == "Cell Failed"], events
         children = fleets.wait_for_cells_to_settle(sandbox, execution)
         assert {c: (d["status"], d.get("error")) for c, d in children.items()} == {
             "use1-a": ("SUCCEEDED", None), "euw1-a": ("ABORTED", "FleetStopped"), "use1-b": ("ABORTED", "FleetStopped")}

@@ -697,11 +697,21 @@ fn every_event_the_definition_publishes_has_its_schema_and_matches_it() {
         );
         documented.remove(&file);
     }
-    // Put by functions, not a state machine: cluster-created's `Rollout Not Started` and
-    // evaluate-alarms' `Instant Rollback Off` (each checked against its schema in
-    // tests/e2e/test_iam.py).
-    documented.remove("rollout-not-started.schema.json");
-    documented.remove("instant-rollback-off.schema.json");
+    // Put by functions, not a state machine (each checked against its schema in the
+    // end-to-end tests): cluster-created's `Rollout Not Started`, evaluate-alarms' `Instant
+    // Rollback Off` (tests/e2e/test_iam.py), fleet-waves' `Cell Failed` and `Fleet Stopped`
+    // (tests/e2e/test_fleets.py).
+    for sent_by_a_function in [
+        "rollout-not-started.schema.json",
+        "instant-rollback-off.schema.json",
+        "cell-failed.schema.json",
+        "fleet-stopped.schema.json",
+    ] {
+        assert!(
+            documented.remove(sent_by_a_function),
+            "{sent_by_a_function}"
+        );
+    }
     assert!(
         documented.is_empty(),
         "schemas of events never sent: {documented:?}"

@@ -23,21 +23,26 @@ mod sdk;
 mod tally;
 
 use async_trait::async_trait;
+use canary_aws::executions::execution_arn;
 use canary_aws::executions::Execution;
 use canary_aws::{AlarmState, AwsError, Listed};
 pub use canary_core::fleet::{child_name, child_suffix};
 use canary_core::fleet::{FleetPlan, OnHalt, ValidFleet};
 use canary_core::input::parse_input;
+use canary_core::limits::{truncate, MAX_ERROR_MESSAGE_BYTES};
 use canary_core::{ErrorName, NamedError};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use tracing::info;
+use tracing::{info, warn};
 
 pub use sdk::SdkFleetApis;
 pub use tally::{CellResult, CellStatus, Failure, RolledBackCell, Tally};
 
 /// The error a fleet stops its cells with; `judge` tells them from failed ones by it.
 pub const HALT_ERROR: &str = "FleetHalted";
+/// The detail-types of the events the function puts itself (the state machine puts the others).
+pub const CELL_FAILED: &str = "Cell Failed";
+pub const FLEET_STOPPED: &str = "Fleet Stopped";
 /// The error the fleet's safety net stops the cells of a stopped fleet with.
 pub const STOPPED_ERROR: &str = "FleetStopped";
 
@@ -75,6 +80,8 @@ pub trait FleetApis: Send + Sync {
     async fn describe(&self, execution_arn: &str) -> Result<Execution, AwsError>;
     async fn stop(&self, execution_arn: &str, error: &str, cause: &str) -> Result<(), AwsError>;
     async fn alarms(&self, names: &[String]) -> Result<Vec<AlarmState>, AwsError>;
+    /// Puts one of cluster-canary's events (source `cluster-canary`).
+    async fn put_event(&self, detail_type: &str, detail: &Value) -> Result<(), AwsError>;
 }
 
 #[derive(Debug, Clone)]
@@ -508,6 +515,7 @@ async fn halt(
     fleet_execution: &str,
     wave: &WaveSoFar,
 ) -> Result<Value, FleetError> {
+    say_cell_failed(apis, config, fleet, cell, fleet_execution, wave).await;
     let budget = fleet.fleet.failure_budget as usize;
     if fleet.fleet.on_halt != OnHalt::AbortRunning {
         return Ok(json!({ "stopped": 0 }));
@@ -525,6 +533,56 @@ async fn halt(
     let stopped = stop_running(apis, &running, HALT_ERROR, &cause).await?;
     info!(fleet = %fleet.fleet.name, cell, stopped, "fleet halted: running cells stopped");
     Ok(json!({ "stopped": stopped }))
+}
+
+/// `Cell Failed`, for a cell of the wave that ended without promotion: its wave, its rollout's
+/// execution (none when it never started), how that ended and why. Not for a cell the fleet
+/// stopped itself (a halt's `FleetHalted`, the fleet's end's `FleetStopped`): the fleet's own
+/// events say that. Best effort: a failure to look or to put the event is logged.
+async fn say_cell_failed(
+    apis: &dyn FleetApis,
+    config: &FleetConfig,
+    fleet: &ValidFleet,
+    cell: &str,
+    fleet_execution: &str,
+    wave: &WaveSoFar,
+) {
+    let child = execution_arn(
+        &config.rollout_state_machine_arn,
+        &child_name(cell, &child_suffix(fleet_execution)),
+    );
+    let (execution, status, error, cause) = match apis.describe(&child).await {
+        Ok(ended) => {
+            if matches!(ended.error.as_deref(), Some(HALT_ERROR | STOPPED_ERROR)) {
+                return;
+            }
+            let cause = ended.cause.map(|c| truncate(&c, MAX_ERROR_MESSAGE_BYTES));
+            (Some(ended.arn), ended.status, ended.error, cause)
+        }
+        Err(e) if e.kind == canary_aws::AwsErrorKind::NotFound => (
+            None,
+            "NOT_STARTED".to_owned(),
+            None,
+            Some("its rollout could not be started (the fleet's history says why)".to_owned()),
+        ),
+        Err(e) => {
+            warn!(cell, error = %e, "could not describe the failed cell's rollout for its event");
+            return;
+        }
+    };
+    let detail = json!({
+        "fleetExecutionArn": fleet_execution,
+        "fleet": fleet.fleet.name,
+        "cell": cell,
+        "wave": wave.wave,
+        "execution": execution,
+        "status": status,
+        "error": error,
+        "cause": cause,
+    });
+    if let Err(e) = apis.put_event(CELL_FAILED, &detail).await {
+        warn!(cell, error = %e, "could not put the `Cell Failed` event");
+    }
 }
 
 async fn stop_running(
@@ -557,14 +615,34 @@ async fn stop_cells_of_ended_fleet(
     if !matches!(status, "ABORTED" | "FAILED" | "TIMED_OUT") {
         return Ok(json!({ "fleetExecution": arn, "status": status, "stopped": 0 }));
     }
-    let started = apis.describe(arn).await?.started;
-    let running = children(apis, config, arn, started, Some("RUNNING")).await?;
+    let fleet = apis.describe(arn).await?;
+    let running = children(apis, config, arn, fleet.started, Some("RUNNING")).await?;
     let cause = format!("the fleet execution {arn} ended {status}: its cells are stopped, each one's safety net restores its baseline");
     let stopped = stop_running(apis, &running, STOPPED_ERROR, &cause).await?;
     info!(
         fleet_execution = arn,
         status, stopped, "fleet ended: running cells stopped"
     );
+    // A fleet that halted said so itself (`Fleet Halted`); one stopped by a person, timed out
+    // or failed otherwise ends here, and says it.
+    if fleet.error.as_deref() != Some(HALT_ERROR) {
+        let name = fleet
+            .input
+            .as_deref()
+            .and_then(|input| serde_json::from_str::<Value>(input).ok())
+            .and_then(|plan| plan.get("name").and_then(Value::as_str).map(str::to_owned));
+        let detail = json!({
+            "fleetExecutionArn": arn,
+            "fleet": name,
+            "status": status,
+            "error": fleet.error,
+            "cause": fleet.cause.map(|c| truncate(&c, MAX_ERROR_MESSAGE_BYTES)),
+            "cellsStopped": stopped,
+        });
+        if let Err(e) = apis.put_event(FLEET_STOPPED, &detail).await {
+            warn!(fleet_execution = arn, error = %e, "could not put the `Fleet Stopped` event");
+        }
+    }
     Ok(json!({ "fleetExecution": arn, "status": status, "stopped": stopped }))
 }
 

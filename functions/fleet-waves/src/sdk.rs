@@ -1,16 +1,20 @@
-//! [`FleetApis`] over the AWS SDK: Step Functions for the cells, CloudWatch for the soak.
+//! [`FleetApis`] over the AWS SDK: Step Functions for the cells, CloudWatch for the soak,
+//! EventBridge for the events the fleet's function puts itself.
 
 use async_trait::async_trait;
 use canary_aws::executions::Execution;
 use canary_aws::{
-    AlarmState, AwsError, CloudWatchApi, Listed, SdkCloudWatch, SdkConfig, SdkExecutions,
+    AlarmState, AwsError, CloudWatchApi, EventPublisher, Listed, SdkCloudWatch, SdkConfig,
+    SdkEvents, SdkExecutions,
 };
+use serde_json::Value;
 
 use crate::FleetApis;
 
 pub struct SdkFleetApis {
     executions: SdkExecutions,
     cloudwatch: SdkCloudWatch,
+    events: SdkEvents,
 }
 
 impl SdkFleetApis {
@@ -18,6 +22,7 @@ impl SdkFleetApis {
         SdkFleetApis {
             executions: SdkExecutions::new(config),
             cloudwatch: SdkCloudWatch::new(config),
+            events: SdkEvents::new(config),
         }
     }
 }
@@ -45,5 +50,9 @@ impl FleetApis for SdkFleetApis {
 
     async fn alarms(&self, names: &[String]) -> Result<Vec<AlarmState>, AwsError> {
         self.cloudwatch.alarms_by_names(names).await
+    }
+
+    async fn put_event(&self, detail_type: &str, detail: &Value) -> Result<(), AwsError> {
+        self.events.put_event(detail_type, detail).await
     }
 }

@@ -26,6 +26,7 @@ struct World {
     executions: Mutex<Vec<Execution>>,
     alarms: Vec<AlarmState>,
     stopped: Mutex<Vec<(String, String)>>,
+    events: Mutex<Vec<(String, Value)>>,
 }
 
 impl World {
@@ -94,6 +95,14 @@ impl FleetApis for World {
                     "ExecutionDoesNotExist",
                 )
             })
+    }
+
+    async fn put_event(&self, detail_type: &str, detail: &Value) -> Result<(), AwsError> {
+        self.events
+            .lock()
+            .unwrap()
+            .push((detail_type.to_owned(), detail.clone()));
+        Ok(())
     }
 
     async fn stop(&self, arn: &str, error: &str, _cause: &str) -> Result<(), AwsError> {
@@ -246,6 +255,32 @@ async fn a_halt_stops_the_running_cells_only_when_the_plan_says_abort_running() 
         .0
         .ends_with(&format!("use1-b-{}", child_suffix(FLEET_RUN))));
     assert_eq!(stopped[0].1, HALT_ERROR);
+    // Each look at the failed cell said `Cell Failed`, with its wave, rollout, error and cause.
+    let events = world.events.lock().unwrap().clone();
+    assert_eq!(events.len(), 3, "{events:?}");
+    let (detail_type, detail) = &events[0];
+    assert_eq!(detail_type, CELL_FAILED);
+    assert_eq!(detail["cell"], "euw1-a");
+    assert_eq!(detail["wave"], 2);
+    assert_eq!(detail["status"], "FAILED");
+    assert_eq!(detail["error"], "CheckFailed");
+    assert_eq!(
+        detail["cause"],
+        "CheckFailed: alarm web-euw1-a-5xx in ALARM"
+    );
+    assert!(detail["execution"]
+        .as_str()
+        .is_some_and(|arn| arn.ends_with(&format!("euw1-a-{}", child_suffix(FLEET_RUN)))));
+}
+
+#[tokio::test]
+async fn a_cell_the_fleet_stopped_itself_is_no_failed_cell() {
+    let world = World::default();
+    world.child("use1-b", FLEET_RUN, "ABORTED", Some(HALT_ERROR));
+    let halt = json!({"op": "halt", "fleet": example(), "cell": "use1-b", "fleetExecution": FLEET_RUN,
+                      "wave": 2, "waveStarted": 150.0, "failedBefore": 1});
+    call(&world, halt).await;
+    assert_eq!(*world.events.lock().unwrap(), []);
 }
 
 #[tokio::test]
@@ -407,6 +442,21 @@ async fn a_stopped_fleet_stops_its_running_cells_and_no_one_elses() {
     assert!(stopped
         .iter()
         .all(|(arn, error)| arn.ends_with(&child_suffix(FLEET_RUN)) && error == STOPPED_ERROR));
+    // The fleet's last word, once: the one that ended without halting (a SUCCEEDED fleet is
+    // not stopped here).
+    let events = world.events.lock().unwrap().clone();
+    let [(detail_type, detail)] = &events[..] else {
+        panic!("one event: {events:?}");
+    };
+    assert_eq!(detail_type, FLEET_STOPPED);
+    assert_eq!(
+        (
+            &detail["status"],
+            &detail["cellsStopped"],
+            &detail["fleetExecutionArn"]
+        ),
+        (&json!("ABORTED"), &json!(2), &json!(FLEET_RUN))
+    );
     let error = handle(
         &world,
         &config(),
