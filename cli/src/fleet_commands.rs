@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use aws_config::SdkConfig;
-use canary_aws::executions::Execution;
+use canary_aws::executions::{EventKind, Execution, HistoryEvent};
 use canary_aws::{AlarmStateValue, CloudWatchApi, SdkCloudWatch, SdkExecutions};
 use canary_core::fleet::{child_name, child_suffix, FleetPlan, ValidFleet};
 use serde_json::{json, Value};
@@ -18,6 +18,7 @@ use crate::history;
 use crate::locate::{self, region_of};
 use crate::plan_commands::{check_plan, duration_text, read_plan, table};
 use crate::printer::Printer;
+use crate::progress::phase_of;
 use crate::rollout_commands::{
     check_execution_name, check_reason, execution_name, now, send_answer, wait_for_baseline, who,
     Answer,
@@ -331,8 +332,10 @@ async fn children(
         let execution = sfn.describe(&child.arn).await?;
         let step = if execution.running() && steps_read < STEPS_READ {
             steps_read += 1;
-            history::current_step(&sfn.events(&child.arn).await?)
+            let events = sfn.events(&child.arn).await?;
+            history::current_step(&events)
                 .map(|s| format!("{}/{} {}%", s.number, s.count, s.weight))
+                .or_else(|| phase_before_traffic(&events))
         } else {
             None
         };
@@ -342,6 +345,15 @@ async fn children(
         found.insert(cell.name.clone(), (execution, step));
     }
     Ok(found)
+}
+
+/// What a running cell that has set no step yet is doing (`waiting for the cluster`, ...),
+/// from the last state it entered.
+fn phase_before_traffic(events: &[HistoryEvent]) -> Option<String> {
+    events.iter().rev().find_map(|event| match &event.kind {
+        EventKind::StateEntered { name, .. } => phase_of(name).map(str::to_owned),
+        _ => None,
+    })
 }
 
 /// The rollout state machine the fleet's cells run on: the stack's (or the one named).

@@ -157,6 +157,25 @@ pub struct Tracker {
     watch_unavailable_said: bool,
 }
 
+/// What a rollout is doing while it is in the state `name`, for the states that begin a phase.
+pub fn phase_of(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "Admit" | "Init" | "PrepareTraffic" => "preparing",
+        "DescribeCluster" | "WaitForCluster" => "waiting for the cluster",
+        "RegisterCluster" => "registering in Argo CD",
+        "AppsStatus" | "WaitForApps" => "waiting for Argo CD apps",
+        "TargetHealth" | "WaitForTargets" => "waiting for healthy targets",
+        "SetWeights" => "shifting traffic",
+        "BakeWait" | "Evaluate" => "baking",
+        "Restore" | "RestoreRetried" => "rolling back",
+        "RestoreUnchanged" => "restoring what no one else changed",
+        "SettleAfterRestore" | "LookAfterRestore" => "watching the restored baseline",
+        "VerifyPromotion" => "promoting",
+        "DetachStableTargetGroups" | "RetireOldCluster" => "retiring the old cluster",
+        _ => return None,
+    })
+}
+
 /// The alarm watch's tasks, and the states their failure leads to.
 const WATCH_TASKS: [&str; 2] = ["WatchAlarms", "WatchAlarmsWhileWaiting"];
 
@@ -356,22 +375,9 @@ impl Tracker {
         if name == "Restore" {
             self.restore_failing_said = false;
         }
-        let phase = match name {
-            "Admit" | "Init" | "PrepareTraffic" => "preparing",
-            "DescribeCluster" | "WaitForCluster" => "waiting for the cluster",
-            "RegisterCluster" => "registering in Argo CD",
-            "AppsStatus" | "WaitForApps" => "waiting for Argo CD apps",
-            "TargetHealth" | "WaitForTargets" => "waiting for healthy targets",
-            "SetWeights" => "shifting traffic",
-            "BakeWait" | "Evaluate" => "baking",
-            "Restore" | "RestoreRetried" => "rolling back",
-            "RestoreUnchanged" => "restoring what no one else changed",
-            "SettleAfterRestore" | "LookAfterRestore" => "watching the restored baseline",
-            "VerifyPromotion" => "promoting",
-            "DetachStableTargetGroups" | "RetireOldCluster" => "retiring the old cluster",
-            _ => return self.maybe_next_check(name, input, at),
-        };
-        self.status.phase = phase.to_owned();
+        if let Some(phase) = phase_of(name) {
+            self.status.phase = phase.to_owned();
+        }
         self.maybe_next_check(name, input, at);
     }
 

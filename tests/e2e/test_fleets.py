@@ -94,7 +94,14 @@ def test_a_cell_whose_cluster_is_created_after_the_fleet_started_waits_for_it():
                 for e in sfn.get_execution_history(executionArn=child["executionArn"], maxResults=1000)["events"])
 
         wait_until(waiting_for_its_cluster, "use1-b waiting for its cluster")
+        # The live view says what the cell waits for (not `RUNNING - -`).
+        seen = []
+        watcher, reader = sandbox.cli_in_background(seen.append, "fleet", "watch", "created-later")
+        wait_until(lambda: any(line.startswith("use1-b") and "waiting for the cluster" in line for line in seen),
+                   "fleet watch showing use1-b waiting for its cluster")
         fleets.create_cell_cluster(sandbox, "use1-b", cells["use1-b"]["region"])
+        assert watcher.wait(timeout=600) == 0, "\n".join(seen)
+        reader.join(timeout=10)
         ended = fleets.wait_for_end(sandbox, execution)
         assert ended["status"] == "SUCCEEDED", ended
         assert json.loads(ended["output"])["tally"]["promoted"] == 6
