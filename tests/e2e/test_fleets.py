@@ -108,6 +108,32 @@ def test_a_cell_whose_cluster_is_created_after_the_fleet_started_waits_for_it():
         assert_each_cell_promoted_or_at_its_baseline(sandbox, cells, promoted=set(cells))
 
 
+def test_an_alarm_that_fires_during_a_soak_halts_the_fleet_though_it_is_ok_again_at_its_end():
+    """The soak reads its alarms at its end, and their history since it began: a 2 s ALARM in
+    the middle of a 20 s soak halts the fleet after wave 1; wave 2 never starts."""
+    with Sandbox(log=captured) as sandbox:
+        cells = fleets.seed_cells(sandbox)
+        cloudwatch = sandbox.client("cloudwatch")
+        cloudwatch.put_metric_alarm(AlarmName="web-fleet-slo", Namespace="Web", MetricName="Errors", Statistic="Sum",
+                                    Period=60, EvaluationPeriods=1, Threshold=1, ComparisonOperator="GreaterThanThreshold")
+        cloudwatch.set_alarm_state(AlarmName="web-fleet-slo", StateValue="OK", StateReason="quiet")
+        plan = fleets.fleet_plan(cells, soak={"seconds": 20, "alarms": ["web-fleet-slo"]})
+        execution = fleets.start_fleet(sandbox, plan, "soaked")
+        sfn = sandbox.client("stepfunctions", attempts=10)
+        wait_until(lambda: any(e.get("stateEnteredEventDetails", {}).get("name") == "Soak"
+                               for e in sfn.get_execution_history(executionArn=execution, maxResults=1000)["events"]),
+                   "the soak after wave 1", timeout=300)
+        cloudwatch.set_alarm_state(AlarmName="web-fleet-slo", StateValue="ALARM", StateReason="Threshold Crossed: 5 errors")
+        time.sleep(2)
+        cloudwatch.set_alarm_state(AlarmName="web-fleet-slo", StateValue="OK", StateReason="quiet again")
+        ended = fleets.wait_for_end(sandbox, execution)
+        assert (ended["status"], ended["error"]) == ("FAILED", "FleetHalted"), ended
+        assert "the soak after wave 1 failed: alarm web-fleet-slo went to ALARM during the soak, at " in ended["cause"]
+        assert "(Threshold Crossed: 5 errors)" in ended["cause"], ended["cause"]
+        assert set(fleets.children(sandbox, execution)) == {"use1-a"}, "wave 2 never started"
+        assert_each_cell_promoted_or_at_its_baseline(sandbox, cells, promoted={"use1-a"})
+
+
 def test_a_failed_cell_halts_the_fleet_and_the_next_wave_never_starts():
     with Sandbox(log=captured) as sandbox:
         ended, cells, cli_exit = fleets.run_fleet(sandbox, "fleet-halt", captured)

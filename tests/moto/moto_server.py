@@ -4,7 +4,9 @@ Everything else is stock moto.
 1. PutCompositeAlarm. moto models a composite alarm as an alarm with an `AlarmRule`
    (DescribeAlarms returns it under CompositeAlarms, SetAlarmState drives it) but has no
    PutCompositeAlarm action (HTTP 500 NotImplementedError). Added on moto's own backend, so
-   the real SDK call works over the wire.
+   the real SDK call works over the wire. And DescribeAlarmHistory's state updates (moto keeps
+   no history): each state change by SetAlarmState, by name, type and time window, newest
+   first. Not modelled: configuration updates and actions in the history, its 30-day window.
 2. The naming rules of Step Functions' AWS SDK integrations
    (`arn:aws:states:::aws-sdk:<service>:<action>`). AWS documents that their parameters are
    written in PascalCase whatever the service's own casing (EKS DescribeCluster takes `Name`)
@@ -172,6 +174,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from moto.cloudwatch import urls as cloudwatch_urls
+from moto.cloudwatch import models as cloudwatch_models
 from moto.cloudwatch.responses import CloudWatchResponse
 from moto.core import parse as moto_parse
 from moto.core import serialize as moto_serialize
@@ -248,6 +251,55 @@ def put_composite_alarm(self):
 
 
 CloudWatchResponse.put_composite_alarm = put_composite_alarm
+
+# And DescribeAlarmHistory's state changes, which moto does not keep: each SetAlarmState (and
+# a new alarm's first state) is an item of AWS's shape (`HistoryItemType: StateUpdate`, the
+# summary, `HistoryData` with the old and new state), newest first.
+_ALARM_HISTORY = {}  # (account, region) -> [item]
+_stock_set_alarm_state = cloudwatch_models.CloudWatchBackend.set_alarm_state
+
+
+def _set_alarm_state_kept(self, alarm_name, reason, reason_data, state_value):
+    old = self.alarms[alarm_name].state_value if alarm_name in self.alarms else None
+    _stock_set_alarm_state(self, alarm_name, reason, reason_data, state_value)
+    alarm = self.alarms[alarm_name]
+    if old != state_value:
+        _ALARM_HISTORY.setdefault((self.account_id, self.region_name), []).insert(0, {
+            "AlarmName": alarm_name,
+            "AlarmType": "CompositeAlarm" if getattr(alarm, "rule", None) else "MetricAlarm",
+            "Timestamp": datetime.datetime.now(datetime.timezone.utc),
+            "HistoryItemType": "StateUpdate",
+            "HistorySummary": f"Alarm updated from {old} to {state_value}",
+            "HistoryData": json.dumps({"version": "1.0", "oldState": {"stateValue": old},
+                                       "newState": {"stateValue": state_value, "stateReason": reason}}),
+        })
+
+
+def describe_alarm_history(self):
+    items = _ALARM_HISTORY.get((self.cloudwatch_backend.account_id, self.cloudwatch_backend.region_name), [])
+    name, kind = self._get_param("AlarmName"), self._get_param("HistoryItemType")
+    start, end = self._get_param("StartDate"), self._get_param("EndDate")
+
+    def moment(value):
+        """A parsed date (naive ones are UTC), or epoch seconds, as an aware UTC time."""
+        if value is None:
+            return None
+        if isinstance(value, datetime.datetime):
+            return value if value.tzinfo else value.replace(tzinfo=datetime.timezone.utc)
+        try:
+            return datetime.datetime.fromtimestamp(float(value), datetime.timezone.utc)
+        except ValueError:
+            return moment(datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00")))
+
+    start, end = moment(start), moment(end)
+    found = [i for i in items if (name is None or i["AlarmName"] == name)
+             and (kind is None or i["HistoryItemType"] == kind)
+             and (start is None or i["Timestamp"] >= start) and (end is None or i["Timestamp"] <= end)]
+    return ActionResult({"AlarmHistoryItems": found})
+
+
+cloudwatch_models.CloudWatchBackend.set_alarm_state = _set_alarm_state_kept
+CloudWatchResponse.describe_alarm_history = describe_alarm_history
 
 _models = botocore.session.get_session()
 

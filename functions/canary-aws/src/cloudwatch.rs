@@ -8,7 +8,7 @@ use aws_config::SdkConfig;
 use aws_sdk_cloudwatch as cloudwatch;
 use aws_smithy_types::date_time::{DateTime, Format};
 use cloudwatch::types::{
-    AlarmType, Dimension, Metric, MetricDataQuery, MetricStat, ScanBy, StateValue,
+    AlarmType, Dimension, HistoryItemType, Metric, MetricDataQuery, MetricStat, ScanBy, StateValue,
 };
 
 use crate::error::{AwsError, AwsErrorKind};
@@ -70,11 +70,64 @@ pub struct SdkCloudWatch {
     client: cloudwatch::Client,
 }
 
+/// An alarm's change to ALARM, as its history keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WentToAlarm {
+    pub name: String,
+    /// RFC 3339.
+    pub at: String,
+    pub reason: String,
+}
+
 impl SdkCloudWatch {
     pub fn new(config: &SdkConfig) -> Self {
         SdkCloudWatch {
             client: cloudwatch::Client::new(config),
         }
+    }
+
+    /// Each change of the alarm `name` to ALARM at or after `since`, newest first,
+    /// from DescribeAlarmHistory's state updates: an alarm that went to ALARM and back while
+    /// nobody looked (a soak) is there, where DescribeAlarms shows only its state now.
+    pub async fn went_to_alarm(
+        &self,
+        name: &str,
+        since: SystemTime,
+    ) -> Result<Vec<WentToAlarm>, AwsError> {
+        let mut pages = self
+            .client
+            .describe_alarm_history()
+            .alarm_name(name)
+            .history_item_type(HistoryItemType::StateUpdate)
+            .start_date(DateTime::from(since))
+            .end_date(DateTime::from(SystemTime::now()))
+            .into_paginator()
+            .send();
+        let mut found = Vec::new();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| AwsError::from_sdk("DescribeAlarmHistory", e))?;
+            for item in page.alarm_history_items() {
+                // `HistoryData`: {"oldState": {...}, "newState": {"stateValue", "stateReason"}}.
+                let data: serde_json::Value = item
+                    .history_data()
+                    .and_then(|d| serde_json::from_str(d).ok())
+                    .unwrap_or_default();
+                if data["newState"]["stateValue"] == "ALARM" {
+                    found.push(WentToAlarm {
+                        name: name.to_owned(),
+                        at: item
+                            .timestamp()
+                            .and_then(|t| t.fmt(Format::DateTime).ok())
+                            .unwrap_or_default(),
+                        reason: data["newState"]["stateReason"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_owned(),
+                    });
+                }
+            }
+        }
+        Ok(found)
     }
 
     /// One DescribeAlarms listing, all pages. `AlarmTypes` must name both kinds: without it

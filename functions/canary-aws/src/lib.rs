@@ -19,6 +19,7 @@ pub mod prometheus;
 pub mod query_error;
 pub mod route53;
 pub mod secrets;
+pub mod utc;
 pub mod watches;
 
 pub use alb::{
@@ -28,6 +29,7 @@ pub use alb::{
 pub use aws_config::SdkConfig;
 pub use cloudwatch::{
     AlarmState, AlarmStateValue, CloudWatchApi, MetricQuery, MetricSeries, SdkCloudWatch,
+    WentToAlarm,
 };
 pub use config::{load_sdk_config, sdk_config_loader};
 pub use datadog::{DatadogApi, HttpDatadog};
@@ -47,4 +49,5 @@ pub use route53::{
     NewWeightedRecord, Route53Api, Route53Reads, SdkRoute53, TxtRecord, WeightedRecord,
 };
 pub use secrets::{SdkSecrets, SecretsApi};
+pub use utc::utc_time;
 pub use watches::{AlarmWatchStore, SdkAlarmWatches, TaskFailer};

@@ -25,7 +25,7 @@ mod tally;
 use async_trait::async_trait;
 use canary_aws::executions::execution_arn;
 use canary_aws::executions::Execution;
-use canary_aws::{AlarmState, AwsError, Listed};
+use canary_aws::{utc_time, AlarmState, AwsError, Listed, WentToAlarm};
 pub use canary_core::fleet::{child_name, child_suffix};
 use canary_core::fleet::{FleetPlan, OnHalt, ValidFleet};
 use canary_core::input::parse_input;
@@ -33,6 +33,7 @@ use canary_core::limits::{truncate, MAX_ERROR_MESSAGE_BYTES};
 use canary_core::{ErrorName, NamedError};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use std::time::SystemTime;
 use tracing::{info, warn};
 
 pub use sdk::SdkFleetApis;
@@ -80,6 +81,12 @@ pub trait FleetApis: Send + Sync {
     async fn describe(&self, execution_arn: &str) -> Result<Execution, AwsError>;
     async fn stop(&self, execution_arn: &str, error: &str, cause: &str) -> Result<(), AwsError>;
     async fn alarms(&self, names: &[String]) -> Result<Vec<AlarmState>, AwsError>;
+    /// Each change of these alarms to ALARM since `since`.
+    async fn went_to_alarm(
+        &self,
+        names: &[String],
+        since: SystemTime,
+    ) -> Result<Vec<WentToAlarm>, AwsError>;
     /// Puts one of cluster-canary's events (source `cluster-canary`).
     async fn put_event(&self, detail_type: &str, detail: &Value) -> Result<(), AwsError>;
 }
@@ -132,6 +139,10 @@ enum Request {
     Soak {
         fleet: Value,
         tally: Tally,
+        /// When the soak began (`$$.State.EnteredTime` of `StartSoak`): an alarm that went to
+        /// ALARM since then halts the fleet, even if it is back to OK now.
+        #[serde(default)]
+        soak_started: Option<String>,
     },
     StopCells {
         fleet_execution: String,
@@ -263,13 +274,30 @@ pub async fn handle(
             )
             .await?,
         ),
-        Request::Soak { fleet, tally } => {
+        Request::Soak {
+            fleet,
+            tally,
+            soak_started,
+        } => {
             let fleet = valid(fleet)?;
-            let alarms = match &fleet.fleet.soak {
-                Some(soak) if !soak.alarms.is_empty() => apis.alarms(&soak.alarms).await?,
-                _ => Vec::new(),
+            let (alarms, went) = match (&fleet.fleet.soak, &soak_started) {
+                (Some(soak), started) if !soak.alarms.is_empty() => {
+                    let went = match started {
+                        Some(text) => {
+                            let since = utc_time(text).ok_or_else(|| {
+                                FleetError::InvalidInput(format!(
+                                    "soakStarted `{text}` is not an RFC 3339 UTC time ($$.State.EnteredTime)"
+                                ))
+                            })?;
+                            apis.went_to_alarm(&soak.alarms, since).await?
+                        }
+                        None => Vec::new(),
+                    };
+                    (apis.alarms(&soak.alarms).await?, went)
+                }
+                _ => (Vec::new(), Vec::new()),
             };
-            to_value(tally.after_soak(&fleet, &alarms))
+            to_value(tally.after_soak(&fleet, &alarms, &went))
         }
         Request::StopCells {
             fleet_execution,

@@ -5,9 +5,10 @@ use async_trait::async_trait;
 use canary_aws::executions::Execution;
 use canary_aws::{
     AlarmState, AwsError, CloudWatchApi, EventPublisher, Listed, SdkCloudWatch, SdkConfig,
-    SdkEvents, SdkExecutions,
+    SdkEvents, SdkExecutions, WentToAlarm,
 };
 use serde_json::Value;
+use std::time::SystemTime;
 
 use crate::FleetApis;
 
@@ -50,6 +51,18 @@ impl FleetApis for SdkFleetApis {
 
     async fn alarms(&self, names: &[String]) -> Result<Vec<AlarmState>, AwsError> {
         self.cloudwatch.alarms_by_names(names).await
+    }
+
+    async fn went_to_alarm(
+        &self,
+        names: &[String],
+        since: SystemTime,
+    ) -> Result<Vec<WentToAlarm>, AwsError> {
+        let mut found = Vec::new();
+        for name in names {
+            found.extend(self.cloudwatch.went_to_alarm(name, since).await?);
+        }
+        Ok(found)
     }
 
     async fn put_event(&self, detail_type: &str, detail: &Value) -> Result<(), AwsError> {

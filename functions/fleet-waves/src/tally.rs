@@ -3,7 +3,7 @@
 //! fleet halts. Bounded: at most [`MAX_TALLY_BYTES`] whatever the fleet's size.
 
 use canary_aws::executions::Execution;
-use canary_aws::{AlarmState, AlarmStateValue};
+use canary_aws::{AlarmState, AlarmStateValue, WentToAlarm};
 use canary_core::fleet::{ValidFleet, MAX_NAMED_FAILURES, MAX_TALLY_BYTES};
 use canary_core::limits::{join_bounded, truncate};
 use serde::{Deserialize, Serialize};
@@ -134,7 +134,12 @@ impl Tally {
     }
 
     /// After the soak: an alarm of the fleet's in ALARM (or missing) halts it.
-    pub fn after_soak(mut self, fleet: &ValidFleet, alarms: &[AlarmState]) -> Tally {
+    pub fn after_soak(
+        mut self,
+        fleet: &ValidFleet,
+        alarms: &[AlarmState],
+        went_to_alarm: &[WentToAlarm],
+    ) -> Tally {
         let Some(soak) = &fleet.fleet.soak else {
             return self;
         };
@@ -146,7 +151,16 @@ impl Tally {
                     "alarm {name} is in ALARM ({})",
                     truncate(&alarm.reason, 200)
                 )),
-                Some(_) => {}
+                // Back to OK by the soak's end, but it fired while the wave's cells soaked.
+                Some(_) => {
+                    if let Some(went) = went_to_alarm.iter().find(|w| &w.name == name) {
+                        problems.push(format!(
+                            "alarm {name} went to ALARM during the soak, at {} ({})",
+                            went.at,
+                            truncate(&went.reason, 200)
+                        ));
+                    }
+                }
             }
         }
         if !problems.is_empty() {

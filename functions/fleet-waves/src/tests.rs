@@ -25,6 +25,8 @@ fn config() -> FleetConfig {
 struct World {
     executions: Mutex<Vec<Execution>>,
     alarms: Vec<AlarmState>,
+    /// Changes to ALARM the alarms' history keeps (each since any time asked).
+    went: Vec<WentToAlarm>,
     stopped: Mutex<Vec<(String, String)>>,
     events: Mutex<Vec<(String, Value)>>,
 }
@@ -95,6 +97,19 @@ impl FleetApis for World {
                     "ExecutionDoesNotExist",
                 )
             })
+    }
+
+    async fn went_to_alarm(
+        &self,
+        names: &[String],
+        _: std::time::SystemTime,
+    ) -> Result<Vec<WentToAlarm>, AwsError> {
+        Ok(self
+            .went
+            .iter()
+            .filter(|w| names.contains(&w.name))
+            .cloned()
+            .collect())
     }
 
     async fn put_event(&self, detail_type: &str, detail: &Value) -> Result<(), AwsError> {
@@ -399,7 +414,8 @@ async fn the_soak_halts_the_fleet_on_an_alarm_or_a_missing_one() {
     let soak = |world: World| async move {
         call(
             &world,
-            json!({"op": "soak", "fleet": example(), "tally": tally_after(1)}),
+            json!({"op": "soak", "fleet": example(), "tally": tally_after(1),
+                   "soakStarted": "2026-11-26T10:00:00Z"}),
         )
         .await
     };
@@ -419,6 +435,21 @@ async fn the_soak_halts_the_fleet_on_an_alarm_or_a_missing_one() {
         .as_str()
         .unwrap()
         .contains("the soak after wave 1 failed: alarm web-fleet-5xx is in ALARM"));
+    // OK again by the soak's end, but it fired while the cells soaked.
+    let fired = soak(World {
+        alarms: vec![alarm("web-fleet-5xx", AlarmStateValue::Ok)],
+        went: vec![WentToAlarm {
+            name: "web-fleet-5xx".to_owned(),
+            at: "2026-11-26T10:00:05Z".to_owned(),
+            reason: "Threshold Crossed".to_owned(),
+        }],
+        ..World::default()
+    })
+    .await;
+    assert_eq!(fired["halt"], true);
+    assert!(fired["message"].as_str().unwrap().contains(
+        "alarm web-fleet-5xx went to ALARM during the soak, at 2026-11-26T10:00:05Z (Threshold Crossed)"
+    ));
     let missing = soak(World::default()).await;
     assert!(missing["message"]
         .as_str()

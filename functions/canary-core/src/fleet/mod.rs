@@ -152,7 +152,8 @@ pub struct Soak {
     /// How long to wait after a wave ends before the next one starts (0–86400).
     pub seconds: u32,
     /// CloudWatch alarms (names, in the fleet's region; composite alarms too) read at the end
-    /// of the soak: one in ALARM halts the fleet.
+    /// of the soak, with their history since it began: one in ALARM, or one that went to ALARM
+    /// during the soak, halts the fleet.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alarms: Vec<String>,
 }
