@@ -144,7 +144,17 @@ async fn check_soak_alarms(
     names: &[String],
     printer: &mut Printer,
 ) -> Result<bool, CliError> {
-    let machine = locate::fleet_state_machine(config, machines).await?;
+    // As `plan check` with concurrent rollouts: where the fleet would run is needed to check.
+    let machine = match locate::fleet_state_machine(config, machines).await {
+        Ok(machine) => machine,
+        Err(error) => {
+            printer.say(
+                &format!("? soak alarms not checked: {error}"),
+                json!({"check": "soakAlarm", "ok": null, "message": error.to_string()}),
+            );
+            return Ok(true);
+        }
+    };
     let mut regional = config.to_builder();
     if let Some(region) = region_of(&machine) {
         regional = regional.region(aws_config::Region::new(region.to_owned()));
