@@ -15,6 +15,14 @@ pub const EVENT_SOURCE: &str = "cluster-canary";
 pub trait EventPublisher: Send + Sync {
     /// Puts one event (source `cluster-canary`) with `detail_type` and `detail`.
     async fn put_event(&self, detail_type: &str, detail: &Value) -> Result<(), AwsError>;
+
+    /// Puts the event, or logs it with why it could not be put: a function's events never hold
+    /// up or fail what the function does (as the state machines' `putEvents` tasks never do).
+    async fn put_or_log(&self, detail_type: &str, detail: &Value) {
+        if let Err(e) = self.put_event(detail_type, detail).await {
+            tracing::warn!(detail_type, %detail, error = %e, "could not put the event");
+        }
+    }
 }
 
 /// `EventPublisher` on the real EventBridge client, the default bus.

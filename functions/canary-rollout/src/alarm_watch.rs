@@ -81,9 +81,7 @@ pub async fn say_unavailable(
         "error": error.name().as_str(),
         "cause": truncate(&error.to_string(), MAX_ERROR_MESSAGE_BYTES),
     });
-    if let Err(e) = events.put_event(INSTANT_ROLLBACK_OFF, &detail).await {
-        warn!(%execution_arn, error = %e, "could not put the `Instant Rollback Off` event");
-    }
+    events.put_or_log(INSTANT_ROLLBACK_OFF, &detail).await;
 }
 
 /// Where and when a waiting task registers its watch.

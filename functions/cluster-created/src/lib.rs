@@ -184,9 +184,7 @@ async fn say_not_started(deps: &Deps<'_>, event: &EksEvent, failure: &IntakeErro
         "cause": truncate(&failure.to_string(), MAX_ERROR_MESSAGE_BYTES),
     });
     error!(cluster = %event.cluster_arn, error = failure.name().as_str(), cause = %failure, "no rollout started for the new cluster");
-    if let Err(e) = deps.events.put_event(NOT_STARTED, &detail).await {
-        error!(cluster = %event.cluster_arn, error = %e, "could not put the `Rollout Not Started` event");
-    }
+    deps.events.put_or_log(NOT_STARTED, &detail).await;
 }
 
 fn skipped(event: &EksEvent, reason: String) -> IntakeResult {

@@ -25,7 +25,7 @@ mod tally;
 use async_trait::async_trait;
 use canary_aws::executions::execution_arn;
 use canary_aws::executions::Execution;
-use canary_aws::{utc_time, AlarmState, AwsError, Listed, WentToAlarm};
+use canary_aws::{utc_time, AlarmState, AwsError, EventPublisher, Listed, WentToAlarm};
 pub use canary_core::fleet::{child_name, child_suffix};
 use canary_core::fleet::{FleetPlan, OnHalt, ValidFleet};
 use canary_core::input::parse_input;
@@ -69,7 +69,8 @@ impl NamedError for FleetError {
 
 /// What the fleet reads and does in AWS.
 #[async_trait]
-pub trait FleetApis: Send + Sync {
+/// And the events the function puts itself (`Cell Failed`, `Fleet Stopped`).
+pub trait FleetApis: EventPublisher + Send + Sync {
     /// The state machine's executions started at or after `since` (seconds since the epoch),
     /// newest first; only those with `status` when given.
     async fn started_since(
@@ -87,8 +88,6 @@ pub trait FleetApis: Send + Sync {
         names: &[String],
         since: SystemTime,
     ) -> Result<Vec<WentToAlarm>, AwsError>;
-    /// Puts one of cluster-canary's events (source `cluster-canary`).
-    async fn put_event(&self, detail_type: &str, detail: &Value) -> Result<(), AwsError>;
 }
 
 #[derive(Debug, Clone)]
@@ -353,7 +352,7 @@ async fn judge(
         .iter()
         .filter(|r| r.status == CellStatus::NotPromoted)
     {
-        let arn = canary_aws::executions::execution_arn(
+        let arn = execution_arn(
             &config.rollout_state_machine_arn,
             &child_name(&result.cell, &suffix),
         );
@@ -385,7 +384,7 @@ async fn promoted(
     fleet_execution: &str,
 ) -> Result<Value, FleetError> {
     let started = apis.describe(fleet_execution).await?.started;
-    let prefix = canary_aws::executions::execution_arn(&config.rollout_state_machine_arn, "");
+    let prefix = execution_arn(&config.rollout_state_machine_arn, "");
     let names: Vec<String> = children(apis, config, fleet_execution, started, Some("SUCCEEDED"))
         .await?
         .into_iter()
@@ -608,9 +607,7 @@ async fn say_cell_failed(
         "error": error,
         "cause": cause,
     });
-    if let Err(e) = apis.put_event(CELL_FAILED, &detail).await {
-        warn!(cell, error = %e, "could not put the `Cell Failed` event");
-    }
+    apis.put_or_log(CELL_FAILED, &detail).await;
 }
 
 async fn stop_running(
@@ -667,9 +664,7 @@ async fn stop_cells_of_ended_fleet(
             "cause": fleet.cause.map(|c| truncate(&c, MAX_ERROR_MESSAGE_BYTES)),
             "cellsStopped": stopped,
         });
-        if let Err(e) = apis.put_event(FLEET_STOPPED, &detail).await {
-            warn!(fleet_execution = arn, error = %e, "could not put the `Fleet Stopped` event");
-        }
+        apis.put_or_log(FLEET_STOPPED, &detail).await;
     }
     Ok(json!({ "fleetExecution": arn, "status": status, "stopped": stopped }))
 }

@@ -64,7 +64,10 @@ impl FleetApis for SdkFleetApis {
         }
         Ok(found)
     }
+}
 
+#[async_trait]
+impl EventPublisher for SdkFleetApis {
     async fn put_event(&self, detail_type: &str, detail: &Value) -> Result<(), AwsError> {
         self.events.put_event(detail_type, detail).await
     }

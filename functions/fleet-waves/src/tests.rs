@@ -49,6 +49,17 @@ impl World {
 }
 
 #[async_trait]
+impl EventPublisher for World {
+    async fn put_event(&self, detail_type: &str, detail: &Value) -> Result<(), AwsError> {
+        self.events
+            .lock()
+            .unwrap()
+            .push((detail_type.to_owned(), detail.clone()));
+        Ok(())
+    }
+}
+
+#[async_trait]
 impl FleetApis for World {
     async fn started_since(
         &self,
@@ -110,14 +121,6 @@ impl FleetApis for World {
             .filter(|w| names.contains(&w.name))
             .cloned()
             .collect())
-    }
-
-    async fn put_event(&self, detail_type: &str, detail: &Value) -> Result<(), AwsError> {
-        self.events
-            .lock()
-            .unwrap()
-            .push((detail_type.to_owned(), detail.clone()));
-        Ok(())
     }
 
     async fn stop(&self, arn: &str, error: &str, _cause: &str) -> Result<(), AwsError> {

@@ -161,6 +161,20 @@ fn plan(argocd: Value) -> Value {
     })
 }
 
+/// Someone else (field manager `kubectl`) applies `metadata` fields to the Secret `name`;
+/// `force` takes them over from whoever owns them.
+async fn kubectl_applies(secrets: &Api<Secret>, name: &str, metadata: Value, force: bool) {
+    let mut metadata = metadata;
+    metadata["name"] = json!(name);
+    let params = PatchParams::apply("kubectl");
+    let params = if force { params.force() } else { params };
+    let theirs = json!({"apiVersion": "v1", "kind": "Secret", "metadata": metadata});
+    secrets
+        .patch(name, &params, &Patch::Apply(&theirs))
+        .await
+        .expect("their apply");
+}
+
 fn decoded(secret: &Secret) -> BTreeMap<String, String> {
     secret
         .data
@@ -404,15 +418,13 @@ async fn fields_another_manager_owns_are_a_conflict() {
         .expect("register");
     // Someone applies the same label with another value under their own field manager.
     let secrets = env.secrets_api().await;
-    let theirs = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": env.green_secret.as_str(), "labels": {"env": "qa"}}});
-    secrets
-        .patch(
-            env.green_secret.as_str(),
-            &PatchParams::apply("kubectl").force(),
-            &Patch::Apply(&theirs),
-        )
-        .await
-        .expect("their apply");
+    kubectl_applies(
+        &secrets,
+        &env.green_secret,
+        json!({"labels": {"env": "qa"}}),
+        true,
+    )
+    .await;
     let err = env
         .call("register", &plan(json!({"labels": {"env": "prod"}})))
         .await
@@ -440,16 +452,13 @@ async fn a_weight_annotation_is_taken_over_only_while_it_reads_what_the_step_exp
         .await
         .expect("register");
     let secrets = env.secrets_api().await;
-    let theirs = json!({"apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": env.green_secret.as_str(), "annotations": {WEIGHT: "70"}}});
-    secrets
-        .patch(
-            env.green_secret.as_str(),
-            &PatchParams::apply("kubectl"),
-            &Patch::Apply(&theirs),
-        )
-        .await
-        .expect("their apply");
+    kubectl_applies(
+        &secrets,
+        &env.green_secret,
+        json!({"annotations": {WEIGHT: "70"}}),
+        false,
+    )
+    .await;
     let managers = |secret: &Secret| -> Vec<String> {
         secret
             .metadata
@@ -536,16 +545,13 @@ async fn a_weight_annotation_is_taken_over_only_while_it_reads_what_the_step_exp
 
     // Anyone's value is repeated cut, as the message travels in the rollout's cause.
     let long = "7".repeat(5000);
-    let theirs = json!({"apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": env.green_secret.as_str(), "annotations": {WEIGHT: long}}});
-    secrets
-        .patch(
-            env.green_secret.as_str(),
-            &PatchParams::apply("kubectl").force(),
-            &Patch::Apply(&theirs),
-        )
-        .await
-        .expect("their long value");
+    kubectl_applies(
+        &secrets,
+        &env.green_secret,
+        json!({"annotations": {WEIGHT: long}}),
+        true,
+    )
+    .await;
     let err = argocd
         .annotate_secret(
             &env.green_secret,
