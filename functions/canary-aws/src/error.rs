@@ -48,6 +48,8 @@ const NOT_FOUND_CODES: &[&str] = &[
     "ExecutionDoesNotExist",
     "StateMachineDoesNotExist",
     "ResourceNotFoundException",
+    "NoSuchKey",
+    "NoSuchBucket",
 ];
 
 const ACCESS_DENIED_CODES: &[&str] = &[

@@ -13,6 +13,8 @@ pub mod events;
 pub mod executions;
 #[cfg(feature = "fakes")]
 pub mod fakes;
+#[cfg(feature = "fleet-plans")]
+pub mod fleet_plans;
 pub mod functions;
 pub mod http;
 pub mod prometheus;
@@ -42,6 +44,8 @@ pub use executions::{
     state_machine_of, ExecutionHistory, ExecutionStarter, ExecutionsApi, Listed, SdkExecutions,
     Started, StateEvent,
 };
+#[cfg(feature = "fleet-plans")]
+pub use fleet_plans::{load_fleet_plan, FleetPlanError, FleetPlanStore, SdkFleetPlans};
 pub use functions::{FunctionInvoker, Invocation, SdkFunctions};
 pub use prometheus::{HttpPrometheus, PrometheusApi};
 pub use query_error::QueryError;

@@ -1,6 +1,7 @@
 //! The `fleet-waves` Lambda: the steps of the fleet state machine (statemachine/fleet.asl.json)
 //! that need more than the States Language. Each operation reads the fleet plan from its
-//! input (it travels in the fleet's state) and is otherwise stateless: what the fleet's cells
+//! input (it travels in the fleet's state: the plan itself, or for a large one the reference to
+//! where it is stored, read again from S3) and is otherwise stateless: what the fleet's cells
 //! did is read from Step Functions, by the names the fleet gives its child executions.
 //!
 //! - the fleet plan itself, with no `op` (the fleet's first state sends the execution's input
@@ -25,9 +26,12 @@ mod tally;
 use async_trait::async_trait;
 use canary_aws::executions::execution_arn;
 use canary_aws::executions::Execution;
-use canary_aws::{utc_time, AlarmState, AwsError, EventPublisher, Listed, WentToAlarm};
+use canary_aws::{
+    load_fleet_plan, utc_time, AlarmState, AwsError, EventPublisher, FleetPlanError,
+    FleetPlanStore, Listed, WentToAlarm,
+};
 pub use canary_core::fleet::{child_name, child_suffix};
-use canary_core::fleet::{FleetPlan, OnHalt, ValidFleet};
+use canary_core::fleet::{OnHalt, ValidFleet};
 use canary_core::input::parse_input;
 use canary_core::limits::{truncate, MAX_ERROR_MESSAGE_BYTES};
 use canary_core::{ErrorName, NamedError};
@@ -67,10 +71,10 @@ impl NamedError for FleetError {
     }
 }
 
-/// What the fleet reads and does in AWS.
+/// What the fleet reads and does in AWS, the events the function puts itself (`Cell Failed`,
+/// `Fleet Stopped`) and the stored plans of large fleets.
 #[async_trait]
-/// And the events the function puts itself (`Cell Failed`, `Fleet Stopped`).
-pub trait FleetApis: EventPublisher + Send + Sync {
+pub trait FleetApis: EventPublisher + FleetPlanStore + Send + Sync {
     /// The state machine's executions started at or after `since` (seconds since the epoch),
     /// newest first; only those with `status` when given.
     async fn started_since(
@@ -218,8 +222,8 @@ pub struct Admission {
     pub reason: String,
 }
 
-/// What the fleet's first state gets back: the plan as the execution was given it (valid),
-/// and the first tally.
+/// What the fleet's first state gets back: the plan as the execution was given it (valid; for a
+/// stored plan, its reference), and the first tally.
 #[derive(Debug, Serialize)]
 pub struct Planned {
     pub fleet: Value,
@@ -236,7 +240,7 @@ pub async fn handle(
     // and a state over it ends the fleet States.DataLimitExceeded, which nothing catches,
     // instead of refusing the plan.
     if input.get("op").is_none() {
-        let tally = Tally::start(&valid(input.clone())?);
+        let tally = Tally::start(&valid(apis, input.clone()).await?);
         return to_value(Planned {
             fleet: input,
             tally,
@@ -244,19 +248,19 @@ pub async fn handle(
     }
     let request: Request = parse_input(input).map_err(FleetError::InvalidInput)?;
     match request {
-        Request::Wave { fleet, tally } => to_value(next_wave(&valid(fleet)?, &tally, now())?),
+        Request::Wave { fleet, tally } => to_value(next_wave(&valid(apis, fleet).await?, &tally, now())?),
         Request::Admit {
             fleet,
             cell,
             fleet_execution,
             wave,
-        } => to_value(admit(apis, config, &valid(fleet)?, &cell, &fleet_execution, &wave).await?),
+        } => to_value(admit(apis, config, &valid(apis, fleet).await?, &cell, &fleet_execution, &wave).await?),
         Request::Halt {
             fleet,
             cell,
             fleet_execution,
             wave,
-        } => Ok(halt(apis, config, &valid(fleet)?, &cell, &fleet_execution, &wave).await?),
+        } => Ok(halt(apis, config, &valid(apis, fleet).await?, &cell, &fleet_execution, &wave).await?),
         Request::Judge {
             fleet,
             tally,
@@ -266,7 +270,7 @@ pub async fn handle(
             judge(
                 apis,
                 config,
-                &valid(fleet)?,
+                &valid(apis, fleet).await?,
                 tally,
                 &results,
                 &fleet_execution,
@@ -278,7 +282,7 @@ pub async fn handle(
             tally,
             soak_started,
         } => {
-            let fleet = valid(fleet)?;
+            let fleet = valid(apis, fleet).await?;
             let (alarms, went) = match (&fleet.fleet.soak, &soak_started) {
                 (Some(soak), started) if !soak.alarms.is_empty() => {
                     let went = match started {
@@ -316,7 +320,7 @@ pub async fn handle(
             wave,
             failure,
         } => {
-            let fleet = valid(fleet)?;
+            let fleet = valid(apis, fleet).await?;
             let why = if failure.error == "States.Timeout" {
                 format!("nobody approved wave {wave} in time")
             } else {
@@ -393,8 +397,12 @@ async fn promoted(
     Ok(json!({ "prefix": prefix, "names": names }))
 }
 
-fn valid(fleet: Value) -> Result<ValidFleet, FleetError> {
-    FleetPlan::parse(fleet).map_err(FleetError::InvalidPlan)
+/// The fleet plan in a step's input: the plan, or the stored plan its reference names.
+async fn valid(apis: &dyn FleetApis, fleet: Value) -> Result<ValidFleet, FleetError> {
+    load_fleet_plan(fleet, apis).await.map_err(|e| match e {
+        FleetPlanError::Invalid(errors) => FleetError::InvalidPlan(errors),
+        FleetPlanError::Aws(e) => FleetError::Aws(e),
+    })
 }
 
 fn to_value(value: impl Serialize) -> Result<Value, FleetError> {

@@ -1,11 +1,11 @@
 //! [`FleetApis`] over the AWS SDK: Step Functions for the cells, CloudWatch for the soak,
-//! EventBridge for the events the fleet's function puts itself.
+//! EventBridge for the events the fleet's function puts itself, S3 for stored plans.
 
 use async_trait::async_trait;
 use canary_aws::executions::Execution;
 use canary_aws::{
-    AlarmState, AwsError, CloudWatchApi, EventPublisher, Listed, SdkCloudWatch, SdkConfig,
-    SdkEvents, SdkExecutions, WentToAlarm,
+    AlarmState, AwsError, CloudWatchApi, EventPublisher, FleetPlanStore, Listed, SdkCloudWatch,
+    SdkConfig, SdkEvents, SdkExecutions, SdkFleetPlans, WentToAlarm,
 };
 use serde_json::Value;
 use std::time::SystemTime;
@@ -16,6 +16,7 @@ pub struct SdkFleetApis {
     executions: SdkExecutions,
     cloudwatch: SdkCloudWatch,
     events: SdkEvents,
+    plans: SdkFleetPlans,
 }
 
 impl SdkFleetApis {
@@ -24,6 +25,7 @@ impl SdkFleetApis {
             executions: SdkExecutions::new(config),
             cloudwatch: SdkCloudWatch::new(config),
             events: SdkEvents::new(config),
+            plans: SdkFleetPlans::new(config),
         }
     }
 }
@@ -70,5 +72,12 @@ impl FleetApis for SdkFleetApis {
 impl EventPublisher for SdkFleetApis {
     async fn put_event(&self, detail_type: &str, detail: &Value) -> Result<(), AwsError> {
         self.events.put_event(detail_type, detail).await
+    }
+}
+
+#[async_trait]
+impl FleetPlanStore for SdkFleetApis {
+    async fn get_plan(&self, bucket: &str, key: &str) -> Result<Vec<u8>, AwsError> {
+        self.plans.get_plan(bucket, key).await
     }
 }

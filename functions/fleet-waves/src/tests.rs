@@ -1,7 +1,7 @@
 use std::sync::Mutex;
 
 use canary_aws::{AlarmStateValue, AwsErrorKind};
-use canary_core::fleet::MAX_TALLY_BYTES;
+use canary_core::fleet::{FleetPlan, MAX_TALLY_BYTES};
 use serde_json::json;
 
 use super::*;
@@ -29,6 +29,8 @@ struct World {
     went: Vec<WentToAlarm>,
     stopped: Mutex<Vec<(String, String)>>,
     events: Mutex<Vec<(String, Value)>>,
+    /// S3 objects by (bucket, key): stored fleet plans.
+    objects: Mutex<Vec<((String, String), Vec<u8>)>>,
 }
 
 impl World {
@@ -56,6 +58,19 @@ impl EventPublisher for World {
             .unwrap()
             .push((detail_type.to_owned(), detail.clone()));
         Ok(())
+    }
+}
+
+#[async_trait]
+impl FleetPlanStore for World {
+    async fn get_plan(&self, bucket: &str, key: &str) -> Result<Vec<u8>, AwsError> {
+        self.objects
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|((b, k), _)| b == bucket && k == key)
+            .map(|(_, bytes)| bytes.clone())
+            .ok_or_else(|| AwsError::new(AwsErrorKind::NotFound, "GetObject", "NoSuchKey"))
     }
 }
 
@@ -632,4 +647,77 @@ async fn a_wave_past_the_last_and_an_unknown_cell_are_refused_by_name() {
         "{unknown}"
     );
     assert!(world.stopped.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_stored_plan_travels_as_its_reference_and_is_read_again_at_each_step() {
+    let world = World::default();
+    let bytes = serde_json::to_vec(&example()).unwrap();
+    let stored = canary_core::fleet::StoredPlan::of("cc-fleet-plans", "web-eks-1-34", &bytes);
+    world
+        .objects
+        .lock()
+        .unwrap()
+        .push(((stored.bucket.clone(), stored.key.clone()), bytes));
+    let reference = stored.to_input();
+    let planned = call(&world, reference.clone()).await;
+    assert_eq!(planned["fleet"], reference, "the state carries the reference");
+    assert_eq!(planned["tally"]["cells"], 6);
+    let admitted = call(
+        &world,
+        json!({"op": "admit", "fleet": reference, "cell": "use1-b", "fleetExecution": FLEET_RUN,
+               "wave": 2, "waveStarted": 150.0, "failedBefore": 0}),
+    )
+    .await;
+    assert_eq!(admitted["plan"]["cluster"]["name"], "web-use1-b-v134");
+
+    // The object replaced in the bucket while the fleet runs: refused, never read as the plan.
+    let mut edited = example();
+    edited["failureBudget"] = json!(0);
+    world.objects.lock().unwrap()[0].1 = serde_json::to_vec(&edited).unwrap();
+    let error = handle(
+        &world,
+        &config(),
+        json!({"op": "wave", "fleet": reference, "tally": tally_after(1)}),
+    )
+    .await
+    .expect_err("refused");
+    assert_eq!(error.name(), ErrorName::InvalidPlan);
+    assert!(
+        error
+            .to_string()
+            .contains("is not the plan this fleet was started with"),
+        "{error}"
+    );
+
+    // No object there: said with where it was looked for.
+    world.objects.lock().unwrap().clear();
+    let error = handle(&world, &config(), reference)
+        .await
+        .expect_err("refused");
+    assert_eq!(error.name(), ErrorName::InvalidPlan);
+    assert!(
+        error.to_string().contains(&format!(
+            "there is no fleet plan at s3://cc-fleet-plans/{}",
+            stored.key
+        )),
+        "{error}"
+    );
+    // A reference with anything else beside it, or a digest that is not one.
+    for (input, says) in [
+        (
+            json!({"storedPlan": {"bucket": "b", "key": "k", "sha256": "00"}}),
+            "64 lowercase hex digits",
+        ),
+        (
+            json!({"storedPlan": {"bucket": "b", "key": "k", "sha256": "0".repeat(64)}, "name": "x"}),
+            "has only `storedPlan`",
+        ),
+    ] {
+        let error = handle(&world, &config(), input)
+            .await
+            .expect_err("refused");
+        assert_eq!(error.name(), ErrorName::InvalidPlan);
+        assert!(error.to_string().contains(says), "{error}");
+    }
 }

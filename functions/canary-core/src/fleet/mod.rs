@@ -5,9 +5,15 @@
 //! cell's rollout plan is validated as Prepare validates a rollout's.
 //!
 //! A cell is a whole rollout plan (`plan`), or the plan's `template` with the cell's own
-//! top-level fields over it (`values`: `cluster`, `trafficTargets`, `analysis`, ...; a field
-//! the cell gives replaces the template's whole field).
+//! fields merged over it (`values`, a JSON merge patch, RFC 7396: objects merge field by field,
+//! anything else the cell gives replaces the template's, `null` removes it), so a cell gives only
+//! what differs: `{"cluster": {"name": "web-use1-a-v134"}}` over the template's `cluster`.
+//!
+//! A plan travels in the fleet execution's state up to [`MAX_FLEET_PLAN_BYTES`]; a larger one
+//! (up to [`MAX_STORED_FLEET_PLAN_BYTES`]) is stored in S3 and given by reference
+//! ([`StoredPlan`]).
 
+mod stored;
 mod waves;
 
 use std::collections::{BTreeMap, HashMap};
@@ -19,13 +25,17 @@ use serde_json::{Map, Value};
 use crate::plan::{RolloutPlan, ValidPlan};
 use crate::validate::{Errors, PlanError, PlanErrors};
 
+pub use stored::{
+    must_be_stored, StoredPlan, MAX_STORED_FLEET_PLAN_BYTES, STORED_PLAN_FIELD, STORED_PLAN_PREFIX,
+};
 pub use waves::{Order, Wave, WaveSize};
 
 /// A fleet plan's size as compact JSON. The plan travels in the fleet execution's state for
 /// the whole fleet, beside the running tally (at most [`MAX_TALLY_BYTES`]) and one wave's cell
 /// list and results (at most [`MAX_FLEET_CELLS`] × (44 + [`MAX_CELL_RESULT_BYTES`]) bytes):
 /// 96 + 16 + 113 KiB, under Step Functions' 256 KiB (docs/architecture.md, "Fleets at scale");
-/// each of a wave's child workflows gets the plan and its cell's name.
+/// each of a wave's child workflows gets the plan and its cell's name. A larger plan is stored
+/// ([`StoredPlan`]): the state then carries its reference alone.
 pub const MAX_FLEET_PLAN_BYTES: usize = 96 * 1024;
 /// Cells in one fleet.
 pub const MAX_FLEET_CELLS: usize = 1000;
@@ -138,8 +148,8 @@ pub struct Cell {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<RolloutPlan>")]
     pub plan: Option<Value>,
-    /// The cell's fields over the fleet's `template` (a field given here replaces the
-    /// template's whole field).
+    /// The cell's fields merged over the fleet's `template` (JSON merge patch, RFC 7396:
+    /// objects merge field by field; arrays and values replace the template's; `null` removes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<Map<String, Value>>")]
     pub values: Option<Map<String, Value>>,
@@ -204,18 +214,44 @@ impl ValidFleet {
 impl FleetPlan {
     /// Deserializes and validates a fleet plan, every cell's rollout plan with it. Errors name
     /// fields by JSON path.
+    ///
+    /// This is a plan given inline, in the fleet execution's input: at most
+    /// [`MAX_FLEET_PLAN_BYTES`].
     pub fn parse(value: Value) -> Result<ValidFleet, PlanErrors> {
-        let size = serde_json::to_vec(&value).map_or(usize::MAX, |bytes| bytes.len());
+        let size = compact_size(&value);
         if size > MAX_FLEET_PLAN_BYTES {
             return Err(one_error(
                 "fleet",
                 format!(
                     "is {size} bytes as compact JSON, more than the limit of {MAX_FLEET_PLAN_BYTES} bytes \
-                     (the fleet plan travels in the fleet execution's state, capped at 256 KiB): \
-                     move what the cells share into `template`"
+                     for a plan in the fleet execution's input (it travels in the fleet's state, capped \
+                     at 256 KiB): move what the cells share into `template`, or start it with \
+                     `cluster-canary fleet start`, which stores a larger plan (up to \
+                     {MAX_STORED_FLEET_PLAN_BYTES} bytes) in the stack's FleetPlanBucket"
                 ),
             ));
         }
+        Self::parse_any_size(value)
+    }
+
+    /// As [`FleetPlan::parse`], for a plan that is stored ([`StoredPlan`]) when it is too large
+    /// for the fleet's state: at most [`MAX_STORED_FLEET_PLAN_BYTES`].
+    pub fn parse_storable(value: Value) -> Result<ValidFleet, PlanErrors> {
+        let size = compact_size(&value);
+        if size > MAX_STORED_FLEET_PLAN_BYTES {
+            return Err(one_error(
+                "fleet",
+                format!(
+                    "is {size} bytes as compact JSON, more than the limit of \
+                     {MAX_STORED_FLEET_PLAN_BYTES} bytes of a stored fleet plan: move what the \
+                     cells share into `template`, or split the fleet"
+                ),
+            ));
+        }
+        Self::parse_any_size(value)
+    }
+
+    fn parse_any_size(value: Value) -> Result<ValidFleet, PlanErrors> {
         if !value.is_object() {
             return Err(one_error("fleet", "must be a JSON object".to_owned()));
         }
@@ -365,7 +401,7 @@ impl FleetPlan {
             let (source, value) = match (&cell.plan, &cell.values) {
                 (Some(plan), None) => ("plan", plan.clone()),
                 (None, Some(values)) => match &self.template {
-                    Some(template) => ("values", Value::Object(over(template, values))),
+                    Some(template) => ("values", over(template, values)),
                     None => {
                         errors.push(
                             format!("cells[{i}].values"),
@@ -407,11 +443,16 @@ impl FleetPlan {
     }
 }
 
-/// The cell's rollout plan: `values`' fields over the `template`'s.
-fn over(template: &Map<String, Value>, values: &Map<String, Value>) -> Map<String, Value> {
-    let mut plan = template.clone();
-    plan.extend(values.clone());
+/// The cell's rollout plan: `values` merged over the `template` (RFC 7396).
+fn over(template: &Map<String, Value>, values: &Map<String, Value>) -> Value {
+    let mut plan = Value::Object(template.clone());
+    json_patch::merge(&mut plan, &Value::Object(values.clone()));
     plan
+}
+
+/// A plan's size as compact JSON (what Step Functions counts).
+pub fn compact_size(value: &Value) -> usize {
+    serde_json::to_vec(value).map_or(usize::MAX, |bytes| bytes.len())
 }
 
 /// Two cells must not move the same traffic, nor bring in the same cluster: their rollouts

@@ -285,3 +285,117 @@ fn the_fleet_state_at_its_caps_stays_under_step_functions_256_kib() {
         "{size} bytes: less than 16 KiB to spare"
     );
 }
+
+#[test]
+fn a_cell_gives_only_what_differs_merged_over_the_template() {
+    let mut value = example();
+    value["template"]["cluster"] = json!({"name": "placeholder", "region": "eu-west-1",
+                                          "roleArn": "arn:aws:iam::123456789012:role/cc-cell"});
+    value["template"]["rollback"] = json!({"allowCanaryInBaseline": true});
+    // Only the name: the template's region and role stay; `null` drops a template field.
+    value["cells"][3]["values"]["cluster"] = json!({"name": "web-euw1-a-v134"});
+    value["cells"][3]["values"]["rollback"] = Value::Null;
+    let fleet = FleetPlan::parse(value).expect("valid");
+    let cluster = &fleet.plans[3].plan.cluster;
+    assert_eq!(cluster.name, "web-euw1-a-v134");
+    assert_eq!(cluster.region, "eu-west-1");
+    assert_eq!(
+        cluster.role_arn.as_deref(),
+        Some("arn:aws:iam::123456789012:role/cc-cell")
+    );
+    assert!(fleet.plans[3].plan.rollback.is_none());
+    assert!(fleet.plans[0].plan.rollback.is_some());
+    // Arrays replace: the cell's steps are its own, not an element-wise mix.
+    let mut value = example();
+    value["cells"][0]["values"]["steps"] = json!([{"weight": 100}]);
+    let fleet = FleetPlan::parse(value).expect("valid");
+    assert_eq!(fleet.plans[0].plan.steps.len(), 1);
+    assert_eq!(fleet.plans[1].plan.steps.len(), 3);
+}
+
+/// A fleet of `count` cells, each with its own cluster, ALB listener and target groups (three
+/// ARNs: about 400 bytes a cell, the most a cell usually gives) in two regions.
+fn alb_fleet(count: usize) -> Value {
+    let cells: Vec<Value> = (0..count)
+        .map(|i| {
+            let region = ["us-east-1", "eu-west-1"][i % 2];
+            let prefix = format!("arn:aws:elasticloadbalancing:{region}:123456789012");
+            json!({"name": format!("web-{i:04}"), "values": {
+                "cluster": {"name": format!("web-{i:04}-v134"), "region": region},
+                "trafficTargets": [{"alb": {
+                    "listenerArn": format!("{prefix}:listener/app/web-{i:04}/{i:016x}/{:016x}", i + 1),
+                    "stableTargetGroupArn": format!("{prefix}:targetgroup/web-{i:04}-v133/{i:016x}"),
+                    "canaryTargetGroupArn": format!("{prefix}:targetgroup/web-{i:04}-v134/{:016x}", i + 7)}}]}})
+        })
+        .collect();
+    let mut value = example();
+    value["cells"] = json!(cells);
+    value["waves"] = json!([{"size": 1}, {"size": "10%"}, {"size": "100%", "maxConcurrentCells": 100}]);
+    value.as_object_mut().map(|v| v.remove("approval"));
+    value
+}
+
+#[test]
+fn a_thousand_alb_cells_are_stored_not_carried_in_the_state() {
+    let value = alb_fleet(MAX_FLEET_CELLS);
+    let size = compact_size(&value);
+    assert!(must_be_stored(size), "{size}");
+    // Inline, the plan is refused with the way to run it.
+    let found = problems(value.clone());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains("`cluster-canary fleet start`, which stores a larger plan"),
+        "{found:?}"
+    );
+    // Stored, the same plan is valid, every cell's plan with it.
+    let bytes = serde_json::to_vec(&value).expect("json");
+    let stored = StoredPlan::of("cc-fleet-plans", "web-eks-1-34", &bytes);
+    let fleet = stored.parse(&bytes).expect("a thousand cells, stored");
+    assert_eq!(fleet.plans.len(), MAX_FLEET_CELLS);
+    assert_eq!(fleet.waves[2].cells.len(), MAX_FLEET_CELLS - 100);
+    assert!(stored.key.starts_with("fleet-plans/web-eks-1-34/"));
+    assert!(stored.key.ends_with(&format!("{}.json", stored.sha256)));
+    // What the fleet's state carries instead of the plan.
+    assert!(compact_size(&stored.to_input()) < 300);
+    // One more cell than the cap is refused, stored or not.
+    let bytes = serde_json::to_vec(&alb_fleet(MAX_FLEET_CELLS + 1)).expect("json");
+    let found = StoredPlan::of("b", "web-eks-1-34", &bytes)
+        .parse(&bytes)
+        .expect_err("refused");
+    assert_eq!(
+        found.0[0].to_string(),
+        format!(
+            "cells: at most {MAX_FLEET_CELLS} cells, got {}",
+            MAX_FLEET_CELLS + 1
+        )
+    );
+}
+
+#[test]
+fn a_stored_plan_over_its_cap_or_changed_is_refused() {
+    let mut value = example();
+    value["template"]["padding"] = json!("x".repeat(MAX_STORED_FLEET_PLAN_BYTES));
+    let found = FleetPlan::parse_storable(value).expect_err("refused");
+    assert!(
+        found.0[0]
+            .to_string()
+            .contains("of a stored fleet plan: move what the cells share into `template`"),
+        "{found:?}"
+    );
+    let bytes = serde_json::to_vec(&example()).expect("json");
+    let stored = StoredPlan::of("b", "web-eks-1-34", &bytes);
+    let mut other = bytes.clone();
+    other.push(b' ');
+    let found = stored.parse(&other).expect_err("refused");
+    assert!(
+        found.0[0]
+            .to_string()
+            .contains("is not the plan this fleet was started with"),
+        "{found:?}"
+    );
+    assert_eq!(
+        StoredPlan::from_input(&stored.to_input()),
+        Some(Ok(stored.clone()))
+    );
+    assert_eq!(StoredPlan::from_input(&example()), None);
+}
