@@ -50,12 +50,16 @@ import parliament
 # calls use that differs: CloudWatch signs as `monitoring`.
 IAM_PREFIX = {"monitoring": "cloudwatch"}
 # API operations whose IAM action has another name (Service Authorization Reference).
-IAM_ACTION = {("lambda", "Invoke"): "InvokeFunction"}
+IAM_ACTION = {("lambda", "Invoke"): "InvokeFunction", ("s3", "HeadObject"): "GetObject",
+              ("s3", "CopyObject"): "PutObject"}
 # Values AWS uses for a parameter the request leaves out: PutEvents' bus is `default`.
 DEFAULTS = {("events", "EventBusName"): "default"}
 # Parameters a request names a resource by that are neither an ARN nor a name: an SQS queue's
 # URL (`https://sqs.<region>.amazonaws.com/<account>/<name>`) gives its name.
-DERIVED = {("sqs", "QueueUrl"): ("QueueName", lambda url: url.rstrip("/").rsplit("/", 1)[-1])}
+DERIVED = {("sqs", "QueueUrl"): ("QueueName", lambda url: url.rstrip("/").rsplit("/", 1)[-1]),
+           # S3's object ARN format says `${BucketName}/${ObjectName}`; its requests, Bucket and Key.
+           ("s3", "Bucket"): ("BucketName", lambda bucket: bucket),
+           ("s3", "Key"): ("ObjectName", lambda key: key)}
 # What stands for a part of an ARN the request cannot tell. No literal character in a
 # policy's resource matches it; `*` and `?` do.
 UNKNOWN = "\x00"
@@ -144,7 +148,8 @@ class Request:
         self.method, self.headers, self.body = method, headers, body or b""
         split = urlsplit(path)
         # Kept encoded: a URI label may hold an encoded ARN, slashes and all.
-        self.path, self.query = split.path, dict(parse_qsl(split.query))
+        # Blank values kept: S3's `?tagging` names the operation.
+        self.path, self.query = split.path, dict(parse_qsl(split.query, keep_blank_values=True))
         scope = CREDENTIAL.search(headers.get("Authorization", ""))
         self.access_key, self.region, self.signing_name = scope.groups() if scope else (None,) * 3
 
@@ -192,7 +197,9 @@ class ServiceModels:
                 if http.get("method") != request.method:
                     continue
                 labels = _uri_pattern(http["requestUri"]).match(request.path)
-                if labels and (best is None or len(http["requestUri"]) > len(best[1].http["requestUri"])):
+                if not labels or not _asks_for(operation, request):
+                    continue
+                if best is None or len(http["requestUri"]) > len(best[1].http["requestUri"]):
                     best = (model, operation, labels.groupdict())
         if best is None:
             raise NotModelled(f"no operation of a service signing as {request.signing_name!r} "
@@ -206,6 +213,27 @@ class ServiceModels:
             elif location == "querystring" and location_name in request.query:
                 params.append((member, request.query[location_name]))
         return model, operation, params
+
+
+def _asks_for(operation, request):
+    """Whether the request has what the operation's URI and required members put in the query
+    string and the headers: S3's `GET /{Bucket}/{Key+}` is GetObject, `?tagging` GetObjectTagging,
+    with an `uploadId` ListParts; a PUT with `x-amz-copy-source` is CopyObject."""
+    query = operation.http["requestUri"].partition("?")[2]
+    for part in filter(None, query.split("&")):
+        key, _, value = part.partition("=")
+        if key not in request.query or (value and request.query[key] != value):
+            return False
+    shape = operation.input_shape
+    headers = {k.lower() for k in request.headers}
+    for member in (shape.required_members if shape else []):
+        serialization = shape.members[member].serialization
+        name = serialization.get("name", member)
+        if serialization.get("location") == "querystring" and name not in request.query:
+            return False
+        if serialization.get("location") == "header" and name.lower() not in headers:
+            return False
+    return True
 
 
 @functools.cache

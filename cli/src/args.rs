@@ -72,6 +72,10 @@ pub struct FleetMachineArgs {
     /// The fleet state machine's ARN (default: the stack's FleetStateMachineArn output).
     #[arg(long, env = "CLUSTER_CANARY_FLEET_STATE_MACHINE", value_name = "ARN")]
     pub fleet_state_machine: Option<String>,
+    /// Where `fleet start` stores a plan too large for the fleet's state (default: the stack's
+    /// FleetPlanBucketName output).
+    #[arg(long, env = "CLUSTER_CANARY_FLEET_PLAN_BUCKET", value_name = "BUCKET")]
+    pub fleet_plan_bucket: Option<String>,
     #[command(flatten)]
     pub rollout: StateMachineArgs,
 }

@@ -8,8 +8,14 @@ use std::time::{Duration, Instant};
 
 use aws_config::SdkConfig;
 use canary_aws::executions::{EventKind, Execution, HistoryEvent};
-use canary_aws::{AlarmStateValue, CloudWatchApi, SdkCloudWatch, SdkExecutions};
-use canary_core::fleet::{child_name, child_suffix, FleetPlan, ValidFleet};
+use canary_aws::{
+    load_fleet_plan, AlarmStateValue, CloudWatchApi, FleetPlanError, SdkCloudWatch,
+    SdkExecutions, SdkFleetPlans,
+};
+use canary_core::fleet::{
+    child_name, child_suffix, compact_size, must_be_stored, FleetPlan, StoredPlan, ValidFleet,
+    MAX_FLEET_PLAN_BYTES,
+};
 use serde_json::{json, Value};
 
 use crate::args::FleetMachineArgs;
@@ -28,9 +34,11 @@ use canary_aws::executions::execution_arn;
 /// As the rollout's live view: well under Step Functions' read rates.
 const POLL: Duration = Duration::from_secs(2);
 
+/// The plan in the file, valid as `fleet start` runs it: stored in S3 when it is too large for
+/// the fleet's state.
 fn validated(path: &Path) -> Result<(Value, ValidFleet), CliError> {
     let raw = read_plan(path)?;
-    let valid = FleetPlan::parse(raw.clone()).map_err(|errors| {
+    let valid = FleetPlan::parse_storable(raw.clone()).map_err(|errors| {
         let problems: Vec<String> = errors.0.iter().map(|e| format!("  {e}")).collect();
         CliError::Invalid(format!(
             "{}: invalid fleet plan:\n{}",
@@ -41,6 +49,30 @@ fn validated(path: &Path) -> Result<(Value, ValidFleet), CliError> {
     Ok((raw, valid))
 }
 
+/// For a plan too large for the fleet's state, that `fleet start` stores it.
+fn stored_text(raw: &Value) -> Option<String> {
+    let size = compact_size(raw);
+    must_be_stored(size).then(|| {
+        format!(
+            "{size} bytes as compact JSON, over the {MAX_FLEET_PLAN_BYTES} a fleet's state carries: \
+             `fleet start` stores it in the stack's FleetPlanBucket and starts the fleet with its \
+             reference"
+        )
+    })
+}
+
+/// `config` in `region` (the fleet's: its stack's bucket and alarms are there).
+fn in_region(config: &SdkConfig, region: Option<&str>) -> SdkConfig {
+    let mut regional = config.to_builder();
+    if let Some(region) = region {
+        regional = regional.region(aws_config::Region::new(region.to_owned()));
+    }
+    regional.build()
+}
+
+/// A wave's cells named in the text output (`--output json` lists them all).
+const CELLS_SHOWN_PER_WAVE: usize = 20;
+
 /// Each wave's cells, with their regions: `wave 2 (2 at once): euw1-a (eu-west-1), ...`.
 fn waves_text(valid: &ValidFleet) -> Vec<String> {
     valid
@@ -48,9 +80,10 @@ fn waves_text(valid: &ValidFleet) -> Vec<String> {
         .iter()
         .enumerate()
         .map(|(w, wave)| {
-            let cells: Vec<String> = wave
+            let mut cells: Vec<String> = wave
                 .cells
                 .iter()
+                .take(CELLS_SHOWN_PER_WAVE)
                 .map(|&i| {
                     format!(
                         "{} ({})",
@@ -58,6 +91,12 @@ fn waves_text(valid: &ValidFleet) -> Vec<String> {
                     )
                 })
                 .collect();
+            if wave.cells.len() > CELLS_SHOWN_PER_WAVE {
+                cells.push(format!(
+                    "… and {} more",
+                    wave.cells.len() - CELLS_SHOWN_PER_WAVE
+                ));
+            }
             format!(
                 "wave {} ({} at once): {}",
                 w + 1,
@@ -72,7 +111,7 @@ pub fn validate(files: &[std::path::PathBuf], printer: &mut Printer) -> bool {
     let mut ok = true;
     for file in files {
         match validated(file) {
-            Ok((_, valid)) => {
+            Ok((raw, valid)) => {
                 printer.say(
                     &format!(
                         "{}: valid: fleet {}, {} cells in {} waves, failure budget {}",
@@ -87,6 +126,9 @@ pub fn validate(files: &[std::path::PathBuf], printer: &mut Printer) -> bool {
                                .map(|&i| valid.fleet.cells[i].name.clone()).collect::<Vec<_>>())
                                .collect::<Vec<_>>()}),
                 );
+                if let Some(line) = stored_text(&raw) {
+                    printer.text(&format!("  {line}"));
+                }
                 for line in waves_text(&valid) {
                     printer.text(&format!("  {line}"));
                 }
@@ -155,11 +197,7 @@ async fn check_soak_alarms(
             return Ok(true);
         }
     };
-    let mut regional = config.to_builder();
-    if let Some(region) = region_of(&machine) {
-        regional = regional.region(aws_config::Region::new(region.to_owned()));
-    }
-    let found = SdkCloudWatch::new(&regional.build())
+    let found = SdkCloudWatch::new(&in_region(config, region_of(&machine)))
         .alarms_by_names(names)
         .await?;
     let region = region_of(&machine).unwrap_or("the fleet's region");
@@ -221,7 +259,23 @@ pub async fn start(
             )));
         }
     }
-    let arn = sfn.start(&machine, &name, &raw.to_string()).await?;
+    let input = if must_be_stored(compact_size(&raw)) {
+        let bucket = locate::fleet_plan_bucket(config, machines).await?;
+        let bytes = serde_json::to_vec(&raw)
+            .map_err(|e| CliError::Invalid(format!("the fleet plan as JSON: {e}")))?;
+        let stored = StoredPlan::of(&bucket, &valid.fleet.name, &bytes);
+        SdkFleetPlans::new(&in_region(config, region_of(&machine)))
+            .put_plan(&stored, bytes)
+            .await?;
+        printer.say(
+            &format!("stored the fleet plan at {}", stored.uri()),
+            json!({"type": "fleetPlanStored", "uri": stored.uri(), "sha256": stored.sha256}),
+        );
+        stored.to_input().to_string()
+    } else {
+        raw.to_string()
+    };
+    let arn = sfn.start(&machine, &name, &input).await?;
     printer.say(
         &format!("started fleet {}: {arn}", valid.fleet.name),
         json!({"type": "fleetStarted", "executionArn": arn}),
@@ -374,17 +428,20 @@ async fn rollout_machine(
     locate::state_machine(config, &machines.rollout).await
 }
 
-fn plan_of(fleet: &Execution) -> Result<ValidFleet, CliError> {
+/// The plan the fleet was started with: its input, or the stored plan it refers to.
+async fn plan_of(config: &SdkConfig, fleet: &Execution) -> Result<ValidFleet, CliError> {
     let input: Value = fleet
         .input
         .as_deref()
         .and_then(|i| serde_json::from_str(i).ok())
         .unwrap_or_default();
-    FleetPlan::parse(input).map_err(|errors| {
-        CliError::Invalid(format!(
+    let plans = SdkFleetPlans::new(&in_region(config, region_of(&fleet.arn)));
+    load_fleet_plan(input, &plans).await.map_err(|e| match e {
+        FleetPlanError::Invalid(errors) => CliError::Invalid(format!(
             "{} was not started with a valid fleet plan: {errors}",
             fleet.arn
-        ))
+        )),
+        FleetPlanError::Aws(e) => e.into(),
     })
 }
 
@@ -401,9 +458,10 @@ pub async fn watch(
     let mut shown: Option<Vec<CellRow>> = None;
     let mut shown_wait: Option<u64> = None;
     let mut ended = BTreeMap::new();
+    // Read once: a stored plan is pinned by its digest, an inline one is the input.
+    let valid = plan_of(config, &sfn.describe(fleet_arn).await?).await?;
     loop {
         let fleet = sfn.describe(fleet_arn).await?;
-        let valid = plan_of(&fleet)?;
         let found = children(&rollouts, &rollout, &fleet, &valid, &mut ended).await?;
         let rows = rows(&valid, &found, fleet.running());
         if shown.as_ref() != Some(&rows) {
@@ -523,7 +581,7 @@ pub async fn abort(
             json!({"type": "fleetEnded", "executionArn": fleet_arn, "status": fleet.status}),
         );
     }
-    let valid = plan_of(&fleet)?;
+    let valid = plan_of(config, &fleet).await?;
     let deadline = Instant::now() + timeout;
     let mut stopped = Vec::new();
     let mut ended = BTreeMap::new();

@@ -14,6 +14,7 @@ use canary_aws::SdkExecutions;
 const DEFAULT_STACK: &str = "cluster-canary";
 const STATE_MACHINE_OUTPUT: &str = "RolloutStateMachineArn";
 const FLEET_STATE_MACHINE_OUTPUT: &str = "FleetStateMachineArn";
+const FLEET_PLAN_BUCKET_OUTPUT: &str = "FleetPlanBucketName";
 
 /// `--state-machine`/`CLUSTER_CANARY_STATE_MACHINE`, else the stack's output.
 pub async fn state_machine(
@@ -36,6 +37,20 @@ pub async fn fleet_state_machine(
         None => {
             let stack = stack_name(&args.rollout)?;
             stack_output(config, &stack, FLEET_STATE_MACHINE_OUTPUT).await
+        }
+    }
+}
+
+/// `--fleet-plan-bucket`/`CLUSTER_CANARY_FLEET_PLAN_BUCKET`, else the same stack's output.
+pub async fn fleet_plan_bucket(
+    config: &SdkConfig,
+    args: &FleetMachineArgs,
+) -> Result<String, CliError> {
+    match &args.fleet_plan_bucket {
+        Some(bucket) => Ok(bucket.clone()),
+        None => {
+            let stack = stack_name(&args.rollout)?;
+            stack_output(config, &stack, FLEET_PLAN_BUCKET_OUTPUT).await
         }
     }
 }

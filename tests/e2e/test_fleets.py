@@ -2,6 +2,7 @@
 Step Functions engine, each cell a real child execution of the rollout state machine
 (`startExecution.sync:2`), on six cells in two regions (sandbox/fleets.py). After every fleet,
 each cell is promoted or at its baseline, never in between."""
+import hashlib
 import json
 import time
 
@@ -392,3 +393,89 @@ def test_a_halt_with_rollback_promoted_on_halt_puts_the_promoted_cells_back_too(
         left = scenarios.emitted_metrics(sandbox, "us-east-1/use1-a-new")
         assert not any(name == "Rollbacks" for name, _, _ in left), left
         assert ("ForeignChanges", {"Cluster": "us-east-1/use1-a-new"}, 1) in left, left
+
+
+def thousand_cells(cells):
+    """`fleet_plan` over the seeded cells, then cells up to 1,000, each with its own cluster and ALB
+    listener and target groups (three ARNs: about 400 bytes a cell), none of which exists: the
+    plan is read and validated whole; only the seeded cells run."""
+    plan = fleets.fleet_plan(cells, name="big", waves=[{"cells": list(cells)}, {"size": "100%"}])
+    prefix = "arn:aws:elasticloadbalancing:us-east-1:123456789012"
+    for i in range(1000 - len(cells)):
+        plan["cells"].append({"name": f"c{i:04d}", "values": {
+            "cluster": {"name": f"c{i:04d}-new", "region": "us-east-1"},
+            "trafficTargets": [{"alb": {
+                "listenerArn": f"{prefix}:listener/app/web-c{i:04d}/{i:016x}/{i + 1:016x}",
+                "stableTargetGroupArn": f"{prefix}:targetgroup/web-c{i:04d}-old/{i:016x}",
+                "canaryTargetGroupArn": f"{prefix}:targetgroup/web-c{i:04d}-new/{i + 7:016x}"}}],
+            "analysis": {"alarms": {"names": [f"web-c{i:04d}-5xx"]}, "failureLimit": 1}}})
+    plan["approval"] = {"beforeWaves": [2], "timeoutSeconds": 600}
+    # Read by the state machine itself: it travels beside the reference.
+    plan["soak"] = {"seconds": 1, "alarms": [c["alarm"] for c in cells.values()]}
+    return plan
+
+
+def test_a_thousand_cell_fleet_is_stored_in_s3_and_runs_by_reference(tmp_path):
+    with Sandbox(log=captured) as sandbox:
+        cells = fleets.seed_cells(sandbox, fleets.CELLS[:1])
+        plan = thousand_cells(cells)
+        size = len(json.dumps(plan, separators=(",", ":")).encode())
+        assert 300_000 < size < 4 * 1024 * 1024, size
+        path = tmp_path / "big.json"
+        path.write_text(json.dumps(plan))
+        valid = sandbox.cli("fleet", "validate", str(path))
+        assert valid.returncode == 0, valid.stdout + valid.stderr
+        assert "valid: fleet big, 1000 cells in 2 waves" in valid.stdout, valid.stdout
+        assert f"{size} bytes as compact JSON, over the 98304 a fleet's state carries" in valid.stdout
+
+        started = sandbox.cli("fleet", "start", str(path), "--name", "big")
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert "wave 2 (10 at once): c0000 (us-east-1), " in started.stdout and "… and 979 more" in started.stdout
+        stored = f"stored the fleet plan at s3://{sandbox.fleet_plan_bucket}/fleet-plans/big/"
+        assert stored in started.stdout, started.stdout
+        key = "fleet-plans/big/" + started.stdout.split(stored, 1)[1].split()[0]
+        # Content-addressed: the key is the SHA-256 of the object, which is the plan.
+        body = sandbox.client("s3").get_object(Bucket=sandbox.fleet_plan_bucket, Key=key)["Body"].read()
+        assert key == f"fleet-plans/big/{hashlib.sha256(body).hexdigest()}.json" and json.loads(body) == plan
+        execution = sandbox.fleet_state_machine.replace(":stateMachine:", ":execution:") + ":big"
+        sfn = sandbox.client("stepfunctions", attempts=10)
+        given = json.loads(sfn.describe_execution(executionArn=execution)["input"])
+        assert given == {"storedPlan": {"bucket": sandbox.fleet_plan_bucket, "key": key,
+                                        "sha256": key.rsplit("/", 1)[1][:-5]}}, given
+
+        # Wave 1 (the seeded cell) runs and is promoted; wave 2, 999 cells, waits for a person.
+        wait_until(lambda: any(t == "Wave Approval Requested" for t, _ in fleet_events(sandbox, execution)),
+                   "wave 2 waiting for an approval", timeout=300)
+        requested = next(d for t, d in fleet_events(sandbox, execution) if t == "Wave Approval Requested")
+        assert len(requested["cells"]) == 999
+        started_event = next(d for t, d in fleet_events(sandbox, execution) if t == "Fleet Started")
+        assert (started_event["fleet"], started_event["cells"]) == ("big", 1000)
+        assert any(e["type"] == "WaitStateEntered" and e["stateEnteredEventDetails"]["name"] == "Soak"
+                   for e in sfn.get_execution_history(executionArn=execution, maxResults=1000)["events"])
+        assert_each_cell_promoted_or_at_its_baseline(sandbox, cells, promoted={"use1-a"})
+        rejected = sandbox.cli("fleet", "reject", "big", "--reason", "a thousand is enough for a test", "--by", "sam")
+        assert rejected.returncode == 0, rejected.stdout + rejected.stderr
+        ended = fleets.wait_for_end(sandbox, execution, timeout=300)
+        assert (ended["status"], ended["error"]) == ("FAILED", "FleetHalted"), ended
+        assert set(fleets.children(sandbox, execution)) == {"use1-a"}, "no cell of wave 2 started"
+        # The state carried the reference and one wave's cell list, never the 400 KB plan.
+        assert largest_state(sandbox, execution) < 64 * 1024
+
+        # The CLI's views read the stored plan: every cell in the table.
+        watched = sandbox.cli("fleet", "watch", "big", timeout=300)
+        assert watched.returncode == 1, watched.stdout + watched.stderr
+        rows = {line.split()[0]: line.split() for line in watched.stdout.splitlines() if line[:1] in ("u", "c")}
+        assert rows["use1-a"][3:] == ["SUCCEEDED", "-", "promoted"], watched.stdout[-2000:]
+        assert rows["c0998"][3:5] == ["not", "started"], watched.stdout[-2000:]
+
+        # The object changed in the bucket under a fleet: refused at the first step, nothing started.
+        s3 = sandbox.client("s3")
+        edited = dict(plan, failureBudget=1)
+        s3.put_object(Bucket=sandbox.fleet_plan_bucket, Key=key, Body=json.dumps(edited).encode())
+        tampered = sfn.start_execution(stateMachineArn=sandbox.fleet_state_machine, name="tampered",
+                                       input=json.dumps(given))["executionArn"]
+        ended = fleets.wait_for_end(sandbox, tampered, timeout=120)
+        assert (ended["status"], ended["error"]) == ("FAILED", "InvalidPlan"), ended
+        assert ended["cause"].startswith(f"invalid fleet plan: storedPlan: the object at s3://{sandbox.fleet_plan_bucket}/{key} "
+                                         "is not the plan this fleet was started with"), ended["cause"]
+        assert fleets.children(sandbox, tampered) == {}

@@ -53,6 +53,13 @@ def asks(method, path, signing_name, body=b"", **headers):
     (("POST", "/", "states", json.dumps({"taskToken": "t", "error": "e"}).encode(),
       {"X-Amz-Target": "AWSStepFunctions.SendTaskFailure"}),
      ("states:SendTaskFailure", ["*"])),
+    # S3's operations on an object share a path: told apart by the query and the headers.
+    (("GET", "/plans/fleet-plans/web/abc.json?x-id=GetObject", "s3"),
+     ("s3:GetObject", ["arn:aws:s3:::plans/fleet-plans/web/abc.json"])),
+    (("GET", "/plans/fleet-plans/web/abc.json?tagging", "s3"),
+     ("s3:GetObjectTagging", ["arn:aws:s3:::plans/fleet-plans/web/abc.json"])),
+    (("PUT", "/plans/fleet-plans/web/abc.json?x-id=CopyObject", "s3", b"", {"x-amz-copy-source": "plans/other.json"}),
+     ("s3:PutObject", ["arn:aws:s3:::plans/fleet-plans/web/abc.json"])),
     (("POST", "/service/GraniteServiceVersion20100801/operation/DescribeAlarms", "monitoring",
       cbor2.dumps({"AlarmNamePrefix": "web-"}), {"smithy-protocol": "rpc-v2-cbor"}),
      ("cloudwatch:DescribeAlarms", [f"arn:aws:cloudwatch:us-east-1:{ACCOUNT}:alarm:{iam.UNKNOWN}"])),

@@ -49,7 +49,9 @@ pub async fn load_fleet_plan(
         }
         Err(e) => return Err(FleetPlanError::Aws(e)),
     };
-    stored.parse(&bytes).map_err(FleetPlanError::Invalid)
+    let valid = stored.parse(&bytes).map_err(FleetPlanError::Invalid)?;
+    StoredPlan::check_summary(&input, &valid.fleet).map_err(FleetPlanError::Invalid)?;
+    Ok(valid)
 }
 
 /// [`FleetPlanStore`] on the real S3 client.

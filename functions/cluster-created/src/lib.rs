@@ -19,9 +19,11 @@ pub mod event;
 
 use std::collections::BTreeMap;
 
-use canary_aws::{AwsError, EventPublisher, ExecutionStarter, ExecutionsApi, Started};
+use canary_aws::{
+    load_fleet_plan, AwsError, EventPublisher, ExecutionStarter, ExecutionsApi, FleetPlanError,
+    FleetPlanStore, Started,
+};
 use canary_core::arn::account_of;
-use canary_core::fleet::FleetPlan;
 use canary_core::input::parse_input;
 use canary_core::limits::{truncate, MAX_ERROR_MESSAGE_BYTES};
 use canary_core::profile::{plan_from_profile, Origin, PROFILE_TAG};
@@ -113,6 +115,8 @@ pub struct Deps<'a> {
     pub executions: &'a dyn ExecutionStarter,
     /// The running fleets and their plans.
     pub fleets: &'a dyn ExecutionsApi,
+    /// Where large fleets' plans are stored (a fleet's input is then a reference).
+    pub plans: &'a dyn FleetPlanStore,
     pub access: &'a ManagementAccess,
     pub aws: AccessDeps<'a>,
     /// Where `Rollout Not Started` goes.
@@ -286,12 +290,16 @@ async fn fleet_cell(
         let Some(input) = deps.fleets.execution_input(&fleet).await? else {
             continue;
         };
-        // A fleet that started did so with a valid plan; one that cannot be read has no cells.
-        let Ok(valid) = serde_json::from_str(&input)
-            .map_err(|_| ())
-            .and_then(|plan| FleetPlan::parse(plan).map_err(|_| ()))
-        else {
+        // A fleet that started did so with a valid plan; one that is not valid has no cells. A
+        // stored plan that cannot be read fails the intake (and it is retried): skipping it
+        // could start a rollout of a running fleet's cell.
+        let Ok(input) = serde_json::from_str(&input) else {
             continue;
+        };
+        let valid = match load_fleet_plan(input, deps.plans).await {
+            Ok(valid) => valid,
+            Err(FleetPlanError::Invalid(_)) => continue,
+            Err(FleetPlanError::Aws(e)) => return Err(e.into()),
         };
         for (cell, plan) in valid.fleet.cells.iter().zip(&valid.plans) {
             let cluster = &plan.plan.cluster;

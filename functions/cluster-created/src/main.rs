@@ -1,7 +1,7 @@
 //! Lambda entry point: read the configuration and build the AWS clients once (no network
 //! call), then serve EventBridge events.
 
-use canary_aws::{load_sdk_config, SdkEvents, SdkExecutions};
+use canary_aws::{load_sdk_config, SdkEvents, SdkExecutions, SdkFleetPlans};
 use canary_kube::{ManagementAccess, SdkAccess};
 use canary_lambda::{logging, serve};
 use cluster_created::{handle, Deps, IntakeConfig};
@@ -15,9 +15,11 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let sdk = load_sdk_config();
     let (executions, aws) = (SdkExecutions::new(&sdk), SdkAccess::new(&sdk)?);
     let events = SdkEvents::new(&sdk);
+    let plans = SdkFleetPlans::new(&sdk);
     let deps = Deps {
         executions: &executions,
         fleets: &executions,
+        plans: &plans,
         access: &access,
         aws: aws.deps(),
         events: &events,

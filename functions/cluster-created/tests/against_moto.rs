@@ -6,7 +6,8 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use aws_config::SdkConfig;
-use canary_aws::{AwsError, EventPublisher, SdkEks, SdkExecutions, SdkSecrets};
+use canary_aws::{AwsError, EventPublisher, SdkEks, SdkExecutions, SdkFleetPlans, SdkSecrets};
+use canary_core::fleet::StoredPlan;
 use canary_core::profile::plan_from_profile;
 use canary_core::NamedError;
 use canary_kube::{AccessDeps, ManagementAccess};
@@ -100,10 +101,11 @@ impl Env {
             argocd_namespace: "argocd".into(),
             fleet_state_machine_arn: self.fleets.clone(),
         };
-        let (executions, eks, secrets) = (
+        let (executions, eks, secrets, plans) = (
             SdkExecutions::new(&self.config),
             SdkEks::new(&self.config),
             SdkSecrets::new(&self.config),
+            SdkFleetPlans::new(&self.config),
         );
         let access = ManagementAccess::Secret {
             secret_id: "argocd-hub".into(),
@@ -112,6 +114,7 @@ impl Env {
         let deps = Deps {
             executions: &executions,
             fleets: &executions,
+            plans: &plans,
             access: &access,
             aws: AccessDeps {
                 eks: &eks,
@@ -485,12 +488,25 @@ async fn a_cell_of_a_running_fleet_gets_no_rollout_of_its_own() {
     )
     .expect("JSON");
     fleet["cells"][2]["values"]["cluster"] = json!({"name": "web-green", "region": "us-east-1"});
+    // Started as a large fleet is: its plan stored in S3, its input the reference.
+    aws_sdk_s3::Client::new(&env.config)
+        .create_bucket()
+        .bucket("cc-fleet-plans")
+        .send()
+        .await
+        .expect("bucket");
+    let bytes = serde_json::to_vec(&fleet).expect("JSON");
+    let stored = StoredPlan::of("cc-fleet-plans", "web-eks-1-34", &bytes);
+    SdkFleetPlans::new(&env.config)
+        .put_plan(&stored, bytes)
+        .await
+        .expect("plan stored");
     let running = env
         .sfn
         .start_execution()
         .state_machine_arn(&fleets)
         .name("web-1-34")
-        .input(fleet.to_string())
+        .input(stored.to_input().to_string())
         .send()
         .await
         .expect("fleet started")

@@ -31,7 +31,7 @@ use canary_aws::{
     FleetPlanStore, Listed, WentToAlarm,
 };
 pub use canary_core::fleet::{child_name, child_suffix};
-use canary_core::fleet::{OnHalt, ValidFleet};
+use canary_core::fleet::{OnHalt, StoredPlan, ValidFleet};
 use canary_core::input::parse_input;
 use canary_core::limits::{truncate, MAX_ERROR_MESSAGE_BYTES};
 use canary_core::{ErrorName, NamedError};
@@ -240,9 +240,15 @@ pub async fn handle(
     // and a state over it ends the fleet States.DataLimitExceeded, which nothing catches,
     // instead of refusing the plan.
     if input.get("op").is_none() {
-        let tally = Tally::start(&valid(apis, input.clone()).await?);
+        let fleet = valid(apis, input.clone()).await?;
+        let tally = Tally::start(&fleet);
+        // A stored plan travels as its reference, with the fields the state machine reads.
+        let in_state = match StoredPlan::from_input(&input) {
+            Some(Ok(stored)) => stored.in_state(&fleet.fleet),
+            _ => input,
+        };
         return to_value(Planned {
-            fleet: input,
+            fleet: in_state,
             tally,
         });
     }

@@ -659,10 +659,25 @@ async fn a_stored_plan_travels_as_its_reference_and_is_read_again_at_each_step()
         .lock()
         .unwrap()
         .push(((stored.bucket.clone(), stored.key.clone()), bytes));
-    let reference = stored.to_input();
-    let planned = call(&world, reference.clone()).await;
-    assert_eq!(planned["fleet"], reference, "the state carries the reference");
+    let planned = call(&world, stored.to_input()).await;
+    // The state carries the reference, and what the state machine reads of the plan.
+    let reference = planned["fleet"].clone();
+    assert_eq!(
+        reference,
+        json!({"storedPlan": stored, "name": "web-eks-1-34",
+               "soak": {"seconds": 900, "alarms": ["web-fleet-5xx"]}}),
+    );
     assert_eq!(planned["tally"]["cells"], 6);
+    // A summary field that is not the plan's is refused.
+    let mut wrong = reference.clone();
+    wrong["name"] = json!("other");
+    let error = handle(&world, &config(), json!({"op": "wave", "fleet": wrong, "tally": tally_after(1)}))
+        .await
+        .expect_err("refused");
+    assert!(
+        error.to_string().contains("name: is \"other\" beside `storedPlan`"),
+        "{error}"
+    );
     let admitted = call(
         &world,
         json!({"op": "admit", "fleet": reference, "cell": "use1-b", "fleetExecution": FLEET_RUN,
@@ -710,8 +725,8 @@ async fn a_stored_plan_travels_as_its_reference_and_is_read_again_at_each_step()
             "64 lowercase hex digits",
         ),
         (
-            json!({"storedPlan": {"bucket": "b", "key": "k", "sha256": "0".repeat(64)}, "name": "x"}),
-            "has only `storedPlan`",
+            json!({"storedPlan": {"bucket": "b", "key": "k", "sha256": "0".repeat(64)}, "cells": []}),
+            "none of the plan's fields but name, soak, rollbackPromotedOnHalt",
         ),
     ] {
         let error = handle(&world, &config(), input)

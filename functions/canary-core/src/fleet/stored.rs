@@ -1,8 +1,9 @@
 //! A fleet plan too large for the fleet execution's state: stored in S3 (the stack's
 //! `FleetPlanBucket`, by `cluster-canary fleet start`), and given to the fleet execution by
 //! reference, `{"storedPlan": {"bucket", "key", "sha256"}}`. The fleet's state then carries the
-//! reference alone, and each step of the fleet reads the plan again (docs/architecture.md,
-//! "Fleets at scale"): 1,000 cells whose own fields are 400 bytes each fit.
+//! reference and the few fields the state machine itself reads ([`SUMMARY_FIELDS`]: its name
+//! for the events, its soak, `rollbackPromotedOnHalt`), and each step of the fleet reads the
+//! plan again (docs/architecture.md, "Fleets at scale"): 1,000 cells of 400 bytes each fit.
 //!
 //! The object's SHA-256 is part of the reference (and of its key): a plan replaced or edited in
 //! the bucket while its fleet runs is refused, never read as if the fleet had been started with
@@ -10,7 +11,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::{one_error, FleetPlan, ValidFleet, MAX_FLEET_PLAN_BYTES};
@@ -23,6 +24,9 @@ pub const MAX_STORED_FLEET_PLAN_BYTES: usize = 4 * 1024 * 1024;
 pub const STORED_PLAN_FIELD: &str = "storedPlan";
 /// Where `cluster-canary fleet start` stores plans in the bucket.
 pub const STORED_PLAN_PREFIX: &str = "fleet-plans/";
+/// The plan's fields statemachine/fleet.asl.json reads from `$.fleet`: beside a reference, the
+/// fleet's state carries them as the stored plan has them.
+pub const SUMMARY_FIELDS: [&str; 3] = ["name", "soak", "rollbackPromotedOnHalt"];
 
 /// Where a fleet's plan is stored, and what it must hash to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -57,17 +61,25 @@ impl StoredPlan {
 
     /// The reference a fleet execution's input holds, if it holds one. `Err` for an input that
     /// names `storedPlan` but is not exactly a valid reference.
+    /// Beside the reference, the input may hold [`SUMMARY_FIELDS`] (checked against the plan by
+    /// [`StoredPlan::check_summary`]).
     pub fn from_input(input: &Value) -> Option<Result<StoredPlan, PlanErrors>> {
         input.get(STORED_PLAN_FIELD)?;
-        let input: StoredPlanInput = match serde_path_to_error::deserialize(input) {
+        let mut reference = input.clone();
+        if let Some(fields) = reference.as_object_mut() {
+            fields.retain(|key, _| !SUMMARY_FIELDS.contains(&key.as_str()));
+        }
+        let input: StoredPlanInput = match serde_path_to_error::deserialize(reference) {
             Ok(input) => input,
             Err(e) => {
                 let path = e.path().to_string();
                 return Some(Err(one_error(
                     if path == "." { "fleet" } else { &path },
                     format!(
-                        "{} (a fleet started from a stored plan has only `storedPlan`: {{\"bucket\", \"key\", \"sha256\"}})",
-                        e.into_inner()
+                        "{} (a fleet started from a stored plan has `storedPlan`: {{\"bucket\", \"key\", \"sha256\"}}, and \
+                         none of the plan's fields but {})",
+                        e.into_inner(),
+                        SUMMARY_FIELDS.join(", ")
                     ),
                 )));
             }
@@ -94,6 +106,34 @@ impl StoredPlan {
     /// The execution input that refers to this stored plan.
     pub fn to_input(&self) -> Value {
         serde_json::json!({ STORED_PLAN_FIELD: self })
+    }
+
+    /// What the fleet's state carries for the stored `fleet`: the reference and the plan's
+    /// [`SUMMARY_FIELDS`] it has.
+    pub fn in_state(&self, fleet: &FleetPlan) -> Value {
+        let mut state = summary(fleet);
+        state.insert(STORED_PLAN_FIELD.to_owned(), serde_json::json!(self));
+        Value::Object(state)
+    }
+
+    /// Each [`SUMMARY_FIELDS`] the input gives is the stored plan's: the state machine reads
+    /// them there, fleet-waves in the plan.
+    pub fn check_summary(input: &Value, fleet: &FleetPlan) -> Result<(), PlanErrors> {
+        let summary = summary(fleet);
+        for field in SUMMARY_FIELDS {
+            if let Some(given) = input.get(field) {
+                if summary.get(field) != Some(given) {
+                    return Err(one_error(
+                        field,
+                        format!(
+                            "is {given} beside `storedPlan`, but the stored plan's is {}",
+                            summary.get(field).unwrap_or(&Value::Null)
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// `s3://bucket/key`.
@@ -123,6 +163,16 @@ impl StoredPlan {
         })?;
         FleetPlan::parse_storable(value)
     }
+}
+
+/// The plan's [`SUMMARY_FIELDS`] it has.
+fn summary(fleet: &FleetPlan) -> Map<String, Value> {
+    let mut fields = match serde_json::to_value(fleet) {
+        Ok(Value::Object(fields)) => fields,
+        _ => Map::new(),
+    };
+    fields.retain(|key, _| SUMMARY_FIELDS.contains(&key.as_str()));
+    fields
 }
 
 /// Whether a plan of `size` compact bytes must be stored to be run (too large for the state).
