@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use aws_config::SdkConfig;
 use canary_aws::executions::{EventKind, Execution, HistoryEvent};
 use canary_aws::{
-    load_fleet_plan, AlarmStateValue, CloudWatchApi, FleetPlanError, SdkCloudWatch,
-    SdkExecutions, SdkFleetPlans,
+    load_fleet_plan, AlarmStateValue, CloudWatchApi, FleetPlanError, SdkCloudWatch, SdkExecutions,
+    SdkFleetPlans,
 };
 use canary_core::fleet::{
     child_name, child_suffix, compact_size, must_be_stored, FleetPlan, StoredPlan, ValidFleet,

@@ -444,11 +444,12 @@ def test_a_thousand_cell_fleet_is_stored_in_s3_and_runs_by_reference(tmp_path):
                                         "sha256": key.rsplit("/", 1)[1][:-5]}}, given
 
         # Wave 1 (the seeded cell) runs and is promoted; wave 2, 999 cells, waits for a person.
-        wait_until(lambda: any(t == "Wave Approval Requested" for t, _ in fleet_events(sandbox, execution)),
-                   "wave 2 waiting for an approval", timeout=300)
-        requested = next(d for t, d in fleet_events(sandbox, execution) if t == "Wave Approval Requested")
+        seen = []
+        wait_until(lambda: seen.extend(fleet_events(sandbox, execution)) or
+                   any(t == "Wave Approval Requested" for t, _ in seen), "wave 2 waiting for an approval", timeout=300)
+        requested = next(d for t, d in seen if t == "Wave Approval Requested")
         assert len(requested["cells"]) == 999
-        started_event = next(d for t, d in fleet_events(sandbox, execution) if t == "Fleet Started")
+        started_event = next(d for t, d in seen if t == "Fleet Started")
         assert (started_event["fleet"], started_event["cells"]) == ("big", 1000)
         assert any(e["type"] == "WaitStateEntered" and e["stateEnteredEventDetails"]["name"] == "Soak"
                    for e in sfn.get_execution_history(executionArn=execution, maxResults=1000)["events"])

@@ -254,19 +254,39 @@ pub async fn handle(
     }
     let request: Request = parse_input(input).map_err(FleetError::InvalidInput)?;
     match request {
-        Request::Wave { fleet, tally } => to_value(next_wave(&valid(apis, fleet).await?, &tally, now())?),
+        Request::Wave { fleet, tally } => {
+            to_value(next_wave(&valid(apis, fleet).await?, &tally, now())?)
+        }
         Request::Admit {
             fleet,
             cell,
             fleet_execution,
             wave,
-        } => to_value(admit(apis, config, &valid(apis, fleet).await?, &cell, &fleet_execution, &wave).await?),
+        } => to_value(
+            admit(
+                apis,
+                config,
+                &valid(apis, fleet).await?,
+                &cell,
+                &fleet_execution,
+                &wave,
+            )
+            .await?,
+        ),
         Request::Halt {
             fleet,
             cell,
             fleet_execution,
             wave,
-        } => Ok(halt(apis, config, &valid(apis, fleet).await?, &cell, &fleet_execution, &wave).await?),
+        } => Ok(halt(
+            apis,
+            config,
+            &valid(apis, fleet).await?,
+            &cell,
+            &fleet_execution,
+            &wave,
+        )
+        .await?),
         Request::Judge {
             fleet,
             tally,

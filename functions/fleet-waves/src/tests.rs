@@ -29,8 +29,8 @@ struct World {
     went: Vec<WentToAlarm>,
     stopped: Mutex<Vec<(String, String)>>,
     events: Mutex<Vec<(String, Value)>>,
-    /// S3 objects by (bucket, key): stored fleet plans.
-    objects: Mutex<Vec<((String, String), Vec<u8>)>>,
+    /// S3 objects by `bucket/key`: stored fleet plans.
+    objects: Mutex<std::collections::BTreeMap<String, Vec<u8>>>,
 }
 
 impl World {
@@ -67,9 +67,8 @@ impl FleetPlanStore for World {
         self.objects
             .lock()
             .unwrap()
-            .iter()
-            .find(|((b, k), _)| b == bucket && k == key)
-            .map(|(_, bytes)| bytes.clone())
+            .get(&format!("{bucket}/{key}"))
+            .cloned()
             .ok_or_else(|| AwsError::new(AwsErrorKind::NotFound, "GetObject", "NoSuchKey"))
     }
 }
@@ -658,7 +657,7 @@ async fn a_stored_plan_travels_as_its_reference_and_is_read_again_at_each_step()
         .objects
         .lock()
         .unwrap()
-        .push(((stored.bucket.clone(), stored.key.clone()), bytes));
+        .insert(format!("{}/{}", stored.bucket, stored.key), bytes);
     let planned = call(&world, stored.to_input()).await;
     // The state carries the reference, and what the state machine reads of the plan.
     let reference = planned["fleet"].clone();
@@ -671,11 +670,17 @@ async fn a_stored_plan_travels_as_its_reference_and_is_read_again_at_each_step()
     // A summary field that is not the plan's is refused.
     let mut wrong = reference.clone();
     wrong["name"] = json!("other");
-    let error = handle(&world, &config(), json!({"op": "wave", "fleet": wrong, "tally": tally_after(1)}))
-        .await
-        .expect_err("refused");
+    let error = handle(
+        &world,
+        &config(),
+        json!({"op": "wave", "fleet": wrong, "tally": tally_after(1)}),
+    )
+    .await
+    .expect_err("refused");
     assert!(
-        error.to_string().contains("name: is \"other\" beside `storedPlan`"),
+        error
+            .to_string()
+            .contains("name: is \"other\" beside `storedPlan`"),
         "{error}"
     );
     let admitted = call(
@@ -689,7 +694,10 @@ async fn a_stored_plan_travels_as_its_reference_and_is_read_again_at_each_step()
     // The object replaced in the bucket while the fleet runs: refused, never read as the plan.
     let mut edited = example();
     edited["failureBudget"] = json!(0);
-    world.objects.lock().unwrap()[0].1 = serde_json::to_vec(&edited).unwrap();
+    world.objects.lock().unwrap().insert(
+        format!("{}/{}", stored.bucket, stored.key),
+        serde_json::to_vec(&edited).unwrap(),
+    );
     let error = handle(
         &world,
         &config(),
@@ -729,9 +737,7 @@ async fn a_stored_plan_travels_as_its_reference_and_is_read_again_at_each_step()
             "none of the plan's fields but name, soak, rollbackPromotedOnHalt",
         ),
     ] {
-        let error = handle(&world, &config(), input)
-            .await
-            .expect_err("refused");
+        let error = handle(&world, &config(), input).await.expect_err("refused");
         assert_eq!(error.name(), ErrorName::InvalidPlan);
         assert!(error.to_string().contains(says), "{error}");
     }

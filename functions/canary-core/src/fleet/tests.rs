@@ -330,7 +330,8 @@ fn alb_fleet(count: usize) -> Value {
         .collect();
     let mut value = example();
     value["cells"] = json!(cells);
-    value["waves"] = json!([{"size": 1}, {"size": "10%"}, {"size": "100%", "maxConcurrentCells": 100}]);
+    value["waves"] =
+        json!([{"size": 1}, {"size": "10%"}, {"size": "100%", "maxConcurrentCells": 100}]);
     value.as_object_mut().map(|v| v.remove("approval"));
     value
 }
