@@ -271,7 +271,8 @@ pub async fn start(
             &format!("stored the fleet plan at {}", stored.uri()),
             json!({"type": "fleetPlanStored", "uri": stored.uri(), "sha256": stored.sha256}),
         );
-        stored.to_input().to_string()
+        // With the fields the state machine reads: `fleet list` names a refused fleet by it.
+        stored.in_state(&valid.fleet).to_string()
     } else {
         raw.to_string()
     };
@@ -724,19 +725,26 @@ pub async fn list(
                 .as_u64()
                 .map_or_else(|| "-".to_owned(), |n| n.to_string())
         };
-        let cells = plan["cells"].as_array().map_or(0, Vec::len);
+        let (fleet, cells) = match plan_of(config, &execution).await {
+            Ok(valid) => (valid.fleet.name, valid.fleet.cells.len()),
+            // A fleet refused at its first state: what its input says.
+            Err(_) => (
+                plan["name"].as_str().unwrap_or("?").to_owned(),
+                plan["cells"].as_array().map_or(0, Vec::len),
+            ),
+        };
         let status = match &execution.error {
             Some(error) if !execution.running() => format!("{} ({error})", execution.status),
             _ => execution.status.clone(),
         };
         printer.json(
-            json!({"executionArn": arn, "name": execution.name, "fleet": plan["name"],
+            json!({"executionArn": arn, "name": execution.name, "fleet": fleet,
                             "status": execution.status, "error": execution.error, "cells": cells,
                             "tally": tally, "startedAt": execution.started}),
         );
         rows.push(vec![
             execution.name.clone(),
-            plan["name"].as_str().unwrap_or("?").to_owned(),
+            fleet,
             status,
             cells.to_string(),
             count("promoted"),

@@ -441,7 +441,8 @@ def test_a_thousand_cell_fleet_is_stored_in_s3_and_runs_by_reference(tmp_path):
         sfn = sandbox.client("stepfunctions", attempts=10)
         given = json.loads(sfn.describe_execution(executionArn=execution)["input"])
         assert given == {"storedPlan": {"bucket": sandbox.fleet_plan_bucket, "key": key,
-                                        "sha256": key.rsplit("/", 1)[1][:-5]}}, given
+                                        "sha256": key.rsplit("/", 1)[1][:-5]},
+                         "name": "big", "soak": plan["soak"]}, given
 
         # Wave 1 (the seeded cell) runs and is promoted; wave 2, 999 cells, waits for a person.
         seen = []
@@ -468,6 +469,9 @@ def test_a_thousand_cell_fleet_is_stored_in_s3_and_runs_by_reference(tmp_path):
         rows = {line.split()[0]: line.split() for line in watched.stdout.splitlines() if line[:1] in ("u", "c")}
         assert rows["use1-a"][3:] == ["SUCCEEDED", "-", "promoted"], watched.stdout[-2000:]
         assert rows["c0998"][3:5] == ["not", "started"], watched.stdout[-2000:]
+        listed = sandbox.cli("fleet", "list")
+        row = next(line.split() for line in listed.stdout.splitlines() if line.startswith("big "))
+        assert row[:5] == ["big", "big", "FAILED", "(FleetHalted)", "1000"], listed.stdout
 
         # The object changed in the bucket under a fleet: refused at the first step, nothing started.
         s3 = sandbox.client("s3")

@@ -506,7 +506,7 @@ async fn a_cell_of_a_running_fleet_gets_no_rollout_of_its_own() {
         .start_execution()
         .state_machine_arn(&fleets)
         .name("web-1-34")
-        .input(stored.to_input().to_string())
+        .input(json!({ "storedPlan": stored }).to_string())
         .send()
         .await
         .expect("fleet started")

@@ -658,7 +658,7 @@ async fn a_stored_plan_travels_as_its_reference_and_is_read_again_at_each_step()
         .lock()
         .unwrap()
         .insert(format!("{}/{}", stored.bucket, stored.key), bytes);
-    let planned = call(&world, stored.to_input()).await;
+    let planned = call(&world, json!({ "storedPlan": stored })).await;
     // The state carries the reference, and what the state machine reads of the plan.
     let reference = planned["fleet"].clone();
     assert_eq!(

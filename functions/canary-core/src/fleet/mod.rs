@@ -25,9 +25,7 @@ use serde_json::{Map, Value};
 use crate::plan::{RolloutPlan, ValidPlan};
 use crate::validate::{Errors, PlanError, PlanErrors};
 
-pub use stored::{
-    must_be_stored, StoredPlan, MAX_STORED_FLEET_PLAN_BYTES, STORED_PLAN_FIELD, STORED_PLAN_PREFIX,
-};
+pub use stored::{must_be_stored, StoredPlan, MAX_STORED_FLEET_PLAN_BYTES, STORED_PLAN_FIELD};
 pub use waves::{Order, Wave, WaveSize};
 
 /// A fleet plan's size as compact JSON. The plan travels in the fleet execution's state for
@@ -35,7 +33,8 @@ pub use waves::{Order, Wave, WaveSize};
 /// list and results (at most [`MAX_FLEET_CELLS`] × (44 + [`MAX_CELL_RESULT_BYTES`]) bytes):
 /// 96 + 16 + 113 KiB, under Step Functions' 256 KiB (docs/architecture.md, "Fleets at scale");
 /// each of a wave's child workflows gets the plan and its cell's name. A larger plan is stored
-/// ([`StoredPlan`]): the state then carries its reference alone.
+/// ([`StoredPlan`]): the state then carries its reference and the few fields the state machine
+/// reads.
 pub const MAX_FLEET_PLAN_BYTES: usize = 96 * 1024;
 /// Cells in one fleet.
 pub const MAX_FLEET_CELLS: usize = 1000;

@@ -103,11 +103,6 @@ impl StoredPlan {
         })
     }
 
-    /// The execution input that refers to this stored plan.
-    pub fn to_input(&self) -> Value {
-        serde_json::json!({ STORED_PLAN_FIELD: self })
-    }
-
     /// What the fleet's state carries for the stored `fleet`: the reference and the plan's
     /// [`SUMMARY_FIELDS`] it has.
     pub fn in_state(&self, fleet: &FleetPlan) -> Value {
