@@ -23,6 +23,9 @@ operator's `cluster-canary restore` after the end. The happenings:
   lambda-5xx        Lambda answers the next invocation 500 without running it (lost)
   reply-lost        the next invocation runs, and its answer is lost (500): delivered twice
   second-rollout    a second rollout of the same targets is started
+  other-rollout     a rollout of another target (a listener of its own, a cluster of its own)
+                    is started; drawn from a stream of its own (`OTHER_ROLLOUT_SHARE` of the
+                    histories), so the other happenings of a seed stay what they were
   operator-restore  the operator runs `cluster-canary restore --yes` (refused while it runs)
 
 After the run (and the safety net's answer, when the rule matched the end), `violations(...)`
@@ -37,7 +40,9 @@ checks what moto, the Kubernetes test server and the event queue hold:
     was rejected or never given;
   - a rollback for an alarm reaches the baseline within ROLLBACK_BOUND_SECONDS of the alarm;
   - a second rollout of the same targets started while the first runs is refused at Prepare
-    and moves nothing; an operator's restore while it runs is refused; after the end it puts the
+    and moves nothing; a rollout of another target is not refused, and its own traffic ends
+    promoted when it succeeded and at its own baseline otherwise, whatever the first did (no
+    write of one lands on the other's target, one's rollback never moves the other's); an operator's restore while it runs is refused; after the end it puts the
     baseline back, or (a promoted rollout) is refused and changes nothing;
   - every state stays under the written budget, every event is valid against its schema, and
     no token or key of the sandbox appears in a log or an execution's history.
@@ -45,8 +50,12 @@ checks what moto, the Kubernetes test server and the event queue hold:
 `python -m sandbox.histories --seeds N [--first S] [--jobs J]` runs N histories, one sandbox
 each (J at a time), and sums up what happened; tests/e2e/test_histories.py runs a fixed few in
 CI; a defect a seed found becomes a named test of its own.
-Not generated: hooks, Prometheus/Datadog providers, an execution timing out (its timeout is
-the longest run the plan's caps allow), a second rollout on another target.
+Not generated: fleets, hooks, Prometheus/Datadog providers, metric thresholds or the ALB
+judge, `failureLimit` above 1, the target health gate, retiring the old cluster, a rollout
+started by the CreateCluster event, a function past its timeout, an execution timing out (its
+timeout is the longest run the plan's caps allow), a Route 53-only plan or a foreign write on a
+record, Route 53 throttles or a change that stays PENDING, a lost or disabled SafetyNet
+delivery (only a late one), IAM refusals (issue 44).
 """
 import argparse
 import contextlib
@@ -62,9 +71,10 @@ from pathlib import Path
 
 import jsonschema
 
-from . import gitops, scenarios
+from . import fleets, gitops, scenarios
 from .front_door import cloudwatch_throttled, lambda_service_exception, lambda_throttled, query_throttled
 from .harness import CONTRACT, DATADOG_KEYS, FUNCTIONS_TOKEN, Sandbox
+from .world import REGION
 
 ALB, ALB_ROUTE53, GITOPS = "ALB", "ALB + Route 53", "Route 53 via Argo CD"
 KINDS = (ALB, ALB_ROUTE53, GITOPS)
@@ -77,6 +87,10 @@ HAPPENINGS = {
     "second-rollout": KINDS, "operator-restore": KINDS,
 }
 ANSWERS = ("approve", "reject", "never")
+# The other-target rollout's own draw (a stream seeded by the seed and this name): adding it left
+# every other draw of a seed, and so the pinned stories, as they were.
+OTHER_ROLLOUT_SHARE = 0.3
+OTHER = "other"  # its cell: listener `web-other`, cluster `other-new`, alarm `web-other-5xx`
 ALARM = "web-green-5xx"
 LISTENER = "listener :80"
 FOREIGN_ENDS = set(CONTRACT["states"]["foreignEnds"])
@@ -162,7 +176,11 @@ def generate(seed):
         elif action == "metrics-throttle":
             value = (rng.randint(1, 6),)
         happenings.append(Happening(action, after, nth, value))
-    return History(seed, kind, steps, approval, happenings, rng.random() < 0.25)
+    restore_after = rng.random() < 0.25
+    other = random.Random(f"{seed}-{OTHER}-rollout")
+    if other.random() < OTHER_ROLLOUT_SHARE:
+        happenings.append(Happening("other-rollout", *other.choice(points)))
+    return History(seed, kind, steps, approval, happenings, restore_after)
 
 
 @dataclass
@@ -178,6 +196,10 @@ class Run:
     alarm_at: float = None  # ... and when (epoch seconds)
     approval_requested: bool = False
     second: object = None  # the second rollout's report
+    other: str = None  # the other-target rollout's execution ARN
+    other_world: dict = None  # its cell (fleets.seed_cells): listener, target groups, alarm
+    other_end: dict = None  # its DescribeExecution once ended
+    other_weights: tuple = None  # its listener's (old, new) weights at the end
     # The first ran (RUNNING, as the API says) all through the second's Prepare, which must then
     # refuse it. (moto's engine shows a stop only once its worker ends, and dates it then.)
     second_overlapped: bool = False
@@ -201,6 +223,10 @@ def run(history, out=print):
             targets = [LISTENER, sandbox.world.record][:1 if history.kind == ALB else 2]
             plan["trafficTargets"] = plan["trafficTargets"][:len(targets)]
         scenarios.create_green(sandbox)
+        if any(h.action == "other-rollout" for h in history.happenings):
+            other_world = fleets.seed_cells(sandbox, [(OTHER, REGION)])
+            fleet = fleets.fleet_plan(other_world)
+            other_plan = {**fleet["template"], **fleet["cells"][0]["values"]}
         plan["steps"] = [{"weight": w} for w in history.steps]
         plan["bake"] = {"seconds": CHECK_INTERVAL * CHECKS_PER_STEP, "checkIntervalSeconds": CHECK_INTERVAL}
         plan["analysis"] = {"alarms": {"names": [ALARM]}, "failureLimit": 1}
@@ -269,6 +295,9 @@ def run(history, out=print):
             elif action == "second-rollout" and record.second is None:
                 second = scenarios.start_manual(sandbox, plan, f"second-{history.seed}")
                 record.second = scenarios.watch(sandbox, second, out=out, await_safety_net=False)
+            elif action == "other-rollout" and record.other is None:
+                record.other = scenarios.start_manual(sandbox, other_plan, f"other-{history.seed}")
+                record.other_world = other_world[OTHER]
             elif action == "operator-restore":
                 done = restore_by_hand()
                 running = sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"
@@ -298,6 +327,9 @@ def run(history, out=print):
         if sandbox.safety_net.matches(report.status):
             report.safety_net = sandbox.safety_net.answer_for(arn)
             out(f"safety net{' (late)' if record.held else ''}: {report.safety_net['reason']}")
+        if record.other is not None:
+            record.other_end = fleets.wait_for_end(sandbox, record.other, timeout=300)
+            record.other_weights = fleets.cell_weights(sandbox, {OTHER: record.other_world})[OTHER]
         if record.second is not None:
             first_ended = sfn.describe_execution(executionArn=arn).get("stopDate")
             second = sfn.get_execution_history(executionArn=record.second.execution_arn, maxResults=1000)["events"]
@@ -394,6 +426,14 @@ def violations(history, record):
                          f"refused at Prepare: {record.second.status} {record.second.error}")
         if "SetWeights" in record.second.states:
             found.append("the refused second rollout set weights")
+    if record.other is not None:
+        end = record.other_end
+        if end.get("error") in ("ConcurrentRollout", "TargetMisconfigured"):
+            found.append(f"the rollout of another target was refused: {end.get('error')}: {end.get('cause')}")
+        own = (0, 100) if end["status"] == "SUCCEEDED" else (100, 0)
+        if record.other_weights != own:
+            found.append(f"the rollout of another target ended {end['status']} with its listener at "
+                         f"{record.other_weights}, not {own}")
     for code, still_running in record.restores_while_running:
         if code == 0 and still_running:
             found.append("`cluster-canary restore` wrote while the execution ran")

@@ -32,7 +32,9 @@ CI_HISTORIES = {
          "kube-fault[2, 429] after SetWeights #1",
     261: "seed 261: ALB + Route 53, steps [100], approval before 100 %: approve; "
          "second-rollout after Evaluate #1; metrics-throttle[4] after Evaluate #2; "
-         "the operator restores after the end",
+         "other-rollout after RestoreUnchanged #1; the operator restores after the end",
+    280: "seed 280: ALB + Route 53, steps [88, 100]; second-rollout after Evaluate #2; "
+         "other-rollout after SetWeights #1",
 }
 
 ARN = "arn:aws:states:us-east-1:123456789012:execution:cluster-canary-rollout:history-1"
@@ -128,6 +130,22 @@ def test_the_checker_flags_a_restore_by_hand_that_undoes_too_much():
         "`cluster-canary restore` after a promotion (or a newer rollout) was not refused")
     history, running = made_up("FAILED", BASELINE, error="CheckFailed", restores_while_running=[(0, True)])
     assert histories.violations(history, running) == ["`cluster-canary restore` wrote while the execution ran"]
+
+
+def test_the_checker_flags_a_rollout_of_another_target_refused_or_moved_by_the_first():
+    other = dict(other="arn:…:other-1", other_world={"listener": "arn:…:listener/app/web-other/1/2"})
+    history, refused = made_up("FAILED", BASELINE, error="CheckFailed", other_weights=(100, 0),
+                               other_end={"status": "FAILED", "error": "ConcurrentRollout", "cause": "…"}, **other)
+    assert histories.violations(history, refused) == [
+        "the rollout of another target was refused: ConcurrentRollout: …"]
+    # The first's rollback put the other's listener back too.
+    history, undone = made_up("FAILED", BASELINE, error="CheckFailed", other_weights=(100, 0),
+                              other_end={"status": "SUCCEEDED"}, **other)
+    assert histories.violations(history, undone) == [
+        "the rollout of another target ended SUCCEEDED with its listener at (100, 0), not (0, 100)"]
+    history, own = made_up("FAILED", BASELINE, error="CheckFailed", other_weights=(0, 100),
+                           other_end={"status": "SUCCEEDED"}, **other)
+    assert histories.violations(history, own) == []
 
 
 def test_a_seed_replays_the_same_story():
