@@ -61,6 +61,7 @@ impl StoredPlan {
 
     /// The reference a fleet execution's input holds, if it holds one. `Err` for an input that
     /// names `storedPlan` but is not exactly a valid reference.
+    ///
     /// Beside the reference, the input may hold [`SUMMARY_FIELDS`] (checked against the plan by
     /// [`StoredPlan::check_summary`]).
     pub fn from_input(input: &Value) -> Option<Result<StoredPlan, PlanErrors>> {
