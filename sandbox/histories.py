@@ -42,7 +42,8 @@ checks what moto, the Kubernetes test server and the event queue hold:
   - a second rollout of the same targets started while the first runs is refused at Prepare
     and moves nothing; a rollout of another target is not refused, and its own traffic ends
     promoted when it succeeded and at its own baseline otherwise, whatever the first did (no
-    write of one lands on the other's target, one's rollback never moves the other's); an operator's restore while it runs is refused; after the end it puts the
+    write of one lands on the other's target, one's rollback never moves the other's); an
+    operator's restore while it runs is refused; after the end it puts the
     baseline back, or (a promoted rollout) is refused and changes nothing;
   - every state stays under the written budget, every event is valid against its schema, and
     no token or key of the sandbox appears in a log or an execution's history.
