@@ -1,5 +1,5 @@
-//! The CloudFormation call the CLI makes to find the state machine (its Step Functions calls
-//! go through `canary_aws::SdkExecutions`).
+//! The CloudFormation call the CLI makes to find the stack's state machines and bucket (its
+//! Step Functions calls go through `canary_aws::SdkExecutions`).
 
 use aws_config::SdkConfig;
 use aws_sdk_cloudformation as cloudformation;
@@ -7,8 +7,15 @@ use canary_aws::AwsError;
 
 use crate::error::CliError;
 
-/// The value of output `key` of CloudFormation stack `stack`.
-pub async fn stack_output(config: &SdkConfig, stack: &str, key: &str) -> Result<String, CliError> {
+/// The value of output `key` of CloudFormation stack `stack`. `instead` is how a person names
+/// the value without the stack (`--state-machine ARN or CLUSTER_CANARY_STATE_MACHINE`), said
+/// when the stack cannot tell.
+pub async fn stack_output(
+    config: &SdkConfig,
+    stack: &str,
+    key: &str,
+    instead: &str,
+) -> Result<String, CliError> {
     let client = cloudformation::Client::new(config);
     let out = client
         .describe_stacks()
@@ -26,11 +33,10 @@ pub async fn stack_output(config: &SdkConfig, stack: &str, key: &str) -> Result<
             let cause = if missing {
                 "it does not exist there; deploy it with `sam deploy`, or name it".to_owned()
             } else {
-                format!("{error}; or name the state machine")
+                format!("{error}; or name it")
             };
             CliError::NotFound(format!(
-                "cannot read the state machine from stack `{stack}` in {region}: {cause}: \
-                 --stack NAME, --state-machine ARN or CLUSTER_CANARY_STATE_MACHINE"
+                "cannot read {key} from stack `{stack}` in {region}: {cause}: --stack NAME, {instead}"
             ))
         })?;
     out.stacks()
@@ -44,7 +50,8 @@ pub async fn stack_output(config: &SdkConfig, stack: &str, key: &str) -> Result<
         .map(str::to_owned)
         .ok_or_else(|| {
             CliError::NotFound(format!(
-                "stack `{stack}` has no output {key}: is it a cluster-canary stack? Name the state machine with --state-machine ARN"
+                "stack `{stack}` has no output {key}: is it a cluster-canary stack (one deployed \
+                 before {key} existed needs `sam deploy` again)? Or name it with {instead}"
             ))
         })
 }

@@ -23,7 +23,15 @@ pub async fn state_machine(
 ) -> Result<String, CliError> {
     match &args.state_machine {
         Some(arn) => checked_machine_arn(arn),
-        None => stack_output(config, &stack_name(args)?, STATE_MACHINE_OUTPUT).await,
+        None => {
+            stack_output(
+                config,
+                &stack_name(args)?,
+                STATE_MACHINE_OUTPUT,
+                "--state-machine ARN or CLUSTER_CANARY_STATE_MACHINE",
+            )
+            .await
+        }
     }
 }
 
@@ -36,7 +44,13 @@ pub async fn fleet_state_machine(
         Some(arn) => checked_machine_arn(arn),
         None => {
             let stack = stack_name(&args.rollout)?;
-            stack_output(config, &stack, FLEET_STATE_MACHINE_OUTPUT).await
+            stack_output(
+                config,
+                &stack,
+                FLEET_STATE_MACHINE_OUTPUT,
+                "--fleet-state-machine ARN or CLUSTER_CANARY_FLEET_STATE_MACHINE",
+            )
+            .await
         }
     }
 }
@@ -50,7 +64,13 @@ pub async fn fleet_plan_bucket(
         Some(bucket) => Ok(bucket.clone()),
         None => {
             let stack = stack_name(&args.rollout)?;
-            stack_output(config, &stack, FLEET_PLAN_BUCKET_OUTPUT).await
+            stack_output(
+                config,
+                &stack,
+                FLEET_PLAN_BUCKET_OUTPUT,
+                "--fleet-plan-bucket BUCKET or CLUSTER_CANARY_FLEET_PLAN_BUCKET",
+            )
+            .await
         }
     }
 }

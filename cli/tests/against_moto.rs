@@ -402,7 +402,26 @@ async fn list_shows_rollouts_and_finds_the_state_machine_from_the_stack() {
         .expect("run");
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stderr(&out).contains("cannot read the state machine from stack `no-such-stack`"),
+        stderr(&out).contains(
+            "cannot read RolloutStateMachineArn from stack `no-such-stack` in us-east-1: it does \
+             not exist there; deploy it with `sam deploy`, or name it: --stack NAME, \
+             --state-machine ARN or CLUSTER_CANARY_STATE_MACHINE"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    // A stack without the fleet's outputs (deployed before fleets): the way to name it.
+    let out = cli
+        .command(&["fleet", "list", "--stack", "canary-prod"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(
+            "stack `canary-prod` has no output FleetStateMachineArn: is it a cluster-canary stack \
+             (one deployed before FleetStateMachineArn existed needs `sam deploy` again)? Or name \
+             it with --fleet-state-machine ARN or CLUSTER_CANARY_FLEET_STATE_MACHINE"
+        ),
         "{}",
         stderr(&out)
     );

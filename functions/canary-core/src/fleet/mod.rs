@@ -217,40 +217,37 @@ impl FleetPlan {
     /// This is a plan given inline, in the fleet execution's input: at most
     /// [`MAX_FLEET_PLAN_BYTES`].
     pub fn parse(value: Value) -> Result<ValidFleet, PlanErrors> {
-        let size = compact_size(&value);
-        if size > MAX_FLEET_PLAN_BYTES {
-            return Err(one_error(
-                "fleet",
-                format!(
-                    "is {size} bytes as compact JSON, more than the limit of {MAX_FLEET_PLAN_BYTES} bytes \
-                     for a plan in the fleet execution's input (it travels in the fleet's state, capped \
-                     at 256 KiB): move what the cells share into `template`, or start it with \
-                     `cluster-canary fleet start`, which stores a larger plan (up to \
-                     {MAX_STORED_FLEET_PLAN_BYTES} bytes) in the stack's FleetPlanBucket"
-                ),
-            ));
-        }
-        Self::parse_any_size(value)
+        Self::parse_within(
+            value,
+            MAX_FLEET_PLAN_BYTES,
+            "for a plan in the fleet execution's input (it travels in the fleet's state, capped \
+             at 256 KiB): move what the cells share into `template`, or start it with \
+             `cluster-canary fleet start`, which stores a larger plan in the stack's FleetPlanBucket",
+        )
     }
 
     /// As [`FleetPlan::parse`], for a plan that is stored ([`StoredPlan`]) when it is too large
     /// for the fleet's state: at most [`MAX_STORED_FLEET_PLAN_BYTES`].
     pub fn parse_storable(value: Value) -> Result<ValidFleet, PlanErrors> {
+        Self::parse_within(
+            value,
+            MAX_STORED_FLEET_PLAN_BYTES,
+            "of a stored fleet plan: move what the cells share into `template`, or split the fleet",
+        )
+    }
+
+    /// The plan, refused before it is read when it is over `cap` bytes (`advice` says why the
+    /// cap and what to do).
+    fn parse_within(value: Value, cap: usize, advice: &str) -> Result<ValidFleet, PlanErrors> {
         let size = compact_size(&value);
-        if size > MAX_STORED_FLEET_PLAN_BYTES {
+        if size > cap {
             return Err(one_error(
                 "fleet",
                 format!(
-                    "is {size} bytes as compact JSON, more than the limit of \
-                     {MAX_STORED_FLEET_PLAN_BYTES} bytes of a stored fleet plan: move what the \
-                     cells share into `template`, or split the fleet"
+                    "is {size} bytes as compact JSON, more than the limit of {cap} bytes {advice}"
                 ),
             ));
         }
-        Self::parse_any_size(value)
-    }
-
-    fn parse_any_size(value: Value) -> Result<ValidFleet, PlanErrors> {
         if !value.is_object() {
             return Err(one_error("fleet", "must be a JSON object".to_owned()));
         }
