@@ -5,7 +5,8 @@
 //! did is read from Step Functions, by the names the fleet gives its child executions.
 //!
 //! - the fleet plan itself, with no `op` (the fleet's first state sends the execution's input
-//!   as it came): validate it; the plan and the first tally.
+//!   as it came), or the reference to its stored plan: validate it; the plan (or the reference
+//!   with the fields the state machine reads) and the first tally.
 //! - `wave`: the next wave's cells and how many run at once.
 //! - `admit`: may this cell start (the failure budget is not spent)? Its child's name and plan.
 //! - `halt`: after a cell failed, with `onHalt: abortRunning` and the budget spent, stop the

@@ -401,4 +401,12 @@ fn a_stored_plan_over_its_cap_or_changed_is_refused() {
         Some(Ok(stored.clone()))
     );
     assert_eq!(StoredPlan::from_input(&example()), None);
+    let empty = json!({"storedPlan": {"bucket": "", "key": "k", "sha256": stored.sha256}});
+    let found = StoredPlan::from_input(&empty)
+        .expect("a reference")
+        .expect_err("refused");
+    assert_eq!(
+        found.0[0].to_string(),
+        "storedPlan: needs a bucket and a key"
+    );
 }
