@@ -7,9 +7,19 @@ METRIC = "trace.http.request.errors"
 
 
 def set_errors(sandbox, cluster, count):
-    """What Datadog answers for `cluster`'s error count from now on."""
-    body = json.dumps({f"{METRIC}{{kube_cluster_name:{cluster}}}": count}).encode()
-    request = urllib.request.Request(f"{sandbox.datadog_url}/_test/values", data=body, method="POST")
+    """What Datadog answers for `cluster`'s error count from now on (None: no data)."""
+    post(sandbox, "/_test/values", {f"{METRIC}{{kube_cluster_name:{cluster}}}": count})
+
+
+def outage(sandbox, answer=None, seconds=30):
+    """Datadog's query endpoint from now on: `error` answers 503, `slow` answers after
+    `seconds`, None answers again."""
+    post(sandbox, "/_test/outage", {"answer": answer, "seconds": seconds} if answer else {})
+
+
+def post(sandbox, path, document):
+    request = urllib.request.Request(f"{sandbox.datadog_url}{path}", data=json.dumps(document).encode(),
+                                     method="POST")
     urllib.request.urlopen(request, timeout=10).read()
 
 

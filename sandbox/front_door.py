@@ -12,6 +12,7 @@ authorized as IAM would (iam.py); a refused one is answered AccessDenied and goe
 import http.client
 import re
 import threading
+import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote
@@ -62,6 +63,24 @@ def query_throttled():
     return (400, [("Content-Type", "text/xml"), ("x-amzn-RequestId", request_id)],
             b"<ErrorResponse><Error><Type>Sender</Type><Code>Throttling</Code><Message>Rate exceeded</Message>"
             b"</Error><RequestId>" + request_id.encode() + b"</RequestId></ErrorResponse>")
+
+
+def route53_throttled():
+    """Route 53's throttle (REST-XML): 400 Throttling, retried by the SDKs."""
+    request_id = str(uuid.uuid4())
+    return (400, [("Content-Type", "text/xml"), ("x-amzn-RequestId", request_id)],
+            b'<?xml version="1.0"?>\n<ErrorResponse xmlns="https://route53.amazonaws.com/doc/2013-04-01/">'
+            b"<Error><Type>Sender</Type><Code>Throttling</Code><Message>Rate exceeded</Message></Error>"
+            b"<RequestId>" + request_id.encode() + b"</RequestId></ErrorResponse>")
+
+
+def route53_pending(change_id):
+    """Route 53's GetChange answer for a change not yet propagated to its servers (PENDING)."""
+    return (200, [("Content-Type", "text/xml"), ("x-amzn-RequestId", str(uuid.uuid4()))],
+            b'<?xml version="1.0"?>\n<GetChangeResponse xmlns="https://route53.amazonaws.com/doc/2013-04-01/">'
+            b"<ChangeInfo><Id>/change/" + change_id.encode() + b"</Id><Status>PENDING</Status>"
+            b"<SubmittedAt>" + time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()).encode()
+            + b"</SubmittedAt></ChangeInfo></GetChangeResponse>")
 
 
 def api_call(method, path, headers, body):
@@ -195,11 +214,14 @@ class _Handler(BaseHTTPRequestHandler):
         return None
 
     def answer(self, status, headers, payload):
-        self.send_response(status)
-        for k, v in headers:
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        try:
+            self.send_response(status)
+            for k, v in headers:
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the caller stopped waiting (its timeout: a slow hook's, say)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = forward

@@ -80,14 +80,16 @@ FUNCTIONS_TOKEN = "sandbox-functions"
 
 class Sandbox:
     def __init__(self, argocd_sim="healthy", healthy_after=3.0, log=print, rbac=None, sync_delay=1.0,
-                 template=REPO / "template.yaml", parameters=None, traffic=True):
+                 template=REPO / "template.yaml", parameters=None, traffic=True, profiles=None):
         """`rbac`: Kubernetes RBAC manifests (paths); the functions then reach the management
         cluster as the group `cluster-canary` with only what those grant, as in
         infra/kubernetes/argocd-rbac.yaml, instead of as its administrator. `template`: the SAM
         template the stack is deployed from; `parameters`: the deployment's parameters that
         differ from this world's; `traffic=False`: a world without the load balancer, its
-        records and alarms (infra/example-environment.yaml makes them)."""
+        records and alarms (infra/example-environment.yaml makes them); `profiles(world)`: the
+        stack's `Profiles` (what the CreateCluster intake starts), instead of the world's."""
         self.traffic = traffic
+        self.profiles = profiles
         self.template = template
         self.parameters = parameters or {}
         self.argocd_sim = argocd_sim
@@ -192,7 +194,7 @@ class Sandbox:
         self.stack = stack_mod.deploy(self.client, REPO, self.template, {
             "ManagementAccess": "secret",
             "ManagementSecretArn": connection,
-            "Profiles": json.dumps(self.world.profiles),
+            "Profiles": json.dumps(self.profiles(self.world) if self.profiles else self.world.profiles),
             "DatadogSecretArn": self.datadog_secret,
             "LoadBalancerNamePrefix": world_mod.LOAD_BALANCER,
             "HostedZoneIds": self.world.zone_id,

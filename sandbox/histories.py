@@ -72,21 +72,51 @@ from pathlib import Path
 
 import jsonschema
 
-from . import fleets, gitops, scenarios
-from .front_door import cloudwatch_throttled, lambda_service_exception, lambda_throttled, query_throttled
+from . import datadog, fleets, gitops, scenarios
+from .front_door import (INVOKE, cloudwatch_throttled, lambda_service_exception, lambda_throttled, query_throttled,
+                         route53_pending, route53_throttled)
 from .harness import CONTRACT, DATADOG_KEYS, FUNCTIONS_TOKEN, Sandbox
 from .world import REGION
 
 ALB, ALB_ROUTE53, GITOPS = "ALB", "ALB + Route 53", "Route 53 via Argo CD"
 KINDS = (ALB, ALB_ROUTE53, GITOPS)
-DIRECT = (ALB, ALB_ROUTE53)
+# A Route 53-only plan: drawn from a stream of its own, over the kind the first draw chose.
+ROUTE53 = "Route 53"
+DIRECT = (ALB, ALB_ROUTE53, ROUTE53)
+WITH_LISTENER = (ALB, ALB_ROUTE53)
+WITH_RECORD = (ALB_ROUTE53, ROUTE53)
 # Each happening, and the kinds of plan it can happen to.
 HAPPENINGS = {
-    "alarm": KINDS, "alarm-clears": KINDS, "foreign-write": DIRECT, "foreign-apply": (GITOPS,),
-    "abort": KINDS, "late-safety-net": KINDS, "throttle": DIRECT, "kube-fault": (GITOPS,),
+    "alarm": KINDS, "alarm-clears": KINDS, "foreign-write": WITH_LISTENER, "foreign-apply": (GITOPS,),
+    "abort": KINDS, "late-safety-net": KINDS, "throttle": WITH_LISTENER, "kube-fault": (GITOPS,),
     "metrics-throttle": KINDS, "lambda-throttle": KINDS, "lambda-5xx": KINDS, "reply-lost": KINDS,
     "second-rollout": KINDS, "operator-restore": KINDS,
 }
+# What came later, each drawn from a stream of its own (`stream(seed, name)`), so that adding one
+# left every earlier draw of a seed, and the stories pinned then, as they were: (its share of the
+# histories it can happen to, the happenings it brings).
+FEATURES = {
+    "route53-only": 0.2,  # the plan is a Route 53 record alone
+    "route53": 0.5,  # of the plans with a record written directly
+    "provider": 0.35,  # a Datadog check beside the alarm
+    "hooks": 0.25,
+    "deliveries": 0.15,
+    "intake": 0.2,  # of the direct plans: started by the CreateCluster event, the plan a profile
+    "iam": 0.15,  # of the direct plans
+}
+ROUTE53_HAPPENINGS = ("record-write", "route53-throttle", "route53-pending")
+PROVIDER_HAPPENINGS = ("provider-breach", "provider-recovers", "provider-nodata", "provider-down",
+                       "provider-slow", "provider-up")
+HOOK_POINTS = ("beforeTraffic", "afterEachStep", "afterPromotion")
+HOOK_ANSWERS = ("fail", "raise", "slow")
+HOOK = "arn:aws:lambda:us-east-1:123456789012:function:cluster-canary-hook-history"
+HOOK_TIMEOUT = 3
+# Datadog's error count for the canary: fine, and over the check's limit.
+DATADOG_FINE, DATADOG_LIMIT, DATADOG_BREACH = 2, 25, 40
+MAX_UNJUDGED = 10
+DATADOG_TIMEOUT = 20  # the function's request timeout (docs/signals/datadog.md)
+# The function's own sends of the Route 53 change and its GetChange polls (every 5 s).
+ROUTE53_POLL = 5
 ANSWERS = ("approve", "reject", "never")
 # The other-target rollout's own draw (a stream seeded by the seed and this name): adding it left
 # every other draw of a seed, and so the pinned stories, as they were.
@@ -108,6 +138,9 @@ APPROVAL_TIMEOUT = 4
 # of injected throttles: up to ~60 s) finishes first, then the restore. The written bound
 # (docs/operations.md, the safety net and what pages a person).
 ROLLBACK_BOUND_SECONDS = CHECK_INTERVAL + 90
+# An unreachable provider: the step goes `maxUnjudgedSeconds` without a verdict, one more check
+# and its request timeout, then the same restore (docs/functions.md).
+UNJUDGED_BOUND_SECONDS = MAX_UNJUDGED + CHECK_INTERVAL + DATADOG_TIMEOUT + 90
 INVOCATION = ("POST", "/invocations")
 
 
@@ -142,12 +175,27 @@ class History:
     approval: tuple = None  # (answer, the step's weight it comes before)
     happenings: list = field(default_factory=list)
     restore_after: bool = False  # the operator runs `cluster-canary restore` once it ended
+    failure_limit: int = 1
+    provider: bool = False  # a Datadog check beside the alarm
+    hooks: dict = None  # point -> the hook's answer at each of its invocations (pass, fail, raise, slow)
+    by_event: bool = False  # started by the CreateCluster event (the plan a profile of the stack)
 
     def __str__(self):
         approval = f", approval before {self.approval[1]} %: {self.approval[0]}" if self.approval else ""
         after = "; the operator restores after the end" if self.restore_after else ""
-        return (f"seed {self.seed}: {self.kind}, steps {self.steps}{approval}; "
+        extra = "".join([
+            f", failureLimit {self.failure_limit}" if self.failure_limit != 1 else "",
+            ", a Datadog check" if self.provider else "",
+            f", hooks {self.hooks}" if self.hooks else "",
+            ", started by the CreateCluster event" if self.by_event else "",
+        ])
+        return (f"seed {self.seed}: {self.kind}, steps {self.steps}{approval}{extra}; "
                 + ("; ".join(map(str, self.happenings)) or "nothing happens") + after)
+
+
+def stream(seed, name):
+    """The draws of one feature of a seed's history, apart from every other's."""
+    return random.Random(f"{seed}-{name}")
 
 
 def generate(seed):
@@ -178,10 +226,51 @@ def generate(seed):
             value = (rng.randint(1, 6),)
         happenings.append(Happening(action, after, nth, value))
     restore_after = rng.random() < 0.25
-    other = random.Random(f"{seed}-{OTHER}-rollout")
+    other = stream(seed, "other-rollout")
     if other.random() < OTHER_ROLLOUT_SHARE:
         happenings.append(Happening("other-rollout", *other.choice(points)))
-    return History(seed, kind, steps, approval, happenings, restore_after)
+    history = History(seed, kind, steps, approval, happenings, restore_after)
+    draw_later_features(history, points)
+    return history
+
+
+def draw_later_features(history, points):
+    """The features added after the first generator, each from its own stream."""
+    seed, happenings = history.seed, history.happenings
+
+    def drawn(name, applies=True):
+        r = stream(seed, name)
+        return r if applies and r.random() < FEATURES[name] else None
+
+    def some(r, actions, most):
+        for _ in range(r.randint(1, most)):
+            action = r.choice(actions)
+            value = (r.randint(1, 99),) if action == "record-write" else (r.randint(1, 2),) if action == "route53-pending" else ()
+            happenings.append(Happening(action, *r.choice(points), value))
+
+    if drawn("route53-only", history.kind != GITOPS):
+        history.kind = ROUTE53
+        happenings[:] = [h for h in happenings if h.action not in HAPPENINGS or HAPPENINGS[h.action] == KINDS]
+    if r := drawn("route53", history.kind in WITH_RECORD):
+        some(r, ROUTE53_HAPPENINGS, 2)
+    if r := drawn("provider"):
+        history.provider = True
+        history.failure_limit = r.choice((1, 1, 2, 3))
+        some(r, PROVIDER_HAPPENINGS, 3)
+    if r := drawn("hooks"):
+        invocations = {"beforeTraffic": 1, "afterEachStep": len(history.steps), "afterPromotion": 1}
+        history.hooks = {point: [("pass" if r.random() < 0.7 else r.choice(HOOK_ANSWERS)) for _ in range(invocations[point])]
+                         for point in r.sample(HOOK_POINTS, r.randint(1, 3))}
+    if r := drawn("deliveries"):
+        happenings.append(Happening("safety-net-lost", *r.choice(points)))
+        history.restore_after = True  # what the person the dead-letter queue pages does
+    if drawn("intake", history.kind in DIRECT):
+        history.by_event = True
+    if r := drawn("iam", history.kind in DIRECT):
+        happenings.append(Happening("iam-refusal", *r.choice(points)))
+        if r.random() < 0.5:
+            happenings.append(Happening("iam-restored", *r.choice(points)))
+        history.restore_after = True  # once the grant is back
 
 
 @dataclass
@@ -193,8 +282,6 @@ class Run:
     done: list = field(default_factory=list)  # (happening, index of the history event it followed)
     foreign: dict = None  # the weights a foreign write left (None: any, for the side it did not set)
     foreign_at: int = None  # ... the history index it followed
-    alarm_after: int = None  # history index after which the alarm is in ALARM (None: not, or cleared)
-    alarm_at: float = None  # ... and when (epoch seconds)
     approval_requested: bool = False
     second: object = None  # the second rollout's report
     other: str = None  # the other-target rollout's execution ARN
@@ -209,11 +296,123 @@ class Run:
     restore_after: object = None  # (exit code, output, weights after it)
     history_events: list = field(default_factory=list)
     logs: str = ""
+    # The world the checks read, over the execution's history: (index, what, its state), where
+    # what is `alarm` (ALARM, OK), `datadog` (fine, breach, nodata), `outage` (error, slow, None).
+    conditions: list = field(default_factory=list)
+    hook_calls: list = field(default_factory=list)  # (point, step weight, weights, answer) of the first's hooks
+    lost_deliveries: list = field(default_factory=list)  # the safety net's tries that failed
+    dead_letters: list = field(default_factory=list)  # the executions the safety net's dead-letter queue names
+    page_alarm: dict = None  # SafetyNetFailedAlarm as moto holds it
+    dead_letter_queue: str = None  # the safety net's dead-letter queue's name
+    denied_at: int = None  # history index from which the functions' traffic writes were refused
+    denied_until: int = None  # ... and until which (None: the end of the run)
+
+
+def shaped(history, plan):
+    """`plan` (a manual plan or the stack's profile) with the history's targets, steps, checks,
+    approval and hooks."""
+    if history.kind in DIRECT:
+        plan["trafficTargets"] = {ALB: plan["trafficTargets"][:1], ALB_ROUTE53: plan["trafficTargets"][:2],
+                                  ROUTE53: plan["trafficTargets"][1:2]}[history.kind]
+    plan["steps"] = [{"weight": w} for w in history.steps]
+    plan["bake"] = {"seconds": CHECK_INTERVAL * CHECKS_PER_STEP, "checkIntervalSeconds": CHECK_INTERVAL}
+    plan["analysis"] = {"alarms": {"names": [ALARM]}, "failureLimit": history.failure_limit}
+    if history.provider:
+        plan["analysis"].update(datadog.analysis(DATADOG_LIMIT), failureLimit=history.failure_limit,
+                                maxUnjudgedSeconds=MAX_UNJUDGED)
+    if history.approval:
+        answer, before = history.approval
+        plan["approval"] = {"beforeSteps": [before],
+                            "timeoutSeconds": APPROVAL_TIMEOUT if answer == "never" else 600}
+    if history.hooks:
+        plan["hooks"] = {point: [HOOK] for point in history.hooks}
+        plan["hooks"]["timeoutSeconds"] = HOOK_TIMEOUT
+    return plan
+
+
+def the_profile(history):
+    """The stack's profiles, when the CreateCluster event starts the history's rollout."""
+    def profiles(world):
+        return {"web": shaped(history, json.loads(json.dumps(world.profiles["web"])))}
+    return profiles if history.by_event else None
+
+
+def play_hook(sandbox, history, record, first):
+    """The hook function, played by the front door: for the history's rollout (`first()` its
+    execution ARN), each point's n-th invocation answers as the history says (a slow one past
+    the plan's hook timeout); any other rollout's hooks pass."""
+    counts = Counter()
+
+    def predicate(method, path, body):
+        match = INVOKE.match(path)
+        if not match or match.group(1) != HOOK:
+            return False
+        payload = json.loads(body)
+        point, answer = payload["hook"], "pass"
+        if payload.get("executionArn") == first():
+            counts[point] += 1
+            script = history.hooks.get(point, [])
+            answer = script[min(counts[point], len(script)) - 1] if script else "pass"
+            record.hook_calls.append((point, (payload.get("step") or {}).get("weight"), payload.get("weights"), answer))
+        if answer == "slow":
+            time.sleep(HOOK_TIMEOUT + 3)
+        fault[2] = ((200, [("Content-Type", "application/json"), ("X-Amz-Function-Error", "Unhandled")],
+                     json.dumps({"errorType": "RuntimeError", "errorMessage": "history: the hook raised"}).encode())
+                    if answer == "raise" else
+                    (200, [("Content-Type", "application/json")],
+                     json.dumps({"status": "fail", "reason": "history: the hook says no"} if answer == "fail"
+                                else {"status": "pass"}).encode()))
+        return True
+
+    fault = [predicate, 1_000_000, None]
+    sandbox.front.faults.append(fault)
+
+
+def is_safety_net_try(sandbox, execution_arn):
+    """A delivery of the SafetyNet rule for `execution_arn` (shift-weights' `safetyNet`)."""
+    function = sandbox.function("shift-weights")
+
+    def predicate(method, path, body):
+        match = INVOKE.match(path)
+        return (bool(match) and match.group(1).split(":")[-1] == function and b'"safetyNet"' in body
+                and execution_arn.encode() in body)
+    return predicate
+
+
+def function_error():
+    """An invocation that ran and failed (the function's error), as Lambda answers it."""
+    return (200, [("Content-Type", "application/json"), ("X-Amz-Function-Error", "Unhandled")],
+            json.dumps({"errorType": "Runtime.ExitError", "errorMessage": "history: the safety net crashed"}).encode())
+
+
+def is_route53(action):
+    def predicate(method, path, body):
+        return "/2013-04-01/hostedzone/" in path and path.endswith("/rrset") and method == "POST" if action == "change" \
+            else path.startswith("/2013-04-01/change/")
+    return predicate
+
+
+def pending_change(times):
+    """GetChange answers PENDING `times` times (the change's id read from its path)."""
+    def predicate(method, path, body):
+        if not (method == "GET" and path.startswith("/2013-04-01/change/")):
+            return False
+        fault[2] = route53_pending(path.rsplit("/", 1)[-1])
+        return True
+    fault = [predicate, times, None]
+    return fault
+
+
+# What a denial of the functions' traffic writes (someone narrowed the role) says.
+DENY_WRITES = {"Version": "2012-10-17", "Statement": [{
+    "Effect": "Deny", "Action": ["elasticloadbalancing:ModifyListener", "route53:ChangeResourceRecordSets"],
+    "Resource": "*"}]}
+DENY_POLICY = "history-denies-traffic-writes"
 
 
 def run(history, out=print):
     """Runs one history on a fresh sandbox; the Run."""
-    with Sandbox(log=out) as sandbox, contextlib.ExitStack() as controllers:
+    with Sandbox(log=out, profiles=the_profile(history)) as sandbox, contextlib.ExitStack() as controllers:
         if history.kind == GITOPS:
             plan, blue_dns, green_dns = gitops.gitops_world(sandbox)
             controllers.enter_context(blue_dns)
@@ -221,20 +420,16 @@ def run(history, out=print):
             targets = [sandbox.world.record]
         else:
             plan = scenarios.manual_plan(sandbox)
-            targets = [LISTENER, sandbox.world.record][:1 if history.kind == ALB else 2]
-            plan["trafficTargets"] = plan["trafficTargets"][:len(targets)]
+            targets = {ALB: [LISTENER], ALB_ROUTE53: [LISTENER, sandbox.world.record],
+                       ROUTE53: [sandbox.world.record]}[history.kind]
         scenarios.create_green(sandbox)
         if any(h.action == "other-rollout" for h in history.happenings):
             other_world = fleets.seed_cells(sandbox, [(OTHER, REGION)])
             fleet = fleets.fleet_plan(other_world)
             other_plan = {**fleet["template"], **fleet["cells"][0]["values"]}
-        plan["steps"] = [{"weight": w} for w in history.steps]
-        plan["bake"] = {"seconds": CHECK_INTERVAL * CHECKS_PER_STEP, "checkIntervalSeconds": CHECK_INTERVAL}
-        plan["analysis"] = {"alarms": {"names": [ALARM]}, "failureLimit": 1}
-        if history.approval:
-            answer, before = history.approval
-            plan["approval"] = {"beforeSteps": [before],
-                                "timeoutSeconds": APPROVAL_TIMEOUT if answer == "never" else 600}
+        plan = shaped(history, plan)
+        if history.provider:
+            datadog.set_errors(sandbox, "green", DATADOG_FINE)
 
         def weights():
             if history.kind == GITOPS:
@@ -248,6 +443,11 @@ def run(history, out=print):
             return done
 
         record = Run()
+        iam = sandbox.client("iam")
+        shift_weights_role = sandbox.client("lambda").get_function_configuration(
+            FunctionName=sandbox.function("shift-weights"))["Role"].rsplit("/", 1)[-1]
+        if history.hooks:
+            play_hook(sandbox, history, record, lambda: arn)
         record.baseline = weights()
         record.promoted = {k: (0, 100) for k in targets}
         sfn = sandbox.client("stepfunctions")
@@ -264,11 +464,36 @@ def run(history, out=print):
             index = history_length()
             if action == "alarm":
                 sandbox.alarm_events.set_state(ALARM, "ALARM", "Threshold Crossed: history")
-                if record.alarm_after is None:
-                    record.alarm_after, record.alarm_at = index, time.time()
+                record.conditions.append((index, "alarm", "ALARM", time.time()))
             elif action == "alarm-clears":
                 sandbox.alarm_events.set_state(ALARM, "OK", "Threshold no longer crossed")
-                record.alarm_after = record.alarm_at = None
+                record.conditions.append((index, "alarm", "OK", time.time()))
+            elif action in ("provider-breach", "provider-recovers", "provider-nodata"):
+                errors, said = {"provider-breach": (DATADOG_BREACH, "breach"), "provider-recovers": (DATADOG_FINE, "fine"),
+                                "provider-nodata": (None, "nodata")}[action]
+                datadog.set_errors(sandbox, "green", errors)
+                record.conditions.append((index, "datadog", said, time.time()))
+            elif action in ("provider-down", "provider-slow", "provider-up"):
+                answer = {"provider-down": "error", "provider-slow": "slow", "provider-up": None}[action]
+                datadog.outage(sandbox, answer, seconds=DATADOG_TIMEOUT + 5)
+                record.conditions.append((index, "outage", answer, time.time()))
+            elif action == "record-write":
+                green = value[0]
+                scenarios.move_record_by_hand(sandbox, 100 - green, green)
+                record.foreign, record.foreign_at = {sandbox.world.record: (100 - green, green)}, index
+            elif action == "route53-throttle":
+                sandbox.front.faults.append([is_route53("change"), 2, route53_throttled()])
+            elif action == "route53-pending":
+                sandbox.front.faults.append(pending_change(value[0]))
+            elif action == "safety-net-lost" and not record.lost_deliveries:
+                # Every try of the next delivery (Lambda's two retries included) fails.
+                record.lost_deliveries = [is_safety_net_try(sandbox, arn), 3, function_error()]
+                sandbox.front.faults.append(record.lost_deliveries)
+            elif action == "iam-refusal" and record.denied_at is None:
+                iam.put_role_policy(RoleName=shift_weights_role, PolicyName=DENY_POLICY, PolicyDocument=json.dumps(DENY_WRITES))
+                record.denied_at = index
+            elif action == "iam-restored" and record.denied_at is not None and record.denied_until is None:
+                give_the_grant_back()
             elif action == "foreign-write":
                 blue, green = value
                 scenarios.move_listener_by_hand(sandbox, blue, green)
@@ -311,7 +536,14 @@ def run(history, out=print):
                 if happening.after == name and happening.nth == exits[name]:
                     happen(happening)
 
+        def give_the_grant_back():
+            iam.delete_role_policy(RoleName=shift_weights_role, PolicyName=DENY_POLICY)
+            record.denied_until = history_length()
+
         def on_notification(detail_type, detail):
+            if detail_type == "Rollback Failing" and record.denied_at is not None and record.denied_until is None:
+                out(">>> paged by Rollback Failing: the grant is given back")
+                give_the_grant_back()
             if detail_type != "Approval Requested" or record.approval_requested:
                 return
             record.approval_requested = True
@@ -321,13 +553,21 @@ def run(history, out=print):
             elif answer == "reject":
                 out(sandbox.cli("reject", arn, "--reason", "history: not now").stderr)
 
-        arn = scenarios.start_manual(sandbox, plan, f"history-{history.seed}")
+        if history.by_event:
+            arn = scenarios.put_create_cluster_event(sandbox)
+        else:
+            arn = scenarios.start_manual(sandbox, plan, f"history-{history.seed}")
         with holding:
             report = scenarios.watch(sandbox, arn, on_event=on_event, on_notification=on_notification,
                                      out=out, await_safety_net=False)
         if sandbox.safety_net.matches(report.status):
-            report.safety_net = sandbox.safety_net.answer_for(arn)
-            out(f"safety net{' (late)' if record.held else ''}: {report.safety_net['reason']}")
+            try:
+                report.safety_net = sandbox.safety_net.answer_for(arn)
+                out(f"safety net{' (late)' if record.held else ''}: {report.safety_net['reason']}")
+            except RuntimeError as failed:  # every try failed: its record went to the dead-letter queue
+                out(f"safety net: {failed}")
+                report.safety_net = None
+        record.dead_letters, record.page_alarm, record.dead_letter_queue = dead_letters(sandbox)
         if record.other is not None:
             record.other_end = fleets.wait_for_end(sandbox, record.other, timeout=300)
             record.other_weights = fleets.cell_weights(sandbox, {OTHER: record.other_world})[OTHER]
@@ -338,6 +578,9 @@ def run(history, out=print):
         # What a settled world holds: the safety net has answered, the look after it is done.
         report.weights = weights()
         record.report = report
+        if record.denied_at is not None and record.denied_until is None:
+            # The person paged gives the functions their grant back, then restores.
+            give_the_grant_back()
         if history.restore_after:
             # A fault meant for the functions may still be queued: the operator runs it again
             # (a refusal is refused again, and writes nothing).
@@ -350,6 +593,30 @@ def run(history, out=print):
         record.history_events = paged["events"]
         record.logs = "".join(p.read_text(errors="replace") for p in Path(sandbox.run_dir).glob("*.log"))
         return record
+
+
+def dead_letters(sandbox):
+    """The executions named by the messages in the safety net's dead-letter queue, the alarm that
+    pages on it (SafetyNetFailedAlarm, as moto holds it; moto does not evaluate alarms) and the
+    queue's name."""
+    sqs, named = sandbox.client("sqs"), []
+    queue = sandbox.stack.outputs["SafetyNetDeadLetterQueueUrl"]
+    while True:
+        messages = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10, VisibilityTimeout=600).get("Messages", [])
+        if not messages:
+            break
+        for message in messages:
+            document = json.loads(message["Body"])
+            payload = document.get("requestPayload") or {}
+            named.append(payload.get("executionArn") or payload.get("fleetExecution"))
+    alarms = sandbox.client("cloudwatch").describe_alarms()["MetricAlarms"]
+    name = sandbox.stack.resources.get("SafetyNetFailedAlarm")
+    return named, next((a for a in alarms if a["AlarmName"] == name), None), queue.rsplit("/", 1)[-1]
+
+
+def safety_net_lost(record):
+    """Whether the safety net's delivery for the execution failed every try."""
+    return bool(record.lost_deliveries) and record.lost_deliveries[1] == 0
 
 
 def prepare_answered(events):
@@ -400,9 +667,24 @@ def violations(history, record):
         # The traffic is its to leave, and nothing of the first (a late safety net, say) may
         # write over it. Its own end is judged by its weights.
         allowed = [{k: v for k, v in record.second.weights.items() if k in record.baseline}]
-    if not any(fits(final, a) for a in allowed):
+    # A safety net whose every try failed, or functions refused their writes, may leave traffic
+    # where it was: then a person is paged (the dead-letter queue, or the RestoreFailures metric).
+    stuck = safety_net_lost(record) or record.denied_at is not None
+    paged = (report.execution_arn in record.dead_letters
+             or any(name == "RestoreFailures" for name, _, _ in report.metrics)
+             or any(t == "Rollback Failing" for t, _ in report.events))
+    if not any(fits(final, a) for a in allowed) and not (stuck and paged):
         found.append(f"traffic ended at {final}: neither the baseline {record.baseline}, promoted, "
-                     f"nor as a foreign writer left it ({record.foreign}, ended foreign: {ended_foreign})")
+                     f"nor as a foreign writer left it ({record.foreign}, ended foreign: {ended_foreign})"
+                     + (", and nobody was paged" if stuck else ""))
+    if safety_net_lost(record):
+        if report.execution_arn not in record.dead_letters:
+            found.append("the safety net's delivery failed every try, and its dead-letter queue does not name the execution")
+        alarm = record.page_alarm or {}
+        watched = {d["Name"]: d["Value"] for d in alarm.get("Dimensions", [])}.get("QueueName")
+        if (watched != record.dead_letter_queue or alarm.get("MetricName") != "ApproximateNumberOfMessagesVisible"
+                or alarm.get("Threshold", 2) > 1):
+            found.append(f"no alarm pages on a message in the safety net's dead-letter queue: {alarm}")
     if report.status == "SUCCEEDED" and not ran_after and not any(fits(final, a) for a in allowed[1:]):
         found.append(f"promoted, but traffic is at {final}")
     if report.status != "SUCCEEDED" and final == record.promoted and not ran_after:
@@ -415,10 +697,17 @@ def violations(history, record):
             found.append("stopped for a foreign change without the ForeignChanges metric (the page)")
     if report.status == "SUCCEEDED":
         found += promotion_without_evidence(history, record)
-    took = alarm_to_baseline(record)
-    if took is not None and took > ROLLBACK_BOUND_SECONDS:
-        found.append(f"the rollback reached the baseline {took:.0f} s after the alarm, past the "
-                     f"{ROLLBACK_BOUND_SECONDS} s bound")
+        found += promotion_against_the_world(history, record)
+    took, bound = alarm_to_baseline(record), rollback_bound(history, record)
+    if took is not None and took > bound:
+        found.append(f"the rollback reached the baseline {took:.0f} s after the checks' signals failed, past the "
+                     f"{bound} s bound")
+    took = unjudged_to_baseline(record)
+    if took is not None and took > UNJUDGED_BOUND_SECONDS:
+        found.append(f"the rollback for an unreachable provider reached the baseline {took:.0f} s after the outage "
+                     f"began, past the {UNJUDGED_BOUND_SECONDS} s bound")
+    if history.hooks:
+        found += hook_promises(history, record)
     if record.second is not None and record.second_overlapped:
         # Refused at Prepare: as ConcurrentRollout, or for a target the first left with no
         # stable weight (TargetMisconfigured, checked first); either way before any write.
@@ -462,13 +751,132 @@ def violations(history, record):
     return found
 
 
-def alarm_to_baseline(record):
-    """Seconds from the alarm to the end of the rollback it caused (its Restore read the
-    baseline back); None when the run did not roll back for an alarm."""
-    if record.report.error != "CheckFailed" or record.alarm_at is None:
-        return None
+def rollback_bound(history, record):
+    """The written bound from a failing signal to the baseline: `ROLLBACK_BOUND_SECONDS` for the
+    first failing check, one check interval more for each further one `failureLimit` asks, and
+    an unreachable provider's bound on top when the provider was out meanwhile."""
+    outage = any(what == "outage" and value for _, what, value, _ in record.conditions)
+    return (ROLLBACK_BOUND_SECONDS + (history.failure_limit - 1) * CHECK_INTERVAL
+            + (UNJUDGED_BOUND_SECONDS if outage else 0))
+
+
+def failing(state):
+    return state["alarm"] == "ALARM" or state["datadog"] == "breach"
+
+
+def failing_since(record):
+    """When the checks' signals (the alarm, Datadog's count) last began to fail and went on failing
+    to the end of the run: epoch seconds, or None."""
+    state, since = {"alarm": "OK", "datadog": "fine"}, None
+    for _, what, value, when in record.conditions:
+        if what in state:
+            before = failing(state)
+            state[what] = value
+            since = (when if not before else since) if failing(state) else None
+    return since
+
+
+def restored_at(record):
     restored = [e["timestamp"].timestamp() for e in record.history_events if restored_by(e)]
-    return restored[0] - record.alarm_at if restored else None
+    return restored[0] if restored else None
+
+
+def alarm_to_baseline(record):
+    """Seconds from the checks' signals failing to the end of the rollback it caused (its Restore
+    read the baseline back); None when the run did not roll back for a failing check."""
+    since, restored = failing_since(record), restored_at(record)
+    if record.report.error != "CheckFailed" or since is None or restored is None:
+        return None
+    return restored - since
+
+
+def unjudged_to_baseline(record):
+    """Seconds from an outage of the provider (one that lasted to the end) to the end of the
+    rollback it caused (`MetricsProviderUnavailable`); None otherwise."""
+    outages = [(value, when) for _, what, value, when in record.conditions if what == "outage"]
+    restored = restored_at(record)
+    if record.report.error != "MetricsProviderUnavailable" or not outages or not outages[-1][0] or restored is None:
+        return None
+    return restored - outages[-1][1]
+
+
+def condition_at(record, index):
+    """What the checks' world was at the execution's history event `index`."""
+    state = {"alarm": "OK", "datadog": "fine", "outage": None}
+    for at, what, value, _ in record.conditions:
+        if at <= index:
+            state[what] = value
+    return state
+
+
+def check_outcome(history, state):
+    """What a check must conclude in `state`: fail, pass, inconclusive, or None when the world
+    does not decide it (the provider out: unjudged, whatever the alarm says)."""
+    if history.provider and state["outage"]:
+        return None
+    if failing(state):
+        return "fail"
+    if history.provider and state["datadog"] == "nodata":
+        return "inconclusive"
+    return "pass"
+
+
+def checks_by_step(history, record):
+    """The checks of each step, each as what the world said from its start to its end (None
+    where it changed meanwhile or did not decide)."""
+    events, steps, step = record.history_events, {}, 0
+    for i, event in enumerate(events):
+        if exited_output(event, "SetWeights") is not None:
+            step += 1
+        if entered(event, "Evaluate", "WatchEvaluate"):
+            name = event["stateEnteredEventDetails"]["name"]
+            end = next((j for j in range(i + 1, len(events)) if exited_output(events[j], name) is not None), len(events))
+            at_start, at_end = (check_outcome(history, condition_at(record, k)) for k in (i, end))
+            steps.setdefault(step, []).append(at_start if at_start == at_end else None)
+    return steps
+
+
+def promotion_against_the_world(history, record):
+    """A promoted rollout had, at every step, a check the world let pass, and never reached
+    `failureLimit` checks in a row that the world made fail."""
+    found, steps = [], checks_by_step(history, record)
+    for step in range(1, len(history.steps) + 1):
+        outcomes = steps.get(step, [])
+        if not any(o in ("pass", None) for o in outcomes):
+            found.append(f"promoted, but no check of step {step} could pass ({outcomes})")
+        in_a_row = 0
+        for outcome in outcomes:
+            in_a_row = in_a_row + 1 if outcome == "fail" else 0 if outcome in ("pass", None) else in_a_row
+            if in_a_row >= history.failure_limit:
+                found.append(f"promoted past {in_a_row} failing check(s) in a row at step {step} "
+                             f"(failureLimit {history.failure_limit})")
+                break
+    return found
+
+
+def hook_promises(history, record):
+    """A rollout promotes only past hooks that passed, each where it should run; a failing
+    `beforeTraffic` hook moves nothing; an `afterEachStep` hook sees its step's weights."""
+    found, report = [], record.report
+    last = {}
+    for point, weight, weights, answer in record.hook_calls:
+        last[(point, weight)] = answer
+        if point == "afterEachStep" and record.foreign is None and history.kind in DIRECT:
+            off = [w for w in weights or [] if (w.get("stable"), w.get("canary")) != (100 - weight, weight)]
+            if off:
+                found.append(f"the afterEachStep hook of the {weight} % step saw weights {off}")
+    if report.status == "SUCCEEDED":
+        refused = {k: a for k, a in last.items() if a != "pass"}
+        if refused:
+            found.append(f"promoted although hooks answered {refused}")
+        expected = {("beforeTraffic", None)} if "beforeTraffic" in history.hooks else set()
+        expected |= {("afterEachStep", w) for w in history.steps} if "afterEachStep" in history.hooks else set()
+        expected |= {("afterPromotion", history.steps[-1])} if "afterPromotion" in history.hooks else set()
+        if missing := expected - set(last):
+            found.append(f"promoted without running the hooks {sorted(missing, key=str)}")
+    if last.get(("beforeTraffic", None), "pass") != "pass" and "SetWeights" in report.states:
+        found.append("a beforeTraffic hook failed, and weights were set")
+    return found
 
 
 def restored_by(event):
@@ -478,9 +886,8 @@ def restored_by(event):
 
 
 def promotion_without_evidence(history, record):
-    """A promoted execution must have had, at every step, a check that passed; and past an
-    approval only when it was given, and after no alarm it watched went to ALARM before a
-    check began."""
+    """A promoted execution must have had, at every step, a check that passed (as it says), and
+    past an approval only when it was given."""
     found, events = [], record.history_events
     passes, step = Counter(), 0
     for event in events:
@@ -495,10 +902,6 @@ def promotion_without_evidence(history, record):
         found.append(f"promoted without a passing check at step(s) {unjudged}")
     if history.approval and record.approval_requested and history.approval[0] != "approve":
         found.append(f"promoted past an approval answered `{history.approval[0]}`")
-    if record.alarm_after is not None:
-        checks_after = [e for e in events[record.alarm_after:] if entered(e, "Evaluate", "WatchEvaluate")]
-        if checks_after:
-            found.append(f"promoted although {ALARM} was in ALARM before {len(checks_after)} check(s) began")
     return found
 
 
@@ -512,8 +915,11 @@ def judged(seed, verbose=False):
     report = record.report
     line = (f"{history} -> {report.status} {report.error or ''} {report.weights}; happened: "
             f"{', '.join(str(h) for h, _ in record.done) or 'nothing'} ({time.monotonic() - started:.0f} s)")
+    features = ([f"failureLimit {history.failure_limit}"] if history.failure_limit != 1 else []) + \
+        (["Datadog check"] if history.provider else []) + [f"hook {point}" for point in history.hooks or {}] + \
+        (["started by the CreateCluster event"] if history.by_event else [])
     summary = {"happened": [h.action for h, _ in record.done], "end": f"{report.status} {report.error or ''}".strip(),
-               "kind": history.kind, "approval": history.approval[0] if history.approval else None,
+               "kind": history.kind, "features": features, "approval": history.approval[0] if history.approval else None,
                "restore_after": history.restore_after, "alarm_to_baseline": alarm_to_baseline(record)}
     return line, broken, summary
 
@@ -534,7 +940,7 @@ def main():
     options.add_argument("--verbose", action="store_true")
     args = options.parse_args()
     seeds = range(args.first, args.first + args.seeds)
-    totals = {key: Counter() for key in ("happened", "end", "kind", "approval", "restore_after")}
+    totals = {key: Counter() for key in ("happened", "end", "kind", "features", "approval", "restore_after")}
     failed, rollbacks = [], []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for seed, (line, broken, summary) in zip(seeds, pool.map(judged_or_raised, seeds,

@@ -7,7 +7,8 @@ method and URI) and on what (the resource ARNs). A request signed with credentia
 assumed role (the functions' roles, which lambda_service.py assumes, and the state machine's,
 which tests/moto/moto_server.py makes moto's engine assume) is then evaluated as IAM evaluates an
 identity's policies: an explicit Deny wins, else an Allow whose Action and Resource match,
-else it is refused. A refused call never reaches moto; it is answered `AccessDenied` in the
+else it is refused. A role's policies are read again at most a second after they were last read,
+so a change to them takes effect within a second (IAM's: within seconds). A refused call never reaches moto; it is answered `AccessDenied` in the
 service's protocol with AWS's message ("User: <assumed role> is not authorized to perform:
 <action> on resource: <arn> because no identity-based policy allows the <action> action").
 Requests signed otherwise (the operator's and the tests' keys) are not checked, as an
@@ -37,6 +38,7 @@ import json
 import re
 import sys
 import threading
+import time
 import uuid
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -63,6 +65,9 @@ DERIVED = {("sqs", "QueueUrl"): ("QueueName", lambda url: url.rstrip("/").rsplit
 # What stands for a part of an ARN the request cannot tell. No literal character in a
 # policy's resource matches it; `*` and `?` do.
 UNKNOWN = "\x00"
+# A role's policies are read again once this old: a change to them (a history's refusal) takes
+# effect within it, as IAM's within seconds.
+POLICY_CACHE_SECONDS = 1.0
 CREDENTIAL = re.compile(r"Credential=([^/]+)/[^/]+/([^/]+)/([^/]+)/")
 TEMPLATE_VARIABLE = re.compile(r"\$\{([^}]+)\}")
 
@@ -381,7 +386,8 @@ class Authorizer:
     def _role_policies(self, caller, access_key):
         role_name = caller.split(":assumed-role/", 1)[1].split("/")[0]
         with self.lock:
-            if caller not in self.policies:
+            read_at, documents = self.policies.get(caller, (0.0, None))
+            if time.monotonic() - read_at > POLICY_CACHE_SECONDS:
                 iam = self._client("iam", access_key, None)
                 documents = [iam.get_role_policy(RoleName=role_name, PolicyName=name)["PolicyDocument"]
                              for name in iam.list_role_policies(RoleName=role_name)["PolicyNames"]]
@@ -394,8 +400,9 @@ class Authorizer:
                         # An AWS managed policy moto does not load (AWSLambdaBasicExecutionRole:
                         # CloudWatch Logs, which the sandbox's functions never call).
                         pass
-                self.policies[caller] = [json.loads(d) if isinstance(d, str) else d for d in documents]
-            return self.policies[caller]
+                documents = [json.loads(d) if isinstance(d, str) else d for d in documents]
+                self.policies[caller] = (time.monotonic(), documents)
+            return documents
 
     def check(self, method, path, headers, body):
         """None when the request may go on; else the answer AWS gives, (status, headers, body)."""

@@ -154,6 +154,18 @@ def move_listener_by_hand(sandbox, blue, green):
     )
 
 
+def move_record_by_hand(sandbox, blue, green):
+    """Someone else sets the weighted record's weights (both sets, in one change); throttled,
+    their tool asks again."""
+    world, route53 = sandbox.world, sandbox.client("route53", attempts=10)
+    sets = [r for r in route53.list_resource_record_sets(HostedZoneId=world.zone_id, StartRecordName=world.record,
+                                                          StartRecordType="A")["ResourceRecordSets"]
+            if r["Name"] == world.record and r.get("SetIdentifier") in ("blue", "green")]
+    changes = [{"Action": "UPSERT", "ResourceRecordSet": {**r, "Weight": blue if r["SetIdentifier"] == "blue" else green}}
+               for r in sets]
+    route53.change_resource_record_sets(HostedZoneId=world.zone_id, ChangeBatch={"Changes": changes})
+
+
 def read_weights(sandbox):
     """target -> (blue weight, green weight), as moto holds them now."""
     world = sandbox.world

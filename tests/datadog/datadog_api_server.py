@@ -16,7 +16,10 @@ It refuses what Datadog refuses:
 
 Answers: the value given for `<metric>{<tags>}` (`--values` JSON, or `POST /_test/values`) as
 one `number` column named after the query; a `by {…}` query answers every value of that
-metric with a `group` column; a series with no value answers an empty `values` list.
+metric with a `group` column; a series with no value (`null` given to `/_test/values` removes
+one) answers an empty `values` list. `POST /_test/outage` plays an outage of the query
+endpoint: `{"answer": "error"}` answers 503 {"errors": ["Service Unavailable"]},
+`{"answer": "slow", "seconds": S}` answers after S seconds, `{}` ends it.
 `GET /_test/requests` says how many requests came and how many were rate limited.
 
 Not modelled: the query language beyond that shape (functions, arithmetic, formulas),
@@ -46,7 +49,7 @@ def main():
     parser.add_argument("--rate-limit", type=int, default=1000)
     parser.add_argument("--rate-period", type=int, default=10)
     args = parser.parse_args()
-    state = {"values": json.loads(args.values), "requests": 0, "limited": 0, "window": (time.time(), 0)}
+    state = {"values": json.loads(args.values), "outage": {}, "requests": 0, "limited": 0, "window": (time.time(), 0)}
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -76,10 +79,24 @@ def main():
             raw = self.rfile.read(length)
             if self.path == "/_test/values":
                 with lock:
-                    state["values"].update(json.loads(raw))
+                    for key, value in json.loads(raw).items():
+                        if value is None:
+                            state["values"].pop(key, None)  # the series has no value from now on
+                        else:
+                            state["values"][key] = value
                 return self.answer(200, {"values": state["values"]})
+            if self.path == "/_test/outage":
+                with lock:
+                    state["outage"] = json.loads(raw)
+                return self.answer(200, state["outage"])
             if self.path != "/api/v2/query/scalar":
                 return self.answer(404, {"errors": ["Not found"]})
+            with lock:
+                outage = dict(state["outage"])
+            if outage.get("answer") == "slow":
+                time.sleep(outage.get("seconds", 30))  # then answers as usual, too late for a caller
+            elif outage.get("answer") == "error":
+                return self.answer(503, {"errors": ["Service Unavailable"]})
             with lock:
                 state["requests"] += 1
                 start, count = state["window"]

@@ -62,7 +62,7 @@ def made_up(status, weights, states=(), error=None, events=(), metrics=(), histo
 
 
 def passing_step():
-    return [exited("SetWeights", {}), exited("Evaluate", {"bake": {"verdict": "pass"}})]
+    return [exited("SetWeights", {}), entered("Evaluate"), exited("Evaluate", {"bake": {"verdict": "pass"}})]
 
 
 def test_the_checker_flags_the_target_a_foreign_stop_left_at_the_canarys_weight():
@@ -86,7 +86,7 @@ def test_the_checker_flags_the_target_a_foreign_stop_left_at_the_canarys_weight(
 
 
 def test_the_checker_flags_a_promotion_without_evidence_or_past_a_refusal():
-    history, unjudged = made_up("SUCCEEDED", PROMOTED, history=[exited("SetWeights", {}),
+    history, unjudged = made_up("SUCCEEDED", PROMOTED, history=[exited("SetWeights", {}), entered("Evaluate"),
                                                                  exited("Evaluate", {"bake": {"verdict": "inconclusive"}})])
     assert histories.violations(history, unjudged) == ["promoted without a passing check at step(s) [1]"]
     history, judged = made_up("SUCCEEDED", PROMOTED, history=passing_step())
@@ -96,23 +96,104 @@ def test_the_checker_flags_a_promotion_without_evidence_or_past_a_refusal():
     assert histories.violations(history, judged) == ["promoted past an approval answered `reject`"]
     history, alarmed = made_up("SUCCEEDED", PROMOTED, history=[exited("SetWeights", {}), entered("Evaluate"),
                                                                exited("Evaluate", {"bake": {"verdict": "pass"}})],
-                               alarm_after=1, alarm_at=0.0)
+                               conditions=[(1, "alarm", "ALARM", 0.0)])
     assert histories.violations(history, alarmed) == [
-        f"promoted although {histories.ALARM} was in ALARM before 1 check(s) began"]
+        "promoted, but no check of step 1 could pass (['fail'])",
+        "promoted past 1 failing check(s) in a row at step 1 (failureLimit 1)"]
+
+
+def checked_step(*outcomes):
+    """A step's history whose checks begin and end at the given indexes (events numbered from 0)."""
+    events = [exited("SetWeights", {})]
+    for _ in outcomes:
+        events += [entered("Evaluate"), exited("Evaluate", {"bake": {"verdict": "pass"}})]
+    return events
+
+
+def test_the_checker_judges_a_promotion_by_the_world_the_checks_read():
+    """Datadog over its limit, an alarm, no data and an outage, each from a point of the history:
+    what the checks must have concluded, against `failureLimit`."""
+    history, record = made_up("SUCCEEDED", PROMOTED, history=checked_step("fail", "pass"),
+                              conditions=[(1, "datadog", "breach", 0.0), (3, "datadog", "fine", 1.0)])
+    history.provider = True
+    assert histories.violations(history, record) == [
+        "promoted past 1 failing check(s) in a row at step 1 (failureLimit 1)"]
+    history.failure_limit = 2
+    assert histories.violations(history, record) == []
+    # Two in a row reach a limit of 2; an outage leaves a check undecided (it may have passed);
+    # no data is no pass.
+    _, twice = made_up("SUCCEEDED", PROMOTED, history=checked_step("fail", "fail"),
+                       conditions=[(1, "alarm", "ALARM", 0.0)])
+    assert histories.violations(history, twice) == [
+        "promoted, but no check of step 1 could pass (['fail', 'fail'])",
+        "promoted past 2 failing check(s) in a row at step 1 (failureLimit 2)"]
+    _, out = made_up("SUCCEEDED", PROMOTED, history=checked_step("?"), conditions=[(1, "outage", "error", 0.0)])
+    assert histories.violations(history, out) == []
+    _, empty = made_up("SUCCEEDED", PROMOTED, history=checked_step("?"), conditions=[(1, "datadog", "nodata", 0.0)])
+    assert histories.violations(history, empty) == [
+        "promoted, but no check of step 1 could pass (['inconclusive'])"]
+
+
+def test_the_checker_flags_a_slow_rollback_for_an_unreachable_provider():
+    slow = histories.UNJUDGED_BOUND_SECONDS + 1
+    history, late = made_up("FAILED", BASELINE, error="MetricsProviderUnavailable",
+                            conditions=[(0, "outage", "slow", 0.0)],
+                            history=[exited("Restore", {"restored": {"weights": []}}, at=slow)])
+    assert histories.violations(history, late) == [
+        f"the rollback for an unreachable provider reached the baseline {slow} s after the outage began, "
+        f"past the {histories.UNJUDGED_BOUND_SECONDS} s bound"]
+    # An outage that ended before is not what the rollback was for.
+    late.conditions.append((0, "outage", None, 1.0))
+    assert histories.violations(history, late) == []
+
+
+def test_the_checker_flags_hooks_passed_over_or_skipped():
+    history, record = made_up("SUCCEEDED", PROMOTED, history=passing_step(),
+                              hook_calls=[("afterEachStep", 100, [{"stable": 0, "canary": 100}], "fail")])
+    history.hooks = {"beforeTraffic": ["pass"], "afterEachStep": ["fail"]}
+    assert histories.violations(history, record) == [
+        "promoted although hooks answered {('afterEachStep', 100): 'fail'}",
+        "promoted without running the hooks [('beforeTraffic', None)]"]
+    _, moved = made_up("FAILED", BASELINE, error="HookFailed", states=["SetWeights"],
+                       hook_calls=[("beforeTraffic", None, [], "slow"),
+                                   ("afterEachStep", 100, [{"stable": 50, "canary": 50}], "pass")])
+    assert histories.violations(history, moved) == [
+        "the afterEachStep hook of the 100 % step saw weights [{'stable': 50, 'canary': 50}]",
+        "a beforeTraffic hook failed, and weights were set"]
+
+
+def test_the_checker_flags_a_lost_safety_net_nobody_hears_of():
+    lost = dict(lost_deliveries=[None, 0, None], dead_letter_queue="cluster-canary-SafetyNetDeadLetterQueue-1",
+                page_alarm={"MetricName": "ApproximateNumberOfMessagesVisible", "Threshold": 1.0,
+                            "Dimensions": [{"Name": "QueueName", "Value": "cluster-canary-SafetyNetDeadLetterQueue-1"}]})
+    half = {LISTENER: (50, 50), RECORD: (50, 50)}
+    history, silent = made_up("ABORTED", half, **lost)
+    assert histories.violations(history, silent) == [
+        f"traffic ended at {half}: neither the baseline {BASELINE}, promoted, nor as a foreign writer left it "
+        "(None, ended foreign: False), and nobody was paged",
+        "the safety net's delivery failed every try, and its dead-letter queue does not name the execution"]
+    history, heard = made_up("ABORTED", half, dead_letters=[ARN], **lost)
+    assert histories.violations(history, heard) == []
+    heard.page_alarm = {**heard.page_alarm, "Dimensions": [{"Name": "QueueName", "Value": "another-queue"}]}
+    assert histories.violations(history, heard)[0].startswith("no alarm pages on a message in the safety net's dead-letter queue")
 
 
 def test_the_checker_flags_a_slow_rollback_and_a_late_write_over_a_newer_rollout():
     slow = histories.ROLLBACK_BOUND_SECONDS + 1
-    history, late = made_up("FAILED", BASELINE, error="CheckFailed", alarm_at=0.0,
+    alarm = [(0, "alarm", "ALARM", 0.0)]
+    said = (f"the rollback reached the baseline {slow} s after the checks' signals failed, past the "
+            f"{histories.ROLLBACK_BOUND_SECONDS} s bound")
+    history, late = made_up("FAILED", BASELINE, error="CheckFailed", conditions=alarm,
                             history=[exited("Restore", {"restored": {"weights": []}}, at=slow)])
-    assert histories.violations(history, late) == [
-        f"the rollback reached the baseline {slow} s after the alarm, past the {histories.ROLLBACK_BOUND_SECONDS} s bound"]
+    assert histories.violations(history, late) == [said]
     # A restore whose first attempt failed reaches the baseline when RestoreRetried does.
-    history, retried = made_up("FAILED", BASELINE, error="CheckFailed", alarm_at=0.0,
+    history, retried = made_up("FAILED", BASELINE, error="CheckFailed", conditions=alarm,
                                history=[exited("Restore", {"restoreFailing": {"Error": "AwsTransient"}}, at=1),
                                         exited("RestoreRetried", {"restored": {"weights": []}}, at=slow)])
-    assert histories.violations(history, retried) == [
-        f"the rollback reached the baseline {slow} s after the alarm, past the {histories.ROLLBACK_BOUND_SECONDS} s bound"]
+    assert histories.violations(history, retried) == [said]
+    # Each further failing check `failureLimit` asks for is one check interval more.
+    history.failure_limit = 2
+    assert histories.violations(history, retried) == []
     # A second rollout ran after this one ended and promoted: the first's late safety net must
     # not have put its own baseline back over it.
     newer = Report(execution_arn="second", status="SUCCEEDED", states=["PrepareTraffic", "SetWeights"],
