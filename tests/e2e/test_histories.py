@@ -15,26 +15,43 @@ from sandbox.scenarios import Report
 # Each seed's story, pinned: a change to the generator changes what a seed replays, and the
 # seeds (here and in docs/testing.md) must then be chosen again.
 CI_HISTORIES = {
-    32: "seed 32: ALB, steps [100], approval before 100 %: never; alarm after RestoreUnchanged #1; "
-        "alarm after PrepareTraffic #1; throttle after Restore #1; throttle after PrepareTraffic #1",
-    136: "seed 136: Route 53 via Argo CD, steps [72, 100], approval before 72 %: reject; "
-         "operator-restore after SetWeights #2; foreign-apply[6] after Restore #1; "
-         "foreign-apply[91] after PrepareTraffic #1; reply-lost after PrepareTraffic #1; "
-         "the operator restores after the end",
-    138: "seed 138: ALB, steps [62, 100]; abort after RestoreUnchanged #1; "
-         "late-safety-net after Evaluate #1; foreign-write[43, 57] after SetWeights #2; "
-         "the operator restores after the end",
-    205: "seed 205: ALB + Route 53, steps [17, 100]; lambda-throttle after Evaluate #1; "
-         "lambda-5xx after SetWeights #2; alarm-clears after Evaluate #1; "
-         "operator-restore after Evaluate #1; the operator restores after the end",
-    220: "seed 220: Route 53 via Argo CD, steps [100]; late-safety-net after RestoreUnchanged #1; "
-         "metrics-throttle[4] after Evaluate #2; abort after RestoreUnchanged #1; "
-         "kube-fault[2, 429] after SetWeights #1",
-    261: "seed 261: ALB + Route 53, steps [100], approval before 100 %: approve; "
-         "second-rollout after Evaluate #1; metrics-throttle[4] after Evaluate #2; "
-         "other-rollout after RestoreUnchanged #1; the operator restores after the end",
-    280: "seed 280: ALB + Route 53, steps [88, 100]; second-rollout after Evaluate #2; "
-         "other-rollout after SetWeights #1",
+    32: "seed 32: ALB, steps [100], approval before 100 %: never, hooks {'afterEachStep': ['slow'], "
+        "'afterPromotion': ['fail'], 'beforeTraffic': ['pass']}, started by the CreateCluster event; "
+        'alarm after RestoreUnchanged #1; alarm after PrepareTraffic #1; throttle after Restore #1; '
+        'throttle after PrepareTraffic #1',
+    136: 'seed 136: Route 53 via Argo CD, steps [72, 100], approval before 72 %: reject; operator-restore '
+         'after SetWeights #2; foreign-apply[6] after Restore #1; foreign-apply[91] after PrepareTraffic '
+         '#1; reply-lost after PrepareTraffic #1; safety-net-lost after Restore #1; the operator restores '
+         'after the end',
+    138: 'seed 138: ALB, steps [62, 100], a Datadog check; abort after RestoreUnchanged #1; '
+         'late-safety-net after Evaluate #1; foreign-write[43, 57] after SetWeights #2; provider-slow '
+         'after Restore #1; provider-recovers after Evaluate #1; provider-down after SetWeights #2; the '
+         'operator restores after the end',
+    205: 'seed 205: Route 53, steps [17, 100]; lambda-throttle after Evaluate #1; lambda-5xx after '
+         'SetWeights #2; alarm-clears after Evaluate #1; operator-restore after Evaluate #1; the operator '
+         'restores after the end',
+    220: 'seed 220: Route 53 via Argo CD, steps [100]; late-safety-net after RestoreUnchanged #1; '
+         'metrics-throttle[4] after Evaluate #2; abort after RestoreUnchanged #1; kube-fault[2, 429] '
+         'after SetWeights #1',
+    261: 'seed 261: ALB + Route 53, steps [100], approval before 100 %: approve; second-rollout after '
+         'Evaluate #1; metrics-throttle[4] after Evaluate #2; other-rollout after RestoreUnchanged #1; '
+         'route53-pending[1] after SetWeights #1; record-write[8] after Restore #1; the operator restores '
+         'after the end',
+    280: 'seed 280: ALB + Route 53, steps [88, 100]; second-rollout after Evaluate #2; other-rollout '
+         'after SetWeights #1; safety-net-lost after SetWeights #1; iam-refusal after Evaluate #4; the '
+         'operator restores after the end',
+    1017: "seed 1017: ALB + Route 53, steps [29, 59, 100], a Datadog check, hooks {'afterPromotion': "
+          "['pass'], 'afterEachStep': ['pass', 'pass', 'fail']}; late-safety-net after SetWeights #1; "
+          'late-safety-net after Evaluate #1; alarm after Restore #1; route53-throttle after Evaluate #1; '
+          'route53-pending[1] after RestoreUnchanged #1; provider-up after Evaluate #5; provider-up after '
+          'PrepareTraffic #1',
+    2061: 'seed 2061: ALB + Route 53, steps [41, 65, 100], approval before 100 %: approve, failureLimit 2, '
+          "a Datadog check, hooks {'afterPromotion': ['pass'], 'beforeTraffic': ['pass']}; "
+          'operator-restore after SetWeights #1; lambda-throttle after SetWeights #3; alarm-clears after '
+          'Evaluate #3; abort after SetWeights #3; route53-pending[2] after Evaluate #4; route53-throttle '
+          'after Evaluate #4; provider-recovers after Evaluate #6; provider-nodata after Evaluate #5; '
+          'provider-breach after SetWeights #1; iam-refusal after Evaluate #5; iam-restored after '
+          'PrepareTraffic #1; the operator restores after the end',
 }
 
 ARN = "arn:aws:states:us-east-1:123456789012:execution:cluster-canary-rollout:history-1"
@@ -232,6 +249,16 @@ def test_the_checker_flags_a_rollout_of_another_target_refused_or_moved_by_the_f
 def test_a_seed_replays_the_same_story():
     for seed, story in CI_HISTORIES.items():
         assert str(histories.generate(seed)) == story
+
+
+def test_the_pinned_histories_make_every_kind_of_happening():
+    drawn = [histories.generate(seed) for seed in CI_HISTORIES]
+    made = {h.action for history in drawn for h in history.happenings}
+    assert set(histories.HAPPENINGS) | set(histories.ROUTE53_HAPPENINGS) | set(histories.PROVIDER_HAPPENINGS) | {
+        "other-rollout", "safety-net-lost", "iam-refusal", "iam-restored"} <= made
+    assert {history.kind for history in drawn} == {*histories.KINDS, histories.ROUTE53}
+    assert {point for history in drawn for point in history.hooks or {}} == set(histories.HOOK_POINTS)
+    assert any(history.by_event for history in drawn) and any(history.failure_limit > 1 for history in drawn)
 
 
 @pytest.mark.parametrize("seed", sorted(CI_HISTORIES))
