@@ -62,7 +62,10 @@ import argparse
 import contextlib
 import json
 import random
+import shutil
 import sys
+import tempfile
+import threading
 import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
@@ -72,10 +75,10 @@ from pathlib import Path
 
 import jsonschema
 
-from . import datadog, fleets, gitops, scenarios
+from . import datadog, fleet_histories, fleets, gitops, scenarios
 from .front_door import (INVOKE, cloudwatch_throttled, lambda_service_exception, lambda_throttled, query_throttled,
                          route53_pending, route53_throttled)
-from .harness import CONTRACT, DATADOG_KEYS, FUNCTIONS_TOKEN, Sandbox
+from .harness import CONTRACT, DATADOG_KEYS, FUNCTIONS_TOKEN, REPO, Sandbox
 from .world import REGION
 
 ALB, ALB_ROUTE53, GITOPS = "ALB", "ALB + Route 53", "Route 53 via Argo CD"
@@ -103,7 +106,17 @@ FEATURES = {
     "deliveries": 0.15,
     "intake": 0.2,  # of the direct plans: started by the CreateCluster event, the plan a profile
     "iam": 0.15,  # of the direct plans
+    "fleet": 0.2,  # a fleet history instead (sandbox/fleet_histories.py)
+    "target-health": 0.2,  # of the plans with a listener: the gate, its targets ready, late or never
+    "metric-threshold": 0.2,  # a CloudWatch metric threshold beside the alarm
+    "retire": 0.2,  # of the plans with a listener: the stable target group detached once promoted
+    "timeouts": 0.15,  # shift-weights deployed with a short Timeout, and its writes held past it
 }
+TARGETS = ("ready", "late", "never")  # when the canary target group gets its (healthy) target
+TARGET_HEALTH_TIMEOUT = 8
+METRIC_HAPPENINGS = ("metric-breach", "metric-fine")
+METRIC_FINE, METRIC_LIMIT, METRIC_BREACH = 0.1, 0.5, 0.9
+SHORT_TIMEOUT = 10  # shift-weights' Timeout in the `timeouts` histories, seconds
 ROUTE53_HAPPENINGS = ("record-write", "route53-throttle", "route53-pending")
 PROVIDER_HAPPENINGS = ("provider-breach", "provider-recovers", "provider-nodata", "provider-down",
                        "provider-slow", "provider-up")
@@ -179,8 +192,15 @@ class History:
     provider: bool = False  # a Datadog check beside the alarm
     hooks: dict = None  # point -> the hook's answer at each of its invocations (pass, fail, raise, slow)
     by_event: bool = False  # started by the CreateCluster event (the plan a profile of the stack)
+    fleet: object = None  # a fleet_histories.FleetStory: the history is that fleet's instead
+    targets: str = None  # the target health gate: when its target comes (TARGETS), or None: no gate
+    metric: bool = False  # a metric threshold beside the alarm
+    retire: bool = False  # the stable target group detached once promoted
+    short_timeout: bool = False  # shift-weights runs SHORT_TIMEOUT seconds at most
 
     def __str__(self):
+        if self.fleet:
+            return f"seed {self.seed}: {self.fleet}"
         approval = f", approval before {self.approval[1]} %: {self.approval[0]}" if self.approval else ""
         after = "; the operator restores after the end" if self.restore_after else ""
         extra = "".join([
@@ -188,6 +208,10 @@ class History:
             ", a Datadog check" if self.provider else "",
             f", hooks {self.hooks}" if self.hooks else "",
             ", started by the CreateCluster event" if self.by_event else "",
+            f", target health gate (targets {self.targets})" if self.targets else "",
+            ", a metric threshold" if self.metric else "",
+            ", retires the stable target group" if self.retire else "",
+            f", shift-weights' Timeout {SHORT_TIMEOUT} s" if self.short_timeout else "",
         ])
         return (f"seed {self.seed}: {self.kind}, steps {self.steps}{approval}{extra}; "
                 + ("; ".join(map(str, self.happenings)) or "nothing happens") + after)
@@ -266,6 +290,21 @@ def draw_later_features(history, points):
         history.restore_after = True  # what the person the dead-letter queue pages does
     if drawn("intake", history.kind in DIRECT):
         history.by_event = True
+    if r := drawn("fleet"):
+        history.fleet = fleet_histories.draw(r)
+    if r := drawn("target-health", history.kind in WITH_LISTENER):
+        history.targets = r.choice(TARGETS)
+        if history.targets == "late":
+            happenings.append(Happening("targets-registered", "PrepareTraffic", 1, (r.randint(1, 12),)))
+    if r := drawn("metric-threshold"):
+        history.metric = True
+        some(r, METRIC_HAPPENINGS, 2)
+    if drawn("retire", history.kind in WITH_LISTENER):
+        history.retire = True
+    if r := drawn("timeouts", history.kind in DIRECT):
+        history.short_timeout = True
+        for _ in range(r.randint(1, 2)):
+            happenings.append(Happening("write-past-timeout", *r.choice(points)))
     if r := drawn("iam", history.kind in DIRECT):
         happenings.append(Happening("iam-refusal", *r.choice(points)))
         if r.random() < 0.5:
@@ -306,6 +345,8 @@ class Run:
     dead_letter_queue: str = None  # the safety net's dead-letter queue's name
     denied_at: int = None  # history index from which the functions' traffic writes were refused
     denied_until: int = None  # ... and until which (None: the end of the run)
+    targets_at: int = None  # history index before which the canary target group got its target
+    stable_attached: bool = None  # the listener still forwards to the stable target group at the end
 
 
 def shaped(history, plan):
@@ -327,7 +368,62 @@ def shaped(history, plan):
     if history.hooks:
         plan["hooks"] = {point: [HOOK] for point in history.hooks}
         plan["hooks"]["timeoutSeconds"] = HOOK_TIMEOUT
+    if history.targets:
+        plan["targetHealth"] = {"minHealthyTargets": 1, "timeoutSeconds": TARGET_HEALTH_TIMEOUT, "intervalSeconds": 1}
+    if history.metric:
+        plan["analysis"]["metrics"] = [{
+            "name": "canary latency", "namespace": "History", "metricName": "Latency",
+            "dimensions": {"Cluster": "green"}, "stat": "Maximum", "periodSeconds": 1, "lookbackSeconds": 60,
+            "reduce": "latest", "max": METRIC_LIMIT}]
+    if history.retire:
+        plan["retire"] = {"detachStableTargetGroups": True}
     return plan
+
+
+def put_latency(sandbox, value):
+    """The canary's latency datapoint, now (a high-resolution metric: the threshold reads the
+    latest one)."""
+    sandbox.client("cloudwatch").put_metric_data(Namespace="History", MetricData=[{
+        "MetricName": "Latency", "Dimensions": [{"Name": "Cluster", "Value": "green"}], "Value": value,
+        "Timestamp": datetime.now(timezone.utc), "StorageResolution": 1}])
+
+
+def register_target(sandbox):
+    """The new cluster's pod in its target group (moto reports a registered target healthy)."""
+    sandbox.client("elbv2").register_targets(TargetGroupArn=sandbox.world.green_tg,
+                                             Targets=[{"Id": "10.0.1.5", "Port": 8080}])
+
+
+def short_timeout_template(directory):
+    """template.yaml with shift-weights' Timeout cut to SHORT_TIMEOUT (its own `Timeout: 300`, the
+    first after its CodeUri), beside a copy of the state machines it names."""
+    text = (REPO / "template.yaml").read_text()
+    shift_weights = "      CodeUri: functions/shift-weights\n"
+    head, tail = text.split(shift_weights, 1)
+    short = Path(directory) / "template.yaml"
+    short.write_text(head + shift_weights + tail.replace("      Timeout: 300\n", f"      Timeout: {SHORT_TIMEOUT}\n", 1))
+    shutil.copytree(REPO / "statemachine", Path(directory) / "statemachine")
+    return short
+
+
+def is_traffic_write(method, path, body):
+    return b"Action=ModifyListener" in body or (method == "POST" and path.endswith("/rrset"))
+
+
+def held_past_timeout():
+    """A fault's predicate that holds the next traffic write past shift-weights' short Timeout,
+    then lets it through (it never answers itself: the request is forwarded)."""
+    left = [1]
+    lock = threading.Lock()
+
+    def predicate(method, path, body):
+        if is_traffic_write(method, path, body):
+            with lock:
+                hold, left[0] = left[0] > 0, 0
+            if hold:
+                time.sleep(SHORT_TIMEOUT + 2)
+        return False
+    return predicate
 
 
 def the_profile(history):
@@ -411,8 +507,21 @@ DENY_POLICY = "history-denies-traffic-writes"
 
 
 def run(history, out=print):
-    """Runs one history on a fresh sandbox; the Run."""
-    with Sandbox(log=out, profiles=the_profile(history)) as sandbox, contextlib.ExitStack() as controllers:
+    """Runs one history on a fresh sandbox; the Run (a fleet's: the FleetRun)."""
+    if history.fleet:
+        with Sandbox(log=out) as sandbox:
+            return fleet_histories.run(history.seed, history.fleet, sandbox, out)
+    with contextlib.ExitStack() as controllers:
+        template = REPO / "template.yaml"
+        if history.short_timeout:
+            template = short_timeout_template(controllers.enter_context(tempfile.TemporaryDirectory()))
+        sandbox = controllers.enter_context(Sandbox(log=out, profiles=the_profile(history), template=template))
+        return run_on(history, sandbox, controllers, out)
+
+
+def run_on(history, sandbox, controllers, out):
+    """The history on a sandbox up."""
+    if True:
         if history.kind == GITOPS:
             plan, blue_dns, green_dns = gitops.gitops_world(sandbox)
             controllers.enter_context(blue_dns)
@@ -430,6 +539,8 @@ def run(history, out=print):
         plan = shaped(history, plan)
         if history.provider:
             datadog.set_errors(sandbox, "green", DATADOG_FINE)
+        if history.metric:
+            put_latency(sandbox, METRIC_FINE)
 
         def weights():
             if history.kind == GITOPS:
@@ -443,6 +554,9 @@ def run(history, out=print):
             return done
 
         record = Run()
+        if history.targets == "ready":
+            register_target(sandbox)
+            record.targets_at = 0
         iam = sandbox.client("iam")
         shift_weights_role = sandbox.client("lambda").get_function_configuration(
             FunctionName=sandbox.function("shift-weights"))["Role"].rsplit("/", 1)[-1]
@@ -489,6 +603,20 @@ def run(history, out=print):
                 # Every try of the next delivery (Lambda's two retries included) fails.
                 record.lost_deliveries = [is_safety_net_try(sandbox, arn), 3, function_error()]
                 sandbox.front.faults.append(record.lost_deliveries)
+            elif action in METRIC_HAPPENINGS:
+                put_latency(sandbox, METRIC_BREACH if action == "metric-breach" else METRIC_FINE)
+                record.conditions.append((index, "metric", "breach" if action == "metric-breach" else "fine", time.time()))
+            elif action == "targets-registered":
+                def register_later():
+                    time.sleep(value[0])
+                    before = history_length()
+                    register_target(sandbox)
+                    record.targets_at = before
+                threading.Thread(target=register_later, daemon=True).start()
+            elif action == "write-past-timeout":
+                # The next traffic write is held past the function's Timeout, then goes on: it
+                # lands after Lambda ended the function that sent it.
+                sandbox.front.faults.append([held_past_timeout(), 1, None])
             elif action == "iam-refusal" and record.denied_at is None:
                 iam.put_role_policy(RoleName=shift_weights_role, PolicyName=DENY_POLICY, PolicyDocument=json.dumps(DENY_WRITES))
                 record.denied_at = index
@@ -578,6 +706,11 @@ def run(history, out=print):
         # What a settled world holds: the safety net has answered, the look after it is done.
         report.weights = weights()
         record.report = report
+        if history.kind in WITH_LISTENER:
+            listener = sandbox.client("elbv2").describe_listeners(ListenerArns=[sandbox.world.listener])["Listeners"][0]
+            record.stable_attached = sandbox.world.blue_tg in {
+                tg["TargetGroupArn"] for action in listener["DefaultActions"]
+                for tg in action.get("ForwardConfig", {}).get("TargetGroups", [])}
         if record.denied_at is not None and record.denied_until is None:
             # The person paged gives the functions their grant back, then restores.
             give_the_grant_back()
@@ -649,6 +782,8 @@ def exited_output(event, name):
 
 def violations(history, record):
     """The promises the run broke, each said in a line."""
+    if history.fleet:
+        return fleet_histories.violations(history.fleet, record, STATE_BUDGET, SECRETS)
     report, found = record.report, []
     final = report.weights
     events = record.history_events
@@ -687,8 +822,20 @@ def violations(history, record):
             found.append(f"no alarm pages on a message in the safety net's dead-letter queue: {alarm}")
     if report.status == "SUCCEEDED" and not ran_after and not any(fits(final, a) for a in allowed[1:]):
         found.append(f"promoted, but traffic is at {final}")
-    if report.status != "SUCCEEDED" and final == record.promoted and not ran_after:
+    # A retirement that failed after the promotion leaves it promoted (RetireFailed).
+    retire_failed = "RetireFailed" in report.states
+    if report.status != "SUCCEEDED" and final == record.promoted and not ran_after and not retire_failed:
         found.append(f"ended {report.status} ({report.error}) with every target promoted")
+    if record.stable_attached is False and report.status != "SUCCEEDED" and not retire_failed:
+        found.append(f"the stable target group was detached, though the rollout ended {report.status}")
+    if history.retire and report.status == "SUCCEEDED" and record.stable_attached and not ran_after:
+        found.append("promoted with `retire`, and the stable target group is still attached")
+    if history.targets:
+        sets = [i for i, e in enumerate(events) if entered(e, "SetWeights")]
+        if sets and (record.targets_at is None or record.targets_at > sets[0]):
+            found.append("weights were set before the canary target group had a healthy target")
+        if report.error == "TargetsNotHealthy" and (sets or final != record.baseline):
+            found.append(f"the target health gate failed, and traffic moved ({final})")
     if ended_foreign:
         ends = [d.get("end") for t, d in report.events if t == "Rollout Failed"]
         if not any(end in FOREIGN_ENDS for end in ends):
@@ -761,13 +908,13 @@ def rollback_bound(history, record):
 
 
 def failing(state):
-    return state["alarm"] == "ALARM" or state["datadog"] == "breach"
+    return state["alarm"] == "ALARM" or state["datadog"] == "breach" or state.get("metric") == "breach"
 
 
 def failing_since(record):
     """When the checks' signals (the alarm, Datadog's count) last began to fail and went on failing
     to the end of the run: epoch seconds, or None."""
-    state, since = {"alarm": "OK", "datadog": "fine"}, None
+    state, since = {"alarm": "OK", "datadog": "fine", "metric": "fine"}, None
     for _, what, value, when in record.conditions:
         if what in state:
             before = failing(state)
@@ -802,7 +949,7 @@ def unjudged_to_baseline(record):
 
 def condition_at(record, index):
     """What the checks' world was at the execution's history event `index`."""
-    state = {"alarm": "OK", "datadog": "fine", "outage": None}
+    state = {"alarm": "OK", "datadog": "fine", "metric": "fine", "outage": None}
     for at, what, value, _ in record.conditions:
         if at <= index:
             state[what] = value
@@ -912,6 +1059,13 @@ def judged(seed, verbose=False):
     lines = []
     record = run(history, out=(print if verbose else lines.append))
     broken = violations(history, record)
+    if history.fleet:
+        end = f"{record.end['status']} {record.end.get('error') or ''}".strip()
+        line = (f"{history} -> fleet {end}, cells {record.weights}; happened: {', '.join(record.done) or 'nothing'} "
+                f"({time.monotonic() - started:.0f} s)")
+        return line, broken, {"happened": [d.split("[")[0] for d in record.done], "end": f"fleet {end}",
+                              "kind": "fleet", "features": [], "approval": None, "restore_after": False,
+                              "alarm_to_baseline": None}
     report = record.report
     line = (f"{history} -> {report.status} {report.error or ''} {report.weights}; happened: "
             f"{', '.join(str(h) for h, _ in record.done) or 'nothing'} ({time.monotonic() - started:.0f} s)")
