@@ -2,31 +2,53 @@
 checked after each run, on a sandbox (the stack `sam deploy` creates, IAM enforced).
 
 A history is generated from its seed alone (`generate(seed)`): the plan (its kind of targets:
-an ALB listener, a listener and a Route 53 record, or a record through Argo CD (GitOps) with
-each cluster's ExternalDNS; one to three steps; sometimes an approval before a step, answered
-`approve` or `reject` or never), one to four happenings, each tied to a point of the execution
-(the n-th exit of a state: `PrepareTraffic`, `SetWeights`, `Evaluate`, `Restore`,
+an ALB listener, a listener and a Route 53 record, a record alone, or a record through Argo CD
+(GitOps) with each cluster's ExternalDNS; one to three steps; sometimes an approval before a
+step, answered `approve` or `reject` or never), one to four happenings, each tied to a point of
+the execution (the n-th exit of a state: `PrepareTraffic`, `SetWeights`, `Evaluate`, `Restore`,
 `RestoreUnchanged`), not to a wall clock, so a seed replays the same story, and sometimes an
-operator's `cluster-canary restore` after the end. The happenings:
+operator's `cluster-canary restore` after the end. What came after the first generator is drawn
+from streams of its own (`FEATURES`, `stream(seed, name)`), so adding it left every earlier draw
+of a seed as it was: a Route 53-only plan; a Datadog check beside the alarm (the sandbox's API
+double), with `failureLimit` 1 to 3 and `maxUnjudgedSeconds`; a CloudWatch metric threshold;
+hooks at each point (each invocation answering pass, fail, an error, or too late); the target
+health gate (the canary's target registered before, late, or never); `retire` (the stable
+target group detached once promoted); the rollout started by the CreateCluster event (the plan
+then the stack's profile); shift-weights deployed with a 10 s `Timeout`; and, a fifth of the
+seeds, a fleet instead (sandbox/fleet_histories.py has its story and its promises). The
+happenings:
 
-  alarm             an alarm the plan watches goes to ALARM (its event through the stack's rule)
-  alarm-clears      it goes back to OK
-  foreign-write     someone sets the listener's weights by hand (direct targets)
-  foreign-apply     someone takes the stable's weight annotation by server-side apply under
-                    their own field manager (GitOps)
-  abort             the operator stops the execution (StopExecution)
-  late-safety-net   the safety net's delivery is held until the history ends (a late delivery)
-  throttle          ELBv2 throttles the next two ModifyListener calls (direct targets)
-  kube-fault        the Kubernetes API answers the next Secret writes 429 or 500 (GitOps)
-  metrics-throttle  CloudWatch throttles its next calls (the alarm checks, the watch)
-  lambda-throttle   Lambda answers the next invocation 429 (TooManyRequestsException)
-  lambda-5xx        Lambda answers the next invocation 500 without running it (lost)
-  reply-lost        the next invocation runs, and its answer is lost (500): delivered twice
-  second-rollout    a second rollout of the same targets is started
-  other-rollout     a rollout of another target (a listener of its own, a cluster of its own)
-                    is started; drawn from a stream of its own (`OTHER_ROLLOUT_SHARE` of the
-                    histories), so the other happenings of a seed stay what they were
-  operator-restore  the operator runs `cluster-canary restore --yes` (refused while it runs)
+  alarm              an alarm the plan watches goes to ALARM (its event through the stack's rule)
+  alarm-clears       it goes back to OK
+  foreign-write      someone sets the listener's weights by hand
+  foreign-apply      someone takes the stable's weight annotation by server-side apply under
+                     their own field manager (GitOps)
+  record-write       someone sets the weighted record's weights by hand
+  abort              the operator stops the execution (StopExecution)
+  late-safety-net    the safety net's delivery is held until the history ends (a late delivery)
+  safety-net-lost    every try of the safety net's delivery fails (Lambda's retries spent): its
+                     record goes to the dead-letter queue; the person it pages restores by hand
+  throttle           ELBv2 throttles the next two ModifyListener calls
+  route53-throttle   Route 53 throttles the next two ChangeResourceRecordSets calls
+  route53-pending    GetChange answers PENDING once or twice (the change not yet INSYNC)
+  kube-fault         the Kubernetes API answers the next Secret writes 429 or 500 (GitOps)
+  metrics-throttle   CloudWatch throttles its next calls (the alarm checks, the watch)
+  provider-breach    Datadog's count goes over the check's limit (`provider-recovers`: back)
+  provider-nodata    Datadog has no value for the query
+  provider-down      Datadog answers 503 (`provider-slow`: answers past the request timeout;
+                     `provider-up`: answers again)
+  metric-breach      the metric threshold's latest datapoint goes over it (`metric-fine`: back)
+  targets-registered the canary's target is registered some seconds later (a late gate)
+  write-past-timeout the next traffic write is held past shift-weights' Timeout, then lands
+  iam-refusal        shift-weights' role is denied its traffic writes (`iam-restored`: given
+                     back; else the person its Rollback Failing event pages gives it back)
+  lambda-throttle    Lambda answers the next invocation 429 (TooManyRequestsException)
+  lambda-5xx         Lambda answers the next invocation 500 without running it (lost)
+  reply-lost         the next invocation runs, and its answer is lost (500): delivered twice
+  second-rollout     a second rollout of the same targets is started
+  other-rollout      a rollout of another target (a listener of its own, a cluster of its own)
+                     is started
+  operator-restore   the operator runs `cluster-canary restore --yes` (refused while it runs)
 
 After the run (and the safety net's answer, when the rule matched the end), `violations(...)`
 checks what moto, the Kubernetes test server and the event queue hold:
@@ -34,11 +56,23 @@ checks what moto, the Kubernetes test server and the event queue hold:
   - every target ends at the baseline, or promoted, or (only when the rollout stopped for a
     foreign change, or the write came after its last look) exactly as the foreign writer left
     it; a stop for a foreign change sends Rollout Failed and emits `ForeignChanges` (a page);
-  - a rollout that promoted has every target promoted; one that did not has none;
-  - no execution promotes after an alarm it watches went to ALARM (and stayed there) before one
-    of its checks began, nor without a passing check at every step, nor past an approval that
-    was rejected or never given;
-  - a rollback for an alarm reaches the baseline within ROLLBACK_BOUND_SECONDS of the alarm;
+    traffic left elsewhere (a safety net that failed every try, writes refused by IAM) has
+    paged a person (the dead-letter queue, `RestoreFailures`, `Rollback Failing`);
+  - a rollout that promoted has every target promoted; one that did not has none (a failed
+    retirement after the promotion excepted); the stable target group is detached only by a
+    promoted rollout that retires, and always by one;
+  - a promoted rollout had, at every step, a check that passed (as it says) and one the world let
+    pass (the alarm OK, Datadog under its limit with data and reachable, the metric under its
+    threshold, read from when each check began to when it ended), and never `failureLimit`
+    checks in a row that the world made fail; it went past no approval rejected or never given,
+    and past no hook that did not pass (each hook ran where it should, and an `afterEachStep`
+    hook saw its step's weights); a failing `beforeTraffic` hook or target health gate moves
+    nothing, and no weight is set before the canary's target is there;
+  - a rollback for failing signals reaches the baseline within ROLLBACK_BOUND_SECONDS of their
+    failing (one check interval more per further failure `failureLimit` asks), one for an
+    unreachable provider within UNJUDGED_BOUND_SECONDS of the outage;
+  - a safety net whose every try failed is in the dead-letter queue, and SafetyNetFailedAlarm
+    watches that queue (moto does not evaluate alarms: the alarm's definition is checked);
   - a second rollout of the same targets started while the first runs is refused at Prepare
     and moves nothing; a rollout of another target is not refused, and its own traffic ends
     promoted when it succeeded and at its own baseline otherwise, whatever the first did (no
@@ -51,12 +85,11 @@ checks what moto, the Kubernetes test server and the event queue hold:
 `python -m sandbox.histories --seeds N [--first S] [--jobs J]` runs N histories, one sandbox
 each (J at a time), and sums up what happened; tests/e2e/test_histories.py runs a fixed few in
 CI; a defect a seed found becomes a named test of its own.
-Not generated: fleets, hooks, Prometheus/Datadog providers, metric thresholds or the ALB
-judge, `failureLimit` above 1, the target health gate, retiring the old cluster, a rollout
-started by the CreateCluster event, a function past its timeout, an execution timing out (its
-timeout is the longest run the plan's caps allow), a Route 53-only plan or a foreign write on a
-record, Route 53 throttles or a change that stays PENDING, a lost or disabled SafetyNet
-delivery (only a late one), IAM refusals (issue 44).
+Not generated: Prometheus (the provider drawn is Datadog's double; tests/e2e's
+test_metrics_providers.py covers a real Prometheus's outage), the ALB judge, an execution timing
+out (its timeout is the longest run the plan's caps allow; moto's engine does not enforce it), a
+disabled SafetyNet rule (nothing would deliver, and nothing pages: see docs/testing.md), NaN
+from a provider, IAM refusals of calls other than the traffic writes.
 """
 import argparse
 import contextlib

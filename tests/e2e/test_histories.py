@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 import pytest
 
 from helpers import captured
-from sandbox import histories
+from sandbox import fleet_histories, histories
 from sandbox.scenarios import Report
 
 # Each seed's story, pinned: a change to the generator changes what a seed replays, and the
@@ -27,24 +27,26 @@ CI_HISTORIES = {
          'late-safety-net after Evaluate #1; foreign-write[43, 57] after SetWeights #2; provider-slow '
          'after Restore #1; provider-recovers after Evaluate #1; provider-down after SetWeights #2; the '
          'operator restores after the end',
-    205: 'seed 205: Route 53, steps [17, 100]; lambda-throttle after Evaluate #1; lambda-5xx after '
-         'SetWeights #2; alarm-clears after Evaluate #1; operator-restore after Evaluate #1; the operator '
-         'restores after the end',
+    205: 'seed 205: Route 53, steps [17, 100], a metric threshold; lambda-throttle after Evaluate #1; '
+         'lambda-5xx after SetWeights #2; alarm-clears after Evaluate #1; operator-restore after Evaluate '
+         '#1; metric-fine after Evaluate #1; the operator restores after the end',
     220: 'seed 220: Route 53 via Argo CD, steps [100]; late-safety-net after RestoreUnchanged #1; '
          'metrics-throttle[4] after Evaluate #2; abort after RestoreUnchanged #1; kube-fault[2, 429] '
          'after SetWeights #1',
-    261: 'seed 261: ALB + Route 53, steps [100], approval before 100 %: approve; second-rollout after '
-         'Evaluate #1; metrics-throttle[4] after Evaluate #2; other-rollout after RestoreUnchanged #1; '
-         'route53-pending[1] after SetWeights #1; record-write[8] after Restore #1; the operator restores '
-         'after the end',
+    261: 'seed 261: ALB + Route 53, steps [100], approval before 100 %: approve, a metric threshold, '
+         'retires the stable target group; second-rollout after Evaluate #1; metrics-throttle[4] after '
+         'Evaluate #2; other-rollout after RestoreUnchanged #1; route53-pending[1] after SetWeights #1; '
+         'record-write[8] after Restore #1; metric-fine after Evaluate #1; metric-fine after SetWeights '
+         '#1; the operator restores after the end',
     280: 'seed 280: ALB + Route 53, steps [88, 100]; second-rollout after Evaluate #2; other-rollout '
          'after SetWeights #1; safety-net-lost after SetWeights #1; iam-refusal after Evaluate #4; the '
          'operator restores after the end',
     1017: "seed 1017: ALB + Route 53, steps [29, 59, 100], a Datadog check, hooks {'afterPromotion': "
-          "['pass'], 'afterEachStep': ['pass', 'pass', 'fail']}; late-safety-net after SetWeights #1; "
-          'late-safety-net after Evaluate #1; alarm after Restore #1; route53-throttle after Evaluate #1; '
-          'route53-pending[1] after RestoreUnchanged #1; provider-up after Evaluate #5; provider-up after '
-          'PrepareTraffic #1',
+          "['pass'], 'afterEachStep': ['pass', 'pass', 'fail']}, target health gate (targets never), a "
+          'metric threshold; late-safety-net after SetWeights #1; late-safety-net after Evaluate #1; alarm '
+          'after Restore #1; route53-throttle after Evaluate #1; route53-pending[1] after RestoreUnchanged '
+          '#1; provider-up after Evaluate #5; provider-up after PrepareTraffic #1; metric-fine after '
+          'RestoreUnchanged #1',
     2061: 'seed 2061: ALB + Route 53, steps [41, 65, 100], approval before 100 %: approve, failureLimit 2, '
           "a Datadog check, hooks {'afterPromotion': ['pass'], 'beforeTraffic': ['pass']}; "
           'operator-restore after SetWeights #1; lambda-throttle after SetWeights #3; alarm-clears after '
@@ -52,6 +54,20 @@ CI_HISTORIES = {
           'after Evaluate #4; provider-recovers after Evaluate #6; provider-nodata after Evaluate #5; '
           'provider-breach after SetWeights #1; iam-refusal after Evaluate #5; iam-restored after '
           'PrepareTraffic #1; the operator restores after the end',
+    3621: "seed 3621: a fleet, 2 cells, waves [1, '100%'], budget 1, finishRunning, "
+          'rollbackPromotedOnHalt; fleet-abort after c2:SetWeights #1; lambda-5xx after c2:SetWeights #2; '
+          'cell-alarm-clears[c1] after c1:Evaluate #3; soak-alarm after c1:SetWeights #1',
+    10405: 'seed 10405: ALB, steps [41, 100], failureLimit 2, a Datadog check, target health gate (targets '
+           "late), a metric threshold, retires the stable target group, shift-weights' Timeout 10 s; "
+           'throttle after Evaluate #3; operator-restore after RestoreUnchanged #1; lambda-5xx after '
+           'PrepareTraffic #1; provider-up after Evaluate #2; provider-nodata after Restore #1; '
+           'safety-net-lost after PrepareTraffic #1; targets-registered[4] after PrepareTraffic #1; '
+           'metric-breach after SetWeights #2; metric-fine after PrepareTraffic #1; write-past-timeout '
+           'after RestoreUnchanged #1; the operator restores after the end',
+    35690: "seed 35690: a fleet, 2 cells, waves [1, '100%'], budget 1, abortRunning, "
+           'rollbackPromotedOnHalt, a soak, approval before wave 2: approve; reply-lost after c1:SetWeights '
+           '#2; cell-foreign-write[c2] after c2:Evaluate #3; cell-alarm[c1] after c1:SetWeights #2; '
+           'cell-event[c2] after c1:Evaluate #1',
 }
 
 ARN = "arn:aws:states:us-east-1:123456789012:execution:cluster-canary-rollout:history-1"
@@ -251,14 +267,22 @@ def test_a_seed_replays_the_same_story():
         assert str(histories.generate(seed)) == story
 
 
-def test_the_pinned_histories_make_every_kind_of_happening():
+def test_the_pinned_histories_draw_every_kind_of_happening():
     drawn = [histories.generate(seed) for seed in CI_HISTORIES]
-    made = {h.action for history in drawn for h in history.happenings}
-    assert set(histories.HAPPENINGS) | set(histories.ROUTE53_HAPPENINGS) | set(histories.PROVIDER_HAPPENINGS) | {
-        "other-rollout", "safety-net-lost", "iam-refusal", "iam-restored"} <= made
-    assert {history.kind for history in drawn} == {*histories.KINDS, histories.ROUTE53}
-    assert {point for history in drawn for point in history.hooks or {}} == set(histories.HOOK_POINTS)
-    assert any(history.by_event for history in drawn) and any(history.failure_limit > 1 for history in drawn)
+    rollouts = [history for history in drawn if not history.fleet]
+    made = {h.action for history in rollouts for h in history.happenings}
+    assert set(histories.HAPPENINGS) | set(histories.ROUTE53_HAPPENINGS) | set(histories.PROVIDER_HAPPENINGS) | set(
+        histories.METRIC_HAPPENINGS) | {"other-rollout", "safety-net-lost", "iam-refusal", "iam-restored",
+                                        "targets-registered", "write-past-timeout"} <= made
+    assert {history.kind for history in rollouts} == {*histories.KINDS, histories.ROUTE53}
+    assert {point for history in rollouts for point in history.hooks or {}} == set(histories.HOOK_POINTS)
+    for feature in ("by_event", "provider", "metric", "retire", "short_timeout", "targets"):
+        assert any(getattr(history, feature) for history in rollouts), feature
+    assert any(history.failure_limit > 1 for history in rollouts)
+    fleets = [history.fleet for history in drawn if history.fleet]
+    assert {h[0] for fleet in fleets for h in fleet.happenings} == set(fleet_histories.FLEET_ACTIONS)
+    assert {fleet.on_halt for fleet in fleets} == {"finishRunning", "abortRunning"}
+    assert any(fleet.soak for fleet in fleets) and any(fleet.approval for fleet in fleets)
 
 
 @pytest.mark.parametrize("seed", sorted(CI_HISTORIES))
@@ -268,3 +292,59 @@ def test_a_seeded_history_keeps_every_promise(seed):
     record = histories.run(history, out=captured)
     captured("happened: " + (", ".join(str(h) for h, _ in record.done) or "nothing"))
     assert histories.violations(history, record) == []
+
+
+def test_the_checker_flags_a_gate_passed_too_early_and_a_retirement_without_a_promotion():
+    history, record = made_up("SUCCEEDED", PROMOTED, history=[entered("SetWeights")] + passing_step(), targets_at=5,
+                              stable_attached=False)
+    history.targets, history.retire = "late", True
+    assert histories.violations(history, record) == [
+        "weights were set before the canary target group had a healthy target"]
+    history, record = made_up("FAILED", BASELINE, error="CheckFailed", history=passing_step(), targets_at=0,
+                              stable_attached=False)
+    history.targets = "ready"
+    assert histories.violations(history, record) == [
+        "the stable target group was detached, though the rollout ended FAILED"]
+    history, record = made_up("SUCCEEDED", PROMOTED, history=passing_step(), targets_at=0, stable_attached=True)
+    history.retire = True
+    assert histories.violations(history, record) == [
+        "promoted with `retire`, and the stable target group is still attached"]
+
+
+def made_up_fleet(children, weights, **run):
+    story = fleet_histories.FleetStory(cells=len(weights), waves=[{"size": 1}, {"size": "100%"}], budget=0,
+                                       on_halt="finishRunning", rollback_promoted=False, soak=False)
+    end = run.pop("end", {"status": "FAILED", "error": "FleetHalted"})
+    record = fleet_histories.FleetRun(end=end, children={c: {"status": s, "executionArn": c} for c, s in children.items()},
+                                      weights=weights, rollouts=[f"{c}-0123456789" for c in children], **run)
+    return story, record
+
+
+def test_the_checker_flags_a_fleet_that_leaves_a_cell_half_moved_or_spends_past_its_budget():
+    check = lambda story, record: fleet_histories.violations(story, record, histories.STATE_BUDGET, ())  # noqa: E731
+    promoted, baseline = fleet_histories.PROMOTED, fleet_histories.BASELINE
+    story, half = made_up_fleet({"c1": "FAILED"}, {"c1": (50, 50), "c2": baseline})
+    assert check(story, half) == ["cell c1 (FAILED) ended at (50, 50), not in [(100, 0)]"]
+    # Wave 1's failure spent a budget of 0: wave 2's cell must not start, nor the fleet complete.
+    story, spent = made_up_fleet({"c1": "FAILED", "c2": "SUCCEEDED"}, {"c1": baseline, "c2": promoted},
+                                 end={"status": "SUCCEEDED"})
+    assert check(story, spent) == [
+        "the fleet completed with 1 failed cell(s) ['c1'], over its budget of 0",
+        "cells ['c2'] started after wave 1 spent the budget"]
+    # A promoted cell put back though the plan keeps it; a failure counted twice.
+    story, undone = made_up_fleet({"c1": "SUCCEEDED", "c2": "FAILED"}, {"c1": baseline, "c2": baseline},
+                                  events=[("Cell Failed", {"cell": "c2"}), ("Cell Failed", {"cell": "c2"})])
+    assert check(story, undone)[:2] == [
+        "cell c1 (SUCCEEDED) ended at (100, 0), not in [(0, 100)]",
+        "cell c1 was promoted and is back at its baseline, though the plan keeps it"]
+    assert "cells counted twice as failed: ['c2']" in check(story, undone)
+    story.rollback_promoted = True
+    # (The made-up events are not whole: their schema is a promise of its own.)
+    assert [v for v in check(story, undone) if "breaks its schema" not in v] == ["cells counted twice as failed: ['c2']"]
+    # A cell's CreateCluster event that started a rollout of its own.
+    story, started = made_up_fleet({"c1": "SUCCEEDED"}, {"c1": promoted, "c2": baseline}, end={"status": "SUCCEEDED"},
+                                   intake_answers=[("c2", None, {"action": "started"})])
+    started.rollouts.append("green-c91ef3c73c29")
+    assert check(story, started) == [
+        "the CreateCluster event of cell c2's cluster was not left to the fleet: None {'action': 'started'}",
+        "rollouts other than the fleet's cells ran: ['green-c91ef3c73c29']"]
