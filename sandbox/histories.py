@@ -9,8 +9,9 @@ the execution (the n-th exit of a state: `PrepareTraffic`, `SetWeights`, `Evalua
 `RestoreUnchanged`), not to a wall clock, so a seed replays the same story, and sometimes an
 operator's `cluster-canary restore` after the end. What came after the first generator is drawn
 from streams of its own (`FEATURES`, `stream(seed, name)`), so adding it left every earlier draw
-of a seed as it was: a Route 53-only plan; a Datadog check beside the alarm (the sandbox's API
-double), with `failureLimit` 1 to 3 and `maxUnjudgedSeconds`; a CloudWatch metric threshold;
+of a seed as it was: a Route 53-only plan; a provider's check beside the alarm (Datadog's, the
+sandbox's API double, or a real Prometheus's behind a proxy that plays its outages), with
+`failureLimit` 1 to 3 and `maxUnjudgedSeconds`; a CloudWatch metric threshold;
 hooks at each point (each invocation answering pass, fail, an error, or too late); the target
 health gate (the canary's target registered before, late, or never); `retire` (the stable
 target group detached once promoted); the rollout started by the CreateCluster event (the plan
@@ -33,10 +34,10 @@ happenings:
   route53-pending    GetChange answers PENDING once or twice (the change not yet INSYNC)
   kube-fault         the Kubernetes API answers the next Secret writes 429 or 500 (GitOps)
   metrics-throttle   CloudWatch throttles its next calls (the alarm checks, the watch)
-  provider-breach    Datadog's count goes over the check's limit (`provider-recovers`: back)
-  provider-nodata    Datadog has no value for the query
-  provider-down      Datadog answers 503 (`provider-slow`: answers past the request timeout;
-                     `provider-up`: answers again)
+  provider-breach    the provider's value goes over the check's limit (`provider-recovers`: back)
+  provider-nodata    the provider has no value for the query (Prometheus: the series went stale)
+  provider-down      the provider answers 503 (`provider-slow`: answers past the request
+                     timeout; `provider-up`: answers again)
   metric-breach      the metric threshold's latest datapoint goes over it (`metric-fine`: back)
   targets-registered the canary's target is registered some seconds later (a late gate)
   write-past-timeout the next traffic write is held past shift-weights' Timeout, then lands
@@ -62,7 +63,7 @@ checks what moto, the Kubernetes test server and the event queue hold:
     retirement after the promotion excepted); the stable target group is detached only by a
     promoted rollout that retires, and always by one;
   - a promoted rollout had, at every step, a check that passed (as it says) and one the world let
-    pass (the alarm OK, Datadog under its limit with data and reachable, the metric under its
+    pass (the alarm OK, the provider under its limit with data and reachable, the metric under its
     threshold, read from when each check began to when it ended), and never `failureLimit`
     checks in a row that the world made fail; it went past no approval rejected or never given,
     and past no hook that did not pass (each hook ran where it should, and an `afterEachStep`
@@ -85,8 +86,7 @@ checks what moto, the Kubernetes test server and the event queue hold:
 `python -m sandbox.histories --seeds N [--first S] [--jobs J]` runs N histories, one sandbox
 each (J at a time), and sums up what happened; tests/e2e/test_histories.py runs a fixed few in
 CI; a defect a seed found becomes a named test of its own.
-Not generated: Prometheus (the provider drawn is Datadog's double; tests/e2e's
-test_metrics_providers.py covers a real Prometheus's outage), the ALB judge, an execution timing
+Not generated: Amazon Managed Prometheus (SigV4), the ALB judge, an execution timing
 out (its timeout is the longest run the plan's caps allow; moto's engine does not enforce it), a
 disabled SafetyNet rule (nothing would deliver, and nothing pages: see docs/testing.md), NaN
 from a provider, IAM refusals of calls other than the traffic writes.
@@ -108,7 +108,7 @@ from pathlib import Path
 
 import jsonschema
 
-from . import datadog, fleet_histories, fleets, gitops, scenarios
+from . import datadog, fleet_histories, fleets, gitops, prometheus, scenarios
 from .front_door import (INVOKE, cloudwatch_throttled, lambda_service_exception, lambda_throttled, query_throttled,
                          route53_pending, route53_throttled)
 from .harness import CONTRACT, DATADOG_KEYS, FUNCTIONS_TOKEN, REPO, Sandbox
@@ -134,7 +134,8 @@ HAPPENINGS = {
 FEATURES = {
     "route53-only": 0.2,  # the plan is a Route 53 record alone
     "route53": 0.5,  # of the plans with a record written directly
-    "provider": 0.35,  # a Datadog check beside the alarm
+    "provider": 0.35,  # a provider's check beside the alarm
+    "provider-kind": 0.5,  # of those: a real Prometheus's (behind a proxy that plays its outages), else Datadog's
     "hooks": 0.25,
     "deliveries": 0.15,
     "intake": 0.2,  # of the direct plans: started by the CreateCluster event, the plan a profile
@@ -160,7 +161,9 @@ HOOK_TIMEOUT = 3
 # Datadog's error count for the canary: fine, and over the check's limit.
 DATADOG_FINE, DATADOG_LIMIT, DATADOG_BREACH = 2, 25, 40
 MAX_UNJUDGED = 10
-DATADOG_TIMEOUT = 20  # the function's request timeout (docs/signals/datadog.md)
+PROVIDER_TIMEOUT = 20  # the function's request timeout (docs/signals/datadog.md, prometheus.md)
+# Prometheus's error ratio for the canary: fine, the check's limit, over it.
+RATIO_FINE, RATIO_LIMIT, RATIO_BREACH = 0.001, 0.05, 0.2
 # The function's own sends of the Route 53 change and its GetChange polls (every 5 s).
 ROUTE53_POLL = 5
 ANSWERS = ("approve", "reject", "never")
@@ -186,7 +189,7 @@ APPROVAL_TIMEOUT = 4
 ROLLBACK_BOUND_SECONDS = CHECK_INTERVAL + 90
 # An unreachable provider: the step goes `maxUnjudgedSeconds` without a verdict, one more check
 # and its request timeout, then the same restore (docs/functions.md).
-UNJUDGED_BOUND_SECONDS = MAX_UNJUDGED + CHECK_INTERVAL + DATADOG_TIMEOUT + 90
+UNJUDGED_BOUND_SECONDS = MAX_UNJUDGED + CHECK_INTERVAL + PROVIDER_TIMEOUT + 90
 INVOCATION = ("POST", "/invocations")
 
 
@@ -222,7 +225,7 @@ class History:
     happenings: list = field(default_factory=list)
     restore_after: bool = False  # the operator runs `cluster-canary restore` once it ended
     failure_limit: int = 1
-    provider: bool = False  # a Datadog check beside the alarm
+    provider: str = None  # a provider's check beside the alarm: `datadog` or `prometheus`
     hooks: dict = None  # point -> the hook's answer at each of its invocations (pass, fail, raise, slow)
     by_event: bool = False  # started by the CreateCluster event (the plan a profile of the stack)
     fleet: object = None  # a fleet_histories.FleetStory: the history is that fleet's instead
@@ -238,7 +241,7 @@ class History:
         after = "; the operator restores after the end" if self.restore_after else ""
         extra = "".join([
             f", failureLimit {self.failure_limit}" if self.failure_limit != 1 else "",
-            ", a Datadog check" if self.provider else "",
+            f", a {self.provider.capitalize()} check" if self.provider else "",
             f", hooks {self.hooks}" if self.hooks else "",
             ", started by the CreateCluster event" if self.by_event else "",
             f", target health gate (targets {self.targets})" if self.targets else "",
@@ -311,7 +314,7 @@ def draw_later_features(history, points):
     if r := drawn("route53", history.kind in WITH_RECORD):
         some(r, ROUTE53_HAPPENINGS, 2)
     if r := drawn("provider"):
-        history.provider = True
+        history.provider = "prometheus" if drawn("provider-kind") else "datadog"
         history.failure_limit = r.choice((1, 1, 2, 3))
         some(r, PROVIDER_HAPPENINGS, 3)
     if r := drawn("hooks"):
@@ -369,7 +372,8 @@ class Run:
     history_events: list = field(default_factory=list)
     logs: str = ""
     # The world the checks read, over the execution's history: (index, what, its state), where
-    # what is `alarm` (ALARM, OK), `datadog` (fine, breach, nodata), `outage` (error, slow, None).
+    # what is `alarm` (ALARM, OK), `provider` (fine, breach, nodata), `metric` (fine, breach),
+    # `outage` (error, slow, None).
     conditions: list = field(default_factory=list)
     hook_calls: list = field(default_factory=list)  # (point, step weight, weights, answer) of the first's hooks
     lost_deliveries: list = field(default_factory=list)  # the safety net's tries that failed
@@ -382,9 +386,9 @@ class Run:
     stable_attached: bool = None  # the listener still forwards to the stable target group at the end
 
 
-def shaped(history, plan):
+def shaped(history, plan, prometheus_url=None):
     """`plan` (a manual plan or the stack's profile) with the history's targets, steps, checks,
-    approval and hooks."""
+    approval and hooks (a Prometheus check asks `prometheus_url`)."""
     if history.kind in DIRECT:
         plan["trafficTargets"] = {ALB: plan["trafficTargets"][:1], ALB_ROUTE53: plan["trafficTargets"][:2],
                                   ROUTE53: plan["trafficTargets"][1:2]}[history.kind]
@@ -392,8 +396,9 @@ def shaped(history, plan):
     plan["bake"] = {"seconds": CHECK_INTERVAL * CHECKS_PER_STEP, "checkIntervalSeconds": CHECK_INTERVAL}
     plan["analysis"] = {"alarms": {"names": [ALARM]}, "failureLimit": history.failure_limit}
     if history.provider:
-        plan["analysis"].update(datadog.analysis(DATADOG_LIMIT), failureLimit=history.failure_limit,
-                                maxUnjudgedSeconds=MAX_UNJUDGED)
+        checks = (prometheus.analysis(prometheus_url, RATIO_LIMIT) if history.provider == "prometheus"
+                  else datadog.analysis(DATADOG_LIMIT))
+        plan["analysis"].update(checks, failureLimit=history.failure_limit, maxUnjudgedSeconds=MAX_UNJUDGED)
     if history.approval:
         answer, before = history.approval
         plan["approval"] = {"beforeSteps": [before],
@@ -459,10 +464,10 @@ def held_past_timeout():
     return predicate
 
 
-def the_profile(history):
+def the_profile(history, prometheus_url):
     """The stack's profiles, when the CreateCluster event starts the history's rollout."""
     def profiles(world):
-        return {"web": shaped(history, json.loads(json.dumps(world.profiles["web"])))}
+        return {"web": shaped(history, json.loads(json.dumps(world.profiles["web"])), prometheus_url)}
     return profiles if history.by_event else None
 
 
@@ -548,11 +553,41 @@ def run(history, out=print):
         template = REPO / "template.yaml"
         if history.short_timeout:
             template = short_timeout_template(controllers.enter_context(tempfile.TemporaryDirectory()))
-        sandbox = controllers.enter_context(Sandbox(log=out, profiles=the_profile(history), template=template))
-        return run_on(history, sandbox, controllers, out)
+        provider = None
+        if history.provider == "prometheus":
+            metrics = controllers.enter_context(prometheus.Metrics({"green": RATIO_FINE}, log=out))
+            provider = Provider(history.provider, metrics, controllers.enter_context(
+                prometheus.Outage(metrics.url, seconds=PROVIDER_TIMEOUT + 5)))
+        sandbox = controllers.enter_context(Sandbox(
+            log=out, profiles=the_profile(history, provider and provider.outage.url), template=template))
+        if history.provider == "datadog":
+            provider = Provider(history.provider, sandbox)
+        return run_on(history, sandbox, controllers, provider, out)
 
 
-def run_on(history, sandbox, controllers, out):
+class Provider:
+    """The history's metrics provider: Datadog's API double, or a real Prometheus behind a proxy
+    that plays its outages."""
+
+    def __init__(self, kind, metrics, outage=None):
+        self.kind, self.metrics, self.outage = kind, metrics, outage
+
+    def set(self, value):
+        """The canary's value: `fine`, `breach`, or `nodata`."""
+        if self.kind == "prometheus":
+            self.metrics.set("green", {"fine": RATIO_FINE, "breach": RATIO_BREACH, "nodata": None}[value])
+        else:
+            datadog.set_errors(self.metrics, "green", {"fine": DATADOG_FINE, "breach": DATADOG_BREACH, "nodata": None}[value])
+
+    def out(self, answer):
+        """Its query endpoint from now on: `error`, `slow` (past the request timeout), or None."""
+        if self.kind == "prometheus":
+            self.outage.answer = answer
+        else:
+            datadog.outage(self.metrics, answer, seconds=PROVIDER_TIMEOUT + 5)
+
+
+def run_on(history, sandbox, controllers, provider, out):
     """The history on a sandbox up."""
     if True:
         if history.kind == GITOPS:
@@ -569,9 +604,9 @@ def run_on(history, sandbox, controllers, out):
             other_world = fleets.seed_cells(sandbox, [(OTHER, REGION)])
             fleet = fleets.fleet_plan(other_world)
             other_plan = {**fleet["template"], **fleet["cells"][0]["values"]}
-        plan = shaped(history, plan)
-        if history.provider:
-            datadog.set_errors(sandbox, "green", DATADOG_FINE)
+        plan = shaped(history, plan, provider and provider.outage and provider.outage.url)
+        if history.provider == "datadog":
+            provider.set("fine")
         if history.metric:
             put_latency(sandbox, METRIC_FINE)
 
@@ -616,13 +651,12 @@ def run_on(history, sandbox, controllers, out):
                 sandbox.alarm_events.set_state(ALARM, "OK", "Threshold no longer crossed")
                 record.conditions.append((index, "alarm", "OK", time.time()))
             elif action in ("provider-breach", "provider-recovers", "provider-nodata"):
-                errors, said = {"provider-breach": (DATADOG_BREACH, "breach"), "provider-recovers": (DATADOG_FINE, "fine"),
-                                "provider-nodata": (None, "nodata")}[action]
-                datadog.set_errors(sandbox, "green", errors)
-                record.conditions.append((index, "datadog", said, time.time()))
+                said = {"provider-breach": "breach", "provider-recovers": "fine", "provider-nodata": "nodata"}[action]
+                provider.set(said)
+                record.conditions.append((index, "provider", said, time.time()))
             elif action in ("provider-down", "provider-slow", "provider-up"):
                 answer = {"provider-down": "error", "provider-slow": "slow", "provider-up": None}[action]
-                datadog.outage(sandbox, answer, seconds=DATADOG_TIMEOUT + 5)
+                provider.out(answer)
                 record.conditions.append((index, "outage", answer, time.time()))
             elif action == "record-write":
                 green = value[0]
@@ -941,13 +975,13 @@ def rollback_bound(history, record):
 
 
 def failing(state):
-    return state["alarm"] == "ALARM" or state["datadog"] == "breach" or state.get("metric") == "breach"
+    return state["alarm"] == "ALARM" or state["provider"] == "breach" or state.get("metric") == "breach"
 
 
 def failing_since(record):
-    """When the checks' signals (the alarm, Datadog's count) last began to fail and went on failing
+    """When the checks' signals (the alarm, the provider's value, the metric) last began to fail and went on failing
     to the end of the run: epoch seconds, or None."""
-    state, since = {"alarm": "OK", "datadog": "fine", "metric": "fine"}, None
+    state, since = {"alarm": "OK", "provider": "fine", "metric": "fine"}, None
     for _, what, value, when in record.conditions:
         if what in state:
             before = failing(state)
@@ -982,7 +1016,7 @@ def unjudged_to_baseline(record):
 
 def condition_at(record, index):
     """What the checks' world was at the execution's history event `index`."""
-    state = {"alarm": "OK", "datadog": "fine", "metric": "fine", "outage": None}
+    state = {"alarm": "OK", "provider": "fine", "metric": "fine", "outage": None}
     for at, what, value, _ in record.conditions:
         if at <= index:
             state[what] = value
@@ -996,7 +1030,7 @@ def check_outcome(history, state):
         return None
     if failing(state):
         return "fail"
-    if history.provider and state["datadog"] == "nodata":
+    if history.provider and state["provider"] == "nodata":
         return "inconclusive"
     return "pass"
 
@@ -1103,7 +1137,7 @@ def judged(seed, verbose=False):
     line = (f"{history} -> {report.status} {report.error or ''} {report.weights}; happened: "
             f"{', '.join(str(h) for h, _ in record.done) or 'nothing'} ({time.monotonic() - started:.0f} s)")
     features = ([f"failureLimit {history.failure_limit}"] if history.failure_limit != 1 else []) + \
-        (["Datadog check"] if history.provider else []) + [f"hook {point}" for point in history.hooks or {}] + \
+        ([f"{history.provider} check"] if history.provider else []) + [f"hook {point}" for point in history.hooks or {}] + \
         (["started by the CreateCluster event"] if history.by_event else [])
     summary = {"happened": [h.action for h, _ in record.done], "end": f"{report.status} {report.error or ''}".strip(),
                "kind": history.kind, "features": features, "approval": history.approval[0] if history.approval else None,

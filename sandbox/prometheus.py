@@ -2,7 +2,8 @@
 (scripts/setup.sh installs it) scraping, every second, a small exporter whose gauges the
 scenario sets — the canary's and the stable cluster's error ratio, as an ingress controller's
 metrics would give them. Both on free loopback ports; `Metrics` is a context manager that stops
-them and removes the TSDB.
+them and removes the TSDB. `Outage`, a proxy in front of it, plays its outages (503s, answers
+past the functions' request timeout).
 """
 import json
 import shutil
@@ -10,6 +11,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -49,13 +51,17 @@ class Metrics:
                 with metrics.lock:
                     lines = [f"# TYPE {METRIC} gauge"] + [
                         f'{METRIC}{{cluster="{cluster}"}} {ratio}' for cluster, ratio in sorted(metrics.ratios.items())
+                        if ratio is not None
                     ]
                 body = ("\n".join(lines) + "\n").encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/plain; version=0.0.4")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except OSError:
+                    pass  # Prometheus stopped scraping (it is being stopped)
 
             def log_message(self, *args):
                 pass
@@ -89,8 +95,9 @@ class Metrics:
         self.log(f"prometheus: {self.url}, scraping the error ratios {self.ratios}")
 
     def set(self, cluster, ratio):
-        """The exporter's next scrape says `cluster`'s error ratio is `ratio`; returns once
-        Prometheus has it."""
+        """The exporter's next scrape says `cluster`'s error ratio is `ratio` (None: the series
+        is gone, so Prometheus marks it stale and a query finds nothing); returns once Prometheus
+        has it."""
         with self.lock:
             self.ratios[cluster] = ratio
         self.wait_for(cluster, ratio)
@@ -105,7 +112,7 @@ class Metrics:
         while time.monotonic() < deadline:
             try:
                 result = self.query(f'{METRIC}{{cluster="{cluster}"}}')
-                if result and float(result[0]["value"][1]) == float(ratio):
+                if ratio is None and not result or result and ratio is not None and float(result[0]["value"][1]) == float(ratio):
                     return
             except OSError:
                 pass  # still starting
@@ -123,6 +130,66 @@ class Metrics:
             self.exporter.shutdown()
         if self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Outage:
+    """A proxy in front of Prometheus (its `url`): `answer = "error"` answers 503, `"slow"` holds
+    each answer `seconds` (longer than the functions' request timeout: an overloaded or half-down
+    Prometheus), None forwards as it comes."""
+
+    def __init__(self, upstream, seconds=30):
+        outage = self
+        self.answer, self.seconds = None, seconds
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.forward(None)
+
+            def do_POST(self):
+                self.forward(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+
+            def forward(self, data):
+                answer = outage.answer
+                if answer == "error":
+                    return self.reply(503, b'{"status":"error","errorType":"unavailable","error":"history: down"}')
+                if answer == "slow":
+                    time.sleep(outage.seconds)
+                request = urllib.request.Request(upstream + self.path, data=data, method=self.command)
+                if self.headers.get("Content-Type"):
+                    request.add_header("Content-Type", self.headers["Content-Type"])
+                try:
+                    with urllib.request.urlopen(request, timeout=10) as forwarded:
+                        self.reply(forwarded.status, forwarded.read())
+                except urllib.error.HTTPError as refused:
+                    self.reply(refused.code, refused.read())
+                except OSError:
+                    pass  # the client gave up waiting
+
+            def reply(self, status, body):
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except OSError:
+                    pass  # the client gave up waiting
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
 
 
 def analysis(url, max_ratio=0.05):

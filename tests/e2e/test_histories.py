@@ -57,9 +57,9 @@ CI_HISTORIES = {
     3621: "seed 3621: a fleet, 2 cells, waves [1, '100%'], budget 1, finishRunning, "
           'rollbackPromotedOnHalt; fleet-abort after c2:SetWeights #1; lambda-5xx after c2:SetWeights #2; '
           'cell-alarm-clears[c1] after c1:Evaluate #3; soak-alarm after c1:SetWeights #1',
-    10405: 'seed 10405: ALB, steps [41, 100], failureLimit 2, a Datadog check, target health gate (targets '
-           "late), a metric threshold, retires the stable target group, shift-weights' Timeout 10 s; "
-           'throttle after Evaluate #3; operator-restore after RestoreUnchanged #1; lambda-5xx after '
+    10405: 'seed 10405: ALB, steps [41, 100], failureLimit 2, a Prometheus check, target health gate '
+           "(targets late), a metric threshold, retires the stable target group, shift-weights' Timeout 10 "
+           's; throttle after Evaluate #3; operator-restore after RestoreUnchanged #1; lambda-5xx after '
            'PrepareTraffic #1; provider-up after Evaluate #2; provider-nodata after Restore #1; '
            'safety-net-lost after PrepareTraffic #1; targets-registered[4] after PrepareTraffic #1; '
            'metric-breach after SetWeights #2; metric-fine after PrepareTraffic #1; write-past-timeout '
@@ -147,7 +147,7 @@ def test_the_checker_judges_a_promotion_by_the_world_the_checks_read():
     """Datadog over its limit, an alarm, no data and an outage, each from a point of the history:
     what the checks must have concluded, against `failureLimit`."""
     history, record = made_up("SUCCEEDED", PROMOTED, history=checked_step("fail", "pass"),
-                              conditions=[(1, "datadog", "breach", 0.0), (3, "datadog", "fine", 1.0)])
+                              conditions=[(1, "provider", "breach", 0.0), (3, "provider", "fine", 1.0)])
     history.provider = True
     assert histories.violations(history, record) == [
         "promoted past 1 failing check(s) in a row at step 1 (failureLimit 1)"]
@@ -162,7 +162,7 @@ def test_the_checker_judges_a_promotion_by_the_world_the_checks_read():
         "promoted past 2 failing check(s) in a row at step 1 (failureLimit 2)"]
     _, out = made_up("SUCCEEDED", PROMOTED, history=checked_step("?"), conditions=[(1, "outage", "error", 0.0)])
     assert histories.violations(history, out) == []
-    _, empty = made_up("SUCCEEDED", PROMOTED, history=checked_step("?"), conditions=[(1, "datadog", "nodata", 0.0)])
+    _, empty = made_up("SUCCEEDED", PROMOTED, history=checked_step("?"), conditions=[(1, "provider", "nodata", 0.0)])
     assert histories.violations(history, empty) == [
         "promoted, but no check of step 1 could pass (['inconclusive'])"]
 
@@ -276,7 +276,8 @@ def test_the_pinned_histories_draw_every_kind_of_happening():
                                         "targets-registered", "write-past-timeout"} <= made
     assert {history.kind for history in rollouts} == {*histories.KINDS, histories.ROUTE53}
     assert {point for history in rollouts for point in history.hooks or {}} == set(histories.HOOK_POINTS)
-    for feature in ("by_event", "provider", "metric", "retire", "short_timeout", "targets"):
+    assert {history.provider for history in rollouts} == {None, "datadog", "prometheus"}
+    for feature in ("by_event", "metric", "retire", "short_timeout", "targets"):
         assert any(getattr(history, feature) for history in rollouts), feature
     assert any(history.failure_limit > 1 for history in rollouts)
     fleets = [history.fleet for history in drawn if history.fleet]

@@ -73,58 +73,6 @@ def test_plan_check_shows_what_each_query_gives_now_and_refuses_one_that_does_no
         assert "parse error" in refused.stdout + refused.stderr
 
 
-class SlowAnswers:
-    """A proxy in front of Prometheus that, once `delay` is set, holds every answer that long
-    (longer than the functions' request timeout: an overloaded or half-down Prometheus)."""
-
-    def __init__(self, upstream):
-        import http.server
-        import threading
-        import urllib.request
-
-        proxy = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
-                self.forward(None)
-
-            def do_POST(self):
-                self.forward(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-
-            def forward(self, data):
-                time.sleep(proxy.delay)
-                request = urllib.request.Request(upstream + self.path, data=data, method=self.command)
-                if self.headers.get("Content-Type"):
-                    request.add_header("Content-Type", self.headers["Content-Type"])
-                try:
-                    with urllib.request.urlopen(request, timeout=10) as answer:
-                        body, status = answer.read(), answer.status
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-                except OSError:
-                    pass  # the client gave up waiting
-
-            def log_message(self, *args):
-                pass
-
-        self.delay = 0
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def test_a_prometheus_that_stops_answering_rolls_back_within_the_plans_bound():
     """From the 50 % step on, every Prometheus answer takes 30 s (past the 20 s request
     timeout). The checks go unjudged (no pass, not counted) and, once the step has gone
@@ -133,7 +81,7 @@ def test_a_prometheus_that_stops_answering_rolls_back_within_the_plans_bound():
     of retries. The rollback publishes Check Failed naming the check."""
     with Sandbox(log=captured) as sandbox, \
             prometheus.Metrics({"blue": 0.01, "green": 0.001}, log=captured) as metrics, \
-            SlowAnswers(metrics.url) as slow:
+            prometheus.Outage(metrics.url, seconds=30) as slow:
         scenarios.create_green(sandbox)
         plan = scenarios.manual_plan(sandbox)
         plan["analysis"] = {**prometheus.analysis(slow.url), "maxUnjudgedSeconds": 20}
@@ -141,7 +89,7 @@ def test_a_prometheus_that_stops_answering_rolls_back_within_the_plans_bound():
 
         def on_event(name, state):
             if name == "SetWeights" and state["cursor"]["step"]["weight"] == 50 and not slowed:
-                slow.delay = 30
+                slow.answer = "slow"
                 slowed.append(time.monotonic())
 
         arn = scenarios.start_manual(sandbox, plan, "green-prometheus-slow")
