@@ -15,7 +15,9 @@ sandbox's API double, or a real Prometheus's behind a proxy that plays its outag
 hooks at each point (each invocation answering pass, fail, an error, or too late); the target
 health gate (the canary's target registered before, late, or never); `retire` (the stable
 target group detached once promoted); the rollout started by the CreateCluster event (the plan
-then the stack's profile); shift-weights deployed with a 10 s `Timeout`; and, a fifth of the
+then the stack's profile); shift-weights deployed with a 10 s `Timeout`; the rollout state
+machine deployed with a `TimeoutSeconds` of 15 to 60 s (an execution that times out, into the
+safety net: moto's engine enforces it); and, a fifth of the
 seeds, a fleet instead (sandbox/fleet_histories.py has its story and its promises). The
 happenings:
 
@@ -86,8 +88,7 @@ checks what moto, the Kubernetes test server and the event queue hold:
 `python -m sandbox.histories --seeds N [--first S] [--jobs J]` runs N histories, one sandbox
 each (J at a time), and sums up what happened; tests/e2e/test_histories.py runs a fixed few in
 CI; a defect a seed found becomes a named test of its own.
-Not generated: Amazon Managed Prometheus (SigV4), the ALB judge, an execution timing
-out (its timeout is the longest run the plan's caps allow; moto's engine does not enforce it), a
+Not generated: Amazon Managed Prometheus (SigV4), the ALB judge, a
 disabled SafetyNet rule (nothing would deliver, and nothing pages: see docs/testing.md), NaN
 from a provider, IAM refusals of calls other than the traffic writes.
 """
@@ -145,6 +146,7 @@ FEATURES = {
     "metric-threshold": 0.2,  # a CloudWatch metric threshold beside the alarm
     "retire": 0.2,  # of the plans with a listener: the stable target group detached once promoted
     "timeouts": 0.15,  # shift-weights deployed with a short Timeout, and its writes held past it
+    "execution-timeout": 0.1,  # the rollout state machine deployed with a short TimeoutSeconds
 }
 TARGETS = ("ready", "late", "never")  # when the canary target group gets its (healthy) target
 TARGET_HEALTH_TIMEOUT = 8
@@ -233,6 +235,7 @@ class History:
     metric: bool = False  # a metric threshold beside the alarm
     retire: bool = False  # the stable target group detached once promoted
     short_timeout: bool = False  # shift-weights runs SHORT_TIMEOUT seconds at most
+    execution_timeout: int = None  # the rollout state machine's TimeoutSeconds, when cut short
 
     def __str__(self):
         if self.fleet:
@@ -248,6 +251,7 @@ class History:
             ", a metric threshold" if self.metric else "",
             ", retires the stable target group" if self.retire else "",
             f", shift-weights' Timeout {SHORT_TIMEOUT} s" if self.short_timeout else "",
+            f", executions time out after {self.execution_timeout} s" if self.execution_timeout else "",
         ])
         return (f"seed {self.seed}: {self.kind}, steps {self.steps}{approval}{extra}; "
                 + ("; ".join(map(str, self.happenings)) or "nothing happens") + after)
@@ -337,6 +341,8 @@ def draw_later_features(history, points):
         some(r, METRIC_HAPPENINGS, 2)
     if drawn("retire", history.kind in WITH_LISTENER):
         history.retire = True
+    if r := drawn("execution-timeout"):
+        history.execution_timeout = r.randint(15, 60)
     if r := drawn("timeouts", history.kind in DIRECT):
         history.short_timeout = True
         for _ in range(r.randint(1, 2)):
@@ -432,16 +438,24 @@ def register_target(sandbox):
                                              Targets=[{"Id": "10.0.1.5", "Port": 8080}])
 
 
-def short_timeout_template(directory):
-    """template.yaml with shift-weights' Timeout cut to SHORT_TIMEOUT (its own `Timeout: 300`, the
-    first after its CodeUri), beside a copy of the state machines it names."""
+def cut_template(directory, function_timeout=None, execution_timeout=None):
+    """template.yaml with shift-weights' Timeout cut to `function_timeout` (its own `Timeout:
+    300`, the first after its CodeUri), beside a copy of the state machines it names, the rollout
+    machine's TimeoutSeconds cut to `execution_timeout`."""
     text = (REPO / "template.yaml").read_text()
-    shift_weights = "      CodeUri: functions/shift-weights\n"
-    head, tail = text.split(shift_weights, 1)
-    short = Path(directory) / "template.yaml"
-    short.write_text(head + shift_weights + tail.replace("      Timeout: 300\n", f"      Timeout: {SHORT_TIMEOUT}\n", 1))
+    if function_timeout:
+        shift_weights = "      CodeUri: functions/shift-weights\n"
+        head, tail = text.split(shift_weights, 1)
+        text = head + shift_weights + tail.replace("      Timeout: 300\n", f"      Timeout: {function_timeout}\n", 1)
+    cut = Path(directory) / "template.yaml"
+    cut.write_text(text)
     shutil.copytree(REPO / "statemachine", Path(directory) / "statemachine")
-    return short
+    if execution_timeout:
+        machine = Path(directory) / "statemachine" / "rollout.asl.json"
+        definition = json.loads(machine.read_text())
+        definition["TimeoutSeconds"] = execution_timeout
+        machine.write_text(json.dumps(definition, indent=2))
+    return cut
 
 
 def is_traffic_write(method, path, body):
@@ -551,8 +565,9 @@ def run(history, out=print):
             return fleet_histories.run(history.seed, history.fleet, sandbox, out)
     with contextlib.ExitStack() as controllers:
         template = REPO / "template.yaml"
-        if history.short_timeout:
-            template = short_timeout_template(controllers.enter_context(tempfile.TemporaryDirectory()))
+        if history.short_timeout or history.execution_timeout:
+            template = cut_template(controllers.enter_context(tempfile.TemporaryDirectory()),
+                                    SHORT_TIMEOUT if history.short_timeout else None, history.execution_timeout)
         provider = None
         if history.provider == "prometheus":
             metrics = controllers.enter_context(prometheus.Metrics({"green": RATIO_FINE}, log=out))
