@@ -38,15 +38,6 @@ CI_HISTORIES = {
          'Evaluate #2; other-rollout after RestoreUnchanged #1; route53-pending[1] after SetWeights #1; '
          'record-write[8] after Restore #1; metric-fine after Evaluate #1; metric-fine after SetWeights '
          '#1; the operator restores after the end',
-    280: 'seed 280: ALB + Route 53, steps [88, 100]; second-rollout after Evaluate #2; other-rollout '
-         'after SetWeights #1; safety-net-lost after SetWeights #1; iam-refusal after Evaluate #4; the '
-         'operator restores after the end',
-    1017: "seed 1017: ALB + Route 53, steps [29, 59, 100], a Datadog check, hooks {'afterPromotion': "
-          "['pass'], 'afterEachStep': ['pass', 'pass', 'fail']}, target health gate (targets never), a "
-          'metric threshold; late-safety-net after SetWeights #1; late-safety-net after Evaluate #1; alarm '
-          'after Restore #1; route53-throttle after Evaluate #1; route53-pending[1] after RestoreUnchanged '
-          '#1; provider-up after Evaluate #5; provider-up after PrepareTraffic #1; metric-fine after '
-          'RestoreUnchanged #1',
     2061: 'seed 2061: ALB + Route 53, steps [41, 65, 100], approval before 100 %: approve, failureLimit 2, '
           "a Datadog check, hooks {'afterPromotion': ['pass'], 'beforeTraffic': ['pass']}; "
           'operator-restore after SetWeights #1; lambda-throttle after SetWeights #3; alarm-clears after '
@@ -57,12 +48,23 @@ CI_HISTORIES = {
     3621: "seed 3621: a fleet, 2 cells, waves [1, '100%'], budget 1, finishRunning, "
           'rollbackPromotedOnHalt; fleet-abort after c2:SetWeights #1; lambda-5xx after c2:SetWeights #2; '
           'cell-alarm-clears[c1] after c1:Evaluate #3; soak-alarm after c1:SetWeights #1',
+    9413: 'seed 9413: ALB + Route 53, steps [100], a Prometheus check, a metric threshold, retires the '
+          'stable target group; operator-restore after Restore #1; foreign-write[15, 85] after '
+          'RestoreUnchanged #1; reply-lost after PrepareTraffic #1; alarm-clears after Evaluate #2; '
+          'route53-pending[1] after Evaluate #2; route53-throttle after PrepareTraffic #1; provider-down '
+          'after Evaluate #2; provider-up after SetWeights #1; metric-fine after RestoreUnchanged #1; the '
+          'operator restores after the end',
     10405: 'seed 10405: ALB, steps [41, 100], failureLimit 2, a Prometheus check, target health gate '
            "(targets late), a metric threshold, retires the stable target group, shift-weights' Timeout 10 "
            's; throttle after Evaluate #3; operator-restore after RestoreUnchanged #1; lambda-5xx after '
            'PrepareTraffic #1; provider-up after Evaluate #2; provider-nodata after Restore #1; '
            'safety-net-lost after PrepareTraffic #1; targets-registered[4] after PrepareTraffic #1; '
            'metric-breach after SetWeights #2; metric-fine after PrepareTraffic #1; write-past-timeout '
+           'after RestoreUnchanged #1; the operator restores after the end',
+    12158: "seed 12158: ALB + Route 53, steps [100], hooks {'afterPromotion': ['raise']}, started by the "
+           'CreateCluster event, retires the stable target group, executions time out after 56 s; '
+           'foreign-write[48, 52] after RestoreUnchanged #1; other-rollout after SetWeights #1; '
+           'record-write[74] after RestoreUnchanged #1; safety-net-lost after Evaluate #2; iam-refusal '
            'after RestoreUnchanged #1; the operator restores after the end',
     35690: "seed 35690: a fleet, 2 cells, waves [1, '100%'], budget 1, abortRunning, "
            'rollbackPromotedOnHalt, a soak, approval before wave 2: approve; reply-lost after c1:SetWeights '
@@ -277,7 +279,7 @@ def test_the_pinned_histories_draw_every_kind_of_happening():
     assert {history.kind for history in rollouts} == {*histories.KINDS, histories.ROUTE53}
     assert {point for history in rollouts for point in history.hooks or {}} == set(histories.HOOK_POINTS)
     assert {history.provider for history in rollouts} == {None, "datadog", "prometheus"}
-    for feature in ("by_event", "metric", "retire", "short_timeout", "targets"):
+    for feature in ("by_event", "metric", "retire", "short_timeout", "execution_timeout", "targets"):
         assert any(getattr(history, feature) for history in rollouts), feature
     assert any(history.failure_limit > 1 for history in rollouts)
     fleets = [history.fleet for history in drawn if history.fleet]
