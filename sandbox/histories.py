@@ -906,7 +906,8 @@ def violations(history, record):
         found.append(f"promoted, but traffic is at {final}")
     # A retirement that failed after the promotion leaves it promoted (RetireFailed).
     retire_failed = "RetireFailed" in report.states
-    if report.status != "SUCCEEDED" and final == record.promoted and not ran_after and not retire_failed:
+    if (report.status != "SUCCEEDED" and final == record.promoted and not ran_after and not retire_failed
+            and not (stuck and paged)):
         found.append(f"ended {report.status} ({report.error}) with every target promoted")
     if record.stable_attached is False and report.status != "SUCCEEDED" and not retire_failed:
         found.append(f"the stable target group was detached, though the rollout ended {report.status}")

@@ -209,6 +209,9 @@ def test_the_checker_flags_a_lost_safety_net_nobody_hears_of():
         "the safety net's delivery failed every try, and its dead-letter queue does not name the execution"]
     history, heard = made_up("ABORTED", half, dead_letters=[ARN], **lost)
     assert histories.violations(history, heard) == []
+    # Stopped at 100 %, its safety net lost: promoted traffic, and a page (seed 5045).
+    history, stopped_at_the_top = made_up("ABORTED", PROMOTED, dead_letters=[ARN], **lost)
+    assert histories.violations(history, stopped_at_the_top) == []
     heard.page_alarm = {**heard.page_alarm, "Dimensions": [{"Name": "QueueName", "Value": "another-queue"}]}
     assert histories.violations(history, heard)[0].startswith("no alarm pages on a message in the safety net's dead-letter queue")
 
