@@ -166,8 +166,6 @@ MAX_UNJUDGED = 10
 PROVIDER_TIMEOUT = 20  # the function's request timeout (docs/signals/datadog.md, prometheus.md)
 # Prometheus's error ratio for the canary: fine, the check's limit, over it.
 RATIO_FINE, RATIO_LIMIT, RATIO_BREACH = 0.001, 0.05, 0.2
-# The function's own sends of the Route 53 change and its GetChange polls (every 5 s).
-ROUTE53_POLL = 5
 ANSWERS = ("approve", "reject", "never")
 # The other-target rollout's own draw (a stream seeded by the seed and this name): adding it left
 # every other draw of a seed, and so the pinned stories, as they were.
@@ -459,7 +457,7 @@ def cut_template(directory, function_timeout=None, execution_timeout=None):
 
 
 def is_traffic_write(method, path, body):
-    return b"Action=ModifyListener" in body or (method == "POST" and path.endswith("/rrset"))
+    return is_modify_listener(method, path, body) or is_route53_change(method, path, body)
 
 
 def held_past_timeout():
@@ -533,11 +531,8 @@ def function_error():
             json.dumps({"errorType": "Runtime.ExitError", "errorMessage": "history: the safety net crashed"}).encode())
 
 
-def is_route53(action):
-    def predicate(method, path, body):
-        return "/2013-04-01/hostedzone/" in path and path.endswith("/rrset") and method == "POST" if action == "change" \
-            else path.startswith("/2013-04-01/change/")
-    return predicate
+def is_route53_change(method, path, body):
+    return method == "POST" and "/2013-04-01/hostedzone/" in path and path.endswith("/rrset")
 
 
 def pending_change(times):
@@ -604,210 +599,209 @@ class Provider:
 
 def run_on(history, sandbox, controllers, provider, out):
     """The history on a sandbox up."""
-    if True:
+    if history.kind == GITOPS:
+        plan, blue_dns, green_dns = gitops.gitops_world(sandbox)
+        controllers.enter_context(blue_dns)
+        controllers.enter_context(green_dns)
+        targets = [sandbox.world.record]
+    else:
+        plan = scenarios.manual_plan(sandbox)
+        targets = {ALB: [LISTENER], ALB_ROUTE53: [LISTENER, sandbox.world.record],
+                   ROUTE53: [sandbox.world.record]}[history.kind]
+    scenarios.create_green(sandbox)
+    if any(h.action == "other-rollout" for h in history.happenings):
+        other_world = fleets.seed_cells(sandbox, [(OTHER, REGION)])
+        fleet = fleets.fleet_plan(other_world)
+        other_plan = {**fleet["template"], **fleet["cells"][0]["values"]}
+    plan = shaped(history, plan, provider and provider.outage and provider.outage.url)
+    if history.provider == "datadog":
+        provider.set("fine")
+    if history.metric:
+        put_latency(sandbox, METRIC_FINE)
+
+    def weights():
         if history.kind == GITOPS:
-            plan, blue_dns, green_dns = gitops.gitops_world(sandbox)
-            controllers.enter_context(blue_dns)
-            controllers.enter_context(green_dns)
-            targets = [sandbox.world.record]
-        else:
-            plan = scenarios.manual_plan(sandbox)
-            targets = {ALB: [LISTENER], ALB_ROUTE53: [LISTENER, sandbox.world.record],
-                       ROUTE53: [sandbox.world.record]}[history.kind]
-        scenarios.create_green(sandbox)
-        if any(h.action == "other-rollout" for h in history.happenings):
-            other_world = fleets.seed_cells(sandbox, [(OTHER, REGION)])
-            fleet = fleets.fleet_plan(other_world)
-            other_plan = {**fleet["template"], **fleet["cells"][0]["values"]}
-        plan = shaped(history, plan, provider and provider.outage and provider.outage.url)
-        if history.provider == "datadog":
-            provider.set("fine")
-        if history.metric:
-            put_latency(sandbox, METRIC_FINE)
+            # What the annotations say reaches Route 53 through a sync and an ExternalDNS pass.
+            time.sleep(sandbox.sync_delay + 2 * blue_dns.interval + 0.5)
+        return {k: v for k, v in scenarios.read_weights(sandbox).items() if k in targets}
 
-        def weights():
-            if history.kind == GITOPS:
-                # What the annotations say reaches Route 53 through a sync and an ExternalDNS pass.
-                time.sleep(sandbox.sync_delay + 2 * blue_dns.interval + 0.5)
-            return {k: v for k, v in scenarios.read_weights(sandbox).items() if k in targets}
+    def restore_by_hand():
+        done = sandbox.cli("restore", arn, "--yes", env=sandbox.management_env())
+        out(done.stdout + done.stderr)
+        return done
 
-        def restore_by_hand():
-            done = sandbox.cli("restore", arn, "--yes", env=sandbox.management_env())
-            out(done.stdout + done.stderr)
-            return done
+    record = Run()
+    if history.targets == "ready":
+        register_target(sandbox)
+        record.targets_at = 0
+    iam = sandbox.client("iam")
+    shift_weights_role = sandbox.client("lambda").get_function_configuration(
+        FunctionName=sandbox.function("shift-weights"))["Role"].rsplit("/", 1)[-1]
+    if history.hooks:
+        play_hook(sandbox, history, record, lambda: arn)
+    record.baseline = weights()
+    record.promoted = {k: (0, 100) for k in targets}
+    sfn = sandbox.client("stepfunctions")
+    exits = Counter()
+    holding = contextlib.ExitStack()  # the safety net's delivery, once held
+    arn = None
 
-        record = Run()
-        if history.targets == "ready":
-            register_target(sandbox)
-            record.targets_at = 0
-        iam = sandbox.client("iam")
-        shift_weights_role = sandbox.client("lambda").get_function_configuration(
-            FunctionName=sandbox.function("shift-weights"))["Role"].rsplit("/", 1)[-1]
-        if history.hooks:
-            play_hook(sandbox, history, record, lambda: arn)
-        record.baseline = weights()
-        record.promoted = {k: (0, 100) for k in targets}
-        sfn = sandbox.client("stepfunctions")
-        exits = Counter()
-        holding = contextlib.ExitStack()  # the safety net's delivery, once held
-        arn = None
+    def history_length():
+        return len(sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"])
 
-        def history_length():
-            return len(sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"])
-
-        def happen(happening):
-            action, value = happening.action, happening.value
-            out(f">>> {happening}")
-            index = history_length()
-            if action == "alarm":
-                sandbox.alarm_events.set_state(ALARM, "ALARM", "Threshold Crossed: history")
-                record.conditions.append((index, "alarm", "ALARM", time.time()))
-            elif action == "alarm-clears":
-                sandbox.alarm_events.set_state(ALARM, "OK", "Threshold no longer crossed")
-                record.conditions.append((index, "alarm", "OK", time.time()))
-            elif action in ("provider-breach", "provider-recovers", "provider-nodata"):
-                said = {"provider-breach": "breach", "provider-recovers": "fine", "provider-nodata": "nodata"}[action]
-                provider.set(said)
-                record.conditions.append((index, "provider", said, time.time()))
-            elif action in ("provider-down", "provider-slow", "provider-up"):
-                answer = {"provider-down": "error", "provider-slow": "slow", "provider-up": None}[action]
-                provider.out(answer)
-                record.conditions.append((index, "outage", answer, time.time()))
-            elif action == "record-write":
-                green = value[0]
-                scenarios.move_record_by_hand(sandbox, 100 - green, green)
-                record.foreign, record.foreign_at = {sandbox.world.record: (100 - green, green)}, index
-            elif action == "route53-throttle":
-                sandbox.front.faults.append([is_route53("change"), 2, route53_throttled()])
-            elif action == "route53-pending":
-                sandbox.front.faults.append(pending_change(value[0]))
-            elif action == "safety-net-lost" and not record.lost_deliveries:
-                # Every try of the next delivery (Lambda's two retries included) fails.
-                record.lost_deliveries = [is_safety_net_try(sandbox, arn), 3, function_error()]
-                sandbox.front.faults.append(record.lost_deliveries)
-            elif action in METRIC_HAPPENINGS:
-                put_latency(sandbox, METRIC_BREACH if action == "metric-breach" else METRIC_FINE)
-                record.conditions.append((index, "metric", "breach" if action == "metric-breach" else "fine", time.time()))
-            elif action == "targets-registered":
-                def register_later():
-                    time.sleep(value[0])
-                    before = history_length()
-                    register_target(sandbox)
-                    record.targets_at = before
-                threading.Thread(target=register_later, daemon=True).start()
-            elif action == "write-past-timeout":
-                # The next traffic write is held past the function's Timeout, then goes on: it
-                # lands after Lambda ended the function that sent it.
-                sandbox.front.faults.append([held_past_timeout(), 1, None])
-            elif action == "iam-refusal" and record.denied_at is None:
-                iam.put_role_policy(RoleName=shift_weights_role, PolicyName=DENY_POLICY, PolicyDocument=json.dumps(DENY_WRITES))
-                record.denied_at = index
-            elif action == "iam-restored" and record.denied_at is not None and record.denied_until is None:
-                give_the_grant_back()
-            elif action == "foreign-write":
-                blue, green = value
-                scenarios.move_listener_by_hand(sandbox, blue, green)
-                record.foreign, record.foreign_at = {LISTENER: (blue, green)}, index
-            elif action == "foreign-apply":
-                gitops.apply_stable_weight_as(sandbox, "kubectl", value[0])
-                record.foreign, record.foreign_at = {sandbox.world.record: (value[0], None)}, index
-            elif action == "abort":
-                sfn.stop_execution(executionArn=arn, cause="history: the operator stops it")
-            elif action == "late-safety-net" and not record.held:
-                holding.enter_context(sandbox.safety_net.held())
-                record.held = True
-            elif action == "throttle":
-                sandbox.front.faults.append([is_modify_listener, 2, query_throttled()])
-            elif action == "kube-fault":
-                gitops.fail_next(sandbox, "PATCH", "/secrets/", *value)
-            elif action == "metrics-throttle":
-                sandbox.front.faults.append([is_cloudwatch, value[0], cloudwatch_throttled()])
-            elif action == "lambda-throttle":
-                sandbox.front.faults.append([is_invocation, 1, lambda_throttled()])
-            elif action == "lambda-5xx":
-                sandbox.front.faults.append([is_invocation, 1, lambda_service_exception()])
-            elif action == "reply-lost":
-                sandbox.front.lost.append([is_invocation, 1, lambda_service_exception()])
-            elif action == "second-rollout" and record.second is None:
-                second = scenarios.start_manual(sandbox, plan, f"second-{history.seed}")
-                record.second = scenarios.watch(sandbox, second, out=out, await_safety_net=False)
-            elif action == "other-rollout" and record.other is None:
-                record.other = scenarios.start_manual(sandbox, other_plan, f"other-{history.seed}")
-                record.other_world = other_world[OTHER]
-            elif action == "operator-restore":
-                done = restore_by_hand()
-                running = sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"
-                record.restores_while_running.append((done.returncode, running))
-            record.done.append((happening, index))
-
-        def on_event(name, state):
-            exits[name] += 1
-            for happening in history.happenings:
-                if happening.after == name and happening.nth == exits[name]:
-                    happen(happening)
-
-        def give_the_grant_back():
-            iam.delete_role_policy(RoleName=shift_weights_role, PolicyName=DENY_POLICY)
-            record.denied_until = history_length()
-
-        def on_notification(detail_type, detail):
-            if detail_type == "Rollback Failing" and record.denied_at is not None and record.denied_until is None:
-                out(">>> paged by Rollback Failing: the grant is given back")
-                give_the_grant_back()
-            if detail_type != "Approval Requested" or record.approval_requested:
-                return
-            record.approval_requested = True
-            answer = history.approval[0]
-            if answer == "approve":
-                out(sandbox.cli("approve", arn).stderr)
-            elif answer == "reject":
-                out(sandbox.cli("reject", arn, "--reason", "history: not now").stderr)
-
-        if history.by_event:
-            arn = scenarios.put_create_cluster_event(sandbox)
-        else:
-            arn = scenarios.start_manual(sandbox, plan, f"history-{history.seed}")
-        with holding:
-            report = scenarios.watch(sandbox, arn, on_event=on_event, on_notification=on_notification,
-                                     out=out, await_safety_net=False)
-        if sandbox.safety_net.matches(report.status):
-            try:
-                report.safety_net = sandbox.safety_net.answer_for(arn)
-                out(f"safety net{' (late)' if record.held else ''}: {report.safety_net['reason']}")
-            except RuntimeError as failed:  # every try failed: its record went to the dead-letter queue
-                out(f"safety net: {failed}")
-                report.safety_net = None
-        record.dead_letters, record.page_alarm, record.dead_letter_queue = dead_letters(sandbox)
-        if record.other is not None:
-            record.other_end = fleets.wait_for_end(sandbox, record.other, timeout=300)
-            record.other_weights = fleets.cell_weights(sandbox, {OTHER: record.other_world})[OTHER]
-        if record.second is not None:
-            first_ended = sfn.describe_execution(executionArn=arn).get("stopDate")
-            second = sfn.get_execution_history(executionArn=record.second.execution_arn, maxResults=1000)["events"]
-            record.second_overlapped = first_ended is None or first_ended > prepare_answered(second)
-        # What a settled world holds: the safety net has answered, the look after it is done.
-        report.weights = weights()
-        record.report = report
-        if history.kind in WITH_LISTENER:
-            listener = sandbox.client("elbv2").describe_listeners(ListenerArns=[sandbox.world.listener])["Listeners"][0]
-            record.stable_attached = sandbox.world.blue_tg in {
-                tg["TargetGroupArn"] for action in listener["DefaultActions"]
-                for tg in action.get("ForwardConfig", {}).get("TargetGroups", [])}
-        if record.denied_at is not None and record.denied_until is None:
-            # The person paged gives the functions their grant back, then restores.
+    def happen(happening):
+        action, value = happening.action, happening.value
+        out(f">>> {happening}")
+        index = history_length()
+        if action == "alarm":
+            sandbox.alarm_events.set_state(ALARM, "ALARM", "Threshold Crossed: history")
+            record.conditions.append((index, "alarm", "ALARM", time.time()))
+        elif action == "alarm-clears":
+            sandbox.alarm_events.set_state(ALARM, "OK", "Threshold no longer crossed")
+            record.conditions.append((index, "alarm", "OK", time.time()))
+        elif action in ("provider-breach", "provider-recovers", "provider-nodata"):
+            said = {"provider-breach": "breach", "provider-recovers": "fine", "provider-nodata": "nodata"}[action]
+            provider.set(said)
+            record.conditions.append((index, "provider", said, time.time()))
+        elif action in ("provider-down", "provider-slow", "provider-up"):
+            answer = {"provider-down": "error", "provider-slow": "slow", "provider-up": None}[action]
+            provider.out(answer)
+            record.conditions.append((index, "outage", answer, time.time()))
+        elif action == "record-write":
+            green = value[0]
+            scenarios.move_record_by_hand(sandbox, 100 - green, green)
+            record.foreign, record.foreign_at = {sandbox.world.record: (100 - green, green)}, index
+        elif action == "route53-throttle":
+            sandbox.front.faults.append([is_route53_change, 2, route53_throttled()])
+        elif action == "route53-pending":
+            sandbox.front.faults.append(pending_change(value[0]))
+        elif action == "safety-net-lost" and not record.lost_deliveries:
+            # Every try of the next delivery (Lambda's two retries included) fails.
+            record.lost_deliveries = [is_safety_net_try(sandbox, arn), 3, function_error()]
+            sandbox.front.faults.append(record.lost_deliveries)
+        elif action in METRIC_HAPPENINGS:
+            put_latency(sandbox, METRIC_BREACH if action == "metric-breach" else METRIC_FINE)
+            record.conditions.append((index, "metric", "breach" if action == "metric-breach" else "fine", time.time()))
+        elif action == "targets-registered":
+            def register_later():
+                time.sleep(value[0])
+                before = history_length()
+                register_target(sandbox)
+                record.targets_at = before
+            threading.Thread(target=register_later, daemon=True).start()
+        elif action == "write-past-timeout":
+            # The next traffic write is held past the function's Timeout, then goes on: it
+            # lands after Lambda ended the function that sent it.
+            sandbox.front.faults.append([held_past_timeout(), 1, None])
+        elif action == "iam-refusal" and record.denied_at is None:
+            iam.put_role_policy(RoleName=shift_weights_role, PolicyName=DENY_POLICY, PolicyDocument=json.dumps(DENY_WRITES))
+            record.denied_at = index
+        elif action == "iam-restored" and record.denied_at is not None and record.denied_until is None:
             give_the_grant_back()
-        if history.restore_after:
-            # A fault meant for the functions may still be queued: the operator runs it again
-            # (a refusal is refused again, and writes nothing).
-            for _ in range(3):
-                done = restore_by_hand()
-                if done.returncode == 0:
-                    break
-            record.restore_after = (done.returncode, done.stdout + done.stderr, weights())
-        paged = sfn.get_execution_history(executionArn=arn, maxResults=1000)
-        record.history_events = paged["events"]
-        record.logs = "".join(p.read_text(errors="replace") for p in Path(sandbox.run_dir).glob("*.log"))
-        return record
+        elif action == "foreign-write":
+            blue, green = value
+            scenarios.move_listener_by_hand(sandbox, blue, green)
+            record.foreign, record.foreign_at = {LISTENER: (blue, green)}, index
+        elif action == "foreign-apply":
+            gitops.apply_stable_weight_as(sandbox, "kubectl", value[0])
+            record.foreign, record.foreign_at = {sandbox.world.record: (value[0], None)}, index
+        elif action == "abort":
+            sfn.stop_execution(executionArn=arn, cause="history: the operator stops it")
+        elif action == "late-safety-net" and not record.held:
+            holding.enter_context(sandbox.safety_net.held())
+            record.held = True
+        elif action == "throttle":
+            sandbox.front.faults.append([is_modify_listener, 2, query_throttled()])
+        elif action == "kube-fault":
+            gitops.fail_next(sandbox, "PATCH", "/secrets/", *value)
+        elif action == "metrics-throttle":
+            sandbox.front.faults.append([is_cloudwatch, value[0], cloudwatch_throttled()])
+        elif action == "lambda-throttle":
+            sandbox.front.faults.append([is_invocation, 1, lambda_throttled()])
+        elif action == "lambda-5xx":
+            sandbox.front.faults.append([is_invocation, 1, lambda_service_exception()])
+        elif action == "reply-lost":
+            sandbox.front.lost.append([is_invocation, 1, lambda_service_exception()])
+        elif action == "second-rollout" and record.second is None:
+            second = scenarios.start_manual(sandbox, plan, f"second-{history.seed}")
+            record.second = scenarios.watch(sandbox, second, out=out, await_safety_net=False)
+        elif action == "other-rollout" and record.other is None:
+            record.other = scenarios.start_manual(sandbox, other_plan, f"other-{history.seed}")
+            record.other_world = other_world[OTHER]
+        elif action == "operator-restore":
+            done = restore_by_hand()
+            running = sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"
+            record.restores_while_running.append((done.returncode, running))
+        record.done.append((happening, index))
+
+    def on_event(name, state):
+        exits[name] += 1
+        for happening in history.happenings:
+            if happening.after == name and happening.nth == exits[name]:
+                happen(happening)
+
+    def give_the_grant_back():
+        iam.delete_role_policy(RoleName=shift_weights_role, PolicyName=DENY_POLICY)
+        record.denied_until = history_length()
+
+    def on_notification(detail_type, detail):
+        if detail_type == "Rollback Failing" and record.denied_at is not None and record.denied_until is None:
+            out(">>> paged by Rollback Failing: the grant is given back")
+            give_the_grant_back()
+        if detail_type != "Approval Requested" or record.approval_requested:
+            return
+        record.approval_requested = True
+        answer = history.approval[0]
+        if answer == "approve":
+            out(sandbox.cli("approve", arn).stderr)
+        elif answer == "reject":
+            out(sandbox.cli("reject", arn, "--reason", "history: not now").stderr)
+
+    if history.by_event:
+        arn = scenarios.put_create_cluster_event(sandbox)
+    else:
+        arn = scenarios.start_manual(sandbox, plan, f"history-{history.seed}")
+    with holding:
+        report = scenarios.watch(sandbox, arn, on_event=on_event, on_notification=on_notification,
+                                 out=out, await_safety_net=False)
+    if sandbox.safety_net.matches(report.status):
+        try:
+            report.safety_net = sandbox.safety_net.answer_for(arn)
+            out(f"safety net{' (late)' if record.held else ''}: {report.safety_net['reason']}")
+        except RuntimeError as failed:  # every try failed: its record went to the dead-letter queue
+            out(f"safety net: {failed}")
+            report.safety_net = None
+    record.dead_letters, record.page_alarm, record.dead_letter_queue = dead_letters(sandbox)
+    if record.other is not None:
+        record.other_end = fleets.wait_for_end(sandbox, record.other, timeout=300)
+        record.other_weights = fleets.cell_weights(sandbox, {OTHER: record.other_world})[OTHER]
+    if record.second is not None:
+        first_ended = sfn.describe_execution(executionArn=arn).get("stopDate")
+        second = sfn.get_execution_history(executionArn=record.second.execution_arn, maxResults=1000)["events"]
+        record.second_overlapped = first_ended is None or first_ended > prepare_answered(second)
+    # What a settled world holds: the safety net has answered, the look after it is done.
+    report.weights = weights()
+    record.report = report
+    if history.kind in WITH_LISTENER:
+        listener = sandbox.client("elbv2").describe_listeners(ListenerArns=[sandbox.world.listener])["Listeners"][0]
+        record.stable_attached = sandbox.world.blue_tg in {
+            tg["TargetGroupArn"] for action in listener["DefaultActions"]
+            for tg in action.get("ForwardConfig", {}).get("TargetGroups", [])}
+    if record.denied_at is not None and record.denied_until is None:
+        # The person paged gives the functions their grant back, then restores.
+        give_the_grant_back()
+    if history.restore_after:
+        # A fault meant for the functions may still be queued: the operator runs it again
+        # (a refusal is refused again, and writes nothing).
+        for _ in range(3):
+            done = restore_by_hand()
+            if done.returncode == 0:
+                break
+        record.restore_after = (done.returncode, done.stdout + done.stderr, weights())
+    paged = sfn.get_execution_history(executionArn=arn, maxResults=1000)
+    record.history_events = paged["events"]
+    record.logs = "".join(p.read_text(errors="replace") for p in Path(sandbox.run_dir).glob("*.log"))
+    return record
 
 
 def dead_letters(sandbox):
