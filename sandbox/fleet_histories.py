@@ -241,8 +241,8 @@ def run(seed, story, sandbox, out=print):
     sfn = sandbox.client("stepfunctions")
     record.rollouts = [e["name"] for page in sfn.get_paginator("list_executions").paginate(
         stateMachineArn=sandbox.state_machine) for e in page["executions"]]
-    record.largest_state = max([largest_state(sfn, fleet_execution)] +
-                               [largest_state(sfn, c["executionArn"]) for c in record.children.values()])
+    record.largest_state = max([fleets.largest_state(sandbox, fleet_execution)] +
+                               [fleets.largest_state(sandbox, c["executionArn"]) for c in record.children.values()])
     record.follower_errors = follower.errors
     record.logs = "".join(p.read_text(errors="replace") for p in Path(sandbox.run_dir).glob("*.log"))
     out(f"fleet ended {record.end['status']} {record.end.get('error') or ''}; cells "
@@ -274,16 +274,6 @@ def fleets_listener_by_hand(sandbox, cell, old, new):
 
 def is_invocation(method, path, body):
     return method == "POST" and path.endswith("/invocations")
-
-
-def largest_state(sfn, execution_arn):
-    largest = 0
-    for page in sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn):
-        for event in page["events"]:
-            for details in (v for k, v in event.items() if k.endswith("EventDetails")):
-                for key in ("input", "output"):
-                    largest = max(largest, len(details.get(key) or ""))
-    return largest
 
 
 def violations(story, record, state_budget, secrets):

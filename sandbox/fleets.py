@@ -116,6 +116,18 @@ def wait_for_end(sandbox, execution_arn, timeout=600):
     raise TimeoutError(f"{execution_arn} still running after {timeout} s")
 
 
+def largest_state(sandbox, execution_arn):
+    """The largest input or output any state of the execution took or gave, in characters."""
+    sfn = sandbox.client("stepfunctions", attempts=10)
+    largest = 0
+    for page in sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn):
+        for event in page["events"]:
+            for details in (v for k, v in event.items() if k.endswith("EventDetails")):
+                for key in ("input", "output"):
+                    largest = max(largest, len(details.get(key) or ""))
+    return largest
+
+
 def children(sandbox, fleet_execution):
     """{cell: DescribeExecution} of the fleet's child executions, found by the name suffix the
     fleet gives them (fleet-waves `child_suffix`)."""

@@ -25,17 +25,6 @@ def fleet_events(sandbox, fleet_execution):
     return events
 
 
-def largest_state(sandbox, execution_arn):
-    sfn = sandbox.client("stepfunctions", attempts=10)
-    largest = 0
-    for page in sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn):
-        for event in page["events"]:
-            for details in (v for k, v in event.items() if k.endswith("EventDetails")):
-                for key in ("input", "output"):
-                    largest = max(largest, len(details.get(key) or ""))
-    return largest
-
-
 def fail_alarm(sandbox, cells, cell):
     sandbox.client("cloudwatch").set_alarm_state(AlarmName=cells[cell]["alarm"], StateValue="ALARM",
                                                  StateReason="Threshold Crossed: 1 datapoint [42.0] > 10.0")
@@ -71,7 +60,7 @@ def test_a_fleet_moves_every_cell_in_waves_across_two_regions():
         assert {c: cells[c]["region"] for c in waves[1]} == {"euw1-a": "eu-west-1", "use1-b": "us-east-1"}
         types = [t for t, _ in fleet_events(sandbox, ended["executionArn"])]
         assert types == ["Fleet Started"] + ["Wave Started", "Wave Completed"] * 3 + ["Fleet Completed"], types
-        assert largest_state(sandbox, ended["executionArn"]) < STATE_LIMIT
+        assert fleets.largest_state(sandbox, ended["executionArn"]) < STATE_LIMIT
         # One point per wave of each series: 1 + 2 + 3 promoted, none failed.
         points = scenarios.emitted_metrics(sandbox, "web-fleet", dimension="Fleet")
         assert [v for n, _, v in points if n == "CellsPromoted"] == [1, 2, 3], points
@@ -461,7 +450,7 @@ def test_a_thousand_cell_fleet_is_stored_in_s3_and_runs_by_reference(tmp_path):
         assert (ended["status"], ended["error"]) == ("FAILED", "FleetHalted"), ended
         assert set(fleets.children(sandbox, execution)) == {"use1-a"}, "no cell of wave 2 started"
         # The state carried the reference and one wave's cell list, never the 400 KB plan.
-        assert largest_state(sandbox, execution) < 64 * 1024
+        assert fleets.largest_state(sandbox, execution) < 64 * 1024
 
         # The CLI's views read the stored plan: every cell in the table.
         watched = sandbox.cli("fleet", "watch", "big", timeout=300)
