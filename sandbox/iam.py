@@ -7,9 +7,10 @@ method and URI) and on what (the resource ARNs). A request signed with credentia
 assumed role (the functions' roles, which lambda_service.py assumes, and the state machine's,
 which tests/moto/moto_server.py makes moto's engine assume) is then evaluated as IAM evaluates an
 identity's policies: an explicit Deny wins, else an Allow whose Action and Resource match,
-else it is refused. A role's policies are read again at most a second after they were last read,
-so a change to them takes effect within a second (IAM's: within seconds). A refused call never reaches moto; it is answered `AccessDenied` in the
-service's protocol with AWS's message ("User: <assumed role> is not authorized to perform:
+else it is refused. A role's policies are read again once a second old, so a change to them
+takes effect within a second (IAM's: within seconds). A refused call never reaches moto; it is
+answered `AccessDenied` in the service's protocol with AWS's message ("User: <assumed role> is
+not authorized to perform:
 <action> on resource: <arn> because no identity-based policy allows the <action> action").
 Requests signed otherwise (the operator's and the tests' keys) are not checked, as an
 administrator's would pass.
