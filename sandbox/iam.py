@@ -10,8 +10,8 @@ identity's policies: an explicit Deny wins, else an Allow whose Action and Resou
 else it is refused. A role's policies are read again once a second old, so a change to them
 takes effect within a second (IAM's: within seconds). A refused call never reaches moto; it is
 answered `AccessDenied` in the service's protocol with AWS's message ("User: <assumed role> is
-not authorized to perform:
-<action> on resource: <arn> because no identity-based policy allows the <action> action").
+not authorized to perform: <action> on resource: <arn> because no identity-based policy allows
+the <action> action").
 Requests signed otherwise (the operator's and the tests' keys) are not checked, as an
 administrator's would pass.
 
