@@ -45,6 +45,8 @@ happenings:
   write-past-timeout the next traffic write is held past shift-weights' Timeout, then lands
   iam-refusal        shift-weights' role is denied its traffic writes (`iam-restored`: given
                      back; else the person its Rollback Failing event pages gives it back)
+  iam-reads-refused  evaluate-alarms' role is denied CloudWatch's reads (`iam-reads-restored`:
+                     given back): a check that cannot read its signals never passes
   lambda-throttle    Lambda answers the next invocation 429 (TooManyRequestsException)
   lambda-5xx         Lambda answers the next invocation 500 without running it (lost)
   reply-lost         the next invocation runs, and its answer is lost (500): delivered twice
@@ -147,6 +149,7 @@ FEATURES = {
     "retire": 0.2,  # of the plans with a listener: the stable target group detached once promoted
     "timeouts": 0.15,  # shift-weights deployed with a short Timeout, and its writes held past it
     "execution-timeout": 0.1,  # the rollout state machine deployed with a short TimeoutSeconds
+    "iam-reads": 0.1,  # evaluate-alarms' role denied the CloudWatch reads its checks make
 }
 TARGETS = ("ready", "late", "never")  # when the canary target group gets its (healthy) target
 TARGET_HEALTH_TIMEOUT = 8
@@ -339,6 +342,10 @@ def draw_later_features(history, points):
         some(r, METRIC_HAPPENINGS, 2)
     if drawn("retire", history.kind in WITH_LISTENER):
         history.retire = True
+    if r := drawn("iam-reads"):
+        happenings.append(Happening("iam-reads-refused", *r.choice(points)))
+        if r.random() < 0.5:
+            happenings.append(Happening("iam-reads-restored", *r.choice(points)))
     if r := drawn("execution-timeout"):
         history.execution_timeout = r.randint(15, 60)
     if r := drawn("timeouts", history.kind in DIRECT):
@@ -377,7 +384,7 @@ class Run:
     logs: str = ""
     # The world the checks read, over the execution's history: (index, what, its state), where
     # what is `alarm` (ALARM, OK), `provider` (fine, breach, nodata), `metric` (fine, breach),
-    # `outage` (error, slow, None).
+    # `outage` (error, slow, None), `reads` (denied, None).
     conditions: list = field(default_factory=list)
     hook_calls: list = field(default_factory=list)  # (point, step weight, weights, answer) of the first's hooks
     lost_deliveries: list = field(default_factory=list)  # the safety net's tries that failed
@@ -551,6 +558,10 @@ DENY_WRITES = {"Version": "2012-10-17", "Statement": [{
     "Effect": "Deny", "Action": ["elasticloadbalancing:ModifyListener", "route53:ChangeResourceRecordSets"],
     "Resource": "*"}]}
 DENY_POLICY = "history-denies-traffic-writes"
+# ... and of the checks' reads.
+DENY_READS = {"Version": "2012-10-17", "Statement": [{
+    "Effect": "Deny", "Action": ["cloudwatch:DescribeAlarms", "cloudwatch:GetMetricData"], "Resource": "*"}]}
+DENY_READS_POLICY = "history-denies-check-reads"
 
 
 def run(history, out=print):
@@ -635,8 +646,8 @@ def run_on(history, sandbox, controllers, provider, out):
         register_target(sandbox)
         record.targets_at = 0
     iam = sandbox.client("iam")
-    shift_weights_role = sandbox.client("lambda").get_function_configuration(
-        FunctionName=sandbox.function("shift-weights"))["Role"].rsplit("/", 1)[-1]
+    shift_weights_role, evaluate_alarms_role = (sandbox.client("lambda").get_function_configuration(
+        FunctionName=sandbox.function(binary))["Role"].rsplit("/", 1)[-1] for binary in ("shift-weights", "evaluate-alarms"))
     if history.hooks:
         play_hook(sandbox, history, record, lambda: arn)
     record.baseline = weights()
@@ -698,6 +709,14 @@ def run_on(history, sandbox, controllers, provider, out):
             record.denied_at = index
         elif action == "iam-restored" and record.denied_at is not None and record.denied_until is None:
             give_the_grant_back()
+        elif action == "iam-reads-refused":
+            iam.put_role_policy(RoleName=evaluate_alarms_role, PolicyName=DENY_READS_POLICY,
+                                PolicyDocument=json.dumps(DENY_READS))
+            record.conditions.append((index, "reads", "denied", time.time()))
+        elif action == "iam-reads-restored":
+            with contextlib.suppress(iam.exceptions.NoSuchEntityException):
+                iam.delete_role_policy(RoleName=evaluate_alarms_role, PolicyName=DENY_READS_POLICY)
+            record.conditions.append((index, "reads", None, time.time()))
         elif action == "foreign-write":
             blue, green = value
             scenarios.move_listener_by_hand(sandbox, blue, green)
@@ -1026,7 +1045,7 @@ def unjudged_to_baseline(record):
 
 def condition_at(record, index):
     """What the checks' world was at the execution's history event `index`."""
-    state = {"alarm": "OK", "provider": "fine", "metric": "fine", "outage": None}
+    state = {"alarm": "OK", "provider": "fine", "metric": "fine", "outage": None, "reads": None}
     for at, what, value, _ in record.conditions:
         if at <= index:
             state[what] = value
@@ -1038,6 +1057,8 @@ def check_outcome(history, state):
     does not decide it (the provider out: unjudged, whatever the alarm says)."""
     if history.provider and state["outage"]:
         return None
+    if state["reads"]:
+        return "inconclusive"  # whatever the signals say, a check that cannot read them cannot pass
     if failing(state):
         return "fail"
     if history.provider and state["provider"] == "nodata":

@@ -48,6 +48,10 @@ CI_HISTORIES = {
     3621: "seed 3621: a fleet, 2 cells, waves [1, '100%'], budget 1, finishRunning, "
           'rollbackPromotedOnHalt; fleet-abort after c2:SetWeights #1; lambda-5xx after c2:SetWeights #2; '
           'cell-alarm-clears[c1] after c1:Evaluate #3; soak-alarm after c1:SetWeights #1',
+    9228: 'seed 9228: ALB + Route 53, steps [26, 41, 100]; metrics-throttle[6] after Restore #1; '
+          'foreign-write[80, 20] after SetWeights #3; metrics-throttle[6] after RestoreUnchanged #1; '
+          'metrics-throttle[3] after RestoreUnchanged #1; iam-reads-refused after SetWeights #1; '
+          'iam-reads-restored after Evaluate #1; the operator restores after the end',
     9413: 'seed 9413: ALB + Route 53, steps [100], a Prometheus check, a metric threshold, retires the '
           'stable target group; operator-restore after Restore #1; foreign-write[15, 85] after '
           'RestoreUnchanged #1; reply-lost after PrepareTraffic #1; alarm-clears after Evaluate #2; '
@@ -278,7 +282,8 @@ def test_the_pinned_histories_draw_every_kind_of_happening():
     made = {h.action for history in rollouts for h in history.happenings}
     assert set(histories.HAPPENINGS) | set(histories.ROUTE53_HAPPENINGS) | set(histories.PROVIDER_HAPPENINGS) | set(
         histories.METRIC_HAPPENINGS) | {"other-rollout", "safety-net-lost", "iam-refusal", "iam-restored",
-                                        "targets-registered", "write-past-timeout"} <= made
+                                        "iam-reads-refused", "iam-reads-restored", "targets-registered",
+                                        "write-past-timeout"} <= made
     assert {history.kind for history in rollouts} == {*histories.KINDS, histories.ROUTE53}
     assert {point for history in rollouts for point in history.hooks or {}} == set(histories.HOOK_POINTS)
     assert {history.provider for history in rollouts} == {None, "datadog", "prometheus"}
