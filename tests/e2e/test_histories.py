@@ -29,15 +29,17 @@ CI_HISTORIES = {
          'operator restores after the end',
     205: 'seed 205: Route 53, steps [17, 100], a metric threshold; lambda-throttle after Evaluate #1; '
          'lambda-5xx after SetWeights #2; alarm-clears after Evaluate #1; operator-restore after Evaluate '
-         '#1; metric-fine after Evaluate #1; the operator restores after the end',
+         '#1; metric-fine after Evaluate #1; iam-reads-refused after SetWeights #2; iam-reads-restored '
+         'after PrepareTraffic #1; the operator restores after the end',
     220: 'seed 220: Route 53 via Argo CD, steps [100]; late-safety-net after RestoreUnchanged #1; '
          'metrics-throttle[4] after Evaluate #2; abort after RestoreUnchanged #1; kube-fault[2, 429] '
-         'after SetWeights #1',
+         'after SetWeights #1; iam-reads-refused after SetWeights #1; iam-reads-restored after Restore #1',
     261: 'seed 261: ALB + Route 53, steps [100], approval before 100 %: approve, a metric threshold, '
          'retires the stable target group; second-rollout after Evaluate #1; metrics-throttle[4] after '
          'Evaluate #2; other-rollout after RestoreUnchanged #1; route53-pending[1] after SetWeights #1; '
          'record-write[8] after Restore #1; metric-fine after Evaluate #1; metric-fine after SetWeights '
-         '#1; the operator restores after the end',
+         '#1; iam-reads-refused after Evaluate #2; iam-reads-restored after RestoreUnchanged #1; the '
+         'operator restores after the end',
     2061: 'seed 2061: ALB + Route 53, steps [41, 65, 100], approval before 100 %: approve, failureLimit 2, '
           "a Datadog check, hooks {'afterPromotion': ['pass'], 'beforeTraffic': ['pass']}; "
           'operator-restore after SetWeights #1; lambda-throttle after SetWeights #3; alarm-clears after '
