@@ -150,12 +150,17 @@ FEATURES = {
     "timeouts": 0.15,  # shift-weights deployed with a short Timeout, and its writes held past it
     "execution-timeout": 0.1,  # the rollout state machine deployed with a short TimeoutSeconds
     "iam-reads": 0.1,  # evaluate-alarms' role denied the CloudWatch reads its checks make
+    "alb-judge": 0.15,  # of the plans with a listener: the built-in ALB checks, fed every second
 }
 TARGETS = ("ready", "late", "never")  # when the canary target group gets its (healthy) target
 TARGET_HEALTH_TIMEOUT = 8
 METRIC_HAPPENINGS = ("metric-breach", "metric-fine")
 METRIC_FINE, METRIC_LIMIT, METRIC_BREACH = 0.1, 0.5, 0.9
 SHORT_TIMEOUT = 10  # shift-weights' Timeout in the `timeouts` histories, seconds
+ALB_HAPPENINGS = ("alb-breach", "alb-fine")
+# The ALB judge's window: a change of the canary's 5xx count is all it reads this long after.
+ALB_LOOKBACK = 5
+ALB_REQUESTS, ALB_ERRORS_BREACH, ALB_MAX_ERROR_PERCENT = 100, 20, 5
 ROUTE53_HAPPENINGS = ("record-write", "route53-throttle", "route53-pending")
 PROVIDER_HAPPENINGS = ("provider-breach", "provider-recovers", "provider-nodata", "provider-down",
                        "provider-slow", "provider-up")
@@ -237,6 +242,7 @@ class History:
     retire: bool = False  # the stable target group detached once promoted
     short_timeout: bool = False  # shift-weights runs SHORT_TIMEOUT seconds at most
     execution_timeout: int = None  # the rollout state machine's TimeoutSeconds, when cut short
+    alb_judge: bool = False  # the built-in ALB checks beside the alarm
 
     def __str__(self):
         if self.fleet:
@@ -253,6 +259,7 @@ class History:
             ", retires the stable target group" if self.retire else "",
             f", shift-weights' Timeout {SHORT_TIMEOUT} s" if self.short_timeout else "",
             f", executions time out after {self.execution_timeout} s" if self.execution_timeout else "",
+            ", the ALB judge" if self.alb_judge else "",
         ])
         return (f"seed {self.seed}: {self.kind}, steps {self.steps}{approval}{extra}; "
                 + ("; ".join(map(str, self.happenings)) or "nothing happens") + after)
@@ -346,6 +353,9 @@ def draw_later_features(history, points):
         happenings.append(Happening("iam-reads-refused", *r.choice(points)))
         if r.random() < 0.5:
             happenings.append(Happening("iam-reads-restored", *r.choice(points)))
+    if r := drawn("alb-judge", history.kind in WITH_LISTENER):
+        history.alb_judge = True
+        some(r, ALB_HAPPENINGS, 2)
     if r := drawn("execution-timeout"):
         history.execution_timeout = r.randint(15, 60)
     if r := drawn("timeouts", history.kind in DIRECT):
@@ -384,7 +394,8 @@ class Run:
     logs: str = ""
     # The world the checks read, over the execution's history: (index, what, its state), where
     # what is `alarm` (ALARM, OK), `provider` (fine, breach, nodata), `metric` (fine, breach),
-    # `outage` (error, slow, None), `reads` (denied, None).
+    # `alb` (fine, moving: its window still holds both, breach), `outage` (error, slow, None),
+    # `reads` (denied, None).
     conditions: list = field(default_factory=list)
     hook_calls: list = field(default_factory=list)  # (point, step weight, weights, answer) of the first's hooks
     lost_deliveries: list = field(default_factory=list)  # the safety net's tries that failed
@@ -426,7 +437,51 @@ def shaped(history, plan, prometheus_url=None):
             "reduce": "latest", "max": METRIC_LIMIT}]
     if history.retire:
         plan["retire"] = {"detachStableTargetGroups": True}
+    if history.alb_judge:
+        plan["analysis"]["alb"] = {"maxErrorRatePercent": ALB_MAX_ERROR_PERCENT, "minRequests": 10, "periodSeconds": 1,
+                                   "lookbackSeconds": ALB_LOOKBACK, "latencyStatistic": "Maximum"}
     return plan
+
+
+class AlbTraffic:
+    """The load balancer's metrics for the canary and stable target groups, put every second
+    (high resolution) as ALB publishes them: requests, the canary's 5xx count (`errors`), and a
+    response time. `set(errors)` changes the canary's from the next second on."""
+
+    def __init__(self, sandbox):
+        world = sandbox.world
+        listener = sandbox.client("elbv2").describe_listeners(ListenerArns=[world.listener])["Listeners"][0]
+        self.load_balancer = listener["LoadBalancerArn"].split(":loadbalancer/", 1)[1]
+        self.groups = {"canary": world.green_tg.rsplit(":", 1)[1], "stable": world.blue_tg.rsplit(":", 1)[1]}
+        self.cloudwatch = sandbox.client("cloudwatch")
+        self.errors = 0
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self.feed, daemon=True)
+
+    def __enter__(self):
+        self.put()
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stopping.set()
+        self.thread.join(timeout=10)
+
+    def feed(self):
+        while not self.stopping.wait(1.0):
+            self.put()
+
+    def put(self):
+        now = datetime.now(timezone.utc)
+        data = []
+        for side, group in self.groups.items():
+            dimensions = [{"Name": "LoadBalancer", "Value": self.load_balancer}, {"Name": "TargetGroup", "Value": group}]
+            for name, value in (("RequestCount", ALB_REQUESTS),
+                                ("HTTPCode_Target_5XX_Count", self.errors if side == "canary" else 0),
+                                ("TargetResponseTime", 0.1)):
+                data.append({"MetricName": name, "Dimensions": dimensions, "Value": value, "Timestamp": now,
+                             "StorageResolution": 1})
+        self.cloudwatch.put_metric_data(Namespace="AWS/ApplicationELB", MetricData=data)
 
 
 def put_latency(sandbox, value):
@@ -629,6 +684,7 @@ def run_on(history, sandbox, controllers, provider, out):
         provider.set("fine")
     if history.metric:
         put_latency(sandbox, METRIC_FINE)
+    alb = controllers.enter_context(AlbTraffic(sandbox)) if history.alb_judge else None
 
     def weights():
         if history.kind == GITOPS:
@@ -690,6 +746,18 @@ def run_on(history, sandbox, controllers, provider, out):
             # Every try of the next delivery (Lambda's two retries included) fails.
             record.lost_deliveries = [is_safety_net_try(sandbox, arn), 3, function_error()]
             sandbox.front.faults.append(record.lost_deliveries)
+        elif action in ALB_HAPPENINGS:
+            # The judge reads a window: the change is all it sees ALB_LOOKBACK (and a put) later.
+            said = "breach" if action == "alb-breach" else "fine"
+            alb.errors = ALB_ERRORS_BREACH if said == "breach" else 0
+            record.conditions.append((index, "alb", "moving", time.time()))
+            changes = sum(1 for c in record.conditions if c[1] == "alb")
+
+            def settled():
+                time.sleep(ALB_LOOKBACK + 2)
+                if sum(1 for c in record.conditions if c[1] == "alb") == changes:  # no newer change
+                    record.conditions.append((history_length(), "alb", said, time.time()))
+            threading.Thread(target=settled, daemon=True).start()
         elif action in METRIC_HAPPENINGS:
             put_latency(sandbox, METRIC_BREACH if action == "metric-breach" else METRIC_FINE)
             record.conditions.append((index, "metric", "breach" if action == "metric-breach" else "fine", time.time()))
@@ -1004,13 +1072,14 @@ def rollback_bound(history, record):
 
 
 def failing(state):
-    return state["alarm"] == "ALARM" or state["provider"] == "breach" or state.get("metric") == "breach"
+    return (state["alarm"] == "ALARM" or state["provider"] == "breach" or state.get("metric") == "breach"
+            or state.get("alb") == "breach")
 
 
 def failing_since(record):
     """When the checks' signals (the alarm, the provider's value, the metric) last began to fail and went on failing
     to the end of the run: epoch seconds, or None."""
-    state, since = {"alarm": "OK", "provider": "fine", "metric": "fine"}, None
+    state, since = {"alarm": "OK", "provider": "fine", "metric": "fine", "alb": "fine"}, None
     for _, what, value, when in record.conditions:
         if what in state:
             before = failing(state)
@@ -1045,7 +1114,7 @@ def unjudged_to_baseline(record):
 
 def condition_at(record, index):
     """What the checks' world was at the execution's history event `index`."""
-    state = {"alarm": "OK", "provider": "fine", "metric": "fine", "outage": None, "reads": None}
+    state = {"alarm": "OK", "provider": "fine", "metric": "fine", "alb": "fine", "outage": None, "reads": None}
     for at, what, value, _ in record.conditions:
         if at <= index:
             state[what] = value
@@ -1055,7 +1124,7 @@ def condition_at(record, index):
 def check_outcome(history, state):
     """What a check must conclude in `state`: fail, pass, inconclusive, or None when the world
     does not decide it (the provider out: unjudged, whatever the alarm says)."""
-    if history.provider and state["outage"]:
+    if history.provider and state["outage"] or state["alb"] == "moving":
         return None
     if state["reads"]:
         return "inconclusive"  # whatever the signals say, a check that cannot read them cannot pass
