@@ -40,6 +40,8 @@ CI_HISTORIES = {
          'record-write[8] after Restore #1; metric-fine after Evaluate #1; metric-fine after SetWeights '
          '#1; iam-reads-refused after Evaluate #2; iam-reads-restored after RestoreUnchanged #1; the '
          'operator restores after the end',
+    828: 'seed 828: ALB, steps [100], the ALB judge; reply-lost after SetWeights #1; operator-restore '
+         'after Evaluate #1; alb-breach after PrepareTraffic #1; alb-fine after Evaluate #2',
     2061: 'seed 2061: ALB + Route 53, steps [41, 65, 100], approval before 100 %: approve, failureLimit 2, '
           "a Datadog check, hooks {'afterPromotion': ['pass'], 'beforeTraffic': ['pass']}; "
           'operator-restore after SetWeights #1; lambda-throttle after SetWeights #3; alarm-clears after '
@@ -283,13 +285,13 @@ def test_the_pinned_histories_draw_every_kind_of_happening():
     rollouts = [history for history in drawn if not history.fleet]
     made = {h.action for history in rollouts for h in history.happenings}
     assert set(histories.HAPPENINGS) | set(histories.ROUTE53_HAPPENINGS) | set(histories.PROVIDER_HAPPENINGS) | set(
-        histories.METRIC_HAPPENINGS) | {"other-rollout", "safety-net-lost", "iam-refusal", "iam-restored",
+        histories.METRIC_HAPPENINGS) | set(histories.ALB_HAPPENINGS) | {"other-rollout", "safety-net-lost", "iam-refusal", "iam-restored",
                                         "iam-reads-refused", "iam-reads-restored", "targets-registered",
                                         "write-past-timeout"} <= made
     assert {history.kind for history in rollouts} == {*histories.KINDS, histories.ROUTE53}
     assert {point for history in rollouts for point in history.hooks or {}} == set(histories.HOOK_POINTS)
     assert {history.provider for history in rollouts} == {None, "datadog", "prometheus"}
-    for feature in ("by_event", "metric", "retire", "short_timeout", "execution_timeout", "targets"):
+    for feature in ("by_event", "metric", "alb_judge", "retire", "short_timeout", "execution_timeout", "targets"):
         assert any(getattr(history, feature) for history in rollouts), feature
     assert any(history.failure_limit > 1 for history in rollouts)
     fleets = [history.fleet for history in drawn if history.fleet]
