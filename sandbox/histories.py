@@ -11,7 +11,8 @@ operator's `cluster-canary restore` after the end. What came after the first gen
 from streams of its own (`FEATURES`, `stream(seed, name)`), so adding it left every earlier draw
 of a seed as it was: a Route 53-only plan; a provider's check beside the alarm (Datadog's, the
 sandbox's API double, or a real Prometheus's behind a proxy that plays its outages), with
-`failureLimit` 1 to 3 and `maxUnjudgedSeconds`; a CloudWatch metric threshold;
+`failureLimit` 1 to 3 and `maxUnjudgedSeconds`; a CloudWatch metric threshold; the built-in ALB
+checks (the canary's and the stable's ALB metrics put every second);
 hooks at each point (each invocation answering pass, fail, an error, or too late); the target
 health gate (the canary's target registered before, late, or never); `retire` (the stable
 target group detached once promoted); the rollout started by the CreateCluster event (the plan
@@ -41,6 +42,7 @@ happenings:
   provider-down      the provider answers 503 (`provider-slow`: answers past the request
                      timeout; `provider-up`: answers again)
   metric-breach      the metric threshold's latest datapoint goes over it (`metric-fine`: back)
+  alb-breach         the canary's 5xx rate goes over the ALB judge's limit (`alb-fine`: back)
   targets-registered the canary's target is registered some seconds later (a late gate)
   write-past-timeout the next traffic write is held past shift-weights' Timeout, then lands
   iam-refusal        shift-weights' role is denied its traffic writes (`iam-restored`: given
@@ -68,7 +70,8 @@ checks what moto, the Kubernetes test server and the event queue hold:
     promoted rollout that retires, and always by one;
   - a promoted rollout had, at every step, a check that passed (as it says) and one the world let
     pass (the alarm OK, the provider under its limit with data and reachable, the metric under its
-    threshold, read from when each check began to when it ended), and never `failureLimit`
+    threshold, the canary's 5xx rate under the ALB judge's limit all through its window, the
+    reads allowed; from when each check began to when it ended), and never `failureLimit`
     checks in a row that the world made fail; it went past no approval rejected or never given,
     and past no hook that did not pass (each hook ran where it should, and an `afterEachStep`
     hook saw its step's weights); a failing `beforeTraffic` hook or target health gate moves
@@ -90,8 +93,7 @@ checks what moto, the Kubernetes test server and the event queue hold:
 `python -m sandbox.histories --seeds N [--first S] [--jobs J]` runs N histories, one sandbox
 each (J at a time), and sums up what happened; tests/e2e/test_histories.py runs a fixed few in
 CI; a defect a seed found becomes a named test of its own.
-Not generated: Amazon Managed Prometheus (SigV4), the ALB judge, a
-disabled SafetyNet rule (nothing would deliver, and nothing pages: see docs/testing.md), NaN
+Not generated: Amazon Managed Prometheus (SigV4), a disabled SafetyNet rule (nothing would deliver, and nothing pages: see docs/testing.md), NaN
 from a provider, IAM refusals of calls other than the traffic writes.
 """
 import argparse
