@@ -93,8 +93,10 @@ checks what moto, the Kubernetes test server and the event queue hold:
 `python -m sandbox.histories --seeds N [--first S] [--jobs J]` runs N histories, one sandbox
 each (J at a time), and sums up what happened; tests/e2e/test_histories.py runs a fixed few in
 CI; a defect a seed found becomes a named test of its own.
-Not generated: Amazon Managed Prometheus (SigV4), a disabled SafetyNet rule (nothing would deliver, and nothing pages: see docs/testing.md), NaN
-from a provider, IAM refusals of calls other than the traffic writes.
+Not generated: Amazon Managed Prometheus (SigV4); a disabled SafetyNet rule (nothing would
+deliver and nothing would page: docs/testing.md says what that leaves); NaN from a provider; IAM
+refusals beyond the traffic writes and the checks' CloudWatch reads; the alarm watch's table
+failing.
 """
 import argparse
 import contextlib
