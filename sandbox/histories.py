@@ -88,7 +88,7 @@ checks what moto, the Kubernetes test server and the event queue hold:
     operator's restore while it runs is refused; after the end it puts the
     baseline back, or (a promoted rollout) is refused and changes nothing;
   - every state stays under the written budget, every event is valid against its schema, and
-    no token or key of the sandbox appears in a log or an execution's history.
+    no token or key of the sandbox appears in a log, an event or an execution's history.
 
 `python -m sandbox.histories --seeds N [--first S] [--jobs J]` runs N histories, one sandbox
 each (J at a time), and sums up what happened; tests/e2e/test_histories.py runs a fixed few in
@@ -1057,12 +1057,14 @@ def violations(history, record):
             jsonschema.validate(detail, scenarios.event_schema(detail_type))
         except jsonschema.ValidationError as e:
             found.append(f"event {detail_type} breaks its schema: {e.message}")
-    history_text = json.dumps(events, default=str)
+    history_text, events_text = json.dumps(events, default=str), json.dumps(report.events, default=str)
     for secret in SECRETS:
         if secret in record.logs:
             found.append(f"a secret ({secret[:4]}…) is in a log")
         if secret in history_text:
             found.append(f"a secret ({secret[:4]}…) is in the execution's history")
+        if secret in events_text:
+            found.append(f"a secret ({secret[:4]}…) is in an event")
     return found
 
 
