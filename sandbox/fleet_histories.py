@@ -1,4 +1,4 @@
-"""Seeded fleet histories (sandbox/histories.py draws them, `FLEET_SHARE` of the seeds): a random
+"""Seeded fleet histories (sandbox/histories.py draws them: `FEATURES["fleet"]` of the seeds): a random
 fleet over two to four cells of the sandbox (each an ALB listener, a new cluster and an alarm of
 its own: fleets.seed_cells), random waves, budget, `onHalt`, `rollbackPromotedOnHalt`, a soak
 and an approval before a wave, and random things happening, each tied to a point of the fleet's
@@ -21,7 +21,8 @@ Then `violations` checks what moto and the event queue hold:
     nothing moved it since (a cell moved by hand after its promotion is left as found);
   - the budget is kept: a fleet with more failed cells than its budget does not complete, no
     cell of a wave after the one that spent it starts, and no cell is counted twice (one `Cell
-    Failed` at most); a fleet stopped by a person leaves every cell promoted or at its baseline;
+    Failed` at most); no cell of a wave a person rejected starts; a fleet stopped by a person
+    leaves every cell promoted or at its baseline;
   - the CreateCluster event of a cell's cluster starts no rollout of its own while the fleet
     runs (or after);
   - every event is valid against its schema, no state is over the written budget, no secret is
