@@ -31,7 +31,6 @@ Then `violations` checks what moto and the event queue hold:
 Not generated: cells in other regions or accounts, `cells` waves, stored (S3) plans, a fleet's
 own faults of fleet-waves beyond a lost or failed invocation, lost FleetSafetyNet deliveries.
 """
-import json
 import threading
 import time
 from dataclasses import dataclass, field
