@@ -1,6 +1,6 @@
-"""Seeded fleet histories (sandbox/histories.py draws them: `FEATURES["fleet"]` of the seeds): a random
-fleet over two to four cells of the sandbox (each an ALB listener, a new cluster and an alarm of
-its own: fleets.seed_cells), random waves, budget, `onHalt`, `rollbackPromotedOnHalt`, a soak
+"""Seeded fleet histories (sandbox/histories.py draws them: `FEATURES["fleet"]` of the seeds): a
+random fleet over two to four cells of the sandbox (each an ALB listener, a new cluster and an
+alarm of its own: fleets.seed_cells), in one region or every other cell in a second, random waves, budget, `onHalt`, `rollbackPromotedOnHalt`, a soak
 and an approval before a wave, and random things happening, each tied to a point of the fleet's
 or a cell's execution (the n-th exit of one of its states), so a seed replays the same story:
 
@@ -28,7 +28,7 @@ Then `violations` checks what moto and the event queue hold:
   - every event is valid against its schema, no state is over the written budget, no secret is
     in a log.
 
-Not generated: cells in other regions or accounts, `cells` waves, stored (S3) plans, a fleet's
+Not generated: cells in other accounts, `cells` waves, the `spreadRegions` order, stored (S3) plans, a fleet's
 own faults of fleet-waves beyond a lost or failed invocation, lost FleetSafetyNet deliveries.
 """
 import threading
@@ -42,6 +42,7 @@ from . import fleets, scenarios
 from .front_door import lambda_service_exception
 
 FLEET_ALARM = "web-fleet-soak-5xx"
+REGIONS = ("us-east-1", "eu-west-1")
 # Each cell's rollout: steps 50 and 100, two checks per step (fleets.fleet_plan's template).
 CELL_POINTS = [("SetWeights", k) for k in (1, 2)] + [("Evaluate", k) for k in range(1, 5)]
 FLEET_ACTIONS = ("cell-alarm", "cell-alarm-clears", "soak-alarm", "fleet-abort", "cell-event",
@@ -59,12 +60,14 @@ class FleetStory:
     soak: bool
     approval: tuple = None  # (the wave, from 1, answered approve or reject)
     happenings: list = field(default_factory=list)  # (action, cell or None, (who, state), nth)
+    two_regions: bool = False  # every other cell in eu-west-1 (drawn apart: sandbox/histories.py)
 
     def __str__(self):
         said = [f"{self.cells} cells", f"waves {[w['size'] for w in self.waves]}", f"budget {self.budget}",
                 self.on_halt] + (["rollbackPromotedOnHalt"] if self.rollback_promoted else []) + \
             (["a soak"] if self.soak else []) + \
-            ([f"approval before wave {self.approval[0]}: {self.approval[1]}"] if self.approval else [])
+            ([f"approval before wave {self.approval[0]}: {self.approval[1]}"] if self.approval else []) + \
+            (["cells in us-east-1 and eu-west-1"] if self.two_regions else [])
         happened = [f"{action}{f'[{cell}]' if cell else ''} after {who}:{state} #{nth}"
                     for action, cell, (who, state), nth in self.happenings]
         return f"a fleet, {', '.join(said)}; " + ("; ".join(happened) or "nothing happens")
@@ -106,7 +109,8 @@ def plan_of(story, world):
 
 
 def wave_of(story):
-    """{cell: its wave, from 1}: the listed order, each size wave taking up to its size."""
+    """{cell: its wave, from 1}: the listed order (the plan says `listed`), each size wave taking
+    up to its size."""
     waves, placed, cells = {}, 0, names(story.cells)
     for number, wave in enumerate(story.waves, 1):
         upto = story.cells if wave["size"] == "100%" else min(story.cells, wave["size"])
@@ -175,7 +179,8 @@ class Follower:
 def run(seed, story, sandbox, out=print):
     """Runs the fleet story on `sandbox`; the FleetRun."""
     record = FleetRun()
-    world = fleets.seed_cells(sandbox, [(cell, "us-east-1") for cell in names(story.cells)])
+    world = fleets.seed_cells(sandbox, [(cell, REGIONS[i % 2] if story.two_regions else REGIONS[0])
+                                        for i, cell in enumerate(names(story.cells))])
     cloudwatch = sandbox.client("cloudwatch")
     cloudwatch.put_metric_alarm(AlarmName=FLEET_ALARM, Namespace="AWS/ApplicationELB",
                                 MetricName="HTTPCode_Target_5XX_Count", Statistic="Sum", Period=60,

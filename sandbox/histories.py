@@ -148,6 +148,7 @@ FEATURES = {
     "intake": 0.2,  # of the direct plans: started by the CreateCluster event, the plan a profile
     "iam": 0.15,  # of the direct plans
     "fleet": 0.2,  # a fleet history instead (sandbox/fleet_histories.py)
+    "fleet-regions": 0.5,  # of those: cells in two regions
     "target-health": 0.2,  # of the plans with a listener: the gate, its targets ready, late or never
     "metric-threshold": 0.2,  # a CloudWatch metric threshold beside the alarm
     "retire": 0.2,  # of the plans with a listener: the stable target group detached once promoted
@@ -344,6 +345,7 @@ def draw_later_features(history, points):
         history.by_event = True
     if r := drawn("fleet"):
         history.fleet = fleet_histories.draw(r)
+        history.fleet.two_regions = bool(drawn("fleet-regions"))
     if r := drawn("target-health", history.kind in WITH_LISTENER):
         history.targets = r.choice(TARGETS)
         if history.targets == "late":

@@ -75,9 +75,9 @@ CI_HISTORIES = {
            'record-write[74] after RestoreUnchanged #1; safety-net-lost after Evaluate #2; iam-refusal '
            'after RestoreUnchanged #1; the operator restores after the end',
     35690: "seed 35690: a fleet, 2 cells, waves [1, '100%'], budget 1, abortRunning, "
-           'rollbackPromotedOnHalt, a soak, approval before wave 2: approve; reply-lost after c1:SetWeights '
-           '#2; cell-foreign-write[c2] after c2:Evaluate #3; cell-alarm[c1] after c1:SetWeights #2; '
-           'cell-event[c2] after c1:Evaluate #1',
+           'rollbackPromotedOnHalt, a soak, approval before wave 2: approve, cells in us-east-1 and '
+           'eu-west-1; reply-lost after c1:SetWeights #2; cell-foreign-write[c2] after c2:Evaluate #3; '
+           'cell-alarm[c1] after c1:SetWeights #2; cell-event[c2] after c1:Evaluate #1',
 }
 
 ARN = "arn:aws:states:us-east-1:123456789012:execution:cluster-canary-rollout:history-1"
