@@ -1050,6 +1050,11 @@ def violations(history, record):
             if code == 0 or after != final:
                 found.append(f"`cluster-canary restore` after a promotion (or a newer rollout) was not refused, "
                              f"or changed the weights ({final} -> {after}): {said}")
+        elif "SetWeights" not in report.states:
+            # It moved nothing, so it has nothing to put back: what another writer did stays.
+            if code != 0 or after != final:
+                found.append(f"`cluster-canary restore` of a rollout that never set a step changed {final} to "
+                             f"{after}, exit {code}: {said}")
         elif code != 0 or after != record.baseline:
             found.append(f"`cluster-canary restore` after the end left {after}, exit {code}: {said}")
     if report.largest_state >= STATE_BUDGET:

@@ -257,6 +257,15 @@ def test_the_checker_flags_a_restore_by_hand_that_undoes_too_much():
         "`cluster-canary restore` after a promotion (or a newer rollout) was not refused")
     history, running = made_up("FAILED", BASELINE, error="CheckFailed", restores_while_running=[(0, True)])
     assert histories.violations(history, running) == ["`cluster-canary restore` wrote while the execution ran"]
+    # A rollout that never set a step has nothing to restore: a foreign write before it stays
+    # (seed 5128); one that did set a step is put back at its baseline.
+    foreign = {LISTENER: (7, 93), RECORD: (100, 0)}
+    history, untouched = made_up("FAILED", foreign, error="HookFailed", states=["PrepareTraffic"],
+                                 foreign=foreign, foreign_at=0, restore_after=(0, "nothing to restore", foreign))
+    assert histories.violations(history, untouched) == []
+    untouched.restore_after = (0, "restored", BASELINE)
+    assert histories.violations(history, untouched)[0].startswith(
+        "`cluster-canary restore` of a rollout that never set a step changed")
 
 
 def test_the_checker_flags_a_rollout_of_another_target_refused_or_moved_by_the_first():
