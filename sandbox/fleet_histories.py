@@ -21,7 +21,8 @@ Then `violations` checks what moto and the event queue hold:
     nothing moved it since (a cell moved by hand after its promotion is left as found);
   - the budget is kept: a fleet with more failed cells than its budget does not complete, no
     cell of a wave after the one that spent it starts, and no cell is counted twice (one `Cell
-    Failed` at most); no cell of a wave a person rejected starts; a fleet stopped by a person
+    Failed` at most, and the halt's tally matches the cells' executions); no cell of a wave a
+    person rejected starts; a fleet stopped by a person
     leaves every cell promoted or at its baseline;
   - the CreateCluster event of a cell's cluster starts no rollout of its own while the fleet
     runs (or after);
@@ -31,6 +32,7 @@ Then `violations` checks what moto and the event queue hold:
 Not generated: cells in other accounts, `cells` waves, the `spreadRegions` order, stored (S3) plans, a fleet's
 own faults of fleet-waves beyond a lost or failed invocation, lost FleetSafetyNet deliveries.
 """
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -48,6 +50,8 @@ CELL_POINTS = [("SetWeights", k) for k in (1, 2)] + [("Evaluate", k) for k in ra
 FLEET_ACTIONS = ("cell-alarm", "cell-alarm-clears", "soak-alarm", "fleet-abort", "cell-event",
                  "cell-foreign-write", "lambda-5xx", "reply-lost")
 PROMOTED, BASELINE = (0, 100), (100, 0)
+# The halt's tally, at the end of its message (fleet-waves' tally.rs).
+TALLY = re.compile(r"Promoted: (\d+), failed: (\d+), stopped by the halt: (\d+), not started: (\d+)")
 
 
 @dataclass
@@ -308,6 +312,16 @@ def violations(story, record, state_budget, secrets):
         late = [c for c in children if waves[c] > spending_wave]
         if late:
             found.append(f"cells {late} started after wave {spending_wave} spent the budget")
+    tally = TALLY.search(end.get("cause") or "") if end.get("error") == "FleetHalted" else None
+    if tally:
+        said = dict(zip(("promoted", "failed", "stopped", "not started"), map(int, tally.groups())))
+        stopped = [c for c, child in children.items() if child.get("error") == "FleetHalted"]
+        counted_here = {"promoted": sum(child["status"] == "SUCCEEDED" for child in children.values()),
+                        "stopped": len(stopped), "failed": len(children) - len(stopped) - sum(
+                            child["status"] == "SUCCEEDED" for child in children.values()),
+                        "not started": story.cells - len(children)}
+        if said != counted_here:
+            found.append(f"the halt counted {said}, its cells' executions say {counted_here}")
     counted = [d.get("cell") for t, d in record.events if t == "Cell Failed"]
     twice = sorted({c for c in counted if counted.count(c) > 1})
     if twice:

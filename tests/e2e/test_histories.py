@@ -365,6 +365,16 @@ def test_the_checker_flags_a_fleet_that_leaves_a_cell_half_moved_or_spends_past_
     story.rollback_promoted = True
     # (The made-up events are not whole: their schema is a promise of its own.)
     assert [v for v in check(story, undone) if "breaks its schema" not in v] == ["cells counted twice as failed: ['c2']"]
+    # The halt's tally against the cells' executions.
+    story, tallied = made_up_fleet({"c1": "SUCCEEDED", "c2": "FAILED"}, {"c1": promoted, "c2": baseline},
+                                   end={"status": "FAILED", "error": "FleetHalted", "cause":
+                                        "fleet f halted after wave 2 of 2: …. Promoted: 1, failed: 1, "
+                                        "stopped by the halt: 0, not started: 0"})
+    assert check(story, tallied) == []
+    tallied.end["cause"] = tallied.end["cause"].replace("failed: 1", "failed: 2")
+    assert check(story, tallied) == [
+        "the halt counted {'promoted': 1, 'failed': 2, 'stopped': 0, 'not started': 0}, its cells' executions say "
+        "{'promoted': 1, 'stopped': 0, 'failed': 1, 'not started': 0}"]
     # A cell's CreateCluster event that started a rollout of its own.
     story, started = made_up_fleet({"c1": "SUCCEEDED"}, {"c1": promoted, "c2": baseline}, end={"status": "SUCCEEDED"},
                                    intake_answers=[("c2", None, {"action": "started"})])
