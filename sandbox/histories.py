@@ -382,8 +382,8 @@ class Run:
     baseline: dict = None
     promoted: dict = None
     done: list = field(default_factory=list)  # (happening, index of the history event it followed)
-    foreign: dict = None  # the weights a foreign write left (None: any, for the side it did not set)
-    foreign_at: int = None  # ... the history index it followed
+    foreign: dict = None  # the weights foreign writes left, by target (None: any, for a side not set)
+    foreign_at: int = None  # ... the history index the last of them followed
     approval_requested: bool = False
     second: object = None  # the second rollout's report
     other: str = None  # the other-target rollout's execution ARN
@@ -722,6 +722,12 @@ def run_on(history, sandbox, controllers, provider, out):
     def history_length():
         return len(sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"])
 
+    def written_by_hand(target, weights, index):
+        """A foreign writer's weights for `target` (each target's last), and the history index
+        of the last such write."""
+        record.foreign = {**(record.foreign or {}), target: weights}
+        record.foreign_at = index
+
     def happen(happening):
         action, value = happening.action, happening.value
         out(f">>> {happening}")
@@ -743,7 +749,7 @@ def run_on(history, sandbox, controllers, provider, out):
         elif action == "record-write":
             green = value[0]
             scenarios.move_record_by_hand(sandbox, 100 - green, green)
-            record.foreign, record.foreign_at = {sandbox.world.record: (100 - green, green)}, index
+            written_by_hand(sandbox.world.record, (100 - green, green), index)
         elif action == "route53-throttle":
             sandbox.front.faults.append([is_route53_change, 2, route53_throttled()])
         elif action == "route53-pending":
@@ -794,10 +800,10 @@ def run_on(history, sandbox, controllers, provider, out):
         elif action == "foreign-write":
             blue, green = value
             scenarios.move_listener_by_hand(sandbox, blue, green)
-            record.foreign, record.foreign_at = {LISTENER: (blue, green)}, index
+            written_by_hand(LISTENER, (blue, green), index)
         elif action == "foreign-apply":
             gitops.apply_stable_weight_as(sandbox, "kubectl", value[0])
-            record.foreign, record.foreign_at = {sandbox.world.record: (value[0], None)}, index
+            written_by_hand(sandbox.world.record, (value[0], None), index)
         elif action == "abort":
             sfn.stop_execution(executionArn=arn, cause="history: the operator stops it")
         elif action == "late-safety-net" and not record.held:
