@@ -722,11 +722,12 @@ def run_on(history, sandbox, controllers, provider, out):
     def history_length():
         return len(sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"])
 
-    def written_by_hand(target, weights, index):
+    def written_by_hand(target, weights):
         """A foreign writer's weights for `target` (each target's last), and the history index
-        of the last such write."""
+        once the last such write landed (a throttled writer's retries take seconds: a look
+        before then may have read the weights before it)."""
         record.foreign = {**(record.foreign or {}), target: weights}
-        record.foreign_at = index
+        record.foreign_at = history_length()
 
     def happen(happening):
         action, value = happening.action, happening.value
@@ -749,7 +750,7 @@ def run_on(history, sandbox, controllers, provider, out):
         elif action == "record-write":
             green = value[0]
             scenarios.move_record_by_hand(sandbox, 100 - green, green)
-            written_by_hand(sandbox.world.record, (100 - green, green), index)
+            written_by_hand(sandbox.world.record, (100 - green, green))
         elif action == "route53-throttle":
             sandbox.front.faults.append([is_route53_change, 2, route53_throttled()])
         elif action == "route53-pending":
@@ -800,10 +801,10 @@ def run_on(history, sandbox, controllers, provider, out):
         elif action == "foreign-write":
             blue, green = value
             scenarios.move_listener_by_hand(sandbox, blue, green)
-            written_by_hand(LISTENER, (blue, green), index)
+            written_by_hand(LISTENER, (blue, green))
         elif action == "foreign-apply":
             gitops.apply_stable_weight_as(sandbox, "kubectl", value[0])
-            written_by_hand(sandbox.world.record, (value[0], None), index)
+            written_by_hand(sandbox.world.record, (value[0], None))
         elif action == "abort":
             sfn.stop_execution(executionArn=arn, cause="history: the operator stops it")
         elif action == "late-safety-net" and not record.held:
