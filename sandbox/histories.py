@@ -1239,6 +1239,24 @@ def promotion_without_evidence(history, record):
     return found
 
 
+def features_of(history):
+    """What a history's plan and world have beyond the first generator's, for the summary."""
+    if history.fleet:
+        fleet = history.fleet
+        return ([f"fleet onHalt {fleet.on_halt}", f"fleet budget {fleet.budget}"]
+                + (["fleet rollbackPromotedOnHalt"] if fleet.rollback_promoted else [])
+                + (["fleet soak"] if fleet.soak else []) + (["fleet approval"] if fleet.approval else [])
+                + (["fleet in two regions"] if fleet.two_regions else []))
+    return ([f"failureLimit {history.failure_limit}"] if history.failure_limit != 1 else []) + \
+        ([f"{history.provider} check"] if history.provider else []) + \
+        [f"hook {point}" for point in history.hooks or {}] + \
+        (["started by the CreateCluster event"] if history.by_event else []) + \
+        ([f"target health gate ({history.targets})"] if history.targets else []) + \
+        (["metric threshold"] if history.metric else []) + (["ALB judge"] if history.alb_judge else []) + \
+        (["retire"] if history.retire else []) + (["shift-weights Timeout 10 s"] if history.short_timeout else []) + \
+        (["execution timeout"] if history.execution_timeout else [])
+
+
 def judged(seed, verbose=False):
     """One history run and judged: (its line, its violations, the Run's summary)."""
     history = generate(seed)
@@ -1251,14 +1269,13 @@ def judged(seed, verbose=False):
         line = (f"{history} -> fleet {end}, cells {record.weights}; happened: {', '.join(record.done) or 'nothing'} "
                 f"({time.monotonic() - started:.0f} s)")
         return line, broken, {"happened": [d.split("[")[0] for d in record.done], "end": f"fleet {end}",
-                              "kind": "fleet", "features": [], "approval": None, "restore_after": False,
+                              "kind": "fleet", "features": features_of(history), "approval": None,
+                              "restore_after": False,
                               "alarm_to_baseline": None}
     report = record.report
     line = (f"{history} -> {report.status} {report.error or ''} {report.weights}; happened: "
             f"{', '.join(str(h) for h, _ in record.done) or 'nothing'} ({time.monotonic() - started:.0f} s)")
-    features = ([f"failureLimit {history.failure_limit}"] if history.failure_limit != 1 else []) + \
-        ([f"{history.provider} check"] if history.provider else []) + [f"hook {point}" for point in history.hooks or {}] + \
-        (["started by the CreateCluster event"] if history.by_event else [])
+    features = features_of(history)
     summary = {"happened": [h.action for h, _ in record.done], "end": f"{report.status} {report.error or ''}".strip(),
                "kind": history.kind, "features": features, "approval": history.approval[0] if history.approval else None,
                "restore_after": history.restore_after,
