@@ -32,6 +32,8 @@ happenings:
   late-safety-net    the safety net's delivery is held until the history ends (a late delivery)
   safety-net-lost    every try of the safety net's delivery fails (Lambda's retries spent): its
                      record goes to the dead-letter queue; the person it pages restores by hand
+  safety-net-disabled  someone disables the stack's SafetyNet rule: nothing is delivered, and
+                     nothing pages (docs/testing.md); a person restores by hand
   throttle           ELBv2 throttles the next two ModifyListener calls
   route53-throttle   Route 53 throttles the next two ChangeResourceRecordSets calls
   route53-pending    GetChange answers PENDING once or twice (the change not yet INSYNC)
@@ -93,8 +95,7 @@ checks what moto, the Kubernetes test server and the event queue hold:
 `python -m sandbox.histories --seeds N [--first S] [--jobs J]` runs N histories, one sandbox
 each (J at a time), and sums up what happened; tests/e2e/test_histories.py runs a fixed few in
 CI; a defect a seed found becomes a named test of its own.
-Not generated: Amazon Managed Prometheus (SigV4); a disabled SafetyNet rule (nothing would
-deliver and nothing would page: docs/testing.md says what that leaves); NaN from a provider; IAM
+Not generated: Amazon Managed Prometheus (SigV4); NaN from a provider; IAM
 refusals beyond the traffic writes and the checks' CloudWatch reads; the alarm watch's table
 failing.
 """
@@ -145,6 +146,7 @@ FEATURES = {
     "provider-kind": 0.5,  # of those: a real Prometheus's (behind a proxy that plays its outages), else Datadog's
     "hooks": 0.25,
     "deliveries": 0.15,
+    "deliveries-disabled": 0.08,  # the SafetyNet rule disabled at a point of the run
     "intake": 0.2,  # of the direct plans: started by the CreateCluster event, the plan a profile
     "iam": 0.15,  # of the direct plans
     "fleet": 0.2,  # a fleet history instead (sandbox/fleet_histories.py)
@@ -341,6 +343,9 @@ def draw_later_features(history, points):
     if r := drawn("deliveries"):
         happenings.append(Happening("safety-net-lost", *r.choice(points)))
         history.restore_after = True  # what the person the dead-letter queue pages does
+    if r := drawn("deliveries-disabled"):
+        happenings.append(Happening("safety-net-disabled", *r.choice(points)))
+        history.restore_after = True  # the way back by hand, the one left
     if drawn("intake", history.kind in DIRECT):
         history.by_event = True
     if r := drawn("fleet"):
@@ -410,6 +415,7 @@ class Run:
     dead_letter_queue: str = None  # the safety net's dead-letter queue's name
     denied_at: int = None  # history index from which the functions' traffic writes were refused
     denied_until: int = None  # ... and until which (None: the end of the run)
+    net_disabled: bool = False  # the SafetyNet rule was disabled during the run
     targets_at: int = None  # history index before which the canary target group got its target
     stable_attached: bool = None  # the listener still forwards to the stable target group at the end
 
@@ -785,6 +791,9 @@ def run_on(history, sandbox, controllers, provider, out):
             # The next traffic write is held past the function's Timeout, then goes on: it
             # lands after Lambda ended the function that sent it.
             sandbox.front.faults.append([held_past_timeout(), 1, None])
+        elif action == "safety-net-disabled":
+            sandbox.client("events").disable_rule(Name=sandbox.safety_net.rule)
+            record.net_disabled = True
         elif action == "iam-refusal" and record.denied_at is None:
             iam.put_role_policy(RoleName=shift_weights_role, PolicyName=DENY_POLICY, PolicyDocument=json.dumps(DENY_WRITES))
             record.denied_at = index
@@ -864,7 +873,10 @@ def run_on(history, sandbox, controllers, provider, out):
     with holding:
         report = scenarios.watch(sandbox, arn, on_event=on_event, on_notification=on_notification,
                                  out=out, await_safety_net=False)
-    if sandbox.safety_net.matches(report.status):
+    if record.net_disabled:
+        report.safety_net = None
+        out("safety net: none (its rule is disabled)")
+    elif sandbox.safety_net.matches(report.status):
         try:
             report.safety_net = sandbox.safety_net.answer_for(arn)
             out(f"safety net{' (late)' if record.held else ''}: {report.safety_net['reason']}")
@@ -980,10 +992,13 @@ def violations(history, record):
         allowed = [{k: v for k, v in record.second.weights.items() if k in record.baseline}]
     # A safety net whose every try failed, or functions refused their writes, may leave traffic
     # where it was: then a person is paged (the dead-letter queue, or the RestoreFailures metric).
-    stuck = safety_net_lost(record) or record.denied_at is not None
+    # A disabled SafetyNet rule delivers nothing and nothing pages (the gap docs/testing.md
+    # names): only the way back by hand is left, and it must work (`restore_after`, drawn).
+    stuck = safety_net_lost(record) or record.denied_at is not None or record.net_disabled
     paged = (report.execution_arn in record.dead_letters
              or any(name == "RestoreFailures" for name, _, _ in report.metrics)
-             or any(t == "Rollback Failing" for t, _ in report.events))
+             or any(t == "Rollback Failing" for t, _ in report.events)
+             or record.net_disabled)
     if not any(fits(final, a) for a in allowed) and not (stuck and paged):
         found.append(f"traffic ended at {final}: neither the baseline {record.baseline}, promoted, "
                      f"nor as a foreign writer left it ({record.foreign}, ended foreign: {ended_foreign})"
