@@ -37,9 +37,9 @@ CI_HISTORIES = {
     261: 'seed 261: ALB + Route 53, steps [100], approval before 100 %: approve, a metric threshold, '
          'retires the stable target group; second-rollout after Evaluate #1; metrics-throttle[4] after '
          'Evaluate #2; other-rollout after RestoreUnchanged #1; route53-pending[1] after SetWeights #1; '
-         'record-write[8] after Restore #1; metric-fine after Evaluate #1; metric-fine after SetWeights '
-         '#1; iam-reads-refused after Evaluate #2; iam-reads-restored after RestoreUnchanged #1; the '
-         'operator restores after the end',
+         'record-write[8] after Restore #1; safety-net-disabled after Evaluate #2; metric-fine after '
+         'Evaluate #1; metric-fine after SetWeights #1; iam-reads-refused after Evaluate #2; '
+         'iam-reads-restored after RestoreUnchanged #1; the operator restores after the end',
     828: 'seed 828: ALB, steps [100], the ALB judge; reply-lost after SetWeights #1; operator-restore '
          'after Evaluate #1; alb-breach after PrepareTraffic #1; alb-fine after Evaluate #2',
     2061: 'seed 2061: ALB + Route 53, steps [41, 65, 100], approval before 100 %: approve, failureLimit 2, '
@@ -74,6 +74,10 @@ CI_HISTORIES = {
            'foreign-write[48, 52] after RestoreUnchanged #1; other-rollout after SetWeights #1; '
            'record-write[74] after RestoreUnchanged #1; safety-net-lost after Evaluate #2; iam-refusal '
            'after RestoreUnchanged #1; the operator restores after the end',
+    12808: 'seed 12808: ALB, steps [15, 100], retires the stable target group; metrics-throttle[6] after '
+           'Evaluate #2; late-safety-net after Evaluate #1; abort after Evaluate #3; safety-net-lost after '
+           'SetWeights #2; safety-net-disabled after PrepareTraffic #1; iam-refusal after Evaluate #2; the '
+           'operator restores after the end',
     35690: "seed 35690: a fleet, 2 cells, waves [1, '100%'], budget 1, abortRunning, "
            'rollbackPromotedOnHalt, a soak, approval before wave 2: approve, cells in us-east-1 and '
            'eu-west-1; reply-lost after c1:SetWeights #2; cell-foreign-write[c2] after c2:Evaluate #3; '
@@ -293,10 +297,11 @@ def test_the_pinned_histories_draw_every_kind_of_happening():
     drawn = [histories.generate(seed) for seed in CI_HISTORIES]
     rollouts = [history for history in drawn if not history.fleet]
     made = {h.action for history in rollouts for h in history.happenings}
-    assert set(histories.HAPPENINGS) | set(histories.ROUTE53_HAPPENINGS) | set(histories.PROVIDER_HAPPENINGS) | set(
-        histories.METRIC_HAPPENINGS) | set(histories.ALB_HAPPENINGS) | {"other-rollout", "safety-net-lost", "iam-refusal", "iam-restored",
-                                        "iam-reads-refused", "iam-reads-restored", "targets-registered",
-                                        "write-past-timeout"} <= made
+    every = {*histories.HAPPENINGS, *histories.ROUTE53_HAPPENINGS, *histories.PROVIDER_HAPPENINGS,
+             *histories.METRIC_HAPPENINGS, *histories.ALB_HAPPENINGS, "other-rollout", "safety-net-lost",
+             "safety-net-disabled", "iam-refusal", "iam-restored", "iam-reads-refused", "iam-reads-restored",
+             "targets-registered", "write-past-timeout"}
+    assert every <= made, every - made
     assert {history.kind for history in rollouts} == {*histories.KINDS, histories.ROUTE53}
     assert {point for history in rollouts for point in history.hooks or {}} == set(histories.HOOK_POINTS)
     assert {history.provider for history in rollouts} == {None, "datadog", "prometheus"}
