@@ -17,7 +17,7 @@ hooks at each point (each invocation answering pass, fail, an error, or too late
 health gate (the canary's target registered before, late, or never); `retire` (the stable
 target group detached once promoted); the rollout started by the CreateCluster event (the plan
 then the stack's profile); shift-weights deployed with a 10 s `Timeout`; the rollout state
-machine deployed with a `TimeoutSeconds` of 15 to 60 s (an execution that times out, into the
+machine deployed with a `TimeoutSeconds` of 10 to 35 s (an execution that times out, into the
 safety net: moto's engine enforces it); and, a fifth of the
 seeds, a fleet instead (sandbox/fleet_histories.py has its story and its promises). The
 happenings:
@@ -368,7 +368,7 @@ def draw_later_features(history, points):
         history.alb_judge = True
         some(r, ALB_HAPPENINGS, 2)
     if r := drawn("execution-timeout"):
-        history.execution_timeout = r.randint(15, 60)
+        history.execution_timeout = r.randint(10, 35)
     if r := drawn("timeouts", history.kind in DIRECT):
         history.short_timeout = True
         for _ in range(r.randint(1, 2)):

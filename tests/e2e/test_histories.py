@@ -70,7 +70,7 @@ CI_HISTORIES = {
            'metric-breach after SetWeights #2; metric-fine after PrepareTraffic #1; write-past-timeout '
            'after RestoreUnchanged #1; the operator restores after the end',
     12158: "seed 12158: ALB + Route 53, steps [100], hooks {'afterPromotion': ['raise']}, started by the "
-           'CreateCluster event, retires the stable target group, executions time out after 56 s; '
+           'CreateCluster event, retires the stable target group, executions time out after 30 s; '
            'foreign-write[48, 52] after RestoreUnchanged #1; other-rollout after SetWeights #1; '
            'record-write[74] after RestoreUnchanged #1; safety-net-lost after Evaluate #2; iam-refusal '
            'after RestoreUnchanged #1; the operator restores after the end',
