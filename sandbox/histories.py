@@ -83,8 +83,8 @@ checks what moto, the Kubernetes test server and the event queue hold:
     unreachable provider within UNJUDGED_BOUND_SECONDS of the outage;
   - a safety net whose every try failed is in the dead-letter queue, and SafetyNetFailedAlarm
     watches that queue (moto does not evaluate alarms: the alarm's definition is checked);
-  - a second rollout of the same targets started while the first runs is refused at Prepare
-    and moves nothing; a rollout of another target is not refused, and its own traffic ends
+  - a second rollout of the same targets started while the first runs is refused (at Prepare,
+    or its plan before it) and moves nothing; a rollout of another target is not refused, and its own traffic ends
     promoted when it succeeded and at its own baseline otherwise, whatever the first did (no
     write of one lands on the other's target, one's rollback never moves the other's); an
     operator's restore while it runs is refused; after the end it puts the
@@ -1049,10 +1049,12 @@ def violations(history, record):
         found += hook_promises(history, record)
     if record.second is not None and record.second_overlapped:
         # Refused at Prepare: as ConcurrentRollout, or for a target the first left with no
-        # stable weight (TargetMisconfigured, checked first); either way before any write.
-        if record.second.status != "FAILED" or "PrepareTraffic" not in record.second.states:
+        # stable weight (TargetMisconfigured, checked first); or before it, its plan refused
+        # (a provider's query with no data then: InvalidPlan, seed 5618). Either way before any
+        # write.
+        if record.second.status != "FAILED":
             found.append(f"a second rollout of the same targets, started while the first ran, was not "
-                         f"refused at Prepare: {record.second.status} {record.second.error}")
+                         f"refused: {record.second.status} {record.second.error}")
         if "SetWeights" in record.second.states:
             found.append("the refused second rollout set weights")
     if record.other is not None:

@@ -272,6 +272,18 @@ def test_the_checker_flags_a_restore_by_hand_that_undoes_too_much():
         "`cluster-canary restore` of a rollout that never set a step changed")
 
 
+def test_the_checker_flags_a_second_rollout_of_the_same_targets_that_was_not_refused():
+    def second(status, states, error=None):
+        report = Report(execution_arn="second", status=status, error=error, states=states, weights=BASELINE)
+        return made_up("FAILED", BASELINE, error="CheckFailed", second=report, second_overlapped=True)
+    # Refused at Prepare, or its plan refused before (a provider's query without data: seed 5618).
+    assert histories.violations(*second("FAILED", ["PrepareTraffic"], "ConcurrentRollout")) == []
+    assert histories.violations(*second("FAILED", ["ValidatePlan"], "InvalidPlan")) == []
+    assert histories.violations(*second("SUCCEEDED", ["PrepareTraffic", "SetWeights"])) == [
+        "a second rollout of the same targets, started while the first ran, was not refused: SUCCEEDED None",
+        "the refused second rollout set weights"]
+
+
 def test_the_checker_flags_a_rollout_of_another_target_refused_or_moved_by_the_first():
     other = dict(other="arn:…:other-1", other_world={"listener": "arn:…:listener/app/web-other/1/2"})
     history, refused = made_up("FAILED", BASELINE, error="CheckFailed", other_weights=(100, 0),
