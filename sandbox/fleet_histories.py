@@ -41,7 +41,7 @@ from pathlib import Path
 import jsonschema
 
 from . import fleets, scenarios
-from .front_door import lambda_service_exception
+from .front_door import is_invocation, lambda_service_exception
 
 FLEET_ALARM = "web-fleet-soak-5xx"
 REGIONS = ("us-east-1", "eu-west-1")
@@ -219,7 +219,7 @@ def run(seed, story, sandbox, out=print):
                 sandbox, world[cell]["cluster"], world[cell]["region"]))
             record.intake_answers.append((cell, error, answer))
         elif action == "cell-foreign-write":
-            fleets_listener_by_hand(sandbox, world[cell], 70, 30)
+            move_cell_by_hand(sandbox, world[cell], 70, 30)
             record.foreign[cell] = (70, 30)
         elif action == "lambda-5xx":
             sandbox.front.faults.append([is_invocation, 1, lambda_service_exception()])
@@ -274,15 +274,12 @@ def answer_the_approval(sandbox, story, name, out):
         time.sleep(1)
 
 
-def fleets_listener_by_hand(sandbox, cell, old, new):
+def move_cell_by_hand(sandbox, cell, old, new):
+    """Someone sets a cell's listener by hand; throttled, their tool asks again."""
     sandbox.client("elbv2", cell["region"], attempts=10).modify_listener(
         ListenerArn=cell["listener"],
         DefaultActions=[{"Type": "forward", "ForwardConfig": {"TargetGroups": [
             {"TargetGroupArn": cell["old"], "Weight": old}, {"TargetGroupArn": cell["new"], "Weight": new}]}}])
-
-
-def is_invocation(method, path, body):
-    return method == "POST" and path.endswith("/invocations")
 
 
 def violations(story, record, state_budget, secrets):

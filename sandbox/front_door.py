@@ -33,6 +33,11 @@ def function_name(name_or_arn):
     return name_or_arn
 
 
+def is_invocation(method, path, body):
+    """A fault's predicate: any Lambda Invoke (the state machine's, a rule's, the harness's)."""
+    return method == "POST" and path.endswith("/invocations")
+
+
 def lambda_throttled():
     """Lambda's answer to an Invoke it throttles (a fault's answer): 429
     TooManyRequestsException, with the request id every AWS answer carries."""

@@ -117,8 +117,8 @@ from pathlib import Path
 import jsonschema
 
 from . import datadog, fleet_histories, fleets, gitops, prometheus, scenarios
-from .front_door import (INVOKE, cloudwatch_throttled, lambda_service_exception, lambda_throttled, query_throttled,
-                         route53_pending, route53_throttled)
+from .front_door import (INVOKE, cloudwatch_throttled, is_invocation, lambda_service_exception, lambda_throttled,
+                         query_throttled, route53_pending, route53_throttled)
 from .harness import CONTRACT, DATADOG_KEYS, FUNCTIONS_TOKEN, REPO, Sandbox
 from .world import REGION
 
@@ -205,13 +205,6 @@ ROLLBACK_BOUND_SECONDS = CHECK_INTERVAL + 90
 # An unreachable provider: the step goes `maxUnjudgedSeconds` without a verdict, one more check
 # and its request timeout, then the same restore (docs/functions.md).
 UNJUDGED_BOUND_SECONDS = MAX_UNJUDGED + CHECK_INTERVAL + PROVIDER_TIMEOUT + 90
-INVOCATION = ("POST", "/invocations")
-
-
-def is_invocation(method, path, body):
-    return method == INVOCATION[0] and path.endswith(INVOCATION[1])
-
-
 def is_modify_listener(method, path, body):
     return b"Action=ModifyListener" in body
 
