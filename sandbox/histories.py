@@ -1249,6 +1249,11 @@ def promotion_without_evidence(history, record):
     return found
 
 
+def happened(record):
+    """What happened in a run, as said in its story, in order (a rollout's or a fleet's)."""
+    return list(record.done) if isinstance(record, fleet_histories.FleetRun) else [str(h) for h, _ in record.done]
+
+
 def features_of(history):
     """What a history's plan and world have beyond the first generator's, for the summary."""
     if history.fleet:
@@ -1276,7 +1281,7 @@ def judged(seed, verbose=False):
     broken = violations(history, record)
     if history.fleet:
         end = f"{record.end['status']} {record.end.get('error') or ''}".strip()
-        line = (f"{history} -> fleet {end}, cells {record.weights}; happened: {', '.join(record.done) or 'nothing'} "
+        line = (f"{history} -> fleet {end}, cells {record.weights}; happened: {', '.join(happened(record)) or 'nothing'} "
                 f"({time.monotonic() - started:.0f} s)")
         return line, broken, {"happened": [d.split("[")[0] for d in record.done], "end": f"fleet {end}",
                               "kind": "fleet", "features": features_of(history), "approval": None,
@@ -1284,7 +1289,7 @@ def judged(seed, verbose=False):
                               "alarm_to_baseline": None}
     report = record.report
     line = (f"{history} -> {report.status} {report.error or ''} {report.weights}; happened: "
-            f"{', '.join(str(h) for h, _ in record.done) or 'nothing'} ({time.monotonic() - started:.0f} s)")
+            f"{', '.join(happened(record)) or 'nothing'} ({time.monotonic() - started:.0f} s)")
     features = features_of(history)
     summary = {"happened": [h.action for h, _ in record.done], "end": f"{report.status} {report.error or ''}".strip(),
                "kind": history.kind, "features": features, "approval": history.approval[0] if history.approval else None,
