@@ -1,8 +1,8 @@
 """Seeded histories: a random plan, random things happening while it runs, and the promises
 checked after each run, on a sandbox (the stack `sam deploy` creates, IAM enforced).
 
-A history is generated from its seed alone (`generate(seed)`): the plan (its kind of targets:
-an ALB listener, a listener and a Route 53 record, a record alone, or a record through Argo CD
+A history is generated from its seed alone (`generate(seed)`): the plan (its kind of targets: an
+ALB listener, a listener and a Route 53 record, a record alone, or a record through Argo CD
 (GitOps) with each cluster's ExternalDNS; one to three steps; sometimes an approval before a
 step, answered `approve` or `reject` or never), one to four happenings, each tied to a point of
 the execution (the n-th exit of a state: `PrepareTraffic`, `SetWeights`, `Evaluate`, `Restore`,
@@ -12,14 +12,14 @@ from streams of its own (`FEATURES`, `stream(seed, name)`), so adding it left ev
 of a seed as it was: a Route 53-only plan; a provider's check beside the alarm (Datadog's, the
 sandbox's API double, or a real Prometheus's behind a proxy that plays its outages), with
 `failureLimit` 1 to 3 and `maxUnjudgedSeconds`; a CloudWatch metric threshold; the built-in ALB
-checks (the canary's and the stable's ALB metrics put every second);
-hooks at each point (each invocation answering pass, fail, an error, or too late); the target
-health gate (the canary's target registered before, late, or never); `retire` (the stable
-target group detached once promoted); the rollout started by the CreateCluster event (the plan
-then the stack's profile); shift-weights deployed with a 10 s `Timeout`; the rollout state
-machine deployed with a `TimeoutSeconds` of 10 to 35 s (an execution that times out, into the
-safety net: moto's engine enforces it); and, a fifth of the
-seeds, a fleet instead (sandbox/fleet_histories.py has its story and its promises). The
+checks (the canary's and the stable's ALB metrics put every second); hooks at each point (each
+invocation answering pass, fail, an error, or too late); the target health gate (the canary's
+target registered before, late, or never); `retire` (the stable target group detached once
+promoted); the rollout started by the CreateCluster event (the plan then the stack's profile);
+shift-weights deployed with a 10 s `Timeout`; the rollout state machine deployed with a
+`TimeoutSeconds` of 10 to 35 s (an execution that times out, into the safety net: moto's engine
+enforces it); and, a fifth of the seeds, a fleet instead (sandbox/fleet_histories.py has its
+story and its promises). The
 happenings:
 
   alarm              an alarm the plan watches goes to ALARM (its event through the stack's rule)
