@@ -19,8 +19,7 @@ promoted); the rollout started by the CreateCluster event (the plan then the sta
 shift-weights deployed with a 10 s `Timeout`; the rollout state machine deployed with a
 `TimeoutSeconds` of 10 to 35 s (an execution that times out, into the safety net: moto's engine
 enforces it); and, a fifth of the seeds, a fleet instead (sandbox/fleet_histories.py has its
-story and its promises). The
-happenings:
+story and its promises). The happenings:
 
   alarm              an alarm the plan watches goes to ALARM (its event through the stack's rule)
   alarm-clears       it goes back to OK
