@@ -20,6 +20,7 @@ from urllib.parse import unquote
 import cbor2
 
 from .iam import Authorizer, NotModelled, Request, service_models
+from .lambda_service import reply
 
 INVOKE = re.compile(r"^/2015-03-31/functions/([^/?]+)/invocations")
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-authorization"}
@@ -219,14 +220,7 @@ class _Handler(BaseHTTPRequestHandler):
         return None
 
     def answer(self, status, headers, payload):
-        try:
-            self.send_response(status)
-            for k, v in headers:
-                self.send_header(k, v)
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the caller stopped waiting (its timeout: a slow hook's, say)
+        # Nothing if the caller stopped waiting (its timeout: a slow hook's, say).
+        reply(self, status, payload, headers)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = forward

@@ -649,22 +649,24 @@ class Provider:
     """The history's metrics provider: Datadog's API double, or a real Prometheus behind a proxy
     that plays its outages."""
 
-    def __init__(self, kind, metrics, outage=None):
-        self.kind, self.metrics, self.outage = kind, metrics, outage
+    def __init__(self, kind, source, outage=None):
+        """`source`: the sandbox (Datadog's double is its) or the prometheus.Metrics;
+        `outage`: the prometheus.Outage proxy in front of the latter."""
+        self.kind, self.source, self.outage = kind, source, outage
 
     def set(self, value):
         """The canary's value: `fine`, `breach`, or `nodata`."""
         if self.kind == "prometheus":
-            self.metrics.set("green", {"fine": RATIO_FINE, "breach": RATIO_BREACH, "nodata": None}[value])
+            self.source.set("green", {"fine": RATIO_FINE, "breach": RATIO_BREACH, "nodata": None}[value])
         else:
-            datadog.set_errors(self.metrics, "green", {"fine": DATADOG_FINE, "breach": DATADOG_BREACH, "nodata": None}[value])
+            datadog.set_errors(self.source, "green", {"fine": DATADOG_FINE, "breach": DATADOG_BREACH, "nodata": None}[value])
 
     def out(self, answer):
         """Its query endpoint from now on: `error`, `slow` (past the request timeout), or None."""
         if self.kind == "prometheus":
             self.outage.answer = answer
         else:
-            datadog.outage(self.metrics, answer, seconds=PROVIDER_TIMEOUT + 5)
+            datadog.outage(self.source, answer, seconds=PROVIDER_TIMEOUT + 5)
 
 
 def run_on(history, sandbox, controllers, provider, out):

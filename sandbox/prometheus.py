@@ -17,8 +17,10 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from .harness import free_port, wait_port
+from .lambda_service import reply
 
 METRIC = "canary_error_ratio"
+JSON = [("Content-Type", "application/json")]
 
 
 class Metrics:
@@ -53,15 +55,8 @@ class Metrics:
                         f'{METRIC}{{cluster="{cluster}"}} {ratio}' for cluster, ratio in sorted(metrics.ratios.items())
                         if ratio is not None
                     ]
-                body = ("\n".join(lines) + "\n").encode()
-                try:
-                    self.send_response(200)
-                    self.send_header("Content-Type", "text/plain; version=0.0.4")
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-                except OSError:
-                    pass  # Prometheus stopped scraping (it is being stopped)
+                # Nothing if Prometheus stopped scraping (it is being stopped).
+                reply(self, 200, ("\n".join(lines) + "\n").encode(), [("Content-Type", "text/plain; version=0.0.4")])
 
             def log_message(self, *args):
                 pass
@@ -151,7 +146,7 @@ class Outage:
             def forward(self, data):
                 answer = outage.answer
                 if answer == "error":
-                    return self.reply(503, b'{"status":"error","errorType":"unavailable","error":"history: down"}')
+                    return reply(self, 503, b'{"status":"error","errorType":"unavailable","error":"history: down"}', JSON)
                 if answer == "slow":
                     time.sleep(outage.seconds)
                 request = urllib.request.Request(upstream + self.path, data=data, method=self.command)
@@ -159,21 +154,11 @@ class Outage:
                     request.add_header("Content-Type", self.headers["Content-Type"])
                 try:
                     with urllib.request.urlopen(request, timeout=10) as forwarded:
-                        self.reply(forwarded.status, forwarded.read())
+                        reply(self, forwarded.status, forwarded.read(), JSON)
                 except urllib.error.HTTPError as refused:
-                    self.reply(refused.code, refused.read())
+                    reply(self, refused.code, refused.read(), JSON)
                 except OSError:
-                    pass  # the client gave up waiting
-
-            def reply(self, status, body):
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-                except OSError:
-                    pass  # the client gave up waiting
+                    pass  # Prometheus is being stopped
 
             def log_message(self, *args):
                 pass
