@@ -10,6 +10,7 @@ pub mod outcome;
 pub mod prometheus;
 pub mod query_template;
 pub mod section;
+pub mod statistics;
 pub mod verdict;
 
 pub use alb_judge::{judge_alb, TargetGroupTraffic};
