@@ -29,6 +29,9 @@ pub enum Metric {
     LatencySeconds,
     /// The reduced value of a plan's metric threshold check.
     MetricValue,
+    /// A compared metric's median over the comparison's window (`analysis.compare`), canary and
+    /// baseline side by side (`Check`: the metric's name).
+    ComparedMedian,
     /// 1 per rollback, by its cause (`CheckFailed`, an error name, or the safety net's).
     Rollbacks,
     /// From the failing check (or failed step) to every target read back at the baseline.
@@ -76,7 +79,7 @@ impl Metric {
             | Metric::CellsPromoted
             | Metric::CellsFailed => "Count",
             Metric::LatencySeconds | Metric::RollbackSeconds => "Seconds",
-            Metric::MetricValue => "None",
+            Metric::MetricValue | Metric::ComparedMedian => "None",
         }
     }
 
@@ -88,6 +91,7 @@ impl Metric {
             }
             Metric::ErrorRatePercent | Metric::LatencySeconds => &["Cluster", "Target", "Side"],
             Metric::MetricValue => &["Cluster", "Check"],
+            Metric::ComparedMedian => &["Cluster", "Check", "Side"],
             Metric::Rollbacks => &["Cluster", "Cause"],
             Metric::RollbackSeconds
             | Metric::RollbacksReverted
@@ -181,6 +185,12 @@ impl Point {
     pub fn metric_value(cluster: &str, check: &str, value: f64) -> Self {
         let values = vec![cluster.to_owned(), check.to_owned()];
         Point::new(Metric::MetricValue, values, value)
+    }
+
+    /// A compared metric's median; `side` is `canary` or `baseline`.
+    pub fn compared_median(cluster: &str, check: &str, side: &str, median: f64) -> Self {
+        let values = vec![cluster.to_owned(), check.to_owned(), side.to_owned()];
+        Point::new(Metric::ComparedMedian, values, median)
     }
 
     pub fn rollback(cluster: &str, cause: &str) -> Self {

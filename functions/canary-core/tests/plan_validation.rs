@@ -637,6 +637,66 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             "a factor below 1 (0.5)",
         ),
         (
+            "comparison without metrics",
+            Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": []}}))),
+            "analysis.compare.metrics",
+            "give 1 to 20 metrics, got 0",
+        ),
+        (
+            "comparison metric with two sources",
+            Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": [{"name": "latency", "alb": "latency",
+                "cloudwatch": {"namespace": "Shop", "metricName": "Latency", "sideDimension": "Cluster", "canary": "green", "baseline": "blue"}}]}}))),
+            "analysis.compare.metrics[0]",
+            "exactly one source: `alb` or `cloudwatch`",
+        ),
+        (
+            "comparison of a side with itself",
+            Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": [{"name": "latency",
+                "cloudwatch": {"namespace": "Shop", "metricName": "Latency", "sideDimension": "Cluster", "canary": "green", "baseline": "green"}}]}}))),
+            "analysis.compare.metrics[0].cloudwatch.baseline",
+            "compare a side with itself",
+        ),
+        (
+            "comparison of the ALB on a plan without ALB targets",
+            Box::new(|p| {
+                p["trafficTargets"].as_array_mut().expect("array").remove(0);
+                set(p, "/analysis", json!({"compare": {"metrics": [{"name": "latency", "alb": "latency"}]}}));
+            }),
+            "analysis.compare.metrics[0].alb",
+            "the plan has none",
+        ),
+        (
+            "comparison needing more samples than its window has",
+            Box::new(|p| set(p, "/analysis", json!({"compare": {"periodSeconds": 60, "lookbackSeconds": 300, "minSamples": 10,
+                "metrics": [{"name": "latency", "alb": "latency"}]}}))),
+            "analysis.compare.minSamples",
+            "10 exceeds the 5 period(s)",
+        ),
+        (
+            "comparison allowing a decrease above the baseline",
+            Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": [{"name": "throughput", "alb": "errorRate", "allowedDecrease": 1.5}]}}))),
+            "analysis.compare.metrics[0].allowedDecrease",
+            "at most 1 (a ratio of the baseline), got 1.5",
+        ),
+        (
+            "comparison with marginal above pass",
+            Box::new(|p| set(p, "/analysis", json!({"compare": {"passScore": 70, "marginalScore": 80, "metrics": [{"name": "latency", "alb": "latency"}]}}))),
+            "analysis.compare.marginalScore",
+            "above passScore 70",
+        ),
+        (
+            "comparison with a bad statistic and confidence",
+            Box::new(|p| set(p, "/analysis", json!({"compare": {"confidence": 1.0, "metrics": [{"name": "latency", "alb": "latency", "stat": "median"}]}}))),
+            "analysis.compare.metrics[0].stat",
+            "`median` is not a statistic",
+        ),
+        (
+            "comparison metrics of the same name",
+            Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": [{"name": "latency", "alb": "latency"}, {"name": "latency", "alb": "errorRate"}]}}))),
+            "analysis.compare.metrics[1].name",
+            "the name of an earlier metric",
+        ),
+        (
             "missing bake",
             Box::new(|p| remove(p, "/bake")),
             "plan",

@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::compare::CompareChecks;
 use super::datadog::DatadogChecks;
+use super::metric_query::{check_period_and_lookback, check_stat};
 use super::prometheus::PrometheusChecks;
 use crate::cluster::ClusterRef;
 use crate::targets::TrafficTarget;
@@ -34,6 +36,10 @@ pub struct AnalysisSection {
     /// Datadog metrics queries through its scalar query API (docs/signals/datadog.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub datadog: Option<DatadogChecks>,
+    /// The canary against the baseline, statistically, metric by metric over the same window
+    /// (docs/signals/compare.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compare: Option<CompareChecks>,
     /// Roll back after this many failing checks in a row. Default 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 100))]
@@ -265,6 +271,9 @@ impl AnalysisSection {
         if let Some(datadog) = &self.datadog {
             datadog.validate(cluster, errors);
         }
+        if let Some(compare) = &self.compare {
+            compare.validate(targets, errors);
+        }
     }
 }
 
@@ -356,42 +365,5 @@ impl AlbChecks {
                 "must be a percentage from 0 to 100",
             );
         }
-    }
-}
-
-fn check_stat(path: &str, stat: &str, errors: &mut Errors) {
-    const PLAIN: [&str; 5] = ["SampleCount", "Average", "Sum", "Minimum", "Maximum"];
-    let percentile = stat
-        .strip_prefix('p')
-        .and_then(|p| p.parse::<f64>().ok())
-        .is_some_and(|p| p > 0.0 && p < 100.0);
-    if !PLAIN.contains(&stat) && !percentile {
-        errors.push(
-            path,
-            format!("`{stat}` is not a statistic: use SampleCount, Average, Sum, Minimum, Maximum or a percentile such as p99"),
-        );
-    }
-}
-
-fn check_period_and_lookback(path: &str, period: i64, lookback: i64, errors: &mut Errors) {
-    let period_ok = [1, 5, 10, 20, 30].contains(&period) || (period >= 60 && period % 60 == 0);
-    if !period_ok {
-        errors.push(
-            format!("{path}.periodSeconds"),
-            format!(
-                "CloudWatch periods are 1, 5, 10, 20, 30 or a multiple of 60 seconds, got {period}"
-            ),
-        );
-    } else if lookback < period {
-        errors.push(
-            format!("{path}.lookbackSeconds"),
-            format!("{lookback} s is shorter than the metric period ({period} s): the check would never see a datapoint"),
-        );
-    }
-    if lookback > 86_400 {
-        errors.push(
-            format!("{path}.lookbackSeconds"),
-            "must be at most one day (86400 s)",
-        );
     }
 }

@@ -36,7 +36,7 @@ pub fn compare(canary: &[f64], baseline: &[f64], confidence: f64) -> Option<Comp
     let usable = |side: &[f64]| {
         !side.is_empty() && side.len() <= MAX_SAMPLES_PER_SIDE && side.iter().all(|v| v.is_finite())
     };
-    if !usable(canary) || !usable(baseline) || !(confidence > 0.0 && confidence < 1.0) {
+    if !(usable(canary) && usable(baseline) && confidence > 0.0 && confidence < 1.0) {
         return None;
     }
     let (u_canary, p_value) = mann_whitney(canary, baseline);

@@ -17,7 +17,7 @@ use canary_core::{AlbTarget, TrafficTarget};
 use super::{metric_values, try_queries, Collected, PlannedQuery, SignalSource, Validated};
 use crate::error::AnalysisError;
 
-const ALB_NAMESPACE: &str = "AWS/ApplicationELB";
+pub(super) const ALB_NAMESPACE: &str = "AWS/ApplicationELB";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {

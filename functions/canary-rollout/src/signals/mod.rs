@@ -1,6 +1,6 @@
 //! The signal-source seam: one [`SignalSource`] per provider of evidence about the canary
-//! (CloudWatch alarms, CloudWatch metric thresholds, the ALB canary-vs-stable judge,
-//! Prometheus/AMP and Datadog queries), built in
+//! (CloudWatch alarms, CloudWatch metric thresholds, the ALB canary-vs-stable judge, the
+//! statistical comparison, Prometheus/AMP and Datadog queries), built in
 //! one place ([`sources`]). The checks (`crate::analysis`) are written once over the trait:
 //! validate every source at Prepare, collect every source's outcomes at a check, and let
 //! `canary_core::analysis::decide` judge them together. Adding a provider: see
@@ -9,6 +9,7 @@
 mod alb_judge;
 mod cloudwatch_alarms;
 mod cloudwatch_metrics;
+mod compare;
 mod datadog;
 mod prometheus;
 mod query_checks;
@@ -115,6 +116,13 @@ pub fn sources<'a>(
             }));
         }
     }
+    if let Some(checks) = &analysis.compare {
+        sources.push(Box::new(compare::Compare {
+            api: apis.cloudwatch,
+            checks,
+            pairs: alb_pairs(&plan.traffic_targets),
+        }));
+    }
     if let Some(section) = &analysis.prometheus {
         sources.push(Box::new(QueryChecks {
             provider: prometheus::Prometheus {
@@ -150,6 +158,19 @@ async fn metric_values(
     planned: &[PlannedQuery],
     now: SystemTime,
 ) -> Result<HashMap<String, Vec<f64>>, AnalysisError> {
+    Ok(metric_points(cloudwatch, planned, now)
+        .await?
+        .into_iter()
+        .map(|(id, points)| (id, points.into_iter().map(|(_, v)| v).collect()))
+        .collect())
+}
+
+/// Like [`metric_values`], with each value's time (epoch seconds), oldest first.
+async fn metric_points(
+    cloudwatch: &dyn CloudWatchApi,
+    planned: &[PlannedQuery],
+    now: SystemTime,
+) -> Result<HashMap<String, Vec<(i64, f64)>>, AnalysisError> {
     let queries: Vec<MetricQuery> = planned.iter().map(|p| p.query.clone()).collect();
     let start = now - Duration::from_secs(longest_lookback(planned));
     let series = cloudwatch.metric_data(&queries, start, now).await?;
@@ -160,8 +181,8 @@ async fn metric_values(
     Ok(planned
         .iter()
         .map(|p| {
-            let values = values_in_lookback(series.get(&p.query.id), p.lookback_seconds, now_epoch);
-            (p.query.id.clone(), values)
+            let points = points_in_lookback(series.get(&p.query.id), p.lookback_seconds, now_epoch);
+            (p.query.id.clone(), points)
         })
         .collect())
 }
@@ -198,19 +219,19 @@ fn longest_lookback(planned: &[PlannedQuery]) -> u64 {
         .unwrap_or(0)
 }
 
-/// The values of a query inside its own lookback (the call spans the longest lookback).
-fn values_in_lookback(
+/// The points of a query inside its own lookback (the call spans the longest lookback).
+fn points_in_lookback(
     series: Option<&MetricSeries>,
     lookback_seconds: i64,
     now_epoch: i64,
-) -> Vec<f64> {
+) -> Vec<(i64, f64)> {
     let since = now_epoch - lookback_seconds;
     series
         .map(|s| {
             s.points
                 .iter()
+                .copied()
                 .filter(|(t, _)| *t >= since)
-                .map(|(_, v)| *v)
                 .collect()
         })
         .unwrap_or_default()
@@ -225,7 +246,10 @@ mod tests {
         let series = MetricSeries {
             points: vec![(100, 1.0), (200, 2.0), (300, 3.0)],
         };
-        assert_eq!(values_in_lookback(Some(&series), 150, 350), [2.0, 3.0]);
-        assert!(values_in_lookback(None, 150, 350).is_empty());
+        assert_eq!(
+            points_in_lookback(Some(&series), 150, 350),
+            [(200, 2.0), (300, 3.0)]
+        );
+        assert!(points_in_lookback(None, 150, 350).is_empty());
     }
 }
