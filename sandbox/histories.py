@@ -116,6 +116,7 @@ from pathlib import Path
 import jsonschema
 
 from . import datadog, fleet_histories, fleets, gitops, prometheus, scenarios
+from .alb_metrics import AlbMetrics
 from .front_door import (INVOKE, cloudwatch_throttled, is_invocation, lambda_service_exception, lambda_throttled,
                          query_throttled, route53_pending, route53_throttled)
 from .harness import CONTRACT, DATADOG_KEYS, FUNCTIONS_TOKEN, REPO, Sandbox
@@ -447,45 +448,20 @@ def shaped(history, plan, prometheus_url=None):
     return plan
 
 
-class AlbTraffic:
-    """The load balancer's metrics for the canary and stable target groups, put every second
-    (high resolution) as ALB publishes them: requests, the canary's 5xx count (`errors`), and a
-    response time. `set(errors)` changes the canary's from the next second on."""
+class AlbTraffic(AlbMetrics):
+    """The ALB metrics the built-in ALB checks read: requests, the canary's 5xx count
+    (`errors`), and a response time. Setting `errors` changes the canary's from the next second
+    on."""
 
     def __init__(self, sandbox):
-        world = sandbox.world
-        listener = sandbox.client("elbv2").describe_listeners(ListenerArns=[world.listener])["Listeners"][0]
-        self.load_balancer = listener["LoadBalancerArn"].split(":loadbalancer/", 1)[1]
-        self.groups = {"canary": world.green_tg.rsplit(":", 1)[1], "stable": world.blue_tg.rsplit(":", 1)[1]}
-        self.cloudwatch = sandbox.client("cloudwatch")
         self.errors = 0
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self.feed, daemon=True)
+        super().__init__(sandbox, self.traffic)
 
-    def __enter__(self):
-        self.put()
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stopping.set()
-        self.thread.join(timeout=10)
-
-    def feed(self):
-        while not self.stopping.wait(1.0):
-            self.put()
-
-    def put(self):
-        now = datetime.now(timezone.utc)
-        data = []
-        for side, group in self.groups.items():
-            dimensions = [{"Name": "LoadBalancer", "Value": self.load_balancer}, {"Name": "TargetGroup", "Value": group}]
-            for name, value in (("RequestCount", ALB_REQUESTS),
-                                ("HTTPCode_Target_5XX_Count", self.errors if side == "canary" else 0),
-                                ("TargetResponseTime", 0.1)):
-                data.append({"MetricName": name, "Dimensions": dimensions, "Value": value, "Timestamp": now,
-                             "StorageResolution": 1})
-        self.cloudwatch.put_metric_data(Namespace="AWS/ApplicationELB", MetricData=data)
+    def traffic(self, _second):
+        return {side: {"RequestCount": ALB_REQUESTS,
+                       "HTTPCode_Target_5XX_Count": self.errors if side == "canary" else 0,
+                       "TargetResponseTime": 0.1}
+                for side in ("canary", "stable")}
 
 
 def put_latency(sandbox, value):

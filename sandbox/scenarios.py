@@ -12,12 +12,13 @@ import urllib.request
 import uuid
 from dataclasses import dataclass, field
 
-from . import datadog, fleets, prometheus
+from . import compare, datadog, fleets, prometheus
+from .alb_metrics import AlbMetrics
 from .harness import CONTRACT, REPO, Sandbox
 from .world import ACCOUNT, REGION
 
 SCENARIOS = ("happy", "rollback", "apps-unhealthy", "stopped", "approval", "prometheus", "prometheus-healthy", "datadog",
-             "fleet", "fleet-halt")
+             "compare", "compare-spike", "fleet", "fleet-halt")
 
 
 @dataclass
@@ -401,6 +402,8 @@ def run(scenario, out=print, verbose=False, template=REPO / "template.yaml"):
             ended, _, cli_exit = fleets.run_fleet(sandbox, scenario, out)
             return Report(execution_arn=ended["executionArn"], status=ended["status"], error=ended.get("error"),
                           cause=ended.get("cause"), cli_exit=cli_exit)
+        if scenario.startswith("compare"):
+            return run_compare(sandbox, scenario, out, verbose)
         if scenario.startswith("prometheus"):
             with prometheus.Metrics({"blue": 0.01, "green": 0.001}, log=out) as metrics:
                 return run_prometheus(sandbox, metrics, scenario, out, verbose)
@@ -447,6 +450,36 @@ def run_prometheus(sandbox, metrics, scenario, out=print, verbose=False):
             metrics.set("green", 0.2)
 
     return watch(sandbox, execution_arn, on_event, out, verbose=verbose)
+
+
+def run_compare(sandbox, scenario, out=print, verbose=False):
+    """The canary judged against the baseline (`analysis.compare`): in `compare` the new
+    cluster answers 1.5 times slower than the old one from its first request, well under every
+    threshold, and the comparison alone rolls it back; in `compare-spike` a load spike triples
+    both clusters' latency at the 50 % step, and the rollout promotes."""
+    out(f"scenario {scenario}: blue serves everything; creating EKS cluster green")
+    out(f"start: {format_weights(read_weights(sandbox))}")
+    create_green(sandbox)
+    latencies = compare.Latencies()
+    if scenario == "compare":
+        latencies.canary_factor = 1.5
+        out(">>> green answers 1.5x slower than blue (p99 ~0.15 s against ~0.10 s; the threshold is "
+            f"{compare.LATENCY_LIMIT_SECONDS} s)")
+    with AlbMetrics(sandbox, latencies) as alb:
+        plan = manual_plan(sandbox)
+        plan["analysis"] = compare.analysis(alb)
+        # The first check must find enough samples on both sides.
+        time.sleep(compare.MIN_SAMPLES)
+        execution_arn = start_manual(sandbox, plan, f"green-{scenario}")
+        out(f"started a rollout judged against the baseline: {execution_arn}")
+
+        def on_event(name, state):
+            at_half = name == CONTRACT["states"]["setWeights"] and state["cursor"]["step"]["weight"] == 50
+            if scenario == "compare-spike" and at_half:
+                out(">>> a load spike: both clusters answer 3x slower")
+                latencies.load = 3.0
+
+        return watch(sandbox, execution_arn, on_event, out, verbose=verbose)
 
 
 APPROVAL_TIMEOUT_SECONDS = 600

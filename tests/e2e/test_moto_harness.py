@@ -145,6 +145,29 @@ def test_alarms_metrics_and_errors_answer_the_same_over_every_protocol(moto_endp
     assert answers["query"] == cbor
 
 
+def test_percentiles_are_the_nearest_rank_of_each_periods_values(moto_endpoint):
+    client = cloudwatch(moto_endpoint, "smithy-rpc-v2-cbor")
+    at = datetime.datetime(2026, 11, 27, 12, 0, tzinfo=datetime.timezone.utc)
+    # 100 values in the first minute (1 ms to 100 ms), one in the second.
+    client.put_metric_data(Namespace="Latency", MetricData=[
+        {"MetricName": "TargetResponseTime", "Timestamp": at + datetime.timedelta(seconds=n % 60), "Value": (n + 1) / 1000}
+        for n in range(100)
+    ] + [{"MetricName": "TargetResponseTime", "Timestamp": at + datetime.timedelta(seconds=61), "Value": 0.5}])
+
+    def read(stat):
+        data = client.get_metric_data(
+            StartTime=at, EndTime=at + datetime.timedelta(minutes=2), ScanBy="TimestampAscending",
+            MetricDataQueries=[{"Id": "latency", "MetricStat": {
+                "Metric": {"Namespace": "Latency", "MetricName": "TargetResponseTime"}, "Period": 60, "Stat": stat}}],
+        )
+        return data["MetricDataResults"][0]["Values"]
+
+    assert read("p99") == [0.099, 0.5]
+    assert read("p50") == [0.05, 0.5]
+    assert read("p99.9") == [0.1, 0.5]
+    assert read("Maximum") == [0.1, 0.5], "the plain statistics as moto has them"
+
+
 def test_eventbridge_delivers_as_aws_does(moto_endpoint):
     """An event a rule delivers carries its account, and a disabled rule delivers nothing
     (the sandbox's alarm events, and the test of a lost one, rely on both)."""

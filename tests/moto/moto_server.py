@@ -144,6 +144,12 @@ Everything else is stock moto.
    does ("input data when scheduling a task"). Not modelled: StartExecution's own limit on the
    input.
 
+17. Percentile statistics (`p99`, `p99.9`) in GetMetricData, as CloudWatch gives them of the raw
+   values put in each period (nearest rank). moto answers only SampleCount, Average, Sum,
+   Minimum and Maximum and gave a percentile's every value as null. Not modelled: percentiles of
+   statistic sets (PutMetricData's StatisticValues), the other extended statistics (tm99,
+   wm99, PR, TC), and CloudWatch's own approximation of percentiles over many values.
+
 Still not modelled: the 256 KiB limit on Pass and Choice state output (moto checks task
 results only).
 
@@ -158,6 +164,7 @@ import copy
 import datetime
 import hashlib
 import json
+import math
 import os
 import re
 import sys
@@ -299,6 +306,22 @@ def describe_alarm_history(self):
 
 
 cloudwatch_models.CloudWatchBackend.set_alarm_state = _set_alarm_state_kept
+
+
+# 17. Percentile statistics.
+_stock_statistics_for_type = cloudwatch_models.Statistics.get_statistics_for_type
+
+
+def _statistics_for_type(self, stat):
+    percentile = re.fullmatch(r"p(\d+(?:\.\d+)?)", stat)
+    values = sorted(self.metric_single_values_list)
+    if not percentile or not values:
+        return _stock_statistics_for_type(self, stat)
+    rank = math.ceil(float(percentile.group(1)) / 100 * len(values))
+    return values[min(max(rank, 1), len(values)) - 1]
+
+
+cloudwatch_models.Statistics.get_statistics_for_type = _statistics_for_type
 CloudWatchResponse.describe_alarm_history = describe_alarm_history
 
 _models = botocore.session.get_session()

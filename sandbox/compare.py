@@ -1,0 +1,50 @@
+"""The comparison check on the sandbox (scenarios `compare` and `compare-spike`): the canary's
+and the stable target group's ALB response times put every second (sandbox/alb_metrics.py),
+and a plan that compares them (`analysis.compare`, periods of 1 s: a sandbox-sized window).
+
+Both sides follow the same 10-second cycle of spread (±10 %), the canary's half a cycle on, so
+any window of whole cycles holds the same values on both sides: a healthy canary is not told
+from the baseline, whatever the load. `canary_factor` makes the canary slower (a regression);
+`load` multiplies both (a spike that hits both clusters at once)."""
+
+BASELINE_SECONDS = 0.1
+SPREAD = (1.00, 0.93, 1.05, 0.97, 1.10, 0.95, 1.02, 0.91, 1.07, 0.99)
+# An absolute limit on the canary's p99: what a threshold check would say. Every value of these
+# scenarios is well under it.
+LATENCY_LIMIT_SECONDS = 0.5
+LOOKBACK_SECONDS, MIN_SAMPLES = 12, 8
+
+
+class Latencies:
+    def __init__(self):
+        self.canary_factor = 1.0
+        self.load = 1.0
+
+    def __call__(self, second):
+        def side(factor, phase):
+            spread = SPREAD[(second + phase) % len(SPREAD)]
+            return {"RequestCount": 100, "HTTPCode_Target_5XX_Count": 0,
+                    "TargetResponseTime": round(BASELINE_SECONDS * self.load * factor * spread, 6)}
+        return {"stable": side(1.0, 0), "canary": side(self.canary_factor, len(SPREAD) // 2)}
+
+
+def analysis(alb):
+    """The plan's checks: the stack's alarms, a threshold on the canary's p99 (it never fails
+    here), and the comparison of p99 latency and 5xx rate. `alb` is the running AlbMetrics."""
+    return {
+        "alarms": {"prefixes": ["web-green-"]},
+        "failureLimit": 1,
+        "metrics": [{
+            "name": "canary p99 latency", "namespace": "AWS/ApplicationELB", "metricName": "TargetResponseTime",
+            "dimensions": {"LoadBalancer": alb.load_balancer, "TargetGroup": alb.groups["canary"]},
+            "stat": "p99", "periodSeconds": 1, "lookbackSeconds": 5, "reduce": "max",
+            "max": LATENCY_LIMIT_SECONDS,
+        }],
+        "compare": {
+            "periodSeconds": 1, "lookbackSeconds": LOOKBACK_SECONDS, "minSamples": MIN_SAMPLES,
+            "metrics": [
+                {"name": "p99 latency", "alb": "latency", "stat": "p99", "allowedIncrease": 1.2},
+                {"name": "5xx rate", "alb": "errorRate"},
+            ],
+        },
+    }
