@@ -8,7 +8,8 @@
 //!   as it came), or the reference to its stored plan: validate it; the plan (or the reference
 //!   with the fields the state machine reads) and the first tally.
 //! - `wave`: the next wave's cells and how many run at once.
-//! - `admit`: may this cell start (the failure budget is not spent)? Its child's name and plan.
+//! - `admit`: may this cell start (the failure budget is not spent)? Its child's name and plan
+//!   (with its promoted peers, when it compares with them: `peers.rs`).
 //! - `halt`: after a cell failed, with `onHalt: abortRunning` and the budget spent, stop the
 //!   fleet's running cells (each one's safety net restores its baseline).
 //! - `judge`: a wave's results into the tally; whether the fleet halts, and why.
@@ -21,6 +22,7 @@
 //! - `stopCells` (from the template's FleetSafetyNet rule, when a fleet execution ends
 //!   ABORTED, FAILED or TIMED_OUT): stop its running cells.
 
+mod peers;
 mod sdk;
 mod tally;
 
@@ -558,7 +560,9 @@ async fn admit(
             cell: cell.to_owned(),
             start: true,
             name,
-            plan: Some(to_value(&fleet.plans[index].plan)?),
+            plan: Some(to_value(
+                peers::plan_with_peers(apis, config, fleet, index, fleet_execution, wave).await?,
+            )?),
             reason: format!(
                 "{} failed so far, within the failure budget of {budget}",
                 tally::cells(failed)

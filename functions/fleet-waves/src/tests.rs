@@ -742,3 +742,40 @@ async fn a_stored_plan_travels_as_its_reference_and_is_read_again_at_each_step()
         assert!(error.to_string().contains(says), "{error}");
     }
 }
+
+#[tokio::test]
+async fn a_cell_that_compares_with_its_peers_starts_with_the_promoted_ones_of_its_region() {
+    let world = World::default();
+    let fleet = |scope: &str| {
+        let mut fleet = example();
+        fleet["template"]["analysis"] = json!({"compare": {"periodSeconds": 60, "lookbackSeconds": 600,
+            "metrics": [{"name": "latency", "alb": "latency"}], "peers": {"minPeers": 1, "scope": scope}}});
+        fleet
+    };
+    // use1-a (wave 1) and euw1-a (wave 2, another region) are promoted; use1-b is wave 2's.
+    world.child("use1-a", FLEET_RUN, "SUCCEEDED", None);
+    world.child("euw1-a", FLEET_RUN, "SUCCEEDED", None);
+    world.child("use1-c", OTHER_FLEET_RUN, "SUCCEEDED", None);
+    let admit = |scope: &str| {
+        json!({"op": "admit", "fleet": fleet(scope), "cell": "use1-b", "fleetExecution": FLEET_RUN,
+               "wave": 2, "waveStarted": 150.0, "failedBefore": 0})
+    };
+    let admitted = call(&world, admit("fleet")).await;
+    let peers = &admitted["plan"]["analysis"]["compare"]["peers"]["cells"];
+    assert_eq!(
+        peers,
+        &json!([{"name": "use1-a", "alb": [{
+            "listenerArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web-use1-a/0101010101010101/fffffffffffffff1",
+            "canaryTargetGroupArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/web-use1-a-v134/1010101010101010"}]}]),
+        "{admitted}"
+    );
+    // Its wave's only other promoted cell is in another region: no peer.
+    let admitted = call(&world, admit("wave")).await;
+    assert!(
+        admitted["plan"]["analysis"]["compare"]["peers"]
+            .get("cells")
+            .is_none(),
+        "{admitted}"
+    );
+    assert_eq!(admitted["start"], true);
+}

@@ -22,6 +22,8 @@ pub const MAX_COMPARED_METRICS: usize = 20;
 pub const MAX_COMPARED_NAME_CHARS: usize = 64;
 /// Queries of one GetMetricData call: the comparison reads every metric of both sides at once.
 pub const MAX_QUERIES_PER_CALL: usize = 500;
+/// Most peers a cell is compared with (`peers.cells`): the plan travels in the state.
+pub const MAX_PEERS: usize = 10;
 
 /// The canary against the baseline, statistically (docs/signals/compare.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -56,6 +58,100 @@ pub struct CompareChecks {
     #[serde(default)]
     pub on_inconclusive: UnsureAction,
     pub metrics: Vec<ComparedMetric>,
+    /// In a fleet: the cell's canary also against the canaries of cells already promoted
+    /// (docs/fleets.md, "A cell against its peers").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peers: Option<PeerComparison>,
+}
+
+/// A fleet cell's canary against its promoted peers' canaries: each compared metric, the same
+/// window, the peers' samples pooled in the baseline's place. An outlier fails the check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PeerComparison {
+    /// With fewer peers than this the cell is not judged against them. Default 2.
+    #[serde(default = "default_min_peers")]
+    pub min_peers: i64,
+    /// Which promoted cells are peers. Default `wave`.
+    #[serde(default)]
+    pub scope: PeerScope,
+    /// The peers. The fleet fills this when it starts the cell: the cells promoted so far in
+    /// `scope`, in the cell's region and account (by `cluster.region` and `cluster.roleArn`),
+    /// at most 10.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cells: Vec<Peer>,
+}
+
+fn default_min_peers() -> i64 {
+    2
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum PeerScope {
+    /// The cells of the cell's own wave promoted before it started.
+    #[default]
+    Wave,
+    /// Every cell of the fleet promoted before it started, this wave's and earlier waves'.
+    Fleet,
+}
+
+/// One promoted peer: where its canary's metrics are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Peer {
+    /// The peer cell's name.
+    pub name: String,
+    /// Its ALB traffic targets' canary target groups, for `alb` metrics.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alb: Vec<PeerTargetGroup>,
+    /// For each compared `cloudwatch` metric (by name), the peer's canary value of its side
+    /// dimension.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sides: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PeerTargetGroup {
+    pub listener_arn: String,
+    pub canary_target_group_arn: String,
+}
+
+impl PeerComparison {
+    /// Fewest peers to judge against (`minPeers`, at least 1).
+    pub fn min_peers(&self) -> usize {
+        usize::try_from(self.min_peers).unwrap_or(1).max(1)
+    }
+
+    fn validate(&self, path: &str, errors: &mut Errors) {
+        if !(1..=MAX_PEERS as i64).contains(&self.min_peers) {
+            errors.push(
+                format!("{path}.minPeers"),
+                format!("must be from 1 to {MAX_PEERS}, got {}", self.min_peers),
+            );
+        }
+        if self.cells.len() > MAX_PEERS {
+            errors.push(
+                format!("{path}.cells"),
+                format!("at most {MAX_PEERS} peers, got {}", self.cells.len()),
+            );
+        }
+        for (i, peer) in self.cells.iter().enumerate() {
+            if peer.name.is_empty() || peer.name.len() > 64 {
+                errors.push(
+                    format!("{path}.cells[{i}].name"),
+                    "must be 1 to 64 characters",
+                );
+            }
+            if peer.alb.len() > crate::limits::MAX_TARGETS {
+                errors.push(
+                    format!("{path}.cells[{i}].alb"),
+                    format!("at most {} target groups", crate::limits::MAX_TARGETS),
+                );
+            }
+        }
+    }
 }
 
 fn default_period() -> i64 {
@@ -257,22 +353,36 @@ impl CompareChecks {
                 )
             })
             .collect();
+        // Each side's queries, and the canary side's again for each peer's canary.
+        let peer_groups: Vec<usize> = self
+            .peers
+            .iter()
+            .flat_map(|p| &p.cells)
+            .map(|peer| peer.alb.len())
+            .collect();
         let queries: usize = self
             .metrics
             .iter()
-            .map(|m| match m.alb {
-                Some(AlbSignal::Latency) => 2 * alb_pairs.len(),
-                Some(AlbSignal::ErrorRate) => 4 * alb_pairs.len(),
-                None => 2,
+            .map(|m| {
+                let per_side = |pairs: usize| match m.alb {
+                    Some(AlbSignal::Latency) => pairs,
+                    Some(AlbSignal::ErrorRate) => 2 * pairs,
+                    None => 1,
+                };
+                2 * per_side(alb_pairs.len())
+                    + peer_groups.iter().map(|g| per_side(*g)).sum::<usize>()
             })
             .sum();
         if queries > MAX_QUERIES_PER_CALL {
             errors.push(
                 format!("{path}.metrics"),
-                format!("{queries} queries per check (2 per side and ALB target group pair, 4 for an error rate), over the {MAX_QUERIES_PER_CALL} of one GetMetricData call: compare fewer metrics"),
+                format!("{queries} queries per check (one per side, peer and ALB target group, two for an error rate), over the {MAX_QUERIES_PER_CALL} of one GetMetricData call: compare fewer metrics"),
             );
         }
         let has_alb = !alb_pairs.is_empty();
+        if let Some(peers) = &self.peers {
+            peers.validate(&format!("{path}.peers"), errors);
+        }
         let mut names = std::collections::BTreeSet::new();
         for (i, metric) in self.metrics.iter().enumerate() {
             let path = format!("{path}.metrics[{i}]");
@@ -545,10 +655,52 @@ pub fn judge_comparison(
                 MetricResult::Pass => CheckVerdict::Pass,
                 _ => check_verdict,
             };
-            CheckOutcome::new(verdict, reason(checks, j, &check))
+            let head = format!("compare {}: {} ({check})", j.name, result_name(j.result));
+            CheckOutcome::new(verdict, reason(checks, j, &head, "baseline"))
         })
         .collect();
     (result, score, outcomes)
+}
+
+/// Whether the cell has enough peers to be judged against them; if not, the one outcome that
+/// says so (`Ignored`: it neither passes nor fails the check).
+pub fn too_few_peers(peers: &PeerComparison) -> Option<CheckOutcome> {
+    let (count, needed) = (peers.cells.len(), peers.min_peers());
+    (count < needed).then(|| {
+        CheckOutcome::new(
+            CheckVerdict::Ignored,
+            format!(
+                "peers: {count} promoted peer(s), fewer than minPeers {needed}: the canary is not judged against peers"
+            ),
+        )
+    })
+}
+
+/// A fleet cell's canary against its peers' canaries (their samples pooled) for one metric:
+/// an outlier — High or Low, as [`judge_metric`] judges a canary against its baseline — fails
+/// the check whatever the score; a metric without enough samples on a side is inconclusive.
+pub fn judge_against_peers(
+    checks: &CompareChecks,
+    metric: &ComparedMetric,
+    canary: &[f64],
+    peers: &[f64],
+    peer_count: usize,
+) -> (MetricJudgement, CheckOutcome) {
+    let judged = judge_metric(checks, metric, canary, peers);
+    let (verdict, what) = match judged.result {
+        MetricResult::Pass => (CheckVerdict::Pass, "Pass".to_owned()),
+        MetricResult::High | MetricResult::Low => (
+            CheckVerdict::Fail,
+            format!(
+                "{}, an outlier among {peer_count} promoted peer(s)",
+                result_name(judged.result)
+            ),
+        ),
+        MetricResult::NoData => (CheckVerdict::Inconclusive, "NoData".to_owned()),
+    };
+    let head = format!("peers {}: {what}", metric.name);
+    let outcome = CheckOutcome::new(verdict, reason(checks, &judged, &head, "peers"));
+    (judged, outcome)
 }
 
 fn unsure(action: UnsureAction) -> CheckVerdict {
@@ -567,25 +719,28 @@ fn result_word(result: CompareResult) -> &'static str {
     }
 }
 
-/// One line: "compare latency: High (check Fail at score 50): canary median 0.18 vs baseline
-/// 0.12 (×1.50), shift +0.06 [+0.05, +0.07], p 0.0001, 20 vs 20 samples".
-fn reason(checks: &CompareChecks, j: &MetricJudgement, check: &str) -> String {
-    let name = &j.name;
-    let (canary, baseline) = (j.canary_samples, j.baseline_samples);
-    let result = match j.result {
+fn result_name(result: MetricResult) -> &'static str {
+    match result {
         MetricResult::Pass => "Pass",
         MetricResult::High => "High",
         MetricResult::Low => "Low",
         MetricResult::NoData => "NoData",
-    };
+    }
+}
+
+/// One line after `head`: "compare latency: High (check Fail at score 50): canary median 0.18
+/// vs baseline 0.12 (x1.5), shift +0.06 [+0.05, +0.07], p 0.0001, 20 vs 20 samples"; `other`
+/// names the side the canary is compared with.
+fn reason(checks: &CompareChecks, j: &MetricJudgement, head: &str, other: &str) -> String {
+    let (canary, others) = (j.canary_samples, j.baseline_samples);
     let Some(comparison) = j.comparison else {
         return format!(
-            "compare {name}: {result} ({check}): {canary} canary and {baseline} baseline sample(s) in the last {} s, fewer than minSamples {} on a side",
+            "{head}: {canary} canary and {others} {other} sample(s) in the last {} s, fewer than minSamples {} on a side",
             checks.lookback_seconds, checks.min_samples
         );
     };
     format!(
-        "compare {name}: {result} ({check}): canary median {} vs baseline {} (x{}), shift {} [{}, {}], p {}, {canary} vs {baseline} samples",
+        "{head}: canary median {} vs {other} {} (x{}), shift {} [{}, {}], p {}, {canary} vs {others} samples",
         number(j.canary_median.unwrap_or(f64::NAN)),
         number(j.baseline_median.unwrap_or(f64::NAN)),
         number(j.ratio.unwrap_or(f64::NAN)),

@@ -41,28 +41,28 @@ pub struct AlbPair {
     pub stable: String,
 }
 
-/// The `LoadBalancer` dimension (`app/<name>/<id>`) and the `TargetGroup` dimension
-/// (`targetgroup/<name>/<id>`) are the ARNs' resource parts.
-fn alb_pair(alb: &AlbTarget) -> Option<AlbPair> {
-    let listener = parse_elb_arn(&alb.listener_arn, ElbResource::Listener).ok()?;
+/// The `LoadBalancer` dimension of a listener's load balancer: `app/<name>/<id>`.
+pub(super) fn load_balancer_dimension(listener_arn: &str) -> Option<String> {
+    let listener = parse_elb_arn(listener_arn, ElbResource::Listener).ok()?;
     // `app/<name>/<id>/<listener id>` → `app/<name>/<id>`
-    let load_balancer = listener.path.rsplit_once('/')?.0.to_owned();
-    let group = |arn| parse_elb_arn(arn, ElbResource::TargetGroup).ok();
-    let (canary, stable) = (
-        group(&alb.canary_target_group_arn)?,
-        group(&alb.stable_target_group_arn)?,
-    );
+    Some(listener.path.rsplit_once('/')?.0.to_owned())
+}
+
+/// The `TargetGroup` dimension of a target group: `targetgroup/<name>/<id>`.
+pub(super) fn target_group_dimension(arn: &str) -> Option<String> {
+    let group = parse_elb_arn(arn, ElbResource::TargetGroup).ok()?;
+    Some(format!("targetgroup/{}", group.path))
+}
+
+/// The dimensions are the ARNs' resource parts.
+fn alb_pair(alb: &AlbTarget) -> Option<AlbPair> {
+    let canary = target_group_dimension(&alb.canary_target_group_arn)?;
     Some(AlbPair {
-        // `<name>/<id>`: the name is what a person recognises.
-        label: canary
-            .path
-            .split('/')
-            .next()
-            .unwrap_or(canary.path)
-            .to_owned(),
-        load_balancer,
-        canary: format!("targetgroup/{}", canary.path),
-        stable: format!("targetgroup/{}", stable.path),
+        // `targetgroup/<name>/<id>`: the name is what a person recognises.
+        label: canary.split('/').nth(1).unwrap_or(&canary).to_owned(),
+        load_balancer: load_balancer_dimension(&alb.listener_arn)?,
+        stable: target_group_dimension(&alb.stable_target_group_arn)?,
+        canary,
     })
 }
 

@@ -1,7 +1,8 @@
 //! The comparison check (plan `analysis.compare`): each compared metric's canary samples and
 //! baseline samples over the same window, one per period, from CloudWatch — the ALB target
 //! groups' metrics (canary target group against the stable one) or a metric with a dimension
-//! per side — judged by `canary_core::analysis::compare`. One GetMetricData call per check.
+//! per side — judged by `canary_core::analysis::compare`; in a fleet, the canary's samples also
+//! against its promoted peers' canaries (`compare.peers`). One GetMetricData call per check.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::SystemTime;
@@ -9,11 +10,12 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use canary_aws::{CloudWatchApi, MetricQuery};
 use canary_core::analysis::compare::{
-    judge_comparison, judge_metric, AlbSignal, CompareChecks, ComparedMetric,
+    judge_against_peers, judge_comparison, judge_metric, too_few_peers, AlbSignal, CompareChecks,
+    ComparedMetric,
 };
 use canary_core::metrics::Point;
 
-use super::alb_judge::{AlbPair, ALB_NAMESPACE};
+use super::alb_judge::{load_balancer_dimension, target_group_dimension, AlbPair, ALB_NAMESPACE};
 use super::{metric_points, try_queries, Collected, PlannedQuery, SignalSource, Validated};
 use crate::error::AnalysisError;
 
@@ -24,17 +26,21 @@ pub(super) struct Compare<'a> {
     pub pairs: Vec<AlbPair>,
 }
 
+/// Whose samples a query reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Side {
     Canary,
     Baseline,
+    /// The n-th of `compare.peers.cells`: its canary.
+    Peer(usize),
 }
 
 impl Side {
-    fn id(self) -> &'static str {
+    fn id(self) -> String {
         match self {
-            Side::Canary => "canary",
-            Side::Baseline => "baseline",
+            Side::Canary => "canary".to_owned(),
+            Side::Baseline => "baseline".to_owned(),
+            Side::Peer(n) => format!("peer{n}"),
         }
     }
 }
@@ -44,32 +50,88 @@ impl Side {
 enum Reading {
     /// The metric's own value per period.
     Value,
-    /// An ALB pair's requests, the divisor of its 5xx rate.
+    /// An ALB target group's requests, the divisor of its 5xx rate.
     Requests,
-    /// An ALB pair's 5xx count.
+    /// An ALB target group's 5xx count.
     Errors,
 }
 
 impl Compare<'_> {
-    /// The queries of metric `index` on `side`: one per ALB pair and reading, or one for a
-    /// sided CloudWatch metric. Ids `cmp<metric>_<pair>_<side>_<reading>`.
+    /// Every side the check reads: canary, baseline, and each peer.
+    fn sides(&self) -> Vec<Side> {
+        let peers = self.checks.peers.as_ref().map_or(0, |p| p.cells.len());
+        [Side::Canary, Side::Baseline]
+            .into_iter()
+            .chain((0..peers).map(Side::Peer))
+            .collect()
+    }
+
+    /// A side's ALB target groups: (`LoadBalancer`, `TargetGroup`) dimensions.
+    fn target_groups(&self, side: Side) -> Vec<(String, String)> {
+        match side {
+            Side::Canary | Side::Baseline => self
+                .pairs
+                .iter()
+                .map(|pair| {
+                    let group = match side {
+                        Side::Canary => &pair.canary,
+                        _ => &pair.stable,
+                    };
+                    (pair.load_balancer.clone(), group.clone())
+                })
+                .collect(),
+            Side::Peer(n) => self
+                .checks
+                .peers
+                .iter()
+                .flat_map(|p| p.cells.get(n))
+                .flat_map(|peer| &peer.alb)
+                .filter_map(|group| {
+                    Some((
+                        load_balancer_dimension(&group.listener_arn)?,
+                        target_group_dimension(&group.canary_target_group_arn)?,
+                    ))
+                })
+                .collect(),
+        }
+    }
+
+    /// A side's value of a sided CloudWatch metric's side dimension.
+    fn side_value(&self, metric: &ComparedMetric, side: Side) -> Option<String> {
+        let sided = metric.cloudwatch.as_ref()?;
+        match side {
+            Side::Canary => Some(sided.canary.clone()),
+            Side::Baseline => Some(sided.baseline.clone()),
+            Side::Peer(n) => self
+                .checks
+                .peers
+                .as_ref()?
+                .cells
+                .get(n)?
+                .sides
+                .get(&metric.name)
+                .cloned(),
+        }
+    }
+
+    /// The queries of metric `index` on `side`: one per ALB target group and reading, or one
+    /// for a sided CloudWatch metric. Ids `cmp<metric>_<group>_<side>_<reading>`.
     fn queries_of(&self, index: usize, metric: &ComparedMetric, side: Side) -> Vec<PlannedQuery> {
         let period_seconds = i32::try_from(self.checks.period_seconds).unwrap_or(60);
-        let planned = |pair: usize, reading: Reading, query: MetricQuery| PlannedQuery {
+        let planned = |group: usize, reading: Reading, query: MetricQuery| PlannedQuery {
             query: MetricQuery {
-                id: query_id(index, pair, side, reading),
+                id: query_id(index, group, side, reading),
                 period_seconds,
                 ..query
             },
             lookback_seconds: self.checks.lookback_seconds,
         };
         if let Some(sided) = &metric.cloudwatch {
-            let mut dimensions = sided.dimensions.clone();
-            let value = match side {
-                Side::Canary => &sided.canary,
-                Side::Baseline => &sided.baseline,
+            let Some(value) = self.side_value(metric, side) else {
+                return Vec::new();
             };
-            dimensions.insert(sided.side_dimension.clone(), value.clone());
+            let mut dimensions = sided.dimensions.clone();
+            dimensions.insert(sided.side_dimension.clone(), value);
             let query = MetricQuery {
                 id: String::new(),
                 namespace: sided.namespace.clone(),
@@ -89,11 +151,7 @@ impl Compare<'_> {
             None => &[],
         };
         let mut queries = Vec::new();
-        for (p, pair) in self.pairs.iter().enumerate() {
-            let target_group = match side {
-                Side::Canary => &pair.canary,
-                Side::Baseline => &pair.stable,
-            };
+        for (g, (load_balancer, target_group)) in self.target_groups(side).into_iter().enumerate() {
             for (reading, name, stat) in readings {
                 let stat = if stat.is_empty() { metric.stat() } else { stat };
                 let query = MetricQuery {
@@ -101,13 +159,13 @@ impl Compare<'_> {
                     namespace: ALB_NAMESPACE.to_owned(),
                     metric_name: (*name).to_owned(),
                     dimensions: BTreeMap::from([
-                        ("LoadBalancer".to_owned(), pair.load_balancer.clone()),
+                        ("LoadBalancer".to_owned(), load_balancer.clone()),
                         ("TargetGroup".to_owned(), target_group.clone()),
                     ]),
                     stat: stat.to_owned(),
                     period_seconds,
                 };
-                queries.push(planned(p, *reading, query));
+                queries.push(planned(g, *reading, query));
             }
         }
         queries
@@ -116,7 +174,7 @@ impl Compare<'_> {
     fn queries(&self) -> Vec<PlannedQuery> {
         let mut queries = Vec::new();
         for (index, metric) in self.checks.metrics.iter().enumerate() {
-            for side in [Side::Canary, Side::Baseline] {
+            for side in self.sides() {
                 queries.extend(self.queries_of(index, metric, side));
             }
         }
@@ -125,7 +183,7 @@ impl Compare<'_> {
 
     /// One side's samples of metric `index`: a value per period; for an ALB 5xx rate, the
     /// rate of each period with requests (a period without requests says nothing of errors).
-    /// Several ALB pairs pool their samples.
+    /// Several ALB target groups pool their samples.
     fn samples(
         &self,
         points: &HashMap<String, Vec<(i64, f64)>>,
@@ -133,27 +191,26 @@ impl Compare<'_> {
         metric: &ComparedMetric,
         side: Side,
     ) -> Vec<f64> {
-        let series = |pair: usize, reading: Reading| {
+        let series = |group: usize, reading: Reading| {
             points
-                .get(&query_id(index, pair, side, reading))
+                .get(&query_id(index, group, side, reading))
                 .cloned()
                 .unwrap_or_default()
         };
-        if metric.cloudwatch.is_some() || metric.alb == Some(AlbSignal::Latency) {
-            let pairs = if metric.cloudwatch.is_some() {
-                1
-            } else {
-                self.pairs.len()
-            };
-            return (0..pairs)
-                .flat_map(|pair| series(pair, Reading::Value))
+        let groups = match metric.cloudwatch {
+            Some(_) => 1,
+            None => self.target_groups(side).len(),
+        };
+        if metric.alb != Some(AlbSignal::ErrorRate) {
+            return (0..groups)
+                .flat_map(|group| series(group, Reading::Value))
                 .map(|(_, v)| v)
                 .collect();
         }
         let mut rates = Vec::new();
-        for pair in 0..self.pairs.len() {
-            let errors: HashMap<i64, f64> = series(pair, Reading::Errors).into_iter().collect();
-            for (at, requests) in series(pair, Reading::Requests) {
+        for group in 0..groups {
+            let errors: HashMap<i64, f64> = series(group, Reading::Errors).into_iter().collect();
+            for (at, requests) in series(group, Reading::Requests) {
                 if requests > 0.0 {
                     let errors = errors.get(&at).copied().unwrap_or(0.0);
                     rates.push(errors * 100.0 / requests);
@@ -173,50 +230,164 @@ impl SignalSource for Compare<'_> {
     async fn collect(&self, now: SystemTime, cluster: &str) -> Result<Collected, AnalysisError> {
         let points = metric_points(self.api, &self.queries(), now).await?;
         let mut collected = Collected::default();
+        let mut median = |metric: &ComparedMetric, side: &str, median: Option<f64>| {
+            if let Some(median) = median {
+                collected
+                    .points
+                    .push(Point::compared_median(cluster, &metric.name, side, median));
+            }
+        };
         let mut judgements = Vec::new();
+        let mut canaries = Vec::new();
         for (index, metric) in self.checks.metrics.iter().enumerate() {
             let canary = self.samples(&points, index, metric, Side::Canary);
             let baseline = self.samples(&points, index, metric, Side::Baseline);
             let judged = judge_metric(self.checks, metric, &canary, &baseline);
-            for (side, median) in [
-                (Side::Canary, judged.canary_median),
-                (Side::Baseline, judged.baseline_median),
-            ] {
-                if let Some(median) = median {
-                    collected.points.push(Point::compared_median(
-                        cluster,
-                        &metric.name,
-                        side.id(),
-                        median,
-                    ));
+            median(metric, "canary", judged.canary_median);
+            median(metric, "baseline", judged.baseline_median);
+            judgements.push(judged);
+            canaries.push(canary);
+        }
+        let mut peer_outcomes = Vec::new();
+        if let Some(peers) = &self.checks.peers {
+            match too_few_peers(peers) {
+                Some(outcome) => peer_outcomes.push(outcome),
+                None => {
+                    for (index, metric) in self.checks.metrics.iter().enumerate() {
+                        let pooled: Vec<f64> = (0..peers.cells.len())
+                            .flat_map(|n| self.samples(&points, index, metric, Side::Peer(n)))
+                            .collect();
+                        let (judged, outcome) = judge_against_peers(
+                            self.checks,
+                            metric,
+                            &canaries[index],
+                            &pooled,
+                            peers.cells.len(),
+                        );
+                        median(metric, "peers", judged.baseline_median);
+                        peer_outcomes.push(outcome);
+                    }
                 }
             }
-            judgements.push(judged);
         }
         let (_, _, outcomes) = judge_comparison(self.checks, &judgements);
         collected.outcomes = outcomes;
+        collected.outcomes.extend(peer_outcomes);
         Ok(collected)
     }
 }
 
-fn query_id(metric: usize, pair: usize, side: Side, reading: Reading) -> String {
+fn query_id(metric: usize, group: usize, side: Side, reading: Reading) -> String {
     let reading = match reading {
         Reading::Value => "value",
         Reading::Requests => "requests",
         Reading::Errors => "errors",
     };
-    format!("cmp{metric}_{pair}_{}_{reading}", side.id())
+    format!("cmp{metric}_{group}_{}_{reading}", side.id())
 }
 
 #[cfg(test)]
 mod tests {
     use canary_aws::fakes::FakeCloudWatch;
+    use canary_aws::{AlarmState, AwsError, MetricSeries};
     use canary_core::analysis::CheckVerdict;
     use canary_core::RolloutPlan;
     use serde_json::json;
 
     use super::*;
     use crate::signals::alb_judge::alb_pairs;
+
+    /// CloudWatch answering each query with 20 values around the median its target group has.
+    struct Latencies(BTreeMap<&'static str, f64>);
+
+    #[async_trait]
+    impl CloudWatchApi for Latencies {
+        async fn alarms_by_names(&self, _: &[String]) -> Result<Vec<AlarmState>, AwsError> {
+            Ok(Vec::new())
+        }
+        async fn alarms_by_prefix(&self, _: &str) -> Result<Vec<AlarmState>, AwsError> {
+            Ok(Vec::new())
+        }
+        async fn metric_data(
+            &self,
+            queries: &[MetricQuery],
+            _: SystemTime,
+            end: SystemTime,
+        ) -> Result<BTreeMap<String, MetricSeries>, AwsError> {
+            let end = end
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64);
+            Ok(queries
+                .iter()
+                .map(|q| {
+                    let group = q.dimensions.get("TargetGroup").map_or("", String::as_str);
+                    let median = self.0.get(group).copied().unwrap_or(0.0);
+                    let points = (0..20)
+                        .map(|i| (end - 20 + i, median * (0.95 + 0.005 * (i * 7 % 20) as f64)))
+                        .collect();
+                    (q.id.clone(), MetricSeries { points })
+                })
+                .collect())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_cell_slower_than_its_peers_fails_on_the_peers_alone() {
+        let peer = |n: usize| {
+            json!({"name": format!("cell-{n}"), "alb": [{
+                "listenerArn": format!("arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web{n}/50dc6c495c0c9188/f2f7dc8efc522ab2"),
+                "canaryTargetGroupArn": format!("arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/peer{n}/4b7c9a1e2f3d5a68")}]})
+        };
+        let plan = plan(
+            json!({"periodSeconds": 1, "lookbackSeconds": 60, "minSamples": 10,
+            "metrics": [{"name": "latency", "alb": "latency"}],
+            "peers": {"minPeers": 2, "scope": "fleet", "cells": [peer(1), peer(2), peer(3)]}}),
+        );
+        let checks = plan
+            .analysis
+            .as_ref()
+            .and_then(|a| a.compare.as_ref())
+            .expect("compare");
+        // The cell's own old cluster is as slow as its new one: the baseline comparison passes.
+        let cloudwatch = Latencies(BTreeMap::from([
+            ("targetgroup/green/4b7c9a1e2f3d5a68", 0.15),
+            ("targetgroup/blue/73e2d6bc24d8a067", 0.15),
+            ("targetgroup/peer1/4b7c9a1e2f3d5a68", 0.10),
+            ("targetgroup/peer2/4b7c9a1e2f3d5a68", 0.10),
+            ("targetgroup/peer3/4b7c9a1e2f3d5a68", 0.10),
+        ]));
+        let source = Compare {
+            api: &cloudwatch,
+            checks,
+            pairs: alb_pairs(&plan.traffic_targets),
+        };
+        let collected = source
+            .collect(SystemTime::now(), "us-east-1/green")
+            .await
+            .expect("collected");
+        let verdicts: Vec<(CheckVerdict, &str)> = collected
+            .outcomes
+            .iter()
+            .map(|o| (o.verdict, o.reason.split(':').next().unwrap_or_default()))
+            .collect();
+        assert_eq!(
+            verdicts,
+            [
+                (CheckVerdict::Pass, "compare latency"),
+                (CheckVerdict::Fail, "peers latency")
+            ],
+            "{:?}",
+            collected.outcomes
+        );
+        assert!(collected.outcomes[1]
+            .reason
+            .contains("an outlier among 3 promoted peer(s)"));
+        assert_eq!(
+            collected.points.len(),
+            3,
+            "canary, baseline and peers medians"
+        );
+    }
 
     fn plan(compare: serde_json::Value) -> RolloutPlan {
         RolloutPlan::parse(json!({
@@ -241,7 +412,7 @@ mod tests {
                 {"name": "errors", "alb": "errorRate"},
                 {"name": "queue", "stat": "p90", "cloudwatch": {"namespace": "Shop", "metricName": "QueueTime",
                  "dimensions": {"Service": "checkout"}, "sideDimension": "Cluster", "canary": "green", "baseline": "blue"}},
-            ]}),
+            ], "peers": {"cells": [{"name": "use1-a", "sides": {"queue": "use1-a-green"}}]}}),
         );
         let checks = plan
             .analysis
@@ -300,6 +471,7 @@ mod tests {
                 ),
                 row("cmp2_0_canary_value", "QueueTime", "p90", "green"),
                 row("cmp2_0_baseline_value", "QueueTime", "p90", "blue"),
+                row("cmp2_0_peer0_value", "QueueTime", "p90", "use1-a-green"),
             ]
         );
     }

@@ -272,3 +272,54 @@ fn a_comparison_over_one_calls_queries_is_refused() {
         "{refused}"
     );
 }
+
+#[test]
+fn an_outlier_among_its_peers_fails_and_a_typical_cell_passes() {
+    let section = checks(json!([]));
+    let peers: Vec<f64> = [0.10, 0.11, 0.095, 0.105]
+        .iter()
+        .flat_map(|m| samples(*m))
+        .collect();
+    let (_, outlier) =
+        judge_against_peers(&section, &latency(json!({})), &samples(0.16), &peers, 4);
+    assert_eq!(outlier.verdict, CheckVerdict::Fail);
+    assert!(
+        outlier.reason.starts_with(
+            "peers latency: High, an outlier among 4 promoted peer(s): canary median 0.1"
+        ),
+        "{}",
+        outlier.reason
+    );
+    assert!(
+        outlier.reason.contains("vs peers 0.10"),
+        "{}",
+        outlier.reason
+    );
+    let (_, typical) =
+        judge_against_peers(&section, &latency(json!({})), &samples(0.10), &peers, 4);
+    assert_eq!(typical.verdict, CheckVerdict::Pass, "{}", typical.reason);
+    let (_, unknown) = judge_against_peers(&section, &latency(json!({})), &samples(0.16), &[], 4);
+    assert_eq!(
+        unknown.verdict,
+        CheckVerdict::Inconclusive,
+        "{}",
+        unknown.reason
+    );
+}
+
+#[test]
+fn too_few_peers_are_said_and_not_judged() {
+    let peers = |cells: usize| -> PeerComparison {
+        let cells: Vec<serde_json::Value> = (0..cells)
+            .map(|i| json!({"name": format!("cell-{i}")}))
+            .collect();
+        serde_json::from_value(json!({"minPeers": 2, "cells": cells})).expect("peers")
+    };
+    let outcome = too_few_peers(&peers(1)).expect("too few");
+    assert_eq!(outcome.verdict, CheckVerdict::Ignored);
+    assert_eq!(
+        outcome.reason,
+        "peers: 1 promoted peer(s), fewer than minPeers 2: the canary is not judged against peers"
+    );
+    assert_eq!(too_few_peers(&peers(2)), None);
+}
