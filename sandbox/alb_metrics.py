@@ -1,19 +1,24 @@
-"""The load balancer's CloudWatch metrics for the canary and the stable target groups, put
-every second (high resolution, so a sandbox-sized check period of 1 s has a datapoint in each)
-as ALB publishes them per target group. `values(second)` says what to put: {"canary":
-{metric name: value}, "stable": {...}}, `second` counting from the first put; the built-in ALB
-checks (sandbox/histories.py) and the comparison (sandbox/compare.py) read them."""
+"""Load balancers' CloudWatch metrics for target groups, put every second (high resolution, so a
+sandbox-sized check period of 1 s has a datapoint in each) as ALB publishes them per target
+group. By default the world's listener with its canary and stable target groups; `groups`
+names others: {key: (listener ARN, target group ARN)}. `values(second)` says what to put:
+{key: {metric name: value}}, `second` counting from the first put. The built-in ALB checks
+(sandbox/histories.py) and the comparison (sandbox/compare.py, the fleet-outlier scenario) read
+them."""
 
 import threading
 from datetime import datetime, timezone
 
 
 class AlbMetrics:
-    def __init__(self, sandbox, values):
+    def __init__(self, sandbox, values, groups=None):
         world = sandbox.world
-        listener = sandbox.client("elbv2").describe_listeners(ListenerArns=[world.listener])["Listeners"][0]
-        self.load_balancer = listener["LoadBalancerArn"].split(":loadbalancer/", 1)[1]
-        self.groups = {"canary": world.green_tg.rsplit(":", 1)[1], "stable": world.blue_tg.rsplit(":", 1)[1]}
+        groups = groups or {"canary": (world.listener, world.green_tg), "stable": (world.listener, world.blue_tg)}
+        # The dimensions: `app/<name>/<id>` of the listener's load balancer, `targetgroup/<name>/<id>`.
+        self.dimensions = {key: (listener.split(":listener/", 1)[1].rsplit("/", 1)[0], group.rsplit(":", 1)[1])
+                           for key, (listener, group) in groups.items()}
+        self.load_balancer = self.dimensions[next(iter(groups))][0]
+        self.groups = {key: group for key, (_, group) in self.dimensions.items()}
         self.cloudwatch = sandbox.client("cloudwatch")
         self.values = values
         self.second = 0
@@ -38,9 +43,9 @@ class AlbMetrics:
         values = self.values(self.second)
         self.second += 1
         data = []
-        for side, group in self.groups.items():
-            dimensions = [{"Name": "LoadBalancer", "Value": self.load_balancer}, {"Name": "TargetGroup", "Value": group}]
-            for name, value in values[side].items():
+        for key, (load_balancer, group) in self.dimensions.items():
+            dimensions = [{"Name": "LoadBalancer", "Value": load_balancer}, {"Name": "TargetGroup", "Value": group}]
+            for name, value in values[key].items():
                 data.append({"MetricName": name, "Dimensions": dimensions, "Value": value, "Timestamp": now,
                              "StorageResolution": 1})
         self.cloudwatch.put_metric_data(Namespace="AWS/ApplicationELB", MetricData=data)

@@ -4,13 +4,16 @@ waves by the stack's fleet state machine (statemachine/fleet.asl.json), each cel
 execution of the rollout state machine.
 
 `seed_cells` makes the cells' world; `fleet_plan` the fleet plan over it; `cell_weights` reads
-each cell's listener back; `run_fleet` is the `fleet` and `fleet-halt` scenarios.
+each cell's listener back; `run_fleet` is the `fleet`, `fleet-halt` and `fleet-outlier`
+scenarios.
 """
 import hashlib
 import json
 import time
 from pathlib import Path
 
+from . import compare
+from .alb_metrics import AlbMetrics
 from .world import ACCOUNT, LOAD_BALANCER
 
 # Three cells per region; the fleet's order spreads each wave across both.
@@ -162,6 +165,8 @@ def run_fleet(sandbox, scenario, out=print):
     never starts, every cell ends promoted or at its baseline. Started and shown live by the
     operator CLI (`cluster-canary fleet start --watch`). Returns (DescribeExecution of the
     fleet, the cells, the CLI's exit code)."""
+    if scenario == "fleet-outlier":
+        return run_fleet_outlier(sandbox, out)
     cells = seed_cells(sandbox)
     plan = fleet_plan(cells)
     out(f"scenario {scenario}: 6 cells in us-east-1 and eu-west-1, waves of 1, 2 and 3 cells")
@@ -170,6 +175,49 @@ def run_fleet(sandbox, scenario, out=print):
         out(f">>> alarm {cells[failing]['alarm']} is in ALARM: cell {failing} (wave 2) will roll back")
         sandbox.client("cloudwatch").set_alarm_state(AlarmName=cells[failing]["alarm"], StateValue="ALARM",
                                                      StateReason="Threshold Crossed: sandbox")
+    return start_and_watch(sandbox, plan, cells, scenario, out)
+
+
+# Five cells of one region for `fleet-outlier`: four promoted in wave 1, the fifth after them.
+OUTLIER_CELLS = [(f"use1-{c}", "us-east-1") for c in "abcde"]
+OUTLIER = "use1-e"
+
+
+def run_fleet_outlier(sandbox, out=print):
+    """`fleet-outlier`: five cells of one region compare each canary with its baseline and with
+    the promoted cells of the fleet (`analysis.compare.peers`). Wave 1's four cells promote (no
+    peer yet: not judged against peers). use1-e's old and new clusters both answer 1.5 times
+    slower than the other cells': against its own baseline the canary passes, against its four
+    promoted peers it is an outlier, and it rolls back; the failure budget of 0 halts the fleet."""
+    cells = seed_cells(sandbox, OUTLIER_CELLS)
+    plan = fleet_plan(cells, waves=[{"size": 4, "maxConcurrentCells": 4}, {"size": "100%"}])
+    plan["template"]["analysis"] = {"compare": {
+        "periodSeconds": 1, "lookbackSeconds": compare.LOOKBACK_SECONDS, "minSamples": compare.MIN_SAMPLES,
+        "metrics": [{"name": "p99 latency", "alb": "latency", "stat": "p99", "allowedIncrease": 1.2}],
+        "peers": {"minPeers": 2, "scope": "fleet"},
+    }}
+    out("scenario fleet-outlier: 5 cells in us-east-1, wave 1 of 4 cells then wave 2 of 1; each canary "
+        "compared with its baseline and with the promoted cells")
+    out(f">>> cell {OUTLIER}: its old and new clusters both answer 1.5x slower than the other cells'")
+    groups = {f"{cell}/{side}": (c["listener"], c[side]) for cell, c in cells.items() for side in ("old", "new")}
+    latencies = compare.Latencies()
+
+    def values(second):
+        sides, put = latencies(second), {}
+        for key in groups:
+            put[key] = dict(sides["canary" if key.endswith("/new") else "stable"])
+            if key.startswith(OUTLIER):
+                put[key]["TargetResponseTime"] *= 1.5
+        return put
+
+    with AlbMetrics(sandbox, values, groups):
+        # The first cells' first checks must find enough samples on both sides.
+        time.sleep(compare.MIN_SAMPLES)
+        return start_and_watch(sandbox, plan, cells, "fleet-outlier", out)
+
+
+def start_and_watch(sandbox, plan, cells, scenario, out):
+    """Starts the fleet with the operator CLI (`fleet start --watch`) and waits for its end."""
     path = Path(sandbox.run_dir) / "fleet.json"
     path.write_text(json.dumps(plan, indent=2))
     name = f"fleet-{scenario}"

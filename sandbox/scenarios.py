@@ -18,7 +18,7 @@ from .harness import CONTRACT, REPO, Sandbox
 from .world import ACCOUNT, REGION
 
 SCENARIOS = ("happy", "rollback", "apps-unhealthy", "stopped", "approval", "prometheus", "prometheus-healthy", "datadog",
-             "compare", "compare-spike", "fleet", "fleet-halt")
+             "compare", "compare-spike", "fleet", "fleet-halt", "fleet-outlier")
 
 
 @dataclass

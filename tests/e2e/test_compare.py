@@ -1,9 +1,13 @@
 """End to end with the comparison check (`analysis.compare`): the canary's and the stable target
 group's ALB response times in CloudWatch (the sandbox's `compare` scenarios, sandbox/compare.py),
-compared at every check by the real evaluate-alarms function inside the real state machine.
+compared at every check by the real evaluate-alarms function inside the real state machine; and a
+fleet whose cells are also compared with their promoted peers (`fleet-outlier`).
 """
+import json
+
 from helpers import BASELINE, PROMOTED, ROLLED_BACK_FOR_A_CHECK, event_types
-from sandbox import scenarios
+from sandbox import fleets, scenarios
+from sandbox.harness import Sandbox
 
 
 def test_a_latency_regression_under_every_threshold_rolls_back_on_the_comparison_alone():
@@ -45,3 +49,26 @@ def test_a_load_spike_on_both_clusters_passes_the_comparison():
     baseline = [value for name, d, value in report.metrics
                 if name == "ComparedMedian" and d["Check"] == "p99 latency" and d["Side"] == "baseline"]
     assert max(baseline) > 2.5 * min(baseline), f"the spike tripled the baseline's latency: {baseline}"
+
+
+def test_a_fleet_cell_whose_canary_is_an_outlier_among_four_promoted_peers_rolls_back():
+    with Sandbox(log=print) as sandbox:
+        ended, cells, cli_exit = fleets.run_fleet(sandbox, "fleet-outlier", print)
+        assert ended["status"] == "FAILED" and ended["error"] == "FleetHalted", ended
+        assert cli_exit == 1
+        assert "Promoted: 4, failed: 1" in ended["cause"], ended["cause"]
+        assert fleets.cell_weights(sandbox, cells) == {
+            cell: (100, 0) if cell == fleets.OUTLIER else (0, 100) for cell in cells}
+        children = fleets.children(sandbox, ended["executionArn"])
+        outlier = children[fleets.OUTLIER]
+        assert outlier["error"] == "CheckFailed"
+        # Against its own baseline (as slow as itself) the canary passes; among its peers it is
+        # an outlier, and that alone rolls it back.
+        assert "peers p99 latency: High, an outlier among 4 promoted peer(s)" in outlier["cause"], outlier["cause"]
+        assert "compare p99 latency: Pass" in outlier["cause"], outlier["cause"]
+        plan = json.loads(outlier["input"])
+        peers = plan["analysis"]["compare"]["peers"]["cells"]
+        assert sorted(p["name"] for p in peers) == ["use1-a", "use1-b", "use1-c", "use1-d"]
+        # Wave 1's cells had no promoted peer: not judged against peers.
+        first = json.loads(children["use1-a"]["input"])
+        assert "cells" not in first["analysis"]["compare"]["peers"]
