@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the tests and the sandbox need: a Python venv (.venv) with the pinned AWS
 # emulator (moto), boto3, pytest, cargo-lambda + ziglang, the SAM CLI and the linters, all
-# from PyPI; Prometheus from the Debian package; Go and two Go libraries' sources from Debian's,
-# for the Kubernetes API test server's field manager and template engine. Idempotent, and quick when done already:
+# from PyPI; Prometheus and Chromium (headless, for the report page) from Debian's packages; Go
+# and two Go libraries' sources from Debian's, for the Kubernetes API test server's field manager
+# and template engine. Idempotent, and quick when done already:
 # it remembers the requirements it installed (.venv/.requirements.sha256) and does nothing
 # until they change.
 # scripts/sandbox.sh and scripts/test.sh run it first, so a fresh clone needs no extra step.
@@ -21,6 +22,18 @@ if ! command -v prometheus > /dev/null || ! command -v promtool > /dev/null; the
       || { apt-get update > /dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus > /dev/null; }
   else
     echo "prometheus and promtool are missing: install Debian's (or your distribution's) prometheus package" >&2
+    exit 1
+  fi
+fi
+# A real headless browser for `cluster-canary report`'s page (tests/e2e/test_compare.py opens it
+# and takes its screenshot): Debian's chromium package.
+if ! command -v chromium > /dev/null; then
+  if command -v apt-get > /dev/null && [ "$(id -u)" = 0 ]; then
+    echo "installing Debian's chromium package (headless, for the report page's test)..." >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium > /dev/null \
+      || { apt-get update > /dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium > /dev/null; }
+  else
+    echo "chromium is missing: install Debian's (or your distribution's) chromium package" >&2
     exit 1
   fi
 fi

@@ -136,6 +136,18 @@ pub enum Command {
         #[command(flatten)]
         state_machine: StateMachineArgs,
     },
+    /// Write one self-contained HTML page for a rollout's post-mortem: the canary's share of
+    /// traffic over time with each step, every check's verdict and reasons, and each compared
+    /// metric's canary and baseline series (`analysis.compare`). No network needed to open it.
+    Report {
+        /// Execution ARN or name (default: the one running rollout).
+        execution: Option<String>,
+        /// Where to write the page (default: `<execution name>.html` here).
+        #[arg(long, value_name = "FILE")]
+        out: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        state_machine: StateMachineArgs,
+    },
     /// Stop a rollout now and wait until the safety net has put the baseline weights back.
     Abort {
         /// Execution ARN or name (default: the one running rollout).

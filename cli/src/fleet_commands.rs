@@ -62,7 +62,7 @@ fn stored_text(raw: &Value) -> Option<String> {
 }
 
 /// `config` in `region` (the fleet's: its stack's bucket and alarms are there).
-fn in_region(config: &SdkConfig, region: Option<&str>) -> SdkConfig {
+pub(crate) fn in_region(config: &SdkConfig, region: Option<&str>) -> SdkConfig {
     let mut regional = config.to_builder();
     if let Some(region) = region {
         regional = regional.region(aws_config::Region::new(region.to_owned()));

@@ -13,6 +13,7 @@ pub mod locate;
 pub mod plan_commands;
 pub mod printer;
 pub mod progress;
+pub mod report;
 pub mod rollout_commands;
 pub mod traffic;
 pub mod view;
@@ -137,6 +138,15 @@ pub async fn run(cli: Cli) -> Result<bool, CliError> {
             let arn = locate::execution(config, execution.as_deref(), &state_machine).await?;
             rollout_commands::answer(config, &arn, Some(&reason), by.as_deref(), &mut printer)
                 .await?;
+            Ok(true)
+        }
+        Command::Report {
+            execution,
+            out,
+            state_machine,
+        } => {
+            let arn = locate::execution(config, execution.as_deref(), &state_machine).await?;
+            rollout_commands::report(config, &arn, out.as_deref(), &mut printer).await?;
             Ok(true)
         }
         Command::Abort {

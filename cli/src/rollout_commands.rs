@@ -189,6 +189,59 @@ pub async fn watch(
     }
 }
 
+/// Writes the execution's report page (`report.rs`): its history, and the compared metrics'
+/// series from CloudWatch over the execution's span (from one comparison window before it).
+pub async fn report(
+    config: &SdkConfig,
+    execution_arn: &str,
+    out: Option<&Path>,
+    printer: &mut Printer,
+) -> Result<(), CliError> {
+    let sfn = SdkExecutions::in_region(config, region_of(execution_arn));
+    let execution = sfn.describe(execution_arn).await?;
+    let events = sfn.events(execution_arn).await?;
+    let timeline = crate::report::timeline(execution_arn, &events, &execution.status);
+    let plan = history::plan(&events).and_then(|p| RolloutPlan::parse(p).ok().map(|v| v.plan));
+    let compared = match plan {
+        Some(plan) => {
+            let lookback = plan
+                .analysis
+                .as_ref()
+                .and_then(|a| a.compare.as_ref())
+                .map_or(0, |c| u64::try_from(c.lookback_seconds).unwrap_or(0));
+            let at = |seconds: f64| UNIX_EPOCH + Duration::from_secs_f64(seconds.max(0.0));
+            let start = at(execution.started) - Duration::from_secs(lookback);
+            let end = at(execution.stopped.unwrap_or_else(now) + 1.0);
+            // The metrics are where the rollout read them: the stack's region.
+            let regional = crate::fleet_commands::in_region(config, region_of(execution_arn));
+            let cloudwatch = canary_aws::SdkCloudWatch::new(&regional);
+            canary_rollout::signals::compared_series(&cloudwatch, &plan, start, end)
+                .await
+                .map_err(|e| match e {
+                    canary_rollout::AnalysisError::Aws(e) => CliError::Aws(e),
+                    e => CliError::Invalid(format!("reading the compared metrics: {e}")),
+                })?
+        }
+        None => Vec::new(),
+    };
+    let page = crate::report::render(&timeline, &compared);
+    let path = match out {
+        Some(path) => path.to_path_buf(),
+        None => format!("{}.html", execution.name).into(),
+    };
+    std::fs::write(&path, page).map_err(|e| {
+        CliError::Invalid(format!(
+            "cannot write the report to {}: {e}",
+            path.display()
+        ))
+    })?;
+    printer.say(
+        &format!("report written: {}", path.display()),
+        json!({"type": "report", "path": path.display().to_string()}),
+    );
+    Ok(())
+}
+
 /// `approve` (reason `None`) or `reject`.
 pub async fn answer(
     config: &SdkConfig,

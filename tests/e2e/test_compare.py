@@ -4,20 +4,29 @@ compared at every check by the real evaluate-alarms function inside the real sta
 fleet whose cells are also compared with their promoted peers (`fleet-outlier`).
 """
 import json
+import os
+import shutil
+import struct
+import subprocess
 
 from helpers import BASELINE, PROMOTED, ROLLED_BACK_FOR_A_CHECK, event_types
 from sandbox import fleets, scenarios
 from sandbox.harness import Sandbox
 
 
-def test_a_latency_regression_under_every_threshold_rolls_back_on_the_comparison_alone():
+def test_a_latency_regression_under_every_threshold_rolls_back_on_the_comparison_alone(tmp_path):
     lines = []
 
     def out(line):
         print(line)
         lines.append(line)
 
-    report = scenarios.run("compare", out=out, verbose=True)
+    with Sandbox(log=out) as sandbox:
+        report = scenarios.run_compare(sandbox, "compare", out, verbose=True)
+        page = tmp_path / "report.html"
+        written = sandbox.cli("report", report.execution_arn, "--out", str(page))
+        assert written.returncode == 0, written.stderr
+        assert_report_renders(page, tmp_path)
     assert report.status == "FAILED", report
     assert report.error == "CheckFailed"
     assert "compare p99 latency: High (check Fail at score 50)" in report.cause, report.cause
@@ -72,3 +81,28 @@ def test_a_fleet_cell_whose_canary_is_an_outlier_among_four_promoted_peers_rolls
         # Wave 1's cells had no promoted peer: not judged against peers.
         first = json.loads(children["use1-a"]["input"])
         assert "cells" not in first["analysis"]["compare"]["peers"]
+
+
+def assert_report_renders(page, tmp_path):
+    """`cluster-canary report`'s page in a real headless Chromium (Debian's): it loads offline,
+    its DOM has the charts and the checks, and a screenshot of it is a picture of the page
+    (`REPORT_SCREENSHOT=<path>` keeps it: docs/report.png)."""
+    html = page.read_text()
+    assert "Rollout of us-east-1/green — FAILED (CheckFailed)" in html
+    assert "compare p99 latency: High" in html and "<h3>p99 latency</h3>" in html
+    chromium = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([*chromium, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr
+    assert dom.stdout.count("<svg") == 3, "the share, p99 latency and 5xx rate"
+    assert "<polyline" in dom.stdout and "step 1/3: 10%" in dom.stdout
+    screenshot = tmp_path / "report.png"
+    shot = subprocess.run([*chromium, "--window-size=1200,1500", f"--screenshot={screenshot}", page.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    assert shot.returncode == 0, shot.stderr
+    data = screenshot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "a PNG"
+    assert struct.unpack(">II", data[16:24]) == (1200, 1500)
+    assert len(data) > 30_000, "charts and text, not a blank page"
+    if os.environ.get("REPORT_SCREENSHOT"):
+        shutil.copy(screenshot, os.environ["REPORT_SCREENSHOT"])

@@ -191,6 +191,20 @@ impl Compare<'_> {
         metric: &ComparedMetric,
         side: Side,
     ) -> Vec<f64> {
+        self.series(points, index, metric, side)
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect()
+    }
+
+    /// [`Self::samples`] with each sample's period (epoch seconds).
+    fn series(
+        &self,
+        points: &HashMap<String, Vec<(i64, f64)>>,
+        index: usize,
+        metric: &ComparedMetric,
+        side: Side,
+    ) -> Vec<(i64, f64)> {
         let series = |group: usize, reading: Reading| {
             points
                 .get(&query_id(index, group, side, reading))
@@ -204,7 +218,6 @@ impl Compare<'_> {
         if metric.alb != Some(AlbSignal::ErrorRate) {
             return (0..groups)
                 .flat_map(|group| series(group, Reading::Value))
-                .map(|(_, v)| v)
                 .collect();
         }
         let mut rates = Vec::new();
@@ -213,12 +226,74 @@ impl Compare<'_> {
             for (at, requests) in series(group, Reading::Requests) {
                 if requests > 0.0 {
                     let errors = errors.get(&at).copied().unwrap_or(0.0);
-                    rates.push(errors * 100.0 / requests);
+                    rates.push((at, errors * 100.0 / requests));
                 }
             }
         }
         rates
     }
+}
+
+/// One side's samples of one compared metric over a span, for a person (`cluster-canary
+/// report`): `side` is `canary`, `baseline` or `peer <name>`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ComparedSeries {
+    pub metric: String,
+    pub side: String,
+    /// (epoch seconds, value), oldest first.
+    pub points: Vec<(i64, f64)>,
+}
+
+/// Every compared metric's samples of every side from `start` to `end`, as the comparison
+/// reads them (one GetMetricData call, its pages followed). Empty without `analysis.compare`.
+pub async fn compared_series(
+    api: &dyn CloudWatchApi,
+    plan: &canary_core::RolloutPlan,
+    start: SystemTime,
+    end: SystemTime,
+) -> Result<Vec<ComparedSeries>, AnalysisError> {
+    let Some(checks) = plan.analysis.as_ref().and_then(|a| a.compare.as_ref()) else {
+        return Ok(Vec::new());
+    };
+    let source = Compare {
+        api,
+        checks,
+        pairs: super::alb_judge::alb_pairs(&plan.traffic_targets),
+    };
+    let span = end.duration_since(start).map_or(0, |d| d.as_secs());
+    let queries: Vec<PlannedQuery> = source
+        .queries()
+        .into_iter()
+        .map(|p| PlannedQuery {
+            lookback_seconds: i64::try_from(span).unwrap_or(i64::MAX),
+            ..p
+        })
+        .collect();
+    let points = metric_points(api, &queries, end).await?;
+    let mut series = Vec::new();
+    for (index, metric) in checks.metrics.iter().enumerate() {
+        for side in source.sides() {
+            let name = match side {
+                Side::Peer(n) => format!(
+                    "peer {}",
+                    checks
+                        .peers
+                        .as_ref()
+                        .and_then(|p| p.cells.get(n))
+                        .map_or("", |peer| peer.name.as_str())
+                ),
+                _ => side.id(),
+            };
+            let mut points = source.series(&points, index, metric, side);
+            points.sort_by_key(|(at, _)| *at);
+            series.push(ComparedSeries {
+                metric: metric.name.clone(),
+                side: name,
+                points,
+            });
+        }
+    }
+    Ok(series)
 }
 
 #[async_trait]

@@ -29,6 +29,7 @@ use crate::error::AnalysisError;
 
 use alb_judge::alb_pairs;
 pub(crate) use cloudwatch_alarms::alarm_outcomes;
+pub use compare::{compared_series, ComparedSeries};
 use query_checks::QueryChecks;
 
 /// The APIs the signal sources read.
