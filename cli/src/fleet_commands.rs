@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use crate::args::FleetMachineArgs;
 use crate::error::CliError;
 use crate::history;
-use crate::locate::{self, region_of};
+use crate::locate::{self, in_region, region_of};
 use crate::plan_commands::{check_plan, duration_text, read_plan, table};
 use crate::printer::Printer;
 use crate::progress::phase_of;
@@ -59,15 +59,6 @@ fn stored_text(raw: &Value) -> Option<String> {
              reference"
         )
     })
-}
-
-/// `config` in `region` (the fleet's: its stack's bucket and alarms are there).
-pub(crate) fn in_region(config: &SdkConfig, region: Option<&str>) -> SdkConfig {
-    let mut regional = config.to_builder();
-    if let Some(region) = region {
-        regional = regional.region(aws_config::Region::new(region.to_owned()));
-    }
-    regional.build()
 }
 
 /// A wave's cells named in the text output (`--output json` lists them all).

@@ -172,6 +172,16 @@ async fn execution_of(
     }
 }
 
+/// `config` in `region` (an execution's or a fleet's: its stack's bucket, alarms and metrics are
+/// there).
+pub fn in_region(config: &SdkConfig, region: Option<&str>) -> SdkConfig {
+    let mut regional = config.to_builder();
+    if let Some(region) = region {
+        regional = regional.region(aws_config::Region::new(region.to_owned()));
+    }
+    regional.build()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -136,7 +136,7 @@ pub fn render(timeline: &Timeline, compared: &[ComparedSeries]) -> String {
         (end - start).round(),
     );
     if let Some(cause) = &timeline.cause {
-        let _ = write!(page, "<p class=\"cause\">{}</p>\n", escape(cause));
+        let _ = writeln!(page, "<p class=\"cause\">{}</p>", escape(cause));
     }
     page.push_str("<h2>The canary's share of traffic</h2>\n");
     page.push_str(&share_chart(timeline, start, end));
@@ -147,7 +147,7 @@ pub fn render(timeline: &Timeline, compared: &[ComparedSeries]) -> String {
         for metric in metrics {
             let series: Vec<&ComparedSeries> =
                 compared.iter().filter(|s| s.metric == metric).collect();
-            let _ = write!(page, "<h3>{}</h3>\n", escape(metric));
+            let _ = writeln!(page, "<h3>{}</h3>", escape(metric));
             page.push_str(&series_chart(timeline, &series, start, end));
         }
     }
@@ -155,9 +155,9 @@ pub fn render(timeline: &Timeline, compared: &[ComparedSeries]) -> String {
         "<h2>Checks</h2>\n<table><tr><th>at</th><th>check</th><th>verdict</th><th>why</th></tr>\n",
     );
     for check in &timeline.checks {
-        let _ = write!(
+        let _ = writeln!(
             page,
-            "<tr class=\"{}\"><td>+{} s</td><td>{}</td><td>{}</td><td><ul>{}</ul></td></tr>\n",
+            "<tr class=\"{}\"><td>+{} s</td><td>{}</td><td>{}</td><td><ul>{}</ul></td></tr>",
             verdict_class(&check.verdict),
             (check.at - start).round(),
             escape(&check.label),

@@ -213,7 +213,7 @@ pub async fn report(
             let start = at(execution.started) - Duration::from_secs(lookback);
             let end = at(execution.stopped.unwrap_or_else(now) + 1.0);
             // The metrics are where the rollout read them: the stack's region.
-            let regional = crate::fleet_commands::in_region(config, region_of(execution_arn));
+            let regional = locate::in_region(config, region_of(execution_arn));
             let cloudwatch = canary_aws::SdkCloudWatch::new(&regional);
             canary_rollout::signals::compared_series(&cloudwatch, &plan, start, end)
                 .await

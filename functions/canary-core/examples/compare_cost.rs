@@ -10,7 +10,9 @@ fn main() {
     println!("| samples per side | time per metric (median of 9) |");
     println!("| --- | --- |");
     for n in [10usize, 60, 300, 1_000, 2_000] {
-        let baseline: Vec<f64> = (0..n).map(|i| 0.1 + (i * 7919 % 1000) as f64 * 1e-5).collect();
+        let baseline: Vec<f64> = (0..n)
+            .map(|i| 0.1 + (i * 7919 % 1000) as f64 * 1e-5)
+            .collect();
         let canary: Vec<f64> = baseline.iter().map(|v| v * 1.2).collect();
         let mut times: Vec<f64> = (0..9)
             .map(|_| {
