@@ -5,7 +5,6 @@
 
 use canary_core::analysis::compare::{Peer, PeerScope, PeerTargetGroup, MAX_PEERS};
 use canary_core::fleet::{child_name, child_suffix, ValidFleet};
-use canary_core::limits::MAX_PLAN_BYTES;
 use canary_core::RolloutPlan;
 
 use crate::{children, wave_children, FleetApis, FleetConfig, FleetError, WaveSoFar};
@@ -53,7 +52,8 @@ pub(crate) async fn plan_with_peers(
         .map(|(i, peer)| describe_peer(&peer.name, cell, &fleet.plans[i].plan))
         .collect();
     let mut peers = peers;
-    // The cell's plan stays within a plan's size budget: the last peers give way.
+    // The cell's plan stays one Prepare accepts — within a plan's size budget, its comparison's
+    // queries within one GetMetricData call — however many peers there are: the last give way.
     loop {
         let mut candidate = plan.clone();
         if let Some(slot) = candidate
@@ -64,8 +64,10 @@ pub(crate) async fn plan_with_peers(
         {
             slot.cells = peers.clone();
         }
-        let size = serde_json::to_vec(&candidate).map_or(usize::MAX, |b| b.len());
-        if size <= MAX_PLAN_BYTES || peers.is_empty() {
+        let accepted = serde_json::to_value(&candidate)
+            .ok()
+            .is_some_and(|value| RolloutPlan::parse(value).is_ok());
+        if accepted || peers.is_empty() {
             return Ok(candidate);
         }
         peers.pop();
