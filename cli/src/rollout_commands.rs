@@ -214,8 +214,11 @@ pub async fn report(
             let end = at(execution.stopped.unwrap_or_else(now) + 1.0);
             // The metrics are where the rollout read them: the stack's region.
             let regional = locate::in_region(config, region_of(execution_arn));
-            let cloudwatch = canary_aws::SdkCloudWatch::new(&regional);
-            canary_rollout::signals::compared_series(&cloudwatch, &plan, start, end)
+            let clients = canary_rollout::clients::CheckClients::from_config(
+                &regional,
+                &canary_rollout::clients::process_env,
+            );
+            canary_rollout::signals::compared_series(&clients.signals(), &plan, start, end)
                 .await
                 .map_err(|e| match e {
                     canary_rollout::AnalysisError::Aws(e) => CliError::Aws(e),

@@ -647,7 +647,7 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": [{"name": "latency", "alb": "latency",
                 "cloudwatch": {"namespace": "Shop", "metricName": "Latency", "sideDimension": "Cluster", "canary": "green", "baseline": "blue"}}]}}))),
             "analysis.compare.metrics[0]",
-            "exactly one source: `alb` or `cloudwatch`",
+            "exactly one source: `alb`, `cloudwatch` or `prometheus`",
         ),
         (
             "comparison of a side with itself",
@@ -689,6 +689,39 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             Box::new(|p| set(p, "/analysis", json!({"compare": {"confidence": 1.0, "metrics": [{"name": "latency", "alb": "latency", "stat": "median"}]}}))),
             "analysis.compare.metrics[0].stat",
             "`median` is not a statistic",
+        ),
+        (
+            "Prometheus comparison without Prometheus's endpoint",
+            Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": [{"name": "p99",
+                "prometheus": {"query": "max(latency{cluster=\"{{cluster}}\"})", "baseline": "blue"}}]}}))),
+            "analysis.compare.metrics[0].prometheus",
+            "the plan gives none",
+        ),
+        (
+            "Prometheus comparison without the side's placeholder",
+            Box::new(|p| set(p, "/analysis", json!({"prometheus": {"url": "http://prometheus:9090"},
+                "compare": {"metrics": [{"name": "p99", "prometheus": {"query": "max(latency)", "baseline": "blue"}}]}}))),
+            "analysis.compare.metrics[0].prometheus.query",
+            "name the side with `{{cluster}}`",
+        ),
+        (
+            "Prometheus comparison with a statistic",
+            Box::new(|p| set(p, "/analysis", json!({"prometheus": {"url": "http://prometheus:9090"},
+                "compare": {"metrics": [{"name": "p99", "stat": "p99",
+                    "prometheus": {"query": "max(latency{cluster=\"{{cluster}}\"})", "baseline": "blue"}}]}}))),
+            "analysis.compare.metrics[0].stat",
+            "leave `stat` out",
+        ),
+        (
+            "Prometheus comparison of the cluster with itself",
+            Box::new(|p| {
+                let cluster = p["cluster"]["name"].clone();
+                set(p, "/analysis", json!({"prometheus": {"url": "http://prometheus:9090"},
+                    "compare": {"metrics": [{"name": "p99",
+                        "prometheus": {"query": "max(latency{cluster=\"{{cluster}}\"})", "baseline": cluster}}]}}));
+            }),
+            "analysis.compare.metrics[0].prometheus.baseline",
+            "compare a side with itself",
         ),
         (
             "comparison metrics of the same name",

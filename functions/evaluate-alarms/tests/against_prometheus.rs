@@ -375,3 +375,113 @@ async fn an_answer_of_several_megabytes_is_bounded_and_named() {
         "{error}"
     );
 }
+
+/// Each cluster's p99 latency every 15 s over the last ten minutes, on the same cycle of spread:
+/// green's `factor` times blue's, both far under any threshold.
+fn latencies(factor: f64) -> PrometheusServer {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("a clock after 1970")
+        .as_secs();
+    let spread = [1.0, 0.93, 1.05, 0.97, 1.1, 0.95, 1.02, 0.91];
+    let mut samples = String::from("# TYPE request_latency_p99 gauge\n");
+    for (i, ago) in (0..=600).rev().step_by(15).enumerate() {
+        let at = now - ago;
+        let (blue, green) = (spread[i % 8], spread[(i + 4) % 8]);
+        samples.push_str(&format!(
+            "request_latency_p99{{cluster=\"blue\"}} {} {at}\n",
+            0.1 * blue
+        ));
+        samples.push_str(&format!(
+            "request_latency_p99{{cluster=\"green\"}} {} {at}\n",
+            0.1 * factor * green
+        ));
+    }
+    samples.push_str("# EOF\n");
+    PrometheusServer::start(&samples)
+}
+
+/// The plan's analysis: Prometheus's endpoint, no threshold, and the comparison of `query`.
+fn comparison(prometheus: &PrometheusServer, query: &str) -> Value {
+    json!({
+        "prometheus": {"url": prometheus.url},
+        "compare": {"periodSeconds": 30, "lookbackSeconds": 300, "minSamples": 8, "metrics": [
+            {"name": "p99 latency", "prometheus": {"query": query, "baseline": "blue"}}]},
+    })
+}
+
+const P99: &str = "max(request_latency_p99{cluster=\"{{cluster}}\"})";
+
+impl Env {
+    async fn evaluate_analysis(&self, analysis: Value) -> Result<Value, AnalysisError> {
+        let mut plan = plan(json!(null));
+        plan["analysis"] = analysis;
+        let progress = json!({"consecutiveFailures": 0, "passes": 0, "check": 1, "checks": 3,
+                              "unjudgedSince": 0, "checkIntervalSeconds": 10});
+        handle(
+            &self.clients.apis(),
+            json!({"operation": "evaluate", "plan": plan, "progress": progress}),
+        )
+        .await
+    }
+
+    async fn validate_analysis(&self, analysis: Value) -> Result<Value, AnalysisError> {
+        let mut plan = plan(json!(null));
+        plan["analysis"] = analysis;
+        handle(&self.clients.apis(), plan)
+            .await
+            .map(|admitted| admitted["analysis"].clone())
+    }
+}
+
+#[tokio::test]
+async fn a_canary_slower_than_its_baseline_in_prometheus_fails_the_comparison() {
+    let (prometheus, env) = (latencies(1.5), Env::new().await);
+    let found = env
+        .validate_analysis(comparison(&prometheus, P99))
+        .await
+        .unwrap();
+    assert_eq!(found["metricQueries"], 2, "a subquery per side");
+    let failing = env
+        .evaluate_analysis(comparison(&prometheus, P99))
+        .await
+        .unwrap();
+    assert_eq!(failing["verdict"], "fail", "{failing}");
+    let reason = failing["reasons"][0].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("compare p99 latency: High (check Fail at score 0): canary median 0.1"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("vs baseline 0.09") || reason.contains("vs baseline 0.1"),
+        "{reason}"
+    );
+    assert!(reason.contains("10 vs 10 samples"), "{reason}");
+}
+
+#[tokio::test]
+async fn a_canary_like_its_baseline_in_prometheus_passes_the_comparison() {
+    let (prometheus, env) = (latencies(1.0), Env::new().await);
+    let passing = env
+        .evaluate_analysis(comparison(&prometheus, P99))
+        .await
+        .unwrap();
+    assert_eq!(passing["verdict"], "pass", "{passing}");
+}
+
+#[tokio::test]
+async fn a_comparison_query_giving_several_series_is_refused_before_traffic_moves() {
+    let (prometheus, env) = (latencies(1.0), Env::new().await);
+    let both = "request_latency_p99{cluster!=\"{{cluster}}-none\"}";
+    let refused = env
+        .validate_analysis(comparison(&prometheus, both))
+        .await
+        .expect_err("two series");
+    assert_eq!(refused.name(), canary_core::ErrorName::InvalidPlan);
+    assert!(
+        refused.to_string().starts_with(
+            "analysis.compare.metrics[0].prometheus: canary: returned 2 series; aggregate the query to one"
+        ),
+        "{refused}"
+    );
+}

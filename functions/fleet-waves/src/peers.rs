@@ -79,7 +79,8 @@ fn peers_of(plan: &RolloutPlan) -> Option<&canary_core::analysis::compare::PeerC
 }
 
 /// Where a promoted peer's canary metrics are: its ALB targets' canary target groups, and for
-/// each of the cell's sided CloudWatch metrics the peer's canary value of the same metric.
+/// each of the cell's sided CloudWatch and Prometheus metrics the peer's canary value of the
+/// same metric (its side dimension's value, its `{{cluster}}`).
 fn describe_peer(name: &str, cell: &RolloutPlan, peer: &RolloutPlan) -> Peer {
     let alb = peer
         .traffic_targets
@@ -103,10 +104,14 @@ fn describe_peer(name: &str, cell: &RolloutPlan, peer: &RolloutPlan) -> Peer {
         .map(|c| c.metrics.as_slice())
         .unwrap_or_default()
         .iter()
-        .filter(|m| m.cloudwatch.is_some())
         .filter_map(|m| {
             let theirs = peer_metrics.iter().find(|p| p.name == m.name)?;
-            Some((m.name.clone(), theirs.cloudwatch.as_ref()?.canary.clone()))
+            let value = match (&theirs.cloudwatch, &theirs.prometheus) {
+                (Some(sided), _) => sided.canary.clone(),
+                (None, Some(query)) => query.canary_value(&peer.cluster).to_owned(),
+                (None, None) => return None,
+            };
+            Some((m.name.clone(), value))
         })
         .collect();
     Peer {

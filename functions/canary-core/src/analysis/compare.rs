@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use super::metric_query::{check_period_and_lookback, check_stat};
 use super::outcome::{CheckOutcome, CheckVerdict};
+use super::query_template::render_query;
 use super::statistics::{self, Comparison, MAX_SAMPLES_PER_SIDE};
+use crate::cluster::ClusterRef;
 use crate::targets::TrafficTarget;
 use crate::validate::Errors;
 
@@ -105,8 +107,8 @@ pub struct Peer {
     /// Its ALB traffic targets' canary target groups, for `alb` metrics.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alb: Vec<PeerTargetGroup>,
-    /// For each compared `cloudwatch` metric (by name), the peer's canary value of its side
-    /// dimension.
+    /// For each compared `cloudwatch` or `prometheus` metric (by name), the peer's canary value
+    /// of its side dimension or `{{cluster}}`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub sides: BTreeMap<String, String>,
 }
@@ -198,7 +200,10 @@ pub struct ComparedMetric {
     /// A CloudWatch metric with one dimension telling the sides apart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cloudwatch: Option<SidedMetric>,
-    /// The statistic of each period: `SampleCount`, `Average`, `Sum`, `Minimum`, `Maximum` or a
+    /// A PromQL query with `{{cluster}}` for the side, on `analysis.prometheus`'s endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prometheus: Option<SidedQuery>,
+    /// The statistic of each period (`alb` and `cloudwatch` metrics): `SampleCount`, `Average`, `Sum`, `Minimum`, `Maximum` or a
     /// percentile such as `p99`. Default `p99` for `alb: latency`, `Average` otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stat: Option<String>,
@@ -252,6 +257,74 @@ pub struct SidedMetric {
     pub baseline: String,
 }
 
+/// A PromQL query of both clusters: one series, `{{cluster}}` (and `{{region}}`) in it filled
+/// with each side's value. The comparison asks for its samples over the window as a subquery,
+/// `(<query>)[<lookbackSeconds>s:<periodSeconds>s]`, in one instant query per side.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SidedQuery {
+    /// e.g. `histogram_quantile(0.99, sum by (le) (rate(http_request_duration_seconds_bucket{cluster="{{cluster}}"}[1m])))`.
+    pub query: String,
+    /// `{{cluster}}` for the canary. Default: the new cluster's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary: Option<String>,
+    /// `{{cluster}}` for the baseline, e.g. the old cluster's name.
+    pub baseline: String,
+}
+
+impl SidedQuery {
+    /// The canary side's value of `{{cluster}}`.
+    pub fn canary_value<'a>(&'a self, cluster: &'a ClusterRef) -> &'a str {
+        self.canary.as_deref().unwrap_or(&cluster.name)
+    }
+
+    /// The query for the side whose `{{cluster}}` is `side`, as a subquery of the window's
+    /// samples.
+    pub fn samples_query(
+        &self,
+        cluster: &ClusterRef,
+        side: &str,
+        checks: &CompareChecks,
+    ) -> Result<String, String> {
+        let as_side = ClusterRef {
+            name: side.to_owned(),
+            ..cluster.clone()
+        };
+        let query = render_query(&self.query, &as_side)?;
+        Ok(format!(
+            "({query})[{}s:{}s]",
+            checks.lookback_seconds, checks.period_seconds
+        ))
+    }
+
+    fn validate(&self, path: &str, cluster: &ClusterRef, errors: &mut Errors) {
+        if !self.query.contains("{{cluster}}") {
+            errors.push(
+                format!("{path}.query"),
+                "name the side with `{{cluster}}`: without it both sides would be the same series",
+            );
+        }
+        if let Err(message) = render_query(&self.query, cluster) {
+            errors.push(format!("{path}.query"), message);
+        }
+        let canary = self.canary_value(cluster);
+        for (field, value) in [("canary", canary), ("baseline", self.baseline.as_str())] {
+            if value.is_empty() || value.len() > 255 || value.contains(['"', '\\', '{', '}']) {
+                errors.push(
+                    format!("{path}.{field}"),
+                    "must be 1 to 255 characters, without quotes, backslashes or braces",
+                );
+            }
+        }
+        if canary == self.baseline {
+            errors.push(
+                format!("{path}.baseline"),
+                format!("is the canary's value too (`{canary}`): the check would compare a side with itself"),
+            );
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Direction {
@@ -281,7 +354,15 @@ impl CompareChecks {
         usize::try_from(self.min_samples).unwrap_or(1).max(1)
     }
 
-    pub(crate) fn validate(&self, targets: &[TrafficTarget], errors: &mut Errors) {
+    /// `prometheus`: whether the plan gives `analysis.prometheus` (the endpoint `prometheus`
+    /// metrics query).
+    pub(crate) fn validate(
+        &self,
+        cluster: &ClusterRef,
+        targets: &[TrafficTarget],
+        prometheus: bool,
+        errors: &mut Errors,
+    ) {
         let path = "analysis.compare";
         check_period_and_lookback(path, self.period_seconds, self.lookback_seconds, errors);
         let periods = self.lookback_seconds / self.period_seconds.max(1);
@@ -364,10 +445,12 @@ impl CompareChecks {
             .metrics
             .iter()
             .map(|m| {
-                let per_side = |pairs: usize| match m.alb {
-                    Some(AlbSignal::Latency) => pairs,
-                    Some(AlbSignal::ErrorRate) => 2 * pairs,
-                    None => 1,
+                let per_side = |pairs: usize| match (m.alb, &m.cloudwatch) {
+                    (Some(AlbSignal::Latency), _) => pairs,
+                    (Some(AlbSignal::ErrorRate), _) => 2 * pairs,
+                    (None, Some(_)) => 1,
+                    // A query of Prometheus's, not CloudWatch's.
+                    (None, None) => 0,
                 };
                 2 * per_side(alb_pairs.len())
                     + peer_groups.iter().map(|g| per_side(*g)).sum::<usize>()
@@ -392,13 +475,20 @@ impl CompareChecks {
                     format!("`{}` is the name of an earlier metric", metric.name),
                 );
             }
-            metric.validate(&path, has_alb, errors);
+            metric.validate(&path, cluster, has_alb, prometheus, errors);
         }
     }
 }
 
 impl ComparedMetric {
-    fn validate(&self, path: &str, has_alb: bool, errors: &mut Errors) {
+    fn validate(
+        &self,
+        path: &str,
+        cluster: &ClusterRef,
+        has_alb: bool,
+        prometheus: bool,
+        errors: &mut Errors,
+    ) {
         let name_ok = !self.name.is_empty()
             && self.name.chars().count() <= MAX_COMPARED_NAME_CHARS
             && !self.name.chars().any(char::is_control);
@@ -410,14 +500,32 @@ impl ComparedMetric {
                 ),
             );
         }
-        match (&self.alb, &self.cloudwatch) {
-            (Some(_), None) if !has_alb => errors.push(
+        match (&self.alb, &self.cloudwatch, &self.prometheus) {
+            (Some(_), None, None) if !has_alb => errors.push(
                 format!("{path}.alb"),
                 "compares the target groups of an `alb` traffic target, and the plan has none",
             ),
-            (Some(_), None) => {}
-            (None, Some(metric)) => metric.validate(&format!("{path}.cloudwatch"), errors),
-            _ => errors.push(path, "give exactly one source: `alb` or `cloudwatch`"),
+            (Some(_), None, None) => {}
+            (None, Some(metric), None) => metric.validate(&format!("{path}.cloudwatch"), errors),
+            (None, None, Some(query)) => {
+                query.validate(&format!("{path}.prometheus"), cluster, errors);
+                if !prometheus {
+                    errors.push(
+                        format!("{path}.prometheus"),
+                        "queries the endpoint of `analysis.prometheus` (`url` or `ampWorkspace`), and the plan gives none",
+                    );
+                }
+                if self.stat.is_some() {
+                    errors.push(
+                        format!("{path}.stat"),
+                        "a Prometheus metric's query says what each sample is: leave `stat` out",
+                    );
+                }
+            }
+            _ => errors.push(
+                path,
+                "give exactly one source: `alb`, `cloudwatch` or `prometheus`",
+            ),
         }
         check_stat(&format!("{path}.stat"), self.stat(), errors);
         if !(self.allowed_increase.is_finite() && self.allowed_increase >= 1.0) {

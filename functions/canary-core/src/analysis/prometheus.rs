@@ -27,6 +27,8 @@ pub struct PrometheusChecks {
     /// with SigV4 (service `aps`) as the function's role.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub amp_workspace: Option<String>,
+    /// At least one, unless `analysis.compare` queries this endpoint.
+    #[serde(default)]
     pub checks: Vec<PrometheusCheck>,
 }
 
@@ -73,7 +75,13 @@ impl PrometheusChecks {
         }
     }
 
-    pub(crate) fn validate(&self, cluster: &ClusterRef, errors: &mut Errors) {
+    /// `used_by_comparison`: `analysis.compare` queries this endpoint, so `checks` may be empty.
+    pub(crate) fn validate(
+        &self,
+        cluster: &ClusterRef,
+        used_by_comparison: bool,
+        errors: &mut Errors,
+    ) {
         let path = "analysis.prometheus";
         if let Err(message) = self.endpoint() {
             let field = match (&self.url, &self.amp_workspace) {
@@ -83,13 +91,15 @@ impl PrometheusChecks {
             };
             errors.push(format!("{path}{field}"), message);
         }
-        validate_check_count(
-            path,
-            self.checks.len(),
-            MAX_PROMETHEUS_CHECKS,
-            "Prometheus",
-            errors,
-        );
+        if !(used_by_comparison && self.checks.is_empty()) {
+            validate_check_count(
+                path,
+                self.checks.len(),
+                MAX_PROMETHEUS_CHECKS,
+                "Prometheus",
+                errors,
+            );
+        }
         for (i, check) in self.checks.iter().enumerate() {
             let path = format!("{path}.checks[{i}]");
             validate_query_check(&path, check.spec(), cluster, errors);
@@ -187,6 +197,44 @@ pub fn instant_value(data: &Value) -> Result<Option<f64>, String> {
     Ok((!value.is_nan()).then_some(value))
 }
 
+/// The samples of a subquery's `data` (a range vector: `{"resultType": "matrix", "result":
+/// [{"values": [[<unix time>, "<value>"], …]}]}`), as (epoch seconds, value); none for an
+/// empty result, NaN samples left out. `Err` for an answer the comparison cannot use (several
+/// series, another type).
+pub fn range_samples(data: &Value) -> Result<Vec<(i64, f64)>, String> {
+    match data["resultType"].as_str() {
+        Some("matrix") => {}
+        Some(other) => {
+            return Err(format!(
+                "returned a {other}; the comparison asks for a range of one series"
+            ))
+        }
+        None => return Err("answered without a resultType".to_owned()),
+    }
+    let series = data["result"].as_array().cloned().unwrap_or_default();
+    let values = match series.as_slice() {
+        [] => return Ok(Vec::new()),
+        [one] => one["values"].as_array().cloned().unwrap_or_default(),
+        more => {
+            return Err(format!(
+                "returned {} series; aggregate the query to one (sum(...), histogram_quantile(0.99, sum by (le) (...)))",
+                more.len()
+            ))
+        }
+    };
+    let mut samples = Vec::with_capacity(values.len());
+    for sample in &values {
+        let at = sample[0].as_f64();
+        let value = sample[1].as_str().and_then(|v| v.parse::<f64>().ok());
+        match (at, value) {
+            (Some(at), Some(value)) if !value.is_nan() => samples.push((at as i64, value)),
+            (Some(_), Some(_)) => {}
+            _ => return Err("answered a sample that is not [time, \"value\"]".to_owned()),
+        }
+    }
+    Ok(samples)
+}
+
 /// A check's outcome from what its query gave.
 pub fn judge_prometheus(
     check: &PrometheusCheck,
@@ -232,7 +280,7 @@ mod tests {
 
     fn errors_of(section: &PrometheusChecks) -> Vec<String> {
         let mut errors = Errors::default();
-        section.validate(&cluster(), &mut errors);
+        section.validate(&cluster(), false, &mut errors);
         errors
             .0
             .iter()
@@ -364,5 +412,34 @@ mod tests {
         );
         let odd = judge_prometheus(check, Err("returned 2 series".into()), None);
         assert_eq!(odd.verdict, CheckVerdict::Inconclusive);
+    }
+}
+
+#[cfg(test)]
+mod range_tests {
+    use serde_json::json;
+
+    use super::range_samples;
+
+    #[test]
+    fn a_subquerys_one_series_gives_its_samples_without_nan() {
+        let data = json!({"resultType": "matrix", "result": [{"metric": {}, "values": [
+            [1700000000, "0.12"], [1700000060, "NaN"], [1700000120.5, "0.13"]]}]});
+        assert_eq!(
+            range_samples(&data),
+            Ok(vec![(1_700_000_000, 0.12), (1_700_000_120, 0.13)])
+        );
+        assert_eq!(
+            range_samples(&json!({"resultType": "matrix", "result": []})),
+            Ok(vec![])
+        );
+    }
+
+    #[test]
+    fn several_series_or_another_type_is_refused() {
+        let two = json!({"resultType": "matrix", "result": [{"values": []}, {"values": []}]});
+        assert!(range_samples(&two).is_err_and(|e| e.contains("returned 2 series")));
+        let vector = json!({"resultType": "vector", "result": []});
+        assert!(range_samples(&vector).is_err_and(|e| e.contains("returned a vector")));
     }
 }

@@ -266,13 +266,15 @@ impl AnalysisSection {
             alb.validate(targets, errors);
         }
         if let Some(prometheus) = &self.prometheus {
-            prometheus.validate(cluster, errors);
+            let compared = self.compare.iter().flat_map(|c| &c.metrics);
+            let used_by_comparison = compared.into_iter().any(|m| m.prometheus.is_some());
+            prometheus.validate(cluster, used_by_comparison, errors);
         }
         if let Some(datadog) = &self.datadog {
             datadog.validate(cluster, errors);
         }
         if let Some(compare) = &self.compare {
-            compare.validate(targets, errors);
+            compare.validate(cluster, targets, self.prometheus.is_some(), errors);
         }
     }
 }

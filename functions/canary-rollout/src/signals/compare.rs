@@ -1,19 +1,24 @@
 //! The comparison check (plan `analysis.compare`): each compared metric's canary samples and
-//! baseline samples over the same window, one per period, from CloudWatch — the ALB target
-//! groups' metrics (canary target group against the stable one) or a metric with a dimension
-//! per side — judged by `canary_core::analysis::compare`; in a fleet, the canary's samples also
-//! against its promoted peers' canaries (`compare.peers`). One GetMetricData call per check.
+//! baseline samples over the same window, one per period — from CloudWatch (the ALB target
+//! groups' metrics, canary target group against the stable one, or a metric with a dimension
+//! per side; one GetMetricData call per check) or from Prometheus (a subquery per side) —
+//! judged by `canary_core::analysis::compare`; in a fleet, the canary's samples also against
+//! its promoted peers' canaries (`compare.peers`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::SystemTime;
 
 use async_trait::async_trait;
-use canary_aws::{CloudWatchApi, MetricQuery};
+use canary_aws::{CloudWatchApi, MetricQuery, PrometheusApi, QueryError};
 use canary_core::analysis::compare::{
     judge_against_peers, judge_comparison, judge_metric, too_few_peers, AlbSignal, CompareChecks,
     ComparedMetric,
 };
+use canary_core::analysis::prometheus::range_samples;
+use canary_core::analysis::PrometheusChecks;
+use canary_core::cluster::ClusterRef;
 use canary_core::metrics::Point;
+use tracing::warn;
 
 use super::alb_judge::{load_balancer_dimension, target_group_dimension, AlbPair, ALB_NAMESPACE};
 use super::{metric_points, try_queries, Collected, PlannedQuery, SignalSource, Validated};
@@ -21,7 +26,10 @@ use crate::error::AnalysisError;
 
 pub(super) struct Compare<'a> {
     pub api: &'a dyn CloudWatchApi,
+    /// The endpoint `prometheus` metrics query (the plan's `analysis.prometheus`).
+    pub prometheus: Option<(&'a dyn PrometheusApi, &'a PrometheusChecks)>,
     pub checks: &'a CompareChecks,
+    pub cluster: &'a ClusterRef,
     /// The plan's ALB target group pairs, for `alb` metrics.
     pub pairs: Vec<AlbPair>,
 }
@@ -96,12 +104,17 @@ impl Compare<'_> {
         }
     }
 
-    /// A side's value of a sided CloudWatch metric's side dimension.
+    /// A side's value of a sided CloudWatch metric's side dimension, or of a Prometheus
+    /// metric's `{{cluster}}`.
     fn side_value(&self, metric: &ComparedMetric, side: Side) -> Option<String> {
-        let sided = metric.cloudwatch.as_ref()?;
+        let (canary, baseline) = match (&metric.cloudwatch, &metric.prometheus) {
+            (Some(sided), _) => (sided.canary.as_str(), sided.baseline.as_str()),
+            (None, Some(query)) => (query.canary_value(self.cluster), query.baseline.as_str()),
+            (None, None) => return None,
+        };
         match side {
-            Side::Canary => Some(sided.canary.clone()),
-            Side::Baseline => Some(sided.baseline.clone()),
+            Side::Canary => Some(canary.to_owned()),
+            Side::Baseline => Some(baseline.to_owned()),
             Side::Peer(n) => self
                 .checks
                 .peers
@@ -171,6 +184,50 @@ impl Compare<'_> {
         queries
     }
 
+    /// Each Prometheus metric's samples on each side, one subquery per side, keyed like the
+    /// CloudWatch queries' points (`prom<metric>_<side>`). A provider that cannot be reached or
+    /// refuses is the check's error (unjudged, then a rollback, as for any provider); an answer
+    /// about the query itself leaves that side without samples (`strict`, at Prepare: refused).
+    async fn prometheus_points(
+        &self,
+        now: SystemTime,
+        strict: bool,
+    ) -> Result<HashMap<String, Vec<(i64, f64)>>, AnalysisError> {
+        let mut points = HashMap::new();
+        for (index, metric) in self.checks.metrics.iter().enumerate() {
+            let (Some(query), Some((api, section))) = (&metric.prometheus, self.prometheus) else {
+                continue;
+            };
+            let path = format!("analysis.compare.metrics[{index}].prometheus");
+            let refused = |message: String| AnalysisError::QueryCheck {
+                path: path.clone(),
+                message,
+            };
+            let endpoint = section.endpoint().map_err(&refused)?;
+            for side in self.sides() {
+                let Some(value) = self.side_value(metric, side) else {
+                    continue;
+                };
+                let text = query
+                    .samples_query(self.cluster, &value, self.checks)
+                    .map_err(&refused)?;
+                let answer = match api.instant_query(&endpoint, &text, now).await {
+                    Ok(data) => range_samples(&data),
+                    Err(error) if error.is_about_the_query() => Err(error.to_string()),
+                    Err(error) => return Err(provider_error(&path, error)),
+                };
+                match answer {
+                    Ok(samples) => {
+                        points.insert(prometheus_id(index, side), samples);
+                    }
+                    Err(why) if strict => return Err(refused(format!("{}: {why}", side.id()))),
+                    Err(why) => warn!(%path, side = %side.id(), %why, "no samples"),
+                }
+            }
+        }
+        Ok(points)
+    }
+
     fn queries(&self) -> Vec<PlannedQuery> {
         let mut queries = Vec::new();
         for (index, metric) in self.checks.metrics.iter().enumerate() {
@@ -211,6 +268,12 @@ impl Compare<'_> {
                 .cloned()
                 .unwrap_or_default()
         };
+        if metric.prometheus.is_some() {
+            return points
+                .get(&prometheus_id(index, side))
+                .cloned()
+                .unwrap_or_default();
+        }
         let groups = match metric.cloudwatch {
             Some(_) => 1,
             None => self.target_groups(side).len(),
@@ -245,31 +308,35 @@ pub struct ComparedSeries {
 }
 
 /// Every compared metric's samples of every side from `start` to `end`, as the comparison
-/// reads them (one GetMetricData call, its pages followed). Empty without `analysis.compare`.
+/// reads them (one GetMetricData call, its pages followed; a subquery per side of Prometheus's
+/// metrics). Empty without `analysis.compare`.
 pub async fn compared_series(
-    api: &dyn CloudWatchApi,
+    apis: &super::SignalApis<'_>,
     plan: &canary_core::RolloutPlan,
     start: SystemTime,
     end: SystemTime,
 ) -> Result<Vec<ComparedSeries>, AnalysisError> {
-    let Some(checks) = plan.analysis.as_ref().and_then(|a| a.compare.as_ref()) else {
+    let Some(analysis) = plan.analysis.as_ref() else {
         return Ok(Vec::new());
     };
-    let source = Compare {
-        api,
-        checks,
-        pairs: super::alb_judge::alb_pairs(&plan.traffic_targets),
+    let Some(checks) = analysis.compare.as_ref() else {
+        return Ok(Vec::new());
     };
     let span = end.duration_since(start).map_or(0, |d| d.as_secs());
-    let queries: Vec<PlannedQuery> = source
-        .queries()
-        .into_iter()
-        .map(|p| PlannedQuery {
-            lookback_seconds: i64::try_from(span).unwrap_or(i64::MAX),
-            ..p
-        })
-        .collect();
-    let points = metric_points(api, &queries, end).await?;
+    // The whole span as the window: the same queries, looking back from the end.
+    let whole_span = CompareChecks {
+        lookback_seconds: i64::try_from(span).unwrap_or(i64::MAX),
+        ..checks.clone()
+    };
+    let source = Compare {
+        api: apis.cloudwatch,
+        prometheus: analysis.prometheus.as_ref().map(|p| (apis.prometheus, p)),
+        checks: &whole_span,
+        cluster: &plan.cluster,
+        pairs: super::alb_judge::alb_pairs(&plan.traffic_targets),
+    };
+    let mut points = metric_points(apis.cloudwatch, &source.queries(), end).await?;
+    points.extend(source.prometheus_points(end, false).await?);
     let mut series = Vec::new();
     for (index, metric) in checks.metrics.iter().enumerate() {
         for side in source.sides() {
@@ -296,14 +363,27 @@ pub async fn compared_series(
     Ok(series)
 }
 
+fn provider_error(path: &str, error: QueryError) -> AnalysisError {
+    AnalysisError::MetricsProvider {
+        path: path.to_owned(),
+        name: error.error_name(),
+        message: error.to_string(),
+    }
+}
+
 #[async_trait]
 impl SignalSource for Compare<'_> {
+    /// CloudWatch takes the queries, and every Prometheus subquery answers with at most one
+    /// series (no data yet is fine: the canary has had no traffic).
     async fn validate(&self, now: SystemTime) -> Result<Validated, AnalysisError> {
-        try_queries(self.api, &self.queries(), now).await
+        let mut validated = try_queries(self.api, &self.queries(), now).await?;
+        validated.metric_queries += self.prometheus_points(now, true).await?.len();
+        Ok(validated)
     }
 
     async fn collect(&self, now: SystemTime, cluster: &str) -> Result<Collected, AnalysisError> {
-        let points = metric_points(self.api, &self.queries(), now).await?;
+        let mut points = metric_points(self.api, &self.queries(), now).await?;
+        points.extend(self.prometheus_points(now, false).await?);
         let mut collected = Collected::default();
         let mut median = |metric: &ComparedMetric, side: &str, median: Option<f64>| {
             if let Some(median) = median {
@@ -350,6 +430,10 @@ impl SignalSource for Compare<'_> {
         collected.outcomes.extend(peer_outcomes);
         Ok(collected)
     }
+}
+
+fn prometheus_id(metric: usize, side: Side) -> String {
+    format!("prom{metric}_{}", side.id())
 }
 
 fn query_id(metric: usize, group: usize, side: Side, reading: Reading) -> String {
@@ -433,7 +517,9 @@ mod tests {
         ]));
         let source = Compare {
             api: &cloudwatch,
+            prometheus: None,
             checks,
+            cluster: &plan.cluster,
             pairs: alb_pairs(&plan.traffic_targets),
         };
         let collected = source
@@ -496,7 +582,9 @@ mod tests {
             .expect("compare");
         let source = Compare {
             api: &FakeCloudWatch::default(),
+            prometheus: None,
             checks,
+            cluster: &plan.cluster,
             pairs: alb_pairs(&plan.traffic_targets),
         };
         let queries: Vec<(String, String, String, String)> = source
@@ -562,7 +650,9 @@ mod tests {
         let metric = &checks.metrics[0];
         let source = Compare {
             api: &FakeCloudWatch::default(),
+            prometheus: None,
             checks,
+            cluster: &plan.cluster,
             pairs: alb_pairs(&plan.traffic_targets),
         };
         let points = HashMap::from([

@@ -120,7 +120,9 @@ pub fn sources<'a>(
     if let Some(checks) = &analysis.compare {
         sources.push(Box::new(compare::Compare {
             api: apis.cloudwatch,
+            prometheus: analysis.prometheus.as_ref().map(|p| (apis.prometheus, p)),
             checks,
+            cluster: &plan.cluster,
             pairs: alb_pairs(&plan.traffic_targets),
         }));
     }

@@ -256,7 +256,13 @@ fn a_comparison_over_one_calls_queries_is_refused() {
     let problems = |pairs: usize| {
         let targets: Vec<_> = (0..pairs).map(target).collect();
         let mut errors = crate::validate::Errors::default();
-        section.validate(&targets, &mut errors);
+        let cluster = crate::cluster::ClusterRef {
+            name: "green".to_owned(),
+            region: "us-east-1".to_owned(),
+            role_arn: None,
+            wait_for_creation: false,
+        };
+        section.validate(&cluster, &targets, false, &mut errors);
         errors
             .0
             .iter()
