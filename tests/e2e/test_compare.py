@@ -8,9 +8,11 @@ import os
 import shutil
 import struct
 import subprocess
+import time
 
 from helpers import BASELINE, PROMOTED, ROLLED_BACK_FOR_A_CHECK, event_types
-from sandbox import fleets, scenarios
+from sandbox import compare, fleets, scenarios
+from sandbox.alb_metrics import AlbMetrics
 from sandbox.harness import Sandbox
 
 
@@ -106,3 +108,43 @@ def assert_report_renders(page, tmp_path):
     assert len(data) > 30_000, "charts and text, not a blank page"
     if os.environ.get("REPORT_SCREENSHOT"):
         shutil.copy(screenshot, os.environ["REPORT_SCREENSHOT"])
+
+
+def test_a_marginal_comparison_asks_a_person_before_the_next_step():
+    """`onMarginal: ask`: p99 latency (weight 1) is High, the 5xx rate (weight 4) passes: a score
+    of 80, Marginal. Each bake ends unsure, so the next step waits for a person: approved
+    before 50 %, rejected before 100 %, and the rejection restores the baseline."""
+    answers = []
+
+    def answer(detail_type, detail):
+        if detail_type != "Approval Requested":
+            return
+        answers.append(detail["step"])
+        arn = detail["executionArn"]
+        done = (sandbox.cli("approve", arn) if len(answers) == 1 else
+                sandbox.cli("reject", arn, "--reason", "p99 is half again the baseline's"))
+        assert done.returncode == 0, done.stderr
+
+    with Sandbox(log=print) as sandbox:
+        scenarios.create_green(sandbox)
+        latencies = compare.Latencies()
+        latencies.canary_factor = 1.5
+        with AlbMetrics(sandbox, latencies) as alb:
+            plan = scenarios.manual_plan(sandbox)
+            plan["analysis"] = compare.analysis(alb)
+            plan["analysis"]["compare"]["onMarginal"] = "ask"
+            plan["analysis"]["compare"]["metrics"][1]["weight"] = 4
+            plan["approval"] = {"timeoutSeconds": 300}
+            time.sleep(compare.MIN_SAMPLES)
+            arn = scenarios.start_manual(sandbox, plan, "green-ask")
+            report = scenarios.watch(sandbox, arn, out=print, on_notification=answer)
+    assert [(s["number"], s["weight"]) for s in answers] == [(2, 50), (3, 100)]
+    assert (report.status, report.error) == ("FAILED", "ApprovalRejected"), report
+    assert "p99 is half again the baseline's" in report.cause
+    assert report.max_canary == 50, "100 % was never set"
+    assert report.weights == BASELINE
+    assert event_types(report) == ["Rollout Started", "Traffic Shifted", "Approval Requested", "Traffic Shifted",
+                                   "Approval Requested", "Rolled Back"]
+    # Each of the two bakes ended unsure and asked; never a failed check.
+    assert report.states.count("Asked") == 2 and report.states.count("AskSetup") == 2, report.states
+    assert "BakeCheckFailed" not in report.states

@@ -406,3 +406,37 @@ fn the_unjudged_bound_defaults_to_three_check_intervals_and_at_least_30_seconds(
     a.max_unjudged_seconds = Some(45);
     assert_eq!(a.max_unjudged_seconds(60), 45);
 }
+
+#[test]
+fn an_unsure_bake_that_asks_waits_for_a_person_before_the_next_step_only() {
+    use canary_core::analysis::decide_asking;
+    let a = analysis(2, InconclusivePolicy::Ignore, NoEvidencePolicy::Fail);
+    let at_step = |step: u32, last_check: bool| BakeProgress {
+        step,
+        steps: 3,
+        ..progress(0, 0, last_check)
+    };
+    let unsure = [outcome(Inconclusive), outcome(Pass)];
+    // The bake's last check, unsure, before another step: ask, not the no-evidence rollback.
+    let asked = decide_asking(Some(&a), &unsure, at_step(1, true), true);
+    assert!((asked.ask, asked.rollback) == (true, false), "{asked:?}");
+    assert!(
+        asked.summary.contains("a person approves the next step"),
+        "{asked:?}"
+    );
+    // Not the bake's end, not asking, or the last step (nothing to ask before): as `hold`.
+    assert!(!decide_asking(Some(&a), &unsure, at_step(1, false), true).ask);
+    let unasked = decide_asking(Some(&a), &unsure, at_step(1, true), false);
+    assert!(
+        (unasked.ask, unasked.rollback) == (false, true),
+        "no evidence: {unasked:?}"
+    );
+    let last = decide_asking(Some(&a), &unsure, at_step(3, true), true);
+    assert!(
+        (last.ask, last.rollback) == (false, true),
+        "no evidence: {last:?}"
+    );
+    // A failure is never asked about.
+    let failing = [outcome(Fail), outcome(Inconclusive)];
+    assert!(!decide_asking(Some(&a), &failing, at_step(1, true), true).ask);
+}

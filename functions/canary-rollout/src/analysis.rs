@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::time::SystemTime;
 
-use canary_core::analysis::{decide, BakeProgress, CheckOutcome, CheckVerdict, Decision};
+use canary_core::analysis::{decide_asking, BakeProgress, CheckOutcome, CheckVerdict, Decision};
 use canary_core::metrics::{cluster_dimension, Point};
 use canary_core::ErrorName;
 use canary_core::RolloutPlan;
@@ -65,11 +65,13 @@ pub async fn evaluate(
     let mut outcomes = Vec::new();
     let mut points = Vec::new();
     let mut unanswered = None;
+    let mut asks = false;
     for source in sources(apis, plan) {
         match source.collect(now, &cluster).await {
             Ok(collected) => {
                 outcomes.extend(collected.outcomes);
                 points.extend(collected.points);
+                asks |= collected.asks;
             }
             Err(AnalysisError::MetricsProvider {
                 path,
@@ -96,7 +98,7 @@ pub async fn evaluate(
             return unjudged(plan, progress, now, unanswered);
         }
     }
-    let decision = decide(plan.analysis.as_ref(), &outcomes, progress);
+    let decision = decide_asking(plan.analysis.as_ref(), &outcomes, progress, asks);
     points.extend(Point::check_result(
         &cluster,
         decision.verdict == CheckVerdict::Pass,

@@ -183,6 +183,11 @@ pub enum UnsureAction {
     /// bake without a passing check does not promote (`analysis.noEvidence`).
     #[default]
     Hold,
+    /// Like `hold`; and when the step's last check is still unsure, the rollout waits for a
+    /// person's approval (`cluster-canary approve`/`reject`, the plan's `approval.timeoutSeconds`
+    /// and `onTimeout`) before the next step, the checks and the alarm watch going on. At the
+    /// last step (nothing left to ask before) it is `hold`.
+    Ask,
     /// The check fails, like a failed check.
     Fail,
 }
@@ -349,6 +354,11 @@ impl ComparedMetric {
 }
 
 impl CompareChecks {
+    /// An unsure comparison may ask a person before the next step.
+    pub fn asks(&self) -> bool {
+        self.on_marginal == UnsureAction::Ask || self.on_inconclusive == UnsureAction::Ask
+    }
+
     /// The fewest samples a side needs (`minSamples`, at least 1).
     pub fn min_samples(&self) -> usize {
         usize::try_from(self.min_samples).unwrap_or(1).max(1)
@@ -696,13 +706,25 @@ pub enum CompareResult {
     Inconclusive,
 }
 
-/// The check's result, its score (0–100) and one outcome per metric: a passing metric passes;
-/// every other carries the check's verdict (after `onMarginal`/`onInconclusive`), so the
-/// metrics that made the check fail are the check's failing signals.
+/// What the comparison says at one check.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ComparisonVerdict {
+    pub result: CompareResult,
+    /// 0–100: the weighted share of metrics that pass.
+    pub score: f64,
+    /// One per metric: a passing metric passes; every other carries the check's verdict (after
+    /// `onMarginal`/`onInconclusive`), so the metrics that made the check fail are the check's
+    /// failing signals.
+    pub outcomes: Vec<CheckOutcome>,
+    /// Unsure, and the plan says `ask`.
+    pub asks: bool,
+}
+
+/// The check's result from its metrics' judgements.
 pub fn judge_comparison(
     checks: &CompareChecks,
     judgements: &[MetricJudgement],
-) -> (CompareResult, f64, Vec<CheckOutcome>) {
+) -> ComparisonVerdict {
     // Folded from 0.0: `Iterator::sum` of no floats is -0.0, which prints as "-0".
     let weight_of = |keep: &dyn Fn(MetricResult) -> bool| -> f64 {
         judgements
@@ -738,18 +760,23 @@ pub fn judge_comparison(
     } else {
         CompareResult::Fail
     };
-    let check_verdict = match result {
-        CompareResult::Pass => CheckVerdict::Pass,
-        CompareResult::Fail => CheckVerdict::Fail,
-        CompareResult::Marginal => unsure(checks.on_marginal),
-        CompareResult::Inconclusive => unsure(checks.on_inconclusive),
+    let action = match result {
+        CompareResult::Marginal => Some(checks.on_marginal),
+        CompareResult::Inconclusive => Some(checks.on_inconclusive),
+        CompareResult::Pass | CompareResult::Fail => None,
+    };
+    let check_verdict = match (result, action) {
+        (CompareResult::Pass, _) => CheckVerdict::Pass,
+        (_, Some(UnsureAction::Hold | UnsureAction::Ask)) => CheckVerdict::Inconclusive,
+        _ => CheckVerdict::Fail,
     };
     let check = format!(
         "check {} at score {score:.0}{}",
         result_word(result),
         match result {
-            CompareResult::Marginal | CompareResult::Inconclusive => match check_verdict {
-                CheckVerdict::Fail => ", onFail: fail",
+            CompareResult::Marginal | CompareResult::Inconclusive => match action {
+                Some(UnsureAction::Fail) => ", failed by the plan",
+                Some(UnsureAction::Ask) => ", held; a person is asked if it stays so",
                 _ => ", held",
             },
             _ if critical_failed => ", a critical metric",
@@ -767,7 +794,12 @@ pub fn judge_comparison(
             CheckOutcome::new(verdict, reason(checks, j, &head, "baseline"))
         })
         .collect();
-    (result, score, outcomes)
+    ComparisonVerdict {
+        result,
+        score,
+        outcomes,
+        asks: action == Some(UnsureAction::Ask),
+    }
 }
 
 /// Whether the cell has enough peers to be judged against them; if not, the one outcome that
@@ -809,13 +841,6 @@ pub fn judge_against_peers(
     let head = format!("peers {}: {what}", metric.name);
     let outcome = CheckOutcome::new(verdict, reason(checks, &judged, &head, "peers"));
     (judged, outcome)
-}
-
-fn unsure(action: UnsureAction) -> CheckVerdict {
-    match action {
-        UnsureAction::Hold => CheckVerdict::Inconclusive,
-        UnsureAction::Fail => CheckVerdict::Fail,
-    }
 }
 
 fn result_word(result: CompareResult) -> &'static str {

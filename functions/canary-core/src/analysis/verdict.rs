@@ -33,12 +33,23 @@ pub struct BakeProgress {
     /// The step's `checkIntervalSeconds`, for the default `analysis.maxUnjudgedSeconds`.
     #[serde(default)]
     pub check_interval_seconds: u32,
+    /// The step's number, from 1, and how many steps the rollout has: a person can be asked
+    /// before a next step only (0: unknown, never asked).
+    #[serde(default)]
+    pub step: u32,
+    #[serde(default)]
+    pub steps: u32,
 }
 
 impl BakeProgress {
     /// This check ends the step's bake.
     pub fn last_check(&self) -> bool {
         self.checks > 0 && self.check >= self.checks
+    }
+
+    /// A step follows this one: a person can be asked before it.
+    pub fn next_step_follows(&self) -> bool {
+        self.step > 0 && self.step < self.steps
     }
 }
 
@@ -65,6 +76,10 @@ pub struct Decision {
     /// Since when the checks go unjudged (epoch seconds), carried to the next check; 0 once a
     /// check is judged.
     pub unjudged_since: u64,
+    /// The comparison was unsure and its plan says `ask`: if this check ends the step's bake
+    /// (and it is not the last step's), a person approves the next step first.
+    #[serde(default)]
+    pub ask: bool,
 }
 
 impl Decision {
@@ -83,6 +98,7 @@ impl Decision {
             // A provider's error text is in it: bounded like every signal's reason.
             reasons: vec![limits::truncate(&reason, limits::MAX_LINE_BYTES)],
             unjudged_since: since,
+            ask: false,
         }
     }
 }
@@ -145,6 +161,19 @@ pub fn decide(
     outcomes: &[CheckOutcome],
     progress: BakeProgress,
 ) -> Decision {
+    decide_asking(analysis, outcomes, progress, false)
+}
+
+/// [`decide`], where `asking` says an unsure signal asks a person (the comparison's `ask`): a
+/// bake that ends with such a check inconclusive, before another step, asks for an approval of
+/// the next step instead of promoting (or, without a passing check, rolling back for no
+/// evidence). A failure is never asked about.
+pub fn decide_asking(
+    analysis: Option<&AnalysisSection>,
+    outcomes: &[CheckOutcome],
+    progress: BakeProgress,
+    asking: bool,
+) -> Decision {
     let counts = VerdictCounts::of(outcomes);
     let mut reasons = bounded_reasons(outcomes);
     let Some(analysis) = analysis else {
@@ -159,6 +188,7 @@ pub fn decide(
             summary: summary_of(&reasons),
             reasons,
             unjudged_since: 0,
+            ask: false,
         };
     };
     let verdict = if counts.fail > 0 {
@@ -183,11 +213,20 @@ pub fn decide(
     let passes = progress.passes + u32::from(verdict == CheckVerdict::Pass);
     let limit = analysis.failure_limit();
     let mut rollback = false;
+    let asks = asking
+        && verdict == CheckVerdict::Inconclusive
+        && progress.last_check()
+        && progress.next_step_follows();
     if consecutive_failures >= limit {
         rollback = true;
         reasons.push(format!(
             "{consecutive_failures} failing check(s) in a row reached the failure limit of {limit}"
         ));
+    } else if asks {
+        reasons.push(
+            "the step's bake ended unsure and the comparison asks: a person approves the next step (cluster-canary approve or reject)"
+                .to_owned(),
+        );
     } else if progress.last_check() && passes == 0 && analysis.no_evidence == NoEvidencePolicy::Fail
     {
         rollback = true;
@@ -206,6 +245,7 @@ pub fn decide(
         summary: summary_of(&reasons),
         reasons,
         unjudged_since: 0,
+        ask: asks && !rollback,
     }
 }
 

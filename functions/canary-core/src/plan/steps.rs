@@ -63,6 +63,11 @@ pub struct ResolvedStep {
     pub approval_timeout_seconds: u32,
     /// What running out of that time does.
     pub on_approval_timeout: OnApprovalTimeout,
+    /// How long the step waits for an approval when the previous step's bake ended with an
+    /// unsure comparison that asks a person (`analysis.compare`'s `ask`); 0: it is never asked
+    /// about (the first step, a step that waits for its own approval, a plan that never asks).
+    #[serde(default)]
+    pub ask_timeout_seconds: u32,
 }
 
 impl RolloutPlan {
@@ -89,6 +94,11 @@ impl RolloutPlan {
         let mut total_checks: u64 = 0;
         let approval = self.approval.clone().unwrap_or_default();
         let approval_timeout = u32::try_from(approval.timeout()).ok();
+        let asks = self
+            .analysis
+            .as_ref()
+            .and_then(|a| a.compare.as_ref())
+            .is_some_and(|c| c.asks());
         for (i, step) in self.steps.iter().enumerate() {
             let is_last = i + 1 == self.steps.len();
             let bake = step
@@ -125,13 +135,14 @@ impl RolloutPlan {
             ) = (bake_ok, step_ok, values, approval_timeout)
             {
                 let checks = (bake_seconds / check_interval_seconds).max(1);
-                // The checks go on while a step waits for its approval: they count too.
-                let approval_timeout_seconds = if approval.gates(step.weight, step.approval) {
+                let gated = approval.gates(step.weight, step.approval);
+                // The checks go on while a step waits for a person, asked or not: they count.
+                let waits = gated || (asks && i > 0);
+                if waits {
                     total_checks += u64::from(timeout / check_interval_seconds);
-                    timeout
-                } else {
-                    0
-                };
+                }
+                let approval_timeout_seconds = if gated { timeout } else { 0 };
+                let ask_timeout_seconds = if asks && i > 0 && !gated { timeout } else { 0 };
                 total_checks += u64::from(checks);
                 resolved.push(ResolvedStep {
                     weight,
@@ -140,6 +151,7 @@ impl RolloutPlan {
                     checks,
                     approval_timeout_seconds,
                     on_approval_timeout: approval.on_timeout.unwrap_or_default(),
+                    ask_timeout_seconds,
                 });
             }
         }

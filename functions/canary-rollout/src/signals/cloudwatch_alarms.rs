@@ -64,7 +64,7 @@ impl SignalSource for CloudWatchAlarms<'_> {
     async fn collect(&self, _now: SystemTime, _cluster: &str) -> Result<Collected, AnalysisError> {
         Ok(Collected {
             outcomes: alarm_outcomes(self.api, self.checks).await?,
-            points: Vec::new(),
+            ..Collected::default()
         })
     }
 }

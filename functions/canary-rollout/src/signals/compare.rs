@@ -425,8 +425,9 @@ impl SignalSource for Compare<'_> {
                 }
             }
         }
-        let (_, _, outcomes) = judge_comparison(self.checks, &judgements);
-        collected.outcomes = outcomes;
+        let verdict = judge_comparison(self.checks, &judgements);
+        collected.outcomes = verdict.outcomes;
+        collected.asks = verdict.asks;
         collected.outcomes.extend(peer_outcomes);
         Ok(collected)
     }
@@ -669,8 +670,8 @@ mod tests {
         assert!(source
             .samples(&points, 0, metric, Side::Baseline)
             .is_empty());
-        let (_, _, outcomes) =
-            judge_comparison(checks, &[judge_metric(checks, metric, &[2.0, 2.0], &[])]);
+        let outcomes =
+            judge_comparison(checks, &[judge_metric(checks, metric, &[2.0, 2.0], &[])]).outcomes;
         assert_eq!(outcomes[0].verdict, CheckVerdict::Inconclusive);
     }
 }

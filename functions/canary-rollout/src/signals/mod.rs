@@ -71,6 +71,8 @@ pub struct Collected {
     pub outcomes: Vec<CheckOutcome>,
     /// The values it judged, as CloudWatch metric points (`MetricValue`, `ErrorRatePercent`…).
     pub points: Vec<Point>,
+    /// Unsure, and the plan asks a person then (the comparison's `ask`).
+    pub asks: bool,
 }
 
 /// One provider of evidence about the canary.

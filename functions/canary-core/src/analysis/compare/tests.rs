@@ -86,7 +86,8 @@ fn too_few_samples_on_either_side_is_no_data_and_never_a_pass() {
     ] {
         let judged = judge_metric(&section, &latency(json!({})), canary, baseline);
         assert_eq!(judged.result, MetricResult::NoData);
-        let (result, _, outcomes) = judge_comparison(&section, &[judged]);
+        let verdict = judge_comparison(&section, &[judged]);
+        let (result, outcomes) = (verdict.result, verdict.outcomes);
         assert_eq!(result, CompareResult::Inconclusive);
         assert_eq!(outcomes[0].verdict, CheckVerdict::Inconclusive, "held");
         assert!(
@@ -127,8 +128,8 @@ fn judgement(name: &str, result: MetricResult, weight: f64, critical: bool) -> M
 fn the_score_is_the_passing_weight_and_decides_the_check() {
     let section = checks(json!([]));
     let judge = |judgements: &[MetricJudgement]| {
-        let (result, score, _) = judge_comparison(&section, judgements);
-        (result, score.round())
+        let verdict = judge_comparison(&section, judgements);
+        (verdict.result, verdict.score.round())
     };
     use MetricResult::*;
     assert_eq!(
@@ -192,7 +193,7 @@ fn a_passing_metric_passes_and_the_others_carry_the_checks_verdict() {
         judgement("b", High, 1.0, false),
     ];
     let held = checks(json!([]));
-    let (_, _, outcomes) = judge_comparison(&held, &metrics);
+    let outcomes = judge_comparison(&held, &metrics).outcomes;
     let verdicts: Vec<CheckVerdict> = outcomes.iter().map(|o| o.verdict).collect();
     assert_eq!(verdicts, [CheckVerdict::Pass, CheckVerdict::Inconclusive]);
     assert!(
@@ -204,8 +205,19 @@ fn a_passing_metric_passes_and_the_others_carry_the_checks_verdict() {
     );
     let failing: CompareChecks =
         serde_json::from_value(json!({"onMarginal": "fail", "metrics": []})).expect("a section");
-    let (_, _, outcomes) = judge_comparison(&failing, &metrics);
+    let outcomes = judge_comparison(&failing, &metrics).outcomes;
     assert_eq!(outcomes[1].verdict, CheckVerdict::Fail);
+    assert!(
+        outcomes[1].reason.contains("failed by the plan"),
+        "{}",
+        outcomes[1].reason
+    );
+    let asking: CompareChecks =
+        serde_json::from_value(json!({"onMarginal": "ask", "metrics": []})).expect("a section");
+    let verdict = judge_comparison(&asking, &metrics);
+    assert!(verdict.asks);
+    assert_eq!(verdict.outcomes[1].verdict, CheckVerdict::Inconclusive);
+    assert!(!judge_comparison(&held, &metrics).asks);
 }
 
 #[test]
@@ -217,7 +229,7 @@ fn a_reason_names_both_medians_the_ratio_the_interval_and_the_samples() {
         &samples(0.18),
         &samples(0.12),
     );
-    let (_, _, outcomes) = judge_comparison(&section, &[judged]);
+    let outcomes = judge_comparison(&section, &[judged]).outcomes;
     let reason = &outcomes[0].reason;
     assert_eq!(outcomes[0].verdict, CheckVerdict::Fail);
     for part in [
