@@ -43,8 +43,9 @@ fn bad_secret(secret_id: &str) -> QueryError {
 
 #[async_trait]
 pub trait DatadogApi: Send + Sync {
-    /// Datadog's answer to the scalar query `body`, sent to the site's `url`.
-    async fn scalar_query(&self, url: &str, body: &Value) -> Result<Value, QueryError>;
+    /// Datadog's answer to the metrics query `body`, sent to the site's `url`: the scalar query
+    /// endpoint (the checks) or the timeseries one (the comparison's samples).
+    async fn query(&self, url: &str, body: &Value) -> Result<Value, QueryError>;
 }
 
 #[derive(Deserialize)]
@@ -102,7 +103,7 @@ impl HttpDatadog {
 
 #[async_trait]
 impl DatadogApi for HttpDatadog {
-    async fn scalar_query(&self, url: &str, body: &Value) -> Result<Value, QueryError> {
+    async fn query(&self, url: &str, body: &Value) -> Result<Value, QueryError> {
         let keys = self.keys().await?;
         let url = self.url(url);
         let body = Bytes::from(body.to_string());
@@ -143,7 +144,7 @@ impl DatadogApi for HttpDatadog {
 #[cfg(feature = "fakes")]
 #[async_trait]
 impl DatadogApi for crate::fakes::Unused {
-    async fn scalar_query(&self, url: &str, _: &Value) -> Result<Value, QueryError> {
+    async fn query(&self, url: &str, _: &Value) -> Result<Value, QueryError> {
         Err(crate::fakes::unused_query(url))
     }
 }

@@ -647,7 +647,7 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": [{"name": "latency", "alb": "latency",
                 "cloudwatch": {"namespace": "Shop", "metricName": "Latency", "sideDimension": "Cluster", "canary": "green", "baseline": "blue"}}]}}))),
             "analysis.compare.metrics[0]",
-            "exactly one source: `alb`, `cloudwatch` or `prometheus`",
+            "exactly one source: `alb`, `cloudwatch`, `prometheus` or `datadog`",
         ),
         (
             "comparison of a side with itself",
@@ -722,6 +722,13 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             }),
             "analysis.compare.metrics[0].prometheus.baseline",
             "compare a side with itself",
+        ),
+        (
+            "Datadog comparison without Datadog's site",
+            Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": [{"name": "p99",
+                "datadog": {"query": "avg:latency{kube_cluster_name:{{cluster}}}", "baseline": "blue"}}]}}))),
+            "analysis.compare.metrics[0].datadog",
+            "queries where `analysis.datadog` (its `site`; the stack's keys) says, and the plan gives none",
         ),
         (
             "comparison metrics of the same name",

@@ -288,3 +288,83 @@ async fn a_rate_limit_that_outlasts_the_wait_leaves_the_check_unjudged_then_roll
         "not asked again past the bound"
     );
 }
+
+/// Each cluster's p99 latency in Datadog, point by point on the same spread: green's `factor`
+/// times blue's.
+fn latency_server(factor: f64) -> DatadogServer {
+    let spread = [1.0, 0.93, 1.05, 0.97, 1.1, 0.95, 1.02, 0.91];
+    let side = |factor: f64, phase: usize| -> Vec<f64> {
+        (0..8)
+            .map(|i| 0.1 * factor * spread[(i + phase) % 8])
+            .collect()
+    };
+    let values = json!({
+        "trace.http.request.duration.by.service.99p{kube_cluster_name:blue}": side(1.0, 0),
+        "trace.http.request.duration.by.service.99p{kube_cluster_name:green}": side(factor, 4),
+    });
+    DatadogServer::start(API_KEY, APP_KEY, &values, &[])
+}
+
+const P99: &str = "avg:trace.http.request.duration.by.service.99p{kube_cluster_name:{{cluster}}}";
+
+impl Env {
+    /// A check of a plan whose analysis is `analysis` (Datadog's site and a comparison).
+    async fn evaluate_analysis(&self, analysis: Value) -> Result<Value, AnalysisError> {
+        let mut plan = plan(json!(null));
+        plan["analysis"] = analysis;
+        let progress = json!({"consecutiveFailures": 0, "passes": 0, "check": 1, "checks": 3,
+                              "unjudgedSince": 0, "checkIntervalSeconds": 10});
+        handle(
+            &self.clients.apis(),
+            json!({"operation": "evaluate", "plan": plan, "progress": progress}),
+        )
+        .await
+    }
+}
+
+fn comparison(query: &str) -> Value {
+    json!({
+        "datadog": {"site": "datadoghq.eu"},
+        "compare": {"periodSeconds": 60, "lookbackSeconds": 600, "minSamples": 8, "metrics": [
+            {"name": "p99 latency", "datadog": {"query": query, "baseline": "blue"}}]},
+    })
+}
+
+#[tokio::test]
+async fn a_canary_slower_than_its_baseline_in_datadog_fails_the_comparison() {
+    let server = latency_server(1.5);
+    let env = Env::new(&server, Some(&keys())).await;
+    let failing = env.evaluate_analysis(comparison(P99)).await.unwrap();
+    assert_eq!(failing["verdict"], "fail", "{failing}");
+    let reason = failing["reasons"][0].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("compare p99 latency: High (check Fail at score 0): canary median 0.1"),
+        "{reason}"
+    );
+    assert!(reason.contains("10 vs 10 samples"), "{reason}");
+    // The same canary as its baseline passes.
+    let server = latency_server(1.0);
+    let env = Env::new(&server, Some(&keys())).await;
+    let passing = env.evaluate_analysis(comparison(P99)).await.unwrap();
+    assert_eq!(passing["verdict"], "pass", "{passing}");
+}
+
+#[tokio::test]
+async fn a_datadog_comparison_query_giving_a_series_per_group_is_refused_at_prepare() {
+    let server = latency_server(1.0);
+    let env = Env::new(&server, Some(&keys())).await;
+    let mut plan = plan(json!(null));
+    plan["analysis"] = comparison(
+        "avg:trace.http.request.duration.by.service.99p{kube_cluster_name:{{cluster}}} by {kube_cluster_name}",
+    );
+    let refused = handle(&env.clients.apis(), plan)
+        .await
+        .expect_err("a series per group");
+    assert_eq!(refused.name(), canary_core::ErrorName::InvalidPlan);
+    assert!(
+        refused.to_string().starts_with(
+            "analysis.compare.metrics[0].datadog: canary: returned 2 series (one per group)"
+        ),
+        "{refused}"
+    );
+}

@@ -79,8 +79,8 @@ fn peers_of(plan: &RolloutPlan) -> Option<&canary_core::analysis::compare::PeerC
 }
 
 /// Where a promoted peer's canary metrics are: its ALB targets' canary target groups, and for
-/// each of the cell's sided CloudWatch and Prometheus metrics the peer's canary value of the
-/// same metric (its side dimension's value, its `{{cluster}}`).
+/// each of the cell's sided CloudWatch, Prometheus and Datadog metrics the peer's canary value
+/// of the same metric (its side dimension's value, its `{{cluster}}`).
 fn describe_peer(name: &str, cell: &RolloutPlan, peer: &RolloutPlan) -> Peer {
     let alb = peer
         .traffic_targets
@@ -106,7 +106,8 @@ fn describe_peer(name: &str, cell: &RolloutPlan, peer: &RolloutPlan) -> Peer {
         .iter()
         .filter_map(|m| {
             let theirs = peer_metrics.iter().find(|p| p.name == m.name)?;
-            let value = match (&theirs.cloudwatch, &theirs.prometheus) {
+            let query = theirs.prometheus.as_ref().or(theirs.datadog.as_ref());
+            let value = match (&theirs.cloudwatch, query) {
                 (Some(sided), _) => sided.canary.clone(),
                 (None, Some(query)) => query.canary_value(&peer.cluster).to_owned(),
                 (None, None) => return None,

@@ -213,7 +213,7 @@ async fn a_whole_rollout_over_listener_rule_and_both_kinds_of_record() {
     assert_eq!(
         prepared["steps"][0],
         json!({"weight": 10, "bakeSeconds": 120, "checkIntervalSeconds": 10, "checks": 12,
-               "approvalTimeoutSeconds": 0, "onApprovalTimeout": "rollback"})
+               "approvalTimeoutSeconds": 0, "onApprovalTimeout": "rollback", "askTimeoutSeconds": 0})
     );
     assert_eq!(
         env.weights().await,

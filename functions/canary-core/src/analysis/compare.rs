@@ -208,6 +208,9 @@ pub struct ComparedMetric {
     /// A PromQL query with `{{cluster}}` for the side, on `analysis.prometheus`'s endpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prometheus: Option<SidedQuery>,
+    /// A Datadog metrics query with `{{cluster}}` for the side, on `analysis.datadog`'s site.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datadog: Option<SidedQuery>,
     /// The statistic of each period (`alb` and `cloudwatch` metrics): `SampleCount`, `Average`, `Sum`, `Minimum`, `Maximum` or a
     /// percentile such as `p99`. Default `p99` for `alb: latency`, `Average` otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -262,9 +265,10 @@ pub struct SidedMetric {
     pub baseline: String,
 }
 
-/// A PromQL query of both clusters: one series, `{{cluster}}` (and `{{region}}`) in it filled
-/// with each side's value. The comparison asks for its samples over the window as a subquery,
-/// `(<query>)[<lookbackSeconds>s:<periodSeconds>s]`, in one instant query per side.
+/// A metrics provider's query of both clusters: one series, `{{cluster}}` (and `{{region}}`)
+/// in it filled with each side's value. Prometheus: the window's samples as a subquery,
+/// `(<query>)[<lookbackSeconds>s:<periodSeconds>s]`, one instant query per side. Datadog: one
+/// timeseries query per side over the window, a point per `periodSeconds`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SidedQuery {
@@ -283,19 +287,23 @@ impl SidedQuery {
         self.canary.as_deref().unwrap_or(&cluster.name)
     }
 
-    /// The query for the side whose `{{cluster}}` is `side`, as a subquery of the window's
-    /// samples.
+    /// The query for the side whose `{{cluster}}` is `side`.
+    pub fn side_query(&self, cluster: &ClusterRef, side: &str) -> Result<String, String> {
+        let as_side = ClusterRef {
+            name: side.to_owned(),
+            ..cluster.clone()
+        };
+        render_query(&self.query, &as_side)
+    }
+
+    /// [`Self::side_query`] as a PromQL subquery of the window's samples.
     pub fn samples_query(
         &self,
         cluster: &ClusterRef,
         side: &str,
         checks: &CompareChecks,
     ) -> Result<String, String> {
-        let as_side = ClusterRef {
-            name: side.to_owned(),
-            ..cluster.clone()
-        };
-        let query = render_query(&self.query, &as_side)?;
+        let query = self.side_query(cluster, side)?;
         Ok(format!(
             "({query})[{}s:{}s]",
             checks.lookback_seconds, checks.period_seconds
@@ -364,13 +372,14 @@ impl CompareChecks {
         usize::try_from(self.min_samples).unwrap_or(1).max(1)
     }
 
-    /// `prometheus`: whether the plan gives `analysis.prometheus` (the endpoint `prometheus`
-    /// metrics query).
+    /// `prometheus`, `datadog`: whether the plan gives `analysis.prometheus` /
+    /// `analysis.datadog` (where `prometheus` and `datadog` metrics query).
     pub(crate) fn validate(
         &self,
         cluster: &ClusterRef,
         targets: &[TrafficTarget],
         prometheus: bool,
+        datadog: bool,
         errors: &mut Errors,
     ) {
         let path = "analysis.compare";
@@ -459,7 +468,7 @@ impl CompareChecks {
                     (Some(AlbSignal::Latency), _) => pairs,
                     (Some(AlbSignal::ErrorRate), _) => 2 * pairs,
                     (None, Some(_)) => 1,
-                    // A query of Prometheus's, not CloudWatch's.
+                    // A query of Prometheus's or Datadog's, not CloudWatch's.
                     (None, None) => 0,
                 };
                 2 * per_side(alb_pairs.len())
@@ -485,7 +494,11 @@ impl CompareChecks {
                     format!("`{}` is the name of an earlier metric", metric.name),
                 );
             }
-            metric.validate(&path, cluster, has_alb, prometheus, errors);
+            let providers = Providers {
+                prometheus,
+                datadog,
+            };
+            metric.validate(&path, cluster, has_alb, providers, errors);
         }
     }
 }
@@ -496,7 +509,7 @@ impl ComparedMetric {
         path: &str,
         cluster: &ClusterRef,
         has_alb: bool,
-        prometheus: bool,
+        providers: Providers,
         errors: &mut Errors,
     ) {
         let name_ok = !self.name.is_empty()
@@ -510,32 +523,54 @@ impl ComparedMetric {
                 ),
             );
         }
-        match (&self.alb, &self.cloudwatch, &self.prometheus) {
-            (Some(_), None, None) if !has_alb => errors.push(
+        let sources = [
+            self.alb.is_some(),
+            self.cloudwatch.is_some(),
+            self.prometheus.is_some(),
+            self.datadog.is_some(),
+        ];
+        if sources.iter().filter(|given| **given).count() != 1 {
+            errors.push(
+                path,
+                "give exactly one source: `alb`, `cloudwatch`, `prometheus` or `datadog`",
+            );
+        } else if self.alb.is_some() && !has_alb {
+            errors.push(
                 format!("{path}.alb"),
                 "compares the target groups of an `alb` traffic target, and the plan has none",
+            );
+        }
+        if let Some(metric) = &self.cloudwatch {
+            metric.validate(&format!("{path}.cloudwatch"), errors);
+        }
+        for (field, query, given, section) in [
+            (
+                "prometheus",
+                &self.prometheus,
+                providers.prometheus,
+                "analysis.prometheus` (`url` or `ampWorkspace`)",
             ),
-            (Some(_), None, None) => {}
-            (None, Some(metric), None) => metric.validate(&format!("{path}.cloudwatch"), errors),
-            (None, None, Some(query)) => {
-                query.validate(&format!("{path}.prometheus"), cluster, errors);
-                if !prometheus {
-                    errors.push(
-                        format!("{path}.prometheus"),
-                        "queries the endpoint of `analysis.prometheus` (`url` or `ampWorkspace`), and the plan gives none",
-                    );
-                }
-                if self.stat.is_some() {
-                    errors.push(
-                        format!("{path}.stat"),
-                        "a Prometheus metric's query says what each sample is: leave `stat` out",
-                    );
-                }
+            (
+                "datadog",
+                &self.datadog,
+                providers.datadog,
+                "analysis.datadog` (its `site`; the stack's keys)",
+            ),
+        ] {
+            let Some(query) = query else { continue };
+            query.validate(&format!("{path}.{field}"), cluster, errors);
+            if !given {
+                errors.push(
+                    format!("{path}.{field}"),
+                    format!("queries where `{section} says, and the plan gives none"),
+                );
             }
-            _ => errors.push(
-                path,
-                "give exactly one source: `alb`, `cloudwatch` or `prometheus`",
-            ),
+            if self.stat.is_some() {
+                errors.push(
+                    format!("{path}.stat"),
+                    format!("a {field} metric's query says what each sample is: leave `stat` out"),
+                );
+            }
         }
         check_stat(&format!("{path}.stat"), self.stat(), errors);
         if !(self.allowed_increase.is_finite() && self.allowed_increase >= 1.0) {
@@ -563,6 +598,13 @@ impl ComparedMetric {
             );
         }
     }
+}
+
+/// Which metrics providers the plan configures.
+#[derive(Debug, Clone, Copy)]
+struct Providers {
+    prometheus: bool,
+    datadog: bool,
 }
 
 impl SidedMetric {

@@ -36,6 +36,8 @@ pub struct DatadogChecks {
     /// and application keys are not in the plan: the stack's `DatadogSecretArn` names them.
     #[serde(default = "default_site")]
     pub site: String,
+    /// At least one, unless `analysis.compare` queries this site.
+    #[serde(default)]
     pub checks: Vec<DatadogCheck>,
 }
 
@@ -92,7 +94,18 @@ impl DatadogChecks {
         format!("https://api.{}/api/v2/query/scalar", self.site)
     }
 
-    pub(crate) fn validate(&self, cluster: &ClusterRef, errors: &mut Errors) {
+    /// The timeseries query endpoint of the plan's site (the comparison's samples).
+    pub fn timeseries_url(&self) -> String {
+        format!("https://api.{}/api/v2/query/timeseries", self.site)
+    }
+
+    /// `used_by_comparison`: `analysis.compare` queries this site, so `checks` may be empty.
+    pub(crate) fn validate(
+        &self,
+        cluster: &ClusterRef,
+        used_by_comparison: bool,
+        errors: &mut Errors,
+    ) {
         let path = "analysis.datadog";
         if !SITES.contains(&self.site.as_str()) {
             errors.push(
@@ -104,13 +117,15 @@ impl DatadogChecks {
                 ),
             );
         }
-        validate_check_count(
-            path,
-            self.checks.len(),
-            MAX_DATADOG_CHECKS,
-            "Datadog",
-            errors,
-        );
+        if !(used_by_comparison && self.checks.is_empty()) {
+            validate_check_count(
+                path,
+                self.checks.len(),
+                MAX_DATADOG_CHECKS,
+                "Datadog",
+                errors,
+            );
+        }
         for (i, check) in self.checks.iter().enumerate() {
             let path = format!("{path}.checks[{i}]");
             validate_query_check(&path, check.spec(), cluster, errors);
@@ -166,6 +181,43 @@ pub fn scalar_value(answer: &Value) -> Result<Option<f64>, String> {
     }
 }
 
+/// The body of a timeseries query of `query` from `from_ms` to `to_ms`, one point per
+/// `interval_ms` (the comparison's samples of one side).
+pub fn timeseries_request(query: &str, from_ms: i64, to_ms: i64, interval_ms: i64) -> Value {
+    json!({"data": {"type": "timeseries_request", "attributes": {
+        "from": from_ms,
+        "to": to_ms,
+        "interval": interval_ms,
+        "queries": [{"data_source": "metrics", "name": "a", "query": query}],
+        "formulas": [{"formula": "a"}],
+    }}})
+}
+
+/// The points of a timeseries answer (`{"data": {"attributes": {"series", "times", "values"}}}`)
+/// as (epoch seconds, value); none for no series, null points left out. `Err` for an answer the
+/// comparison cannot use (several series: a `by {…}` query).
+pub fn timeseries_samples(answer: &Value) -> Result<Vec<(i64, f64)>, String> {
+    let attributes = &answer["data"]["attributes"];
+    let times = attributes["times"]
+        .as_array()
+        .ok_or_else(|| "answered without data.attributes.times".to_owned())?;
+    let series = attributes["values"].as_array().cloned().unwrap_or_default();
+    let values = match series.as_slice() {
+        [] => return Ok(Vec::new()),
+        [one] => one.as_array().cloned().unwrap_or_default(),
+        several => return Err(format!(
+            "returned {} series (one per group); drop the `by {{…}}` or aggregate to one series",
+            several.len()
+        )),
+    };
+    Ok(times
+        .iter()
+        .zip(&values)
+        .filter_map(|(at, value)| Some((at.as_i64()? / 1000, value.as_f64()?)))
+        .filter(|(_, value)| !value.is_nan())
+        .collect())
+}
+
 /// A check's outcome from what its query gave.
 pub fn judge_datadog(
     check: &DatadogCheck,
@@ -180,6 +232,22 @@ pub fn judge_datadog(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_timeseries_answer_gives_its_points_without_nulls() {
+        let answer = json!({"data": {"type": "timeseries_response", "attributes": {
+            "series": [{"group_tags": [], "query_index": 0}],
+            "times": [1_700_000_000_000_i64, 1_700_000_060_000_i64, 1_700_000_120_000_i64],
+            "values": [[0.12, null, 0.13]]}}});
+        assert_eq!(
+            timeseries_samples(&answer),
+            Ok(vec![(1_700_000_000, 0.12), (1_700_000_120, 0.13)])
+        );
+        let two = json!({"data": {"attributes": {"times": [], "values": [[], []]}}});
+        assert!(timeseries_samples(&two).is_err_and(|e| e.contains("returned 2 series")));
+        let none = json!({"data": {"attributes": {"times": [], "values": []}}});
+        assert_eq!(timeseries_samples(&none), Ok(vec![]));
+    }
 
     fn cluster() -> ClusterRef {
         ClusterRef {
@@ -200,7 +268,7 @@ mod tests {
 
     fn errors_of(section: &DatadogChecks) -> Vec<String> {
         let mut errors = Errors::default();
-        section.validate(&cluster(), &mut errors);
+        section.validate(&cluster(), false, &mut errors);
         errors
             .0
             .iter()

@@ -271,10 +271,18 @@ impl AnalysisSection {
             prometheus.validate(cluster, used_by_comparison, errors);
         }
         if let Some(datadog) = &self.datadog {
-            datadog.validate(cluster, errors);
+            let compared = self.compare.iter().flat_map(|c| &c.metrics);
+            let used_by_comparison = compared.into_iter().any(|m| m.datadog.is_some());
+            datadog.validate(cluster, used_by_comparison, errors);
         }
         if let Some(compare) = &self.compare {
-            compare.validate(cluster, targets, self.prometheus.is_some(), errors);
+            compare.validate(
+                cluster,
+                targets,
+                self.prometheus.is_some(),
+                self.datadog.is_some(),
+                errors,
+            );
         }
     }
 }

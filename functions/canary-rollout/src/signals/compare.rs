@@ -1,21 +1,23 @@
 //! The comparison check (plan `analysis.compare`): each compared metric's canary samples and
 //! baseline samples over the same window, one per period — from CloudWatch (the ALB target
 //! groups' metrics, canary target group against the stable one, or a metric with a dimension
-//! per side; one GetMetricData call per check) or from Prometheus (a subquery per side) —
+//! per side; one GetMetricData call per check) or from a metrics provider (a Prometheus
+//! subquery, a Datadog timeseries query, per side) —
 //! judged by `canary_core::analysis::compare`; in a fleet, the canary's samples also against
 //! its promoted peers' canaries (`compare.peers`).
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::SystemTime;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use canary_aws::{CloudWatchApi, MetricQuery, PrometheusApi, QueryError};
+use canary_aws::{CloudWatchApi, DatadogApi, MetricQuery, PrometheusApi, QueryError};
 use canary_core::analysis::compare::{
     judge_against_peers, judge_comparison, judge_metric, too_few_peers, AlbSignal, CompareChecks,
     ComparedMetric,
 };
+use canary_core::analysis::datadog::{timeseries_request, timeseries_samples};
 use canary_core::analysis::prometheus::range_samples;
-use canary_core::analysis::PrometheusChecks;
+use canary_core::analysis::{DatadogChecks, PrometheusChecks};
 use canary_core::cluster::ClusterRef;
 use canary_core::metrics::Point;
 use tracing::warn;
@@ -26,8 +28,10 @@ use crate::error::AnalysisError;
 
 pub(super) struct Compare<'a> {
     pub api: &'a dyn CloudWatchApi,
-    /// The endpoint `prometheus` metrics query (the plan's `analysis.prometheus`).
+    /// Where `prometheus` and `datadog` metrics query (the plan's `analysis.prometheus` and
+    /// `analysis.datadog`).
     pub prometheus: Option<(&'a dyn PrometheusApi, &'a PrometheusChecks)>,
+    pub datadog: Option<(&'a dyn DatadogApi, &'a DatadogChecks)>,
     pub checks: &'a CompareChecks,
     pub cluster: &'a ClusterRef,
     /// The plan's ALB target group pairs, for `alb` metrics.
@@ -107,7 +111,8 @@ impl Compare<'_> {
     /// A side's value of a sided CloudWatch metric's side dimension, or of a Prometheus
     /// metric's `{{cluster}}`.
     fn side_value(&self, metric: &ComparedMetric, side: Side) -> Option<String> {
-        let (canary, baseline) = match (&metric.cloudwatch, &metric.prometheus) {
+        let query = metric.prometheus.as_ref().or(metric.datadog.as_ref());
+        let (canary, baseline) = match (&metric.cloudwatch, query) {
             (Some(sided), _) => (sided.canary.as_str(), sided.baseline.as_str()),
             (None, Some(query)) => (query.canary_value(self.cluster), query.baseline.as_str()),
             (None, None) => return None,
@@ -184,41 +189,42 @@ impl Compare<'_> {
         queries
     }
 
-    /// Each Prometheus metric's samples on each side, one subquery per side, keyed like the
-    /// CloudWatch queries' points (`prom<metric>_<side>`). A provider that cannot be reached or
-    /// refuses is the check's error (unjudged, then a rollback, as for any provider); an answer
-    /// about the query itself leaves that side without samples (`strict`, at Prepare: refused).
-    async fn prometheus_points(
+    /// Each Prometheus or Datadog metric's samples on each side, one query per side (a
+    /// Prometheus subquery, a Datadog timeseries query), keyed like the CloudWatch queries'
+    /// points (`query<metric>_<side>`). A provider that cannot be reached or refuses is the
+    /// check's error (unjudged, then a rollback, as for any provider); an answer about the query
+    /// itself leaves that side without samples (`strict`, at Prepare: refused).
+    async fn provider_points(
         &self,
         now: SystemTime,
         strict: bool,
     ) -> Result<HashMap<String, Vec<(i64, f64)>>, AnalysisError> {
         let mut points = HashMap::new();
         for (index, metric) in self.checks.metrics.iter().enumerate() {
-            let (Some(query), Some((api, section))) = (&metric.prometheus, self.prometheus) else {
-                continue;
+            let (field, query) = match (&metric.prometheus, &metric.datadog) {
+                (Some(query), _) => ("prometheus", query),
+                (None, Some(query)) => ("datadog", query),
+                (None, None) => continue,
             };
-            let path = format!("analysis.compare.metrics[{index}].prometheus");
+            let path = format!("analysis.compare.metrics[{index}].{field}");
             let refused = |message: String| AnalysisError::QueryCheck {
                 path: path.clone(),
                 message,
             };
-            let endpoint = section.endpoint().map_err(&refused)?;
             for side in self.sides() {
                 let Some(value) = self.side_value(metric, side) else {
                     continue;
                 };
-                let text = query
-                    .samples_query(self.cluster, &value, self.checks)
-                    .map_err(&refused)?;
-                let answer = match api.instant_query(&endpoint, &text, now).await {
-                    Ok(data) => range_samples(&data),
-                    Err(error) if error.is_about_the_query() => Err(error.to_string()),
-                    Err(error) => return Err(provider_error(&path, error)),
+                let text = query.side_query(self.cluster, &value).map_err(&refused)?;
+                let answer = match self.ask(metric, &text, now).await {
+                    Some(Ok(answer)) => answer,
+                    Some(Err(error)) if error.is_about_the_query() => Err(error.to_string()),
+                    Some(Err(error)) => return Err(provider_error(&path, error)),
+                    None => Err(format!("the plan gives no `analysis.{field}` to query")),
                 };
                 match answer {
                     Ok(samples) => {
-                        points.insert(prometheus_id(index, side), samples);
+                        points.insert(provider_id(index, side), samples);
                     }
                     Err(why) if strict => return Err(refused(format!("{}: {why}", side.id()))),
                     Err(why) => warn!(%path, side = %side.id(), %why, "no samples"),
@@ -226,6 +232,35 @@ impl Compare<'_> {
             }
         }
         Ok(points)
+    }
+
+    /// One side's samples of a Prometheus or Datadog metric over the window: the provider's
+    /// error, or what its answer gives (`Err` for an answer the comparison cannot use); `None`
+    /// when the plan does not configure the provider.
+    async fn ask(
+        &self,
+        metric: &ComparedMetric,
+        query: &str,
+        now: SystemTime,
+    ) -> Option<Result<Result<Vec<(i64, f64)>, String>, QueryError>> {
+        let (lookback, period) = (self.checks.lookback_seconds, self.checks.period_seconds);
+        if metric.prometheus.is_some() {
+            let (api, section) = self.prometheus?;
+            let endpoint = match section.endpoint() {
+                Ok(endpoint) => endpoint,
+                Err(why) => return Some(Ok(Err(why))),
+            };
+            let subquery = format!("({query})[{lookback}s:{period}s]");
+            let answer = api.instant_query(&endpoint, &subquery, now).await;
+            return Some(answer.map(|data| range_samples(&data)));
+        }
+        let (api, section) = self.datadog?;
+        let now_ms = now
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let body = timeseries_request(query, now_ms - lookback * 1000, now_ms, period * 1000);
+        let answer = api.query(&section.timeseries_url(), &body).await;
+        Some(answer.map(|data| timeseries_samples(&data)))
     }
 
     fn queries(&self) -> Vec<PlannedQuery> {
@@ -268,9 +303,9 @@ impl Compare<'_> {
                 .cloned()
                 .unwrap_or_default()
         };
-        if metric.prometheus.is_some() {
+        if metric.prometheus.is_some() || metric.datadog.is_some() {
             return points
-                .get(&prometheus_id(index, side))
+                .get(&provider_id(index, side))
                 .cloned()
                 .unwrap_or_default();
         }
@@ -331,12 +366,13 @@ pub async fn compared_series(
     let source = Compare {
         api: apis.cloudwatch,
         prometheus: analysis.prometheus.as_ref().map(|p| (apis.prometheus, p)),
+        datadog: analysis.datadog.as_ref().map(|d| (apis.datadog, d)),
         checks: &whole_span,
         cluster: &plan.cluster,
         pairs: super::alb_judge::alb_pairs(&plan.traffic_targets),
     };
     let mut points = metric_points(apis.cloudwatch, &source.queries(), end).await?;
-    points.extend(source.prometheus_points(end, false).await?);
+    points.extend(source.provider_points(end, false).await?);
     let mut series = Vec::new();
     for (index, metric) in checks.metrics.iter().enumerate() {
         for side in source.sides() {
@@ -377,13 +413,13 @@ impl SignalSource for Compare<'_> {
     /// series (no data yet is fine: the canary has had no traffic).
     async fn validate(&self, now: SystemTime) -> Result<Validated, AnalysisError> {
         let mut validated = try_queries(self.api, &self.queries(), now).await?;
-        validated.metric_queries += self.prometheus_points(now, true).await?.len();
+        validated.metric_queries += self.provider_points(now, true).await?.len();
         Ok(validated)
     }
 
     async fn collect(&self, now: SystemTime, cluster: &str) -> Result<Collected, AnalysisError> {
         let mut points = metric_points(self.api, &self.queries(), now).await?;
-        points.extend(self.prometheus_points(now, false).await?);
+        points.extend(self.provider_points(now, false).await?);
         let mut collected = Collected::default();
         let mut median = |metric: &ComparedMetric, side: &str, median: Option<f64>| {
             if let Some(median) = median {
@@ -433,8 +469,8 @@ impl SignalSource for Compare<'_> {
     }
 }
 
-fn prometheus_id(metric: usize, side: Side) -> String {
-    format!("prom{metric}_{}", side.id())
+fn provider_id(metric: usize, side: Side) -> String {
+    format!("query{metric}_{}", side.id())
 }
 
 fn query_id(metric: usize, group: usize, side: Side, reading: Reading) -> String {
@@ -519,6 +555,7 @@ mod tests {
         let source = Compare {
             api: &cloudwatch,
             prometheus: None,
+            datadog: None,
             checks,
             cluster: &plan.cluster,
             pairs: alb_pairs(&plan.traffic_targets),
@@ -584,6 +621,7 @@ mod tests {
         let source = Compare {
             api: &FakeCloudWatch::default(),
             prometheus: None,
+            datadog: None,
             checks,
             cluster: &plan.cluster,
             pairs: alb_pairs(&plan.traffic_targets),
@@ -652,6 +690,7 @@ mod tests {
         let source = Compare {
             api: &FakeCloudWatch::default(),
             prometheus: None,
+            datadog: None,
             checks,
             cluster: &plan.cluster,
             pairs: alb_pairs(&plan.traffic_targets),

@@ -32,10 +32,7 @@ impl QueryProvider for Datadog<'_> {
             .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
             .unwrap_or_default();
         let body = scalar_request(&self.section.checks[index], query, now_ms);
-        let answer = self
-            .api
-            .scalar_query(&self.section.api_url(), &body)
-            .await?;
+        let answer = self.api.query(&self.section.api_url(), &body).await?;
         Ok(scalar_value(&answer))
     }
 

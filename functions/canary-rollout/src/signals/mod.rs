@@ -123,6 +123,7 @@ pub fn sources<'a>(
         sources.push(Box::new(compare::Compare {
             api: apis.cloudwatch,
             prometheus: analysis.prometheus.as_ref().map(|p| (apis.prometheus, p)),
+            datadog: analysis.datadog.as_ref().map(|d| (apis.datadog, d)),
             checks,
             cluster: &plan.cluster,
             pairs: alb_pairs(&plan.traffic_targets),

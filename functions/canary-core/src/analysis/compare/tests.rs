@@ -274,7 +274,7 @@ fn a_comparison_over_one_calls_queries_is_refused() {
             role_arn: None,
             wait_for_creation: false,
         };
-        section.validate(&cluster, &targets, false, &mut errors);
+        section.validate(&cluster, &targets, false, false, &mut errors);
         errors
             .0
             .iter()
