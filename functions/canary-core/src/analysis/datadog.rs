@@ -205,10 +205,12 @@ pub fn timeseries_samples(answer: &Value) -> Result<Vec<(i64, f64)>, String> {
     let values = match series.as_slice() {
         [] => return Ok(Vec::new()),
         [one] => one.as_array().cloned().unwrap_or_default(),
-        several => return Err(format!(
-            "returned {} series (one per group); drop the `by {{…}}` or aggregate to one series",
-            several.len()
-        )),
+        several => {
+            let count = several.len();
+            return Err(format!(
+                "returned {count} series (one per group); drop the `by {{…}}` or aggregate to one"
+            ));
+        }
     };
     Ok(times
         .iter()

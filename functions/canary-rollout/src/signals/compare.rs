@@ -2,9 +2,9 @@
 //! baseline samples over the same window, one per period — from CloudWatch (the ALB target
 //! groups' metrics, canary target group against the stable one, or a metric with a dimension
 //! per side; one GetMetricData call per check) or from a metrics provider (a Prometheus
-//! subquery, a Datadog timeseries query, per side) —
-//! judged by `canary_core::analysis::compare`; in a fleet, the canary's samples also against
-//! its promoted peers' canaries (`compare.peers`).
+//! subquery, a Datadog timeseries query, per side) — judged by
+//! `canary_core::analysis::compare`; in a fleet, the canary's samples also against its
+//! promoted peers' canaries (`compare.peers`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -108,8 +108,8 @@ impl Compare<'_> {
         }
     }
 
-    /// A side's value of a sided CloudWatch metric's side dimension, or of a Prometheus
-    /// metric's `{{cluster}}`.
+    /// A side's value of a sided CloudWatch metric's side dimension, or of a Prometheus or
+    /// Datadog metric's `{{cluster}}`.
     fn side_value(&self, metric: &ComparedMetric, side: Side) -> Option<String> {
         let query = metric.prometheus.as_ref().or(metric.datadog.as_ref());
         let (canary, baseline) = match (&metric.cloudwatch, query) {
