@@ -673,6 +673,23 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             "10 exceeds the 5 period(s)",
         ),
         (
+            "comparison pooling more ALB samples than a side may have",
+            Box::new(|p| {
+                let mut second = p["trafficTargets"][0].clone();
+                for (field, group) in [("canaryTargetGroupArn", "api-v129b"), ("stableTargetGroupArn", "api-v128b")] {
+                    second["alb"][field] = json!(format!(
+                        "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/{group}/0a1b2c3d4e5f6a7c"
+                    ));
+                }
+                second["alb"]["ruleArn"] = json!("arn:aws:elasticloadbalancing:us-east-1:123456789012:listener-rule/app/api/8e4497da625e2d8a/d5b6c7e8f9a0b1c2/9683b2d02a6cabef");
+                p["trafficTargets"].as_array_mut().expect("array").push(second);
+                set(p, "/analysis", json!({"compare": {"periodSeconds": 60, "lookbackSeconds": 72_000,
+                    "metrics": [{"name": "latency", "alb": "latency"}]}}));
+            }),
+            "analysis.compare.lookbackSeconds",
+            "1200 periods × 2 target groups pooled on one side is 2400 samples, over the 2000",
+        ),
+        (
             "comparison allowing a decrease above the baseline",
             Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": [{"name": "throughput", "alb": "errorRate", "allowedDecrease": 1.5}]}}))),
             "analysis.compare.metrics[0].allowedDecrease",

@@ -481,6 +481,20 @@ impl CompareChecks {
                 format!("{queries} queries per check (one per side, peer and ALB target group, two for an error rate), over the {MAX_QUERIES_PER_CALL} of one GetMetricData call: compare fewer metrics"),
             );
         }
+        // An `alb` metric pools one sample per period from every target group of a side (and the
+        // peers' side pools every peer's groups): the cap is on the pooled samples, or a side
+        // over it could never be judged (NoData at every check, then a rollback for no evidence).
+        let pooled_groups = alb_pairs.len().max(peer_groups.iter().sum());
+        let pooled = periods.saturating_mul(pooled_groups as i64);
+        if self.metrics.iter().any(|m| m.alb.is_some())
+            && periods <= MAX_SAMPLES_PER_SIDE as i64
+            && pooled > MAX_SAMPLES_PER_SIDE as i64
+        {
+            errors.push(
+                format!("{path}.lookbackSeconds"),
+                format!("{periods} periods × {pooled_groups} target groups pooled on one side is {pooled} samples, over the {MAX_SAMPLES_PER_SIDE} a side may have: use a longer periodSeconds or a shorter lookbackSeconds"),
+            );
+        }
         let has_alb = !alb_pairs.is_empty();
         if let Some(peers) = &self.peers {
             peers.validate(&format!("{path}.peers"), errors);
