@@ -150,6 +150,17 @@ Everything else is stock moto.
    statistic sets (PutMetricData's StatisticValues), the other extended statistics (tm99,
    wm99, PR, TC), and CloudWatch's own approximation of percentiles over many values.
 
+18. AWS Systems Manager Change Calendars: CreateDocument of a `ChangeCalendar` document in
+   `TEXT` format (an iCalendar file; moto knew JSON and YAML only and refused it), parsed with
+   the `icalendar` library (content that is not iCalendar is InvalidDocumentContent, as SSM
+   answers), and GetCalendarState, which moto lacks, as SSM evaluates it: a calendar of type
+   `DEFAULT_OPEN` (its `X-CALENDAR-TYPE`) is CLOSED during one of its events and OPEN otherwise,
+   `DEFAULT_CLOSED` the other way round; several calendars are CLOSED when any is; `AtTime`
+   (ISO 8601) or now; `NextTransitionTime` the next start or end of an event after it. A name or
+   ARN of no document is InvalidDocument, of a document of another type InvalidDocumentType.
+   Not modelled: recurring events (RRULE), all-day events' time zones other than UTC, shared
+   calendars of other accounts, document versions.
+
 Still not modelled: the 256 KiB limit on Pass and Choice state output (moto checks task
 results only).
 
@@ -1265,6 +1276,104 @@ def _lambda_parameters(self, env):
 
 sfn_state_task_service.StateTaskService._before_eval_execution = _before_service_task
 sfn_state_task_lambda.StateTaskLambda._eval_parameters = _lambda_parameters
+
+
+# 18. Change Calendars.
+import icalendar  # noqa: E402
+from moto.ssm import models as ssm_models  # noqa: E402
+from moto.ssm import exceptions as ssm_exceptions  # noqa: E402
+from moto.ssm.responses import SimpleSystemManagerResponse  # noqa: E402
+
+_stock_document_init = ssm_models.Document.__init__
+_stock_validate_document_format = ssm_models._validate_document_format
+
+
+def _document_init(self, account_id, name, version_name, content, document_type, document_format, *args, **kwargs):
+    if document_type != "ChangeCalendar" or document_format != "TEXT":
+        return _stock_document_init(self, account_id, name, version_name, content, document_type,
+                                    document_format, *args, **kwargs)
+    try:
+        calendar = icalendar.Calendar.from_ical(content)
+    except ValueError:
+        raise ssm_exceptions.InvalidDocumentContent("The content for the document is not valid.")
+    kind = str(calendar.get("X-CALENDAR-TYPE", "DEFAULT_OPEN"))
+    if kind not in ("DEFAULT_OPEN", "DEFAULT_CLOSED"):
+        raise ssm_exceptions.InvalidDocumentContent(f"X-CALENDAR-TYPE must be DEFAULT_OPEN or DEFAULT_CLOSED, not {kind}")
+    requires, attachments, target_type = (list(args) + [None, None, None])[:3]
+    self.name, self.version_name, self.content = name, version_name, content
+    self.document_type, self.document_format = document_type, document_format
+    self.requires = kwargs.get("requires", requires)
+    self.attachments = kwargs.get("attachments", attachments)
+    self.target_type = kwargs.get("target_type", target_type)
+    self.status, self.document_version = "Active", kwargs.get("document_version", "1")
+    self.owner, self.created_date = account_id, ssm_models.utcnow()
+    self.content_json, self.schema_version = {}, "2.0"
+    self.description = str(calendar.get("X-WR-CALDESC", "")) or None
+    self.outputs = self.files = None
+    self.platform_types, self.parameter_list = [], []
+    self.calendar = calendar
+
+
+def _validate_document_format(document_format):
+    if document_format != "TEXT":
+        _stock_validate_document_format(document_format)
+
+
+def _as_utc(value):
+    """An iCalendar DTSTART/DTEND (a date-time with or without a zone, or a date) in UTC."""
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=datetime.timezone.utc)
+        return value.astimezone(datetime.timezone.utc)
+    return datetime.datetime(value.year, value.month, value.day, tzinfo=datetime.timezone.utc)
+
+
+def _calendar_events(calendar):
+    for event in calendar.walk("VEVENT"):
+        start = _as_utc(event.decoded("DTSTART"))
+        end = _as_utc(event.decoded("DTEND")) if event.get("DTEND") else start + datetime.timedelta(days=1)
+        yield start, end
+
+
+class _InvalidDocumentType(ssm_exceptions.SSMException):
+    def __init__(self, message):
+        super().__init__("InvalidDocumentType", message)
+
+
+def get_calendar_state(self):
+    names = self._get_param("CalendarNames") or []
+    at_text = self._get_param("AtTime")
+    if not names:
+        raise ssm_exceptions.ValidationException("CalendarNames must name at least one calendar")
+    try:
+        at = _as_utc(datetime.datetime.fromisoformat(at_text.replace("Z", "+00:00"))) if at_text \
+            else datetime.datetime.now(datetime.timezone.utc)
+    except ValueError:
+        raise ssm_exceptions.ValidationException(f"AtTime {at_text} is not an ISO 8601 time")
+    closed, transitions = False, []
+    for reference in names:
+        name = reference.split(":document/", 1)[1] if reference.startswith("arn:") and ":document/" in reference else reference
+        documents = self.ssm_backend._documents.get(name)
+        if documents is None:
+            raise ssm_exceptions.InvalidDocument(f"Document {reference} does not exist.")
+        document = documents.get_default_version()
+        if document.document_type != "ChangeCalendar":
+            raise _InvalidDocumentType(f"Document {reference} is not a ChangeCalendar document.")
+        in_event = False
+        for start, end in _calendar_events(document.calendar):
+            in_event |= start <= at < end
+            transitions.extend(t for t in (start, end) if t > at)
+        default_open = str(document.calendar.get("X-CALENDAR-TYPE", "DEFAULT_OPEN")) == "DEFAULT_OPEN"
+        closed |= in_event if default_open else not in_event
+    answer = {"State": "CLOSED" if closed else "OPEN", "AtTime": at.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    if transitions:
+        answer["NextTransitionTime"] = min(transitions).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return ActionResult(answer)
+
+
+ssm_models.Document.__init__ = _document_init
+ssm_models._validate_document_format = _validate_document_format
+SimpleSystemManagerResponse.get_calendar_state = get_calendar_state
 
 
 def serve_on_a_port_of_its_own(host):

@@ -50,6 +50,9 @@ const NOT_FOUND_CODES: &[&str] = &[
     "ResourceNotFoundException",
     "NoSuchKey",
     "NoSuchBucket",
+    // SSM: a Change Calendar (GetCalendarState) or a parameter that does not exist.
+    "InvalidDocument",
+    "ParameterNotFound",
 ];
 
 const ACCESS_DENIED_CODES: &[&str] = &[

@@ -15,6 +15,7 @@ pub mod executions;
 pub mod fakes;
 #[cfg(feature = "fleet-plans")]
 pub mod fleet_plans;
+pub mod freeze;
 pub mod functions;
 pub mod http;
 pub mod prometheus;
@@ -46,6 +47,7 @@ pub use executions::{
 };
 #[cfg(feature = "fleet-plans")]
 pub use fleet_plans::{load_fleet_plan, FleetPlanError, FleetPlanStore, SdkFleetPlans};
+pub use freeze::{CalendarReading, CalendarState, FreezeApi, SdkFreeze};
 pub use functions::{FunctionInvoker, Invocation, SdkFunctions};
 pub use prometheus::{HttpPrometheus, PrometheusApi};
 pub use query_error::QueryError;

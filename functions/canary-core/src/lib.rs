@@ -15,6 +15,7 @@ pub mod arn;
 pub mod cluster;
 pub mod error_name;
 pub mod fleet;
+pub mod freeze;
 pub mod hooks;
 pub mod input;
 pub mod limits;

@@ -33,6 +33,8 @@ pub const MAX_TARGETS: usize = 10;
 /// Most bake checks a whole rollout may run (sum over steps of bake / interval). At about ten
 /// history events per check this leaves room under the 25,000-event limit for the rest.
 pub const MAX_TOTAL_CHECKS: u64 = 2000;
+/// Longest one change freeze may hold a rollout (`freeze.maxFrozenSeconds`): a week.
+pub const MAX_FROZEN_SECONDS: i64 = 604_800;
 /// Longest bake of one step: one day.
 pub const MAX_BAKE_SECONDS: i64 = 86_400;
 /// The state machine polls the new cluster's status this often, at most this many times
@@ -132,7 +134,10 @@ pub const fn max_execution_seconds() -> u64 {
     let retire = 2 * 15 * 60;
     let bakes = MAX_STEPS as u64 * (MAX_BAKE_SECONDS as u64 + 15 * 60);
     let rollback = 60 * 60;
+    // A change freeze may hold the rollout before its first step and at every step's end.
+    let freezes = (MAX_STEPS as u64 + 1) * MAX_FROZEN_SECONDS as u64;
     prepare
+        + freezes
         + cluster_wait
         + registration
         + apps

@@ -53,6 +53,9 @@ pub enum Metric {
     /// rollback is off, and only the polling checks roll back. Also emitted without dimensions,
     /// for the template's `AlarmWatchUnavailableAlarm`.
     AlarmWatchUnavailable,
+    /// 1 for each check or look of a rollout a change freeze holds where it is (a Change
+    /// Calendar CLOSED, the stack's freeze switch on).
+    FrozenChecks,
     /// A fleet's cells promoted in a wave (`Fleet`: the fleet plan's name).
     CellsPromoted,
     /// A fleet's cells that ended without promotion in a wave (failed, or never started).
@@ -76,6 +79,7 @@ impl Metric {
             | Metric::ForeignChanges
             | Metric::RestoreFailures
             | Metric::AlarmWatchUnavailable
+            | Metric::FrozenChecks
             | Metric::CellsPromoted
             | Metric::CellsFailed => "Count",
             Metric::LatencySeconds | Metric::RollbackSeconds => "Seconds",
@@ -97,7 +101,8 @@ impl Metric {
             | Metric::RollbacksReverted
             | Metric::ForeignChanges
             | Metric::RestoreFailures
-            | Metric::AlarmWatchUnavailable => &["Cluster"],
+            | Metric::AlarmWatchUnavailable
+            | Metric::FrozenChecks => &["Cluster"],
             Metric::CellsPromoted | Metric::CellsFailed => &["Fleet"],
         }
     }
@@ -200,6 +205,10 @@ impl Point {
 
     pub fn rollback_reverted(cluster: &str) -> Self {
         Point::new(Metric::RollbacksReverted, vec![cluster.to_owned()], 1.0)
+    }
+
+    pub fn frozen_check(cluster: &str) -> Self {
+        Point::new(Metric::FrozenChecks, vec![cluster.to_owned()], 1.0)
     }
 
     pub fn foreign_change(cluster: &str) -> Self {

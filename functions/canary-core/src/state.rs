@@ -76,8 +76,12 @@ impl ExecutionState {
 /// Terminal states that leave traffic where it should be, and why. An execution that entered
 /// one of them last and failed with the state's own error (not a `States.*` platform error
 /// raised while running it) needs nothing from the safety net.
-pub const SETTLED_ENDS: [(&str, &str); 8] = [
+pub const SETTLED_ENDS: [(&str, &str); 9] = [
     ("FailedBeforeTraffic", "it failed before any traffic moved"),
+    (
+        "FrozenTooLong",
+        "a change freeze held it past its bound before any traffic moved",
+    ),
     (
         "ClusterFailed",
         "the new cluster failed before any traffic moved",

@@ -45,6 +45,11 @@ pub fn alarm_watch_unavailable(plan: &RolloutPlan) {
     emit_metrics([Point::alarm_watch_unavailable(&cluster(plan))]);
 }
 
+/// A change freeze held the rollout at a check or a look of its gate.
+pub fn frozen_check(plan: &RolloutPlan) {
+    emit_metrics([Point::frozen_check(&cluster(plan))]);
+}
+
 /// A foreign change stopped the rollout.
 pub fn foreign_change(plan: &RolloutPlan) {
     emit_metrics([Point::foreign_change(&cluster(plan))]);

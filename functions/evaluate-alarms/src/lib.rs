@@ -1,5 +1,5 @@
 //! The `evaluate-alarms` Lambda: what the state machine sends it ([`Request`]) and the
-//! dispatch into `canary-rollout`, which holds the logic. Seven operations:
+//! dispatch into `canary-rollout`, which holds the logic. Eight operations:
 //! - admitting the execution's input (the state machine's first state, `Admit`, before any
 //!   traffic moves; the input is the plan as it came, with no `operation`): the plan is valid and
 //!   every signal source of it can be evaluated (alarms exist, CloudWatch accepts the metric
@@ -9,6 +9,10 @@
 //!   look at where traffic is (every target still at the weights this rollout last set, or
 //!   `WeightsChangedExternally`: a controller or a person moved it, and the verdict would be
 //!   about traffic that is not where the rollout says).
+//!   A check that ends the step's bake reads the change freezes first: while one is on, the step
+//!   is held (the check is not counted) until it lifts or the plan's bound runs out.
+//! - `freezeGate` (before the first step): whether a change freeze holds the rollout, and for
+//!   how long it has (`canary_core::freeze`).
 //! - `hooks` (before traffic, after each step, before promotion): run the plan's hook
 //!   functions at that point (see `canary_rollout::hooks`).
 //! - `boundRejection`: an approver's rejection, cut before it reaches the state.
@@ -25,8 +29,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use canary_aws::{
     AlarmWatchStore, EventPublisher, ExecutionsApi, FunctionInvoker, SdkAlarmWatches, SdkConfig,
-    SdkEvents, SdkExecutions, SdkFunctions, TaskFailer,
+    SdkEvents, SdkExecutions, SdkFreeze, SdkFunctions, TaskFailer,
 };
+use canary_core::freeze::{hold, FreezeGate};
 use canary_core::alarm_watch::{AlarmStateChange, WatchDuring, WatchedStep};
 use canary_core::analysis::{BakeProgress, Decision};
 use canary_core::approval::Rejection;
@@ -34,6 +39,7 @@ use canary_core::hooks::HookPoint;
 use canary_core::input::parse_input;
 use canary_core::{RolloutPlan, TargetWeights};
 use canary_rollout::clients::{CheckClients, Env};
+use canary_rollout::freeze::{Freezes, StackFreeze};
 use canary_rollout::signals::SignalApis;
 use canary_rollout::traffic::Reads;
 use canary_rollout::{alarm_watch, hooks, set};
@@ -56,6 +62,17 @@ pub enum Request {
         /// it; without it (tests of the signals alone) the check judges the signals only.
         #[serde(default)]
         expected: Option<Vec<TargetWeights>>,
+        /// The rollout's execution, named in its `Rollout Frozen` event.
+        #[serde(default)]
+        execution_arn: Option<String>,
+    },
+    #[serde(rename_all = "camelCase")]
+    FreezeGate {
+        plan: Value,
+        /// Since when the gate holds the rollout (its last answer's `since`; 0 at first).
+        #[serde(default)]
+        since: u64,
+        execution_arn: String,
     },
     #[serde(rename_all = "camelCase")]
     AwaitApproval {
@@ -106,8 +123,10 @@ pub struct Apis<'a> {
     pub tasks: &'a dyn TaskFailer,
     /// The rollout's own history (was its watch's failure said already?).
     pub executions: &'a dyn ExecutionsApi,
-    /// Where `Instant Rollback Off` goes.
+    /// Where `Instant Rollback Off` and `Rollout Frozen` go.
     pub events: &'a dyn EventPublisher,
+    /// The change freezes a rollout honours.
+    pub freezes: Freezes<'a>,
 }
 
 /// The function's clients, built once from the SDK configuration and the environment (no
@@ -119,6 +138,8 @@ pub struct Clients {
     watches: Option<SdkAlarmWatches>,
     tasks: SdkExecutions,
     events: SdkEvents,
+    freeze: SdkFreeze,
+    stack_freeze: StackFreeze,
 }
 
 impl Clients {
@@ -129,6 +150,8 @@ impl Clients {
             watches: env("ALARM_WATCH_TABLE").map(|table| SdkAlarmWatches::new(config, table)),
             tasks: SdkExecutions::new(config),
             events: SdkEvents::new(config),
+            freeze: SdkFreeze::new(config),
+            stack_freeze: StackFreeze::from_env(env),
         }
     }
 
@@ -141,6 +164,10 @@ impl Clients {
             tasks: &self.tasks,
             executions: &self.tasks,
             events: &self.events,
+            freezes: Freezes {
+                api: &self.freeze,
+                stack: &self.stack_freeze,
+            },
         }
     }
 }
@@ -192,6 +219,7 @@ pub fn output_schemas() -> BTreeMap<&'static str, Schema> {
     BTreeMap::from([
         (ADMIT, schema_for!(Admitted)),
         ("evaluate", schema_for!(Decision)),
+        ("freezeGate", schema_for!(FreezeGate)),
         ("awaitApproval", schema_for!(AwaitingApproval)),
         ("boundRejection", schema_for!(Rejection)),
         ("watchAlarms", schema_for!(alarm_watch::Registered)),
@@ -213,7 +241,7 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
     // and a state over it ends the execution States.DataLimitExceeded, which nothing catches,
     // instead of refusing the plan.
     if input.get("operation").is_none() {
-        let admitted = admit(signals, input).await?;
+        let admitted = admit(apis, input).await?;
         return serialized(serde_json::to_value(admitted));
     }
     let output = match parse_input::<Request>(input).map_err(AnalysisError::InvalidInput)? {
@@ -221,9 +249,29 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
             plan,
             progress,
             expected,
+            execution_arn,
         } => {
             let valid = RolloutPlan::parse(plan)?;
-            let decision = evaluate(signals, &valid.plan, progress, SystemTime::now()).await?;
+            let now = SystemTime::now();
+            let mut decision = evaluate(signals, &valid.plan, progress, now).await?;
+            // The check that would end the step's bake (counted, not rolling back) moves the
+            // rollout on: a change freeze holds it there.
+            if !decision.rollback && decision.check == progress.check && progress.last_check() {
+                let reading = apis.freezes.read(valid.plan.freeze.as_ref()).await;
+                let held = hold(
+                    &reading,
+                    progress.frozen_since,
+                    epoch_seconds(now).unsigned_abs(),
+                    valid.frozen_bound_seconds(),
+                );
+                decision = decision.with_freeze(progress, held);
+                if decision.frozen_since > 0 {
+                    canary_rollout::metrics::frozen_check(&valid.plan);
+                    if progress.frozen_since == 0 {
+                        say_frozen(apis, &valid.plan, execution_arn.as_deref(), Some(progress.step), &decision.summary).await;
+                    }
+                }
+            }
             // A check that rolls back restores the baseline whatever the targets read (the
             // restore reports a foreign change it overwrites). Any other verdict is about
             // traffic that must be where the rollout set it: a target elsewhere is
@@ -232,6 +280,25 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
                 set::verify(apis.reads, &valid, &expected).await?;
             }
             serde_json::to_value(decision)
+        }
+        Request::FreezeGate {
+            plan,
+            since,
+            execution_arn,
+        } => {
+            let valid = RolloutPlan::parse(plan)?;
+            let reading = apis.freezes.read(valid.plan.freeze.as_ref()).await;
+            let now = epoch_seconds(SystemTime::now()).unsigned_abs();
+            let held = hold(&reading, since, now, valid.frozen_bound_seconds());
+            let gate = FreezeGate::of(held, valid.plan.gate_interval_seconds());
+            if gate.frozen {
+                canary_rollout::metrics::frozen_check(&valid.plan);
+                if since == 0 && !gate.too_long {
+                    say_frozen(apis, &valid.plan, Some(&execution_arn), None, &gate.reason).await;
+                }
+            }
+            info!(frozen = gate.frozen, too_long = gate.too_long, reason = %gate.reason, "freeze gate");
+            serde_json::to_value(gate)
         }
         Request::AwaitApproval {
             task_token,
@@ -317,10 +384,34 @@ fn serialized(output: serde_json::Result<Value>) -> Result<Value, AnalysisError>
     output.map_err(|e| AnalysisError::InvalidInput(format!("output not serializable: {e}")))
 }
 
-/// The execution's input is a valid plan whose signal sources can all be evaluated.
-async fn admit(signals: &SignalApis<'_>, input: Value) -> Result<Admitted, AnalysisError> {
+/// The detail-type of the event a rollout a change freeze begins to hold is named in.
+pub const FROZEN: &str = "Rollout Frozen";
+
+/// Puts `Rollout Frozen` when a freeze begins to hold a rollout: before its first step
+/// (`step` None) or at the end of a step's bake.
+async fn say_frozen(
+    apis: &Apis<'_>,
+    plan: &RolloutPlan,
+    execution_arn: Option<&str>,
+    step: Option<u32>,
+    reason: &str,
+) {
+    let detail = serde_json::json!({
+        "executionArn": execution_arn,
+        "cluster": plan.cluster,
+        "step": step,
+        "reason": reason,
+    });
+    info!(%reason, "a change freeze holds the rollout");
+    apis.events.put_or_log(FROZEN, &detail).await;
+}
+
+/// The execution's input is a valid plan whose signal sources can all be evaluated, and whose
+/// change freezes can be read.
+async fn admit(apis: &Apis<'_>, input: Value) -> Result<Admitted, AnalysisError> {
     let plan = RolloutPlan::parse(input.clone())?.plan;
-    let checked = validate(signals, &plan).await?;
+    apis.freezes.check(plan.freeze.as_ref()).await?;
+    let checked = validate(&apis.signals, &plan).await?;
     Ok(Admitted {
         plan: input,
         analysis: AnalysisSize {

@@ -39,6 +39,10 @@ pub struct BakeProgress {
     pub step: u32,
     #[serde(default)]
     pub steps: u32,
+    /// Since when a change freeze holds the step at the end of its bake (epoch seconds); 0
+    /// while none does.
+    #[serde(default)]
+    pub frozen_since: u64,
 }
 
 impl BakeProgress {
@@ -80,6 +84,10 @@ pub struct Decision {
     /// (and it is not the last step's), a person approves the next step first.
     #[serde(default)]
     pub ask: bool,
+    /// Since when a change freeze holds the step (epoch seconds), carried to the next check;
+    /// 0 when none does (see `crate::freeze`).
+    #[serde(default)]
+    pub frozen_since: u64,
 }
 
 impl Decision {
@@ -99,6 +107,7 @@ impl Decision {
             reasons: vec![limits::truncate(&reason, limits::MAX_LINE_BYTES)],
             unjudged_since: since,
             ask: false,
+            frozen_since: progress.frozen_since,
         }
     }
 }
@@ -189,6 +198,7 @@ pub fn decide_asking(
             reasons,
             unjudged_since: 0,
             ask: false,
+            frozen_since: 0,
         };
     };
     let verdict = if counts.fail > 0 {
@@ -246,6 +256,7 @@ pub fn decide_asking(
         reasons,
         unjudged_since: 0,
         ask: asks && !rollback,
+        frozen_since: 0,
     }
 }
 

@@ -6,7 +6,7 @@
 
 mod retire;
 mod rollback;
-mod steps;
+pub(crate) mod steps;
 
 use std::collections::HashMap;
 
@@ -17,6 +17,7 @@ use serde_json::Value;
 use crate::analysis::AnalysisSection;
 use crate::approval::ApprovalSection;
 use crate::argocd::ArgoCdSection;
+use crate::freeze::{frozen_bound_seconds, FreezeSection};
 use crate::arn;
 use crate::hooks::HooksSection;
 use crate::limits::{self, MAX_STEPS, MAX_TARGETS};
@@ -75,6 +76,9 @@ pub struct RolloutPlan {
     /// After a rollback: when to look again for a controller that put the canary's weights back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollback: Option<RollbackSection>,
+    /// Change Calendars that freeze the rollout while CLOSED, and how long one freeze may hold it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub freeze: Option<FreezeSection>,
 }
 
 /// A plan that passed [`RolloutPlan::parse`], with its steps resolved.
@@ -84,7 +88,27 @@ pub struct ValidPlan {
     pub steps: Vec<ResolvedStep>,
 }
 
+impl ValidPlan {
+    /// How long one change freeze may hold this rollout (see [`frozen_bound_seconds`]).
+    pub fn frozen_bound_seconds(&self) -> u32 {
+        frozen_bound_seconds(
+            self.plan.freeze.as_ref(),
+            &self.steps,
+            self.plan.gate_interval_seconds(),
+            steps::checks_of(&self.steps),
+        )
+    }
+}
+
 impl RolloutPlan {
+    /// How often a rollout held by a freeze before its first step looks again: the plan's
+    /// check interval.
+    pub fn gate_interval_seconds(&self) -> u32 {
+        u32::try_from(self.bake.check_interval_seconds)
+            .unwrap_or(u32::MAX)
+            .max(1)
+    }
+
     /// Deserializes and validates a plan. Errors name fields by JSON path.
     pub fn parse(value: Value) -> Result<ValidPlan, PlanErrors> {
         // serde would also read a struct from a JSON array (fields by position), which makes
@@ -118,6 +142,14 @@ impl RolloutPlan {
         let mut errors = Errors::default();
         plan.validate(&mut errors);
         let steps = plan.resolve_steps(&mut errors);
+        if let Some(freeze) = &plan.freeze {
+            freeze.validate(
+                &steps,
+                plan.gate_interval_seconds(),
+                steps::checks_of(&steps),
+                &mut errors,
+            );
+        }
         if errors.0.is_empty() {
             Ok(ValidPlan { plan, steps })
         } else {

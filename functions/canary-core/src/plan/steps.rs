@@ -70,6 +70,18 @@ pub struct ResolvedStep {
     pub ask_timeout_seconds: u32,
 }
 
+/// The checks a rollout of these steps may run: every bake's, and those of the waits for a
+/// person (the checks go on while a step waits, asked or not).
+pub(super) fn checks_of(steps: &[ResolvedStep]) -> u64 {
+    steps
+        .iter()
+        .map(|s| {
+            let wait = s.approval_timeout_seconds.max(s.ask_timeout_seconds);
+            u64::from(s.checks) + u64::from(wait / s.check_interval_seconds.max(1))
+        })
+        .sum()
+}
+
 impl RolloutPlan {
     pub(super) fn resolve_steps(&self, errors: &mut Errors) -> Vec<ResolvedStep> {
         let bake_ok = check_bake(
@@ -91,7 +103,6 @@ impl RolloutPlan {
             }
         }
         let mut resolved = Vec::with_capacity(self.steps.len());
-        let mut total_checks: u64 = 0;
         let approval = self.approval.clone().unwrap_or_default();
         let approval_timeout = u32::try_from(approval.timeout()).ok();
         let asks = self
@@ -136,14 +147,8 @@ impl RolloutPlan {
             {
                 let checks = (bake_seconds / check_interval_seconds).max(1);
                 let gated = approval.gates(step.weight, step.approval);
-                // The checks go on while a step waits for a person, asked or not: they count.
-                let waits = gated || (asks && i > 0);
-                if waits {
-                    total_checks += u64::from(timeout / check_interval_seconds);
-                }
                 let approval_timeout_seconds = if gated { timeout } else { 0 };
                 let ask_timeout_seconds = if asks && i > 0 && !gated { timeout } else { 0 };
-                total_checks += u64::from(checks);
                 resolved.push(ResolvedStep {
                     weight,
                     bake_seconds,
@@ -155,6 +160,7 @@ impl RolloutPlan {
                 });
             }
         }
+        let total_checks = checks_of(&resolved);
         if total_checks > MAX_TOTAL_CHECKS {
             errors.push(
                 "steps",
