@@ -765,6 +765,7 @@ fn the_fleet_runs_each_wave_as_a_distributed_map_of_child_rollouts() {
         ops,
         BTreeSet::from([
             "wave",
+            "freeze",
             "admit",
             "halt",
             "judge",

@@ -47,7 +47,9 @@ pub use executions::{
 };
 #[cfg(feature = "fleet-plans")]
 pub use fleet_plans::{load_fleet_plan, FleetPlanError, FleetPlanStore, SdkFleetPlans};
-pub use freeze::{CalendarReading, CalendarState, FreezeApi, SdkFreeze};
+pub use freeze::{
+    CalendarReading, CalendarState, FreezeApi, FreezeCheckError, Freezes, SdkFreeze, StackFreeze,
+};
 pub use functions::{FunctionInvoker, Invocation, SdkFunctions};
 pub use prometheus::{HttpPrometheus, PrometheusApi};
 pub use query_error::QueryError;

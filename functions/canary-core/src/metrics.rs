@@ -341,6 +341,7 @@ mod tests {
             Point::foreign_change("r/c"),
             Point::restore_failure("r/c"),
             Point::alarm_watch_unavailable("r/c"),
+            Point::frozen_check("r/c"),
             Point::compared_median("r/c", "p99 latency", "canary", 0.15),
         ]
         .into_iter()

@@ -107,12 +107,8 @@ pub enum AnalysisError {
     },
     /// A Change Calendar or the freeze switch that Admit cannot read: `access_denied` when the
     /// role may not (AwsAccessDenied), else the plan's or stack's mistake (InvalidPlan).
-    #[error("{path}: {message}")]
-    Freeze {
-        path: String,
-        message: String,
-        access_denied: bool,
-    },
+    #[error("{0}")]
+    Freeze(#[from] canary_aws::FreezeCheckError),
     /// A check's look at the traffic targets: `WeightsChangedExternally` when one is not
     /// where the rollout last set it, or the error reading it.
     #[error("{0}")]
@@ -133,11 +129,8 @@ impl NamedError for AnalysisError {
             | AnalysisError::QueryCheck { .. } => ErrorName::InvalidPlan,
             AnalysisError::MetricsProvider { name, .. } => *name,
             AnalysisError::AlarmNotFound { .. } => ErrorName::AlarmNotFound,
-            AnalysisError::Freeze {
-                access_denied: true,
-                ..
-            } => ErrorName::AwsAccessDenied,
-            AnalysisError::Freeze { .. } => ErrorName::InvalidPlan,
+            AnalysisError::Freeze(e) if e.access_denied => ErrorName::AwsAccessDenied,
+            AnalysisError::Freeze(_) => ErrorName::InvalidPlan,
             AnalysisError::HookFailed { .. } => ErrorName::HookFailed,
             AnalysisError::Traffic(e) => e.name(),
             AnalysisError::Aws(e) => e.error_name(),

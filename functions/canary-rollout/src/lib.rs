@@ -13,7 +13,6 @@ pub mod alarm_watch;
 pub mod analysis;
 pub mod clients;
 pub mod error;
-pub mod freeze;
 pub mod hooks;
 pub mod metrics;
 pub mod outputs;

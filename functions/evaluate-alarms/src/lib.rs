@@ -29,7 +29,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use canary_aws::{
     AlarmWatchStore, EventPublisher, ExecutionsApi, FunctionInvoker, SdkAlarmWatches, SdkConfig,
-    SdkEvents, SdkExecutions, SdkFreeze, SdkFunctions, TaskFailer,
+    Freezes, SdkEvents, SdkExecutions, SdkFreeze, SdkFunctions, StackFreeze, TaskFailer,
 };
 use canary_core::freeze::{hold, FreezeGate};
 use canary_core::alarm_watch::{AlarmStateChange, WatchDuring, WatchedStep};
@@ -39,7 +39,6 @@ use canary_core::hooks::HookPoint;
 use canary_core::input::parse_input;
 use canary_core::{RolloutPlan, TargetWeights};
 use canary_rollout::clients::{CheckClients, Env};
-use canary_rollout::freeze::{Freezes, StackFreeze};
 use canary_rollout::signals::SignalApis;
 use canary_rollout::traffic::Reads;
 use canary_rollout::{alarm_watch, hooks, set};

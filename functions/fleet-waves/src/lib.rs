@@ -8,6 +8,8 @@
 //!   as it came), or the reference to its stored plan: validate it; the plan (or the reference
 //!   with the fields the state machine reads) and the first tally.
 //! - `wave`: the next wave's cells and how many run at once.
+//! - `freeze`: whether a change freeze holds the next wave (no cell of it starts), and for how
+//!   long it has; held past the bound, the fleet halts.
 //! - `admit`: may this cell start (the failure budget is not spent)? Its child's name and plan
 //!   (with its promoted peers, when it compares with them: `peers.rs`).
 //! - `halt`: after a cell failed, with `onHalt: abortRunning` and the budget spent, stop the
@@ -31,8 +33,9 @@ use canary_aws::executions::execution_arn;
 use canary_aws::executions::Execution;
 use canary_aws::{
     load_fleet_plan, utc_time, AlarmState, AwsError, EventPublisher, FleetPlanError,
-    FleetPlanStore, Listed, WentToAlarm,
+    FleetPlanStore, FreezeApi, Freezes, Listed, StackFreeze, WentToAlarm,
 };
+use canary_core::freeze::{hold, FreezeGate, FreezeSection};
 pub use canary_core::fleet::{child_name, child_suffix};
 use canary_core::fleet::{OnHalt, StoredPlan, ValidFleet};
 use canary_core::input::parse_input;
@@ -77,7 +80,7 @@ impl NamedError for FleetError {
 /// What the fleet reads and does in AWS, the events the function puts itself (`Cell Failed`,
 /// `Fleet Stopped`) and the stored plans of large fleets.
 #[async_trait]
-pub trait FleetApis: EventPublisher + FleetPlanStore + Send + Sync {
+pub trait FleetApis: EventPublisher + FleetPlanStore + FreezeApi + Send + Sync {
     /// The state machine's executions started at or after `since` (seconds since the epoch),
     /// newest first; only those with `status` when given.
     async fn started_since(
@@ -101,16 +104,20 @@ pub trait FleetApis: EventPublisher + FleetPlanStore + Send + Sync {
 pub struct FleetConfig {
     /// The rollout state machine every cell runs on.
     pub rollout_state_machine_arn: String,
+    /// The stack's change freezes (`FREEZE_PARAMETER`, `CHANGE_CALENDARS`).
+    pub freeze: StackFreeze,
 }
 
 impl FleetConfig {
-    /// From `ROLLOUT_STATE_MACHINE_ARN`.
+    /// From `ROLLOUT_STATE_MACHINE_ARN`, and the freezes' `FREEZE_PARAMETER` and
+    /// `CHANGE_CALENDARS`.
     pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
         let rollout_state_machine_arn = get("ROLLOUT_STATE_MACHINE_ARN")
             .filter(|v| !v.is_empty())
             .ok_or("ROLLOUT_STATE_MACHINE_ARN is not set")?;
         Ok(FleetConfig {
             rollout_state_machine_arn,
+            freeze: StackFreeze::from_env(&get),
         })
     }
 }
@@ -121,6 +128,16 @@ enum Request {
     Wave {
         fleet: Value,
         tally: Tally,
+    },
+    Freeze {
+        fleet: Value,
+        tally: Tally,
+        /// The wave about to start, 1-based.
+        wave: usize,
+        /// Since when a freeze holds it (the last answer's `since`; 0 at first).
+        #[serde(default)]
+        since: u64,
+        fleet_execution: String,
     },
     Admit {
         fleet: Value,
@@ -260,6 +277,16 @@ pub async fn handle(
         Request::Wave { fleet, tally } => {
             to_value(next_wave(&valid(apis, fleet).await?, &tally, now())?)
         }
+        Request::Freeze {
+            fleet,
+            tally,
+            wave,
+            since,
+            fleet_execution,
+        } => {
+            let fleet = valid(apis, fleet).await?;
+            to_value(wave_freeze(apis, config, &fleet, tally, wave, since, &fleet_execution).await)
+        }
         Request::Admit {
             fleet,
             cell,
@@ -358,7 +385,7 @@ pub async fn handle(
                     failure.error, failure.cause
                 )
             };
-            to_value(tally.not_approved(&fleet, &why))
+            to_value(tally.halted_before_wave(&fleet, &why))
         }
         Request::Promoted { fleet_execution } => promoted(apis, config, &fleet_execution).await,
         Request::RolledBack {
@@ -367,6 +394,77 @@ pub async fn handle(
             failure,
         } => to_value(tally.rolled_back(&results, failure.as_ref())),
     }
+}
+
+/// The detail-type of the event a wave a change freeze holds is named in.
+pub const WAVE_FROZEN: &str = "Wave Frozen";
+
+/// What the gate before a wave answers: the freeze's hold, and the tally (halted when the
+/// freeze held the wave past its bound).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WaveFreeze {
+    #[serde(flatten)]
+    pub gate: FreezeGate,
+    pub tally: Tally,
+}
+
+/// Whether a change freeze holds wave `wave`: the stack's freezes and the calendars of the
+/// wave's cells' plans. The bound is the longest of the cells' plans' (`freeze.maxFrozenSeconds`),
+/// looked at no more than 100 times (every minute at least).
+async fn wave_freeze(
+    apis: &dyn FleetApis,
+    config: &FleetConfig,
+    fleet: &ValidFleet,
+    tally: Tally,
+    wave: usize,
+    since: u64,
+    fleet_execution: &str,
+) -> WaveFreeze {
+    let plans: Vec<&canary_core::plan::ValidPlan> = fleet
+        .waves
+        .get(wave.saturating_sub(1))
+        .map(|w| w.cells.iter().filter_map(|i| fleet.plans.get(*i)).collect())
+        .unwrap_or_default();
+    let mut calendars: Vec<String> = plans
+        .iter()
+        .filter_map(|p| p.plan.freeze.as_ref())
+        .flat_map(|f| f.calendars.iter().cloned())
+        .collect();
+    calendars.sort();
+    calendars.dedup();
+    let section = FreezeSection {
+        calendars,
+        max_frozen_seconds: None,
+    };
+    let freezes = Freezes {
+        api: apis,
+        stack: &config.freeze,
+    };
+    let reading = freezes.read(Some(&section)).await;
+    let bound = plans
+        .iter()
+        .map(|p| p.frozen_bound_seconds())
+        .max()
+        .unwrap_or(canary_core::freeze::DEFAULT_MAX_FROZEN_SECONDS);
+    let held = hold(&reading, since, now() as u64, bound);
+    let gate = FreezeGate::of(held, (bound / 100).max(60));
+    if gate.frozen && since == 0 && !gate.too_long {
+        let detail = json!({
+            "fleetExecutionArn": fleet_execution,
+            "fleet": fleet.fleet.name,
+            "wave": wave,
+            "reason": gate.reason,
+        });
+        info!(wave, reason = %gate.reason, "a change freeze holds the fleet's next wave");
+        apis.put_or_log(WAVE_FROZEN, &detail).await;
+    }
+    let tally = if gate.too_long {
+        tally.halted_before_wave(fleet, &format!("wave {wave} did not start: {}", gate.reason))
+    } else {
+        tally
+    };
+    WaveFreeze { gate, tally }
 }
 
 /// The wave's results into the tally: each cell not promoted is described (stopped by the

@@ -5,8 +5,10 @@ use async_trait::async_trait;
 use canary_aws::executions::Execution;
 use canary_aws::{
     AlarmState, AwsError, CloudWatchApi, EventPublisher, FleetPlanStore, Listed, SdkCloudWatch,
-    SdkConfig, SdkEvents, SdkExecutions, SdkFleetPlans, WentToAlarm,
+    SdkConfig, SdkEvents, SdkExecutions, SdkFleetPlans, SdkFreeze, WentToAlarm,
 };
+use canary_aws::{CalendarReading, FreezeApi};
+use canary_core::freeze::FreezeSwitch;
 use serde_json::Value;
 use std::time::SystemTime;
 
@@ -17,6 +19,7 @@ pub struct SdkFleetApis {
     cloudwatch: SdkCloudWatch,
     events: SdkEvents,
     plans: SdkFleetPlans,
+    freeze: SdkFreeze,
 }
 
 impl SdkFleetApis {
@@ -26,7 +29,23 @@ impl SdkFleetApis {
             cloudwatch: SdkCloudWatch::new(config),
             events: SdkEvents::new(config),
             plans: SdkFleetPlans::new(config),
+            freeze: SdkFreeze::new(config),
         }
+    }
+}
+
+#[async_trait]
+impl FreezeApi for SdkFleetApis {
+    async fn calendar_state(&self, calendar: &str) -> Result<CalendarReading, AwsError> {
+        self.freeze.calendar_state(calendar).await
+    }
+
+    async fn switch(&self, parameter: &str) -> Result<FreezeSwitch, AwsError> {
+        self.freeze.switch(parameter).await
+    }
+
+    async fn set_switch(&self, parameter: &str, switch: &FreezeSwitch) -> Result<(), AwsError> {
+        self.freeze.set_switch(parameter, switch).await
     }
 }
 

@@ -210,7 +210,7 @@ impl Tally {
     }
 
     /// A wave not approved (rejected, or timed out): the fleet halts before it.
-    pub fn not_approved(mut self, fleet: &ValidFleet, why: &str) -> Tally {
+    pub fn halted_before_wave(mut self, fleet: &ValidFleet, why: &str) -> Tally {
         self.halt = true;
         self.message = self.halt_message(fleet, &truncate(why, 1024));
         self.bounded()

@@ -1,6 +1,7 @@
 use std::sync::Mutex;
 
-use canary_aws::{AlarmStateValue, AwsErrorKind};
+use canary_aws::{AlarmStateValue, AwsErrorKind, CalendarReading};
+use canary_core::freeze::FreezeSwitch;
 use canary_core::fleet::{FleetPlan, MAX_TALLY_BYTES};
 use serde_json::json;
 
@@ -14,9 +15,15 @@ fn example() -> Value {
     serde_json::from_str(include_str!("../../../examples/fleets/web-fleet.json")).expect("JSON")
 }
 
+const FREEZE_SWITCH: &str = "/cluster-canary/cc/freeze";
+
 fn config() -> FleetConfig {
     FleetConfig {
         rollout_state_machine_arn: ROLLOUT.to_owned(),
+        freeze: StackFreeze {
+            switch_parameter: Some(FREEZE_SWITCH.to_owned()),
+            calendars: Vec::new(),
+        },
     }
 }
 
@@ -31,6 +38,8 @@ struct World {
     events: Mutex<Vec<(String, Value)>>,
     /// S3 objects by `bucket/key`: stored fleet plans.
     objects: Mutex<std::collections::BTreeMap<String, Vec<u8>>>,
+    /// The stack's freeze switch.
+    switch: Mutex<FreezeSwitch>,
 }
 
 impl World {
@@ -57,6 +66,26 @@ impl EventPublisher for World {
             .lock()
             .unwrap()
             .push((detail_type.to_owned(), detail.clone()));
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl FreezeApi for World {
+    async fn calendar_state(&self, calendar: &str) -> Result<CalendarReading, AwsError> {
+        Err(AwsError::new(
+            AwsErrorKind::NotFound,
+            "GetCalendarState",
+            format!("InvalidDocument: {calendar}"),
+        ))
+    }
+
+    async fn switch(&self, _: &str) -> Result<FreezeSwitch, AwsError> {
+        Ok(self.switch.lock().unwrap().clone())
+    }
+
+    async fn set_switch(&self, _: &str, switch: &FreezeSwitch) -> Result<(), AwsError> {
+        *self.switch.lock().unwrap() = switch.clone();
         Ok(())
     }
 }
@@ -778,4 +807,47 @@ async fn a_cell_that_compares_with_its_peers_starts_with_the_promoted_ones_of_it
         "{admitted}"
     );
     assert_eq!(admitted["start"], true);
+}
+
+#[tokio::test]
+async fn a_freeze_holds_the_next_wave_and_halts_the_fleet_past_its_bound() {
+    let world = World::default();
+    let fleet = example();
+    let tally = Tally::start(&canary_core::fleet::FleetPlan::parse(fleet.clone()).expect("valid"));
+    let ask = |since: u64| {
+        json!({"op": "freeze", "fleet": fleet, "tally": tally, "wave": 1, "since": since, "fleetExecution": FLEET_RUN})
+    };
+    let open = handle(&world, &config(), ask(0)).await.expect("answered");
+    assert_eq!((open["frozen"].clone(), open["tally"]["halt"].clone()), (json!(false), json!(false)));
+    assert!(world.events.lock().unwrap().is_empty());
+
+    world
+        .set_switch(
+            FREEZE_SWITCH,
+            &FreezeSwitch {
+                frozen: true,
+                reason: "incident 4711".to_owned(),
+                since: "2026-11-27T03:00:00Z".to_owned(),
+                by: "arn:aws:iam::123456789012:role/oncall".to_owned(),
+            },
+        )
+        .await
+        .expect("set");
+    let held = handle(&world, &config(), ask(0)).await.expect("answered");
+    assert_eq!(held["frozen"], json!(true));
+    assert_eq!(held["tooLong"], json!(false));
+    assert!(held["reason"].as_str().unwrap().contains("incident 4711"), "{held}");
+    assert!(held["intervalSeconds"].as_u64().unwrap() >= 60);
+    let events = world.events.lock().unwrap().clone();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].0, WAVE_FROZEN);
+    assert_eq!(events[0].1["wave"], json!(1));
+
+    // Held since long before the bound (the example's cells' default: at most an hour).
+    let too_long = handle(&world, &config(), ask(1)).await.expect("answered");
+    assert_eq!(too_long["tooLong"], json!(true));
+    assert_eq!(too_long["tally"]["halt"], json!(true));
+    let message = too_long["tally"]["message"].as_str().unwrap();
+    assert!(message.contains("wave 1 did not start: frozen too long"), "{message}");
+    assert_eq!(world.events.lock().unwrap().len(), 1, "no second event");
 }

@@ -4,9 +4,10 @@
 //! JSON path (`trafficTargets[1].alb.canaryTargetGroupArn`), all at once. Each section's
 //! types and rules live in its own module.
 
+mod freeze;
 mod retire;
 mod rollback;
-pub(crate) mod steps;
+mod steps;
 
 use std::collections::HashMap;
 
@@ -17,7 +18,6 @@ use serde_json::Value;
 use crate::analysis::AnalysisSection;
 use crate::approval::ApprovalSection;
 use crate::argocd::ArgoCdSection;
-use crate::freeze::{frozen_bound_seconds, FreezeSection};
 use crate::arn;
 use crate::hooks::HooksSection;
 use crate::limits::{self, MAX_STEPS, MAX_TARGETS};
@@ -26,6 +26,10 @@ use crate::targets::TrafficTarget;
 use crate::validate::{Errors, PlanError, PlanErrors};
 
 pub use crate::cluster::ClusterRef;
+pub use freeze::{
+    frozen_bound_seconds, is_calendar_reference, FreezeSection, DEFAULT_MAX_FROZEN_SECONDS,
+    MAX_FREEZE_CALENDARS,
+};
 pub use retire::Retire;
 pub use rollback::{
     allows_canary_in_baseline, settle_seconds, RollbackSection, DEFAULT_SETTLE_SECONDS,
