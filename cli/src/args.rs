@@ -185,6 +185,27 @@ pub enum Command {
     /// (docs/fleets.md).
     #[command(subcommand)]
     Fleet(FleetCommand),
+    /// The stack's freeze switch: `freeze --reason TEXT` holds every rollout and fleet of the
+    /// stack where it is (no next step, no new wave, no first step; checks, rollbacks, aborts
+    /// and the safety net go on), `freeze status` says whether it is on. One write to the
+    /// stack's SSM parameter; `Rollouts Frozen` says so. Change Calendars freeze the same way
+    /// (the stack's ChangeCalendars, a plan's `freeze.calendars`).
+    #[command(args_conflicts_with_subcommands = true)]
+    Freeze {
+        /// Why (at most 256 bytes): every held rollout's checks show it.
+        #[arg(long)]
+        reason: Option<String>,
+        #[command(flatten)]
+        switch: FreezeArgs,
+        #[command(subcommand)]
+        command: Option<FreezeCommand>,
+    },
+    /// Turn the stack's freeze switch off: held rollouts and fleets go on at their next look
+    /// (unless a Change Calendar still holds them). `Rollouts Unfrozen` says so.
+    Unfreeze {
+        #[command(flatten)]
+        switch: FreezeArgs,
+    },
     /// Running and recent rollouts: cluster, step, outcome, age.
     List {
         /// How many of the most recent executions to show.
@@ -193,6 +214,28 @@ pub enum Command {
         #[command(flatten)]
         state_machine: StateMachineArgs,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FreezeCommand {
+    /// Whether the stack's freeze switch is on, why, since when and by whom.
+    Status {
+        #[command(flatten)]
+        switch: FreezeArgs,
+    },
+}
+
+/// Where the stack's freeze switch is, and who turns it.
+#[derive(Debug, Args, Clone, Default)]
+pub struct FreezeArgs {
+    /// The switch's SSM parameter (default: the stack's FreezeParameterName output).
+    #[arg(long, env = "CLUSTER_CANARY_FREEZE_PARAMETER", value_name = "NAME")]
+    pub freeze_parameter: Option<String>,
+    /// Who turns it, recorded in the switch and its event (default: $USER).
+    #[arg(long)]
+    pub by: Option<String>,
+    #[command(flatten)]
+    pub state_machine: StateMachineArgs,
 }
 
 #[derive(Debug, Subcommand)]

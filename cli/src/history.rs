@@ -171,6 +171,52 @@ pub fn current_step(events: &[HistoryEvent]) -> Option<StepRef> {
     })
 }
 
+/// The line of a check's summary that says a change freeze holds the step (evaluate-alarms
+/// puts it last: `frozen: ...` or `frozen too long: ...`).
+pub fn freeze_reason(summary: &str) -> Option<String> {
+    summary
+        .rsplit("; ")
+        .find(|line| line.starts_with("frozen"))
+        .map(str::to_owned)
+}
+
+/// A freeze's hold for people: since when (UTC), and why.
+pub fn held_since(since: u64, reason: &str) -> String {
+    let at = aws_smithy_types::DateTime::from_secs(i64::try_from(since).unwrap_or(i64::MAX))
+        .fmt(aws_smithy_types::date_time::Format::DateTime)
+        .unwrap_or_else(|_| since.to_string());
+    format!("since {at}: {reason}")
+}
+
+/// Whether a change freeze holds the execution now, and why: the last look of its gate or
+/// check of its bake says so.
+pub fn frozen(events: &[HistoryEvent]) -> Option<String> {
+    events.iter().rev().find_map(|event| match &event.kind {
+        EventKind::StateExited { name, output } if name == "FreezeGate" => {
+            let state = serde_json::from_str::<Value>(output.as_deref()?).ok()?;
+            let freeze = &state["freeze"];
+            Some((freeze["frozen"] == true).then(|| {
+                held_since(
+                    freeze["since"].as_u64().unwrap_or(0),
+                    freeze["reason"].as_str().unwrap_or_default(),
+                )
+            }))
+        }
+        EventKind::StateExited { name, output } if name == "Evaluate" || name == "WatchEvaluate" => {
+            let state = serde_json::from_str::<Value>(output.as_deref()?).ok()?;
+            let bake = &state["bake"];
+            let since = bake["frozenSince"].as_u64().unwrap_or(0);
+            Some(
+                (since > 0)
+                    .then(|| freeze_reason(bake["summary"].as_str().unwrap_or_default()))
+                    .flatten()
+                    .map(|reason| held_since(since, &reason)),
+            )
+        }
+        _ => None,
+    })?
+}
+
 /// `{number, count, step: {weight}}` as `StepSetup` leaves it in `$.cursor`.
 pub fn step_of_cursor(cursor: &Value) -> Option<StepRef> {
     Some(StepRef {

@@ -8,6 +8,7 @@ pub mod args;
 pub mod aws;
 pub mod error;
 pub mod fleet_commands;
+pub mod freeze_commands;
 pub mod history;
 pub mod locate;
 pub mod plan_commands;
@@ -23,7 +24,7 @@ use std::time::Duration;
 
 use aws_config::SdkConfig;
 
-use args::{Cli, Command, FleetCommand, GlobalArgs, OutputFormat, PlanCommand};
+use args::{Cli, Command, FleetCommand, FreezeCommand, GlobalArgs, OutputFormat, PlanCommand};
 use error::CliError;
 use printer::Printer;
 use view::Output;
@@ -177,6 +178,25 @@ pub async fn run(cli: Cli) -> Result<bool, CliError> {
             Ok(true)
         }
         Command::Fleet(fleet) => run_fleet(config, fleet, &mut printer).await,
+        Command::Freeze {
+            command: Some(FreezeCommand::Status { switch }),
+            ..
+        } => {
+            freeze_commands::status(config, &switch, &mut printer).await?;
+            Ok(true)
+        }
+        Command::Freeze {
+            reason,
+            switch,
+            command: None,
+        } => {
+            freeze_commands::freeze(config, reason.as_deref(), &switch, &mut printer).await?;
+            Ok(true)
+        }
+        Command::Unfreeze { switch } => {
+            freeze_commands::unfreeze(config, &switch, &mut printer).await?;
+            Ok(true)
+        }
         Command::List {
             limit,
             state_machine,

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use aws_config::SdkConfig;
 
-use crate::args::{FleetMachineArgs, StateMachineArgs};
+use crate::args::{FleetMachineArgs, FreezeArgs, StateMachineArgs};
 use crate::aws::stack_output;
 use crate::error::CliError;
 use canary_aws::executions::execution_arn;
@@ -15,6 +15,7 @@ const DEFAULT_STACK: &str = "cluster-canary";
 const STATE_MACHINE_OUTPUT: &str = "RolloutStateMachineArn";
 const FLEET_STATE_MACHINE_OUTPUT: &str = "FleetStateMachineArn";
 const FLEET_PLAN_BUCKET_OUTPUT: &str = "FleetPlanBucketName";
+const FREEZE_PARAMETER_OUTPUT: &str = "FreezeParameterName";
 
 /// `--state-machine`/`CLUSTER_CANARY_STATE_MACHINE`, else the stack's output.
 pub async fn state_machine(
@@ -69,6 +70,22 @@ pub async fn fleet_plan_bucket(
                 &stack,
                 FLEET_PLAN_BUCKET_OUTPUT,
                 "--fleet-plan-bucket BUCKET or CLUSTER_CANARY_FLEET_PLAN_BUCKET",
+            )
+            .await
+        }
+    }
+}
+
+/// `--freeze-parameter`/`CLUSTER_CANARY_FREEZE_PARAMETER`, else the stack's output.
+pub async fn freeze_parameter(config: &SdkConfig, args: &FreezeArgs) -> Result<String, CliError> {
+    match &args.freeze_parameter {
+        Some(name) => Ok(name.clone()),
+        None => {
+            stack_output(
+                config,
+                &stack_name(&args.state_machine)?,
+                FREEZE_PARAMETER_OUTPUT,
+                "--freeze-parameter NAME or CLUSTER_CANARY_FREEZE_PARAMETER",
             )
             .await
         }

@@ -76,6 +76,13 @@ pub enum Update {
         more_signals: u64,
         /// Every reason the verdict carries (bounded by evaluate-alarms).
         summary: String,
+        /// A change freeze holds the step at this check (its bake would have ended): why.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        frozen: Option<String>,
+    },
+    /// A change freeze holds the rollout before its first step (`FreezeGate`): why.
+    Frozen {
+        reason: String,
     },
     Promoted,
     /// A state failed; `state` is where, `error` its name.
@@ -165,6 +172,7 @@ pub fn phase_of(name: &str) -> Option<&'static str> {
         "RegisterCluster" => "registering in Argo CD",
         "AppsStatus" | "WaitForApps" => "waiting for Argo CD apps",
         "TargetHealth" | "WaitForTargets" => "waiting for healthy targets",
+        "FreezeGate" | "WaitWhileFrozen" => "held by a change freeze",
         "SetWeights" => "shifting traffic",
         "BakeWait" | "Evaluate" => "baking",
         "Restore" | "RestoreRetried" => "rolling back",
@@ -466,6 +474,14 @@ impl Tracker {
                     .filter_map(|k| counts[*k].as_u64())
                     .sum();
                 let summary = text(&bake["summary"]);
+                let since = bake["frozenSince"].as_u64().unwrap_or(0);
+                let frozen = (since > 0)
+                    .then(|| crate::history::freeze_reason(&summary))
+                    .flatten()
+                    .map(|reason| crate::history::held_since(since, &reason));
+                if frozen.is_some() {
+                    self.status.phase = "baking, held by a change freeze".to_owned();
+                }
                 Some(Update::Check {
                     // Evaluate leaves the next check's number.
                     number: bake["check"].as_u64().unwrap_or(1).saturating_sub(1),
@@ -474,8 +490,15 @@ impl Tracker {
                     reason: short_reason(summary.split("; ").next().unwrap_or_default()),
                     more_signals: signals.saturating_sub(1),
                     summary,
+                    frozen,
                 })
             }
+            "FreezeGate" if state["freeze"]["frozen"] == true => Some(Update::Frozen {
+                reason: crate::history::held_since(
+                    state["freeze"]["since"].as_u64().unwrap_or(0),
+                    &text(&state["freeze"]["reason"]),
+                ),
+            }),
             "VerifyPromotion" => Some(Update::Promoted),
             "Restore" | "RestoreRetried" => Some(Update::Restored {
                 weights: weights(&state["restored"]["weights"]),

@@ -643,17 +643,21 @@ pub async fn list(
             plan["cluster"]["name"].as_str().unwrap_or("?")
         );
         // The step a running rollout is at needs its history; a finished one says its outcome.
-        let step = if execution.running() {
-            history::current_step(&sfn.events(&arn).await?)
+        let (step, frozen) = if execution.running() {
+            let events = sfn.events(&arn).await?;
+            (history::current_step(&events), history::frozen(&events))
         } else {
-            None
+            (None, None)
         };
         let step_text = step.map_or_else(
             || "-".to_owned(),
             |s| format!("{}/{} {}%", s.number, s.count, s.weight),
         );
         let outcome = match (execution.status.as_str(), &execution.error) {
-            ("RUNNING", _) => "-".to_owned(),
+            ("RUNNING", _) => frozen.as_deref().map_or_else(
+                || "-".to_owned(),
+                |held| crate::progress::short_reason(&format!("frozen {held}")),
+            ),
             ("SUCCEEDED", _) => "promoted".to_owned(),
             (_, Some(error)) => error.clone(),
             (status, None) => status.to_lowercase(),
@@ -662,12 +666,16 @@ pub async fn list(
         printer.json(
             json!({"executionArn": arn, "name": execution.name, "cluster": cluster,
                             "status": execution.status, "step": step, "outcome": outcome,
-                            "startedAt": execution.started}),
+                            "frozen": frozen, "startedAt": execution.started}),
         );
+        let status = match &frozen {
+            Some(_) => format!("{} (frozen)", execution.status),
+            None => execution.status,
+        };
         rows.push(vec![
             execution.name,
             cluster,
-            execution.status,
+            status,
             step_text,
             outcome,
             age,

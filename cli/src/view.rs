@@ -168,6 +168,7 @@ pub fn lines(update: &Update, output: Output, verbose: bool) -> Vec<String> {
             reason,
             more_signals,
             summary,
+            frozen,
         } => {
             let tone = match verdict.as_str() {
                 "pass" => Tone::Good,
@@ -189,11 +190,22 @@ pub fn lines(update: &Update, output: Output, verbose: bool) -> Vec<String> {
                     n => format!("{reason} (+{n} more signals)"),
                 }
             };
-            one(format!(
+            let check = format!(
                 "  check {number}{of}: {} -- {why}",
                 paint(output, tone, verdict)
-            ))
+            );
+            match frozen {
+                Some(reason) => vec![
+                    check,
+                    format!("  {}: {reason}", paint(output, Tone::Waiting, "held")),
+                ],
+                None => vec![check],
+            }
         }
+        Update::Frozen { reason } => one(format!(
+            "{} before the first step: {reason}",
+            paint(output, Tone::Waiting, "held by a change freeze")
+        )),
         Update::Promoted => one(format!(
             "{}: the canary takes all traffic",
             paint(output, Tone::Good, "promoted")

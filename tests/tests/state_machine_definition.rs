@@ -706,12 +706,17 @@ fn every_event_the_definition_publishes_has_its_schema_and_matches_it() {
     // Put by functions, not a state machine (each checked against its schema in the
     // end-to-end tests): cluster-created's `Rollout Not Started`, evaluate-alarms' `Instant
     // Rollback Off` (tests/e2e/test_iam.py), fleet-waves' `Cell Failed` and `Fleet Stopped`
-    // (tests/e2e/test_fleets.py).
+    // (tests/e2e/test_fleets.py), and the freezes' `Rollout Frozen`, `Wave Frozen`, and the
+    // CLI's `Rollouts Frozen` and `Rollouts Unfrozen` (tests/e2e/test_freezes.py).
     for sent_by_a_function in [
         "rollout-not-started.schema.json",
         "instant-rollback-off.schema.json",
         "cell-failed.schema.json",
         "fleet-stopped.schema.json",
+        "rollout-frozen.schema.json",
+        "wave-frozen.schema.json",
+        "rollouts-frozen.schema.json",
+        "rollouts-unfrozen.schema.json",
     ] {
         assert!(
             documented.remove(sent_by_a_function),
