@@ -1,0 +1,171 @@
+//! `freeze`, `unfreeze`, `freeze status`: the stack's freeze switch (an SSM parameter holding
+//! `canary_core::freeze::FreezeSwitch`), which every rollout and fleet of the stack reads before
+//! it moves forward (canary_aws::freeze).
+
+use aws_config::SdkConfig;
+use aws_smithy_types::date_time::{DateTime, Format};
+use canary_aws::{EventPublisher, FreezeApi, SdkEvents, SdkFreeze};
+use canary_core::freeze::{FreezeSwitch, MAX_FREEZE_REASON_BYTES};
+use serde_json::json;
+
+use crate::args::FreezeArgs;
+use crate::error::CliError;
+use crate::locate;
+use crate::printer::Printer;
+use crate::rollout_commands::who;
+
+/// The detail-types of the events the switch's turns are named in.
+pub const FROZEN: &str = "Rollouts Frozen";
+pub const UNFROZEN: &str = "Rollouts Unfrozen";
+
+fn now() -> String {
+    DateTime::from(std::time::SystemTime::now())
+        .fmt(Format::DateTime)
+        .unwrap_or_default()
+}
+
+/// A freeze's reason as a person gives it: said, short, one line.
+pub fn checked_reason(reason: Option<&str>) -> Result<String, CliError> {
+    let reason = reason.map(str::trim).unwrap_or_default();
+    if reason.is_empty() {
+        return Err(CliError::Invalid(
+            "give --reason TEXT: every held rollout shows why it is frozen (or `freeze status`)"
+                .to_owned(),
+        ));
+    }
+    if reason.len() > MAX_FREEZE_REASON_BYTES || reason.chars().any(char::is_control) {
+        return Err(CliError::Invalid(format!(
+            "--reason must be one line of at most {MAX_FREEZE_REASON_BYTES} bytes, got {} bytes",
+            reason.len()
+        )));
+    }
+    Ok(reason.to_owned())
+}
+
+fn switch_json(parameter: &str, switch: &FreezeSwitch) -> serde_json::Value {
+    json!({
+        "parameter": parameter,
+        "frozen": switch.frozen,
+        "reason": switch.reason,
+        "since": switch.since,
+        "by": switch.by,
+    })
+}
+
+/// Turns the switch on (an empty `reason` is refused before anything is written).
+pub async fn freeze(
+    config: &SdkConfig,
+    reason: Option<&str>,
+    args: &FreezeArgs,
+    printer: &mut Printer,
+) -> Result<(), CliError> {
+    let reason = checked_reason(reason)?;
+    let parameter = locate::freeze_parameter(config, args).await?;
+    let api = SdkFreeze::new(config);
+    let before = api.switch(&parameter).await?;
+    let switch = FreezeSwitch {
+        frozen: true,
+        reason,
+        since: now(),
+        by: who(args.by.as_deref()),
+    };
+    api.set_switch(&parameter, &switch).await?;
+    let detail = json!({
+        "parameter": parameter,
+        "reason": switch.reason,
+        "since": switch.since,
+        "by": switch.by,
+    });
+    SdkEvents::new(config).put_or_log(FROZEN, &detail).await;
+    let was = if before.frozen {
+        format!(" (it was already, since {}: {})", before.since, before.reason)
+    } else {
+        String::new()
+    };
+    printer.say(
+        &format!(
+            "frozen{was}: no rollout of the stack moves to its next step or starts, no fleet starts a wave, until `cluster-canary unfreeze`.\n\
+             Checks go on: a failing one still rolls back at once, as do alarms, aborts and the safety net. A rollout held past its plan's freeze.maxFrozenSeconds rolls back (frozen too long)."
+        ),
+        switch_json(&parameter, &switch),
+    );
+    Ok(())
+}
+
+/// Turns the switch off; says so when it was not on.
+pub async fn unfreeze(
+    config: &SdkConfig,
+    args: &FreezeArgs,
+    printer: &mut Printer,
+) -> Result<(), CliError> {
+    let parameter = locate::freeze_parameter(config, args).await?;
+    let api = SdkFreeze::new(config);
+    let before = api.switch(&parameter).await?;
+    if !before.frozen {
+        printer.say(
+            "not frozen: the switch is off (a Change Calendar may still hold rollouts: `cluster-canary watch` says which)",
+            switch_json(&parameter, &before),
+        );
+        return Ok(());
+    }
+    let switch = FreezeSwitch {
+        frozen: false,
+        reason: before.reason.clone(),
+        since: now(),
+        by: who(args.by.as_deref()),
+    };
+    api.set_switch(&parameter, &switch).await?;
+    let detail = json!({
+        "parameter": parameter,
+        "reason": before.reason,
+        "since": switch.since,
+        "by": switch.by,
+    });
+    SdkEvents::new(config).put_or_log(UNFROZEN, &detail).await;
+    printer.say(
+        &format!(
+            "unfrozen (it was frozen since {} by {}: {}): held rollouts and fleets go on at their next look",
+            before.since, before.by, before.reason
+        ),
+        switch_json(&parameter, &switch),
+    );
+    Ok(())
+}
+
+/// Whether the switch is on; `Ok(true)` (exit 0) either way.
+pub async fn status(
+    config: &SdkConfig,
+    args: &FreezeArgs,
+    printer: &mut Printer,
+) -> Result<(), CliError> {
+    let parameter = locate::freeze_parameter(config, args).await?;
+    let switch = SdkFreeze::new(config).switch(&parameter).await?;
+    let text = if switch.frozen {
+        format!(
+            "frozen since {} by {}: {}",
+            switch.since, switch.by, switch.reason
+        )
+    } else if switch.since.is_empty() {
+        "not frozen".to_owned()
+    } else {
+        format!("not frozen (unfrozen {} by {})", switch.since, switch.by)
+    };
+    printer.say(&text, switch_json(&parameter, &switch));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reason_is_required_short_and_one_line() {
+        assert_eq!(checked_reason(Some("  incident 4711 ")).unwrap(), "incident 4711");
+        for bad in [None, Some(""), Some("   "), Some("two\nlines")] {
+            assert!(checked_reason(bad).is_err(), "{bad:?}");
+        }
+        let long = "x".repeat(MAX_FREEZE_REASON_BYTES + 1);
+        let refused = checked_reason(Some(&long)).unwrap_err().to_string();
+        assert!(refused.contains("at most 256 bytes"), "{refused}");
+    }
+}
