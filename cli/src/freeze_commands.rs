@@ -78,7 +78,10 @@ pub async fn freeze(
     });
     SdkEvents::new(config).put_or_log(FROZEN, &detail).await;
     let was = if before.frozen {
-        format!(" (it was already, since {}: {})", before.since, before.reason)
+        format!(
+            " (it was already, since {}: {})",
+            before.since, before.reason
+        )
     } else {
         String::new()
     };
@@ -160,7 +163,10 @@ mod tests {
 
     #[test]
     fn a_reason_is_required_short_and_one_line() {
-        assert_eq!(checked_reason(Some("  incident 4711 ")).unwrap(), "incident 4711");
+        assert_eq!(
+            checked_reason(Some("  incident 4711 ")).unwrap(),
+            "incident 4711"
+        );
         for bad in [None, Some(""), Some("   "), Some("two\nlines")] {
             assert!(checked_reason(bad).is_err(), "{bad:?}");
         }

@@ -202,7 +202,9 @@ pub fn frozen(events: &[HistoryEvent]) -> Option<String> {
                 )
             }))
         }
-        EventKind::StateExited { name, output } if name == "Evaluate" || name == "WatchEvaluate" => {
+        EventKind::StateExited { name, output }
+            if name == "Evaluate" || name == "WatchEvaluate" =>
+        {
             let state = serde_json::from_str::<Value>(output.as_deref()?).ok()?;
             let bake = &state["bake"];
             let since = bake["frozenSince"].as_u64().unwrap_or(0);

@@ -64,11 +64,12 @@ impl FreezeApi for SdkFreeze {
             Some(ssm::types::CalendarState::Open) => CalendarState::Open,
             Some(ssm::types::CalendarState::Closed) => CalendarState::Closed,
             other => {
+                let message = format!("calendar {calendar}: no OPEN or CLOSED state ({other:?})");
                 return Err(AwsError::new(
                     AwsErrorKind::Rejected,
                     "GetCalendarState",
-                    format!("calendar {calendar}: no OPEN or CLOSED state in the answer ({other:?})"),
-                ))
+                    message,
+                ));
             }
         };
         Ok(CalendarReading {
@@ -85,23 +86,21 @@ impl FreezeApi for SdkFreeze {
             .send()
             .await
             .map_err(|e| AwsError::from_sdk("GetParameter", e))?;
-        let value = out
-            .parameter()
-            .and_then(|p| p.value())
-            .unwrap_or_default();
+        let value = out.parameter().and_then(|p| p.value()).unwrap_or_default();
         serde_json::from_str(value).map_err(|e| {
             AwsError::new(
                 AwsErrorKind::Rejected,
                 "GetParameter",
-                format!("parameter {parameter} does not hold a freeze switch (JSON with `frozen`): {e}"),
+                format!(
+                    "parameter {parameter} does not hold a freeze switch (JSON with `frozen`): {e}"
+                ),
             )
         })
     }
 
     async fn set_switch(&self, parameter: &str, switch: &FreezeSwitch) -> Result<(), AwsError> {
-        let value = serde_json::to_string(switch).map_err(|e| {
-            AwsError::new(AwsErrorKind::Rejected, "PutParameter", e.to_string())
-        })?;
+        let value = serde_json::to_string(switch)
+            .map_err(|e| AwsError::new(AwsErrorKind::Rejected, "PutParameter", e.to_string()))?;
         self.client
             .put_parameter()
             .name(parameter)

@@ -183,23 +183,41 @@ mod tests {
         };
         let passing = crate::analysis::decide(None, &[], progress);
         let reading = frozen("calendar holiday-freeze is CLOSED");
-        let held = passing.clone().with_freeze(progress, hold(&reading, 0, 1_000, 60));
-        assert_eq!((held.check, held.frozen_since, held.rollback), (4, 1_000, false));
-        assert!(held.summary.contains("frozen: the rollout holds"), "{}", held.summary);
+        let held = passing
+            .clone()
+            .with_freeze(progress, hold(&reading, 0, 1_000, 60));
+        assert_eq!(
+            (held.check, held.frozen_since, held.rollback),
+            (4, 1_000, false)
+        );
+        assert!(
+            held.summary.contains("frozen: the rollout holds"),
+            "{}",
+            held.summary
+        );
         let released = passing.clone().with_freeze(progress, FreezeHold::Go);
         assert_eq!((released.check, released.frozen_since), (5, 0));
         let too_long = passing.with_freeze(progress, hold(&reading, 1, 1_000, 60));
         assert!(too_long.rollback);
-        assert!(too_long.summary.contains("frozen too long"), "{}", too_long.summary);
+        assert!(
+            too_long.summary.contains("frozen too long"),
+            "{}",
+            too_long.summary
+        );
         let mut failing = crate::analysis::decide(None, &[], progress);
         failing.rollback = true;
-        let kept = failing.clone().with_freeze(progress, hold(&reading, 0, 1_000, 60));
+        let kept = failing
+            .clone()
+            .with_freeze(progress, hold(&reading, 0, 1_000, 60));
         assert_eq!(kept, failing);
     }
 
     #[test]
     fn a_hold_starts_goes_on_and_ends_too_long() {
-        assert_eq!(hold(&FreezeReading::default(), 100, 200, 60), FreezeHold::Go);
+        assert_eq!(
+            hold(&FreezeReading::default(), 100, 200, 60),
+            FreezeHold::Go
+        );
         let reading = frozen("calendar holiday-freeze is CLOSED");
         assert!(matches!(
             hold(&reading, 0, 1_000, 60),

@@ -28,13 +28,13 @@ use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use canary_aws::{
-    AlarmWatchStore, EventPublisher, ExecutionsApi, FunctionInvoker, SdkAlarmWatches, SdkConfig,
-    Freezes, SdkEvents, SdkExecutions, SdkFreeze, SdkFunctions, StackFreeze, TaskFailer,
+    AlarmWatchStore, EventPublisher, ExecutionsApi, Freezes, FunctionInvoker, SdkAlarmWatches,
+    SdkConfig, SdkEvents, SdkExecutions, SdkFreeze, SdkFunctions, StackFreeze, TaskFailer,
 };
-use canary_core::freeze::{hold, FreezeGate};
 use canary_core::alarm_watch::{AlarmStateChange, WatchDuring, WatchedStep};
 use canary_core::analysis::{BakeProgress, Decision};
 use canary_core::approval::Rejection;
+use canary_core::freeze::{hold, FreezeGate};
 use canary_core::hooks::HookPoint;
 use canary_core::input::parse_input;
 use canary_core::{RolloutPlan, TargetWeights};
@@ -267,7 +267,14 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
                 if decision.frozen_since > 0 {
                     canary_rollout::metrics::frozen_check(&valid.plan);
                     if progress.frozen_since == 0 {
-                        say_frozen(apis, &valid.plan, execution_arn.as_deref(), Some(progress.step), &decision.summary).await;
+                        say_frozen(
+                            apis,
+                            &valid.plan,
+                            execution_arn.as_deref(),
+                            Some(progress.step),
+                            &decision.summary,
+                        )
+                        .await;
                     }
                 }
             }

@@ -35,9 +35,9 @@ use canary_aws::{
     load_fleet_plan, utc_time, AlarmState, AwsError, EventPublisher, FleetPlanError,
     FleetPlanStore, FreezeApi, Freezes, Listed, StackFreeze, WentToAlarm,
 };
-use canary_core::freeze::{hold, FreezeGate, FreezeSection};
 pub use canary_core::fleet::{child_name, child_suffix};
 use canary_core::fleet::{OnHalt, StoredPlan, ValidFleet};
+use canary_core::freeze::{hold, FreezeGate, FreezeSection};
 use canary_core::input::parse_input;
 use canary_core::limits::{truncate, MAX_ERROR_MESSAGE_BYTES};
 use canary_core::{ErrorName, NamedError};
@@ -460,7 +460,10 @@ async fn wave_freeze(
         apis.put_or_log(WAVE_FROZEN, &detail).await;
     }
     let tally = if gate.too_long {
-        tally.halted_before_wave(fleet, &format!("wave {wave} did not start: {}", gate.reason))
+        tally.halted_before_wave(
+            fleet,
+            &format!("wave {wave} did not start: {}", gate.reason),
+        )
     } else {
         tally
     };

@@ -1,8 +1,8 @@
 use std::sync::Mutex;
 
 use canary_aws::{AlarmStateValue, AwsErrorKind, CalendarReading};
-use canary_core::freeze::FreezeSwitch;
 use canary_core::fleet::{FleetPlan, MAX_TALLY_BYTES};
+use canary_core::freeze::FreezeSwitch;
 use serde_json::json;
 
 use super::*;
@@ -814,11 +814,12 @@ async fn a_freeze_holds_the_next_wave_and_halts_the_fleet_past_its_bound() {
     let world = World::default();
     let fleet = example();
     let tally = Tally::start(&canary_core::fleet::FleetPlan::parse(fleet.clone()).expect("valid"));
-    let ask = |since: u64| {
-        json!({"op": "freeze", "fleet": fleet, "tally": tally, "wave": 1, "since": since, "fleetExecution": FLEET_RUN})
-    };
+    let ask = |since: u64| json!({"op": "freeze", "fleet": fleet, "tally": tally, "wave": 1, "since": since, "fleetExecution": FLEET_RUN});
     let open = handle(&world, &config(), ask(0)).await.expect("answered");
-    assert_eq!((open["frozen"].clone(), open["tally"]["halt"].clone()), (json!(false), json!(false)));
+    assert_eq!(
+        (open["frozen"].clone(), open["tally"]["halt"].clone()),
+        (json!(false), json!(false))
+    );
     assert!(world.events.lock().unwrap().is_empty());
 
     world
@@ -836,7 +837,10 @@ async fn a_freeze_holds_the_next_wave_and_halts_the_fleet_past_its_bound() {
     let held = handle(&world, &config(), ask(0)).await.expect("answered");
     assert_eq!(held["frozen"], json!(true));
     assert_eq!(held["tooLong"], json!(false));
-    assert!(held["reason"].as_str().unwrap().contains("incident 4711"), "{held}");
+    assert!(
+        held["reason"].as_str().unwrap().contains("incident 4711"),
+        "{held}"
+    );
     assert!(held["intervalSeconds"].as_u64().unwrap() >= 60);
     let events = world.events.lock().unwrap().clone();
     assert_eq!(events.len(), 1);
@@ -848,6 +852,9 @@ async fn a_freeze_holds_the_next_wave_and_halts_the_fleet_past_its_bound() {
     assert_eq!(too_long["tooLong"], json!(true));
     assert_eq!(too_long["tally"]["halt"], json!(true));
     let message = too_long["tally"]["message"].as_str().unwrap();
-    assert!(message.contains("wave 1 did not start: frozen too long"), "{message}");
+    assert!(
+        message.contains("wave 1 did not start: frozen too long"),
+        "{message}"
+    );
     assert_eq!(world.events.lock().unwrap().len(), 1, "no second event");
 }
