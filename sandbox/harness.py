@@ -203,6 +203,7 @@ class Sandbox:
         self.state_machine = self.stack.outputs["RolloutStateMachineArn"]
         self.fleet_state_machine = self.stack.outputs["FleetStateMachineArn"]
         self.fleet_plan_bucket = self.stack.outputs["FleetPlanBucketName"]
+        self.freeze_parameter = self.stack.outputs["FreezeParameterName"]
         self.alarm_watch_table = self.stack.resources["AlarmWatchTable"]
         # The functions as Lambda runs them; Datadog's API is the test double (the functions'
         # DATADOG_API_URL, a sandbox-only addition like AWS_ENDPOINT_URL).
@@ -267,6 +268,7 @@ class Sandbox:
             "CLUSTER_CANARY_STATE_MACHINE": self.state_machine,
             "CLUSTER_CANARY_FLEET_STATE_MACHINE": self.fleet_state_machine,
             "CLUSTER_CANARY_FLEET_PLAN_BUCKET": self.fleet_plan_bucket,
+            "CLUSTER_CANARY_FREEZE_PARAMETER": self.freeze_parameter,
             # `plan check` runs a plan's Datadog queries as the function would.
             "DATADOG_SECRET_ARN": self.datadog_secret,
             "DATADOG_API_URL": self.datadog_url,

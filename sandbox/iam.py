@@ -62,7 +62,10 @@ DEFAULTS = {("events", "EventBusName"): "default"}
 DERIVED = {("sqs", "QueueUrl"): ("QueueName", lambda url: url.rstrip("/").rsplit("/", 1)[-1]),
            # S3's object ARN format says `${BucketName}/${ObjectName}`; its requests, Bucket and Key.
            ("s3", "Bucket"): ("BucketName", lambda bucket: bucket),
-           ("s3", "Key"): ("ObjectName", lambda key: key)}
+           ("s3", "Key"): ("ObjectName", lambda key: key),
+           # An SSM parameter's ARN holds its name without the leading slash
+           # (`arn:aws:ssm:<region>:<account>:parameter/cluster-canary/<stack>/freeze`).
+           ("ssm", "Name"): ("ParameterNameWithoutLeadingSlash", lambda name: name.lstrip("/"))}
 # What stands for a part of an ARN the request cannot tell. No literal character in a
 # policy's resource matches it; `*` and `?` do.
 UNKNOWN = "\x00"

@@ -231,7 +231,7 @@ def state_sizes(event):
 def describe_event(detail_type, detail):
     """A few words about one of cluster-canary's EventBridge events, as a subscriber received it."""
     line = detail_type
-    if "step" in detail:
+    if detail.get("step"):
         line += f" {detail['step']['weight']}%"
     if "error" in detail:
         line += f": {detail['error']}" + (f" ({detail['end']})" if "end" in detail else "")

@@ -162,6 +162,8 @@ pub struct Tracker {
     last_task_failure: Option<(String, Value)>,
     watch_failure: Option<(String, Value)>,
     watch_unavailable_said: bool,
+    /// Since when the gate's hold was said (a hold is said once, not at every look).
+    gate_hold_said: Option<u64>,
 }
 
 /// What a rollout is doing while it is in the state `name`, for the states that begin a phase.
@@ -229,6 +231,7 @@ impl Tracker {
             last_task_failure: None,
             watch_failure: None,
             watch_unavailable_said: false,
+            gate_hold_said: None,
         }
     }
 
@@ -493,12 +496,13 @@ impl Tracker {
                     frozen,
                 })
             }
-            "FreezeGate" if state["freeze"]["frozen"] == true => Some(Update::Frozen {
-                reason: crate::history::held_since(
-                    state["freeze"]["since"].as_u64().unwrap_or(0),
-                    &text(&state["freeze"]["reason"]),
-                ),
-            }),
+            "FreezeGate" if state["freeze"]["frozen"] == true => {
+                let since = state["freeze"]["since"].as_u64().unwrap_or(0);
+                let said = self.gate_hold_said.replace(since) == Some(since);
+                (!said || state["freeze"]["tooLong"] == true).then(|| Update::Frozen {
+                    reason: crate::history::held_since(since, &text(&state["freeze"]["reason"])),
+                })
+            }
             "VerifyPromotion" => Some(Update::Promoted),
             "Restore" | "RestoreRetried" => Some(Update::Restored {
                 weights: weights(&state["restored"]["weights"]),

@@ -72,7 +72,7 @@ pub enum FreezeHold {
     /// Frozen: stay where it is; `since` (epoch seconds) is when this hold began.
     Hold { since: u64, reason: String },
     /// Held longer than the bound: roll back (or end before traffic).
-    TooLong { reason: String },
+    TooLong { since: u64, reason: String },
 }
 
 /// The hold of a rollout that `reading` finds frozen (or not), held since `since` (0: not held
@@ -85,6 +85,7 @@ pub fn hold(reading: &FreezeReading, since: u64, now: u64, bound: u32) -> Freeze
     let held = now.saturating_sub(since);
     if held > u64::from(bound) {
         FreezeHold::TooLong {
+            since,
             reason: format!(
                 "frozen too long: held {held} s by a change freeze ({}), over the plan's bound of {bound} s (freeze.maxFrozenSeconds)",
                 reading.summary()
@@ -121,7 +122,7 @@ impl Decision {
                 self.ask = false;
                 self.reasons.push(reason);
             }
-            FreezeHold::TooLong { reason } => {
+            FreezeHold::TooLong { reason, .. } => {
                 self.rollback = true;
                 self.ask = false;
                 self.reasons.push(reason);
@@ -152,7 +153,7 @@ impl FreezeGate {
         let (frozen, too_long, since, reason) = match hold {
             FreezeHold::Go => (false, false, 0, "no change freeze".to_owned()),
             FreezeHold::Hold { since, reason } => (true, false, since, reason),
-            FreezeHold::TooLong { reason } => (true, true, 0, reason),
+            FreezeHold::TooLong { since, reason } => (true, true, since, reason),
         };
         FreezeGate {
             frozen,
@@ -227,7 +228,7 @@ mod tests {
             hold(&reading, 1_000, 1_060, 60),
             FreezeHold::Hold { since: 1_000, .. }
         ));
-        let FreezeHold::TooLong { reason } = hold(&reading, 1_000, 1_061, 60) else {
+        let FreezeHold::TooLong { reason, .. } = hold(&reading, 1_000, 1_061, 60) else {
             panic!("past the bound")
         };
         assert!(reason.contains("frozen too long: held 61 s"), "{reason}");

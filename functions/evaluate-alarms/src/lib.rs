@@ -44,7 +44,7 @@ use canary_rollout::traffic::Reads;
 use canary_rollout::{alarm_watch, hooks, set};
 use schemars::{schema_for, JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{json, Value};
 use tracing::info;
 
 pub use canary_rollout::analysis::{evaluate, validate, AnalysisError, ValidateOutput};
@@ -52,6 +52,7 @@ pub use canary_rollout::analysis::{evaluate, validate, AnalysisError, ValidateOu
 #[derive(Debug, Deserialize)]
 #[serde(tag = "operation", rename_all = "camelCase", deny_unknown_fields)]
 pub enum Request {
+    #[serde(rename_all = "camelCase")]
     Evaluate {
         plan: Value,
         #[serde(default)]
@@ -267,14 +268,11 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
                 if decision.frozen_since > 0 {
                     canary_rollout::metrics::frozen_check(&valid.plan);
                     if progress.frozen_since == 0 {
-                        say_frozen(
-                            apis,
-                            &valid.plan,
-                            execution_arn.as_deref(),
-                            Some(progress.step),
-                            &decision.summary,
-                        )
-                        .await;
+                        let step = valid.steps.get(progress.step.saturating_sub(1) as usize).map(
+                            |s| json!({"number": progress.step, "count": valid.steps.len(), "weight": s.weight}),
+                        );
+                        let execution = execution_arn.as_deref();
+                        say_frozen(apis, &valid.plan, execution, step, &decision.summary).await;
                     }
                 }
             }
@@ -394,15 +392,15 @@ fn serialized(output: serde_json::Result<Value>) -> Result<Value, AnalysisError>
 pub const FROZEN: &str = "Rollout Frozen";
 
 /// Puts `Rollout Frozen` when a freeze begins to hold a rollout: before its first step
-/// (`step` None) or at the end of a step's bake.
+/// (`step` None) or at the end of a step's bake (`{number, count, weight}`).
 async fn say_frozen(
     apis: &Apis<'_>,
     plan: &RolloutPlan,
     execution_arn: Option<&str>,
-    step: Option<u32>,
+    step: Option<Value>,
     reason: &str,
 ) {
-    let detail = serde_json::json!({
+    let detail = json!({
         "executionArn": execution_arn,
         "cluster": plan.cluster,
         "step": step,

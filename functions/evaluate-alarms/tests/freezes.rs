@@ -99,7 +99,8 @@ impl Env {
                               "steps": 2, "frozenSince": frozen_since});
         handle(
             &self.clients.apis(),
-            json!({"operation": "evaluate", "plan": self.plan(freeze), "progress": progress}),
+            json!({"operation": "evaluate", "plan": self.plan(freeze), "progress": progress,
+                   "executionArn": "arn:aws:states:us-east-1:123456789012:execution:cc-rollout:green"}),
         )
         .await
         .expect("evaluated")

@@ -411,7 +411,8 @@ pub struct WaveFreeze {
 
 /// Whether a change freeze holds wave `wave`: the stack's freezes and the calendars of the
 /// wave's cells' plans. The bound is the longest of the cells' plans' (`freeze.maxFrozenSeconds`),
-/// looked at no more than 100 times (every minute at least).
+/// looked at no more than 100 times in it (nor more often than the cells check), so a long
+/// freeze adds at most 100 looks to the fleet's history per wave.
 async fn wave_freeze(
     apis: &dyn FleetApis,
     config: &FleetConfig,
@@ -447,8 +448,13 @@ async fn wave_freeze(
         .map(|p| p.frozen_bound_seconds())
         .max()
         .unwrap_or(canary_core::freeze::DEFAULT_MAX_FROZEN_SECONDS);
+    let interval = plans
+        .iter()
+        .map(|p| p.plan.gate_interval_seconds())
+        .min()
+        .unwrap_or(60);
     let held = hold(&reading, since, now() as u64, bound);
-    let gate = FreezeGate::of(held, (bound / 100).max(60));
+    let gate = FreezeGate::of(held, (bound / 100).max(interval));
     if gate.frozen && since == 0 && !gate.too_long {
         let detail = json!({
             "fleetExecutionArn": fleet_execution,

@@ -841,7 +841,11 @@ async fn a_freeze_holds_the_next_wave_and_halts_the_fleet_past_its_bound() {
         held["reason"].as_str().unwrap().contains("incident 4711"),
         "{held}"
     );
-    assert!(held["intervalSeconds"].as_u64().unwrap() >= 60);
+    assert_eq!(
+        held["intervalSeconds"],
+        json!(36),
+        "an hour's bound in 100 looks"
+    );
     let events = world.events.lock().unwrap().clone();
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].0, WAVE_FROZEN);
