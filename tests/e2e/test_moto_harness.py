@@ -324,3 +324,67 @@ def test_the_payload_limit_is_262144_bytes_of_compact_utf8(moto_endpoint):
     grown = sfn.start_execution(stateMachineArn=grows, name="grown", input=of_size(262_144))["executionArn"]
     assert (ended(sfn, grown)["status"], ended(sfn, grown)["error"]) == ("FAILED", "States.DataLimitExceeded")
     assert "Messages" not in sqs.receive_message(QueueUrl=queue), "the task never ran"
+
+
+# A Change Calendar as AWS's documentation shows one (`aws ssm create-document --document-type
+# ChangeCalendar --document-format TEXT`): the console's header, a to-do, and an event in the
+# calendar's own time zone.
+HOLIDAY_FREEZE = """BEGIN:VCALENDAR
+PRODID:-//AWS//Change Calendar 1.0//EN
+VERSION:2.0
+X-CALENDAR-TYPE:DEFAULT_OPEN
+X-WR-CALDESC:holiday freeze
+X-CALENDAR-CMEVENTS:DISABLED
+X-WR-TIMEZONE:America/Los_Angeles
+BEGIN:VTODO
+DTSTAMP:20200320T004207Z
+UID:3b5af39a-d0b3-4049-a839-d7bb8af01f92
+SUMMARY:Add events to this calendar.
+END:VTODO
+BEGIN:VEVENT
+DTSTAMP:20261120T182543Z
+UID:7e3d8c4a-1b2f-4c5d-9e6f-0a1b2c3d4e5f
+DTSTART;TZID=America/Los_Angeles:20261224T000000
+DTEND;TZID=America/Los_Angeles:20261227T000000
+SUMMARY:Holiday freeze
+END:VEVENT
+END:VCALENDAR
+"""
+
+
+def test_change_calendars_are_evaluated_as_ssm_does(moto_endpoint):
+    ssm = boto3.client("ssm", endpoint_url=moto_endpoint, **CREDENTIALS)
+    ssm.create_document(Name="holiday-freeze", Content=HOLIDAY_FREEZE, DocumentType="ChangeCalendar",
+                        DocumentFormat="TEXT")
+    # The same event in a DEFAULT_CLOSED calendar is a change window: open only during it.
+    ssm.create_document(Name="change-window", DocumentType="ChangeCalendar", DocumentFormat="TEXT",
+                        Content=HOLIDAY_FREEZE.replace("DEFAULT_OPEN", "DEFAULT_CLOSED"))
+
+    def state(names, at):
+        answer = ssm.get_calendar_state(CalendarNames=names, AtTime=at)
+        return answer["State"], answer.get("NextTransitionTime")
+
+    # 24 Dec 00:00 in Los Angeles is 08:00 UTC.
+    assert state(["holiday-freeze"], "2026-12-24T07:59:00Z") == ("OPEN", "2026-12-24T08:00:00Z")
+    assert state(["holiday-freeze"], "2026-12-24T08:00:00Z") == ("CLOSED", "2026-12-27T08:00:00Z")
+    assert state(["holiday-freeze"], "2026-12-27T08:00:00Z") == ("OPEN", None)
+    assert state(["change-window"], "2026-12-25T12:00:00Z")[0] == "OPEN"
+    assert state(["change-window"], "2026-12-28T12:00:00Z")[0] == "CLOSED"
+    # Several calendars: CLOSED when any is; by ARN as by name.
+    arn = "arn:aws:ssm:us-east-1:123456789012:document/holiday-freeze"
+    assert state([arn, "change-window"], "2026-12-25T12:00:00Z")[0] == "CLOSED"
+    assert state([arn, "change-window"], "2026-12-20T12:00:00Z")[0] == "CLOSED"
+
+    with pytest.raises(ClientError) as missing:
+        ssm.get_calendar_state(CalendarNames=["no-such-calendar"])
+    assert missing.value.response["Error"]["Code"] == "InvalidDocument"
+    ssm.create_document(Name="not-a-calendar", DocumentType="Command", DocumentFormat="JSON", Content=json.dumps(
+        {"schemaVersion": "2.2", "mainSteps": [{"action": "aws:runShellScript", "name": "x",
+                                                 "inputs": {"runCommand": ["true"]}}]}))
+    with pytest.raises(ClientError) as other_type:
+        ssm.get_calendar_state(CalendarNames=["not-a-calendar"])
+    assert other_type.value.response["Error"]["Code"] == "InvalidDocumentType"
+    with pytest.raises(ClientError) as not_ical:
+        ssm.create_document(Name="broken", Content="no calendar here", DocumentType="ChangeCalendar",
+                            DocumentFormat="TEXT")
+    assert not_ical.value.response["Error"]["Code"] == "InvalidDocumentContent"
