@@ -369,4 +369,39 @@ mod tests {
         );
         assert_eq!(baseline(&[]), None);
     }
+
+    fn exited(name: &str, output: serde_json::Value) -> HistoryEvent {
+        at(EventKind::StateExited {
+            name: name.to_owned(),
+            output: Some(output.to_string()),
+        })
+    }
+
+    #[test]
+    fn a_freeze_is_read_from_the_last_gate_look_or_check() {
+        let gate = |frozen: bool| {
+            exited(
+                "FreezeGate",
+                serde_json::json!({"freeze": {"frozen": frozen, "since": 1_795_766_400, "reason": "frozen: switch on"}}),
+            )
+        };
+        assert_eq!(
+            frozen(&[gate(true)]).as_deref(),
+            Some("since 2026-11-27T08:00:00Z: frozen: switch on")
+        );
+        assert_eq!(frozen(&[gate(true), gate(false)]), None, "lifted");
+        let check = |since: u64| {
+            exited(
+                "Evaluate",
+                serde_json::json!({"bake": {"frozenSince": since,
+                    "summary": "alarm a is OK; frozen: the rollout holds where it is (Change Calendar c is CLOSED)"}}),
+            )
+        };
+        let held = frozen(&[gate(false), check(1_795_766_400)]).expect("held");
+        assert!(
+            held.ends_with(": frozen: the rollout holds where it is (Change Calendar c is CLOSED)"),
+            "{held}"
+        );
+        assert_eq!(frozen(&[check(1_795_766_400), check(0)]), None);
+    }
 }
