@@ -57,6 +57,8 @@ story and its promises). The happenings:
   other-rollout      a rollout of another target (a listener of its own, a cluster of its own)
                      is started
   operator-restore   the operator runs `cluster-canary restore --yes` (refused while it runs)
+  freeze             the operator turns the stack's freeze switch on (`cluster-canary freeze`;
+                     `unfreeze`: off again), the plan bounding one hold to a minute
 
 After the run (and the safety net's answer, when the rule matched the end), `violations(...)`
 checks what moto, the Kubernetes test server and the event queue hold:
@@ -88,6 +90,9 @@ checks what moto, the Kubernetes test server and the event queue hold:
     write of one lands on the other's target, one's rollback never moves the other's); an
     operator's restore while it runs is refused; after the end it puts the
     baseline back, or (a promoted rollout) is refused and changes nothing;
+  - no step is set, nor the first, by a decision (the bake's last check, the gate before the
+    first step) made while the stack's freeze switch was on (a step a person approved
+    excepted); a rollout held past the plan's bound ends, at the baseline;
   - every state stays under the written budget, every event is valid against its schema, and
     no token or key of the sandbox appears in a log, an event or an execution's history.
 
@@ -158,7 +163,10 @@ FEATURES = {
     "execution-timeout": 0.1,  # the rollout state machine deployed with a short TimeoutSeconds
     "iam-reads": 0.1,  # evaluate-alarms' role denied the CloudWatch reads its checks make
     "alb-judge": 0.15,  # of the plans with a listener: the built-in ALB checks, fed every second
+    "freeze": 0.15,  # the stack's freeze switch turned on at a point (and off at another, or never)
 }
+# A freeze holds one rollout at most this long in the histories (freeze.maxFrozenSeconds).
+FROZEN_BOUND = 60
 TARGETS = ("ready", "late", "never")  # when the canary target group gets its (healthy) target
 TARGET_HEALTH_TIMEOUT = 8
 METRIC_HAPPENINGS = ("metric-breach", "metric-fine")
@@ -243,6 +251,7 @@ class History:
     short_timeout: bool = False  # shift-weights runs SHORT_TIMEOUT seconds at most
     execution_timeout: int = None  # the rollout state machine's TimeoutSeconds, when cut short
     alb_judge: bool = False  # the built-in ALB checks beside the alarm
+    freeze: bool = False  # the stack's freeze switch is turned at points of the run
 
     def __str__(self):
         if self.fleet:
@@ -260,6 +269,7 @@ class History:
             f", shift-weights' Timeout {SHORT_TIMEOUT} s" if self.short_timeout else "",
             f", executions time out after {self.execution_timeout} s" if self.execution_timeout else "",
             ", the ALB judge" if self.alb_judge else "",
+            f", freezes bounded to {FROZEN_BOUND} s" if self.freeze else "",
         ])
         return (f"seed {self.seed}: {self.kind}, steps {self.steps}{approval}{extra}; "
                 + ("; ".join(map(str, self.happenings)) or "nothing happens") + after)
@@ -366,6 +376,11 @@ def draw_later_features(history, points):
         history.short_timeout = True
         for _ in range(r.randint(1, 2)):
             happenings.append(Happening("write-past-timeout", *r.choice(points)))
+    if r := drawn("freeze"):
+        history.freeze = True
+        happenings.append(Happening("freeze", *r.choice(points)))
+        if r.random() < 0.7:
+            happenings.append(Happening("unfreeze", *r.choice(points)))
     if r := drawn("iam", history.kind in DIRECT):
         happenings.append(Happening("iam-refusal", *r.choice(points)))
         if r.random() < 0.5:
@@ -445,6 +460,8 @@ def shaped(history, plan, prometheus_url=None):
     if history.alb_judge:
         plan["analysis"]["alb"] = {"maxErrorRatePercent": ALB_MAX_ERROR_PERCENT, "minRequests": 10, "periodSeconds": 1,
                                    "lookbackSeconds": ALB_LOOKBACK, "latencyStatistic": "Maximum"}
+    if history.freeze:
+        plan["freeze"] = {"maxFrozenSeconds": FROZEN_BOUND}
     return plan
 
 
@@ -769,6 +786,14 @@ def run_on(history, sandbox, controllers, provider, out):
             record.denied_at = index
         elif action == "iam-restored" and record.denied_at is not None and record.denied_until is None:
             give_the_grant_back()
+        elif action in ("freeze", "unfreeze"):
+            # On from when the write is done; off from before it is asked (a decision between
+            # the two may have read either): the checker never blames a read it cannot date.
+            asked = time.time()
+            turned = sandbox.cli(*(("freeze", "--reason", "history: an incident") if action == "freeze" else ("unfreeze",)))
+            out(turned.stdout + turned.stderr)
+            on = action == "freeze"
+            record.conditions.append((index, "freeze", "on" if on else None, time.time() if on else asked))
         elif action == "iam-reads-refused":
             iam.put_role_policy(RoleName=evaluate_alarms_role, PolicyName=DENY_READS_POLICY,
                                 PolicyDocument=json.dumps(DENY_READS))
@@ -1017,6 +1042,7 @@ def violations(history, record):
                      f"began, past the {UNJUDGED_BOUND_SECONDS} s bound")
     if history.hooks:
         found += hook_promises(history, record)
+    found += moved_while_frozen(record)
     if record.second is not None and record.second_overlapped:
         # Refused at Prepare: as ConcurrentRollout, or for a target the first left with no
         # stable weight (TargetMisconfigured, checked first); or before it, its plan refused
@@ -1098,6 +1124,36 @@ def failing_since(record):
 def restored_at(record):
     restored = [e["timestamp"].timestamp() for e in record.history_events if restored_by(e)]
     return restored[0] if restored else None
+
+
+def moved_while_frozen(record):
+    """Steps set by a decision made while the freeze switch was on: the bake's last check (the
+    last `Evaluate` before the step's `SetWeights`) or the gate before the first step, entered
+    after the switch was turned on and before it was turned off. A step a person approved is
+    theirs (docs/operations.md, Change freezes)."""
+    turns = sorted((at, state == "on") for _, what, state, at in record.conditions if what == "freeze")
+    if not turns:
+        return []
+
+    def frozen_at(moment):
+        on = False
+        for at, turned_on in turns:
+            if at <= moment:
+                on = turned_on
+        return on
+
+    found, decision = [], None
+    for event in record.history_events:
+        entered = event.get("stateEnteredEventDetails", {}).get("name")
+        if entered in ("FreezeGate", "Evaluate"):
+            decision = (entered, event["timestamp"].timestamp())
+        elif entered == "AwaitApproval":
+            decision = None
+        elif event.get("stateExitedEventDetails", {}).get("name") == "SetWeights" and decision:
+            if frozen_at(decision[1]):
+                found.append(f"a step was set by {decision[0]} at {decision[1]:.1f}, while the freeze switch was on")
+            decision = None
+    return found
 
 
 def alarm_to_baseline(record):
@@ -1246,7 +1302,7 @@ def features_of(history):
         ([f"target health gate ({history.targets})"] if history.targets else []) + \
         (["metric threshold"] if history.metric else []) + (["ALB judge"] if history.alb_judge else []) + \
         (["retire"] if history.retire else []) + (["shift-weights Timeout 10 s"] if history.short_timeout else []) + \
-        (["execution timeout"] if history.execution_timeout else [])
+        (["execution timeout"] if history.execution_timeout else []) + (["freezes"] if history.freeze else [])
 
 
 def judged(seed, verbose=False):

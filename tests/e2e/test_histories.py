@@ -23,10 +23,11 @@ CI_HISTORIES = {
          'after SetWeights #2; foreign-apply[6] after Restore #1; foreign-apply[91] after PrepareTraffic '
          '#1; reply-lost after PrepareTraffic #1; safety-net-lost after Restore #1; the operator restores '
          'after the end',
-    138: 'seed 138: ALB, steps [62, 100], a Datadog check; abort after RestoreUnchanged #1; '
-         'late-safety-net after Evaluate #1; foreign-write[43, 57] after SetWeights #2; provider-slow '
-         'after Restore #1; provider-recovers after Evaluate #1; provider-down after SetWeights #2; the '
-         'operator restores after the end',
+    138: 'seed 138: ALB, steps [62, 100], a Datadog check, freezes bounded to 60 s; abort after '
+         'RestoreUnchanged #1; late-safety-net after Evaluate #1; foreign-write[43, 57] after SetWeights '
+         '#2; provider-slow after Restore #1; provider-recovers after Evaluate #1; provider-down after '
+         'SetWeights #2; freeze after Evaluate #3; unfreeze after Evaluate #3; the operator restores '
+         'after the end',
     205: 'seed 205: Route 53, steps [17, 100], a metric threshold; lambda-throttle after Evaluate #1; '
          'lambda-5xx after SetWeights #2; alarm-clears after Evaluate #1; operator-restore after Evaluate '
          '#1; metric-fine after Evaluate #1; iam-reads-refused after SetWeights #2; iam-reads-restored '
@@ -49,6 +50,8 @@ CI_HISTORIES = {
           'after Evaluate #4; provider-recovers after Evaluate #6; provider-nodata after Evaluate #5; '
           'provider-breach after SetWeights #1; iam-refusal after Evaluate #5; iam-restored after '
           'PrepareTraffic #1; the operator restores after the end',
+    2993: 'seed 2993: ALB + Route 53, steps [71, 100], freezes bounded to 60 s; reply-lost after Evaluate '
+          '#4; freeze after Evaluate #1; the operator restores after the end',
     3621: "seed 3621: a fleet, 2 cells, waves [1, '100%'], budget 1, finishRunning, "
           'rollbackPromotedOnHalt; fleet-abort after c2:SetWeights #1; lambda-5xx after c2:SetWeights #2; '
           'cell-alarm-clears[c1] after c1:Evaluate #3; soak-alarm after c1:SetWeights #1',
@@ -300,6 +303,25 @@ def test_the_checker_flags_a_rollout_of_another_target_refused_or_moved_by_the_f
     assert histories.violations(history, own) == []
 
 
+def test_the_checker_flags_a_step_set_by_a_decision_made_while_frozen():
+    """The freeze switch on at 10 s, off at 20 s: a step set by a last check entered at 12 s moved
+    forward during the freeze; one entered at 25 s, or approved by a person, did not."""
+    freeze = [(0, "freeze", "on", 10.0), (0, "freeze", None, 20.0)]
+
+    def step_after(decision, at, approved=False):
+        events = [entered(decision, at)] + ([entered("AwaitApproval", at + 1)] if approved else [])
+        return events + [exited("SetWeights", {}, at + 2)]
+
+    history, moved = made_up("SUCCEEDED", PROMOTED, conditions=freeze, history=step_after("Evaluate", 12.0))
+    assert [v for v in histories.violations(history, moved) if "freeze switch" in v] == [
+        "a step was set by Evaluate at 12.0, while the freeze switch was on"]
+    for decision, at, approved in (("Evaluate", 25.0, False), ("FreezeGate", 5.0, False), ("Evaluate", 12.0, True)):
+        history, fine = made_up("SUCCEEDED", PROMOTED, conditions=freeze, history=step_after(decision, at, approved))
+        assert not [v for v in histories.violations(history, fine) if "freeze switch" in v], (decision, at)
+    history, gate = made_up("SUCCEEDED", PROMOTED, conditions=freeze, history=step_after("FreezeGate", 15.0))
+    assert any("set by FreezeGate" in v for v in histories.violations(history, gate))
+
+
 def test_a_seed_replays_the_same_story():
     for seed, story in CI_HISTORIES.items():
         assert str(histories.generate(seed)) == story
@@ -312,12 +334,13 @@ def test_the_pinned_histories_draw_every_kind_of_happening():
     every = {*histories.HAPPENINGS, *histories.ROUTE53_HAPPENINGS, *histories.PROVIDER_HAPPENINGS,
              *histories.METRIC_HAPPENINGS, *histories.ALB_HAPPENINGS, "other-rollout", "safety-net-lost",
              "safety-net-disabled", "iam-refusal", "iam-restored", "iam-reads-refused", "iam-reads-restored",
-             "targets-registered", "write-past-timeout"}
+             "targets-registered", "write-past-timeout", "freeze", "unfreeze"}
     assert every <= made, every - made
     assert {history.kind for history in rollouts} == {*histories.KINDS, histories.ROUTE53}
     assert {point for history in rollouts for point in history.hooks or {}} == set(histories.HOOK_POINTS)
     assert {history.provider for history in rollouts} == {None, "datadog", "prometheus"}
-    for feature in ("by_event", "metric", "alb_judge", "retire", "short_timeout", "execution_timeout", "targets"):
+    for feature in ("by_event", "metric", "alb_judge", "retire", "short_timeout", "execution_timeout", "targets",
+                    "freeze"):
         assert any(getattr(history, feature) for history in rollouts), feature
     assert any(history.failure_limit > 1 for history in rollouts)
     fleets = [history.fleet for history in drawn if history.fleet]
