@@ -6,6 +6,7 @@ use aws_config::SdkConfig;
 use aws_smithy_types::date_time::{DateTime, Format};
 use canary_aws::{EventPublisher, FreezeApi, SdkEvents, SdkFreeze};
 use canary_core::freeze::{FreezeSwitch, MAX_FREEZE_REASON_BYTES};
+use canary_core::limits::truncate;
 use serde_json::json;
 
 use crate::args::FreezeArgs;
@@ -62,7 +63,9 @@ pub async fn freeze(
     let reason = checked_reason(reason)?;
     let parameter = locate::freeze_parameter(config, args).await?;
     let api = SdkFreeze::new(config);
-    let before = api.switch(&parameter).await?;
+    // A switch that cannot be read (deleted, garbled) is written anew: turning it must work
+    // whatever it holds. Only a refusal to write stops the command.
+    let before = api.switch(&parameter).await.unwrap_or_default();
     let switch = FreezeSwitch {
         frozen: true,
         reason,
@@ -103,7 +106,19 @@ pub async fn unfreeze(
 ) -> Result<(), CliError> {
     let parameter = locate::freeze_parameter(config, args).await?;
     let api = SdkFreeze::new(config);
-    let before = api.switch(&parameter).await?;
+    // A switch that cannot be read counts as on for every rollout (canary_aws::freeze): writing
+    // it off is the way out, so it is written whatever it held.
+    let before = match api.switch(&parameter).await {
+        Ok(switch) => switch,
+        Err(e) => FreezeSwitch {
+            frozen: true,
+            reason: truncate(
+                &format!("the switch could not be read ({e})"),
+                MAX_FREEZE_REASON_BYTES,
+            ),
+            ..FreezeSwitch::default()
+        },
+    };
     if !before.frozen {
         printer.say(
             "not frozen: the switch is off (a Change Calendar may still hold rollouts: `cluster-canary watch` says which)",
@@ -125,11 +140,16 @@ pub async fn unfreeze(
         "by": switch.by,
     });
     SdkEvents::new(config).put_or_log(UNFROZEN, &detail).await;
-    printer.say(
-        &format!(
-            "unfrozen (it was frozen since {} by {}: {}): held rollouts and fleets go on at their next look",
+    let was = if before.since.is_empty() {
+        before.reason.clone()
+    } else {
+        format!(
+            "it was frozen since {} by {}: {}",
             before.since, before.by, before.reason
-        ),
+        )
+    };
+    printer.say(
+        &format!("unfrozen ({was}): held rollouts and fleets go on at their next look"),
         switch_json(&parameter, &switch),
     );
     Ok(())

@@ -12,6 +12,8 @@ from sandbox.harness import REPO
 from sandbox.scenarios import move_listener_by_hand, wait_for_alarm_watch  # noqa: F401 (the tests' imports)
 
 BASELINE = {"listener :80": (100, 0), "app.example.com.": (100, 0)}
+# The states up to Prepare when no change freeze holds the rollout (the gate looks once).
+TO_PREPARE = ["Admit", "Init", "StartFreezeGate", "FreezeGate", "Frozen?", "PrepareTraffic"]
 # How an execution ends FailedBeforeTraffic: the outcome, the Rollout Failed event, the end.
 # A function's error: the cause ends with the error's message, not its JSON document.
 FAILED_BEFORE_TRAFFIC = ["FailedBeforeTrafficOutcome", "OutcomeDetail?", "ReadOutcomeDetail", "OutcomeEndsWithErrorMessage",

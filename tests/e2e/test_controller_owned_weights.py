@@ -9,7 +9,7 @@ import re
 import threading
 import time
 
-from helpers import BASELINE, FAILED_BEFORE_TRAFFIC, captured, event_types, move_listener_by_hand
+from helpers import BASELINE, FAILED_BEFORE_TRAFFIC, TO_PREPARE, captured, event_types, move_listener_by_hand
 from sandbox import scenarios
 from sandbox.controllers import ExternalDns, LoadBalancerController
 from sandbox.harness import Sandbox
@@ -69,7 +69,7 @@ def test_targets_a_controller_owns_are_refused_before_anything_moves(tmp_path):
 
             report = scenarios.watch(sandbox, start_green(sandbox, create=False), out=captured)
             assert (report.status, report.error) == ("FAILED", "TrafficOwnedByController")
-            assert report.states == ["Admit", "Init", "PrepareTraffic", *FAILED_BEFORE_TRAFFIC]
+            assert report.states == [*TO_PREPARE, *FAILED_BEFORE_TRAFFIC]
             assert "managed by the AWS Load Balancer Controller" in report.cause
             assert report.weights == BASELINE, "nothing moved"
 
@@ -119,7 +119,7 @@ def test_a_rule_the_load_balancer_controller_tagged_is_refused_before_anything_m
         assert "the rule is managed by the AWS Load Balancer Controller (cluster blue, stack shop/web, resource 80:1)" in text
         report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "green-owned-rule"), out=captured)
         assert (report.status, report.error) == ("FAILED", "TrafficOwnedByController")
-        assert report.states == ["Admit", "Init", "PrepareTraffic", *FAILED_BEFORE_TRAFFIC]
+        assert report.states == [*TO_PREPARE, *FAILED_BEFORE_TRAFFIC]
         assert rule_weights() == {world.blue_tg: 100, world.green_tg: 0}, "nothing moved"
 
         # The same rule made by hand (untagged) on a listener the controller owns: the

@@ -151,6 +151,13 @@ def test_a_bad_calendar_or_reason_is_refused_and_changes_nothing():
         refused = sandbox.cli("freeze", "--reason", "")
         assert refused.returncode == 1 and "give --reason TEXT" in refused.stderr, refused.stderr
         assert sandbox.cli("freeze", "status").stdout.startswith("not frozen")
+        # A switch someone deleted counts as on for every rollout; `unfreeze` writes it again.
+        sandbox.client("ssm").delete_parameter(Name=sandbox.freeze_parameter)
+        missing = sandbox.cli("freeze", "status")
+        assert missing.returncode == 1 and "ParameterNotFound" in missing.stderr, missing.stderr
+        unfrozen = sandbox.cli("unfreeze")
+        assert unfrozen.returncode == 0 and "the switch could not be read" in unfrozen.stdout, unfrozen.stdout
+        assert sandbox.cli("freeze", "status").stdout.startswith("not frozen (unfrozen ")
 
 
 def test_the_switch_stops_a_running_fleets_next_wave_until_it_is_off():

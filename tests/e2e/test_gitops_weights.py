@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from helpers import FAILED_BEFORE_TRAFFIC, captured, event_types
+from helpers import FAILED_BEFORE_TRAFFIC, TO_PREPARE, captured, event_types
 from sandbox import scenarios
 from sandbox.gitops import (STABLE_SECRET, WEIGHT, apply_stable_weight_as, gitops_world, kube, secret,
                             write_before_next)
@@ -278,6 +278,6 @@ def test_a_stable_secret_that_is_not_the_stable_clusters_is_refused_before_anyth
                 report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, f"green-{name}"), out=captured)
                 assert (report.status, report.error) == ("FAILED", "TargetMisconfigured"), report.cause
                 assert expected in report.cause
-                assert report.states == ["Admit", "Init", "PrepareTraffic", *FAILED_BEFORE_TRAFFIC]
+                assert report.states == [*TO_PREPARE, *FAILED_BEFORE_TRAFFIC]
                 assert WEIGHT not in (secret(sandbox, name)[0].get("annotations") or {}), "nothing annotated"
             assert record_weights(sandbox) == before == (100, 0), "nothing moved"
