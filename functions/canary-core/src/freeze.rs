@@ -27,7 +27,7 @@ pub struct FreezeSwitch {
     /// When it was turned on or off, RFC 3339 UTC.
     #[serde(default)]
     pub since: String,
-    /// Who turned it (the caller's ARN).
+    /// Who turned it (`--by`, else $USER).
     #[serde(default)]
     pub by: String,
 }
