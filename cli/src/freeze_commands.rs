@@ -34,13 +34,44 @@ pub fn checked_reason(reason: Option<&str>) -> Result<String, CliError> {
                 .to_owned(),
         ));
     }
-    if reason.len() > MAX_FREEZE_REASON_BYTES || reason.chars().any(char::is_control) {
+    one_line("--reason", reason)
+}
+
+/// Who turns the switch (`--by`, else $USER), held to the same line as a reason: it is shown
+/// in every held rollout's check and put in the events.
+fn checked_by(by: Option<&str>) -> Result<String, CliError> {
+    one_line("--by", who(by).trim())
+}
+
+fn one_line(flag: &str, text: &str) -> Result<String, CliError> {
+    if text.len() > MAX_FREEZE_REASON_BYTES || text.chars().any(char::is_control) {
         return Err(CliError::Invalid(format!(
-            "--reason must be one line of at most {MAX_FREEZE_REASON_BYTES} bytes, got {} bytes",
-            reason.len()
+            "{flag} must be one line of at most {MAX_FREEZE_REASON_BYTES} bytes, got {} bytes",
+            text.len()
         )));
     }
-    Ok(reason.to_owned())
+    Ok(text.to_owned())
+}
+
+/// Writes the switch, then says so with `detail_type` (`Rollouts Frozen` / `Unfrozen`).
+async fn turn(
+    config: &SdkConfig,
+    api: &SdkFreeze,
+    parameter: &str,
+    switch: &FreezeSwitch,
+    detail_type: &str,
+) -> Result<(), CliError> {
+    api.set_switch(parameter, switch).await?;
+    let detail = json!({
+        "parameter": parameter,
+        "reason": switch.reason,
+        "since": switch.since,
+        "by": switch.by,
+    });
+    SdkEvents::new(config)
+        .put_or_log(detail_type, &detail)
+        .await;
+    Ok(())
 }
 
 fn switch_json(parameter: &str, switch: &FreezeSwitch) -> serde_json::Value {
@@ -61,6 +92,7 @@ pub async fn freeze(
     printer: &mut Printer,
 ) -> Result<(), CliError> {
     let reason = checked_reason(reason)?;
+    let by = checked_by(args.by.as_deref())?;
     let parameter = locate::freeze_parameter(config, args).await?;
     let api = SdkFreeze::new(config);
     // A switch that cannot be read (deleted, garbled) is written anew: turning it must work
@@ -70,16 +102,9 @@ pub async fn freeze(
         frozen: true,
         reason,
         since: now(),
-        by: who(args.by.as_deref()),
+        by,
     };
-    api.set_switch(&parameter, &switch).await?;
-    let detail = json!({
-        "parameter": parameter,
-        "reason": switch.reason,
-        "since": switch.since,
-        "by": switch.by,
-    });
-    SdkEvents::new(config).put_or_log(FROZEN, &detail).await;
+    turn(config, &api, &parameter, &switch, FROZEN).await?;
     let was = if before.frozen {
         format!(
             " (it was already, since {}: {})",
@@ -104,6 +129,7 @@ pub async fn unfreeze(
     args: &FreezeArgs,
     printer: &mut Printer,
 ) -> Result<(), CliError> {
+    let by = checked_by(args.by.as_deref())?;
     let parameter = locate::freeze_parameter(config, args).await?;
     let api = SdkFreeze::new(config);
     // A switch that cannot be read counts as on for every rollout (canary_aws::freeze): writing
@@ -126,20 +152,14 @@ pub async fn unfreeze(
         );
         return Ok(());
     }
+    // The reason lifted, as the switch held it: someone else may have written it, so bounded.
     let switch = FreezeSwitch {
         frozen: false,
-        reason: before.reason.clone(),
+        reason: truncate(&before.reason, MAX_FREEZE_REASON_BYTES),
         since: now(),
-        by: who(args.by.as_deref()),
+        by,
     };
-    api.set_switch(&parameter, &switch).await?;
-    let detail = json!({
-        "parameter": parameter,
-        "reason": before.reason,
-        "since": switch.since,
-        "by": switch.by,
-    });
-    SdkEvents::new(config).put_or_log(UNFROZEN, &detail).await;
+    turn(config, &api, &parameter, &switch, UNFROZEN).await?;
     let was = if before.since.is_empty() {
         before.reason.clone()
     } else {
@@ -193,5 +213,9 @@ mod tests {
         let long = "x".repeat(MAX_FREEZE_REASON_BYTES + 1);
         let refused = checked_reason(Some(&long)).unwrap_err().to_string();
         assert!(refused.contains("at most 256 bytes"), "{refused}");
+        assert_eq!(checked_by(Some(" oncall ")).unwrap(), "oncall");
+        let by = checked_by(Some(&long)).unwrap_err().to_string();
+        assert!(by.starts_with("--by must be one line"), "{by}");
+        assert!(checked_by(Some("a\tb")).is_err());
     }
 }

@@ -64,7 +64,8 @@ impl FreezeApi for SdkFreeze {
             Some(ssm::types::CalendarState::Open) => CalendarState::Open,
             Some(ssm::types::CalendarState::Closed) => CalendarState::Closed,
             other => {
-                let message = format!("calendar {calendar}: no OPEN or CLOSED state ({other:?})");
+                let said = other.map_or("none", |state| state.as_str());
+                let message = format!("calendar {calendar}: state {said}, neither OPEN nor CLOSED");
                 return Err(AwsError::new(
                     AwsErrorKind::Rejected,
                     "GetCalendarState",

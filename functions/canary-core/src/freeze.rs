@@ -83,20 +83,21 @@ pub fn hold(reading: &FreezeReading, since: u64, now: u64, bound: u32) -> Freeze
     }
     let since = if since == 0 { now } else { since };
     let held = now.saturating_sub(since);
+    // The stack may name any number of calendars: the reason that goes into the verdict, the
+    // gate's answer and the events is one bounded line.
+    let why = limits::truncate(&reading.summary(), limits::MAX_SUMMARY_BYTES / 2);
     if held > u64::from(bound) {
         FreezeHold::TooLong {
             since,
             reason: format!(
-                "frozen too long: held {held} s by a change freeze ({}), over the plan's bound of {bound} s (freeze.maxFrozenSeconds)",
-                reading.summary()
+                "frozen too long: held {held} s by a change freeze ({why}), over the plan's bound of {bound} s (freeze.maxFrozenSeconds)"
             ),
         }
     } else {
         FreezeHold::Hold {
             since,
             reason: format!(
-                "frozen: the rollout holds where it is ({}), held {held} s of at most {bound} s",
-                reading.summary()
+                "frozen: the rollout holds where it is ({why}), held {held} s of at most {bound} s"
             ),
         }
     }
@@ -233,5 +234,14 @@ mod tests {
         };
         assert!(reason.contains("frozen too long: held 61 s"), "{reason}");
         assert!(reason.contains("holiday-freeze"), "{reason}");
+        let many = FreezeReading {
+            reasons: (0..1_000)
+                .map(|i| format!("Change Calendar freeze-{i} is CLOSED"))
+                .collect(),
+        };
+        let FreezeHold::Hold { reason, .. } = hold(&many, 0, 1_000, 60) else {
+            panic!("held")
+        };
+        assert!(reason.len() < limits::MAX_SUMMARY_BYTES, "{}", reason.len());
     }
 }

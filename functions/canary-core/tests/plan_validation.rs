@@ -690,6 +690,30 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             "1200 periods × 2 target groups pooled on one side is 2400 samples, over the 2000",
         ),
         (
+            "freeze calendar that is not a name",
+            Box::new(|p| set(p, "/freeze", json!({"calendars": ["release freeze"]}))),
+            "freeze.calendars[0]",
+            "is not a Change Calendar name",
+        ),
+        (
+            "freeze calendar named twice",
+            Box::new(|p| set(p, "/freeze", json!({"calendars": ["release-freeze", "release-freeze"]}))),
+            "freeze.calendars[1]",
+            "`release-freeze` is named twice",
+        ),
+        (
+            "too many freeze calendars",
+            Box::new(|p| set(p, "/freeze", json!({"calendars": ["c-1", "c-2", "c-3", "c-4", "c-5", "c-6"]}))),
+            "freeze.calendars",
+            "at most 5 Change Calendars, got 6",
+        ),
+        (
+            "freeze bound under a minute",
+            Box::new(|p| set(p, "/freeze", json!({"maxFrozenSeconds": 30}))),
+            "freeze.maxFrozenSeconds",
+            "must be from 60 to 604800 seconds",
+        ),
+        (
             "comparison allowing a decrease above the baseline",
             Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": [{"name": "throughput", "alb": "errorRate", "allowedDecrease": 1.5}]}}))),
             "analysis.compare.metrics[0].allowedDecrease",
