@@ -73,6 +73,8 @@ fn from_item(item: &HashMap<String, AttributeValue>) -> Option<AlarmWatch> {
         task_token: text("taskToken")?,
         names: list("names")?,
         prefixes: list("prefixes")?,
+        // Written since rollbacks may be gradual: a watch stored before has none.
+        critical: list("critical").unwrap_or_default(),
         since: number("since")?,
         expires_at: number("expiresAt")?,
     })
@@ -101,6 +103,7 @@ impl SdkAlarmWatches {
             ),
             ("names".to_owned(), strings(&watch.names)),
             ("prefixes".to_owned(), strings(&watch.prefixes)),
+            ("critical".to_owned(), strings(&watch.critical)),
             (
                 "since".to_owned(),
                 AttributeValue::N(watch.since.to_string()),

@@ -17,6 +17,9 @@ use crate::limits::{truncate, MAX_LINE_BYTES, MAX_SUMMARY_BYTES};
 /// The error a failing check ends a bake or approval wait with (the state machine's own
 /// `CheckFailed` Fail states use it too): an alarm event fails the waiting task with it.
 pub const CHECK_FAILED: &str = "CheckFailed";
+/// The error a failing check ends a bake with when an alarm the plan marks critical failed it
+/// (`analysis.alarms.critical`): the rollback goes straight to the baseline, never gradually.
+pub const CRITICAL_CHECK_FAILED: &str = "CriticalCheckFailed";
 /// Longest task token Step Functions issues (`SendTaskFailure` takes at most 1,024).
 pub const MAX_TASK_TOKEN_BYTES: usize = 1024;
 /// How long a watch outlives the bake or approval wait it was registered for: Evaluate's
@@ -35,6 +38,9 @@ pub struct AlarmWatch {
     pub task_token: String,
     pub names: Vec<String>,
     pub prefixes: Vec<String>,
+    /// The alarms of `names`/`prefixes` the plan marks critical: their event fails the task
+    /// with [`CRITICAL_CHECK_FAILED`].
+    pub critical: Vec<String>,
     /// The execution's start (`$$.Execution.StartTime`), epoch seconds: an alarm that changed
     /// state before it is not this rollout's to act on.
     pub since: i64,
@@ -52,6 +58,15 @@ pub fn name_key(alarm_name: &str) -> String {
 pub const PREFIXES_KEY: &str = "prefixes";
 
 impl AlarmWatch {
+    /// The error that fails this watch's task for `alarm`.
+    pub fn error_for(&self, alarm: &str) -> &'static str {
+        if self.critical.iter().any(|name| name == alarm) {
+            CRITICAL_CHECK_FAILED
+        } else {
+            CHECK_FAILED
+        }
+    }
+
     /// The keys the watch is stored under, one copy each: every exact name's, and the
     /// prefixes' if it has any. An alarm event reads its name's key and the prefixes' key,
     /// never the whole store.
@@ -271,6 +286,7 @@ mod tests {
             task_token: "t".into(),
             names: vec!["b".into(), "a".into(), "a".into()],
             prefixes: vec!["web-".into(), "api-".into()],
+            critical: vec![],
             since: 0,
             expires_at: 0,
         };
@@ -314,6 +330,7 @@ mod tests {
             task_token: "token".to_owned(),
             names: vec!["api-5xx".to_owned()],
             prefixes: vec!["web-green-".to_owned()],
+            critical: vec![],
             since: SINCE,
             expires_at: CHANGED + 600,
         }

@@ -116,6 +116,12 @@ pub fn join_bounded<S: AsRef<str>>(
     truncate(&text, max_bytes)
 }
 
+/// Most steps back one gradual rollback (`rollback.gradual`) takes, the baseline (0) included.
+pub const MAX_STEPS_BACK: usize = 5;
+/// The most a gradual rollback's holds may add to the way to the baseline (docs/operations.md,
+/// the bound from an alarm to the baseline).
+pub const MAX_STEP_BACK_HOLDS_SECONDS: i64 = 900;
+
 /// The longest an execution can run within the plan's caps, in seconds: Prepare, the wait for
 /// the cluster, registration, the apps wait, the target health gate, every step's approval
 /// wait, hooks and bake at the longest, a rollback with all its retries, and retiring. The state machine's `TimeoutSeconds` is this (a test keeps
@@ -134,6 +140,8 @@ pub const fn max_execution_seconds() -> u64 {
     let retire = 2 * 15 * 60;
     let bakes = MAX_STEPS as u64 * (MAX_BAKE_SECONDS as u64 + 15 * 60);
     let rollback = 60 * 60;
+    // A gradual rollback's holds, and its steps back (each a task of up to 5 minutes).
+    let gradual = MAX_STEP_BACK_HOLDS_SECONDS as u64 + MAX_STEPS_BACK as u64 * 5 * 60;
     // A change freeze may hold the rollout before its first step and at every step's end.
     let freezes = (MAX_STEPS as u64 + 1) * MAX_FROZEN_SECONDS as u64;
     prepare
@@ -146,6 +154,7 @@ pub const fn max_execution_seconds() -> u64 {
         + hooks
         + bakes
         + rollback
+        + gradual
         + retire
 }
 

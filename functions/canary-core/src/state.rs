@@ -14,6 +14,10 @@ use crate::weights::TargetWeights;
 pub const PREPARE_STATE: &str = "PrepareTraffic";
 /// The state that sets a step's weights (`$.lastSet`).
 pub const SET_STATE: &str = "SetWeights";
+/// The state that steps a gradual rollback back (`rollback.gradual`), writing `$.lastSet` too.
+pub const STEP_BACK_STATE: &str = "StepBack";
+/// Every state whose output's `$.lastSet` is what the rollout last set.
+pub const LAST_SET_STATES: [&str; 2] = [SET_STATE, STEP_BACK_STATE];
 /// The states a bake's or an approval wait's alarm watch ends in when it could not be
 /// registered: instant rollback is off there, the polling checks alone judge the canary.
 pub const WATCH_UNAVAILABLE_STATES: [&str; 2] =
@@ -38,7 +42,7 @@ pub struct PreparedStep {
     pub weight: u8,
 }
 
-/// `$.lastSet`: the weights the rollout last set and read back (`SetWeights`).
+/// `$.lastSet`: the weights the rollout last set and read back (`SetWeights`, `StepBack`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LastSet {
     pub weights: Vec<TargetWeights>,

@@ -7,9 +7,9 @@ use std::time::UNIX_EPOCH;
 use canary_aws::{AlarmWatchStore, CloudWatchApi, EventPublisher, ExecutionsApi, TaskFailer};
 use canary_core::alarm_watch::{
     unwatched_reason, AlarmStateChange, AlarmWatch, Concern, WatchDuring, WatchedStep,
-    CHECK_FAILED, MAX_TASK_TOKEN_BYTES, WATCH_GRACE_SECONDS,
+    CHECK_FAILED, CRITICAL_CHECK_FAILED, MAX_TASK_TOKEN_BYTES, WATCH_GRACE_SECONDS,
 };
-use canary_core::analysis::CheckVerdict;
+use canary_core::analysis::{CheckOutcome, CheckVerdict};
 use canary_core::limits::{
     join_bounded, truncate, MAX_ERROR_MESSAGE_BYTES, MAX_SUMMARY_BYTES, MAX_VERDICT_REASONS,
 };
@@ -140,6 +140,7 @@ pub async fn register(
         task_token: task.task_token.to_owned(),
         names: alarms.names.clone(),
         prefixes: alarms.prefixes.clone(),
+        critical: alarms.critical.clone(),
         since,
         expires_at: task
             .now
@@ -154,12 +155,17 @@ pub async fn register(
         prefixes = watch.prefixes.len(),
         "watching alarms: a state change to ALARM fails this wait at once"
     );
-    let failing: Vec<String> = alarm_outcomes(apis.cloudwatch, &alarms)
+    let failing: Vec<CheckOutcome> = alarm_outcomes(apis.cloudwatch, &alarms)
         .await?
         .into_iter()
         .filter(|o| o.verdict == CheckVerdict::Fail)
-        .map(|o| o.reason)
         .collect();
+    let error = if failing.iter().any(|o| o.critical) {
+        CRITICAL_CHECK_FAILED
+    } else {
+        CHECK_FAILED
+    };
+    let failing: Vec<String> = failing.into_iter().map(|o| o.reason).collect();
     let mut failed_at_once = false;
     if !failing.is_empty() {
         const FOUND: &str = " (found as the alarm watch began)";
@@ -172,7 +178,7 @@ pub async fn register(
         let cause = format!("{reasons}{FOUND}");
         failed_at_once = apis
             .tasks
-            .fail_task(task.task_token, CHECK_FAILED, &cause)
+            .fail_task(task.task_token, error, &cause)
             .await?;
         if failed_at_once {
             count_failed_check(&watch.cluster);
@@ -215,7 +221,8 @@ pub struct Reaction {
     pub unrelated: usize,
 }
 
-/// Fails the waiting task of every rollout `event` concerns with `CheckFailed`, and drops
+/// Fails the waiting task of every rollout `event` concerns with `CheckFailed` (or
+/// `CriticalCheckFailed`, for an alarm the plan marks critical), and drops
 /// watches that are over. Idempotent: a task fails once; later events find it gone.
 pub async fn on_alarm_state_change(
     store: &dyn AlarmWatchStore,
@@ -248,7 +255,7 @@ pub async fn on_alarm_state_change(
             Concern::Stale => store.remove(&watch).await?,
             Concern::Fails => {
                 let failed = tasks
-                    .fail_task(&watch.task_token, CHECK_FAILED, &cause)
+                    .fail_task(&watch.task_token, watch.error_for(&event.alarm_name), &cause)
                     .await?;
                 store.remove(&watch).await?;
                 if failed {

@@ -22,6 +22,7 @@ pub mod retire;
 pub mod safety_net;
 pub mod set;
 pub mod signals;
+pub mod step_back;
 pub mod target_health;
 pub mod traffic;
 

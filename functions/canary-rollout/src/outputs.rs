@@ -108,6 +108,23 @@ pub struct TargetHealthOutput {
     pub notes: Vec<String>,
 }
 
+/// What one step back of a gradual rollback did: the state machine keeps it as `$.lastSet`
+/// (its `weights` are what the restore compares against) and holds `holdSeconds` before the
+/// next, or restores the baseline at once when it did not step back.
+#[derive(Debug, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StepBackOutput {
+    pub stepped_back: bool,
+    /// The canary's share now.
+    pub canary_weight: u8,
+    /// The weights read back after the step back; `expected` unchanged when none was taken.
+    pub weights: Vec<TargetWeights>,
+    /// How long to hold before the next step back (`rollback.gradual.holdSeconds`).
+    pub hold_seconds: i64,
+    /// Why it stepped back to here, or why it goes straight to the baseline. Bounded.
+    pub reason: String,
+}
+
 #[derive(Debug, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DetachOutput {

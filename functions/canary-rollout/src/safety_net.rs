@@ -14,7 +14,9 @@
 use canary_aws::ExecutionHistory;
 use canary_core::limits::{join_bounded, MAX_REASON_BYTES};
 use canary_core::plan::settle_seconds;
-use canary_core::state::{ExecutionState, FOREIGN_ENDS, PREPARE_STATE, SETTLED_ENDS, SET_STATE};
+use canary_core::state::{
+    ExecutionState, FOREIGN_ENDS, LAST_SET_STATES, PREPARE_STATE, SETTLED_ENDS,
+};
 use canary_core::{RolloutPlan, TargetWeights};
 use serde_json::Value;
 use std::time::Duration;
@@ -51,8 +53,8 @@ fn state_after(output: Option<&str>) -> Option<ExecutionState> {
     ExecutionState::parse(output?)
 }
 
-/// The baseline Prepare read (none before Prepare finished) and the weights the last step set
-/// (none before the first).
+/// The baseline Prepare read (none before Prepare finished) and the weights the last step or
+/// step back set (none before the first).
 fn baseline_and_last_set(
     history: &ExecutionHistory,
 ) -> Option<(Vec<TargetWeights>, Option<Vec<TargetWeights>>)> {
@@ -62,7 +64,7 @@ fn baseline_and_last_set(
         .find_map(|s| Some(state_after(s.output.as_deref())?.prepared?.baseline))?;
     let last_set = exits()
         .rev()
-        .filter(|s| s.name == SET_STATE)
+        .filter(|s| LAST_SET_STATES.contains(&s.name.as_str()))
         .find_map(|s| Some(state_after(s.output.as_deref())?.last_set?.weights));
     Some((baseline, last_set))
 }
@@ -370,6 +372,26 @@ mod tests {
             states,
             failure_error: error.map(str::to_owned),
             ended: None,
+        }
+    }
+
+    #[test]
+    fn a_stop_during_a_gradual_rollback_restores_knowing_what_the_last_step_back_set() {
+        let mut history = moved_traffic(&[], None);
+        history.states.extend([
+            entered("StepBack"),
+            exited(
+                "StepBack",
+                serde_json::json!({"lastSet": {"weights": [{"target":"l","stable":75,"canary":25}], "steppedBack": true}}),
+            ),
+            entered("HoldStepBack"),
+        ]);
+        match assess(Some("ABORTED"), &history) {
+            Assessment::Restore { expected, why, .. } => {
+                assert_eq!(expected.expect("a last set")[0].canary, 25);
+                assert!(why.contains("ended ABORTED at HoldStepBack"), "{why}");
+            }
+            other => panic!("{other:?}"),
         }
     }
 

@@ -3,7 +3,7 @@
 
 use canary_core::plan::ValidPlan;
 use canary_core::weights::{compare_and_set_check, CasCheck};
-use canary_core::{TargetWeights, WeightPair};
+use canary_core::{RolloutPlan, TargetWeights, WeightPair};
 use tracing::info;
 
 use crate::error::ShiftError;
@@ -30,6 +30,21 @@ pub async fn set(
     let desired = WeightPair::for_canary_percent(step_weight).ok_or_else(|| {
         ShiftError::InvalidInput(format!("canaryWeight {step_weight} is over 100"))
     })?;
+    let weights = move_to(apis, plan, desired, expected).await?;
+    Ok(SetOutput {
+        canary_weight: step_weight,
+        weights,
+    })
+}
+
+/// Moves every target from `expected` to `desired` (compare-and-set: all read and compared
+/// before the first write) and reads each back; the weights read back.
+pub(crate) async fn move_to(
+    apis: &Apis<'_>,
+    plan: &RolloutPlan,
+    desired: WeightPair,
+    expected: &[TargetWeights],
+) -> Result<Vec<TargetWeights>, ShiftError> {
     let routers = routers(apis, plan);
     let expected = per_target(&routers, expected, "expected")?;
     let to_write = compare(&routers, &expected, desired).await?;
@@ -54,10 +69,7 @@ pub async fn set(
         }
     }
     metrics::weights(plan, &weights);
-    Ok(SetOutput {
-        canary_weight: step_weight,
-        weights,
-    })
+    Ok(weights)
 }
 
 /// Verify: every target is still where this rollout last set it (before promotion, so a

@@ -7,7 +7,7 @@ use tracing::info;
 
 use crate::error::ShiftError;
 use crate::outputs::TargetHealthOutput;
-use crate::traffic::{routers, Apis, Health};
+use crate::traffic::{routers, Apis, Health, Side};
 
 pub async fn target_health(
     apis: &Apis<'_>,
@@ -22,7 +22,7 @@ pub async fn target_health(
     let mut problems = Vec::new();
     let mut notes = Vec::new();
     for router in routers(apis, plan) {
-        match router.health(gate.min_healthy_targets).await? {
+        match router.health(Side::Canary, gate.min_healthy_targets).await? {
             Health::Ready => {}
             Health::NotReady(problem) => problems.push(format!("{}: {problem}", router.label())),
             Health::NotGated(note) => notes.push(format!("{}: {note}", router.label())),

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 
 use canary_core::{RolloutPlan, TargetWeights, WeightPair};
 use canary_rollout::outputs::ExecutionContext;
-use canary_rollout::{metrics, prepare, restore, retire, safety_net, set, target_health};
+use canary_rollout::{
+    metrics, prepare, restore, retire, safety_net, set, step_back, target_health,
+};
 use schemars::{schema_for, Schema};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -28,6 +30,15 @@ pub enum Request {
     Set {
         plan: Value,
         canary_weight: i64,
+        expected: Vec<TargetWeights>,
+    },
+    /// A gradual rollback's step back (`rollback.gradual`): if the old cluster's side of every
+    /// target is healthy, cut the canary's share to the next step for a rollback from
+    /// `failed_weight`, if its weights are still `expected`.
+    #[serde(rename_all = "camelCase")]
+    StepBack {
+        plan: Value,
+        failed_weight: u8,
         expected: Vec<TargetWeights>,
     },
     /// Put every target back to `baseline`, whatever its weights are now.
@@ -119,6 +130,14 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, ShiftError> 
             canary_weight,
             expected,
         } => to_json(set::set(apis, &RolloutPlan::parse(plan)?, canary_weight, &expected).await?),
+        Request::StepBack {
+            plan,
+            failed_weight,
+            expected,
+        } => to_json(
+            step_back::step_back(apis, &RolloutPlan::parse(plan)?, failed_weight, &expected)
+                .await?,
+        ),
         Request::Restore {
             plan,
             baseline,
@@ -184,6 +203,7 @@ pub fn output_schemas() -> BTreeMap<&'static str, Schema> {
     BTreeMap::from([
         ("prepare", schema_for!(PrepareOutput)),
         ("set", schema_for!(SetOutput)),
+        ("stepBack", schema_for!(StepBackOutput)),
         ("verify", schema_for!(VerifyOutput)),
         ("restore", schema_for!(RestoreOutput)),
         ("restoreUnchanged", schema_for!(RestoreOutput)),

@@ -22,6 +22,10 @@ pub struct CheckOutcome {
     pub verdict: CheckVerdict,
     /// One line for people: "alarm api-5xx is ALARM since 2026-11-22T12:03:10Z: Threshold Crossed ...".
     pub reason: String,
+    /// A failure of this signal rolls back straight to the baseline, even with
+    /// `rollback.gradual` (an alarm of `analysis.alarms.critical`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub critical: bool,
 }
 
 impl CheckOutcome {
@@ -29,7 +33,13 @@ impl CheckOutcome {
         CheckOutcome {
             verdict,
             reason: reason.into(),
+            critical: false,
         }
+    }
+
+    /// The same outcome, its failure marked critical or not.
+    pub fn critical(self, critical: bool) -> Self {
+        CheckOutcome { critical, ..self }
     }
 }
 

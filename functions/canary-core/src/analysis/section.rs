@@ -93,6 +93,21 @@ pub struct AlarmChecks {
     /// What an alarm in INSUFFICIENT_DATA means. Default `inconclusive`.
     #[serde(default)]
     pub insufficient_data: InsufficientDataPolicy,
+    /// Alarms (of `names`, or matched by `prefixes`) whose ALARM rolls back straight to the
+    /// baseline, even with `rollback.gradual`: the ones that mean the canary fails hard.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 50))]
+    pub critical: Vec<String>,
+}
+
+/// Most alarms one plan may mark critical.
+pub const MAX_CRITICAL_ALARMS: usize = 50;
+
+impl AlarmChecks {
+    /// Whether `alarm` is one the plan marks critical.
+    pub fn is_critical(&self, alarm: &str) -> bool {
+        self.critical.iter().any(|name| name == alarm)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
@@ -246,6 +261,28 @@ impl AnalysisSection {
                     errors.push(
                         format!("analysis.alarms.prefixes[{i}]"),
                         "must be 1 to 255 characters",
+                    );
+                }
+            }
+            if alarms.critical.len() > MAX_CRITICAL_ALARMS {
+                errors.push(
+                    "analysis.alarms.critical",
+                    format!(
+                        "at most {MAX_CRITICAL_ALARMS} critical alarms, got {}",
+                        alarms.critical.len()
+                    ),
+                );
+            }
+            for (i, name) in alarms.critical.iter().enumerate() {
+                let watched = alarms.names.contains(name)
+                    || alarms.prefixes.iter().any(|p| name.starts_with(p.as_str()));
+                if !watched {
+                    errors.push(
+                        format!("analysis.alarms.critical[{i}]"),
+                        format!(
+                            "`{}` is not one of analysis.alarms.names nor matched by its prefixes",
+                            crate::limits::truncate(name, 255)
+                        ),
                     );
                 }
             }

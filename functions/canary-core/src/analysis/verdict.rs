@@ -88,6 +88,10 @@ pub struct Decision {
     /// 0 when none does (see `crate::freeze`).
     #[serde(default)]
     pub frozen_since: u64,
+    /// It rolls back and a signal the plan marks critical failed: straight to the baseline,
+    /// even with `rollback.gradual`.
+    #[serde(default)]
+    pub critical: bool,
 }
 
 impl Decision {
@@ -108,6 +112,7 @@ impl Decision {
             unjudged_since: since,
             ask: false,
             frozen_since: progress.frozen_since,
+            critical: false,
         }
     }
 }
@@ -199,6 +204,7 @@ pub fn decide_asking(
             unjudged_since: 0,
             ask: false,
             frozen_since: 0,
+            critical: false,
         };
     };
     let verdict = if counts.fail > 0 {
@@ -257,6 +263,10 @@ pub fn decide_asking(
         unjudged_since: 0,
         ask: asks && !rollback,
         frozen_since: 0,
+        critical: rollback
+            && outcomes
+                .iter()
+                .any(|o| o.critical && o.verdict == CheckVerdict::Fail),
     }
 }
 

@@ -32,8 +32,8 @@ pub use freeze::{
 };
 pub use retire::Retire;
 pub use rollback::{
-    allows_canary_in_baseline, settle_seconds, RollbackSection, DEFAULT_SETTLE_SECONDS,
-    MAX_SETTLE_SECONDS,
+    allows_canary_in_baseline, gradual, settle_seconds, GradualRollback, RollbackSection,
+    DEFAULT_SETTLE_SECONDS, MAX_SETTLE_SECONDS, MAX_STEPS_BACK, MAX_STEP_BACK_HOLDS_SECONDS,
 };
 pub use steps::{Bake, Promotion, ResolvedStep, Step};
 

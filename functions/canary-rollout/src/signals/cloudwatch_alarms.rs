@@ -99,7 +99,7 @@ pub(crate) async fn alarm_outcomes(
     outcomes.extend(
         alarms
             .values()
-            .map(|a| alarm_outcome(a, checks.insufficient_data)),
+            .map(|a| alarm_outcome(a, checks.insufficient_data).critical(checks.is_critical(&a.name))),
     );
     Ok(outcomes)
 }

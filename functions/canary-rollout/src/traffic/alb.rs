@@ -12,7 +12,7 @@ use canary_core::{AlbTarget, WeightPair};
 use tracing::info;
 
 use super::{
-    refuse_claimed, ControllerClaim, Detach, Health, Inspection, Located, Observed, Reading,
+    Side, refuse_claimed, ControllerClaim, Detach, Health, Inspection, Located, Observed, Reading,
     Router, TargetReader, TrafficRouter,
 };
 use crate::error::ShiftError;
@@ -170,12 +170,15 @@ impl TrafficRouter for AlbRouter<'_> {
         })
     }
 
-    async fn health(&self, min_healthy_targets: u32) -> Result<Health, ShiftError> {
-        let arn = &self.target.canary_target_group_arn;
+    async fn health(&self, side: Side, min_healthy_targets: u32) -> Result<Health, ShiftError> {
+        let arn = match side {
+            Side::Canary => &self.target.canary_target_group_arn,
+            Side::Stable => &self.target.stable_target_group_arn,
+        };
         let targets = self.api.target_health(arn).await.map_err(|e| self.aws(e))?;
         // `targetgroup/<name>/<id>`: the name is what a person recognises.
         let name = arn.split('/').nth(1).unwrap_or(arn);
-        let group = format!("canary target group {name}");
+        let group = format!("{} target group {name}", side.name());
         Ok(target_group_problem(&group, &targets, min_healthy_targets)
             .map_or(Health::Ready, Health::NotReady))
     }

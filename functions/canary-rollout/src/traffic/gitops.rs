@@ -33,7 +33,7 @@ use tracing::{info, warn};
 
 use super::route53::Route53Router;
 use super::{
-    ControllerClaim, Detach, Health, Inspection, Located, Observed, Reading, TargetReader,
+    Side, ControllerClaim, Detach, Health, Inspection, Located, Observed, Reading, TargetReader,
     TrafficRouter,
 };
 use crate::error::ShiftError;
@@ -414,8 +414,8 @@ impl TrafficRouter for GitOpsRouter<'_> {
         Ok(inspection)
     }
 
-    async fn health(&self, min_healthy_targets: u32) -> Result<Health, ShiftError> {
-        self.records.health(min_healthy_targets).await
+    async fn health(&self, side: Side, min_healthy_targets: u32) -> Result<Health, ShiftError> {
+        self.records.health(side, min_healthy_targets).await
     }
 
     async fn controllers(&self) -> Result<Vec<ControllerClaim>, ShiftError> {

@@ -280,7 +280,25 @@ pub struct Inspection {
     pub notes: Vec<String>,
 }
 
-/// One look at the canary side's health (the target health gate).
+/// Which cluster's side of a target a health look is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The new cluster's, before traffic moves (the target health gate).
+    Canary,
+    /// The old cluster's, before a gradual rollback's step back sends it more.
+    Stable,
+}
+
+impl Side {
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Canary => "canary",
+            Side::Stable => "stable",
+        }
+    }
+}
+
+/// One look at one side's health (the target health gate; a gradual rollback's step back).
 pub enum Health {
     Ready,
     NotReady(String),
@@ -353,8 +371,8 @@ pub trait TrafficRouter: TargetReader {
     /// Prepare's read-only checks particular to the kind (it exists, has the plan's shape,
     /// stickiness, TTLs shorter than `shortest_bake_seconds`). Writes nothing.
     async fn inspect(&self, shortest_bake_seconds: i64) -> Result<Inspection, ShiftError>;
-    /// One look at the canary side's health.
-    async fn health(&self, min_healthy_targets: u32) -> Result<Health, ShiftError>;
+    /// One look at `side`'s health: its target group's targets, its record's health check.
+    async fn health(&self, side: Side, min_healthy_targets: u32) -> Result<Health, ShiftError>;
     /// Every controller that reconciles this target's weights, as far as AWS shows it (the
     /// tags of an ALB rule, its listener and load balancer; ExternalDNS's TXT registry
     /// records): what each manages, and who. Prepare refuses such a target unless the plan

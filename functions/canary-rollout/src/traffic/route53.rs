@@ -8,7 +8,7 @@ use canary_core::target_health::health_check_problem;
 use canary_core::{Route53Target, WeightPair};
 
 use super::{
-    refuse_claimed, ControllerClaim, Detach, Health, Inspection, Located, Observed, Reading,
+    Side, refuse_claimed, ControllerClaim, Detach, Health, Inspection, Located, Observed, Reading,
     Router, TargetReader, TrafficRouter,
 };
 use crate::error::ShiftError;
@@ -282,13 +282,18 @@ impl TrafficRouter for Route53Router<'_> {
         self.inspect_records(shortest_bake_seconds).await
     }
 
-    async fn health(&self, _min_healthy_targets: u32) -> Result<Health, ShiftError> {
+    async fn health(&self, side: Side, _min_healthy_targets: u32) -> Result<Health, ShiftError> {
         let records = self.records().await?;
-        let canary = self.record(&records, &self.target.canary_set_identifier)?;
-        let Some(health_check_id) = &canary.health_check_id else {
-            return Ok(Health::NotGated(
-                "the canary record has no Route 53 health check; nothing to wait for".to_owned(),
-            ));
+        let set_identifier = match side {
+            Side::Canary => &self.target.canary_set_identifier,
+            Side::Stable => &self.target.stable_set_identifier,
+        };
+        let record = self.record(&records, set_identifier)?;
+        let Some(health_check_id) = &record.health_check_id else {
+            return Ok(Health::NotGated(format!(
+                "the {} record has no Route 53 health check; nothing to look at",
+                side.name()
+            )));
         };
         let reports = self
             .api

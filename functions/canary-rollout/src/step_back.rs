@@ -1,0 +1,211 @@
+//! A gradual rollback's step back (plan `rollback.gradual`). During a whole-cluster canary the
+//! old cluster's autoscalers shrink it as its share falls, so putting everything back on it at
+//! once can take down what was healthy. After a bake's failed check the state machine calls
+//! this once per step: it looks at the old cluster's side of every target (the target health
+//! gate's look, on the stable side) and, only if it is healthy, cuts the canary's share to the
+//! next step (compare-and-set against what the rollout last set). Anything else — the next step
+//! is the baseline, the old cluster is not healthy, any error — and the state machine restores
+//! the baseline at once, as every other rollback does.
+
+use canary_core::limits::{join_bounded, MAX_LISTED_ERRORS, MAX_REASON_BYTES};
+use canary_core::plan::{gradual, ValidPlan};
+use canary_core::{TargetWeights, WeightPair};
+use tracing::{info, warn};
+
+use crate::error::ShiftError;
+use crate::outputs::StepBackOutput;
+use crate::set::move_to;
+use crate::traffic::{routers, Apis, Health, Side};
+
+/// One step back from `expected` (what the rollout last set), for a rollback from
+/// `failed_weight`, the canary's share at the step whose check failed.
+pub async fn step_back(
+    apis: &Apis<'_>,
+    valid: &ValidPlan,
+    failed_weight: u8,
+    expected: &[TargetWeights],
+) -> Result<StepBackOutput, ShiftError> {
+    let plan = &valid.plan;
+    let Some(gradual) = gradual(plan.rollback.as_ref()) else {
+        return Err(ShiftError::InvalidInput(
+            "the plan has no `rollback.gradual` to step back by".to_owned(),
+        ));
+    };
+    if !valid.steps.iter().any(|s| s.weight == failed_weight) {
+        return Err(ShiftError::InvalidInput(format!(
+            "failedWeight {failed_weight} is not one of the plan's steps"
+        )));
+    }
+    // Every target is at the same share: a step sets them all, a step back too.
+    let current = expected
+        .iter()
+        .map(|w| w.canary)
+        .max()
+        .ok_or_else(|| ShiftError::InvalidInput("expected has no weights".to_owned()))?;
+    let current = u8::try_from(current.min(100)).unwrap_or(100);
+    let hold_seconds = gradual.hold_seconds();
+    let stay = |reason: String| StepBackOutput {
+        stepped_back: false,
+        canary_weight: current,
+        weights: expected.to_vec(),
+        hold_seconds,
+        reason,
+    };
+    let Some(next) = gradual.next_share(failed_weight, current) else {
+        info!(current, "the next step back is the baseline");
+        return Ok(stay(format!(
+            "the canary has {current}%: the next step back is the baseline"
+        )));
+    };
+
+    let min_healthy_targets = plan
+        .target_health
+        .map_or(1, |gate| gate.resolve().min_healthy_targets);
+    let mut problems = Vec::new();
+    for router in routers(apis, plan) {
+        if let Health::NotReady(problem) = router.health(Side::Stable, min_healthy_targets).await?
+        {
+            problems.push(format!("{}: {problem}", router.label()));
+        }
+    }
+    if !problems.is_empty() {
+        let problems = join_bounded(&problems, "; ", MAX_LISTED_ERRORS, MAX_REASON_BYTES / 2);
+        warn!(%problems, "the old cluster is not healthy: no step back, the baseline at once");
+        return Ok(stay(format!(
+            "the old cluster is not healthy ({problems}): straight to the baseline"
+        )));
+    }
+
+    let desired = WeightPair::for_canary_percent(next)
+        .ok_or_else(|| ShiftError::InvalidInput(format!("a step back to {next}%")))?;
+    let weights = move_to(apis, plan, desired, expected).await?;
+    info!(from = current, to = next, failed_weight, "stepped back");
+    Ok(StepBackOutput {
+        stepped_back: true,
+        canary_weight: next,
+        weights,
+        hold_seconds,
+        reason: format!(
+            "stepped back to {next}% of traffic on the new cluster (from {current}%; the check \
+             failed at {failed_weight}%) while the old cluster is healthy"
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use canary_aws::fakes::arns::{BLUE, GREEN, LISTENER_A};
+    use canary_aws::fakes::FakeAlb;
+    use canary_core::target_health::TargetState;
+    use canary_core::{NamedError, RolloutPlan, TargetWeights, WeightPair};
+    use serde_json::json;
+
+    use super::step_back;
+    use crate::traffic::Apis;
+
+    fn plan(gradual: bool) -> canary_core::plan::ValidPlan {
+        let mut plan = json!({
+            "cluster": {"name": "green", "region": "us-east-1"},
+            "trafficTargets": [{"alb": {"listenerArn": LISTENER_A, "stableTargetGroupArn": BLUE, "canaryTargetGroupArn": GREEN}}],
+            "steps": [{"weight": 10}, {"weight": 60}, {"weight": 100}],
+            "bake": {"seconds": 60, "checkIntervalSeconds": 10},
+        });
+        if gradual {
+            plan["rollback"] = json!({"gradual": {"steps": [50, 20, 0], "holdSeconds": 30}});
+        }
+        RolloutPlan::parse(plan).expect("a valid plan")
+    }
+
+    fn at(canary: u16) -> Vec<TargetWeights> {
+        vec![TargetWeights::new(
+            LISTENER_A,
+            WeightPair {
+                stable: 100 - canary,
+                canary,
+            },
+        )]
+    }
+
+    fn healthy(n: usize) -> Vec<TargetState> {
+        (0..n)
+            .map(|i| TargetState {
+                target: format!("10.0.0.{i}"),
+                state: "healthy".to_owned(),
+                reason: None,
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn steps_back_while_the_old_cluster_is_healthy_then_leaves_the_baseline_to_the_restore() {
+        let alb = FakeAlb::default()
+            .forward(LISTENER_A, (BLUE, 40), (GREEN, 60))
+            .health(BLUE, healthy(2));
+        let apis = Apis {
+            alb: &alb,
+            ..Apis::fake()
+        };
+        let first = step_back(&apis, &plan(true), 60, &at(60)).await.expect("a step");
+        assert!(first.stepped_back, "{first:?}");
+        assert_eq!((first.canary_weight, first.hold_seconds), (30, 30));
+        assert_eq!(first.weights, at(30));
+        assert_eq!(alb.weight(LISTENER_A, GREEN), 30);
+
+        let second = step_back(&apis, &plan(true), 60, &first.weights).await.expect("a step");
+        assert_eq!((second.stepped_back, second.canary_weight), (true, 12));
+
+        let last = step_back(&apis, &plan(true), 60, &second.weights).await.expect("a look");
+        assert!(!last.stepped_back);
+        assert!(last.reason.contains("the next step back is the baseline"), "{}", last.reason);
+        assert_eq!(last.weights, at(12), "nothing written: the restore writes the baseline");
+        assert_eq!(alb.weight(LISTENER_A, GREEN), 12);
+    }
+
+    #[tokio::test]
+    async fn an_unhealthy_old_cluster_means_no_step_back_and_names_what_is_wrong() {
+        let alb = FakeAlb::default()
+            .forward(LISTENER_A, (BLUE, 40), (GREEN, 60))
+            .health(BLUE, vec![]);
+        let apis = Apis {
+            alb: &alb,
+            ..Apis::fake()
+        };
+        let out = step_back(&apis, &plan(true), 60, &at(60)).await.expect("a look");
+        assert!(!out.stepped_back);
+        assert!(
+            out.reason.contains("stable target group blue: 0 healthy targets, 1 needed"),
+            "{}",
+            out.reason
+        );
+        assert_eq!(alb.weight(LISTENER_A, GREEN), 60, "nothing written");
+    }
+
+    #[tokio::test]
+    async fn a_plan_without_gradual_or_a_weight_not_its_own_is_refused_and_nothing_moves() {
+        let alb = FakeAlb::default().forward(LISTENER_A, (BLUE, 40), (GREEN, 60));
+        let apis = Apis {
+            alb: &alb,
+            ..Apis::fake()
+        };
+        let err = step_back(&apis, &plan(false), 60, &at(60)).await.expect_err("no gradual");
+        assert_eq!(err.name().as_str(), "InvalidInput");
+        assert!(err.to_string().contains("rollback.gradual"), "{err}");
+        let err = step_back(&apis, &plan(true), 55, &at(60)).await.expect_err("not a step");
+        assert!(err.to_string().contains("failedWeight 55"), "{err}");
+        assert_eq!(alb.weight(LISTENER_A, GREEN), 60);
+    }
+
+    #[tokio::test]
+    async fn a_target_someone_else_moved_is_an_error_the_state_machine_restores_on() {
+        let alb = FakeAlb::default()
+            .forward(LISTENER_A, (BLUE, 80), (GREEN, 20))
+            .health(BLUE, healthy(1));
+        let apis = Apis {
+            alb: &alb,
+            ..Apis::fake()
+        };
+        let err = step_back(&apis, &plan(true), 60, &at(60)).await.expect_err("moved");
+        assert_eq!(err.name().as_str(), "WeightsChangedExternally");
+        assert_eq!(alb.weight(LISTENER_A, GREEN), 20);
+    }
+}
