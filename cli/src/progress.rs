@@ -3,7 +3,7 @@
 //! tested without a network (see `view` for how they are printed).
 
 use canary_core::state::{
-    ExecutionState, Prepared, PREPARE_STATE, SET_STATE, WATCH_UNAVAILABLE_STATES,
+    ExecutionState, Prepared, PREPARE_STATE, SET_STATE, STEP_BACK_STATE, WATCH_UNAVAILABLE_STATES,
 };
 use canary_core::TargetWeights;
 use serde::Serialize;
@@ -93,6 +93,14 @@ pub enum Update {
     },
     Restored {
         weights: Vec<TargetWeights>,
+    },
+    /// A gradual rollback's step back (`StepBack`): taken (`weights` read back), or not, and why
+    /// (the next step is the baseline; the old cluster is not healthy).
+    #[serde(rename_all = "camelCase")]
+    StepBack {
+        stepped_back: bool,
+        weights: Vec<TargetWeights>,
+        reason: String,
     },
     /// An attempt of the rollback's restore failed (said at its first failure; the state
     /// machine keeps retrying): traffic is not back at the baseline.
@@ -501,6 +509,14 @@ impl Tracker {
                 let said = self.gate_hold_said.replace(since) == Some(since);
                 (!said || state["freeze"]["tooLong"] == true).then(|| Update::Frozen {
                     reason: crate::history::held_since(since, &text(&state["freeze"]["reason"])),
+                })
+            }
+            STEP_BACK_STATE => {
+                self.status.phase = "rolling back gradually".to_owned();
+                Some(Update::StepBack {
+                    stepped_back: state["lastSet"]["steppedBack"] == true,
+                    weights: typed().last_set.map(|l| l.weights).unwrap_or_default(),
+                    reason: text(&state["lastSet"]["reason"]),
                 })
             }
             "VerifyPromotion" => Some(Update::Promoted),

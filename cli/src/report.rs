@@ -86,6 +86,15 @@ pub fn timeline(execution_arn: &str, events: &[HistoryEvent], status: &str) -> T
                     .shares
                     .push((at, share(&weights), "baseline restored".to_owned()));
             }
+            Update::StepBack {
+                stepped_back: true,
+                weights,
+                ..
+            } => {
+                timeline
+                    .shares
+                    .push((at, share(&weights), "stepped back".to_owned()));
+            }
             Update::Ended {
                 status,
                 error,

@@ -221,6 +221,16 @@ pub fn lines(update: &Update, output: Output, verbose: bool) -> Vec<String> {
         Update::Restored { weights } => {
             one(format!("restored the baseline: {}", weights_text(weights)))
         }
+        Update::StepBack {
+            stepped_back: true,
+            weights,
+            reason,
+        } => one(format!(
+            "{}: {reason}: {}",
+            paint(output, Tone::Waiting, "stepped back"),
+            weights_text(weights)
+        )),
+        Update::StepBack { reason, .. } => one(format!("no further step back: {reason}")),
         Update::RestoreFailing { error, cause } => one(format!(
             "{}: the restore could not put the baseline back ({error}: {cause}); traffic is NOT at \
              the baseline yet, and the state machine keeps retrying",

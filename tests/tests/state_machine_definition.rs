@@ -265,16 +265,32 @@ fn the_watch_while_waiting_for_approval_checks_like_the_bake() {
 }
 
 /// The alarm watch beside the bake's checks and the approval wait: an alarm's event fails it
-/// with the check's own error, and nothing else the watch meets fails the rollout.
+/// with the check's own error (a critical alarm's, in a bake, with the error that keeps its
+/// rollback from being gradual), and nothing else the watch meets fails the rollout.
 #[test]
 fn the_alarm_watches_fail_only_with_the_checks_error() {
+    use canary_core::alarm_watch::{CHECK_FAILED, CRITICAL_CHECK_FAILED};
     let asl = definition();
     let find = |wanted: &str| state_named(&asl, wanted);
+    let bake_fired = [
+        (vec![CHECK_FAILED], "AlarmFired", CHECK_FAILED),
+        (
+            vec![CRITICAL_CHECK_FAILED],
+            "CriticalAlarmFired",
+            CRITICAL_CHECK_FAILED,
+        ),
+    ];
+    // An approval wait's failure is never rolled back gradually: one end for both.
+    let waiting_fired = [(
+        vec![CHECK_FAILED, CRITICAL_CHECK_FAILED],
+        "AlarmFiredWhileWaiting",
+        CHECK_FAILED,
+    )];
     for (watch, fired, unavailable, during) in [
-        ("WatchAlarms", "AlarmFired", "AlarmWatchUnavailable", "bake"),
+        ("WatchAlarms", &bake_fired[..], "AlarmWatchUnavailable", "bake"),
         (
             "WatchAlarmsWhileWaiting",
-            "AlarmFiredWhileWaiting",
+            &waiting_fired[..],
             "AlarmWatchUnavailableWhileWaiting",
             "approval",
         ),
@@ -287,15 +303,16 @@ fn the_alarm_watches_fail_only_with_the_checks_error() {
             "{watch} waits until its Parallel ends"
         );
         let catch = state["Catch"].as_array().unwrap();
-        assert_eq!(
-            catch[0]["ErrorEquals"],
-            serde_json::json!([canary_core::alarm_watch::CHECK_FAILED])
-        );
-        assert_eq!(catch[0]["Next"], fired);
-        assert_eq!(catch[1]["ErrorEquals"], serde_json::json!(["States.ALL"]));
-        assert_eq!(catch[1]["Next"], unavailable);
+        assert_eq!(catch.len(), fired.len() + 1, "{watch}");
+        for (caught, (errors, end, error)) in catch.iter().zip(fired) {
+            assert_eq!(caught["ErrorEquals"], serde_json::json!(errors), "{watch}");
+            assert_eq!(caught["Next"], *end, "{watch}");
+            assert_eq!(find(end)["Error"], *error, "{end}");
+        }
+        let last = &catch[fired.len()];
+        assert_eq!(last["ErrorEquals"], serde_json::json!(["States.ALL"]));
+        assert_eq!(last["Next"], unavailable);
         assert_eq!(state["Next"], unavailable);
-        assert_eq!(find(fired)["Error"], canary_core::alarm_watch::CHECK_FAILED);
         assert_eq!(find(unavailable)["Type"], "Succeed");
     }
     // The bake's checks end their branch with the same error the watch does.
@@ -528,10 +545,19 @@ fn a_long_rollout_stays_under_the_history_limit() {
     .map(|n| events(&s[*n]))
     .sum::<usize>()
         + bake_once;
-    let fixed: usize = s.values().map(events).sum::<usize>() + 2; // every state once, plus execution start/end
+    // Every state once, plus execution start/end, plus a gradual rollback's loop run again for
+    // each of its steps back but the first (the most a plan allows: limits::MAX_STEPS_BACK).
+    let step_back_loop: usize = ["StepBack", "SteppedBack?", "NotifySteppedBack", "HoldStepBack"]
+        .iter()
+        .map(|n| events(&s[*n]))
+        .sum();
+    assert_eq!(step_back_loop, 14, "update the history budget in docs/architecture.md");
+    let fixed: usize = s.values().map(events).sum::<usize>()
+        + 2
+        + (canary_core::limits::MAX_STEPS_BACK - 1) * step_back_loop;
     assert_eq!(
         (per_check, per_step),
-        (9, 48),
+        (9, 52),
         "update the history budget in docs/architecture.md"
     );
     let history = |steps: usize, checks_per_step: usize| {
@@ -803,4 +829,66 @@ fn the_first_state_adds_nothing_to_an_input_it_may_refuse() {
             assert_eq!(catch["ResultPath"], "$", "{catch}");
         }
     }
+}
+
+/// A gradual rollback (`rollback.gradual`) follows only a bake's failed check that no critical
+/// alarm caused; every way out of its loop, and every other failure, is the restore.
+#[test]
+fn only_a_bakes_failed_check_rolls_back_gradually_and_every_way_out_restores() {
+    use canary_core::alarm_watch::{CHECK_FAILED, CRITICAL_CHECK_FAILED};
+    let asl = definition();
+    let s = states(&asl);
+    assert_eq!(
+        state_named(&asl, "BakeCriticalCheckFailed")["Error"],
+        CRITICAL_CHECK_FAILED
+    );
+    let to_describe: Vec<&Value> = s["Bake"]["Catch"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["Next"] == "DescribeCheckFailure")
+        .collect();
+    assert_eq!(
+        to_describe[0]["ErrorEquals"],
+        serde_json::json!([CHECK_FAILED, CRITICAL_CHECK_FAILED])
+    );
+    let described = &s["DescribeCheckFailure"];
+    assert_eq!(described["Parameters"]["Caught.$"], "$.failure.Error");
+    assert_eq!(described["Next"], "GradualRollback?");
+    let choice = &s["GradualRollback?"];
+    assert_eq!(choice["Default"], "Restore");
+    assert_eq!(
+        choice["Choices"],
+        serde_json::json!([{"And": [
+            {"Variable": "$.failure.Caught", "StringEquals": CHECK_FAILED},
+            {"Variable": "$.plan.rollback.gradual", "IsPresent": true}
+        ], "Next": "StepBack"}])
+    );
+    for other in ["DescribeTaskFailure", "DescribeApprovalFailure"] {
+        assert_eq!(s[other]["Next"], "Restore", "{other}");
+    }
+    let step_back = &s[canary_core::state::STEP_BACK_STATE];
+    assert_eq!(step_back["Parameters"]["Payload"]["operation"], "stepBack");
+    assert_eq!(
+        step_back["Parameters"]["Payload"]["expected.$"],
+        "$.lastSet.weights"
+    );
+    // What it set is what the restore and the safety net compare against.
+    assert_eq!(step_back["ResultPath"], "$.lastSet");
+    assert_eq!(
+        step_back["Catch"],
+        serde_json::json!([{"ErrorEquals": ["States.ALL"], "ResultPath": "$.stepBackFailure", "Next": "Restore"}])
+    );
+    for retry in step_back["Retry"].as_array().unwrap() {
+        for error in retry["ErrorEquals"].as_array().unwrap() {
+            assert!(
+                error.as_str().unwrap().starts_with("Lambda."),
+                "a step back is retried only on the Lambda service's errors, got {error}"
+            );
+        }
+    }
+    assert_eq!(s["SteppedBack?"]["Default"], "Restore");
+    assert_eq!(s["NotifySteppedBack"]["Next"], "HoldStepBack");
+    assert_eq!(s["HoldStepBack"]["SecondsPath"], "$.lastSet.holdSeconds");
+    assert_eq!(s["HoldStepBack"]["Next"], "StepBack");
 }

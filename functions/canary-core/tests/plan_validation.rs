@@ -708,6 +708,42 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             "at most 5 Change Calendars, got 6",
         ),
         (
+            "gradual rollback that does not end at the baseline",
+            Box::new(|p| set(p, "/rollback", json!({"gradual": {"steps": [50, 25]}}))),
+            "rollback.gradual.steps[1]",
+            "the last step back must be 0, the baseline",
+        ),
+        (
+            "gradual rollback stepping up",
+            Box::new(|p| set(p, "/rollback", json!({"gradual": {"steps": [30, 60, 0]}}))),
+            "rollback.gradual.steps[1]",
+            "must be less than the previous step's 30, got 60",
+        ),
+        (
+            "gradual rollback keeping all of the canary's share",
+            Box::new(|p| set(p, "/rollback", json!({"gradual": {"steps": [100, 0]}}))),
+            "rollback.gradual.steps[0]",
+            "must be from 0 to 99 percent of the canary's share, got 100",
+        ),
+        (
+            "gradual rollback with too many steps",
+            Box::new(|p| set(p, "/rollback", json!({"gradual": {"steps": [90, 70, 50, 30, 10, 0], "holdSeconds": 5}}))),
+            "rollback.gradual.steps",
+            "give 2 to 5 steps back",
+        ),
+        (
+            "gradual rollback holding past the bound",
+            Box::new(|p| set(p, "/rollback", json!({"gradual": {"steps": [80, 60, 40, 20, 0], "holdSeconds": 300}}))),
+            "rollback.gradual.holdSeconds",
+            "the holds of 4 steps back add 1200 s to the way to the baseline; at most 900 s",
+        ),
+        (
+            "critical alarm the plan does not watch",
+            Box::new(|p| set(p, "/analysis", json!({"alarms": {"names": ["api-5xx"], "prefixes": ["green-"], "critical": ["blue-5xx"]}}))),
+            "analysis.alarms.critical[0]",
+            "`blue-5xx` is not one of analysis.alarms.names nor matched by its prefixes",
+        ),
+        (
             "freeze bound under a minute",
             Box::new(|p| set(p, "/freeze", json!({"maxFrozenSeconds": 30}))),
             "freeze.maxFrozenSeconds",
