@@ -186,6 +186,7 @@ pub fn phase_of(name: &str) -> Option<&'static str> {
         "SetWeights" => "shifting traffic",
         "BakeWait" | "Evaluate" => "baking",
         "Restore" | "RestoreRetried" => "rolling back",
+        "StepBack" | "HoldStepBack" => "rolling back gradually",
         "RestoreUnchanged" => "restoring what no one else changed",
         "SettleAfterRestore" | "LookAfterRestore" => "watching the restored baseline",
         "VerifyPromotion" => "promoting",
@@ -206,8 +207,13 @@ const RESTORE_STATES: [&str; 4] = [
 ];
 
 /// States whose output carries a failure that is reported elsewhere, or is the rollback's own.
-const FAILURE_REPORTED_BY: [&str; 15] = [
+const FAILURE_REPORTED_BY: [&str; 20] = [
     "DescribeCheckFailure",
+    "GradualRollback?",
+    "StepBack",
+    "SteppedBack?",
+    "NotifySteppedBack",
+    "HoldStepBack",
     "NotifyRollbackFailing",
     "RestoreRetried",
     "RestoreUnchanged",
@@ -511,14 +517,11 @@ impl Tracker {
                     reason: crate::history::held_since(since, &text(&state["freeze"]["reason"])),
                 })
             }
-            STEP_BACK_STATE => {
-                self.status.phase = "rolling back gradually".to_owned();
-                Some(Update::StepBack {
-                    stepped_back: state["lastSet"]["steppedBack"] == true,
-                    weights: typed().last_set.map(|l| l.weights).unwrap_or_default(),
-                    reason: text(&state["lastSet"]["reason"]),
-                })
-            }
+            STEP_BACK_STATE => Some(Update::StepBack {
+                stepped_back: state["lastSet"]["steppedBack"] == true,
+                weights: typed().last_set.map(|l| l.weights).unwrap_or_default(),
+                reason: text(&state["lastSet"]["reason"]),
+            }),
             "VerifyPromotion" => Some(Update::Promoted),
             "Restore" | "RestoreRetried" => Some(Update::Restored {
                 weights: weights(&state["restored"]["weights"]),

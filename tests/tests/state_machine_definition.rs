@@ -287,7 +287,12 @@ fn the_alarm_watches_fail_only_with_the_checks_error() {
         CHECK_FAILED,
     )];
     for (watch, fired, unavailable, during) in [
-        ("WatchAlarms", &bake_fired[..], "AlarmWatchUnavailable", "bake"),
+        (
+            "WatchAlarms",
+            &bake_fired[..],
+            "AlarmWatchUnavailable",
+            "bake",
+        ),
         (
             "WatchAlarmsWhileWaiting",
             &waiting_fired[..],
@@ -547,11 +552,19 @@ fn a_long_rollout_stays_under_the_history_limit() {
         + bake_once;
     // Every state once, plus execution start/end, plus a gradual rollback's loop run again for
     // each of its steps back but the first (the most a plan allows: limits::MAX_STEPS_BACK).
-    let step_back_loop: usize = ["StepBack", "SteppedBack?", "NotifySteppedBack", "HoldStepBack"]
-        .iter()
-        .map(|n| events(&s[*n]))
-        .sum();
-    assert_eq!(step_back_loop, 14, "update the history budget in docs/architecture.md");
+    let step_back_loop: usize = [
+        "StepBack",
+        "SteppedBack?",
+        "NotifySteppedBack",
+        "HoldStepBack",
+    ]
+    .iter()
+    .map(|n| events(&s[*n]))
+    .sum();
+    assert_eq!(
+        step_back_loop, 14,
+        "update the history budget in docs/architecture.md"
+    );
     let fixed: usize = s.values().map(events).sum::<usize>()
         + 2
         + (canary_core::limits::MAX_STEPS_BACK - 1) * step_back_loop;

@@ -176,10 +176,7 @@ pub async fn register(
             MAX_SUMMARY_BYTES - FOUND.len(),
         );
         let cause = format!("{reasons}{FOUND}");
-        failed_at_once = apis
-            .tasks
-            .fail_task(task.task_token, error, &cause)
-            .await?;
+        failed_at_once = apis.tasks.fail_task(task.task_token, error, &cause).await?;
         if failed_at_once {
             count_failed_check(&watch.cluster);
         }
@@ -255,7 +252,11 @@ pub async fn on_alarm_state_change(
             Concern::Stale => store.remove(&watch).await?,
             Concern::Fails => {
                 let failed = tasks
-                    .fail_task(&watch.task_token, watch.error_for(&event.alarm_name), &cause)
+                    .fail_task(
+                        &watch.task_token,
+                        watch.error_for(&event.alarm_name),
+                        &cause,
+                    )
                     .await?;
                 store.remove(&watch).await?;
                 if failed {

@@ -63,8 +63,7 @@ pub async fn step_back(
         .map_or(1, |gate| gate.resolve().min_healthy_targets);
     let mut problems = Vec::new();
     for router in routers(apis, plan) {
-        if let Health::NotReady(problem) = router.health(Side::Stable, min_healthy_targets).await?
-        {
+        if let Health::NotReady(problem) = router.health(Side::Stable, min_healthy_targets).await? {
             problems.push(format!("{}: {problem}", router.label()));
         }
     }
@@ -145,19 +144,33 @@ mod tests {
             alb: &alb,
             ..Apis::fake()
         };
-        let first = step_back(&apis, &plan(true), 60, &at(60)).await.expect("a step");
+        let first = step_back(&apis, &plan(true), 60, &at(60))
+            .await
+            .expect("a step");
         assert!(first.stepped_back, "{first:?}");
         assert_eq!((first.canary_weight, first.hold_seconds), (30, 30));
         assert_eq!(first.weights, at(30));
         assert_eq!(alb.weight(LISTENER_A, GREEN), 30);
 
-        let second = step_back(&apis, &plan(true), 60, &first.weights).await.expect("a step");
+        let second = step_back(&apis, &plan(true), 60, &first.weights)
+            .await
+            .expect("a step");
         assert_eq!((second.stepped_back, second.canary_weight), (true, 12));
 
-        let last = step_back(&apis, &plan(true), 60, &second.weights).await.expect("a look");
+        let last = step_back(&apis, &plan(true), 60, &second.weights)
+            .await
+            .expect("a look");
         assert!(!last.stepped_back);
-        assert!(last.reason.contains("the next step back is the baseline"), "{}", last.reason);
-        assert_eq!(last.weights, at(12), "nothing written: the restore writes the baseline");
+        assert!(
+            last.reason.contains("the next step back is the baseline"),
+            "{}",
+            last.reason
+        );
+        assert_eq!(
+            last.weights,
+            at(12),
+            "nothing written: the restore writes the baseline"
+        );
         assert_eq!(alb.weight(LISTENER_A, GREEN), 12);
     }
 
@@ -170,10 +183,13 @@ mod tests {
             alb: &alb,
             ..Apis::fake()
         };
-        let out = step_back(&apis, &plan(true), 60, &at(60)).await.expect("a look");
+        let out = step_back(&apis, &plan(true), 60, &at(60))
+            .await
+            .expect("a look");
         assert!(!out.stepped_back);
         assert!(
-            out.reason.contains("stable target group blue: 0 healthy targets, 1 needed"),
+            out.reason
+                .contains("stable target group blue: 0 healthy targets, 1 needed"),
             "{}",
             out.reason
         );
@@ -187,10 +203,14 @@ mod tests {
             alb: &alb,
             ..Apis::fake()
         };
-        let err = step_back(&apis, &plan(false), 60, &at(60)).await.expect_err("no gradual");
+        let err = step_back(&apis, &plan(false), 60, &at(60))
+            .await
+            .expect_err("no gradual");
         assert_eq!(err.name().as_str(), "InvalidInput");
         assert!(err.to_string().contains("rollback.gradual"), "{err}");
-        let err = step_back(&apis, &plan(true), 55, &at(60)).await.expect_err("not a step");
+        let err = step_back(&apis, &plan(true), 55, &at(60))
+            .await
+            .expect_err("not a step");
         assert!(err.to_string().contains("failedWeight 55"), "{err}");
         assert_eq!(alb.weight(LISTENER_A, GREEN), 60);
     }
@@ -204,7 +224,9 @@ mod tests {
             alb: &alb,
             ..Apis::fake()
         };
-        let err = step_back(&apis, &plan(true), 60, &at(60)).await.expect_err("moved");
+        let err = step_back(&apis, &plan(true), 60, &at(60))
+            .await
+            .expect_err("moved");
         assert_eq!(err.name().as_str(), "WeightsChangedExternally");
         assert_eq!(alb.weight(LISTENER_A, GREEN), 20);
     }

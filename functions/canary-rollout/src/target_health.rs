@@ -22,7 +22,10 @@ pub async fn target_health(
     let mut problems = Vec::new();
     let mut notes = Vec::new();
     for router in routers(apis, plan) {
-        match router.health(Side::Canary, gate.min_healthy_targets).await? {
+        match router
+            .health(Side::Canary, gate.min_healthy_targets)
+            .await?
+        {
             Health::Ready => {}
             Health::NotReady(problem) => problems.push(format!("{}: {problem}", router.label())),
             Health::NotGated(note) => notes.push(format!("{}: {note}", router.label())),

@@ -97,9 +97,9 @@ pub(crate) async fn alarm_outcomes(
         alarms.extend(matched.into_iter().map(|a| (a.name.clone(), a)));
     }
     outcomes.extend(
-        alarms
-            .values()
-            .map(|a| alarm_outcome(a, checks.insufficient_data).critical(checks.is_critical(&a.name))),
+        alarms.values().map(|a| {
+            alarm_outcome(a, checks.insufficient_data).critical(checks.is_critical(&a.name))
+        }),
     );
     Ok(outcomes)
 }

@@ -12,8 +12,8 @@ use canary_core::{AlbTarget, WeightPair};
 use tracing::info;
 
 use super::{
-    Side, refuse_claimed, ControllerClaim, Detach, Health, Inspection, Located, Observed, Reading,
-    Router, TargetReader, TrafficRouter,
+    refuse_claimed, ControllerClaim, Detach, Health, Inspection, Located, Observed, Reading,
+    Router, Side, TargetReader, TrafficRouter,
 };
 use crate::error::ShiftError;
 

@@ -33,7 +33,7 @@ use tracing::{info, warn};
 
 use super::route53::Route53Router;
 use super::{
-    Side, ControllerClaim, Detach, Health, Inspection, Located, Observed, Reading, TargetReader,
+    ControllerClaim, Detach, Health, Inspection, Located, Observed, Reading, Side, TargetReader,
     TrafficRouter,
 };
 use crate::error::ShiftError;

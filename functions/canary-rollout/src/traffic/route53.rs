@@ -8,8 +8,8 @@ use canary_core::target_health::health_check_problem;
 use canary_core::{Route53Target, WeightPair};
 
 use super::{
-    Side, refuse_claimed, ControllerClaim, Detach, Health, Inspection, Located, Observed, Reading,
-    Router, TargetReader, TrafficRouter,
+    refuse_claimed, ControllerClaim, Detach, Health, Inspection, Located, Observed, Reading,
+    Router, Side, TargetReader, TrafficRouter,
 };
 use crate::error::ShiftError;
 
