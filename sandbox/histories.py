@@ -60,6 +60,9 @@ story and its promises). The happenings:
   freeze             the operator turns the stack's freeze switch on (`cluster-canary freeze`;
                      `unfreeze`: off again), the plan bounding one hold to a minute
 
+and, without a happening of its own, `gradual`: the plan's rollback steps back ([50, 0], a short
+hold), the old cluster's target group healthy (its pods registered) or not (none).
+
 After the run (and the safety net's answer, when the rule matched the end), `violations(...)`
 checks what moto, the Kubernetes test server and the event queue hold:
 
@@ -164,7 +167,13 @@ FEATURES = {
     "iam-reads": 0.1,  # evaluate-alarms' role denied the CloudWatch reads its checks make
     "alb-judge": 0.15,  # of the plans with a listener: the built-in ALB checks, fed every second
     "freeze": 0.15,  # the stack's freeze switch turned on at a point (and off at another, or never)
+    "gradual": 0.2,  # the plan's rollback.gradual, the old cluster's target group healthy or not
 }
+GRADUAL = ("healthy", "unhealthy")  # the old cluster's target group in a `gradual` history
+GRADUAL_HOLD = 5  # rollback.gradual.holdSeconds in the histories
+# What one step back may add to the way to the baseline: its hold, and its write (one attempt:
+# any error goes to the restore), as long as a step's at most.
+STEP_BACK_SECONDS = GRADUAL_HOLD + 90
 # A freeze holds one rollout at most this long in the histories (freeze.maxFrozenSeconds).
 FROZEN_BOUND = 60
 TARGETS = ("ready", "late", "never")  # when the canary target group gets its (healthy) target
@@ -252,6 +261,7 @@ class History:
     execution_timeout: int = None  # the rollout state machine's TimeoutSeconds, when cut short
     alb_judge: bool = False  # the built-in ALB checks beside the alarm
     freeze: bool = False  # the stack's freeze switch is turned at points of the run
+    gradual: str = None  # rollback.gradual, the old cluster's target group one of GRADUAL
 
     def __str__(self):
         if self.fleet:
@@ -270,6 +280,7 @@ class History:
             f", executions time out after {self.execution_timeout} s" if self.execution_timeout else "",
             ", the ALB judge" if self.alb_judge else "",
             f", freezes bounded to {FROZEN_BOUND} s" if self.freeze else "",
+            f", a gradual rollback (the old cluster {self.gradual})" if self.gradual else "",
         ])
         return (f"seed {self.seed}: {self.kind}, steps {self.steps}{approval}{extra}; "
                 + ("; ".join(map(str, self.happenings)) or "nothing happens") + after)
@@ -381,6 +392,8 @@ def draw_later_features(history, points):
         happenings.append(Happening("freeze", *r.choice(points)))
         if r.random() < 0.7:
             happenings.append(Happening("unfreeze", *r.choice(points)))
+    if r := drawn("gradual"):
+        history.gradual = r.choice(GRADUAL)
     if r := drawn("iam", history.kind in DIRECT):
         happenings.append(Happening("iam-refusal", *r.choice(points)))
         if r.random() < 0.5:
@@ -462,6 +475,8 @@ def shaped(history, plan, prometheus_url=None):
                                    "lookbackSeconds": ALB_LOOKBACK, "latencyStatistic": "Maximum"}
     if history.freeze:
         plan["freeze"] = {"maxFrozenSeconds": FROZEN_BOUND}
+    if history.gradual:
+        plan.setdefault("rollback", {})["gradual"] = {"steps": [50, 0], "holdSeconds": GRADUAL_HOLD}
     return plan
 
 
@@ -700,6 +715,9 @@ def run_on(history, sandbox, controllers, provider, out):
     if history.targets == "ready":
         register_target(sandbox)
         record.targets_at = 0
+    if history.gradual == "healthy":
+        sandbox.client("elbv2").register_targets(TargetGroupArn=sandbox.world.blue_tg,
+                                                 Targets=[{"Id": "10.0.1.9", "Port": 8080}])
     iam = sandbox.client("iam")
     shift_weights_role, evaluate_alarms_role = (sandbox.client("lambda").get_function_configuration(
         FunctionName=sandbox.function(binary))["Role"].rsplit("/", 1)[-1] for binary in ("shift-weights", "evaluate-alarms"))
@@ -1043,6 +1061,7 @@ def violations(history, record):
     if history.hooks:
         found += hook_promises(history, record)
     found += moved_while_frozen(record)
+    found += stepped_back_wrongly(history, record)
     if record.second is not None and record.second_overlapped:
         # Refused at Prepare: as ConcurrentRollout, or for a target the first left with no
         # stable weight (TargetMisconfigured, checked first); or before it, its plan refused
@@ -1101,7 +1120,7 @@ def rollback_bound(history, record):
     an unreachable provider's bound on top when the provider was out meanwhile."""
     outage = any(what == "outage" and value for _, what, value, _ in record.conditions)
     return (ROLLBACK_BOUND_SECONDS + (history.failure_limit - 1) * CHECK_INTERVAL
-            + (UNJUDGED_BOUND_SECONDS if outage else 0))
+            + (UNJUDGED_BOUND_SECONDS if outage else 0) + (STEP_BACK_SECONDS if history.gradual else 0))
 
 
 def failing(state):
@@ -1153,6 +1172,40 @@ def moved_while_frozen(record):
             if frozen_at(decision[1]):
                 found.append(f"a step was set by {decision[0]} at {decision[1]:.1f}, while the freeze switch was on")
             decision = None
+    return found
+
+
+def stepped_back_wrongly(history, record):
+    """A gradual rollback's promises (docs/operations.md): it steps back only with the plan's
+    `rollback.gradual`, after a bake's failed check no critical alarm caused, only down, and
+    only while the old cluster is healthy; what follows a step back it did not take is the
+    restore."""
+    found, caught, share, looked = [], None, None, None
+    for event in record.history_events:
+        exited = event.get("stateExitedEventDetails", {})
+        entered = event.get("stateEnteredEventDetails", {}).get("name")
+        if looked is not None and entered and entered != "SteppedBack?":
+            if entered != "Restore":
+                found.append(f"after a step back not taken ({looked}), {entered} instead of the restore")
+            looked = None
+        if exited.get("name") == "DescribeCheckFailure":
+            state = json.loads(exited.get("output") or "{}")
+            caught, share = state["failure"].get("Caught"), state["cursor"]["step"]["weight"]
+        if entered == "StepBack":
+            if not history.gradual:
+                found.append("stepped back without rollback.gradual")
+            if caught != "CheckFailed":
+                found.append(f"stepped back after {caught}, which goes to the baseline at once")
+        if exited.get("name") == "StepBack":
+            last = json.loads(exited.get("output") or "{}")["lastSet"]
+            if last["steppedBack"]:
+                if share is None or last["canaryWeight"] >= share:
+                    found.append(f"a step back to {last['canaryWeight']} % from {share} %")
+                if history.gradual == "unhealthy" and history.kind in WITH_LISTENER:
+                    found.append("stepped back while the old cluster's target group had no healthy target")
+                share = last["canaryWeight"]
+            else:
+                looked = last["reason"]
     return found
 
 
@@ -1302,7 +1355,8 @@ def features_of(history):
         ([f"target health gate ({history.targets})"] if history.targets else []) + \
         (["metric threshold"] if history.metric else []) + (["ALB judge"] if history.alb_judge else []) + \
         (["retire"] if history.retire else []) + (["shift-weights Timeout 10 s"] if history.short_timeout else []) + \
-        (["execution timeout"] if history.execution_timeout else []) + (["freezes"] if history.freeze else [])
+        (["execution timeout"] if history.execution_timeout else []) + (["freezes"] if history.freeze else []) + \
+        ([f"gradual rollback ({history.gradual})"] if history.gradual else [])
 
 
 def judged(seed, verbose=False):

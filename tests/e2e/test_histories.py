@@ -16,18 +16,18 @@ from sandbox.scenarios import Report
 # seeds (here and in docs/testing.md) must then be chosen again.
 CI_HISTORIES = {
     32: "seed 32: ALB, steps [100], approval before 100 %: never, hooks {'afterEachStep': ['slow'], "
-        "'afterPromotion': ['fail'], 'beforeTraffic': ['pass']}, started by the CreateCluster event; "
-        'alarm after RestoreUnchanged #1; alarm after PrepareTraffic #1; throttle after Restore #1; '
-        'throttle after PrepareTraffic #1',
-    136: 'seed 136: Route 53 via Argo CD, steps [72, 100], approval before 72 %: reject; operator-restore '
-         'after SetWeights #2; foreign-apply[6] after Restore #1; foreign-apply[91] after PrepareTraffic '
-         '#1; reply-lost after PrepareTraffic #1; safety-net-lost after Restore #1; the operator restores '
-         'after the end',
-    138: 'seed 138: ALB, steps [62, 100], a Datadog check, freezes bounded to 60 s; abort after '
-         'RestoreUnchanged #1; late-safety-net after Evaluate #1; foreign-write[43, 57] after SetWeights '
-         '#2; provider-slow after Restore #1; provider-recovers after Evaluate #1; provider-down after '
-         'SetWeights #2; freeze after Evaluate #3; unfreeze after Evaluate #3; the operator restores '
-         'after the end',
+        "'afterPromotion': ['fail'], 'beforeTraffic': ['pass']}, started by the CreateCluster event, a "
+        'gradual rollback (the old cluster unhealthy); alarm after RestoreUnchanged #1; alarm after '
+        'PrepareTraffic #1; throttle after Restore #1; throttle after PrepareTraffic #1',
+    136: 'seed 136: Route 53 via Argo CD, steps [72, 100], approval before 72 %: reject, a gradual rollback '
+         '(the old cluster unhealthy); operator-restore after SetWeights #2; foreign-apply[6] after Restore '
+         '#1; foreign-apply[91] after PrepareTraffic #1; reply-lost after PrepareTraffic #1; '
+         'safety-net-lost after Restore #1; the operator restores after the end',
+    138: 'seed 138: ALB, steps [62, 100], a Datadog check, freezes bounded to 60 s, a gradual rollback (the '
+         'old cluster healthy); abort after RestoreUnchanged #1; late-safety-net after Evaluate #1; '
+         'foreign-write[43, 57] after SetWeights #2; provider-slow after Restore #1; provider-recovers '
+         'after Evaluate #1; provider-down after SetWeights #2; freeze after Evaluate #3; unfreeze after '
+         'Evaluate #3; the operator restores after the end',
     205: 'seed 205: Route 53, steps [17, 100], a metric threshold; lambda-throttle after Evaluate #1; '
          'lambda-5xx after SetWeights #2; alarm-clears after Evaluate #1; operator-restore after Evaluate '
          '#1; metric-fine after Evaluate #1; iam-reads-refused after SetWeights #2; iam-reads-restored '
@@ -41,6 +41,8 @@ CI_HISTORIES = {
          'record-write[8] after Restore #1; safety-net-disabled after Evaluate #2; metric-fine after '
          'Evaluate #1; metric-fine after SetWeights #1; iam-reads-refused after Evaluate #2; '
          'iam-reads-restored after RestoreUnchanged #1; the operator restores after the end',
+    739: 'seed 739: ALB, steps [50, 93, 100], a gradual rollback (the old cluster healthy); second-rollout '
+         'after SetWeights #2; alarm after SetWeights #1',
     828: 'seed 828: ALB, steps [100], the ALB judge; reply-lost after SetWeights #1; operator-restore '
          'after Evaluate #1; alb-breach after PrepareTraffic #1; alb-fine after Evaluate #2',
     2061: 'seed 2061: ALB + Route 53, steps [41, 65, 100], approval before 100 %: approve, failureLimit 2, '
@@ -73,10 +75,10 @@ CI_HISTORIES = {
            'metric-breach after SetWeights #2; metric-fine after PrepareTraffic #1; write-past-timeout '
            'after RestoreUnchanged #1; the operator restores after the end',
     12158: "seed 12158: ALB + Route 53, steps [100], hooks {'afterPromotion': ['raise']}, started by the "
-           'CreateCluster event, retires the stable target group, executions time out after 30 s; '
-           'foreign-write[48, 52] after RestoreUnchanged #1; other-rollout after SetWeights #1; '
-           'record-write[74] after RestoreUnchanged #1; safety-net-lost after Evaluate #2; iam-refusal '
-           'after RestoreUnchanged #1; the operator restores after the end',
+           'CreateCluster event, retires the stable target group, executions time out after 30 s, a gradual '
+           'rollback (the old cluster unhealthy); foreign-write[48, 52] after RestoreUnchanged #1; '
+           'other-rollout after SetWeights #1; record-write[74] after RestoreUnchanged #1; safety-net-lost '
+           'after Evaluate #2; iam-refusal after RestoreUnchanged #1; the operator restores after the end',
     12808: 'seed 12808: ALB, steps [15, 100], retires the stable target group; metrics-throttle[6] after '
            'Evaluate #2; late-safety-net after Evaluate #1; abort after Evaluate #3; safety-net-lost after '
            'SetWeights #2; safety-net-disabled after PrepareTraffic #1; iam-refusal after Evaluate #2; the '
@@ -322,6 +324,30 @@ def test_the_checker_flags_a_step_set_by_a_decision_made_while_frozen():
     assert any("set by FreezeGate" in v for v in histories.violations(history, gate))
 
 
+def test_the_checker_flags_a_step_back_it_should_not_have_taken():
+    """A step back after a critical alarm, upward, past an old cluster with no healthy target, or
+    followed by anything but the restore when it was not taken, breaks a gradual rollback's
+    promises; a step down to half and then the restore keeps them."""
+    def run(caught, *steps_back, then="Restore", gradual="healthy"):
+        events = [exited("DescribeCheckFailure", {"failure": {"Caught": caught}, "cursor": {"step": {"weight": 50}}})]
+        for stepped, weight in steps_back:
+            events += [entered("StepBack"), exited("StepBack", {"lastSet": {
+                "steppedBack": stepped, "canaryWeight": weight, "reason": "why"}}), entered("SteppedBack?")]
+        history, record = made_up("FAILED", BASELINE, error="CheckFailed", history=events + [entered(then)])
+        history.gradual = gradual
+        return [v for v in histories.violations(history, record) if "step back" in v or "stepped back" in v]
+
+    assert run("CheckFailed", (True, 25), (False, 25)) == []
+    assert run("CriticalCheckFailed", (False, 50)) == [
+        "stepped back after CriticalCheckFailed, which goes to the baseline at once"]
+    assert run("CheckFailed", (True, 60)) == ["a step back to 60 % from 50 %"]
+    assert run("CheckFailed", (True, 25), gradual="unhealthy") == [
+        "stepped back while the old cluster's target group had no healthy target"]
+    assert run("CheckFailed", (False, 50), then="HoldStepBack") == [
+        "after a step back not taken (why), HoldStepBack instead of the restore"]
+    assert run("CheckFailed", (False, 50), gradual=None) == ["stepped back without rollback.gradual"]
+
+
 def test_a_seed_replays_the_same_story():
     for seed, story in CI_HISTORIES.items():
         assert str(histories.generate(seed)) == story
@@ -340,8 +366,9 @@ def test_the_pinned_histories_draw_every_kind_of_happening():
     assert {point for history in rollouts for point in history.hooks or {}} == set(histories.HOOK_POINTS)
     assert {history.provider for history in rollouts} == {None, "datadog", "prometheus"}
     for feature in ("by_event", "metric", "alb_judge", "retire", "short_timeout", "execution_timeout", "targets",
-                    "freeze"):
+                    "freeze", "gradual"):
         assert any(getattr(history, feature) for history in rollouts), feature
+    assert {history.gradual for history in rollouts} == {None, *histories.GRADUAL}
     assert any(history.failure_limit > 1 for history in rollouts)
     fleets = [history.fleet for history in drawn if history.fleet]
     assert {h[0] for fleet in fleets for h in fleet.happenings} == set(fleet_histories.FLEET_ACTIONS)
