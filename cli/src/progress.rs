@@ -186,7 +186,7 @@ pub fn phase_of(name: &str) -> Option<&'static str> {
         "SetWeights" => "shifting traffic",
         "BakeWait" | "Evaluate" => "baking",
         "Restore" | "RestoreRetried" => "rolling back",
-        "StepBack" | "HoldStepBack" => "rolling back gradually",
+        "LookBeforeStepBack" | "StepBack" | "HoldStepBack" => "rolling back gradually",
         "RestoreUnchanged" => "restoring what no one else changed",
         "SettleAfterRestore" | "LookAfterRestore" => "watching the restored baseline",
         "VerifyPromotion" => "promoting",
@@ -207,9 +207,11 @@ const RESTORE_STATES: [&str; 4] = [
 ];
 
 /// States whose output carries a failure that is reported elsewhere, or is the rollback's own.
-const FAILURE_REPORTED_BY: [&str; 20] = [
+const FAILURE_REPORTED_BY: [&str; 22] = [
     "DescribeCheckFailure",
     "GradualRollback?",
+    "LookBeforeStepBack",
+    "StepBackAllowed?",
     "StepBack",
     "SteppedBack?",
     "NotifySteppedBack",
@@ -515,6 +517,13 @@ impl Tracker {
                 let said = self.gate_hold_said.replace(since) == Some(since);
                 (!said || state["freeze"]["tooLong"] == true).then(|| Update::Frozen {
                     reason: crate::history::held_since(since, &text(&state["freeze"]["reason"])),
+                })
+            }
+            "LookBeforeStepBack" if state["stepBackLook"]["go"] == false => {
+                Some(Update::StepBack {
+                    stepped_back: false,
+                    weights: typed().last_set.map(|l| l.weights).unwrap_or_default(),
+                    reason: text(&state["stepBackLook"]["reason"]),
                 })
             }
             STEP_BACK_STATE => Some(Update::StepBack {

@@ -1,6 +1,7 @@
 """A rollback the old cluster can take (`rollback.gradual`): after a bake's failed check the
-canary's share steps back while the old cluster's target group stays healthy, then the baseline;
-an unhealthy old cluster, or an alarm the plan marks critical, goes to the baseline at once.
+canary's share steps back while the old cluster's target group stays healthy and its own alarm
+OK, then the baseline; an unhealthy old cluster, its alarm firing, or an alarm the plan marks
+critical, goes to the baseline at once.
 
 moto reports every registered target healthy: the old cluster's target group is made healthy by
 registering its pods, and unhealthy by taking them out (no healthy target), as a shrunk or failing
@@ -12,7 +13,8 @@ from sandbox.harness import Sandbox
 REASON = "Threshold Crossed: 1 datapoint [42.0] was greater than the threshold (10.0)."
 BLUE_PODS = [{"Id": "10.0.1.9", "Port": 8080}, {"Id": "10.0.2.9", "Port": 8080}]
 # The way back after the bake failed, up to the first step back.
-TO_STEP_BACK = ["DescribeCheckFailure", "GradualRollback?", "StepBack", "SteppedBack?"]
+LOOK_AND_STEP = ["LookBeforeStepBack", "StepBackAllowed?", "StepBack", "SteppedBack?"]
+TO_STEP_BACK = ["DescribeCheckFailure", "GradualRollback?"] + LOOK_AND_STEP
 
 
 def gradual_plan(sandbox, cluster="green", **alarms):
@@ -67,7 +69,7 @@ def test_a_failed_check_steps_back_while_the_old_cluster_is_healthy_then_restore
                                                                                               (90, 10)]
         assert "the next step back is the baseline" in steps_back[-1]["reason"]
         after_bake = report.states[report.states.index("DescribeCheckFailure"):]
-        loop = ["NotifySteppedBack", "HoldStepBack", "StepBack", "SteppedBack?"]
+        loop = ["NotifySteppedBack", "HoldStepBack"] + LOOK_AND_STEP
         assert after_bake == TO_STEP_BACK + loop + loop + ROLLED_BACK_FOR_A_CHECK, after_bake
         assert report.weights["listener :80"] == BASELINE["listener :80"]
         assert event_types(report)[-4:] == ["Rollback Stepped Back", "Rollback Stepped Back", "Check Failed",
@@ -100,12 +102,12 @@ def test_an_old_cluster_turning_unhealthy_mid_way_goes_straight_to_the_baseline(
         assert refused.endswith("): straight to the baseline"), refused
         assert steps_back[-1]["weights"] == steps_back[0]["weights"], "nothing written by the refused step back"
         after_hold = report.states[report.states.index("HoldStepBack") + 1:]
-        assert after_hold == ["StepBack", "SteppedBack?"] + ROLLED_BACK_FOR_A_CHECK, after_hold
+        assert after_hold == LOOK_AND_STEP + ROLLED_BACK_FOR_A_CHECK, after_hold
         assert report.weights["listener :80"] == BASELINE["listener :80"]
         assert any("no further step back: the old cluster is not healthy" in line for line in lines), lines
 
 
-def test_a_critical_alarm_goes_straight_to_the_baseline_and_a_plan_without_gradual_never_steps_back():
+def test_a_critical_alarm_or_the_old_clusters_own_goes_straight_to_the_baseline_and_without_gradual_no_step_back():
     with Sandbox(log=captured) as sandbox:
         critical, _, _ = run(sandbox, gradual_plan(sandbox, critical=["web-green-5xx"]), "critical")
         assert (critical.status, critical.error) == ("FAILED", "CheckFailed")
@@ -121,3 +123,25 @@ def test_a_critical_alarm_goes_straight_to_the_baseline_and_a_plan_without_gradu
         plain, _, _ = run(sandbox, plan, "not-gradual")
         assert plain.error == "CheckFailed" and "StepBack" not in plain.states
         assert plain.weights["listener :80"] == BASELINE["listener :80"]
+
+        # The old cluster's own alarm goes to ALARM after the first step back: the next look says no.
+        cloudwatch = sandbox.client("cloudwatch")
+        cloudwatch.put_metric_alarm(AlarmName="web-blue-5xx", Namespace="AWS/ApplicationELB",
+                                    MetricName="HTTPCode_Target_5XX_Count", Statistic="Sum", Period=60,
+                                    EvaluationPeriods=1, Threshold=5, ComparisonOperator="GreaterThanThreshold")
+        sandbox.alarm_events.set_state("web-blue-5xx", "OK", "Threshold Crossed: under")
+        sandbox.alarm_events.set_state("web-green-5xx", "OK", "Threshold Crossed: back under")
+        plan = gradual_plan(sandbox, "green-c")
+        plan["rollback"]["gradual"]["alarms"] = ["web-blue-5xx"]
+
+        def old_cluster_fails(last_set):
+            if last_set["steppedBack"]:
+                sandbox.alarm_events.set_state("web-blue-5xx", "ALARM", "Threshold Crossed: the old cluster's 5xx")
+
+        report, steps_back, lines = run(sandbox, plan, "old-cluster-alarm", old_cluster_fails)
+        assert [(s["steppedBack"], s["canaryWeight"]) for s in steps_back] == [(True, 25)]
+        after_hold = report.states[report.states.index("HoldStepBack") + 1:]
+        assert after_hold == ["LookBeforeStepBack", "StepBackAllowed?"] + ROLLED_BACK_FOR_A_CHECK, after_hold
+        assert report.weights["listener :80"] == BASELINE["listener :80"]
+        refusal = [line for line in lines if line.startswith("no further step back: alarm web-blue-5xx is ALARM")]
+        assert refusal and refusal[0].endswith(": straight to the baseline"), lines

@@ -875,11 +875,22 @@ fn only_a_bakes_failed_check_rolls_back_gradually_and_every_way_out_restores() {
         serde_json::json!([{"And": [
             {"Variable": "$.failure.Caught", "StringEquals": CHECK_FAILED},
             {"Variable": "$.plan.rollback.gradual", "IsPresent": true}
-        ], "Next": "StepBack"}])
+        ], "Next": "LookBeforeStepBack"}])
     );
     for other in ["DescribeTaskFailure", "DescribeApprovalFailure"] {
         assert_eq!(s[other]["Next"], "Restore", "{other}");
     }
+    // Each step back looks at the alarms first; a look that says no, or fails, restores.
+    let look = &s["LookBeforeStepBack"];
+    assert_eq!(look["Parameters"]["Payload"]["operation"], "stepBackLook");
+    assert_eq!(look["Next"], "StepBackAllowed?");
+    assert_eq!(
+        look["Catch"][0]["ErrorEquals"],
+        serde_json::json!(["States.ALL"])
+    );
+    assert_eq!(look["Catch"][0]["Next"], "Restore");
+    assert_eq!(s["StepBackAllowed?"]["Default"], "Restore");
+    assert_eq!(s["StepBackAllowed?"]["Choices"][0]["Next"], "StepBack");
     let step_back = &s[canary_core::state::STEP_BACK_STATE];
     assert_eq!(step_back["Parameters"]["Payload"]["operation"], "stepBack");
     assert_eq!(
@@ -903,5 +914,5 @@ fn only_a_bakes_failed_check_rolls_back_gradually_and_every_way_out_restores() {
     assert_eq!(s["SteppedBack?"]["Default"], "Restore");
     assert_eq!(s["NotifySteppedBack"]["Next"], "HoldStepBack");
     assert_eq!(s["HoldStepBack"]["SecondsPath"], "$.lastSet.holdSeconds");
-    assert_eq!(s["HoldStepBack"]["Next"], "StepBack");
+    assert_eq!(s["HoldStepBack"]["Next"], "LookBeforeStepBack");
 }

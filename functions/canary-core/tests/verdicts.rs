@@ -440,3 +440,23 @@ fn an_unsure_bake_that_asks_waits_for_a_person_before_the_next_step_only() {
     let failing = [outcome(Fail), outcome(Inconclusive)];
     assert!(!decide_asking(Some(&a), &failing, at_step(1, true), true).ask);
 }
+
+#[test]
+fn a_rollback_is_critical_only_when_a_critical_signal_failed() {
+    let strict = analysis(1, InconclusivePolicy::Ignore, NoEvidencePolicy::Pass);
+    let critical_fail = outcome(Fail).critical(true);
+    let decide_on = |outcomes: &[CheckOutcome], analysis: &AnalysisSection| {
+        let d = decide(Some(analysis), outcomes, progress(0, 0, false));
+        (d.rollback, d.critical)
+    };
+    assert_eq!(decide_on(&[critical_fail.clone()], &strict), (true, true));
+    assert_eq!(decide_on(&[outcome(Fail)], &strict), (true, false));
+    // A critical alarm that passes does not make another signal's failure critical.
+    assert_eq!(
+        decide_on(&[outcome(Fail), outcome(Pass).critical(true)], &strict),
+        (true, false)
+    );
+    // Not rolling back yet (the failure limit is 2): nothing is critical.
+    let lenient = analysis(2, InconclusivePolicy::Ignore, NoEvidencePolicy::Pass);
+    assert_eq!(decide_on(&[critical_fail], &lenient), (false, false));
+}

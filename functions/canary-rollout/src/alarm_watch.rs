@@ -549,6 +549,46 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_critical_alarm_fails_the_wait_with_the_error_that_skips_a_gradual_rollback() {
+        let env = Env::default();
+        let (a, b) = (format!("{ARN}a"), format!("{ARN}b"));
+        let p = plan(
+            serde_json::json!({"alarms": {"prefixes": ["web-green-"], "critical": ["web-green-5xx"]}}),
+        );
+        env.alarms.set("web-green-latency", AlarmStateValue::Ok);
+        env.alarms.set("web-green-5xx", AlarmStateValue::Ok);
+        register(&env.apis(), &p, task("token-a", &a))
+            .await
+            .unwrap();
+        for (name, at) in [("web-green-latency", 1_100), ("web-green-5xx", 1_101)] {
+            on_alarm_state_change(&env.store, &env.tasks, &alarm(name), at)
+                .await
+                .unwrap();
+            register(&env.apis(), &p, task("token-b", &b))
+                .await
+                .unwrap();
+        }
+        let errors: Vec<String> = env
+            .tasks
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|f| f.1.clone())
+            .collect();
+        assert_eq!(errors, [CHECK_FAILED, CRITICAL_CHECK_FAILED]);
+
+        // Already in ALARM as a watch begins: the same.
+        env.alarms.set("web-green-5xx", AlarmStateValue::Alarm);
+        let c = format!("{ARN}c");
+        let registered = register(&env.apis(), &p, task("token-c", &c))
+            .await
+            .unwrap();
+        assert!(registered.failed_at_once);
+        assert_eq!(env.tasks.0.lock().unwrap()[2].1, CRITICAL_CHECK_FAILED);
+    }
+
+    #[tokio::test]
     async fn the_cause_stays_bounded_with_the_most_alarms_in_alarm() {
         let env = Env::default();
         for i in 0..canary_core::limits::MAX_ALARMS {

@@ -46,6 +46,7 @@ pub async fn validate(
         metric_queries += validated.metric_queries;
         current.extend(validated.current);
     }
+    crate::step_back::validate_alarms(apis.cloudwatch, plan).await?;
     Ok(ValidateOutput {
         alarms: alarms.into_iter().collect(),
         metric_queries,

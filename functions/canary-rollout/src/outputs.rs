@@ -125,6 +125,16 @@ pub struct StepBackOutput {
     pub reason: String,
 }
 
+/// What the alarms said before a step back (evaluate-alarms `stepBackLook`): `go`, or the
+/// baseline at once and why.
+#[derive(Debug, Serialize, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StepBackLook {
+    pub go: bool,
+    /// Bounded.
+    pub reason: String,
+}
+
 #[derive(Debug, Serialize, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DetachOutput {

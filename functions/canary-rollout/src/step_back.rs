@@ -1,21 +1,102 @@
 //! A gradual rollback's step back (plan `rollback.gradual`). During a whole-cluster canary the
 //! old cluster's autoscalers shrink it as its share falls, so putting everything back on it at
-//! once can take down what was healthy. After a bake's failed check the state machine calls
-//! this once per step: it looks at the old cluster's side of every target (the target health
-//! gate's look, on the stable side) and, only if it is healthy, cuts the canary's share to the
-//! next step (compare-and-set against what the rollout last set). Anything else — the next step
-//! is the baseline, the old cluster is not healthy, any error — and the state machine restores
-//! the baseline at once, as every other rollback does.
+//! once can take down what was healthy. After a bake's failed check the state machine takes
+//! two looks before each step back: [`look_at_alarms`] (evaluate-alarms: no alarm the plan marks
+//! critical is in ALARM, and the old cluster's own alarms are OK), then [`step_back`]
+//! (shift-weights: the old cluster's side of every target is healthy — the target health gate's
+//! look, on the stable side — and only then the canary's share is cut to the next step, with
+//! compare-and-set against what the rollout last set). Anything else — the next step is the
+//! baseline, a look fails, any error — and the state machine restores the baseline at once, as
+//! every other rollback does.
 
+use canary_aws::CloudWatchApi;
+use canary_core::analysis::{CheckVerdict, InsufficientDataPolicy};
 use canary_core::limits::{join_bounded, MAX_LISTED_ERRORS, MAX_REASON_BYTES};
 use canary_core::plan::{gradual, ValidPlan};
-use canary_core::{TargetWeights, WeightPair};
+use canary_core::{RolloutPlan, TargetWeights, WeightPair};
 use tracing::{info, warn};
 
-use crate::error::ShiftError;
-use crate::outputs::StepBackOutput;
+use crate::error::{AnalysisError, ShiftError};
+use crate::outputs::{StepBackLook, StepBackOutput};
 use crate::set::move_to;
+use crate::signals::alarm_outcome;
 use crate::traffic::{routers, Apis, Health, Side};
+
+/// At Admit: every alarm `rollback.gradual.alarms` names exists (`AlarmNotFound`).
+pub async fn validate_alarms(
+    cloudwatch: &dyn CloudWatchApi,
+    plan: &RolloutPlan,
+) -> Result<(), AnalysisError> {
+    let Some(gradual) = gradual(plan.rollback.as_ref()).filter(|g| !g.alarms.is_empty()) else {
+        return Ok(());
+    };
+    let found = cloudwatch.alarms_by_names(&gradual.alarms).await?;
+    match gradual
+        .alarms
+        .iter()
+        .position(|name| !found.iter().any(|a| &a.name == name))
+    {
+        Some(i) => Err(AnalysisError::AlarmNotFound {
+            path: format!("rollback.gradual.alarms[{i}]"),
+            message: format!(
+                "there is no metric or composite alarm named `{}`",
+                gradual.alarms[i]
+            ),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Before each step back: the old cluster's own alarms (`rollback.gradual.alarms`) are OK and
+/// no alarm of `analysis.alarms.critical` is in ALARM. An alarm of the old cluster deleted
+/// since Admit cannot vouch for it either.
+pub async fn look_at_alarms(
+    cloudwatch: &dyn CloudWatchApi,
+    plan: &RolloutPlan,
+) -> Result<StepBackLook, AnalysisError> {
+    let old_cluster = gradual(plan.rollback.as_ref()).map_or(&[][..], |g| &g.alarms[..]);
+    let critical = plan
+        .analysis
+        .as_ref()
+        .and_then(|a| a.alarms.as_ref())
+        .map_or(&[][..], |a| &a.critical[..]);
+    let mut problems = Vec::new();
+    for (names, insufficient) in [
+        (old_cluster, InsufficientDataPolicy::Fail),
+        (critical, InsufficientDataPolicy::Ignore),
+    ] {
+        if names.is_empty() {
+            continue;
+        }
+        let found = cloudwatch.alarms_by_names(names).await?;
+        for name in names {
+            match found.iter().find(|a| &a.name == name) {
+                Some(alarm) => {
+                    let outcome = alarm_outcome(alarm, insufficient);
+                    if outcome.verdict == CheckVerdict::Fail {
+                        problems.push(outcome.reason);
+                    }
+                }
+                None if insufficient == InsufficientDataPolicy::Fail => {
+                    problems.push(format!("alarm {name} no longer exists"))
+                }
+                None => {}
+            }
+        }
+    }
+    if problems.is_empty() {
+        return Ok(StepBackLook {
+            go: true,
+            reason: "no critical alarm in ALARM, the old cluster's alarms OK".to_owned(),
+        });
+    }
+    let problems = join_bounded(&problems, "; ", MAX_LISTED_ERRORS, MAX_REASON_BYTES / 2);
+    warn!(%problems, "no step back: the baseline at once");
+    Ok(StepBackLook {
+        go: false,
+        reason: format!("{problems}: straight to the baseline"),
+    })
+}
 
 /// One step back from `expected` (what the rollout last set), for a rollback from
 /// `failed_weight`, the canary's share at the step whose check failed.
@@ -99,8 +180,93 @@ mod tests {
     use canary_core::{NamedError, RolloutPlan, TargetWeights, WeightPair};
     use serde_json::json;
 
-    use super::step_back;
+    use canary_aws::fakes::FakeCloudWatch;
+    use canary_aws::AlarmStateValue::{Alarm, InsufficientData, Ok as AlarmOk};
+
+    use super::{look_at_alarms, step_back, validate_alarms};
     use crate::traffic::Apis;
+
+    /// A plan stepping back by half, the old cluster's own alarm `blue-5xx`, `green-crash`
+    /// critical beside `green-latency`.
+    fn plan_with_alarms() -> RolloutPlan {
+        RolloutPlan::parse(json!({
+            "cluster": {"name": "green", "region": "us-east-1"},
+            "trafficTargets": [{"alb": {"listenerArn": LISTENER_A, "stableTargetGroupArn": BLUE, "canaryTargetGroupArn": GREEN}}],
+            "steps": [{"weight": 50}, {"weight": 100}],
+            "bake": {"seconds": 60, "checkIntervalSeconds": 10},
+            "analysis": {"alarms": {"names": ["green-latency", "green-crash"], "critical": ["green-crash"]}},
+            "rollback": {"gradual": {"steps": [50, 0], "alarms": ["blue-5xx"]}},
+        }))
+        .expect("a valid plan")
+        .plan
+    }
+
+    #[tokio::test]
+    async fn a_step_back_waits_for_no_critical_alarm_and_the_old_clusters_alarms_ok() {
+        let plan = plan_with_alarms();
+        let look = |cloudwatch: FakeCloudWatch| {
+            let plan = plan.clone();
+            async move { look_at_alarms(&cloudwatch, &plan).await.expect("a look") }
+        };
+        let world = |latency, crash, blue| {
+            FakeCloudWatch::default()
+                .with("green-latency", latency)
+                .with("green-crash", crash)
+                .with("blue-5xx", blue)
+        };
+        // The failing check's own alarm in ALARM does not stop a step back.
+        assert!(look(world(Alarm, AlarmOk, AlarmOk)).await.go);
+        assert!(
+            look(world(Alarm, InsufficientData, AlarmOk)).await.go,
+            "critical only in ALARM"
+        );
+        let critical = look(world(Alarm, Alarm, AlarmOk)).await;
+        assert!(!critical.go);
+        assert!(
+            critical.reason.starts_with("alarm green-crash is ALARM"),
+            "{}",
+            critical.reason
+        );
+        assert!(
+            critical.reason.ends_with(": straight to the baseline"),
+            "{}",
+            critical.reason
+        );
+        let old = look(world(Alarm, AlarmOk, InsufficientData)).await;
+        assert!(
+            !old.go && old.reason.contains("alarm blue-5xx is INSUFFICIENT_DATA"),
+            "{}",
+            old.reason
+        );
+        let gone = look(
+            FakeCloudWatch::default()
+                .with("green-latency", Alarm)
+                .with("green-crash", AlarmOk),
+        )
+        .await;
+        assert!(
+            !gone.go && gone.reason.contains("alarm blue-5xx no longer exists"),
+            "{}",
+            gone.reason
+        );
+    }
+
+    #[tokio::test]
+    async fn admit_refuses_an_old_cluster_alarm_that_does_not_exist() {
+        let plan = plan_with_alarms();
+        let cloudwatch = FakeCloudWatch::default().with("blue-5xx", AlarmOk);
+        validate_alarms(&cloudwatch, &plan)
+            .await
+            .expect("it exists");
+        let err = validate_alarms(&FakeCloudWatch::default(), &plan)
+            .await
+            .expect_err("missing");
+        assert_eq!(err.name().as_str(), "AlarmNotFound");
+        assert!(
+            err.to_string().contains("rollback.gradual.alarms[0]"),
+            "{err}"
+        );
+    }
 
     fn plan(gradual: bool) -> canary_core::plan::ValidPlan {
         let mut plan = json!({

@@ -1,5 +1,5 @@
 //! The `evaluate-alarms` Lambda: what the state machine sends it ([`Request`]) and the
-//! dispatch into `canary-rollout`, which holds the logic. Eight operations:
+//! dispatch into `canary-rollout`, which holds the logic. Nine operations:
 //! - admitting the execution's input (the state machine's first state, `Admit`, before any
 //!   traffic moves; the input is the plan as it came, with no `operation`): the plan is valid and
 //!   every signal source of it can be evaluated (alarms exist, CloudWatch accepts the metric
@@ -21,8 +21,11 @@
 //! - `watchAlarms`: the task a bake or an approval wait keeps waiting beside its checks
 //!   (`.waitForTaskToken`): registers the execution's alarm watch.
 //! - `alarmStateChange` (the template's `AlarmStateChange` rule, on an alarm going to ALARM):
-//!   fails the watching task of every rollout that watches the alarm (`CheckFailed`), so the
-//!   rollback starts at once. See `canary_rollout::alarm_watch`.
+//!   fails the watching task of every rollout that watches the alarm (`CheckFailed`, or
+//!   `CriticalCheckFailed` for an alarm the plan marks critical), so the rollback starts at
+//!   once. See `canary_rollout::alarm_watch`.
+//! - `stepBackLook` (a gradual rollback, before each step back): the plan's critical alarms and
+//!   the old cluster's own (`canary_rollout::step_back::look_at_alarms`).
 
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -39,9 +42,10 @@ use canary_core::hooks::HookPoint;
 use canary_core::input::parse_input;
 use canary_core::{RolloutPlan, TargetWeights};
 use canary_rollout::clients::{CheckClients, Env};
+use canary_rollout::outputs::StepBackLook;
 use canary_rollout::signals::SignalApis;
 use canary_rollout::traffic::Reads;
-use canary_rollout::{alarm_watch, hooks, set};
+use canary_rollout::{alarm_watch, hooks, set, step_back};
 use schemars::{schema_for, JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -99,6 +103,11 @@ pub enum Request {
     },
     AlarmStateChange {
         change: AlarmStateChange,
+    },
+    /// Before a gradual rollback's step back: the plan's critical alarms and the old
+    /// cluster's own (`rollback.gradual.alarms`).
+    StepBackLook {
+        plan: Value,
     },
     #[serde(rename_all = "camelCase")]
     Hooks {
@@ -224,6 +233,7 @@ pub fn output_schemas() -> BTreeMap<&'static str, Schema> {
         ("boundRejection", schema_for!(Rejection)),
         ("watchAlarms", schema_for!(alarm_watch::Registered)),
         ("hooks", schema_for!(hooks::HooksOutput)),
+        ("stepBackLook", schema_for!(StepBackLook)),
     ])
 }
 
@@ -364,6 +374,10 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
         }
         Request::BoundRejection { rejection } => {
             serde_json::to_value(Rejection::bounded(&rejection))
+        }
+        Request::StepBackLook { plan } => {
+            let plan = RolloutPlan::parse(plan)?.plan;
+            serde_json::to_value(step_back::look_at_alarms(signals.cloudwatch, &plan).await?)
         }
         Request::Hooks {
             plan,

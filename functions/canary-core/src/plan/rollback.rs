@@ -59,7 +59,15 @@ pub struct GradualRollback {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 5, max = 300))]
     pub hold_seconds: Option<i64>,
+    /// The old cluster's own CloudWatch alarms (names): each must be OK for a step back; one
+    /// in ALARM or INSUFFICIENT_DATA sends the rollback to the baseline at once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 20))]
+    pub alarms: Vec<String>,
 }
+
+/// Most alarms of the old cluster a gradual rollback reads before each step back.
+pub const MAX_STEP_BACK_ALARMS: usize = 20;
 
 impl GradualRollback {
     pub fn hold_seconds(&self) -> i64 {
@@ -110,6 +118,20 @@ impl GradualRollback {
                 format!("{PATH}.steps[{}]", steps.len() - 1),
                 "the last step back must be 0, the baseline",
             );
+        }
+        if self.alarms.len() > MAX_STEP_BACK_ALARMS {
+            errors.push(
+                format!("{PATH}.alarms"),
+                format!(
+                    "at most {MAX_STEP_BACK_ALARMS} alarms of the old cluster, got {}",
+                    self.alarms.len()
+                ),
+            );
+        }
+        for (i, name) in self.alarms.iter().enumerate() {
+            if name.is_empty() || name.len() > 255 {
+                errors.push(format!("{PATH}.alarms[{i}]"), "must be 1 to 255 characters");
+            }
         }
         let hold = self.hold_seconds();
         if !(MIN_STEP_BACK_HOLD_SECONDS..=MAX_STEP_BACK_HOLD_SECONDS).contains(&hold) {
@@ -182,6 +204,7 @@ mod tests {
         GradualRollback {
             steps: steps.to_vec(),
             hold_seconds: None,
+            alarms: Vec::new(),
         }
     }
 

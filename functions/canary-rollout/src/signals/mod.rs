@@ -28,7 +28,7 @@ use canary_core::RolloutPlan;
 use crate::error::AnalysisError;
 
 use alb_judge::alb_pairs;
-pub(crate) use cloudwatch_alarms::alarm_outcomes;
+pub(crate) use cloudwatch_alarms::{alarm_outcome, alarm_outcomes};
 pub use compare::{compared_series, ComparedSeries};
 use query_checks::QueryChecks;
 
