@@ -95,7 +95,8 @@ pub enum Update {
         weights: Vec<TargetWeights>,
     },
     /// A gradual rollback's step back (`StepBack`): taken (`weights` read back), or not, and why
-    /// (the next step is the baseline; the old cluster is not healthy).
+    /// (the next step is the baseline; the old cluster is not healthy; `LookBeforeStepBack`
+    /// found a critical alarm in ALARM or one of the old cluster's alarms not OK).
     #[serde(rename_all = "camelCase")]
     StepBack {
         stepped_back: bool,

@@ -449,7 +449,10 @@ fn a_rollback_is_critical_only_when_a_critical_signal_failed() {
         let d = decide(Some(analysis), outcomes, progress(0, 0, false));
         (d.rollback, d.critical)
     };
-    assert_eq!(decide_on(&[critical_fail.clone()], &strict), (true, true));
+    assert_eq!(
+        decide_on(std::slice::from_ref(&critical_fail), &strict),
+        (true, true)
+    );
     assert_eq!(decide_on(&[outcome(Fail)], &strict), (true, false));
     // A critical alarm that passes does not make another signal's failure critical.
     assert_eq!(

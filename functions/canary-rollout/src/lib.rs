@@ -1,7 +1,8 @@
 //! The rollout's logic, whatever runs it (the Lambda functions, the operator CLI):
 //! - traffic: one [`traffic::TrafficRouter`] per kind of traffic target, and the operations
 //!   written once over it: [`prepare`], [`set`] (set and verify, compare-and-set),
-//!   [`restore`], [`retire`] (detach), [`target_health`], and the [`safety_net`];
+//!   [`restore`], a gradual rollback's [`step_back`], [`retire`] (detach), [`target_health`],
+//!   and the [`safety_net`];
 //! - signals: one [`signals::SignalSource`] per provider, and the checks over them
 //!   ([`analysis`]: validate at Prepare, evaluate at every check); the plan's [`hooks`];
 //!   the [`alarm_watch`] that fails a bake the moment a watched alarm fires.

@@ -1,7 +1,7 @@
 //! The `shift-weights` Lambda: what the state machine sends it ([`Request`]) and the dispatch
 //! into `canary-rollout`, which holds the logic (prepare / set / verify / restore the traffic
-//! weights, the target health gate, detaching the old cluster after promotion, and the safety
-//! net for executions that ended without their own rollback).
+//! weights, a gradual rollback's steps back, the target health gate, detaching the old cluster
+//! after promotion, and the safety net for executions that ended without their own rollback).
 
 use std::collections::BTreeMap;
 

@@ -33,7 +33,7 @@ pub use freeze::{
 pub use retire::Retire;
 pub use rollback::{
     allows_canary_in_baseline, gradual, settle_seconds, GradualRollback, RollbackSection,
-    DEFAULT_SETTLE_SECONDS, MAX_SETTLE_SECONDS, MAX_STEPS_BACK, MAX_STEP_BACK_HOLDS_SECONDS,
+    DEFAULT_SETTLE_SECONDS, MAX_SETTLE_SECONDS,
 };
 pub use steps::{Bake, Promotion, ResolvedStep, Step};
 

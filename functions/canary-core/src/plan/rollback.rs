@@ -8,6 +8,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::limits::{MAX_STEPS_BACK, MAX_STEP_BACK_HOLDS_SECONDS};
 use crate::validate::Errors;
 
 /// ExternalDNS's default `--interval` is one minute: two of them.
@@ -37,8 +38,6 @@ pub struct RollbackSection {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gradual: Option<GradualRollback>,
 }
-
-pub use crate::limits::{MAX_STEPS_BACK, MAX_STEP_BACK_HOLDS_SECONDS};
 
 /// Longest hold after one step back.
 pub const MAX_STEP_BACK_HOLD_SECONDS: i64 = 300;
@@ -144,7 +143,9 @@ impl GradualRollback {
             );
         } else {
             // One hold after every step back but the baseline.
-            let holds = hold * i64::try_from(steps.len().saturating_sub(1)).unwrap_or(i64::MAX);
+            let holds = i64::try_from(steps.len().saturating_sub(1))
+                .unwrap_or(i64::MAX)
+                .saturating_mul(hold);
             if holds > MAX_STEP_BACK_HOLDS_SECONDS {
                 errors.push(
                     format!("{PATH}.holdSeconds"),
