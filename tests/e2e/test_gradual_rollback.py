@@ -27,7 +27,9 @@ def gradual_plan(sandbox, cluster="green", **alarms):
     plan["steps"] = [{"weight": 50}, {"weight": 100}]
     plan["bake"] = {"seconds": 600, "checkIntervalSeconds": 60}
     plan["analysis"] = {"alarms": {"names": ["web-green-5xx"], **alarms}, "failureLimit": 1}
-    plan["rollback"] = {"settleSeconds": 0, "gradual": {"steps": [50, 20, 0], "holdSeconds": 6}}
+    # The hold is long enough for a test to change the world after a step back, as the live view
+    # sees it (the history is read every half second), before the next look.
+    plan["rollback"] = {"settleSeconds": 0, "gradual": {"steps": [50, 20, 0], "holdSeconds": 15}}
     return plan
 
 

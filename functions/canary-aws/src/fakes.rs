@@ -389,6 +389,8 @@ pub struct FakeRoute53 {
     in_sync: bool,
     /// The canary record's health check reports; `None`: the record has no health check.
     canary_health: Option<Vec<String>>,
+    /// The same for the stable record (health check `hc-blue`).
+    stable_health: Option<Vec<String>>,
 }
 
 impl FakeRoute53 {
@@ -398,6 +400,7 @@ impl FakeRoute53 {
             weights: Mutex::new((stable, canary)),
             in_sync: true,
             canary_health: None,
+            stable_health: None,
         }
     }
 
@@ -410,6 +413,12 @@ impl FakeRoute53 {
     /// The canary record has health check `hc-green`, which reports `reports`.
     pub fn canary_health(mut self, reports: Vec<String>) -> Self {
         self.canary_health = Some(reports);
+        self
+    }
+
+    /// The stable record has health check `hc-blue`, which reports `reports`.
+    pub fn stable_health(mut self, reports: Vec<String>) -> Self {
+        self.stable_health = Some(reports);
         self
     }
 
@@ -428,8 +437,10 @@ impl Route53Reads for FakeRoute53 {
             weight: Some(weight),
             ttl: Some(30),
             alias_target: None,
-            health_check_id: (id == CANARY_SET && self.canary_health.is_some())
-                .then(|| "hc-green".to_owned()),
+            health_check_id: match id {
+                CANARY_SET => self.canary_health.as_ref().map(|_| "hc-green".to_owned()),
+                _ => self.stable_health.as_ref().map(|_| "hc-blue".to_owned()),
+            },
         };
         Ok(vec![record(STABLE_SET, stable), record(CANARY_SET, canary)])
     }
@@ -451,8 +462,12 @@ impl Route53Api for FakeRoute53 {
         Ok(self.in_sync)
     }
 
-    async fn health_check_reports(&self, _health_check_id: &str) -> Result<Vec<String>, AwsError> {
-        Ok(self.canary_health.clone().unwrap_or_default())
+    async fn health_check_reports(&self, health_check_id: &str) -> Result<Vec<String>, AwsError> {
+        let reports = match health_check_id {
+            "hc-blue" => &self.stable_health,
+            _ => &self.canary_health,
+        };
+        Ok(reports.clone().unwrap_or_default())
     }
 
     async fn txt_records(&self, _zone_id: &str, _name: &str) -> Result<Vec<TxtRecord>, AwsError> {

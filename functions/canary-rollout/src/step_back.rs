@@ -175,7 +175,7 @@ pub async fn step_back(
 #[cfg(test)]
 mod tests {
     use canary_aws::fakes::arns::{BLUE, GREEN, LISTENER_A};
-    use canary_aws::fakes::FakeAlb;
+    use canary_aws::fakes::{FakeAlb, FakeRoute53};
     use canary_core::target_health::TargetState;
     use canary_core::{NamedError, RolloutPlan, TargetWeights, WeightPair};
     use serde_json::json;
@@ -360,6 +360,49 @@ mod tests {
             out.reason
         );
         assert_eq!(alb.weight(LISTENER_A, GREEN), 60, "nothing written");
+    }
+
+    /// The old cluster behind a Route 53 record: its health check is what is looked at; a
+    /// record without one has nothing to look at and does not hold the step back.
+    #[tokio::test]
+    async fn a_stable_record_whose_health_check_fails_means_no_step_back() {
+        let plan = RolloutPlan::parse(json!({
+            "cluster": {"name": "green", "region": "us-east-1"},
+            "trafficTargets": [{"route53": {
+                "hostedZoneId": "Z1", "recordName": "www.example.com", "recordType": "CNAME",
+                "stableSetIdentifier": "blue", "canarySetIdentifier": "green"}}],
+            "steps": [{"weight": 50}, {"weight": 100}],
+            "bake": {"seconds": 60, "checkIntervalSeconds": 10},
+            "rollback": {"gradual": {"steps": [50, 0]}},
+        }))
+        .expect("a valid plan");
+        let expected = |canary: u16| {
+            vec![TargetWeights::new(
+                "route53:Z1:www.example.com.:CNAME",
+                WeightPair {
+                    stable: 100 - canary,
+                    canary,
+                },
+            )]
+        };
+        let failing = FakeRoute53::at(50, 50)
+            .stable_health(vec!["Failure: HTTP Status Code 503".to_owned(); 8]);
+        let apis = Apis {
+            route53: &failing,
+            ..Apis::fake()
+        };
+        let out = step_back(&apis, &plan, 50, &expected(50)).await.expect("a look");
+        assert!(!out.stepped_back);
+        assert!(out.reason.contains("health check hc-blue: 0 of 8 checkers report healthy"), "{}", out.reason);
+        assert_eq!(failing.weights(), (50, 50), "nothing written");
+
+        let unchecked = FakeRoute53::at(50, 50);
+        let apis = Apis {
+            route53: &unchecked,
+            ..Apis::fake()
+        };
+        let out = step_back(&apis, &plan, 50, &expected(50)).await.expect("a step");
+        assert_eq!((out.stepped_back, unchecked.weights()), (true, (75, 25)));
     }
 
     #[tokio::test]
