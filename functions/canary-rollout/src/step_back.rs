@@ -385,15 +385,23 @@ mod tests {
                 },
             )]
         };
-        let failing = FakeRoute53::at(50, 50)
-            .stable_health(vec!["Failure: HTTP Status Code 503".to_owned(); 8]);
+        let failing =
+            FakeRoute53::at(50, 50)
+                .stable_health(vec!["Failure: HTTP Status Code 503".to_owned(); 8]);
         let apis = Apis {
             route53: &failing,
             ..Apis::fake()
         };
-        let out = step_back(&apis, &plan, 50, &expected(50)).await.expect("a look");
+        let out = step_back(&apis, &plan, 50, &expected(50))
+            .await
+            .expect("a look");
         assert!(!out.stepped_back);
-        assert!(out.reason.contains("health check hc-blue: 0 of 8 checkers report healthy"), "{}", out.reason);
+        assert!(
+            out.reason
+                .contains("health check hc-blue: 0 of 8 checkers report healthy"),
+            "{}",
+            out.reason
+        );
         assert_eq!(failing.weights(), (50, 50), "nothing written");
 
         let unchecked = FakeRoute53::at(50, 50);
@@ -401,7 +409,9 @@ mod tests {
             route53: &unchecked,
             ..Apis::fake()
         };
-        let out = step_back(&apis, &plan, 50, &expected(50)).await.expect("a step");
+        let out = step_back(&apis, &plan, 50, &expected(50))
+            .await
+            .expect("a step");
         assert_eq!((out.stepped_back, unchecked.weights()), (true, (75, 25)));
     }
 
