@@ -334,6 +334,23 @@ impl Tracker {
                 if RESTORE_STATES.contains(&self.current_state.as_str()) {
                     return self.restore_failing(&error, &cause);
                 }
+                // A look or a step back that fails is caught into the restore (only the Lambda
+                // service's own errors are tried again): say why the steps back end here.
+                let stepping_back = matches!(
+                    self.current_state.as_str(),
+                    "LookBeforeStepBack" | STEP_BACK_STATE
+                );
+                if stepping_back && !error.starts_with("Lambda.") {
+                    return Some(Update::StepBack {
+                        stepped_back: false,
+                        weights: Vec::new(),
+                        reason: format!(
+                            "{} failed ({error}: {}): straight to the baseline",
+                            self.current_state,
+                            cause_text(&cause)
+                        ),
+                    });
+                }
                 None
             }
             EventKind::ExecutionEnded {
@@ -643,6 +660,42 @@ mod tests {
             approved.feed(&entered("Approved")),
             Some(Update::ApprovalAnswered { approved: true })
         );
+    }
+
+    #[test]
+    fn a_step_back_that_fails_is_said_with_its_message_and_a_lambda_blip_is_not() {
+        let mut tracker = Tracker::new("arn");
+        let enter = |name: &str| {
+            at(EventKind::StateEntered {
+                name: name.to_owned(),
+                input: None,
+            })
+        };
+        let failed = |error: &str, cause: &str| {
+            at(EventKind::TaskFailed {
+                error: Some(error.to_owned()),
+                cause: Some(cause.to_owned()),
+            })
+        };
+        assert!(tracker.feed(&enter("StepBack")).is_none());
+        assert!(tracker
+            .feed(&failed("Lambda.ServiceException", "try again"))
+            .is_none());
+        let cause = serde_json::json!({"errorType": "WeightsChangedExternally",
+            "errorMessage": "trafficTargets[0]: found stable 80 / canary 20"})
+        .to_string();
+        match tracker.feed(&failed("WeightsChangedExternally", &cause)) {
+            Some(Update::StepBack {
+                stepped_back: false,
+                reason,
+                ..
+            }) => assert_eq!(
+                reason,
+                "StepBack failed (WeightsChangedExternally: trafficTargets[0]: found stable 80 / \
+                 canary 20): straight to the baseline"
+            ),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

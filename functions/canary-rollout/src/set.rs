@@ -17,16 +17,8 @@ pub async fn set(
     canary_weight: i64,
     expected: &[TargetWeights],
 ) -> Result<SetOutput, ShiftError> {
-    let ValidPlan { plan, steps } = valid;
-    let step_weight = steps
-        .iter()
-        .map(|s| s.weight)
-        .find(|w| i64::from(*w) == canary_weight)
-        .ok_or_else(|| {
-            ShiftError::InvalidInput(format!(
-                "canaryWeight {canary_weight} is not one of the plan's steps"
-            ))
-        })?;
+    let step_weight = plan_step(valid, canary_weight, "canaryWeight")?;
+    let plan = &valid.plan;
     let desired = WeightPair::for_canary_percent(step_weight).ok_or_else(|| {
         ShiftError::InvalidInput(format!("canaryWeight {step_weight} is over 100"))
     })?;
@@ -35,6 +27,19 @@ pub async fn set(
         canary_weight: step_weight,
         weights,
     })
+}
+
+/// `weight` as one of the plan's steps (`field` names it in the refusal): a state machine's
+/// input must not set, or step back from, a share the plan does not have.
+pub(crate) fn plan_step(valid: &ValidPlan, weight: i64, field: &str) -> Result<u8, ShiftError> {
+    valid
+        .steps
+        .iter()
+        .map(|s| s.weight)
+        .find(|w| i64::from(*w) == weight)
+        .ok_or_else(|| {
+            ShiftError::InvalidInput(format!("{field} {weight} is not one of the plan's steps"))
+        })
 }
 
 /// Moves every target from `expected` to `desired` (compare-and-set: all read and compared

@@ -18,7 +18,7 @@ use tracing::{info, warn};
 
 use crate::error::{AnalysisError, ShiftError};
 use crate::outputs::{StepBackLook, StepBackOutput};
-use crate::set::move_to;
+use crate::set::{move_to, plan_step};
 use crate::signals::alarm_outcome;
 use crate::traffic::{routers, Apis, Health, Side};
 
@@ -112,11 +112,7 @@ pub async fn step_back(
             "the plan has no `rollback.gradual` to step back by".to_owned(),
         ));
     };
-    if !valid.steps.iter().any(|s| s.weight == failed_weight) {
-        return Err(ShiftError::InvalidInput(format!(
-            "failedWeight {failed_weight} is not one of the plan's steps"
-        )));
-    }
+    plan_step(valid, i64::from(failed_weight), "failedWeight")?;
     // Every target is at the same share: a step sets them all, a step back too.
     let current = expected
         .iter()
@@ -431,6 +427,10 @@ mod tests {
             .await
             .expect_err("not a step");
         assert!(err.to_string().contains("failedWeight 55"), "{err}");
+        let err = step_back(&apis, &plan(true), 60, &[])
+            .await
+            .expect_err("no weights");
+        assert!(err.to_string().contains("expected has no weights"), "{err}");
         assert_eq!(alb.weight(LISTENER_A, GREEN), 60);
     }
 
