@@ -16,6 +16,7 @@
 //! | `failure`, `restoreFailing`, `restoreFailure`  | [`MAX_CAUSE_BYTES`] each        |
 //! | (error and cause)                              |                                 |
 //! | an approver's rejection, caught                | 32,768 characters (AWS's cap), alone: the plan is left out until it is cut to [`MAX_REJECTION_CAUSE_BYTES`] |
+//! | `evidence` (the comparison's, carried across steps as a bake's cause; inside a bake also `bake.evidence`) | [`MAX_EVIDENCE_BYTES`] each |
 //!
 //! which adds up to well under [`STATE_BUDGET_BYTES`]. Task results (the raw Lambda
 //! payloads, before `ResultSelector`) are bounded the same way: every function's output is a
@@ -48,9 +49,14 @@ pub const MAX_APPS_TIMEOUT_SECONDS: i64 = 86_400;
 pub const MAX_APPROVAL_TIMEOUT_SECONDS: i64 = 86_400;
 /// Longest wait for the canary targets to be healthy: one hour.
 pub const MAX_TARGET_HEALTH_TIMEOUT_SECONDS: i64 = 3600;
-/// The written budget for the largest execution state (and task result), in bytes: a quarter
-/// of Step Functions' 256 KiB, so a plan at every cap still leaves a wide margin.
-pub const STATE_BUDGET_BYTES: usize = 64 * 1024;
+/// The written budget for the largest execution state (and task result), in bytes: 3/8 of
+/// Step Functions' 256 KiB, so a plan at every cap still leaves a wide margin.
+pub const STATE_BUDGET_BYTES: usize = 96 * 1024;
+/// Most bytes of the comparison's evidence (`analysis::compare::Evidence`), which the state
+/// carries from check to check and across a bake's end as a Fail state's cause (AWS allows
+/// 32,768 characters): 20 error-rate metrics watching both directions, against the baseline
+/// and the peers, at their largest values fit (a test builds them).
+pub const MAX_EVIDENCE_BYTES: usize = 16 * 1024;
 
 /// Largest plan accepted, as compact JSON. Checked before anything else about the plan.
 pub const MAX_PLAN_BYTES: usize = 32 * 1024;
@@ -196,7 +202,8 @@ mod tests {
             + 1024
             + MAX_SUMMARY_BYTES
             + 200
-            + 3 * MAX_CAUSE_BYTES;
+            + 3 * MAX_CAUSE_BYTES
+            + 2 * MAX_EVIDENCE_BYTES;
         assert!(fixed_parts < STATE_BUDGET_BYTES, "{fixed_parts}");
     }
 }

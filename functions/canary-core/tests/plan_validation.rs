@@ -686,8 +686,31 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
                 set(p, "/analysis", json!({"compare": {"periodSeconds": 60, "lookbackSeconds": 72_000,
                     "metrics": [{"name": "latency", "alb": "latency"}]}}));
             }),
-            "analysis.compare.lookbackSeconds",
-            "1200 periods × 2 target groups pooled on one side is 2400 samples, over the 2000",
+            "analysis.compare.metrics[0]",
+            "1200 periods × 2 target groups on the baseline's side is 2400 samples on one side, over the 2000",
+        ),
+        (
+            "comparison of a sided CloudWatch metric pooling more peers' samples than a side may have",
+            Box::new(|p| set(p, "/analysis", json!({"compare": {"periodSeconds": 60, "lookbackSeconds": 43_200,
+                "metrics": [{"name": "queue", "cloudwatch": {"namespace": "Shop", "metricName": "QueueTime",
+                    "sideDimension": "Cluster", "canary": "green", "baseline": "blue"}}],
+                "peers": {"cells": [{"name": "a", "sides": {"queue": "a-green"}}, {"name": "b", "sides": {"queue": "b-green"}},
+                                    {"name": "c", "sides": {"queue": "c-green"}}]}}}))),
+            "analysis.compare.metrics[0]",
+            "720 periods × 3 peers is 2160 samples on one side, over the 2000",
+        ),
+        (
+            "comparison of the ALB pooling more peers' target groups than a side may have",
+            Box::new(|p| {
+                let peer = |n: usize| json!({"name": format!("cell-{n}"), "alb": [
+                    {"listenerArn": format!("arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web{n}/50dc6c495c0c9188/f2f7dc8efc522ab2"),
+                     "canaryTargetGroupArn": format!("arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/peer{n}/4b7c9a1e2f3d5a68")}]});
+                set(p, "/analysis", json!({"compare": {"periodSeconds": 60, "lookbackSeconds": 36_000,
+                    "metrics": [{"name": "latency", "alb": "latency"}],
+                    "peers": {"cells": [peer(1), peer(2), peer(3), peer(4)]}}}));
+            }),
+            "analysis.compare.metrics[0]",
+            "600 periods × 4 target groups of the peers is 2400 samples on one side, over the 2000",
         ),
         (
             "freeze calendar that is not a name",

@@ -14,7 +14,7 @@ use serde::Serialize;
 use tracing::{info, warn};
 
 use crate::metrics::emit_metrics;
-use crate::signals::{sources, SignalApis};
+use crate::signals::{sources, Carried, SignalApis};
 
 pub use crate::error::AnalysisError;
 
@@ -40,7 +40,7 @@ pub async fn validate(
     let mut alarms = BTreeSet::new();
     let mut metric_queries = 0;
     let mut current = Vec::new();
-    for source in sources(apis, plan) {
+    for source in sources(apis, plan, &Carried::default()) {
         let validated = source.validate(now).await?;
         alarms.extend(validated.alarms);
         metric_queries += validated.metric_queries;
@@ -54,11 +54,14 @@ pub async fn validate(
     })
 }
 
-/// At a check: every source's outcomes, judged together with the bake's progress.
+/// At a check: every source's outcomes, judged together with the bake's progress. The
+/// decision carries the comparison's evidence on (what `carried` held, and what this check
+/// took in).
 pub async fn evaluate(
     apis: &SignalApis<'_>,
     plan: &RolloutPlan,
     progress: BakeProgress,
+    carried: &Carried,
     now: SystemTime,
 ) -> Result<Decision, AnalysisError> {
     refuse_past_the_unjudged_bound(plan, progress, now)?;
@@ -67,12 +70,18 @@ pub async fn evaluate(
     let mut points = Vec::new();
     let mut unanswered = None;
     let mut asks = false;
-    for source in sources(apis, plan) {
+    let mut evidence = carried.evidence.clone();
+    for source in sources(apis, plan, carried) {
         match source.collect(now, &cluster).await {
             Ok(collected) => {
                 outcomes.extend(collected.outcomes);
                 points.extend(collected.points);
                 asks |= collected.asks;
+                // Taken in even when another source leaves the check unjudged: each period
+                // counts once, whenever it is judged.
+                if let Some(taken) = collected.evidence {
+                    evidence = taken;
+                }
             }
             Err(AnalysisError::MetricsProvider {
                 path,
@@ -96,10 +105,11 @@ pub async fn evaluate(
     // a provider left unanswered is unjudged.
     if let Some(unanswered) = unanswered {
         if !outcomes.iter().any(|o| o.verdict == CheckVerdict::Fail) {
-            return unjudged(plan, progress, now, unanswered);
+            return unjudged(plan, progress, now, unanswered).map(|d| d.with_evidence(&evidence));
         }
     }
-    let decision = decide_asking(plan.analysis.as_ref(), &outcomes, progress, asks);
+    let decision =
+        decide_asking(plan.analysis.as_ref(), &outcomes, progress, asks).with_evidence(&evidence);
     points.extend(Point::check_result(
         &cluster,
         decision.verdict == CheckVerdict::Pass,
@@ -286,7 +296,7 @@ mod tests {
             prometheus: &Down,
             ..SignalApis::fake()
         };
-        let decision = evaluate(&apis, &plan(), progress(), SystemTime::now())
+        let decision = evaluate(&apis, &plan(), progress(), &Carried::default(), SystemTime::now())
             .await
             .expect("a verdict");
         assert_eq!(decision.verdict, CheckVerdict::Fail);
@@ -309,7 +319,7 @@ mod tests {
             prometheus: &Down,
             ..SignalApis::fake()
         };
-        let decision = evaluate(&apis, &plan(), progress(), SystemTime::now())
+        let decision = evaluate(&apis, &plan(), progress(), &Carried::default(), SystemTime::now())
             .await
             .expect("unjudged");
         assert_eq!(decision.verdict, CheckVerdict::Inconclusive);
@@ -350,7 +360,7 @@ mod tests {
             unjudged_since: epoch_seconds(now) - bound,
             ..progress()
         };
-        let err = evaluate(&apis, &plan(), unjudged, now)
+        let err = evaluate(&apis, &plan(), unjudged, &Carried::default(), now)
             .await
             .expect_err("past the bound");
         assert_eq!(
@@ -373,7 +383,7 @@ mod tests {
             unjudged_since: epoch_seconds(now) - bound + 1,
             ..progress()
         };
-        let decision = evaluate(&apis, &plan(), within, now)
+        let decision = evaluate(&apis, &plan(), within, &Carried::default(), now)
             .await
             .expect("unjudged");
         assert_eq!(decision.verdict, CheckVerdict::Inconclusive);

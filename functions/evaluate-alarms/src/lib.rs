@@ -35,6 +35,7 @@ use canary_aws::{
     SdkConfig, SdkEvents, SdkExecutions, SdkFreeze, SdkFunctions, StackFreeze, TaskFailer,
 };
 use canary_core::alarm_watch::{AlarmStateChange, WatchDuring, WatchedStep};
+use canary_core::analysis::compare::Evidence;
 use canary_core::analysis::{BakeProgress, Decision};
 use canary_core::approval::Rejection;
 use canary_core::freeze::{hold, FreezeGate};
@@ -43,7 +44,7 @@ use canary_core::input::parse_input;
 use canary_core::{RolloutPlan, TargetWeights};
 use canary_rollout::clients::{CheckClients, Env};
 use canary_rollout::outputs::StepBackLook;
-use canary_rollout::signals::SignalApis;
+use canary_rollout::signals::{Carried, SignalApis};
 use canary_rollout::traffic::Reads;
 use canary_rollout::{alarm_watch, hooks, set, step_back};
 use schemars::{schema_for, JsonSchema, Schema};
@@ -69,6 +70,10 @@ pub enum Request {
         /// The rollout's execution, named in its `Rollout Frozen` event.
         #[serde(default)]
         execution_arn: Option<String>,
+        /// The comparison's evidence so far (the last check's `evidence`, carried across steps
+        /// as the text a bake's end gives; empty at first).
+        #[serde(default)]
+        evidence: String,
     },
     #[serde(rename_all = "camelCase")]
     FreezeGate {
@@ -260,10 +265,15 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
             progress,
             expected,
             execution_arn,
+            evidence,
         } => {
             let valid = RolloutPlan::parse(plan)?;
+            let carried = Carried {
+                evidence: Evidence::parse(&evidence).map_err(AnalysisError::InvalidInput)?,
+                runs: valid.comparison_runs(),
+            };
             let now = SystemTime::now();
-            let mut decision = evaluate(signals, &valid.plan, progress, now).await?;
+            let mut decision = evaluate(signals, &valid.plan, progress, &carried, now).await?;
             // The check that would end the step's bake (counted, not rolling back) moves the
             // rollout on: a change freeze holds it there.
             if !decision.rollback && decision.check == progress.check && progress.last_check() {

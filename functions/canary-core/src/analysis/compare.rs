@@ -1,8 +1,9 @@
-//! The comparison check (`analysis.compare`): each metric's canary samples against the
-//! baseline's over the same window, judged with the Mann–Whitney U test and the
-//! Hodges–Lehmann shift ([`super::statistics`]); the metrics' results weighted into a score, and
-//! the score into Pass, Marginal, Fail or Inconclusive. The plan section, its validation and
-//! the judgement; the rollout's `signals/compare.rs` reads the samples. Semantics:
+//! The comparison check (`analysis.compare`): each metric's canary against the baseline of the
+//! same periods, as evidence that accumulates over the rollout ([`super::statistics`]: each
+//! period taken in once, the evidence carried by the state from check to check, one α for the
+//! whole rollout and every metric); the metrics' results weighted into a score, and the score
+//! into Pass, Marginal, Fail or Inconclusive. The plan section, its validation, the evidence and
+//! the judgement; the rollout's `signals/compare.rs` reads the periods. Semantics:
 //! docs/signals/compare.md.
 
 use std::collections::BTreeMap;
@@ -13,8 +14,9 @@ use serde::{Deserialize, Serialize};
 use super::metric_query::{check_period_and_lookback, check_stat};
 use super::outcome::{CheckOutcome, CheckVerdict};
 use super::query_template::render_query;
-use super::statistics::{self, Comparison, MAX_SAMPLES_PER_SIDE};
+use super::statistics::{self, Counts, Signs};
 use crate::cluster::ClusterRef;
+use crate::limits::MAX_EVIDENCE_BYTES;
 use crate::targets::TrafficTarget;
 use crate::validate::Errors;
 
@@ -26,6 +28,9 @@ pub const MAX_COMPARED_NAME_CHARS: usize = 64;
 pub const MAX_QUERIES_PER_CALL: usize = 500;
 /// Most peers a cell is compared with (`peers.cells`): the plan travels in the state.
 pub const MAX_PEERS: usize = 10;
+/// Most samples one side of a metric may have in the window (periods × the target groups or
+/// peers pooled on it): each check reads and sorts them.
+pub const MAX_SAMPLES_PER_SIDE: usize = 2_000;
 
 /// The canary against the baseline, statistically (docs/signals/compare.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -42,8 +47,8 @@ pub struct CompareChecks {
     /// least 3.
     #[serde(default = "default_min_samples")]
     pub min_samples: i64,
-    /// The confidence of the test and of the shift's interval, e.g. 0.95 (the default): a
-    /// difference counts when the test's p-value is below 1 − confidence.
+    /// 1 − α, where α is the chance the comparison rolls back a healthy rollout, over the whole
+    /// rollout, every check and every metric together. Default 0.99.
     #[serde(default = "default_confidence")]
     pub confidence: f64,
     /// The score (0–100: the weighted share of metrics that pass) the check passes at.
@@ -166,7 +171,7 @@ fn default_min_samples() -> i64 {
     10
 }
 fn default_confidence() -> f64 {
-    0.95
+    0.99
 }
 fn default_pass_score() -> f64 {
     95.0
@@ -362,6 +367,23 @@ impl ComparedMetric {
 }
 
 impl CompareChecks {
+    /// Metric `index`'s share of the rollout's α (1 − `confidence`) against the baseline, or
+    /// the peers: α split over the `runs` of checks that keep their own evidence
+    /// ([`crate::plan::ValidPlan::comparison_runs`]), then by `weight` over every metric (each
+    /// counted again against the peers when the plan compares with them); a metric watching
+    /// `either` direction splits its share again between the two. So the chance that any
+    /// metric shows a regression of a healthy canary, at any check of the rollout, is at most
+    /// α (a union bound; each evidence is valid however often it is looked at).
+    pub fn alpha(&self, index: usize, runs: u32) -> f64 {
+        let sides = if self.peers.is_some() { 2.0 } else { 1.0 };
+        let total: f64 = self.metrics.iter().fold(0.0, |sum, m| sum + m.weight) * sides;
+        let weight = self.metrics.get(index).map_or(0.0, |m| m.weight);
+        if total <= 0.0 {
+            return 0.0;
+        }
+        (1.0 - self.confidence) / f64::from(runs.max(1)) * weight / total
+    }
+
     /// An unsure comparison may ask a person before the next step.
     pub fn asks(&self) -> bool {
         self.on_marginal == UnsureAction::Ask || self.on_inconclusive == UnsureAction::Ask
@@ -481,19 +503,30 @@ impl CompareChecks {
                 format!("{queries} queries per check (one per side, peer and ALB target group, two for an error rate), over the {MAX_QUERIES_PER_CALL} of one GetMetricData call: compare fewer metrics"),
             );
         }
-        // An `alb` metric pools one sample per period from every target group of a side (and the
-        // peers' side pools every peer's groups): the cap is on the pooled samples, or a side
-        // over it could never be judged (NoData at every check, then a rollback for no evidence).
-        let pooled_groups = alb_pairs.len().max(peer_groups.iter().sum());
-        let pooled = periods.saturating_mul(pooled_groups as i64);
-        if self.metrics.iter().any(|m| m.alb.is_some())
-            && periods <= MAX_SAMPLES_PER_SIDE as i64
-            && pooled > MAX_SAMPLES_PER_SIDE as i64
-        {
-            errors.push(
-                format!("{path}.lookbackSeconds"),
-                format!("{periods} periods × {pooled_groups} target groups pooled on one side is {pooled} samples, over the {MAX_SAMPLES_PER_SIDE} a side may have: use a longer periodSeconds or a shorter lookbackSeconds"),
-            );
+        // Every side's samples in the window: one per period from each target group pooled on
+        // it (an `alb` metric: the pairs on the baseline's side, every peer's groups on the
+        // peers'), or one per period from each peer for a sided or provider metric.
+        if periods <= MAX_SAMPLES_PER_SIDE as i64 {
+            let peers = self.peers.as_ref().map_or(0, |p| p.cells.len());
+            for (i, metric) in self.metrics.iter().enumerate() {
+                let sides = match metric.alb {
+                    Some(_) => [
+                        ("target groups on the baseline's side", alb_pairs.len()),
+                        ("target groups of the peers", peer_groups.iter().sum()),
+                    ],
+                    None => [("baseline", 1), ("peers", peers)],
+                };
+                for (what, pooled) in sides {
+                    let samples = periods.saturating_mul(pooled as i64);
+                    if samples > MAX_SAMPLES_PER_SIDE as i64 {
+                        errors.push(
+                            format!("{path}.metrics[{i}]"),
+                            format!("{periods} periods × {pooled} {what} is {samples} samples on one side, over the {MAX_SAMPLES_PER_SIDE} a side may have: use a longer periodSeconds or a shorter lookbackSeconds"),
+                        );
+                        break;
+                    }
+                }
+            }
         }
         let has_alb = !alb_pairs.is_empty();
         if let Some(peers) = &self.peers {
@@ -665,13 +698,191 @@ impl SidedMetric {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum MetricResult {
+    /// Enough periods in the window, and no evidence of a regression beyond the allowed band.
     Pass,
-    /// The canary is higher than the baseline, beyond chance and beyond `allowedIncrease`.
+    /// The evidence shows the canary higher than `allowedIncrease` allows, at the metric's α.
     High,
-    /// The canary is lower, beyond chance and beyond `allowedDecrease`.
+    /// The evidence shows it lower than `allowedDecrease` allows.
     Low,
-    /// Too few samples on a side (fewer than `minSamples`): never a pass.
+    /// Fewer than `minSamples` periods with both sides in the window, and no regression shown:
+    /// never a pass.
     NoData,
+}
+
+/// One period of one compared metric: the canary and the side it is compared with (the
+/// baseline, or the peers) in the same period.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Period {
+    /// The period's start, epoch seconds.
+    pub at: i64,
+    pub observation: Observation,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Observation {
+    /// A value per period and side (a latency at a statistic, a query's value).
+    Value { canary: f64, other: f64 },
+    /// Errors and requests per period and side (`alb: errorRate`).
+    Counts {
+        canary_errors: f64,
+        canary_requests: f64,
+        other_errors: f64,
+        other_requests: f64,
+    },
+}
+
+impl Observation {
+    /// Both sides have something to compare: finite values, requests on both sides.
+    fn usable(&self) -> bool {
+        match *self {
+            Observation::Value { canary, other } => canary.is_finite() && other.is_finite(),
+            Observation::Counts {
+                canary_errors,
+                canary_requests,
+                other_errors,
+                other_requests,
+            } => {
+                [canary_errors, canary_requests, other_errors, other_requests]
+                    .iter()
+                    .all(|v| v.is_finite() && *v >= 0.0)
+                    && canary_requests > 0.0
+                    && other_requests > 0.0
+            }
+        }
+    }
+}
+
+/// One direction's evidence: signs for values, counts for errors over requests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Sequence {
+    Signs(Signs),
+    Counts(Counts),
+}
+
+impl Sequence {
+    fn log_evidence(&self) -> f64 {
+        match self {
+            Sequence::Signs(signs) => signs.log_evidence(),
+            Sequence::Counts(counts) => counts.log_evidence(),
+        }
+    }
+
+    fn shows(&self, log_threshold: f64) -> bool {
+        match self {
+            Sequence::Signs(signs) => signs.shows(log_threshold),
+            Sequence::Counts(counts) => counts.shows(log_threshold),
+        }
+    }
+}
+
+/// What the comparison has taken in of one metric (against the baseline, or the peers) since
+/// the rollout began. The state carries it from check to check (`evidence`); a check takes in
+/// only the periods after `through`, so a retried check, or a window that overlaps the last
+/// one, counts no period twice.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MetricEvidence {
+    /// The metric's index in `compare.metrics`.
+    pub metric: usize,
+    /// Against the peers (`compare.peers`) rather than the baseline.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub peers: bool,
+    /// The newest period taken in (its start, epoch seconds); none before the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub through: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub increase: Option<Sequence>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decrease: Option<Sequence>,
+    /// A regression once shown stays shown for the rest of the rollout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shown: Option<MetricResult>,
+}
+
+impl MetricEvidence {
+    fn new(metric: usize, peers: bool, watched: &ComparedMetric) -> Self {
+        let sequence = || match watched.alb {
+            Some(AlbSignal::ErrorRate) => Sequence::Counts(Counts::default()),
+            _ => Sequence::Signs(Signs::default()),
+        };
+        MetricEvidence {
+            metric,
+            peers,
+            through: None,
+            increase: (watched.direction != Direction::Decrease).then(sequence),
+            decrease: (watched.direction != Direction::Increase).then(sequence),
+            shown: None,
+        }
+    }
+
+    /// Takes in one period's observation.
+    fn take(&mut self, metric: &ComparedMetric, observation: Observation) {
+        let (increase, decrease) = (metric.allowed_increase, metric.allowed_decrease);
+        for (sequence, lower) in [(&mut self.increase, false), (&mut self.decrease, true)] {
+            match (sequence.as_mut(), observation) {
+                (Some(Sequence::Signs(signs)), Observation::Value { canary, other }) => {
+                    // The band around the baseline of the period, on its magnitude, so that a
+                    // negative value's band is as wide as a positive one's.
+                    let beyond = match lower {
+                        false => canary > other + (increase - 1.0) * other.abs(),
+                        true => canary < other - (1.0 - decrease) * other.abs(),
+                    };
+                    signs.add(beyond);
+                }
+                (
+                    Some(Sequence::Counts(counts)),
+                    Observation::Counts {
+                        canary_errors,
+                        canary_requests,
+                        other_errors,
+                        other_requests,
+                    },
+                ) => {
+                    let allowed = if lower { decrease } else { increase };
+                    let share =
+                        allowed * canary_requests / (allowed * canary_requests + other_requests);
+                    let (canary, other) = (canary_errors.round(), other_errors.round());
+                    counts.add(canary as u64, (canary + other) as u64, share, lower);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Everything the comparison has taken in, as the state carries it (a JSON text of at most
+/// [`MAX_EVIDENCE_BYTES`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(transparent)]
+pub struct Evidence(pub Vec<MetricEvidence>);
+
+impl Evidence {
+    /// The state's text; empty is no evidence yet (the rollout's first check).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if text.trim().is_empty() {
+            return Ok(Evidence::default());
+        }
+        if text.len() > MAX_EVIDENCE_BYTES {
+            return Err(format!(
+                "the comparison's evidence is {} bytes, over the {MAX_EVIDENCE_BYTES} the state carries",
+                text.len()
+            ));
+        }
+        serde_json::from_str(text)
+            .map_err(|e| format!("the comparison's evidence is not what a check writes: {e}"))
+    }
+
+    /// The text the state carries.
+    pub fn to_text(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| "[]".to_owned())
+    }
+
+    fn of(&self, metric: usize, peers: bool) -> Option<&MetricEvidence> {
+        self.0
+            .iter()
+            .find(|e| e.metric == metric && e.peers == peers)
+    }
 }
 
 /// One metric's comparison, for the verdict's reasons and the metrics.
@@ -679,76 +890,146 @@ pub enum MetricResult {
 pub struct MetricJudgement {
     pub name: String,
     pub result: MetricResult,
-    pub canary_samples: usize,
-    pub baseline_samples: usize,
+    /// Periods in the window with both sides.
+    pub periods: usize,
+    /// The window's median of each side's values; for an error rate, each side's rate over the
+    /// window (errors × 100 / requests).
     pub canary_median: Option<f64>,
     pub baseline_median: Option<f64>,
-    pub comparison: Option<Comparison>,
-    /// (baseline median + shift) / baseline median: the canary as a ratio of the baseline.
-    pub ratio: Option<f64>,
+    /// The evidence's natural log in the direction that speaks loudest, and the log of 1/α it
+    /// must reach.
+    pub log_evidence: f64,
+    pub log_threshold: f64,
+    /// What the evidence says so far, for people: "11 of 13 periods above the band".
+    pub taken_in: String,
     pub critical: bool,
     pub weight: f64,
+    /// The evidence after this check, for the state.
+    pub evidence: MetricEvidence,
 }
 
-/// Judges one metric's samples (in any order).
+/// Judges metric `index` of the plan from the window's periods (any order, several per period
+/// when target groups pool), taking in those after the evidence so far; `alpha` is the metric's
+/// share of the rollout's α ([`CompareChecks::alpha`]).
 pub fn judge_metric(
     checks: &CompareChecks,
-    metric: &ComparedMetric,
-    canary: &[f64],
-    baseline: &[f64],
-) -> MetricJudgement {
-    let mut judgement = MetricJudgement {
+    index: usize,
+    peers: bool,
+    alpha: f64,
+    evidence: &Evidence,
+    window: &[Period],
+) -> Option<MetricJudgement> {
+    let metric = checks.metrics.get(index)?;
+    let mut periods: Vec<&Period> = window.iter().filter(|p| p.observation.usable()).collect();
+    periods.sort_by_key(|p| p.at);
+    let mut taken = evidence
+        .of(index, peers)
+        .cloned()
+        .unwrap_or_else(|| MetricEvidence::new(index, peers, metric));
+    let through = taken.through;
+    for period in periods.iter().filter(|p| through.is_none_or(|t| p.at > t)) {
+        taken.take(metric, period.observation);
+        taken.through = Some(taken.through.map_or(period.at, |t| t.max(period.at)));
+    }
+    let directions = u32::from(taken.increase.is_some()) + u32::from(taken.decrease.is_some());
+    let log_threshold = (f64::from(directions.max(1)) / alpha).ln();
+    if taken.shown.is_none() {
+        taken.shown = if taken
+            .increase
+            .as_ref()
+            .is_some_and(|s| s.shows(log_threshold))
+        {
+            Some(MetricResult::High)
+        } else if taken
+            .decrease
+            .as_ref()
+            .is_some_and(|s| s.shows(log_threshold))
+        {
+            Some(MetricResult::Low)
+        } else {
+            None
+        };
+    }
+    let result = match taken.shown {
+        Some(shown) => shown,
+        None if periods.len() < checks.min_samples() => MetricResult::NoData,
+        None => MetricResult::Pass,
+    };
+    let (canary_median, baseline_median) = levels(&periods);
+    let loudest = [&taken.increase, &taken.decrease]
+        .into_iter()
+        .flatten()
+        .max_by(|a, b| a.log_evidence().total_cmp(&b.log_evidence()));
+    Some(MetricJudgement {
         name: metric.name.clone(),
-        result: MetricResult::NoData,
-        canary_samples: canary.len(),
-        baseline_samples: baseline.len(),
-        canary_median: statistics::median(canary),
-        baseline_median: statistics::median(baseline),
-        comparison: None,
-        ratio: None,
+        result,
+        periods: periods.len(),
+        canary_median,
+        baseline_median,
+        log_evidence: loudest.map_or(0.0, Sequence::log_evidence),
+        log_threshold,
+        taken_in: taken_in(&taken),
         critical: metric.critical,
         weight: metric.weight,
-    };
-    let enough = checks.min_samples();
-    if canary.len() < enough || baseline.len() < enough {
-        return judgement;
+        evidence: taken,
+    })
+}
+
+/// Each side's level over the window: the median of the values, or the error rate.
+fn levels(periods: &[&Period]) -> (Option<f64>, Option<f64>) {
+    let (mut canary, mut other) = (Vec::new(), Vec::new());
+    let mut totals = [0.0_f64; 4];
+    let mut counts = false;
+    for period in periods {
+        match period.observation {
+            Observation::Value {
+                canary: c,
+                other: o,
+            } => {
+                canary.push(c);
+                other.push(o);
+            }
+            Observation::Counts {
+                canary_errors,
+                canary_requests,
+                other_errors,
+                other_requests,
+            } => {
+                counts = true;
+                for (total, value) in totals.iter_mut().zip([
+                    canary_errors,
+                    canary_requests,
+                    other_errors,
+                    other_requests,
+                ]) {
+                    *total += value;
+                }
+            }
+        }
     }
-    let (Some(comparison), Some(baseline_median)) = (
-        statistics::compare(canary, baseline, checks.confidence),
-        judgement.baseline_median,
-    ) else {
-        return judgement;
-    };
-    let ratio = if baseline_median != 0.0 {
-        (baseline_median + comparison.shift) / baseline_median
-    } else if comparison.shift > 0.0 {
-        f64::INFINITY
-    } else if comparison.shift < 0.0 {
-        0.0
-    } else {
-        1.0
-    };
-    let significant = comparison.p_value < 1.0 - checks.confidence;
-    let watches_increase = metric.direction != Direction::Decrease;
-    let watches_decrease = metric.direction != Direction::Increase;
-    judgement.result = if significant
-        && watches_increase
-        && comparison.shift > 0.0
-        && ratio > metric.allowed_increase
-    {
-        MetricResult::High
-    } else if significant
-        && watches_decrease
-        && comparison.shift < 0.0
-        && ratio < metric.allowed_decrease
-    {
-        MetricResult::Low
-    } else {
-        MetricResult::Pass
-    };
-    judgement.comparison = Some(comparison);
-    judgement.ratio = Some(ratio);
-    judgement
+    if !counts {
+        return (statistics::median(&canary), statistics::median(&other));
+    }
+    let rate = |errors: f64, requests: f64| (requests > 0.0).then(|| errors * 100.0 / requests);
+    (rate(totals[0], totals[1]), rate(totals[2], totals[3]))
+}
+
+/// What the evidence has taken in, in the direction that speaks loudest.
+fn taken_in(taken: &MetricEvidence) -> String {
+    let loudest = [(&taken.increase, "above"), (&taken.decrease, "below")]
+        .into_iter()
+        .filter_map(|(s, word)| s.as_ref().map(|s| (s, word)))
+        .max_by(|a, b| a.0.log_evidence().total_cmp(&b.0.log_evidence()));
+    match loudest {
+        Some((Sequence::Signs(signs), word)) => format!(
+            "{} of {} period(s) {word} the allowed band",
+            signs.beyond, signs.periods
+        ),
+        Some((Sequence::Counts(_), _)) => {
+            "the canary's errors against its share of the requests".to_owned()
+        }
+        None => "nothing".to_owned(),
+    }
 }
 
 /// What the whole comparison says.
@@ -872,17 +1153,16 @@ pub fn too_few_peers(peers: &PeerComparison) -> Option<CheckOutcome> {
     })
 }
 
-/// A fleet cell's canary against its peers' canaries (their samples pooled) for one metric:
-/// an outlier — High or Low, as [`judge_metric`] judges a canary against its baseline — fails
-/// the check whatever the score; a metric without enough samples on a side is inconclusive.
+/// A fleet cell's canary against its peers' canaries for one metric (each period, the peers'
+/// median, or their errors and requests together, in the baseline's place): an outlier — High
+/// or Low, as [`judge_metric`] judges a canary against its baseline — fails the check whatever
+/// the score; a metric without enough periods is inconclusive. `judged` is [`judge_metric`]'s
+/// with `peers` true.
 pub fn judge_against_peers(
     checks: &CompareChecks,
-    metric: &ComparedMetric,
-    canary: &[f64],
-    peers: &[f64],
+    judged: &MetricJudgement,
     peer_count: usize,
-) -> (MetricJudgement, CheckOutcome) {
-    let judged = judge_metric(checks, metric, canary, peers);
+) -> CheckOutcome {
     let (verdict, what) = match judged.result {
         MetricResult::Pass => (CheckVerdict::Pass, "Pass".to_owned()),
         MetricResult::High | MetricResult::Low => (
@@ -894,9 +1174,8 @@ pub fn judge_against_peers(
         ),
         MetricResult::NoData => (CheckVerdict::Inconclusive, "NoData".to_owned()),
     };
-    let head = format!("peers {}: {what}", metric.name);
-    let outcome = CheckOutcome::new(verdict, reason(checks, &judged, &head, "peers"));
-    (judged, outcome)
+    let head = format!("peers {}: {what}", judged.name);
+    CheckOutcome::new(verdict, reason(checks, judged, &head, "peers"))
 }
 
 fn result_word(result: CompareResult) -> &'static str {
@@ -918,25 +1197,37 @@ fn result_name(result: MetricResult) -> &'static str {
 }
 
 /// One line after `head`: "compare latency: High (check Fail at score 50): canary median 0.18
-/// vs baseline 0.12 (x1.5), shift +0.06 [+0.05, +0.07], p 0.0001, 20 vs 20 samples"; `other`
-/// names the side the canary is compared with.
+/// vs baseline 0.12 (x1.5) in the last 600 s (10 periods); 11 of 12 period(s) above the
+/// allowed band since the comparison began: evidence 585 of the 400 a regression needs";
+/// `other` names
+/// the side the canary is compared with.
 fn reason(checks: &CompareChecks, j: &MetricJudgement, head: &str, other: &str) -> String {
-    let (canary, others) = (j.canary_samples, j.baseline_samples);
-    let Some(comparison) = j.comparison else {
-        return format!(
-            "{head}: {canary} canary and {others} {other} sample(s) in the last {} s, fewer than minSamples {} on a side",
-            checks.lookback_seconds, checks.min_samples
-        );
+    let lookback = checks.lookback_seconds;
+    let window = match (j.canary_median, j.baseline_median) {
+        _ if j.periods < checks.min_samples() => format!(
+            "{} period(s) with both sides in the last {lookback} s, fewer than minSamples {}",
+            j.periods, checks.min_samples
+        ),
+        (Some(canary), Some(base)) => {
+            let relation = if canary > 0.0 && base > 0.0 {
+                format!("x{}", number(canary / base))
+            } else {
+                format!("shift {}", signed(canary - base))
+            };
+            format!(
+                "canary {} vs {other} {} ({relation}) in the last {lookback} s ({} periods)",
+                number(canary),
+                number(base),
+                j.periods
+            )
+        }
+        _ => format!("{} periods in the last {lookback} s", j.periods),
     };
     format!(
-        "{head}: canary median {} vs {other} {} (x{}), shift {} [{}, {}], p {}, {canary} vs {others} samples",
-        number(j.canary_median.unwrap_or(f64::NAN)),
-        number(j.baseline_median.unwrap_or(f64::NAN)),
-        number(j.ratio.unwrap_or(f64::NAN)),
-        signed(comparison.shift),
-        signed(comparison.lower),
-        signed(comparison.upper),
-        number(comparison.p_value),
+        "{head}: {window}; {} since the comparison began: evidence {} of the {} a regression needs",
+        j.taken_in,
+        number(j.log_evidence.exp()),
+        number(j.log_threshold.exp()),
     )
 }
 
@@ -945,7 +1236,7 @@ fn reason(checks: &CompareChecks, j: &MetricJudgement, head: &str, other: &str) 
 fn number(value: f64) -> String {
     if !value.is_finite() {
         format!("{value}")
-    } else if value != 0.0 && value.abs() < 1e-3 {
+    } else if value != 0.0 && !(1e-3..1e6).contains(&value.abs()) {
         format!("{value:.2e}")
     } else {
         format!("{}", format!("{value:.4e}").parse::<f64>().unwrap_or(value))

@@ -1,194 +1,137 @@
-//! The comparison check's statistics: the Mann–Whitney U test of canary samples against
-//! baseline samples, and the Hodges–Lehmann estimate of the shift between them with its
-//! confidence interval. Written once here without IO; the normal distribution is statrs's.
+//! The comparison check's statistics: evidence that accumulates over a rollout, one period at a
+//! time, and stays valid however often it is looked at (an e-process: under "no regression" its
+//! value stays below 1/α with probability at least 1 − α at every look together, by Ville's
+//! inequality). Two kinds, one per kind of metric; both keep a few numbers between checks.
 //!
-//! The p-value is the one scipy's `mannwhitneyu(canary, baseline, alternative="two-sided")`
-//! gives with its default `method="auto"`: the exact distribution of U when a side has at most
-//! 8 samples and no value is tied, otherwise the normal approximation with the tie correction
-//! and the continuity correction. `tests/statistics_vs_scipy.rs` checks both against scipy on
-//! generated samples (ties, equal samples, all zeros, an empty side, 1 vs 1,000).
+//! - [`Signs`], for a value per period (a latency at a statistic, a query's value): in each
+//!   period, is the canary beyond the allowed band around the baseline of the *same* period?
+//!   Without a regression that happens at most half the time, whatever the values' distribution
+//!   (tails, ties, load that hits both clusters at once). The evidence is the Bayes factor of
+//!   savvi's `Multinomial` test (Lindon & Malek, "Anytime-valid inference for multinomial count
+//!   data", NeurIPS 2022) of the counts [beyond, not beyond] against θ₀ = [½, ½] with its
+//!   Dirichlet prior k·θ₀, k = 2 (a uniform prior on the share beyond): a test martingale when
+//!   the share is ½. It is two-sided; a regression counts only when more than half the periods
+//!   were beyond, which keeps it valid for "at most half" (the event only grows with the
+//!   periods beyond). `tests/statistics_vs_savvi.rs` checks it against savvi itself.
+//! - [`Counts`], for errors over requests: given the errors both clusters had in a period, each
+//!   one is the canary's with the share of requests the canary served (rates equal), or less
+//!   (the canary no worse than `allowedIncrease` times the baseline's rate). The evidence is the
+//!   mean of the likelihood ratios of canary error rates 1.25 to 10 times that (a discrete
+//!   mixture, as savvi's `InhomogeneousPoissonProcess`, the canary test of the same paper, mixes
+//!   over rates; ours lets the canary's share of requests change from period to period, as it
+//!   does from step to step). Checked against scipy's binomial distribution.
+//!
+//! Pure arithmetic, no IO. Semantics and the false-rollback figures: docs/signals/compare.md.
 
-use statrs::distribution::{ContinuousCDF, Normal};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use statrs::function::gamma::ln_gamma;
 
-/// Most samples a side may bring: the Hodges–Lehmann estimate sorts every pairwise difference
-/// (at most 2,000 × 2,000 = 4 million of them, 32 MiB, well inside a Lambda's memory).
-pub const MAX_SAMPLES_PER_SIDE: usize = 2_000;
+/// The canary's error rate as a multiple of the highest rate "no regression" allows, in the
+/// mixture of [`Counts`]: equal weights.
+pub const RATE_MULTIPLES: [f64; 6] = [1.25, 1.5, 2.0, 3.0, 5.0, 10.0];
 
-/// The result of comparing the canary's samples with the baseline's.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Comparison {
-    /// U of the canary: how many (canary, baseline) pairs have the canary higher, ties half.
-    pub u_canary: f64,
-    /// Two-sided p-value of "both sides come from the same distribution".
-    pub p_value: f64,
-    /// The Hodges–Lehmann estimate of the canary's shift over the baseline: the median of every
-    /// difference canary − baseline.
-    pub shift: f64,
-    /// The confidence interval of the shift at the requested level (`lower <= shift <= upper`).
-    pub lower: f64,
-    pub upper: f64,
+/// The sign sequence of one direction: paired periods compared, and how many had the canary
+/// beyond the allowed band in that direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Signs {
+    pub periods: u32,
+    pub beyond: u32,
 }
 
-/// Compares two non-empty samples of finite values; `None` when a side is empty, over
-/// [`MAX_SAMPLES_PER_SIDE`], or holds a value that is not finite. `confidence` is the level of
-/// the shift's interval, in (0, 1).
-pub fn compare(canary: &[f64], baseline: &[f64], confidence: f64) -> Option<Comparison> {
-    let usable = |side: &[f64]| {
-        !side.is_empty() && side.len() <= MAX_SAMPLES_PER_SIDE && side.iter().all(|v| v.is_finite())
-    };
-    if !(usable(canary) && usable(baseline) && confidence > 0.0 && confidence < 1.0) {
-        return None;
+impl Signs {
+    pub fn add(&mut self, beyond: bool) {
+        self.periods = self.periods.saturating_add(1);
+        self.beyond = self.beyond.saturating_add(u32::from(beyond));
     }
-    let (u_canary, p_value) = mann_whitney(canary, baseline);
-    let (shift, lower, upper) = hodges_lehmann(canary, baseline, confidence);
-    Some(Comparison {
-        u_canary,
-        p_value,
-        shift,
-        lower,
-        upper,
-    })
+
+    /// The natural log of the evidence: savvi's `Multinomial(θ₀ = [½, ½], k = 2)` odds after the
+    /// counts [beyond, periods − beyond], `ln B(1 + s, 1 + n − s) − ln B(1, 1) + n ln 2`.
+    pub fn log_evidence(&self) -> f64 {
+        let (n, s) = (
+            f64::from(self.periods),
+            f64::from(self.beyond.min(self.periods)),
+        );
+        ln_gamma(1.0 + s) + ln_gamma(1.0 + n - s) - ln_gamma(2.0 + n) + n * std::f64::consts::LN_2
+    }
+
+    /// The evidence speaks of a regression: more than half the periods beyond, and the
+    /// evidence at `log_threshold` (ln 1/α) or more.
+    pub fn shows(&self, log_threshold: f64) -> bool {
+        u64::from(self.beyond) * 2 > u64::from(self.periods) && self.log_evidence() >= log_threshold
+    }
+}
+
+/// The error-count sequence of one direction: for each of [`RATE_MULTIPLES`], the log of its
+/// likelihood ratio so far.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Counts {
+    /// Kept to 6 decimals in the state, each rounded down (never more evidence than there is).
+    #[serde(serialize_with = "floor_to_micros")]
+    pub log_ratios: Vec<f64>,
+}
+
+impl Default for Counts {
+    fn default() -> Self {
+        Counts {
+            log_ratios: vec![0.0; RATE_MULTIPLES.len()],
+        }
+    }
+}
+
+fn floor_to_micros<S: serde::Serializer>(values: &[f64], serializer: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    let mut seq = serializer.serialize_seq(Some(values.len()))?;
+    for value in values {
+        seq.serialize_element(&((value * 1e6).floor() / 1e6))?;
+    }
+    seq.end()
+}
+
+impl Counts {
+    /// One period: `canary_errors` of `errors` were the canary's, when "no regression" says each
+    /// is the canary's with probability at most `null_share` (for a decrease: at least, and
+    /// `lower` is true). A period without errors, or a share of 0 or 1, says nothing.
+    pub fn add(&mut self, canary_errors: u64, errors: u64, null_share: f64, lower: bool) {
+        if errors == 0 || !(null_share > 0.0 && null_share < 1.0) {
+            return;
+        }
+        let (x, k) = (canary_errors.min(errors) as f64, errors as f64);
+        for (log_ratio, multiple) in self.log_ratios.iter_mut().zip(RATE_MULTIPLES) {
+            // The alternative multiplies the odds of an error being the canary's by θ: its
+            // likelihood ratio over the null is θ^x / (1 − p + θp)^k.
+            let theta = if lower { 1.0 / multiple } else { multiple };
+            *log_ratio += x * theta.ln() - k * (1.0 - null_share + theta * null_share).ln();
+        }
+    }
+
+    /// The natural log of the evidence: the log of the mean of the likelihood ratios.
+    pub fn log_evidence(&self) -> f64 {
+        let count = self.log_ratios.len();
+        let Some(top) = self.log_ratios.iter().copied().reduce(f64::max) else {
+            return 0.0;
+        };
+        let sum: f64 = self.log_ratios.iter().map(|l| (l - top).exp()).sum();
+        top + sum.ln() - (count as f64).ln()
+    }
+
+    pub fn shows(&self, log_threshold: f64) -> bool {
+        self.log_evidence() >= log_threshold
+    }
 }
 
 /// The median of a sample (the mean of the middle two for an even count); `None` when empty.
 pub fn median(values: &[f64]) -> Option<f64> {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
-    median_of_sorted(&sorted)
-}
-
-fn median_of_sorted(sorted: &[f64]) -> Option<f64> {
     let n = sorted.len();
     match n {
         0 => None,
         _ if n % 2 == 1 => Some(sorted[n / 2]),
         _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
     }
-}
-
-/// U of `x` and the two-sided p-value, as scipy's `method="auto"` computes them.
-fn mann_whitney(x: &[f64], y: &[f64]) -> (f64, f64) {
-    let (n1, n2) = (x.len() as f64, y.len() as f64);
-    let ranked = average_ranks(x, y);
-    let rank_sum_x: f64 = ranked.ranks[..x.len()].iter().sum();
-    let u1 = rank_sum_x - n1 * (n1 + 1.0) / 2.0;
-    let u2 = n1 * n2 - u1;
-    // Two-sided: the larger U's upper tail, doubled.
-    let u = u1.max(u2);
-    let exact = (x.len() <= 8 || y.len() <= 8) && !ranked.tied;
-    let upper_tail = if exact {
-        exact_upper_tail(u, x.len(), y.len())
-    } else {
-        normal_upper_tail(u, n1, n2, ranked.tie_term)
-    };
-    (u1, (2.0 * upper_tail).clamp(0.0, 1.0))
-}
-
-struct Ranked {
-    /// The rank of each value, `x` first then `y`; tied values share their average rank.
-    ranks: Vec<f64>,
-    /// Σ (t³ − t) over the groups of t tied values.
-    tie_term: f64,
-    tied: bool,
-}
-
-fn average_ranks(x: &[f64], y: &[f64]) -> Ranked {
-    let values: Vec<f64> = x.iter().chain(y).copied().collect();
-    let mut order: Vec<usize> = (0..values.len()).collect();
-    order.sort_by(|a, b| values[*a].total_cmp(&values[*b]));
-    let mut ranks = vec![0.0; values.len()];
-    let (mut tie_term, mut tied) = (0.0, false);
-    let mut start = 0;
-    while start < order.len() {
-        let mut end = start + 1;
-        while end < order.len() && values[order[end]] == values[order[start]] {
-            end += 1;
-        }
-        // Positions start..end hold ranks start+1..=end: their average.
-        let rank = (start + 1 + end) as f64 / 2.0;
-        for &index in &order[start..end] {
-            ranks[index] = rank;
-        }
-        let t = (end - start) as f64;
-        if t > 1.0 {
-            tied = true;
-            tie_term += t * t * t - t;
-        }
-        start = end;
-    }
-    Ranked {
-        ranks,
-        tie_term,
-        tied,
-    }
-}
-
-/// P(U >= u) under the normal approximation, with the tie and continuity corrections.
-fn normal_upper_tail(u: f64, n1: f64, n2: f64, tie_term: f64) -> f64 {
-    let n = n1 + n2;
-    let mean = n1 * n2 / 2.0;
-    let variance = n1 * n2 / 12.0 * ((n + 1.0) - tie_term / (n * (n - 1.0)));
-    let numerator = u - mean - 0.5;
-    if variance <= 0.0 || !variance.is_finite() {
-        // Every value equal: nothing tells the sides apart (scipy's z is -inf here: p = 1).
-        return if numerator > 0.0 { 0.0 } else { 1.0 };
-    }
-    let z = numerator / variance.sqrt();
-    1.0 - standard_normal().cdf(z)
-}
-
-/// P(U >= u) from U's exact distribution without ties. The arrangements of the two sides
-/// giving each U are the coefficients of the Gaussian binomial
-/// Π_{i=1..small} (1 − q^{large+i}) / (1 − q^i), built one factor at a time (a division by
-/// 1 − q^i is a running sum; coefficient s needs only those below it, so cutting at the
-/// largest U loses nothing).
-fn exact_upper_tail(u: f64, n1: usize, n2: usize) -> f64 {
-    let (small, large) = (n1.min(n2), n1.max(n2));
-    let max_u = small * large;
-    let mut counts = vec![0.0f64; max_u + 1];
-    counts[0] = 1.0;
-    for i in 1..=small {
-        let step = large + i;
-        for s in (step..=max_u).rev() {
-            counts[s] -= counts[s - step];
-        }
-        for s in i..=max_u {
-            counts[s] += counts[s - i];
-        }
-    }
-    let total: f64 = counts.iter().sum();
-    // U values are whole numbers without ties.
-    let from = u.ceil().max(0.0) as usize;
-    let tail: f64 = counts.iter().skip(from).sum();
-    tail / total
-}
-
-/// The Hodges–Lehmann estimate of the shift x − y and its confidence interval (the
-/// distribution-free interval from the sorted pairwise differences, its rank from the normal
-/// approximation of U).
-fn hodges_lehmann(x: &[f64], y: &[f64], confidence: f64) -> (f64, f64, f64) {
-    let mut differences: Vec<f64> = Vec::with_capacity(x.len() * y.len());
-    for a in x {
-        for b in y {
-            differences.push(a - b);
-        }
-    }
-    differences.sort_by(f64::total_cmp);
-    let count = differences.len();
-    let shift = median_of_sorted(&differences).unwrap_or(0.0);
-    let (n1, n2) = (x.len() as f64, y.len() as f64);
-    let z = standard_normal().inverse_cdf(1.0 - (1.0 - confidence) / 2.0);
-    let spread = (n1 * n2 * (n1 + n2 + 1.0) / 12.0).sqrt();
-    // The k-th smallest and k-th largest differences bound the interval (k from 1).
-    let k = (n1 * n2 / 2.0 - z * spread).floor().max(0.0) as usize;
-    let lower = differences[k.min(count - 1)];
-    let upper = differences[count - 1 - k.min(count - 1)];
-    (shift, lower.min(shift), upper.max(shift))
-}
-
-fn standard_normal() -> Normal {
-    // Mean 0 and standard deviation 1 are valid parameters: this cannot fail.
-    Normal::standard()
 }
 
 #[cfg(test)]
@@ -198,42 +141,72 @@ mod tests {
     #[test]
     fn the_median_of_odd_and_even_counts() {
         assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
         assert_eq!(median(&[]), None);
     }
 
     #[test]
-    fn a_side_with_nothing_to_compare_gives_no_comparison() {
-        assert_eq!(compare(&[], &[1.0], 0.95), None);
-        assert_eq!(compare(&[1.0], &[], 0.95), None);
-        assert_eq!(compare(&[f64::NAN], &[1.0], 0.95), None);
-        assert_eq!(compare(&[1.0], &[1.0], 1.0), None);
-        let too_many = vec![1.0; MAX_SAMPLES_PER_SIDE + 1];
-        assert_eq!(compare(&too_many, &[1.0], 0.95), None);
+    fn no_period_is_no_evidence() {
+        assert!(Signs::default().log_evidence().abs() < 1e-12);
+        assert_eq!(Counts::default().log_evidence(), 0.0);
     }
 
     #[test]
-    fn equal_samples_are_not_told_apart() {
-        let c = compare(&[0.0; 20], &[0.0; 20], 0.95).expect("a comparison");
-        assert_eq!((c.p_value, c.shift, c.lower, c.upper), (1.0, 0.0, 0.0, 0.0));
+    fn the_state_keeps_log_ratios_rounded_down() {
+        let counts = Counts {
+            log_ratios: vec![1.234_567_89, -1.234_567_89],
+        };
+        let text = serde_json::to_string(&counts).expect("json");
+        assert_eq!(text, r#"{"logRatios":[1.234567,-1.234568]}"#);
     }
 
     #[test]
-    fn a_clear_shift_is_found_with_its_size() {
-        let baseline: Vec<f64> = (0..30).map(|i| 100.0 + f64::from(i % 7)).collect();
-        let canary: Vec<f64> = baseline.iter().map(|v| v + 50.0).collect();
-        let c = compare(&canary, &baseline, 0.95).expect("a comparison");
-        assert!(c.p_value < 1e-6, "{c:?}");
-        assert_eq!(c.shift, 50.0);
-        assert!(c.lower <= 50.0 && c.upper >= 50.0, "{c:?}");
+    fn every_period_beyond_doubles_the_evidence_less_the_prior_s_share() {
+        // All n beyond: 2^n / (n + 1).
+        let mut signs = Signs::default();
+        for _ in 0..13 {
+            signs.add(true);
+        }
+        let expected = (8192.0_f64 / 14.0).ln();
+        assert!((signs.log_evidence() - expected).abs() < 1e-9);
+        assert!(signs.shows((100.0_f64).ln()));
+        assert!(!signs.shows((1000.0_f64).ln()));
     }
 
     #[test]
-    fn the_exact_distribution_of_small_samples() {
-        // n1 = n2 = 3 without ties: 20 arrangements, U = 9 only when every canary value is
-        // higher: P(U >= 9) = 1/20, two-sided 0.1.
-        let c = compare(&[4.0, 5.0, 6.0], &[1.0, 2.0, 3.0], 0.95).expect("a comparison");
-        assert_eq!(c.u_canary, 9.0);
-        assert!((c.p_value - 0.1).abs() < 1e-12, "{c:?}");
+    fn periods_mostly_below_never_show_an_increase() {
+        // 20 periods none beyond: the two-sided evidence is large, but it speaks of the other
+        // direction.
+        let mut signs = Signs::default();
+        for _ in 0..20 {
+            signs.add(false);
+        }
+        assert!(signs.log_evidence() > 10.0);
+        assert!(!signs.shows(1.0));
+    }
+
+    #[test]
+    fn errors_in_the_canary_s_share_are_no_evidence_and_more_are() {
+        let mut even = Counts::default();
+        let mut worse = Counts::default();
+        for _ in 0..10 {
+            even.add(10, 100, 0.1, false);
+            worse.add(30, 120, 0.1, false);
+        }
+        assert!(even.log_evidence() < 0.0, "{}", even.log_evidence());
+        assert!(worse.shows((1e6_f64).ln()), "{}", worse.log_evidence());
+        // Fewer errors than the share is evidence of a decrease, not of an increase.
+        let mut fewer = Counts::default();
+        fewer.add(0, 200, 0.1, true);
+        assert!(fewer.log_evidence() > 5.0);
+    }
+
+    #[test]
+    fn a_period_without_errors_or_without_a_share_says_nothing() {
+        let mut counts = Counts::default();
+        counts.add(0, 0, 0.5, false);
+        counts.add(3, 3, 0.0, false);
+        counts.add(3, 3, 1.0, false);
+        assert_eq!(counts, Counts::default());
     }
 }

@@ -92,9 +92,21 @@ pub struct Decision {
     /// even with `rollback.gradual`.
     #[serde(default)]
     pub critical: bool,
+    /// The comparison's evidence after this check, as the text the state carries to the next
+    /// check and across steps (`super::compare::Evidence`; empty without a comparison).
+    #[serde(default)]
+    pub evidence: String,
 }
 
 impl Decision {
+    /// The decision carrying `evidence` on.
+    pub fn with_evidence(self, evidence: &super::compare::Evidence) -> Self {
+        Decision {
+            evidence: evidence.to_text(),
+            ..self
+        }
+    }
+
     /// A check its signals could not judge (a metrics provider unreachable): neither a pass
     /// nor a failure, and not counted among the bake's checks (`check` stays where it was, so
     /// the bake takes one more), so a bake never passes on checks that saw nothing.
@@ -113,6 +125,7 @@ impl Decision {
             ask: false,
             frozen_since: progress.frozen_since,
             critical: false,
+            evidence: String::new(),
         }
     }
 }
@@ -205,6 +218,7 @@ pub fn decide_asking(
             ask: false,
             frozen_since: 0,
             critical: false,
+            evidence: String::new(),
         };
     };
     let verdict = if counts.fail > 0 {
@@ -267,6 +281,7 @@ pub fn decide_asking(
             && outcomes
                 .iter()
                 .any(|o| o.critical && o.verdict == CheckVerdict::Fail),
+        evidence: String::new(),
     }
 }
 

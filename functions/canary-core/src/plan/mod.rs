@@ -102,6 +102,19 @@ impl ValidPlan {
             steps::checks_of(&self.steps),
         )
     }
+
+    /// Over how many runs of checks the comparison's α is shared: the bakes (one evidence,
+    /// carried from step to step) and each wait for a person that may come (the checks go on
+    /// while a step waits; what they see is not carried on). See
+    /// [`crate::analysis::compare::CompareChecks::alpha`].
+    pub fn comparison_runs(&self) -> u32 {
+        let waits = self
+            .steps
+            .iter()
+            .filter(|s| s.approval_timeout_seconds > 0 || s.ask_timeout_seconds > 0)
+            .count();
+        1 + u32::try_from(waits).unwrap_or(u32::MAX - 1)
+    }
 }
 
 impl RolloutPlan {

@@ -13,10 +13,11 @@ use async_trait::async_trait;
 use canary_aws::{CloudWatchApi, DatadogApi, MetricQuery, PrometheusApi, QueryError};
 use canary_core::analysis::compare::{
     judge_against_peers, judge_comparison, judge_metric, too_few_peers, AlbSignal, CompareChecks,
-    ComparedMetric,
+    ComparedMetric, Evidence, Observation, Period,
 };
 use canary_core::analysis::datadog::{timeseries_request, timeseries_samples};
 use canary_core::analysis::prometheus::range_samples;
+use canary_core::analysis::statistics::median;
 use canary_core::analysis::{DatadogChecks, PrometheusChecks};
 use canary_core::cluster::ClusterRef;
 use canary_core::metrics::Point;
@@ -36,6 +37,9 @@ pub(super) struct Compare<'a> {
     pub cluster: &'a ClusterRef,
     /// The plan's ALB target group pairs, for `alb` metrics.
     pub pairs: Vec<AlbPair>,
+    /// What the rollout's checks have taken in so far, and over how many runs of checks α is
+    /// shared.
+    pub carried: &'a super::Carried,
 }
 
 /// Whose samples a query reads.
@@ -273,30 +277,16 @@ impl Compare<'_> {
         queries
     }
 
-    /// One side's samples of metric `index`: a value per period; for an ALB 5xx rate, the
-    /// rate of each period with requests (a period without requests says nothing of errors).
-    /// Several ALB target groups pool their samples.
-    fn samples(
+    /// One side's series of metric `index`, per target group (one group for a sided or
+    /// provider metric): a value per period, or for an ALB 5xx rate the (errors, requests) of
+    /// each period.
+    fn groups(
         &self,
         points: &HashMap<String, Vec<(i64, f64)>>,
         index: usize,
         metric: &ComparedMetric,
         side: Side,
-    ) -> Vec<f64> {
-        self.series(points, index, metric, side)
-            .into_iter()
-            .map(|(_, v)| v)
-            .collect()
-    }
-
-    /// [`Self::samples`] with each sample's period (epoch seconds).
-    fn series(
-        &self,
-        points: &HashMap<String, Vec<(i64, f64)>>,
-        index: usize,
-        metric: &ComparedMetric,
-        side: Side,
-    ) -> Vec<(i64, f64)> {
+    ) -> Vec<BTreeMap<i64, Sample>> {
         let series = |group: usize, reading: Reading| {
             points
                 .get(&query_id(index, group, side, reading))
@@ -304,32 +294,181 @@ impl Compare<'_> {
                 .unwrap_or_default()
         };
         if metric.prometheus.is_some() || metric.datadog.is_some() {
-            return points
+            let values = points
                 .get(&provider_id(index, side))
                 .cloned()
                 .unwrap_or_default();
+            return vec![values
+                .into_iter()
+                .map(|(at, v)| (at, Sample::Value(v)))
+                .collect()];
         }
         let groups = match metric.cloudwatch {
             Some(_) => 1,
             None => self.target_groups(side).len(),
         };
-        if metric.alb != Some(AlbSignal::ErrorRate) {
-            return (0..groups)
-                .flat_map(|group| series(group, Reading::Value))
-                .collect();
-        }
-        let mut rates = Vec::new();
-        for group in 0..groups {
-            let errors: HashMap<i64, f64> = series(group, Reading::Errors).into_iter().collect();
-            for (at, requests) in series(group, Reading::Requests) {
-                if requests > 0.0 {
-                    let errors = errors.get(&at).copied().unwrap_or(0.0);
-                    rates.push((at, errors * 100.0 / requests));
+        (0..groups)
+            .map(|group| {
+                if metric.alb != Some(AlbSignal::ErrorRate) {
+                    return series(group, Reading::Value)
+                        .into_iter()
+                        .map(|(at, v)| (at, Sample::Value(v)))
+                        .collect();
                 }
+                // A period without a 5xx datapoint had no errors (CloudWatch publishes none).
+                let errors: HashMap<i64, f64> =
+                    series(group, Reading::Errors).into_iter().collect();
+                series(group, Reading::Requests)
+                    .into_iter()
+                    .map(|(at, requests)| {
+                        let errors = errors.get(&at).copied().unwrap_or(0.0);
+                        (at, Sample::Counts { errors, requests })
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Metric `index`'s periods, the canary against the baseline (each ALB pair's groups
+    /// against each other) or against the peers (each period, the peers' median value, or
+    /// their errors and requests together).
+    fn periods(
+        &self,
+        points: &HashMap<String, Vec<(i64, f64)>>,
+        index: usize,
+        metric: &ComparedMetric,
+        peers: usize,
+    ) -> Vec<Period> {
+        let canary = self.groups(points, index, metric, Side::Canary);
+        let others: Vec<BTreeMap<i64, Sample>> = match peers {
+            0 => self.groups(points, index, metric, Side::Baseline),
+            _ => vec![pooled(
+                (0..peers)
+                    .flat_map(|n| self.groups(points, index, metric, Side::Peer(n)))
+                    .collect(),
+            )],
+        };
+        let canary = match (metric.alb, peers) {
+            // Errors and requests are compared per period, both sides' groups together.
+            (Some(AlbSignal::ErrorRate), _) => vec![pooled(canary)],
+            _ => canary,
+        };
+        let mut periods = Vec::new();
+        for (group, series) in canary.iter().enumerate() {
+            let other = match others.len() {
+                1 => others.first(),
+                _ => others.get(group),
+            };
+            let Some(other) = other else { continue };
+            for (at, reading) in series {
+                let Some(observation) = other.get(at).and_then(|o| reading.against(o)) else {
+                    continue;
+                };
+                periods.push(Period {
+                    at: *at,
+                    observation,
+                });
             }
         }
-        rates
+        periods
     }
+
+    /// One side's samples of metric `index` with their periods, for a person (`report`): the
+    /// values, or each period's error rate (periods with requests).
+    fn series(
+        &self,
+        points: &HashMap<String, Vec<(i64, f64)>>,
+        index: usize,
+        metric: &ComparedMetric,
+        side: Side,
+    ) -> Vec<(i64, f64)> {
+        self.groups(points, index, metric, side)
+            .into_iter()
+            .flatten()
+            .filter_map(|(at, reading)| match reading {
+                Sample::Value(v) => Some((at, v)),
+                Sample::Values(values) => median(&values).map(|v| (at, v)),
+                Sample::Counts { errors, requests } => {
+                    (requests > 0.0).then(|| (at, errors * 100.0 / requests))
+                }
+            })
+            .collect()
+    }
+}
+
+/// What one side's group read in one period.
+#[derive(Debug, Clone, PartialEq)]
+enum Sample {
+    Value(f64),
+    Counts {
+        errors: f64,
+        requests: f64,
+    },
+    /// Several values of one period (the peers'), judged by their median.
+    Values(Vec<f64>),
+}
+
+impl Sample {
+    /// The canary's reading against the other side's, in one period.
+    fn against(&self, other: &Sample) -> Option<Observation> {
+        let value = |reading: &Sample| match reading {
+            Sample::Value(v) => Some(*v),
+            Sample::Values(values) => median(values),
+            Sample::Counts { .. } => None,
+        };
+        match (self, other) {
+            (
+                Sample::Counts {
+                    errors: canary_errors,
+                    requests: canary_requests,
+                },
+                Sample::Counts {
+                    errors: other_errors,
+                    requests: other_requests,
+                },
+            ) => Some(Observation::Counts {
+                canary_errors: *canary_errors,
+                canary_requests: *canary_requests,
+                other_errors: *other_errors,
+                other_requests: *other_requests,
+            }),
+            _ => Some(Observation::Value {
+                canary: value(self)?,
+                other: value(other)?,
+            }),
+        }
+    }
+}
+
+/// Several groups' series as one: each period's errors and requests added up, or its values
+/// kept together.
+fn pooled(groups: Vec<BTreeMap<i64, Sample>>) -> BTreeMap<i64, Sample> {
+    let mut pooled: BTreeMap<i64, Sample> = BTreeMap::new();
+    for (at, reading) in groups.into_iter().flatten() {
+        let entry = pooled.entry(at).or_insert(match reading {
+            Sample::Counts { .. } => Sample::Counts {
+                errors: 0.0,
+                requests: 0.0,
+            },
+            _ => Sample::Values(Vec::new()),
+        });
+        match (entry, reading) {
+            (
+                Sample::Counts { errors, requests },
+                Sample::Counts {
+                    errors: e,
+                    requests: r,
+                },
+            ) => {
+                *errors += e;
+                *requests += r;
+            }
+            (Sample::Values(values), Sample::Value(v)) => values.push(v),
+            (Sample::Values(values), Sample::Values(more)) => values.extend(more),
+            _ => {}
+        }
+    }
+    pooled
 }
 
 /// One side's samples of one compared metric over a span, for a person (`cluster-canary
@@ -370,6 +509,7 @@ pub async fn compared_series(
         checks: &whole_span,
         cluster: &plan.cluster,
         pairs: super::alb_judge::alb_pairs(&plan.traffic_targets),
+        carried: &super::Carried::default(),
     };
     let mut points = metric_points(apis.cloudwatch, &source.queries(), end).await?;
     points.extend(source.provider_points(end, false).await?);
@@ -421,42 +561,50 @@ impl SignalSource for Compare<'_> {
         let mut points = metric_points(self.api, &self.queries(), now).await?;
         points.extend(self.provider_points(now, false).await?);
         let mut collected = Collected::default();
-        let mut median = |metric: &ComparedMetric, side: &str, median: Option<f64>| {
-            if let Some(median) = median {
+        let mut level = |name: &str, side: &str, level: Option<f64>| {
+            if let Some(level) = level {
                 collected
                     .points
-                    .push(Point::compared_median(cluster, &metric.name, side, median));
+                    .push(Point::compared_median(cluster, name, side, level));
             }
         };
+        let (evidence, runs) = (&self.carried.evidence, self.carried.runs);
+        let mut taken = Vec::new();
         let mut judgements = Vec::new();
-        let mut canaries = Vec::new();
-        for (index, metric) in self.checks.metrics.iter().enumerate() {
-            let canary = self.samples(&points, index, metric, Side::Canary);
-            let baseline = self.samples(&points, index, metric, Side::Baseline);
-            let judged = judge_metric(self.checks, metric, &canary, &baseline);
-            median(metric, "canary", judged.canary_median);
-            median(metric, "baseline", judged.baseline_median);
+        for index in 0..self.checks.metrics.len() {
+            let metric = &self.checks.metrics[index];
+            let periods = self.periods(&points, index, metric, 0);
+            let alpha = self.checks.alpha(index, runs);
+            let Some(judged) = judge_metric(self.checks, index, false, alpha, evidence, &periods)
+            else {
+                continue;
+            };
+            level(&judged.name, "canary", judged.canary_median);
+            level(&judged.name, "baseline", judged.baseline_median);
+            taken.push(judged.evidence.clone());
             judgements.push(judged);
-            canaries.push(canary);
         }
         let mut peer_outcomes = Vec::new();
         if let Some(peers) = &self.checks.peers {
             match too_few_peers(peers) {
                 Some(outcome) => peer_outcomes.push(outcome),
                 None => {
-                    for (index, metric) in self.checks.metrics.iter().enumerate() {
-                        let pooled: Vec<f64> = (0..peers.cells.len())
-                            .flat_map(|n| self.samples(&points, index, metric, Side::Peer(n)))
-                            .collect();
-                        let (judged, outcome) = judge_against_peers(
+                    for index in 0..self.checks.metrics.len() {
+                        let metric = &self.checks.metrics[index];
+                        let periods = self.periods(&points, index, metric, peers.cells.len());
+                        let alpha = self.checks.alpha(index, runs);
+                        let Some(judged) =
+                            judge_metric(self.checks, index, true, alpha, evidence, &periods)
+                        else {
+                            continue;
+                        };
+                        level(&judged.name, "peers", judged.baseline_median);
+                        peer_outcomes.push(judge_against_peers(
                             self.checks,
-                            metric,
-                            &canaries[index],
-                            &pooled,
+                            &judged,
                             peers.cells.len(),
-                        );
-                        median(metric, "peers", judged.baseline_median);
-                        peer_outcomes.push(outcome);
+                        ));
+                        taken.push(judged.evidence);
                     }
                 }
             }
@@ -465,6 +613,7 @@ impl SignalSource for Compare<'_> {
         collected.outcomes = verdict.outcomes;
         collected.asks = verdict.asks;
         collected.outcomes.extend(peer_outcomes);
+        collected.evidence = Some(Evidence(taken));
         Ok(collected)
     }
 }
@@ -559,6 +708,7 @@ mod tests {
             checks,
             cluster: &plan.cluster,
             pairs: alb_pairs(&plan.traffic_targets),
+            carried: &crate::signals::Carried::default(),
         };
         let collected = source
             .collect(SystemTime::now(), "us-east-1/green")
@@ -625,6 +775,7 @@ mod tests {
             checks,
             cluster: &plan.cluster,
             pairs: alb_pairs(&plan.traffic_targets),
+            carried: &crate::signals::Carried::default(),
         };
         let queries: Vec<(String, String, String, String)> = source
             .queries()
@@ -694,6 +845,7 @@ mod tests {
             checks,
             cluster: &plan.cluster,
             pairs: alb_pairs(&plan.traffic_targets),
+            carried: &crate::signals::Carried::default(),
         };
         let points = HashMap::from([
             (
@@ -705,12 +857,43 @@ mod tests {
                 vec![(60, 2.0), (180, 1.0)],
             ),
         ]);
-        assert_eq!(source.samples(&points, 0, metric, Side::Canary), [2.0, 2.0]);
-        assert!(source
-            .samples(&points, 0, metric, Side::Baseline)
-            .is_empty());
-        let outcomes =
-            judge_comparison(checks, &[judge_metric(checks, metric, &[2.0, 2.0], &[])]).outcomes;
+        assert_eq!(
+            source.series(&points, 0, metric, Side::Canary),
+            [(60, 2.0), (180, 2.0)]
+        );
+        assert!(source.periods(&points, 0, metric, 0).is_empty(), "no baseline");
+        let evidence = Evidence::default();
+        let judged = judge_metric(checks, 0, false, 0.01, &evidence, &[]).expect("judged");
+        let outcomes = judge_comparison(checks, &[judged]).outcomes;
         assert_eq!(outcomes[0].verdict, CheckVerdict::Inconclusive);
+        // With the baseline's: each period's errors and requests of both sides, no 5xx
+        // datapoint meaning no errors.
+        let mut both = points.clone();
+        both.insert(
+            "cmp0_0_baseline_requests".to_owned(),
+            vec![(60, 900.0), (180, 450.0)],
+        );
+        both.insert("cmp0_0_baseline_errors".to_owned(), vec![(60, 9.0)]);
+        let counts = |canary_errors, canary_requests, other_errors, other_requests| {
+            Observation::Counts {
+                canary_errors,
+                canary_requests,
+                other_errors,
+                other_requests,
+            }
+        };
+        assert_eq!(
+            source.periods(&both, 0, metric, 0),
+            [
+                Period {
+                    at: 60,
+                    observation: counts(2.0, 100.0, 9.0, 900.0)
+                },
+                Period {
+                    at: 180,
+                    observation: counts(1.0, 50.0, 0.0, 450.0)
+                },
+            ]
+        );
     }
 }

@@ -21,6 +21,7 @@ use async_trait::async_trait;
 use canary_aws::{
     AwsErrorKind, CloudWatchApi, DatadogApi, MetricQuery, MetricSeries, PrometheusApi,
 };
+use canary_core::analysis::compare::Evidence;
 use canary_core::analysis::CheckOutcome;
 use canary_core::metrics::Point;
 use canary_core::RolloutPlan;
@@ -73,6 +74,16 @@ pub struct Collected {
     pub points: Vec<Point>,
     /// Unsure, and the plan asks a person then (the comparison's `ask`).
     pub asks: bool,
+    /// The comparison's evidence after this check (the comparison only).
+    pub evidence: Option<Evidence>,
+}
+
+/// What the comparison carries from check to check: its evidence so far, and over how many
+/// runs of checks the rollout's α is shared (`canary_core::plan::ValidPlan::comparison_runs`).
+#[derive(Debug, Clone, Default)]
+pub struct Carried {
+    pub evidence: Evidence,
+    pub runs: u32,
 }
 
 /// One provider of evidence about the canary.
@@ -92,6 +103,7 @@ pub trait SignalSource: Send + Sync {
 pub fn sources<'a>(
     apis: &SignalApis<'a>,
     plan: &'a RolloutPlan,
+    carried: &'a Carried,
 ) -> Vec<Box<dyn SignalSource + 'a>> {
     let Some(analysis) = &plan.analysis else {
         return Vec::new();
@@ -127,6 +139,7 @@ pub fn sources<'a>(
             checks,
             cluster: &plan.cluster,
             pairs: alb_pairs(&plan.traffic_targets),
+            carried,
         }));
     }
     if let Some(section) = &analysis.prometheus {

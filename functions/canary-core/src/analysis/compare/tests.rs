@@ -6,85 +6,106 @@ fn checks(metrics: serde_json::Value) -> CompareChecks {
     serde_json::from_value(json!({"minSamples": 10, "metrics": metrics})).expect("a section")
 }
 
-fn latency(extra: serde_json::Value) -> ComparedMetric {
+/// 30 periods, one a minute, around `center` for the canary and `base` for the baseline,
+/// spread ±5 % (the same spread for every center, in another order for each side).
+fn periods(center: f64, base: f64) -> Vec<Period> {
+    (0..30)
+        .map(|i| Period {
+            at: 60 * i64::from(i),
+            observation: Observation::Value {
+                canary: center * (0.95 + 0.1 * f64::from(i * 7 % 30) / 30.0),
+                other: base * (0.95 + 0.1 * f64::from(i * 11 % 30) / 30.0),
+            },
+        })
+        .collect()
+}
+
+/// One metric's judgement with no evidence before, at the plan's whole α.
+fn judge(section: &CompareChecks, window: &[Period]) -> MetricJudgement {
+    judge_metric(
+        section,
+        0,
+        false,
+        section.alpha(0, 1),
+        &Evidence::default(),
+        window,
+    )
+    .expect("a metric")
+}
+
+fn latency(extra: serde_json::Value) -> CompareChecks {
     let mut metric = json!({"name": "latency", "alb": "latency"});
     if let (Some(metric), Some(extra)) = (metric.as_object_mut(), extra.as_object()) {
         metric.extend(extra.clone());
     }
-    serde_json::from_value(metric).expect("a metric")
-}
-
-/// 30 samples around `center`, spread ±5 %, the same spread for every center.
-fn samples(center: f64) -> Vec<f64> {
-    (0..30)
-        .map(|i| center * (0.95 + 0.1 * f64::from(i * 7 % 30) / 30.0))
-        .collect()
+    checks(json!([metric]))
 }
 
 #[test]
 fn a_latency_regression_under_any_threshold_is_high() {
-    let section = checks(json!([]));
-    let judged = judge_metric(
-        &section,
-        &latency(json!({})),
-        &samples(0.18),
-        &samples(0.12),
-    );
+    let judged = judge(&latency(json!({})), &periods(0.18, 0.12));
     assert_eq!(judged.result, MetricResult::High, "{judged:?}");
-    let ratio = judged.ratio.expect("a ratio");
+    let ratio = judged.canary_median.unwrap_or(0.0) / judged.baseline_median.unwrap_or(1.0);
     assert!((ratio - 1.5).abs() < 0.05, "{ratio}");
 }
 
 #[test]
 fn the_same_distribution_passes_and_an_allowed_increase_is_tolerated() {
-    let section = checks(json!([]));
-    let same = judge_metric(
-        &section,
-        &latency(json!({})),
-        &samples(0.12),
-        &samples(0.12),
-    );
+    let same = judge(&latency(json!({})), &periods(0.12, 0.12));
     assert_eq!(same.result, MetricResult::Pass, "{same:?}");
-    let tolerated = latency(json!({"allowedIncrease": 1.2}));
-    let ten_percent = judge_metric(&section, &tolerated, &samples(0.132), &samples(0.12));
-    assert_eq!(ten_percent.result, MetricResult::Pass, "{ten_percent:?}");
-    let strict = judge_metric(
-        &section,
-        &latency(json!({})),
-        &samples(0.132),
-        &samples(0.12),
+    let tolerated = judge(
+        &latency(json!({"allowedIncrease": 1.2})),
+        &periods(0.132, 0.12),
     );
+    assert_eq!(tolerated.result, MetricResult::Pass, "{tolerated:?}");
+    let strict = judge(&latency(json!({})), &periods(0.132, 0.12));
     assert_eq!(strict.result, MetricResult::High, "{strict:?}");
 }
 
 #[test]
 fn direction_decides_which_change_is_bad() {
-    let section = checks(json!([]));
-    let lower = (samples(0.06), samples(0.12));
-    let judge = |direction: &str| {
-        judge_metric(
-            &section,
-            &latency(json!({"direction": direction})),
-            &lower.0,
-            &lower.1,
-        )
-        .result
-    };
-    assert_eq!(judge("increase"), MetricResult::Pass);
-    assert_eq!(judge("decrease"), MetricResult::Low);
-    assert_eq!(judge("either"), MetricResult::Low);
+    let lower = periods(0.06, 0.12);
+    let result = |direction: &str| judge(&latency(json!({"direction": direction})), &lower).result;
+    assert_eq!(result("increase"), MetricResult::Pass);
+    assert_eq!(result("decrease"), MetricResult::Low);
+    assert_eq!(result("either"), MetricResult::Low);
 }
 
 #[test]
-fn too_few_samples_on_either_side_is_no_data_and_never_a_pass() {
-    let section = checks(json!([]));
-    let few = &samples(0.12)[..9];
-    for (canary, baseline) in [
-        (few, &samples(0.12)[..]),
-        (&samples(0.12)[..], few),
-        (&[][..], &[][..]),
-    ] {
-        let judged = judge_metric(&section, &latency(json!({})), canary, baseline);
+fn a_negative_metric_that_rises_is_high() {
+    // −5 → −2: three higher, whatever the sign of the values (the band is on the magnitude).
+    let rising = periods(-2.0, -5.0);
+    assert_eq!(
+        judge(&latency(json!({"direction": "either"})), &rising).result,
+        MetricResult::High
+    );
+    assert_eq!(
+        judge(&latency(json!({})), &rising).result,
+        MetricResult::High
+    );
+    let tolerated = judge(
+        &latency(json!({"allowedIncrease": 1.5})),
+        &periods(-4.5, -5.0),
+    );
+    assert_eq!(tolerated.result, MetricResult::Pass, "{tolerated:?}");
+}
+
+#[test]
+fn too_few_periods_is_no_data_and_never_a_pass() {
+    let section = latency(json!({}));
+    let full = periods(0.12, 0.12);
+    let without_baseline: Vec<Period> = full
+        .iter()
+        .map(|p| Period {
+            observation: Observation::Value {
+                canary: 0.12,
+                other: f64::NAN,
+            },
+            ..*p
+        })
+        .collect();
+    for window in [&full[..9], &without_baseline[..], &[][..]] {
+        let judged = judge(&section, window);
         assert_eq!(judged.result, MetricResult::NoData);
         let verdict = judge_comparison(&section, &[judged]);
         let (result, outcomes) = (verdict.result, verdict.outcomes);
@@ -99,28 +120,172 @@ fn too_few_samples_on_either_side_is_no_data_and_never_a_pass() {
 }
 
 #[test]
-fn a_zero_baseline_with_a_higher_canary_is_an_infinite_ratio() {
-    let section = checks(json!([]));
-    let zeros = vec![0.0; 30];
-    let errors: Vec<f64> = (0..30).map(|i| f64::from(i % 3)).collect();
-    let judged = judge_metric(&section, &latency(json!({})), &errors, &zeros);
-    assert_eq!(judged.result, MetricResult::High, "{judged:?}");
-    let both_zero = judge_metric(&section, &latency(json!({})), &zeros, &zeros);
-    assert_eq!(both_zero.result, MetricResult::Pass, "{both_zero:?}");
+fn evidence_accumulates_across_checks_and_counts_each_period_once() {
+    let section = latency(json!({}));
+    let alpha = section.alpha(0, 1);
+    let window = periods(0.18, 0.12);
+    // Ten checks, each reading a 12-period window that slides by one period.
+    let mut evidence = Evidence::default();
+    let mut results = Vec::new();
+    for check in 0..10 {
+        let seen = &window[check..check + 12];
+        let judged = judge_metric(&section, 0, false, alpha, &evidence, seen).expect("judged");
+        results.push(judged.result);
+        evidence = Evidence(vec![judged.evidence]);
+    }
+    let Some(Sequence::Signs(signs)) = &evidence.0[0].increase else {
+        panic!("signs: {evidence:?}");
+    };
+    assert_eq!(signs.periods, 21, "12 periods, then one new one per check");
+    assert_eq!(evidence.0[0].through, Some(60 * 20));
+    // The same check again (a retry) takes nothing new in.
+    let again = judge_metric(&section, 0, false, alpha, &evidence, &window[9..21]).expect("judged");
+    assert_eq!(again.evidence, evidence.0[0]);
+    assert!(
+        results.iter().all(|r| *r == MetricResult::High),
+        "{results:?}"
+    );
+}
+
+#[test]
+fn a_regression_once_shown_stays_shown() {
+    let section = latency(json!({}));
+    let alpha = section.alpha(0, 1);
+    let shown = judge_metric(
+        &section,
+        0,
+        false,
+        alpha,
+        &Evidence::default(),
+        &periods(0.18, 0.12),
+    )
+    .expect("judged");
+    assert_eq!(shown.result, MetricResult::High);
+    let later: Vec<Period> = periods(0.12, 0.12)
+        .into_iter()
+        .map(|p| Period {
+            at: p.at + 3600,
+            ..p
+        })
+        .collect();
+    let evidence = Evidence(vec![shown.evidence]);
+    let judged = judge_metric(&section, 0, false, alpha, &evidence, &later).expect("judged");
+    assert_eq!(judged.result, MetricResult::High);
+}
+
+fn errors(canary: (f64, f64), other: (f64, f64), count: i64) -> Vec<Period> {
+    (0..count)
+        .map(|i| Period {
+            at: 60 * i,
+            observation: Observation::Counts {
+                canary_errors: canary.0,
+                canary_requests: canary.1,
+                other_errors: other.0,
+                other_requests: other.1,
+            },
+        })
+        .collect()
+}
+
+#[test]
+fn error_counts_are_judged_by_their_share_of_the_requests() {
+    let section = checks(json!([{"name": "5xx", "alb": "errorRate"}]));
+    // 10 % of the traffic: 1 error in 100 requests against 9 in 900 is the same rate.
+    let same = judge(&section, &errors((1.0, 100.0), (9.0, 900.0), 12));
+    assert_eq!(same.result, MetricResult::Pass, "{same:?}");
+    // Twice the rate, 30 minutes long: High.
+    let twice = judge(&section, &errors((2.0, 100.0), (9.0, 900.0), 30));
+    assert_eq!(twice.result, MetricResult::High, "{twice:?}");
+    assert_eq!(twice.canary_median, Some(2.0));
+    assert_eq!(twice.baseline_median, Some(1.0));
+    // A period without requests on a side says nothing.
+    let idle = judge(&section, &errors((0.0, 0.0), (9.0, 900.0), 12));
+    assert_eq!(idle.result, MetricResult::NoData);
+    // No errors at all on either side: nothing beyond the band, a pass with enough periods.
+    let clean = judge(&section, &errors((0.0, 100.0), (0.0, 900.0), 12));
+    assert_eq!(clean.result, MetricResult::Pass);
+}
+
+#[test]
+fn alpha_is_shared_by_weight_and_runs() {
+    let section = checks(json!([
+        {"name": "a", "alb": "latency", "weight": 3},
+        {"name": "b", "alb": "latency"},
+    ]));
+    let alpha = 1.0 - section.confidence;
+    assert!((section.alpha(0, 1) - alpha * 0.75).abs() < 1e-12);
+    assert!((section.alpha(1, 2) - alpha * 0.125).abs() < 1e-12);
+    let with_peers: CompareChecks = serde_json::from_value(json!({
+        "metrics": [{"name": "a", "alb": "latency"}], "peers": {"cells": []}}))
+    .expect("a section");
+    assert!(
+        (with_peers.alpha(0, 1) - 0.005).abs() < 1e-12,
+        "half for the peers"
+    );
+}
+
+#[test]
+fn the_evidence_of_twenty_metrics_against_baseline_and_peers_fits_its_budget() {
+    let worst = |kind: &str| {
+        let sequence = |_: ()| match kind {
+            "errorRate" => Sequence::Counts(Counts {
+                // Each error moves a log ratio by at most ln 10: 4 billion errors at most.
+                log_ratios: vec![-9_999_999_999.123_456; statistics::RATE_MULTIPLES.len()],
+            }),
+            _ => Sequence::Signs(Signs {
+                periods: u32::MAX,
+                beyond: u32::MAX,
+            }),
+        };
+        Evidence(
+            (0..MAX_COMPARED_METRICS * 2)
+                .map(|i| MetricEvidence {
+                    metric: i / 2,
+                    peers: i % 2 == 1,
+                    through: Some(i64::MAX),
+                    increase: Some(sequence(())),
+                    decrease: Some(sequence(())),
+                    shown: Some(MetricResult::High),
+                })
+                .collect(),
+        )
+    };
+    for kind in ["latency", "errorRate"] {
+        let text = worst(kind).to_text();
+        assert!(
+            text.len() <= MAX_EVIDENCE_BYTES,
+            "{kind}: {} bytes over {MAX_EVIDENCE_BYTES}",
+            text.len()
+        );
+        assert_eq!(Evidence::parse(&text), Ok(worst(kind)));
+    }
+    let over = format!("[{}]", " ".repeat(MAX_EVIDENCE_BYTES));
+    assert!(Evidence::parse(&over)
+        .unwrap_err()
+        .contains("over the 16384"));
+    assert!(Evidence::parse("{")
+        .unwrap_err()
+        .contains("not what a check writes"));
+    assert_eq!(Evidence::parse(""), Ok(Evidence::default()));
 }
 
 fn judgement(name: &str, result: MetricResult, weight: f64, critical: bool) -> MetricJudgement {
     MetricJudgement {
         name: name.to_owned(),
         result,
-        canary_samples: 30,
-        baseline_samples: 30,
+        periods: 30,
         canary_median: Some(1.0),
         baseline_median: Some(1.0),
-        comparison: None,
-        ratio: None,
+        log_evidence: 0.0,
+        log_threshold: 100.0_f64.ln(),
+        taken_in: "0 of 30 period(s) above the allowed band".to_owned(),
         critical,
         weight,
+        evidence: MetricEvidence::new(
+            0,
+            false,
+            &checks(json!([{"name": name, "alb": "latency"}])).metrics[0],
+        ),
     }
 }
 
@@ -221,25 +386,20 @@ fn a_passing_metric_passes_and_the_others_carry_the_checks_verdict() {
 }
 
 #[test]
-fn a_reason_names_both_medians_the_ratio_the_interval_and_the_samples() {
-    let section = checks(json!([]));
-    let judged = judge_metric(
-        &section,
-        &latency(json!({})),
-        &samples(0.18),
-        &samples(0.12),
-    );
+fn a_reason_names_both_medians_the_ratio_and_the_evidence() {
+    let section = latency(json!({}));
+    let judged = judge(&section, &periods(0.18, 0.12));
     let outcomes = judge_comparison(&section, &[judged]).outcomes;
     let reason = &outcomes[0].reason;
     assert_eq!(outcomes[0].verdict, CheckVerdict::Fail);
     for part in [
         "compare latency: High (check Fail at score 0)",
-        "canary median 0.17",
-        "vs baseline 0.11",
+        "canary 0.1797",
+        "vs baseline 0.1198",
         "(x1.5",
-        "shift +0.05",
-        "p 3.02e-11",
-        "30 vs 30 samples",
+        "in the last 600 s (30 periods)",
+        "30 of 30 period(s) above the allowed band since the comparison began",
+        "evidence 3.46e7 of the 100 a regression needs",
     ] {
         assert!(reason.contains(part), "{part} not in {reason}");
     }
@@ -293,30 +453,37 @@ fn a_comparison_over_one_calls_queries_is_refused() {
 
 #[test]
 fn an_outlier_among_its_peers_fails_and_a_typical_cell_passes() {
-    let section = checks(json!([]));
-    let peers: Vec<f64> = [0.10, 0.11, 0.095, 0.105]
-        .iter()
-        .flat_map(|m| samples(*m))
-        .collect();
-    let (_, outlier) =
-        judge_against_peers(&section, &latency(json!({})), &samples(0.16), &peers, 4);
+    let section = latency(json!({}));
+    let against_peers = |window: &[Period]| {
+        let judged = judge_metric(
+            &section,
+            0,
+            true,
+            section.alpha(0, 1),
+            &Evidence::default(),
+            window,
+        )
+        .expect("judged");
+        assert!(judged.evidence.peers);
+        judge_against_peers(&section, &judged, 4)
+    };
+    let outlier = against_peers(&periods(0.16, 0.10));
     assert_eq!(outlier.verdict, CheckVerdict::Fail);
     assert!(
-        outlier.reason.starts_with(
-            "peers latency: High, an outlier among 4 promoted peer(s): canary median 0.1"
-        ),
+        outlier
+            .reason
+            .starts_with("peers latency: High, an outlier among 4 promoted peer(s): canary 0.1597"),
         "{}",
         outlier.reason
     );
     assert!(
-        outlier.reason.contains("vs peers 0.10"),
+        outlier.reason.contains("vs peers 0.0998"),
         "{}",
         outlier.reason
     );
-    let (_, typical) =
-        judge_against_peers(&section, &latency(json!({})), &samples(0.10), &peers, 4);
+    let typical = against_peers(&periods(0.10, 0.10));
     assert_eq!(typical.verdict, CheckVerdict::Pass, "{}", typical.reason);
-    let (_, unknown) = judge_against_peers(&section, &latency(json!({})), &samples(0.16), &[], 4);
+    let unknown = against_peers(&[]);
     assert_eq!(
         unknown.verdict,
         CheckVerdict::Inconclusive,

@@ -1,0 +1,105 @@
+"""The cases canary-core's comparison evidence is checked against
+(functions/canary-core/tests/statistics_vs_savvi.rs): sequences of periods and what the
+references say of them. `python scripts/savvi_cases.py > functions/canary-core/tests/fixtures/savvi_cases.json`
+writes the fixture; tests/e2e/test_statistics_against_savvi.py runs this again with the pinned
+packages and fails when the fixture is not what they say.
+
+- `signs`: a value metric's evidence after `periods` periods of which `beyond` had the canary
+  beyond the allowed band, taken in a check at a time (`checks`, each a [beyond, not beyond]
+  count): the log of savvi's `Multinomial` odds (Lindon & Malek 2022) against θ₀ = [½, ½] with
+  its Dirichlet prior k·θ₀, k = 2.
+- `counts`: an error-rate metric's evidence after a sequence of periods, each (the canary's
+  errors, both clusters' errors, the canary's share of them under "no regression", lower): the
+  log of the mean, over the canary error rates 1.25 to 10 times the share allows, of the
+  product of binomial likelihood ratios, each from scipy's `binom.logpmf`.
+"""
+
+import json
+import os
+import sys
+
+os.environ.setdefault("MPLBACKEND", "Agg")  # savvi imports matplotlib's pyplot; no display here
+
+import numpy as np
+from savvi.multinomial import Multinomial
+from scipy.stats import binom
+
+RATE_MULTIPLES = [1.25, 1.5, 2.0, 3.0, 5.0, 10.0]
+
+
+def signs_cases():
+    rng = np.random.default_rng(20261128)
+    yield "nothing yet", []
+    yield "one period beyond", [[1, 0]]
+    yield "one period not beyond", [[0, 1]]
+    yield "13 periods all beyond", [[1, 0]] * 13
+    yield "20 periods none beyond", [[0, 1]] * 20
+    yield "half and half", [[1, 1]] * 30
+    yield "one check of 2,000 periods", [[1100, 900]]
+    for n in range(30):
+        checks = []
+        share = float(rng.choice([0.3, 0.5, 0.5, 0.7, 0.9]))
+        for _ in range(int(rng.integers(1, 40))):
+            size = int(rng.integers(1, 6))
+            beyond = int(rng.binomial(size, share))
+            checks.append([beyond, size - beyond])
+        yield f"generated {n}: share {share}", checks
+
+
+def signs_case(name, checks):
+    test = Multinomial(alpha=0.01, theta_0=np.array([0.5, 0.5]), k=2)
+    for check in checks:
+        test.update(np.array(check, dtype=np.int64))
+    beyond = sum(c[0] for c in checks)
+    periods = sum(c[0] + c[1] for c in checks)
+    return {"name": name, "checks": checks, "periods": periods, "beyond": beyond,
+            "logEvidence": float(np.log(test.odds))}
+
+
+def counts_cases():
+    rng = np.random.default_rng(20261129)
+    yield "nothing yet", []
+    yield "errors in the canary's share", [[1, 10, 0.1, False]] * 12
+    yield "twice the canary's share", [[2, 11, 0.1, False]] * 12
+    yield "every error the canary's", [[5, 5, 0.5, False]] * 4
+    yield "no error the canary's, a decrease", [[0, 20, 0.5, True]] * 3
+    for n in range(30):
+        periods = []
+        lower = bool(n % 4 == 3)
+        for _ in range(int(rng.integers(1, 30))):
+            share = float(rng.choice([0.01, 0.05, 0.1, 0.25, 0.5, 0.9]))
+            truth = share * float(rng.choice([1.0, 1.0, 2.0, 5.0, 0.5]))
+            errors = int(rng.poisson(float(rng.choice([0.5, 3, 20, 200]))))
+            canary = int(rng.binomial(errors, min(truth, 1.0)))
+            periods.append([canary, errors, share, lower])
+        yield f"generated {n}", periods
+
+
+def counts_case(name, periods):
+    logs = []
+    for multiple in RATE_MULTIPLES:
+        total = 0.0
+        for canary, errors, share, lower in periods:
+            if errors == 0:
+                continue
+            odds = 1 / multiple if lower else multiple
+            alternative = odds * share / (1 - share + odds * share)
+            total += binom.logpmf(canary, errors, alternative) - binom.logpmf(canary, errors, share)
+        logs.append(total)
+    logs = np.array(logs)
+    top = logs.max()
+    evidence = float(top + np.log(np.exp(logs - top).sum()) - np.log(len(logs)))
+    return {"name": name, "periods": periods, "logEvidence": evidence}
+
+
+def main():
+    fixture = {
+        "signs": [signs_case(*c) for c in signs_cases()],
+        "counts": [counts_case(*c) for c in counts_cases()],
+    }
+    json.dump(fixture, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()
