@@ -3,16 +3,18 @@ and the stable target group's ALB response times put every second (sandbox/alb_m
 and a plan that compares them (`analysis.compare`, periods of 1 s: a sandbox-sized window).
 
 Both sides follow the same 10-second cycle of spread (±10 %), the canary's half a cycle on, so
-any window of whole cycles holds the same values on both sides: a healthy canary is not told
-from the baseline, whatever the load. `canary_factor` makes the canary slower (a regression);
-`load` multiplies both (a spike that hits both clusters at once)."""
+in any second the canary is as often above the baseline as below it, and never by more than
+11 %: a healthy canary is not told from the baseline, whatever the load. `canary_factor` makes
+the canary slower (a regression); `load` multiplies both (a spike that hits both clusters at
+once). The window holds 20 periods: at the plan's α, 12 to 15 periods beyond the allowed band
+show a regression (docs/signals/compare.md), so the first check can already see it."""
 
 BASELINE_SECONDS = 0.1
 SPREAD = (1.00, 0.93, 1.05, 0.97, 1.10, 0.95, 1.02, 0.91, 1.07, 0.99)
 # An absolute limit on the canary's p99: what a threshold check would say. Every value of these
 # scenarios is well under it.
 LATENCY_LIMIT_SECONDS = 0.5
-LOOKBACK_SECONDS, MIN_SAMPLES = 12, 8
+LOOKBACK_SECONDS, MIN_SAMPLES = 20, 8
 
 
 class Latencies:
