@@ -60,8 +60,17 @@ story and its promises). The happenings:
   freeze             the operator turns the stack's freeze switch on (`cluster-canary freeze`;
                      `unfreeze`: off again), the plan bounding one hold to a minute
 
+  compare-regression the canary answers 1.5 times slower than the stable, beyond the comparison's
+                     allowed band of 1.2 (`compare-errors`: ten times the stable's 5xx rate;
+                     `compare-nodata`: the canary's target group publishes nothing;
+                     `compare-fine`: back to healthy; `compare-spike`: both clusters 3 times
+                     slower at once, no regression)
+
 and, without a happening of its own, `gradual`: the plan's rollback steps back ([50, 0], a short
-hold), the old cluster's target group healthy (its pods registered) or not (none).
+hold), the old cluster's target group healthy (its pods registered) or not (none); and
+`compare`: the plan's `analysis.compare` (p99 with `allowedIncrease` 1.2 and the 5xx rate, 1 s
+periods over 20 s) of the canary's ALB metrics against the stable's, put every second in
+sandbox/compare.py's healthy pattern (as often above as below, within 11 %).
 
 After the run (and the safety net's answer, when the rule matched the end), `violations(...)`
 checks what moto, the Kubernetes test server and the event queue hold:
@@ -96,6 +105,11 @@ checks what moto, the Kubernetes test server and the event queue hold:
   - no step is set, nor the first, by a decision (the bake's last check, the gate before the
     first step) made while the stack's freeze switch was on (a step a person approved
     excepted); a rollout held past the plan's bound ends, at the baseline;
+  - a comparison of a healthy canary never finds a regression (the world is symmetric: any
+    High or Low is a false rollback, and the summary counts them); a regression beyond the
+    band in effect COMPARE_SHOWN_SECONDS before the last check never promotes; a canary
+    without data never passes (a promoted rollout had a check the world let pass at every
+    step);
   - every state stays under the written budget, every event is valid against its schema, and
     no token or key of the sandbox appears in a log, an event or an execution's history.
 
@@ -104,7 +118,9 @@ each (J at a time), and sums up what happened; tests/e2e/test_histories.py runs 
 CI; a defect a seed found becomes a named test of its own.
 Not generated: Amazon Managed Prometheus (SigV4); NaN from a provider; IAM
 refusals beyond the traffic writes and the checks' CloudWatch reads; the alarm watch's table
-failing.
+failing; a comparison of Prometheus or Datadog metrics (the comparison reads the ALB's), a
+fleet's comparison with its peers, and `onMarginal: ask` (the e2e tests in
+tests/e2e/test_compare.py cover those).
 """
 import argparse
 import contextlib
@@ -123,7 +139,7 @@ from pathlib import Path
 
 import jsonschema
 
-from . import datadog, fleet_histories, fleets, gitops, prometheus, scenarios
+from . import compare, datadog, fleet_histories, fleets, gitops, prometheus, scenarios
 from .alb_metrics import AlbMetrics
 from .front_door import (INVOKE, cloudwatch_throttled, is_invocation, lambda_service_exception, lambda_throttled,
                          query_throttled, route53_pending, route53_throttled)
@@ -168,8 +184,16 @@ FEATURES = {
     "alb-judge": 0.15,  # of the plans with a listener: the built-in ALB checks, fed every second
     "freeze": 0.15,  # the stack's freeze switch turned on at a point (and off at another, or never)
     "gradual": 0.2,  # the plan's rollback.gradual, the old cluster's target group healthy or not
+    "compare": 0.2,  # of the plans with a listener and no ALB judge: the comparison, its ALB metrics fed every second
 }
 GRADUAL = ("healthy", "unhealthy")  # the old cluster's target group in a `gradual` history
+COMPARE_HAPPENINGS = ("compare-regression", "compare-errors", "compare-spike", "compare-nodata", "compare-fine")
+# The comparison's 5xx per 100 requests on both clusters, and the canary's in a regression.
+COMPARE_ERRORS, COMPARE_ERRORS_REGRESSED = 1, 10
+# A regression beyond the band this long before a rollout's last check has been shown by then:
+# 12 to 15 periods of 1 s beyond it reach 1/α at the plan's α (docs/signals/compare.md), within
+# the 20-period window, with a put's second and a check's reads on top.
+COMPARE_SHOWN_SECONDS = 25
 GRADUAL_HOLD = 5  # rollback.gradual.holdSeconds in the histories
 # What one step back may add to the way to the baseline: its hold, and its write (one attempt:
 # any error goes to the restore), as long as a step's at most.
@@ -262,6 +286,7 @@ class History:
     alb_judge: bool = False  # the built-in ALB checks beside the alarm
     freeze: bool = False  # the stack's freeze switch is turned at points of the run
     gradual: str = None  # rollback.gradual, the old cluster's target group one of GRADUAL
+    compare: bool = False  # the comparison (analysis.compare) of the canary's ALB metrics with the stable's
 
     def __str__(self):
         if self.fleet:
@@ -281,6 +306,7 @@ class History:
             ", the ALB judge" if self.alb_judge else "",
             f", freezes bounded to {FROZEN_BOUND} s" if self.freeze else "",
             f", a gradual rollback (the old cluster {self.gradual})" if self.gradual else "",
+            ", the comparison" if self.compare else "",
         ])
         return (f"seed {self.seed}: {self.kind}, steps {self.steps}{approval}{extra}; "
                 + ("; ".join(map(str, self.happenings)) or "nothing happens") + after)
@@ -399,6 +425,9 @@ def draw_later_features(history, points):
         if r.random() < 0.5:
             happenings.append(Happening("iam-restored", *r.choice(points)))
         history.restore_after = True  # once the grant is back
+    if r := drawn("compare", history.kind in WITH_LISTENER and not history.alb_judge):
+        history.compare = True
+        some(r, COMPARE_HAPPENINGS, 2)
 
 
 @dataclass
@@ -477,6 +506,11 @@ def shaped(history, plan, prometheus_url=None):
         plan["freeze"] = {"maxFrozenSeconds": FROZEN_BOUND}
     if history.gradual:
         plan.setdefault("rollback", {})["gradual"] = {"steps": [50, 0], "holdSeconds": GRADUAL_HOLD}
+    if history.compare:
+        plan["analysis"]["compare"] = {
+            "periodSeconds": 1, "lookbackSeconds": compare.LOOKBACK_SECONDS, "minSamples": compare.MIN_SAMPLES,
+            "metrics": [{"name": "p99 latency", "alb": "latency", "stat": "p99", "allowedIncrease": 1.2},
+                        {"name": "5xx rate", "alb": "errorRate"}]}
     return plan
 
 
@@ -494,6 +528,27 @@ class AlbTraffic(AlbMetrics):
                        "HTTPCode_Target_5XX_Count": self.errors if side == "canary" else 0,
                        "TargetResponseTime": 0.1}
                 for side in ("canary", "stable")}
+
+
+class CompareTraffic(AlbMetrics):
+    """The ALB metrics the comparison reads: sandbox/compare.py's healthy pattern (the canary as
+    often above the stable as below, within 11 %), `latencies.canary_factor` and `.load` as there,
+    the canary's 5xx per 100 requests (`errors`; the stable's COMPARE_ERRORS), and `canary_on`
+    (False: the canary's target group publishes nothing)."""
+
+    def __init__(self, sandbox):
+        self.latencies = compare.Latencies()
+        self.errors = COMPARE_ERRORS
+        self.canary_on = True
+        super().__init__(sandbox, self.traffic)
+
+    def traffic(self, second):
+        sides = self.latencies(second)
+        sides["canary"]["HTTPCode_Target_5XX_Count"] = self.errors
+        sides["stable"]["HTTPCode_Target_5XX_Count"] = COMPARE_ERRORS
+        if not self.canary_on:
+            sides["canary"] = {}
+        return sides
 
 
 def put_latency(sandbox, value):
@@ -699,6 +754,10 @@ def run_on(history, sandbox, controllers, provider, out):
     if history.metric:
         put_latency(sandbox, METRIC_FINE)
     alb = controllers.enter_context(AlbTraffic(sandbox)) if history.alb_judge else None
+    traffic = controllers.enter_context(CompareTraffic(sandbox)) if history.compare else None
+    if traffic:
+        # The first check finds a window's worth of samples.
+        time.sleep(compare.MIN_SAMPLES)
 
     def weights():
         if history.kind == GITOPS:
@@ -782,6 +841,16 @@ def run_on(history, sandbox, controllers, provider, out):
                 if sum(1 for c in record.conditions if c[1] == "alb") == changes:  # no newer change
                     record.conditions.append((history_length(), "alb", said, time.time()))
             threading.Thread(target=settled, daemon=True).start()
+        elif action in COMPARE_HAPPENINGS:
+            if action == "compare-spike":
+                traffic.latencies.load = 3.0  # both clusters alike: no regression
+            else:
+                regressed = action in ("compare-regression", "compare-errors")
+                traffic.latencies.canary_factor = 1.5 if action == "compare-regression" else 1.0
+                traffic.errors = COMPARE_ERRORS_REGRESSED if action == "compare-errors" else COMPARE_ERRORS
+                traffic.canary_on = action != "compare-nodata"
+                said = "regressed" if regressed else "nodata" if action == "compare-nodata" else "fine"
+                record.conditions.append((index, "compare", said, time.time()))
         elif action in METRIC_HAPPENINGS:
             put_latency(sandbox, METRIC_BREACH if action == "metric-breach" else METRIC_FINE)
             record.conditions.append((index, "metric", "breach" if action == "metric-breach" else "fine", time.time()))
@@ -1060,6 +1129,8 @@ def violations(history, record):
                      f"began, past the {UNJUDGED_BOUND_SECONDS} s bound")
     if history.hooks:
         found += hook_promises(history, record)
+    if history.compare:
+        found += comparison_promises(history, record)
     found += moved_while_frozen(record)
     found += stepped_back_wrongly(history, record)
     if record.second is not None and record.second_overlapped:
@@ -1230,7 +1301,8 @@ def unjudged_to_baseline(record):
 
 def condition_at(record, index):
     """What the checks' world was at the execution's history event `index`."""
-    state = {"alarm": "OK", "provider": "fine", "metric": "fine", "alb": "fine", "outage": None, "reads": None}
+    state = {"alarm": "OK", "provider": "fine", "metric": "fine", "alb": "fine", "outage": None, "reads": None,
+             "compare": "fine"}
     for at, what, value, _ in record.conditions:
         if at <= index:
             state[what] = value
@@ -1248,6 +1320,10 @@ def check_outcome(history, state):
         return "fail"
     if history.provider and state["provider"] == "nodata":
         return "inconclusive"
+    if history.compare and state["compare"] == "nodata":
+        return "inconclusive"  # a metric without data never passes
+    if history.compare and state["compare"] == "regressed":
+        return None  # the evidence shows it within some periods, not at once
     return "pass"
 
 
@@ -1309,6 +1385,31 @@ def hook_promises(history, record):
     return found
 
 
+def comparison_promises(history, record):
+    """A regression beyond the allowed band, in effect COMPARE_SHOWN_SECONDS without a break
+    before the rollout's last check, never promotes; a healthy canary (the sandbox's world is
+    symmetric: as often above the stable as below, errors alike) is never found High or Low."""
+    found, events = [], record.history_events
+    checks = [e["timestamp"].timestamp() for e in events if entered(e, "Evaluate", "WatchEvaluate")]
+    shown = sorted({line.split(" (")[0] for e in events for name in ("Evaluate", "WatchEvaluate")
+                    for line in ((exited_output(e, name) or {}).get("bake") or {}).get("summary", "").split("; ")
+                    if line.startswith("compare ") and (": High" in line or ": Low" in line)})
+    changes = [(at, said) for _, what, said, at in record.conditions if what == "compare"]
+    if shown and not any(said == "regressed" for _, said in changes):
+        found.append(f"a healthy comparison found a regression: {shown}")
+    if record.report.status == "SUCCEEDED" and checks:
+        # The longest stretch regressed, up to the last check's start.
+        longest, since = 0.0, None
+        for at, said in changes + [(checks[-1], "end")]:
+            at = min(at, checks[-1])
+            if since is not None:
+                longest = max(longest, at - since)
+            since = at if said == "regressed" and since is None else since if said == "regressed" else None
+        if longest >= COMPARE_SHOWN_SECONDS:
+            found.append(f"promoted with a regression beyond the band in effect {longest:.0f} s before the last check")
+    return found
+
+
 def restored_by(event):
     """Whether `event` is a restore's exit with the baseline read back: `Restore`'s, or, when its
     first attempt failed (its output then has no `restored`), `RestoreRetried`'s."""
@@ -1356,7 +1457,8 @@ def features_of(history):
         (["metric threshold"] if history.metric else []) + (["ALB judge"] if history.alb_judge else []) + \
         (["retire"] if history.retire else []) + (["shift-weights Timeout 10 s"] if history.short_timeout else []) + \
         (["execution timeout"] if history.execution_timeout else []) + (["freezes"] if history.freeze else []) + \
-        ([f"gradual rollback ({history.gradual})"] if history.gradual else [])
+        ([f"gradual rollback ({history.gradual})"] if history.gradual else []) + \
+        (["comparison"] if history.compare else [])
 
 
 def judged(seed, verbose=False):

@@ -24,10 +24,11 @@ CI_HISTORIES = {
          '#1; foreign-apply[91] after PrepareTraffic #1; reply-lost after PrepareTraffic #1; '
          'safety-net-lost after Restore #1; the operator restores after the end',
     138: 'seed 138: ALB, steps [62, 100], a Datadog check, freezes bounded to 60 s, a gradual rollback (the '
-         'old cluster healthy); abort after RestoreUnchanged #1; late-safety-net after Evaluate #1; '
-         'foreign-write[43, 57] after SetWeights #2; provider-slow after Restore #1; provider-recovers '
-         'after Evaluate #1; provider-down after SetWeights #2; freeze after Evaluate #3; unfreeze after '
-         'Evaluate #3; the operator restores after the end',
+         'old cluster healthy), the comparison; abort after RestoreUnchanged #1; late-safety-net after '
+         'Evaluate #1; foreign-write[43, 57] after SetWeights #2; provider-slow after Restore #1; provider-'
+         'recovers after Evaluate #1; provider-down after SetWeights #2; freeze after Evaluate #3; unfreeze '
+         'after Evaluate #3; compare-spike after RestoreUnchanged #1; compare-errors after SetWeights #1; '
+         'the operator restores after the end',
     205: 'seed 205: Route 53, steps [17, 100], a metric threshold; lambda-throttle after Evaluate #1; '
          'lambda-5xx after SetWeights #2; alarm-clears after Evaluate #1; operator-restore after Evaluate '
          '#1; metric-fine after Evaluate #1; iam-reads-refused after SetWeights #2; iam-reads-restored '
@@ -52,11 +53,15 @@ CI_HISTORIES = {
           'after Evaluate #4; provider-recovers after Evaluate #6; provider-nodata after Evaluate #5; '
           'provider-breach after SetWeights #1; iam-refusal after Evaluate #5; iam-restored after '
           'PrepareTraffic #1; the operator restores after the end',
-    2993: 'seed 2993: ALB + Route 53, steps [71, 100], freezes bounded to 60 s; reply-lost after Evaluate '
-          '#4; freeze after Evaluate #1; the operator restores after the end',
+    2993: 'seed 2993: ALB + Route 53, steps [71, 100], freezes bounded to 60 s, the comparison; reply-lost '
+          'after Evaluate #4; freeze after Evaluate #1; compare-errors after Evaluate #3; compare-fine after '
+          'Evaluate #3; the operator restores after the end',
     3621: "seed 3621: a fleet, 2 cells, waves [1, '100%'], budget 1, finishRunning, "
           'rollbackPromotedOnHalt; fleet-abort after c2:SetWeights #1; lambda-5xx after c2:SetWeights #2; '
           'cell-alarm-clears[c1] after c1:Evaluate #3; soak-alarm after c1:SetWeights #1',
+    7422: 'seed 7422: ALB, steps [28, 100], retires the stable target group, the comparison; metrics-'
+          'throttle[5] after SetWeights #1; compare-nodata after SetWeights #1; the operator restores after '
+          'the end',
     9228: 'seed 9228: ALB + Route 53, steps [26, 41, 100]; metrics-throttle[6] after Restore #1; '
           'foreign-write[80, 20] after SetWeights #3; metrics-throttle[6] after RestoreUnchanged #1; '
           'metrics-throttle[3] after RestoreUnchanged #1; iam-reads-refused after SetWeights #1; '
@@ -79,10 +84,15 @@ CI_HISTORIES = {
            'rollback (the old cluster unhealthy); foreign-write[48, 52] after RestoreUnchanged #1; '
            'other-rollout after SetWeights #1; record-write[74] after RestoreUnchanged #1; safety-net-lost '
            'after Evaluate #2; iam-refusal after RestoreUnchanged #1; the operator restores after the end',
-    12808: 'seed 12808: ALB, steps [15, 100], retires the stable target group; metrics-throttle[6] after '
-           'Evaluate #2; late-safety-net after Evaluate #1; abort after Evaluate #3; safety-net-lost after '
-           'SetWeights #2; safety-net-disabled after PrepareTraffic #1; iam-refusal after Evaluate #2; the '
-           'operator restores after the end',
+    12808: 'seed 12808: ALB, steps [15, 100], retires the stable target group, the comparison; metrics-'
+           'throttle[6] after Evaluate #2; late-safety-net after Evaluate #1; abort after Evaluate #3; safety-'
+           'net-lost after SetWeights #2; safety-net-disabled after PrepareTraffic #1; iam-refusal after '
+           'Evaluate #2; compare-errors after RestoreUnchanged #1; the operator restores after the end',
+    13718: 'seed 13718: ALB, steps [12, 81, 100], the comparison; throttle after SetWeights #1; compare-spike '
+           'after Evaluate #4; compare-spike after SetWeights #1',
+    19674: 'seed 19674: ALB + Route 53, steps [53, 100], retires the stable target group, the comparison; '
+           'late-safety-net after Evaluate #4; compare-regression after PrepareTraffic #1; compare-errors '
+           'after Evaluate #4; the operator restores after the end',
     35690: "seed 35690: a fleet, 2 cells, waves [1, '100%'], budget 1, abortRunning, "
            'rollbackPromotedOnHalt, a soak, approval before wave 2: approve, cells in us-east-1 and '
            'eu-west-1; reply-lost after c1:SetWeights #2; cell-foreign-write[c2] after c2:Evaluate #3; '
@@ -360,13 +370,13 @@ def test_the_pinned_histories_draw_every_kind_of_happening():
     every = {*histories.HAPPENINGS, *histories.ROUTE53_HAPPENINGS, *histories.PROVIDER_HAPPENINGS,
              *histories.METRIC_HAPPENINGS, *histories.ALB_HAPPENINGS, "other-rollout", "safety-net-lost",
              "safety-net-disabled", "iam-refusal", "iam-restored", "iam-reads-refused", "iam-reads-restored",
-             "targets-registered", "write-past-timeout", "freeze", "unfreeze"}
+             "targets-registered", "write-past-timeout", "freeze", "unfreeze", *histories.COMPARE_HAPPENINGS}
     assert every <= made, every - made
     assert {history.kind for history in rollouts} == {*histories.KINDS, histories.ROUTE53}
     assert {point for history in rollouts for point in history.hooks or {}} == set(histories.HOOK_POINTS)
     assert {history.provider for history in rollouts} == {None, "datadog", "prometheus"}
     for feature in ("by_event", "metric", "alb_judge", "retire", "short_timeout", "execution_timeout", "targets",
-                    "freeze", "gradual"):
+                    "freeze", "gradual", "compare"):
         assert any(getattr(history, feature) for history in rollouts), feature
     assert {history.gradual for history in rollouts} == {None, *histories.GRADUAL}
     assert any(history.failure_limit > 1 for history in rollouts)
@@ -449,3 +459,33 @@ def test_the_checker_flags_a_fleet_that_leaves_a_cell_half_moved_or_spends_past_
     assert check(story, started) == [
         "the CreateCluster event of cell c2's cluster was not left to the fleet: None {'action': 'started'}",
         "rollouts other than the fleet's cells ran: ['green-c91ef3c73c29']"]
+
+
+def test_the_checker_flags_a_healthy_comparison_that_found_a_regression_and_a_regression_promoted():
+    high = "compare p99 latency: High (check Fail at score 50): canary 0.15 vs baseline 0.1 (x1.5)"
+    failing = [exited("SetWeights", {}), entered("Evaluate", at=100.0),
+               exited("Evaluate", {"bake": {"verdict": "fail", "summary": high}}, at=101.0)]
+    history, record = made_up("FAILED", BASELINE, error="CheckFailed", history=failing)
+    history.compare = True
+    assert histories.violations(history, record) == [
+        "a healthy comparison found a regression: ['compare p99 latency: High']"]
+    # The same verdict with a regression in the world is the comparison doing its job.
+    history, record = made_up("FAILED", BASELINE, error="CheckFailed", history=failing,
+                              conditions=[(0, "compare", "regressed", 70.0)])
+    history.compare = True
+    assert histories.violations(history, record) == []
+    # Promoted: a regression in effect 30 s before the last check must have been shown by then;
+    # one of 10 s may not have been.
+    passing = [exited("SetWeights", {}), entered("Evaluate", at=100.0),
+               exited("Evaluate", {"bake": {"verdict": "pass"}}, at=101.0)]
+    for since, broken in ((70.0, ["promoted with a regression beyond the band in effect 30 s before the last check"]),
+                          (90.0, [])):
+        history, record = made_up("SUCCEEDED", PROMOTED, history=passing,
+                                  conditions=[(0, "compare", "regressed", since)])
+        history.compare = True
+        assert histories.violations(history, record) == broken
+    # Regressed, then fine again before it could be shown, then regressed for a moment.
+    history, record = made_up("SUCCEEDED", PROMOTED, history=passing, conditions=[
+        (0, "compare", "regressed", 60.0), (0, "compare", "fine", 75.0), (0, "compare", "regressed", 95.0)])
+    history.compare = True
+    assert histories.violations(history, record) == []

@@ -8,7 +8,8 @@
 mod simulation;
 
 use simulation::{
-    analysis, docs_plan, latency_metrics, sandbox_plan, Noise, Regression, Tally, World,
+    analysis, docs_plan, latency_metrics, sandbox_plan, with_autocorrelation, Noise, Regression,
+    Tally, World,
 };
 
 fn world(compare: serde_json::Value, checks_per_step: u32, noise: Noise) -> World {
@@ -70,6 +71,16 @@ fn main() {
         for noise in noises {
             row(name, compare, 10, noise);
         }
+        // The same drift, the plan saying how much of it carries over (`autocorrelation`).
+        for rho in [0.5, 0.9] {
+            let named = format!("{name}, `autocorrelation` {rho}");
+            row(
+                &named,
+                &with_autocorrelation(compare.clone(), rho),
+                10,
+                Noise::OwnDrift(rho),
+            );
+        }
     }
     for checks in [1, 2, 5] {
         for (name, compare) in &plans[..2] {
@@ -77,22 +88,42 @@ fn main() {
         }
     }
 
-    println!("\nDetection: one metric (p99, or the 5xx rate at 1 %), the canary at one share of traffic for 60 periods checked every period, 1,000 rollouts per row\n");
+    println!("\nDetection: one metric (p99, or the 5xx rate at 1 %), the canary at one share of traffic for 60 periods checked every period, 1,000 rollouts per row; i.i.d. samples unless the row says otherwise\n");
     println!("| regression | canary's share | caught | median checks until caught |");
     println!("| --- | --- | --- | --- |");
-    for (name, compare, regression) in [
-        ("p99 +10 %", latency_metrics(1), Regression::Slower(1.1)),
-        ("p99 +20 %", latency_metrics(1), Regression::Slower(1.2)),
-        ("p99 +50 %", latency_metrics(1), Regression::Slower(1.5)),
+    let errors = || serde_json::json!({"metrics": [{"name": "5xx", "alb": "errorRate"}]});
+    for (name, compare, regression, noise) in [
         (
-            "5xx ×2",
-            serde_json::json!({"metrics": [{"name": "5xx", "alb": "errorRate"}]}),
-            Regression::MoreErrors(2.0),
+            "p99 +10 %",
+            latency_metrics(1),
+            Regression::Slower(1.1),
+            Noise::Iid,
         ),
         (
-            "5xx ×5",
-            serde_json::json!({"metrics": [{"name": "5xx", "alb": "errorRate"}]}),
-            Regression::MoreErrors(5.0),
+            "p99 +20 %",
+            latency_metrics(1),
+            Regression::Slower(1.2),
+            Noise::Iid,
+        ),
+        (
+            "p99 +50 %",
+            latency_metrics(1),
+            Regression::Slower(1.5),
+            Noise::Iid,
+        ),
+        ("5xx ×2", errors(), Regression::MoreErrors(2.0), Noise::Iid),
+        ("5xx ×5", errors(), Regression::MoreErrors(5.0), Noise::Iid),
+        (
+            "p99 +20 %, each cluster's own AR(1) ρ 0.5, `autocorrelation` 0.5",
+            with_autocorrelation(latency_metrics(1), 0.5),
+            Regression::Slower(1.2),
+            Noise::OwnDrift(0.5),
+        ),
+        (
+            "p99 +50 %, each cluster's own AR(1) ρ 0.9, `autocorrelation` 0.9",
+            with_autocorrelation(latency_metrics(1), 0.9),
+            Regression::Slower(1.5),
+            Noise::OwnDrift(0.9),
         ),
     ] {
         for share in [1u8, 5, 50] {
@@ -101,7 +132,7 @@ fn main() {
                 periods_per_step: 60,
                 checks_per_step: 60,
                 regression,
-                ..world(compare.clone(), 60, Noise::Iid)
+                ..world(compare.clone(), 60, noise)
             };
             let tally = Tally::of(&world, 1_000, 1);
             println!(

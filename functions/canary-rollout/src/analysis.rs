@@ -296,9 +296,15 @@ mod tests {
             prometheus: &Down,
             ..SignalApis::fake()
         };
-        let decision = evaluate(&apis, &plan(), progress(), &Carried::default(), SystemTime::now())
-            .await
-            .expect("a verdict");
+        let decision = evaluate(
+            &apis,
+            &plan(),
+            progress(),
+            &Carried::default(),
+            SystemTime::now(),
+        )
+        .await
+        .expect("a verdict");
         assert_eq!(decision.verdict, CheckVerdict::Fail);
         assert!(decision.rollback, "{decision:?}");
         assert_eq!(decision.unjudged_since, 0);
@@ -319,9 +325,15 @@ mod tests {
             prometheus: &Down,
             ..SignalApis::fake()
         };
-        let decision = evaluate(&apis, &plan(), progress(), &Carried::default(), SystemTime::now())
-            .await
-            .expect("unjudged");
+        let decision = evaluate(
+            &apis,
+            &plan(),
+            progress(),
+            &Carried::default(),
+            SystemTime::now(),
+        )
+        .await
+        .expect("unjudged");
         assert_eq!(decision.verdict, CheckVerdict::Inconclusive);
         assert!(!decision.rollback);
         assert_eq!((decision.check, decision.passes), (1, 1), "not counted");

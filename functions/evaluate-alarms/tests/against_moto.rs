@@ -773,3 +773,57 @@ async fn a_check_whose_target_moved_stops_the_rollout_at_that_check() {
     let failing = check(50, 50).await.expect("a rollback verdict");
     assert_eq!(failing["rollback"], true, "{failing}");
 }
+
+/// The comparison's evidence as the state machine carries it: each check's answer holds the
+/// text the next check is given; a check given the same evidence again (a retry) takes no period
+/// in twice; evidence that is not a check's is refused, and nothing is judged.
+#[tokio::test]
+async fn the_comparison_carries_its_evidence_from_check_to_check() {
+    let env = Env::start().await;
+    // 12 minutes of 5xx: the canary 3 errors in 100 requests, the baseline 9 in 900 (3 times
+    // the rate).
+    env.alb_metrics(&env.world.green, &[(100.0, 3.0, 0.1); 12])
+        .await;
+    env.alb_metrics(&env.world.blue, &[(900.0, 9.0, 0.1); 12])
+        .await;
+    let analysis = json!({"compare": {"periodSeconds": 60, "lookbackSeconds": 1200, "minSamples": 5,
+        "metrics": [{"name": "5xx rate", "alb": "errorRate"}]}});
+    let apis = env.apis();
+    let check = |evidence: Value| {
+        handle(
+            &apis,
+            json!({"operation": "evaluate", "plan": env.plan(analysis.clone()),
+                   "progress": {"check": 1, "checks": 3}, "evidence": evidence}),
+        )
+    };
+    let first = check(json!("")).await.expect("evaluate");
+    assert_eq!(first["verdict"], "fail", "{first}");
+    let text = first["evidence"].as_str().expect("evidence text");
+    let carried: Value = serde_json::from_str(text).expect("JSON");
+    assert_eq!(carried[0]["metric"], 0, "{carried}");
+    assert!(carried[0]["through"].as_i64().is_some(), "{carried}");
+    assert!(
+        reasons(&first)[0].starts_with(
+            "compare 5xx rate: High (check Fail at score 0): canary 3 vs baseline 1 (x3)"
+        ),
+        "{first}"
+    );
+    // The same check again: nothing newer to take in, the same evidence out.
+    let again = check(json!(text)).await.expect("evaluate");
+    assert_eq!(again["evidence"], first["evidence"]);
+    assert_eq!(
+        again["verdict"], "fail",
+        "a regression once shown stays shown"
+    );
+
+    let refused = check(json!("{\"not\": \"evidence\"}"))
+        .await
+        .expect_err("not a check's evidence");
+    assert_eq!(refused.name().as_str(), "InvalidInput");
+    assert!(
+        refused
+            .to_string()
+            .contains("the comparison's evidence is not what a check writes"),
+        "{refused}"
+    );
+}

@@ -234,6 +234,12 @@ pub struct ComparedMetric {
     /// A High or Low here fails the whole check at once, whatever the score.
     #[serde(default)]
     pub critical: bool,
+    /// How much of each cluster's own deviation carries over from one period to the next
+    /// (AR(1), 0 to 0.95): the comparison then judges each period by what the last one did not
+    /// foretell, so a cluster drifting on its own for a while is not taken for a regression. For
+    /// values only. Default 0 (periods independent, apart from a load both clusters share).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub autocorrelation: f64,
     /// The metric's weight in the score. Default 1.
     #[serde(default = "one")]
     pub weight: f64,
@@ -241,6 +247,10 @@ pub struct ComparedMetric {
 
 fn one() -> f64 {
     1.0
+}
+
+fn is_zero(value: &f64) -> bool {
+    *value == 0.0
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -638,6 +648,17 @@ impl ComparedMetric {
                 ),
             );
         }
+        if !(0.0..=0.95).contains(&self.autocorrelation) {
+            errors.push(
+                format!("{path}.autocorrelation"),
+                format!("must be from 0 to 0.95, got {}", self.autocorrelation),
+            );
+        } else if self.autocorrelation > 0.0 && self.alb == Some(AlbSignal::ErrorRate) {
+            errors.push(
+                format!("{path}.autocorrelation"),
+                "is for values: an error rate is judged by its counts, each period on its own",
+            );
+        }
         if !(self.weight.is_finite() && self.weight > 0.0) {
             errors.push(
                 format!("{path}.weight"),
@@ -822,13 +843,15 @@ impl MetricEvidence {
         for (sequence, lower) in [(&mut self.increase, false), (&mut self.decrease, true)] {
             match (sequence.as_mut(), observation) {
                 (Some(Sequence::Signs(signs)), Observation::Value { canary, other }) => {
-                    // The band around the baseline of the period, on its magnitude, so that a
-                    // negative value's band is as wide as a positive one's.
-                    let beyond = match lower {
-                        false => canary > other + (increase - 1.0) * other.abs(),
-                        true => canary < other - (1.0 - decrease) * other.abs(),
+                    // How far the canary is beyond the band around the baseline of the period,
+                    // the band on the baseline's magnitude, so that a negative value's band is
+                    // as wide as a positive one's.
+                    let excess = match lower {
+                        false => canary - (other + (increase - 1.0) * other.abs()),
+                        true => (other - (1.0 - decrease) * other.abs()) - canary,
                     };
-                    signs.add(beyond);
+                    let news = signs.innovation(excess, metric.autocorrelation);
+                    signs.add(news > 0.0);
                 }
                 (
                     Some(Sequence::Counts(counts)),
@@ -920,6 +943,13 @@ pub fn judge_metric(
     window: &[Period],
 ) -> Option<MetricJudgement> {
     let metric = checks.metrics.get(index)?;
+    let merged;
+    let window = if metric.autocorrelation > 0.0 {
+        merged = one_per_period(window);
+        &merged[..]
+    } else {
+        window
+    };
     let mut periods: Vec<&Period> = window.iter().filter(|p| p.observation.usable()).collect();
     periods.sort_by_key(|p| p.at);
     let mut taken = evidence
@@ -973,6 +1003,29 @@ pub fn judge_metric(
         weight: metric.weight,
         evidence: taken,
     })
+}
+
+/// The window with one value per period (each side's mean over the target groups pooled), so
+/// that each period follows the last one of the same series: the autocorrelation is of a
+/// series.
+fn one_per_period(window: &[Period]) -> Vec<Period> {
+    let mut by_period: BTreeMap<i64, (f64, f64, f64)> = BTreeMap::new();
+    for period in window.iter().filter(|p| p.observation.usable()) {
+        if let Observation::Value { canary, other } = period.observation {
+            let sums = by_period.entry(period.at).or_insert((0.0, 0.0, 0.0));
+            *sums = (sums.0 + canary, sums.1 + other, sums.2 + 1.0);
+        }
+    }
+    by_period
+        .into_iter()
+        .map(|(at, (canary, other, count))| Period {
+            at,
+            observation: Observation::Value {
+                canary: canary / count,
+                other: other / count,
+            },
+        })
+        .collect()
 }
 
 /// Each side's level over the window: the median of the values, or the error rate.

@@ -33,14 +33,31 @@ pub const RATE_MULTIPLES: [f64; 6] = [1.25, 1.5, 2.0, 3.0, 5.0, 10.0];
 
 /// The sign sequence of one direction: paired periods compared, and how many had the canary
 /// beyond the allowed band in that direction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Signs {
     pub periods: u32,
     pub beyond: u32,
+    /// The last period's excess over the band, when the metric's own autocorrelation is
+    /// whitened out ([`Signs::innovation`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_excess: Option<f64>,
 }
 
 impl Signs {
+    /// What a period's `excess` over the band says once the metric's own autocorrelation `rho`
+    /// (AR(1), per period) is taken out: `excess − rho × the last period's`, the part the past
+    /// did not foretell. With `rho` right, it is as often above 0 as below when nothing
+    /// regressed, however long each cluster's own drifts last; with `rho` 0, the excess itself.
+    pub fn innovation(&mut self, excess: f64, rho: f64) -> f64 {
+        if rho <= 0.0 {
+            return excess;
+        }
+        let innovation = excess - rho * self.last_excess.unwrap_or(0.0);
+        self.last_excess = Some(excess);
+        innovation
+    }
+
     pub fn add(&mut self, beyond: bool) {
         self.periods = self.periods.saturating_add(1);
         self.beyond = self.beyond.saturating_add(u32::from(beyond));
@@ -171,6 +188,21 @@ mod tests {
         assert!((signs.log_evidence() - expected).abs() < 1e-9);
         assert!(signs.shows((100.0_f64).ln()));
         assert!(!signs.shows((1000.0_f64).ln()));
+    }
+
+    #[test]
+    fn a_known_autocorrelation_is_taken_out_of_each_excess() {
+        let mut signs = Signs::default();
+        assert_eq!(signs.innovation(1.0, 0.0), 1.0);
+        assert_eq!(
+            signs.last_excess, None,
+            "nothing kept without autocorrelation"
+        );
+        assert_eq!(signs.innovation(1.0, 0.9), 1.0);
+        // A drift that persists as the autocorrelation foretells is no news.
+        assert!((signs.innovation(0.9, 0.9) - 0.0).abs() < 1e-12);
+        assert!(signs.innovation(0.5, 0.9) < 0.0);
+        assert_eq!(signs.last_excess, Some(0.5));
     }
 
     #[test]

@@ -345,3 +345,13 @@ pub fn sandbox_plan() -> serde_json::Value {
         {"name": "p50", "alb": "latency", "stat": "p50"},
     ]})
 }
+
+/// `compare` with every value metric's `autocorrelation` set to `rho`.
+pub fn with_autocorrelation(mut compare: serde_json::Value, rho: f64) -> serde_json::Value {
+    for metric in compare["metrics"].as_array_mut().into_iter().flatten() {
+        if metric["alb"] != "errorRate" {
+            metric["autocorrelation"] = serde_json::json!(rho);
+        }
+    }
+    compare
+}

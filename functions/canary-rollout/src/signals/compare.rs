@@ -861,7 +861,10 @@ mod tests {
             source.series(&points, 0, metric, Side::Canary),
             [(60, 2.0), (180, 2.0)]
         );
-        assert!(source.periods(&points, 0, metric, 0).is_empty(), "no baseline");
+        assert!(
+            source.periods(&points, 0, metric, 0).is_empty(),
+            "no baseline"
+        );
         let evidence = Evidence::default();
         let judged = judge_metric(checks, 0, false, 0.01, &evidence, &[]).expect("judged");
         let outcomes = judge_comparison(checks, &[judged]).outcomes;
@@ -874,14 +877,13 @@ mod tests {
             vec![(60, 900.0), (180, 450.0)],
         );
         both.insert("cmp0_0_baseline_errors".to_owned(), vec![(60, 9.0)]);
-        let counts = |canary_errors, canary_requests, other_errors, other_requests| {
-            Observation::Counts {
+        let counts =
+            |canary_errors, canary_requests, other_errors, other_requests| Observation::Counts {
                 canary_errors,
                 canary_requests,
                 other_errors,
                 other_requests,
-            }
-        };
+            };
         assert_eq!(
             source.periods(&both, 0, metric, 0),
             [
