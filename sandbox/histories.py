@@ -850,7 +850,19 @@ def run_on(history, sandbox, controllers, provider, out):
                 traffic.errors = COMPARE_ERRORS_REGRESSED if action == "compare-errors" else COMPARE_ERRORS
                 traffic.canary_on = action != "compare-nodata"
                 said = "regressed" if regressed else "nodata" if action == "compare-nodata" else "fine"
-                record.conditions.append((index, "compare", said, time.time()))
+                if said != "nodata":
+                    record.conditions.append((index, "compare", said, time.time()))
+                else:
+                    # The window still holds the periods before: a check finds too few only once
+                    # fewer than minSamples are left in it.
+                    record.conditions.append((index, "compare", "draining", time.time()))
+                    changes = sum(1 for c in record.conditions if c[1] == "compare")
+
+                    def drained():
+                        time.sleep(compare.LOOKBACK_SECONDS - compare.MIN_SAMPLES + 2)
+                        if sum(1 for c in record.conditions if c[1] == "compare") == changes:  # no newer change
+                            record.conditions.append((history_length(), "compare", "nodata", time.time()))
+                    threading.Thread(target=drained, daemon=True).start()
         elif action in METRIC_HAPPENINGS:
             put_latency(sandbox, METRIC_BREACH if action == "metric-breach" else METRIC_FINE)
             record.conditions.append((index, "metric", "breach" if action == "metric-breach" else "fine", time.time()))
@@ -1268,8 +1280,12 @@ def stepped_back_wrongly(history, record):
             if caught != "CheckFailed":
                 found.append(f"stepped back after {caught}, which goes to the baseline at once")
         if exited.get("name") == "StepBack":
-            last = json.loads(exited.get("output") or "{}")["lastSet"]
-            if last["steppedBack"]:
+            state = json.loads(exited.get("output") or "{}")
+            last = state["lastSet"]
+            if "stepBackFailure" in state:
+                # Its error caught (a foreign change under it, AWS refusing): the restore follows.
+                looked = f"StepBack failed: {state['stepBackFailure'].get('Error')}"
+            elif last["steppedBack"]:
                 if share is None or last["canaryWeight"] >= share:
                     found.append(f"a step back to {last['canaryWeight']} % from {share} %")
                 if history.gradual == "unhealthy" and history.kind in WITH_LISTENER:
@@ -1322,8 +1338,8 @@ def check_outcome(history, state):
         return "inconclusive"
     if history.compare and state["compare"] == "nodata":
         return "inconclusive"  # a metric without data never passes
-    if history.compare and state["compare"] == "regressed":
-        return None  # the evidence shows it within some periods, not at once
+    if history.compare and state["compare"] in ("regressed", "draining"):
+        return None  # the evidence shows it within some periods, the window drains in some
     return "pass"
 
 

@@ -356,6 +356,16 @@ def test_the_checker_flags_a_step_back_it_should_not_have_taken():
     assert run("CheckFailed", (False, 50), then="HoldStepBack") == [
         "after a step back not taken (why), HoldStepBack instead of the restore"]
     assert run("CheckFailed", (False, 50), gradual=None) == ["stepped back without rollback.gradual"]
+    # A step back that failed (its error caught, lastSet as it was) goes to the restore (seed 138
+    # with the comparison: a foreign write under the step back).
+    failed = [exited("DescribeCheckFailure", {"failure": {"Caught": "CheckFailed"}, "cursor": {"step": {"weight": 50}}}),
+              entered("StepBack"),
+              exited("StepBack", {"lastSet": {"weights": []}, "stepBackFailure": {"Error": "WeightsChangedExternally"}})]
+    for then, broken in (("Restore", []), ("HoldStepBack", [
+            "after a step back not taken (StepBack failed: WeightsChangedExternally), HoldStepBack instead of the restore"])):
+        history, record = made_up("FAILED", BASELINE, error="CheckFailed", history=failed + [entered(then)])
+        history.gradual = "healthy"
+        assert [v for v in histories.violations(history, record) if "step back" in v] == broken
 
 
 def test_a_seed_replays_the_same_story():

@@ -8,7 +8,9 @@
 #[path = "support/simulation.rs"]
 mod simulation;
 
-use simulation::{analysis, docs_plan, latency_metrics, Noise, Regression, Tally, World};
+use simulation::{
+    analysis, docs_plan, latency_metrics, with_autocorrelation, Noise, Regression, Tally, World,
+};
 
 fn world(compare: serde_json::Value, checks_per_step: u32, noise: Noise) -> World {
     World {

@@ -713,6 +713,20 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             "600 periods × 4 target groups of the peers is 2400 samples on one side, over the 2000",
         ),
         (
+            "comparison of a metric whose autocorrelation is out of range",
+            Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": [
+                {"name": "latency", "alb": "latency", "autocorrelation": 0.99}]}}))),
+            "analysis.compare.metrics[0].autocorrelation",
+            "must be from 0 to 0.95, got 0.99",
+        ),
+        (
+            "comparison of an error rate with an autocorrelation",
+            Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": [
+                {"name": "5xx", "alb": "errorRate", "autocorrelation": 0.5}]}}))),
+            "analysis.compare.metrics[0].autocorrelation",
+            "is for values: an error rate is judged by its counts",
+        ),
+        (
             "freeze calendar that is not a name",
             Box::new(|p| set(p, "/freeze", json!({"calendars": ["release freeze"]}))),
             "freeze.calendars[0]",

@@ -235,6 +235,7 @@ fn the_evidence_of_twenty_metrics_against_baseline_and_peers_fits_its_budget() {
             _ => Sequence::Signs(Signs {
                 periods: u32::MAX,
                 beyond: u32::MAX,
+                last_excess: Some(-1.5e300),
             }),
         };
         Evidence(
