@@ -47,6 +47,11 @@ fn healthy_rollouts_roll_back_at_most_alpha_of_the_time() {
             latency_metrics(3),
             Noise::HeavyTailed,
         ),
+        (
+            "the docs' plan, each cluster drifting on its own, its autocorrelation said",
+            with_autocorrelation(docs_plan(), 0.5),
+            Noise::OwnDrift(0.5),
+        ),
     ] {
         let tally = Tally::of(&world(compare, 10, noise), rollouts, 1);
         let alpha = 0.01;
