@@ -782,9 +782,10 @@ pub enum Sequence {
 }
 
 impl Sequence {
+    /// The natural log of the evidence of a regression.
     fn log_evidence(&self) -> f64 {
         match self {
-            Sequence::Signs(signs) => signs.log_evidence(),
+            Sequence::Signs(signs) => signs.log_evidence_of_regression(),
             Sequence::Counts(counts) => counts.log_evidence(),
         }
     }

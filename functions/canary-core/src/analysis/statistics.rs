@@ -73,10 +73,19 @@ impl Signs {
         ln_gamma(1.0 + s) + ln_gamma(1.0 + n - s) - ln_gamma(2.0 + n) + n * std::f64::consts::LN_2
     }
 
-    /// The evidence speaks of a regression: more than half the periods beyond, and the
-    /// evidence at `log_threshold` (ln 1/α) or more.
+    /// The natural log of the evidence of a regression: [`Self::log_evidence`] when more than
+    /// half the periods were beyond, at most 0 otherwise (the odds then speak of the other
+    /// direction: evidence of no regression).
+    pub fn log_evidence_of_regression(&self) -> f64 {
+        match u64::from(self.beyond) * 2 > u64::from(self.periods) {
+            true => self.log_evidence(),
+            false => self.log_evidence().min(0.0),
+        }
+    }
+
+    /// The evidence shows a regression: at `log_threshold` (ln 1/α, above 0) or more.
     pub fn shows(&self, log_threshold: f64) -> bool {
-        u64::from(self.beyond) * 2 > u64::from(self.periods) && self.log_evidence() >= log_threshold
+        self.log_evidence_of_regression() >= log_threshold
     }
 }
 
@@ -214,6 +223,7 @@ mod tests {
             signs.add(false);
         }
         assert!(signs.log_evidence() > 10.0);
+        assert_eq!(signs.log_evidence_of_regression(), 0.0);
         assert!(!signs.shows(1.0));
     }
 

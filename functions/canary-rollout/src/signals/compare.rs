@@ -348,9 +348,9 @@ impl Compare<'_> {
                     .collect(),
             )],
         };
-        let canary = match (metric.alb, peers) {
+        let canary = match metric.alb {
             // Errors and requests are compared per period, both sides' groups together.
-            (Some(AlbSignal::ErrorRate), _) => vec![pooled(canary)],
+            Some(AlbSignal::ErrorRate) => vec![pooled(canary)],
             _ => canary,
         };
         let mut periods = Vec::new();
