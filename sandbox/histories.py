@@ -106,7 +106,7 @@ checks what moto, the Kubernetes test server and the event queue hold:
     first step) made while the stack's freeze switch was on (a step a person approved
     excepted); a rollout held past the plan's bound ends, at the baseline;
   - a comparison of a healthy canary never finds a regression (the world is symmetric: any
-    High or Low is a false rollback, and the summary counts them); a regression beyond the
+    High or Low is a false rollback, flagged); a regression beyond the
     band in effect COMPARE_SHOWN_SECONDS before the last check never promotes; a canary
     without data never passes (a promoted rollout had a check the world let pass at every
     step);
