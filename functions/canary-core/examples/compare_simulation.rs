@@ -8,21 +8,8 @@
 mod simulation;
 
 use simulation::{
-    analysis, docs_plan, latency_metrics, sandbox_plan, with_autocorrelation, Noise, Regression,
-    Tally, World,
+    docs_plan, latency_metrics, sandbox_plan, with_autocorrelation, Noise, Regression, Tally, World,
 };
-
-fn world(compare: serde_json::Value, checks_per_step: u32, noise: Noise) -> World {
-    World {
-        analysis: analysis(compare),
-        steps: vec![1, 5, 10, 25, 50, 100],
-        periods_per_step: 10,
-        checks_per_step,
-        runs: 1,
-        noise,
-        regression: Regression::None,
-    }
-}
 
 fn percent(rate: f64) -> String {
     format!("{:.2} %", rate * 100.0)
@@ -56,7 +43,11 @@ fn main() {
         Noise::Rounded,
     ];
     let row = |name: &str, compare: &serde_json::Value, checks: u32, noise: Noise| {
-        let tally = Tally::of(&world(compare.clone(), checks, noise), rollouts, 1);
+        let tally = Tally::of(
+            &World::docs_bake(compare.clone(), checks, noise),
+            rollouts,
+            1,
+        );
         let (low, high) = tally.interval();
         println!(
             "| {name} | {checks} | {} | {} | {} – {} | {} |",
@@ -132,7 +123,7 @@ fn main() {
                 periods_per_step: 60,
                 checks_per_step: 60,
                 regression,
-                ..world(compare.clone(), 60, noise)
+                ..World::docs_bake(compare.clone(), 60, noise)
             };
             let tally = Tally::of(&world, 1_000, 1);
             println!(

@@ -9,20 +9,8 @@
 mod simulation;
 
 use simulation::{
-    analysis, docs_plan, latency_metrics, with_autocorrelation, Noise, Regression, Tally, World,
+    docs_plan, latency_metrics, with_autocorrelation, Noise, Regression, Tally, World,
 };
-
-fn world(compare: serde_json::Value, checks_per_step: u32, noise: Noise) -> World {
-    World {
-        analysis: analysis(compare),
-        steps: vec![1, 5, 10, 25, 50, 100],
-        periods_per_step: 10,
-        checks_per_step,
-        runs: 1,
-        noise,
-        regression: Regression::None,
-    }
-}
 
 /// α plus three standard errors of a rate of α over `rollouts`: above it, the promise is broken
 /// (a healthy simulation exceeds it about once in a thousand runs; the seeds are fixed, so it
@@ -53,7 +41,7 @@ fn healthy_rollouts_roll_back_at_most_alpha_of_the_time() {
             Noise::OwnDrift(0.5),
         ),
     ] {
-        let tally = Tally::of(&world(compare, 10, noise), rollouts, 1);
+        let tally = Tally::of(&World::docs_bake(compare, 10, noise), rollouts, 1);
         let alpha = 0.01;
         assert!(
             tally.rate() <= ceiling(alpha, rollouts),
@@ -72,7 +60,7 @@ fn a_clear_regression_is_caught() {
     ] {
         let world = World {
             regression,
-            ..world(docs_plan(), 10, Noise::Iid)
+            ..World::docs_bake(docs_plan(), 10, Noise::Iid)
         };
         let tally = Tally::of(&world, 200, 7);
         assert!(

@@ -68,6 +68,22 @@ pub struct World {
     pub regression: Regression,
 }
 
+impl World {
+    /// A healthy rollout of `compare` through the docs' bake: 6 steps (1 to 100 %) of 10
+    /// one-minute periods, looked at `checks_per_step` times a step, α not shared with waits.
+    pub fn docs_bake(compare: serde_json::Value, checks_per_step: u32, noise: Noise) -> World {
+        World {
+            analysis: analysis(compare),
+            steps: vec![1, 5, 10, 25, 50, 100],
+            periods_per_step: 10,
+            checks_per_step,
+            runs: 1,
+            noise,
+            regression: Regression::None,
+        }
+    }
+}
+
 /// How one rollout ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ending {
