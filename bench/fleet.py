@@ -15,10 +15,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.report import write_block
 from sandbox import fleets
 from sandbox.harness import REPO, Sandbox
 
-BEGIN, END = "<!-- fleet benchmark: begin -->", "<!-- fleet benchmark: end -->"
+# Its block of docs/benchmarks.md (bench/report.py).
+BLOCK = "fleet benchmark"
 # List prices (us-east-1): Standard Workflows per state transition; Lambda per request and GB-s.
 PRICE_TRANSITION = 0.025 / 1000
 PRICE_REQUEST = 0.20 / 1_000_000
@@ -114,17 +116,6 @@ def section(result):
     ]
 
 
-def write(lines, path=REPO / "docs/benchmarks.md"):
-    text = path.read_text()
-    block = "\n".join(lines)
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text)
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cells", type=int, default=50)
@@ -136,7 +127,7 @@ def main():
     if args.print:
         print("\n".join(lines))
     else:
-        write(lines)
+        write_block(BLOCK, lines)
 
 
 if __name__ == "__main__":

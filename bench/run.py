@@ -25,13 +25,13 @@ import platform
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-import zipfile
 from collections import Counter
 from pathlib import Path
 
 from bench import fleet
+from bench.report import write_block
+from bench.package_size import zipped_size
 from bench.runtime_api import FakeRuntimeApi
 from sandbox import scenarios
 from sandbox.harness import REPO, Sandbox
@@ -122,14 +122,11 @@ def cold_starts(binaries, runs):
 
 
 def zipped_sizes(binaries):
+    """Every function's package (the Makefile builds them all), fleet-waves' too."""
     rows = []
-    for function in FUNCTIONS:
-        bootstrap = binaries / function / "bootstrap"
-        with tempfile.TemporaryDirectory() as tmp:
-            archive = Path(tmp) / "function.zip"
-            with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
-                z.write(bootstrap, "bootstrap")
-            rows.append(f"| {function} | {bootstrap.stat().st_size / 1e6:.2f} MB | {archive.stat().st_size / 1e6:.2f} MB |")
+    for bootstrap in sorted(binaries.glob("*/bootstrap")):
+        function = bootstrap.parent.name
+        rows.append(f"| {function} | {bootstrap.stat().st_size / 1e6:.2f} MB | {zipped_size(bootstrap) / 1e6:.2f} MB |")
     return rows
 
 
@@ -249,8 +246,6 @@ def main():
 
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
     out = [
-        "# Benchmarks",
-        "",
         f"Measured {datetime.date.today().isoformat()} by `scripts/bench.sh` on {platform.system()} "
         f"{platform.release()}, {os.cpu_count()} cores ({cpu}), Python {platform.python_version()}. "
         "Figures are for orientation (this machine, loopback, an emulator), not targets.",
@@ -308,12 +303,15 @@ def main():
         *ALARM_WATCH_PER_EVENT.splitlines(),
         "",
     ]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(out))
+    write_block(BLOCK, out, args.out, first=True)
     if args.fleet_cells:
         print(f"a fleet of {args.fleet_cells} cells...", file=sys.stderr)
-        fleet.write(fleet.section(fleet.measure(args.fleet_cells)), args.out)
+        write_block(fleet.BLOCK, fleet.section(fleet.measure(args.fleet_cells)), args.out)
     print(f"wrote {args.out}", file=sys.stderr)
+
+
+# Its block of docs/benchmarks.md (bench/report.py): the sections measured elsewhere stay.
+BLOCK = "scripts/bench.sh"
 
 
 # Arithmetic, not a measurement: what one alarm event reads (docs/architecture.md, Instant rollback).

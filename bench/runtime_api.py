@@ -26,6 +26,7 @@ class FakeRuntimeApi:
         runtime = self
 
         class Handler(BaseHTTPRequestHandler):
+            disable_nagle_algorithm = True  # no 40 ms wait per answer (sandbox/front_door.py)
             protocol_version = "HTTP/1.1"
 
             def log_message(self, *args):

@@ -155,6 +155,10 @@ class FrontDoor:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # An answer goes out as two writes (headers, then body): with Nagle's algorithm the body waits
+    # for the client's delayed ACK of the headers, some 40 ms on every call of a kept-alive
+    # connection.
+    disable_nagle_algorithm = True
     moto_port = None
     lambda_port = None
     faults = None

@@ -32,6 +32,7 @@ from pathlib import Path
 import boto3
 from botocore.config import Config
 
+from . import moto_forks
 from . import stack as stack_mod
 from . import world as world_mod
 from .alarm_events import AlarmEvents
@@ -165,15 +166,14 @@ class Sandbox:
 
         self.front = FrontDoor().start()
         self.endpoint = f"http://127.0.0.1:{self.front.port}"
-        # moto binds a port of its own and announces it (-p 0): one picked for it could be
-        # taken first by another sandbox's server. MOTO_PORT: where moto's Step Functions
-        # engine and EventBridge send Lambda (and SDK) calls.
-        moto = self.spawn([python, "tests/moto/moto_server.py", "-H", "127.0.0.1", "-p", "0"], "moto.log",
-                          env={"MOTO_PORT": str(self.front.port)}, stdout=subprocess.PIPE)
-        line = moto.stdout.readline().decode()
-        if not line:
-            raise RuntimeError(f"moto did not start; see {self.run_dir}/moto.log")
-        self.front.forward_aws_to(json.loads(line)["endpoint"])
+        # A fresh moto, forked from a process that imported it once (moto_forks.py), binds a
+        # port of its own and announces it: one picked for it could be taken first by another
+        # sandbox's server. MOTO_PORT: where moto's Step Functions engine and EventBridge send
+        # Lambda (and SDK) calls.
+        moto, moto_endpoint = moto_forks.start({**CREDENTIALS, "MOTO_PORT": str(self.front.port)},
+                                               os.path.join(self.run_dir, "moto.log"))
+        self.processes.append(moto)
+        self.front.forward_aws_to(moto_endpoint)
         request = urllib.request.Request(
             f"{self.endpoint}/moto-api/config",
             data=json.dumps({"stepfunctions": {"execute_state_machine": True}}).encode(),
@@ -304,7 +304,7 @@ class Sandbox:
         return process, reader
 
     def function(self, binary):
-        """The stack's function built from `binary` (its Metadata.BuildProperties.Binary, e.g.
+        """The stack's function built from `binary` (its CodeUri's package, e.g.
         `shift-weights`): its name."""
         return self.stack.resources[self.stack.binaries[binary]]
 

@@ -6,8 +6,9 @@ uploaded to S3, their local paths replaced by S3 locations), hands it to CloudFo
 package SAM CLI itself uses), and creates the stack with the deployment's parameters. Here:
 
 - package: each `AWS::Serverless::Function` gets a zip holding a `bootstrap` that runs the
-  function's debug build (`target/debug/<Metadata.BuildProperties.Binary>`, the binary
-  `sam build` would name), and the state machine's `DefinitionUri` file is uploaded as it is;
+  debug build of its CodeUri's package (`target/debug/<package>`, the binary `sam build`
+  copies out of its release build: the Makefile), and the state machine's `DefinitionUri` file
+  is uploaded as it is;
 - translate: `samtranslator` turns the packaged template into plain CloudFormation;
 - create: moto's CloudFormation creates it (tests/moto/moto_server.py fills what it lacks), and
   the stack's outputs, resources and the translated template are read back.
@@ -18,6 +19,7 @@ import io
 import json
 import os
 import time
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -47,6 +49,18 @@ def bootstrap_zip(binary):
     return buffer.getvalue()
 
 
+def package_name(function, repo, code_uri):
+    """The package of `repo` a function's CodeUri names: its binary's name (the Makefile's
+    `build-%`). Taken from the repository, whose builds are deployed, so that a changed copy of
+    the template elsewhere deploys them too."""
+    manifest = Path(repo) / str(code_uri) / "Cargo.toml"
+    try:
+        return tomllib.loads(manifest.read_text())["package"]["name"]
+    except (OSError, KeyError, tomllib.TOMLDecodeError) as error:
+        raise ValueError(f"{function}: its CodeUri {code_uri!r} is not a function's package, so there is no "
+                         f"build to deploy ({manifest}: {error})") from error
+
+
 def package(template, template_dir, repo, s3):
     """What `sam package` does to the template (its paths relative to `template_dir`), with the
     debug builds of `repo` for code. Returns the functions' logical ids by binary name."""
@@ -55,9 +69,7 @@ def package(template, template_dir, repo, s3):
     for name, resource in template["Resources"].items():
         properties = resource.get("Properties", {})
         if resource["Type"] == "AWS::Serverless::Function":
-            binary = resource.get("Metadata", {}).get("BuildProperties", {}).get("Binary")
-            if not binary:
-                raise ValueError(f"{name}: no Metadata.BuildProperties.Binary, so no build to deploy")
+            binary = package_name(name, repo, properties.get("CodeUri"))
             path = Path(repo) / "target" / "debug" / binary
             if not path.exists():
                 raise FileNotFoundError(f"{name}: {path} is not built (cargo build --workspace --bins)")

@@ -659,6 +659,7 @@ def public(obj):
 
 
 class Handler(BaseHTTPRequestHandler):
+    disable_nagle_algorithm = True  # no 40 ms wait per answer (sandbox/front_door.py)
     protocol_version = "HTTP/1.1"
     store: Store = None
 

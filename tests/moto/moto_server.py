@@ -168,16 +168,23 @@ Usage: exactly as moto_server, e.g. python moto_server.py -H 127.0.0.1 -p 5000. 
 binds a port of the kernel's choosing and prints `{"endpoint": "http://<host>:<port>"}` as its
 first line on stdout: a caller that picks a free port and hands it over races every other process
 for it (moto then fails to bind, and a check that the port answers finds the other process).
+With `--fork-servers` it serves nothing itself: for each line `{"env": {...}, "log": PATH}` on
+stdin it forks a server as `-p 0` starts one, with that line's variables as its environment and
+its output in PATH, and answers `{"pid": PID, "endpoint": ...}` (sandbox/moto_forks.py). Importing
+moto and these patches takes about two seconds of CPU; a fork takes milliseconds, and each server
+is still a process of its own that has served nothing before its caller.
 """
 import argparse
 import base64
 import copy
 import datetime
 import hashlib
+import importlib
 import json
 import math
 import os
 import re
+import signal
 import sys
 import threading
 import time
@@ -1392,12 +1399,54 @@ def serve_on_a_port_of_its_own(host):
     server.serve_forever()
 
 
+# The services the sandbox's world, stack and functions call (moto's names for them).
+_SANDBOX_SERVICES = ("awslambda", "cloudformation", "cloudwatch", "dynamodb", "ec2", "eks", "elbv2", "events",
+                     "iam", "logs", "route53", "s3", "secretsmanager", "sns", "sqs", "ssm", "stepfunctions", "sts")
+
+
+def fork_servers(host):
+    """A fresh server per line on stdin, forked from this process (no thread has started here, and
+    no request was served); ends at the end of stdin. The servers are their own sessions, so that
+    their caller can end each as a process group, and are reaped as they end."""
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    # moto imports a service's responses when it first serves it: done here once, not per server.
+    for service in _SANDBOX_SERVICES:
+        importlib.import_module(f"moto.{service}.urls")
+    for line in sys.stdin:
+        wanted = json.loads(line)
+        announce_read, announce_write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setsid()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                os.close(announce_read)
+                log = os.open(wanted["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+                os.dup2(log, 1)
+                os.dup2(log, 2)
+                os.environ.clear()
+                os.environ.update(wanted["env"])
+                sys.stdout = os.fdopen(announce_write, "w")
+                serve_on_a_port_of_its_own(host)
+            finally:
+                os._exit(1)
+        os.close(announce_write)
+        with os.fdopen(announce_read) as announced:
+            endpoint = announced.readline()
+        answer = {"pid": pid, **json.loads(endpoint)} if endpoint else {"pid": pid, "error": "did not start"}
+        print(json.dumps(answer), flush=True)
+
+
 if __name__ == "__main__":
     options = argparse.ArgumentParser(add_help=False)
     options.add_argument("-H", "--host", default="127.0.0.1")
     options.add_argument("-p", "--port", type=int, default=None)
+    options.add_argument("--fork-servers", action="store_true")
     known, rest = options.parse_known_args()
-    if known.port == 0 and not rest:
+    if known.fork_servers and not rest:
+        fork_servers(known.host)
+    elif known.port == 0 and not rest:
         serve_on_a_port_of_its_own(known.host)
     else:
         main()
