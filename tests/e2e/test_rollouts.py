@@ -14,7 +14,7 @@ from pathlib import Path
 from helpers import FAILED_BEFORE_TRAFFIC, ROLLED_BACK_FOR_A_CHECK, BASELINE, PROMOTED, captured, event_types, move_listener_by_hand
 from sandbox.scenarios import manual_plan, start_manual
 from sandbox import scenarios
-from sandbox.front_door import lambda_throttled, query_throttled
+from sandbox.front_door import lambda_service_exception, lambda_throttled, query_throttled
 from sandbox.harness import REPO, Sandbox
 from sandbox.iam import access_denied, service_models
 
@@ -222,6 +222,27 @@ def test_transient_failures_are_retried_and_the_rollout_succeeds():
         assert (lambda_throttle[1], aws_throttle[1]) == (0, 0), "both faults were injected"
         assert report.status == "SUCCEEDED"
         assert report.weights == PROMOTED
+
+
+def test_a_lambda_service_error_at_the_first_state_costs_a_retry_not_the_rollout():
+    """`Admit` names evaluate-alarms' ARN as its Resource: a 500 from Lambda there is
+    `Lambda.ServiceException`, as Step Functions names it for a direct task, which its Retry
+    names (moto named it `Exception` and the rollout, or a fleet's cell, failed at once)."""
+    with Sandbox(log=captured) as sandbox:
+        evaluate_alarms = sandbox.function("evaluate-alarms")
+        # Admit is the first invocation of evaluate-alarms in a rollout (by its ARN, in the path).
+        fault = [lambda method, path, body: path.endswith("/invocations") and evaluate_alarms in path, 1,
+                 lambda_service_exception()]
+        sandbox.front.faults.append(fault)
+        report = scenarios.run_on(sandbox, "happy", out=captured)
+        assert fault[1] == 0, "the fault was injected"
+        assert report.status == "SUCCEEDED", report
+        assert report.weights == PROMOTED
+        history = sandbox.client("stepfunctions").get_execution_history(
+            executionArn=report.execution_arn, maxResults=20)["events"]
+        failed = [e["lambdaFunctionFailedEventDetails"] for e in history if e["type"] == "LambdaFunctionFailed"]
+        assert [f["error"] for f in failed] == ["Lambda.ServiceException"], failed
+        assert "An internal error occurred" in failed[0]["cause"]
 
 
 def test_a_restore_refused_once_is_said_at_once_then_retried_to_the_baseline():

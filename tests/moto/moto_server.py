@@ -161,6 +161,13 @@ Everything else is stock moto.
    Not modelled: recurring events (RRULE), all-day events' time zones other than UTC, shared
    calendars of other accounts, document versions.
 
+19. The errors of a task whose Resource is the function's ARN (the rollout's `Admit`, the
+   fleet's `Plan`) named as Step Functions names them, as the Lambda integration's are: Lambda's
+   own error answers `Lambda.<code>` (`Lambda.ServiceException` for a 500,
+   `Lambda.TooManyRequestsException` for a throttle), and an invocation that got no answer
+   `Lambda.SdkClientException`. moto named both `Exception` (or `States.TaskFailed`), which no
+   Retry names, so one transient Lambda error at a cell's first state ended the cell.
+
 Still not modelled: the 256 KiB limit on Pass and Choice state output (moto checks task
 results only).
 
@@ -1283,6 +1290,35 @@ def _lambda_parameters(self, env):
 
 sfn_state_task_service.StateTaskService._before_eval_execution = _before_service_task
 sfn_state_task_lambda.StateTaskLambda._eval_parameters = _lambda_parameters
+
+
+# --- 19. A directly invoked function's errors, named as Step Functions names them ----------------
+from botocore.exceptions import BotoCoreError  # noqa: E402
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (  # noqa: E402
+    state_task_service_lambda as sfn_state_task_service_lambda,
+)
+
+_stock_direct_lambda_error = sfn_state_task_lambda.StateTaskLambda._from_error
+
+
+def _direct_lambda_error(self, env, ex):
+    if isinstance(ex, sfn_state_task_lambda.ClientError):
+        error, cause = sfn_state_task_service_lambda.StateTaskServiceLambda._error_cause_from_client_error(ex)
+    elif isinstance(ex, BotoCoreError):
+        error, cause = "Lambda.SdkClientException", str(ex)
+    else:
+        return _stock_direct_lambda_error(self, env, ex)
+    return sfn_state_task_lambda.FailureEvent(
+        env=env,
+        error_name=sfn_state_task_lambda.CustomErrorName(error),
+        event_type=sfn_state_task_lambda.HistoryEventType.LambdaFunctionFailed,
+        event_details=sfn_state_task_lambda.EventDetails(
+            lambdaFunctionFailedEventDetails=sfn_state_task_lambda.LambdaFunctionFailedEventDetails(
+                error=error, cause=cause)),
+    )
+
+
+sfn_state_task_lambda.StateTaskLambda._from_error = _direct_lambda_error
 
 
 # 18. Change Calendars.
