@@ -127,12 +127,13 @@ import contextlib
 import json
 import random
 import shutil
+import signal
 import sys
 import tempfile
 import threading
 import time
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -1520,10 +1521,24 @@ def main():
     args = options.parse_args()
     seeds = range(args.first, args.first + args.seeds)
     totals = {key: Counter() for key in ("happened", "end", "kind", "features", "approval", "restore_after")}
-    failed, rollbacks = [], []
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        for seed, (line, broken, summary) in zip(seeds, pool.map(judged_or_raised, seeds,
-                                                                  [args.verbose] * len(seeds))):
+    failed, rollbacks, ended = [], [], []
+
+    def stopped(signum, frame):
+        # Once: `timeout` signals the whole process group and this process the workers again,
+        # and a second interruption would cut a sandbox's stop short, leaving its servers behind.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    # A run stopped at a deadline (`timeout` sends SIGTERM) still says what ended before it.
+    signal.signal(signal.SIGTERM, stopped)
+    pool = ProcessPoolExecutor(max_workers=args.jobs)
+    try:
+        # Each history's result as it ends, not in seed order behind a slower one.
+        running = {pool.submit(judged_or_raised, seed, args.verbose): seed for seed in seeds}
+        for future in as_completed(running):
+            seed = running[future]
+            line, broken, summary = future.result()
+            ended.append(seed)
             print(line, flush=True)
             for violation in broken:
                 print(f"  VIOLATED: {violation}", flush=True)
@@ -1535,6 +1550,13 @@ def main():
                 rollbacks.append(took)
             for key, value in summary.items():
                 totals[key].update(value if isinstance(value, list) else [value])
+    except KeyboardInterrupt:
+        print(f"stopped: {len(ended)} of {len(seeds)} histories ended; the totals are theirs", flush=True)
+        # The workers were forked with the handler above: each running history stops its sandbox.
+        for worker in list(pool._processes.values()):
+            worker.terminate()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     for key, counts in totals.items():
         print(f"{key}: {dict(counts.most_common())}")
     if rollbacks:
@@ -1543,7 +1565,9 @@ def main():
         print(f"failing signals -> baseline: {len(rollbacks)} rollbacks, median {rollbacks[len(rollbacks) // 2][0]:.1f} s, "
               f"longest {longest:.1f} s (seed {seed}: its bound {its_bound} s; {ROLLBACK_BOUND_SECONDS} s at "
               f"failureLimit 1 without an outage)")
-    print(f"{len(seeds)} histories; violated: {len(failed)} {failed}")
+    print(f"{len(ended)} histories; violated: {len(failed)} {sorted(failed)}")
+    if len(ended) < len(seeds):
+        sys.exit(2)
     sys.exit(1 if failed else 0)
 
 

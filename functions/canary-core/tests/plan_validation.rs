@@ -1121,6 +1121,31 @@ fn every_bad_plan_names_its_field_and_problem() {
 }
 
 #[test]
+fn a_step_out_of_range_is_said_once_not_again_as_the_next_steps() {
+    for (pointer, value, said, not_said) in [
+        (
+            "/steps",
+            json!([{"weight": 10}, {"weight": 150}, {"weight": 100}]),
+            "steps[1].weight",
+            "steps[2].weight",
+        ),
+        (
+            "/rollback",
+            json!({"gradual": {"steps": [50, -1, 0]}}),
+            "rollback.gradual.steps[1]",
+            "rollback.gradual.steps[2]",
+        ),
+    ] {
+        let mut plan = base_plan();
+        set(&mut plan, pointer, value);
+        let errors = RolloutPlan::parse(plan).expect_err("invalid");
+        let paths: Vec<&str> = errors.0.iter().map(|e| e.path.as_str()).collect();
+        assert!(paths.contains(&said), "{errors}");
+        assert!(!paths.contains(&not_said), "{errors}");
+    }
+}
+
+#[test]
 fn all_problems_are_reported_at_once() {
     let mut plan = base_plan();
     set(&mut plan, "/cluster/region", json!("nowhere"));

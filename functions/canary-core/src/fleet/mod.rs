@@ -425,12 +425,16 @@ impl FleetPlan {
                 Ok(plan) => plans.push(plan),
                 Err(PlanErrors(problems)) => {
                     for problem in problems {
+                        let message = match &cell.values {
+                            Some(values) => said_of_a_null(values, &problem.path, problem.message),
+                            None => problem.message,
+                        };
                         let path = if problem.path == "plan" {
                             format!("cells[{i}].{source}")
                         } else {
                             format!("cells[{i}].{source}.{}", problem.path)
                         };
-                        errors.push(path, problem.message);
+                        errors.push(path, message);
                     }
                 }
             }
@@ -444,6 +448,32 @@ fn over(template: &Map<String, Value>, values: &Map<String, Value>) -> Value {
     let mut plan = Value::Object(template.clone());
     json_patch::merge(&mut plan, &Value::Object(values.clone()));
     plan
+}
+
+/// A field the plan lacks because the cell's `values` set it to `null` (which, in a merge patch,
+/// deletes it from the template) is said to be that, not only "missing".
+fn said_of_a_null(values: &Map<String, Value>, path: &str, message: String) -> String {
+    let Some(field) = message
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.strip_suffix('`'))
+    else {
+        return message;
+    };
+    // `plan` is the root; deeper paths are object keys (an index, `[2]`, is a list the cell
+    // replaces whole, so no `null` of the cell's can be inside it).
+    let mut at = Some(values);
+    if path != "plan" {
+        for key in path.split('.') {
+            at = at.and_then(|object| object.get(key)).and_then(Value::as_object);
+        }
+    }
+    match at.and_then(|object| object.get(field)) {
+        Some(Value::Null) => format!(
+            "{message}: the cell's `null` removed the template's `{field}` (in `values`, a \
+             `null` deletes a field; leave it out to keep the template's)"
+        ),
+        _ => message,
+    }
 }
 
 /// A plan's size as compact JSON (what Step Functions counts).

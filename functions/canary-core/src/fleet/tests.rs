@@ -159,6 +159,18 @@ fn bad_fleets_are_refused_with_the_path_of_each_problem() {
             "",
         ),
         (
+            "a cell's null that removes a field the plan needs",
+            |v| v["cells"][1]["values"]["steps"] = json!(null),
+            "cells[1].values",
+            "missing field `steps`: the cell's `null` removed the template's `steps`",
+        ),
+        (
+            "a cell's null that removes a nested field the plan needs",
+            |v| v["cells"][1]["values"]["cluster"] = json!({"name": null}),
+            "cells[1].values.cluster",
+            "the cell's `null` removed the template's `name`",
+        ),
+        (
             "a cell with neither plan nor values",
             |v| v["cells"][2] = json!({"name": "use1-c"}),
             "cells[2]",

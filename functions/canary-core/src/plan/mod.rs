@@ -249,16 +249,20 @@ impl RolloutPlan {
                     format!("steps[{i}].weight"),
                     format!("must be a percentage from 1 to 100, got {}", step.weight),
                 );
-            } else if let Some(prev) = previous.filter(|prev| step.weight <= *prev) {
-                errors.push(
-                    format!("steps[{i}].weight"),
-                    format!(
-                        "must be greater than the previous step's {prev}, got {}",
-                        step.weight
-                    ),
-                );
+            } else {
+                if let Some(prev) = previous.filter(|prev| step.weight <= *prev) {
+                    errors.push(
+                        format!("steps[{i}].weight"),
+                        format!(
+                            "must be greater than the previous step's {prev}, got {}",
+                            step.weight
+                        ),
+                    );
+                }
+                // Only a weight in range is compared with: one out of range is said once, not
+                // again as the next step's.
+                previous = Some(step.weight);
             }
-            previous = Some(step.weight);
         }
         if let Some(analysis) = &self.analysis {
             analysis.validate(&self.cluster, &self.traffic_targets, errors);

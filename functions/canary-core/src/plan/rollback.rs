@@ -97,14 +97,17 @@ impl GradualRollback {
                 ),
             );
         }
+        let in_range = |percent: &i64| (0..=99).contains(percent);
         for (i, percent) in steps.iter().enumerate() {
-            if !(0..=99).contains(percent) {
+            if !in_range(percent) {
                 errors.push(
                     format!("{PATH}.steps[{i}]"),
                     format!("must be from 0 to 99 percent of the canary's share, got {percent}"),
                 );
-            } else if let Some(previous) = i.checked_sub(1).map(|p| steps[p]) {
-                if *percent >= previous {
+            } else if let Some(previous) = steps[..i].iter().rev().find(|p| in_range(p)) {
+                // The last step in range: one out of range is said once, not again as the
+                // next step's.
+                if percent >= previous {
                     errors.push(
                         format!("{PATH}.steps[{i}]"),
                         format!("must be less than the previous step's {previous}, got {percent}"),
