@@ -157,6 +157,10 @@ def test_abort_says_how_to_restore_by_hand_when_the_safety_net_does_not_act(tmp_
             halfway = scenarios.read_weights(sandbox)
             waiting = json.loads(open(plan).read())
             waiting["approval"] = {"beforeSteps": [waiting["steps"][0]["weight"]], "timeoutSeconds": 600}
+            # It starts from the aborted one's weights: without this, its Prepare refuses them
+            # (the canary already receives traffic) and it ends FAILED within a second, before
+            # the restore below or the stop could see it running.
+            waiting["rollback"] = {**waiting.get("rollback", {}), "allowCanaryInBaseline": True}
             waits = tmp_path / "waits.json"
             waits.write_text(json.dumps(waiting))
             newer = sandbox.cli("start", str(waits), "--name", "newer")
@@ -164,8 +168,9 @@ def test_abort_says_how_to_restore_by_hand_when_the_safety_net_does_not_act(tmp_
             newer_arn = newer.stdout.strip().removeprefix("started: ")
             sfn = sandbox.client("stepfunctions")
             deadline = time.monotonic() + 60
-            while len(sfn.get_execution_history(executionArn=newer_arn)["events"]) < 2:
-                assert time.monotonic() < deadline, "the newer rollout never ran"
+            while not any(e.get("stateEnteredEventDetails", {}).get("name") == "AwaitApproval"
+                          for e in sfn.get_execution_history(executionArn=newer_arn, maxResults=1000)["events"]):
+                assert time.monotonic() < deadline, "the newer rollout never waited for its approval"
                 time.sleep(0.2)
             refused = sandbox.cli("restore", arn, "--yes")
             captured(refused.stdout + refused.stderr)
@@ -190,10 +195,15 @@ def test_abort_says_how_to_restore_by_hand_when_the_safety_net_does_not_act(tmp_
                     f"{newer_arn} (ABORTED, shifts ") in restored.stdout, restored.stdout
             assert scenarios.read_weights(sandbox) == BASELINE
 
-        # The held delivery arrives: the newer rollout moved nothing, so the safety net writes
-        # the baseline (already back by hand: the same weights again).
+        # The held deliveries arrive: the newer rollout moved nothing, so its safety net writes
+        # nothing (its baseline, the aborted one's halfway weights, would undo the restore by
+        # hand), and the aborted one's writes its baseline (already back by hand: the same
+        # weights again).
         answer = sandbox.safety_net.answer_for(arn)
         assert answer["restored"] is True, json.dumps(answer)
+        newer_answer = sandbox.safety_net.answer_for(newer_arn)
+        assert newer_answer["restored"] is False, json.dumps(newer_answer)
+        assert "before its first step: no traffic had moved" in newer_answer["reason"], newer_answer["reason"]
         again = sandbox.cli("abort", arn)
         assert again.returncode == 0, again.stderr
         assert again.stdout.splitlines()[0] == f"{arn} already ended ABORTED; checking the safety net restored the baseline"

@@ -15,7 +15,7 @@ use canary_aws::ExecutionHistory;
 use canary_core::limits::{join_bounded, MAX_REASON_BYTES};
 use canary_core::plan::settle_seconds;
 use canary_core::state::{
-    ExecutionState, FOREIGN_ENDS, LAST_SET_STATES, PREPARE_STATE, SETTLED_ENDS,
+    ExecutionState, FOREIGN_ENDS, LAST_SET_STATES, PREPARE_STATE, SETTLED_ENDS, SET_STATE,
 };
 use canary_core::{RolloutPlan, TargetWeights};
 use serde_json::Value;
@@ -124,6 +124,14 @@ pub fn assess(status: Option<&str>, history: &ExecutionHistory) -> Assessment {
         (Some(status), None) => format!("ended {status} at {at}"),
         (None, None) => format!("ended at {at}"),
     };
+    // A rollout that never began a step moved nothing (its Prepare only attaches the canary at
+    // weight 0): writing its baseline would overwrite whatever was set since, a restore by hand
+    // of an older rollout, say. A step begun and cut short may have written: that restores.
+    if expected.is_none() && !history.states.iter().any(|s| s.name == SET_STATE) {
+        return Assessment::LeaveAlone(format!(
+            "the execution {how} before its first step: no traffic had moved"
+        ));
+    }
     Assessment::Restore {
         baseline,
         expected,
@@ -516,6 +524,26 @@ mod tests {
             panic!("restores the unchanged targets")
         };
         assert_eq!(expected, baseline);
+    }
+
+    #[test]
+    fn stopped_before_its_first_step_nothing_is_restored_but_a_step_begun_is() {
+        let mut history = moved_traffic(&[], None);
+        history.states.truncate(2);
+        history.states.push(entered("WaitForApproval"));
+        assert_eq!(
+            assess(Some("ABORTED"), &history),
+            Assessment::LeaveAlone(
+                "the execution ended ABORTED at WaitForApproval before its first step: no \
+                 traffic had moved"
+                    .to_owned()
+            )
+        );
+        history.states.push(entered("SetWeights"));
+        assert!(matches!(
+            assess(Some("ABORTED"), &history),
+            Assessment::Restore { expected: None, .. }
+        ));
     }
 
     #[test]

@@ -464,7 +464,9 @@ fn said_of_a_null(values: &Map<String, Value>, path: &str, message: String) -> S
     let mut at = Some(values);
     if path != "plan" {
         for key in path.split('.') {
-            at = at.and_then(|object| object.get(key)).and_then(Value::as_object);
+            at = at
+                .and_then(|object| object.get(key))
+                .and_then(Value::as_object);
         }
     }
     match at.and_then(|object| object.get(field)) {
