@@ -12,7 +12,7 @@
 #   make release LAMBDA_DIR=target/bench  the same, put elsewhere (scripts/bench.sh)
 
 ROOT := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
-# The packages template.yaml deploys (tests/e2e/test_sandbox_template.py checks that each
+# The packages template.yaml deploys (tests/e2e/test_release_build.py checks that each
 # function's CodeUri is one of them).
 FUNCTIONS := shift-weights evaluate-alarms register-cluster cluster-created fleet-waves
 LAMBDA_DIR ?= $(ROOT)/target/lambda
