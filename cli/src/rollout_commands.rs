@@ -363,7 +363,8 @@ pub async fn abort(
 }
 
 /// Waits, up to `timeout`, until the targets of the ended `execution_arn` read the baseline its
-/// Prepare recorded: its safety net restored them (or it never moved traffic).
+/// Prepare recorded: its safety net restored them. One that never began a step moved nothing,
+/// and its safety net writes nothing (weights set since are left as they are): no wait.
 pub async fn wait_for_baseline(
     config: &SdkConfig,
     sfn: &SdkExecutions,
@@ -375,6 +376,13 @@ pub async fn wait_for_baseline(
     let Some((baseline, plan)) = recorded(&events, execution_arn, printer)? else {
         return Ok(());
     };
+    if !history::set_a_step(&events) {
+        printer.say(
+            "it never set a step (no traffic moved): nothing for the safety net to restore",
+            json!({"type": "nothingToRestore"}),
+        );
+        return Ok(());
+    }
     let traffic = Traffic::new(config)?;
     let deadline = Instant::now() + timeout;
     loop {

@@ -194,6 +194,14 @@ def test_abort_says_how_to_restore_by_hand_when_the_safety_net_does_not_act(tmp_
             assert (f"a newer rollout of the same targets moved nothing (it ended before its first step): "
                     f"{newer_arn} (ABORTED, shifts ") in restored.stdout, restored.stdout
             assert scenarios.read_weights(sandbox) == BASELINE
+            # `abort` of the newer one, whose baseline (the halfway weights) is no longer there:
+            # it moved nothing and its safety net writes nothing, so there is nothing to wait for
+            # (not a wait that ends advising a restore that has nothing to restore).
+            newer_aborted = sandbox.cli("abort", newer_arn, "--timeout", "4")
+            assert newer_aborted.returncode == 0, newer_aborted.stderr
+            assert newer_aborted.stdout.splitlines()[-1] == \
+                "it never set a step (no traffic moved): nothing for the safety net to restore", newer_aborted.stdout
+            assert scenarios.read_weights(sandbox) == BASELINE
 
         # The held deliveries arrive: the newer rollout moved nothing, so its safety net writes
         # nothing (its baseline, the aborted one's halfway weights, would undo the restore by

@@ -1292,35 +1292,6 @@ sfn_state_task_service.StateTaskService._before_eval_execution = _before_service
 sfn_state_task_lambda.StateTaskLambda._eval_parameters = _lambda_parameters
 
 
-# --- 19. A directly invoked function's errors, named as Step Functions names them ----------------
-from botocore.exceptions import BotoCoreError  # noqa: E402
-from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (  # noqa: E402
-    state_task_service_lambda as sfn_state_task_service_lambda,
-)
-
-_stock_direct_lambda_error = sfn_state_task_lambda.StateTaskLambda._from_error
-
-
-def _direct_lambda_error(self, env, ex):
-    if isinstance(ex, sfn_state_task_lambda.ClientError):
-        error, cause = sfn_state_task_service_lambda.StateTaskServiceLambda._error_cause_from_client_error(ex)
-    elif isinstance(ex, BotoCoreError):
-        error, cause = "Lambda.SdkClientException", str(ex)
-    else:
-        return _stock_direct_lambda_error(self, env, ex)
-    return sfn_state_task_lambda.FailureEvent(
-        env=env,
-        error_name=sfn_state_task_lambda.CustomErrorName(error),
-        event_type=sfn_state_task_lambda.HistoryEventType.LambdaFunctionFailed,
-        event_details=sfn_state_task_lambda.EventDetails(
-            lambdaFunctionFailedEventDetails=sfn_state_task_lambda.LambdaFunctionFailedEventDetails(
-                error=error, cause=cause)),
-    )
-
-
-sfn_state_task_lambda.StateTaskLambda._from_error = _direct_lambda_error
-
-
 # 18. Change Calendars.
 import icalendar  # noqa: E402
 from moto.ssm import models as ssm_models  # noqa: E402
@@ -1417,6 +1388,35 @@ def get_calendar_state(self):
 ssm_models.Document.__init__ = _document_init
 ssm_models._validate_document_format = _validate_document_format
 SimpleSystemManagerResponse.get_calendar_state = get_calendar_state
+
+
+# --- 19. A directly invoked function's errors, named as Step Functions names them ----------------
+from botocore.exceptions import BotoCoreError  # noqa: E402
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (  # noqa: E402
+    state_task_service_lambda as sfn_state_task_service_lambda,
+)
+
+_stock_direct_lambda_error = sfn_state_task_lambda.StateTaskLambda._from_error
+
+
+def _direct_lambda_error(self, env, ex):
+    if isinstance(ex, sfn_state_task_lambda.ClientError):
+        error, cause = sfn_state_task_service_lambda.StateTaskServiceLambda._error_cause_from_client_error(ex)
+    elif isinstance(ex, BotoCoreError):
+        error, cause = "Lambda.SdkClientException", str(ex)
+    else:
+        return _stock_direct_lambda_error(self, env, ex)
+    return sfn_state_task_lambda.FailureEvent(
+        env=env,
+        error_name=sfn_state_task_lambda.CustomErrorName(error),
+        event_type=sfn_state_task_lambda.HistoryEventType.LambdaFunctionFailed,
+        event_details=sfn_state_task_lambda.EventDetails(
+            lambdaFunctionFailedEventDetails=sfn_state_task_lambda.LambdaFunctionFailedEventDetails(
+                error=error, cause=cause)),
+    )
+
+
+sfn_state_task_lambda.StateTaskLambda._from_error = _direct_lambda_error
 
 
 def serve_on_a_port_of_its_own(host):
