@@ -1,5 +1,5 @@
 """Step Functions execution status changes, delivered to the safety nets (the rollouts' and the
-fleets') as AWS delivers them.
+fleets') as AWS delivers them, and the safety net's sweep, fired by its schedule.
 
 moto's engine puts the `Step Functions Execution Status Change` event on the account's default
 bus when an execution ends (tests/moto/moto_server.py); moto's EventBridge matches it against
@@ -7,7 +7,17 @@ the stack's SafetyNet rule and invokes the rule's function asynchronously with t
 InputTransformer applied; that invocation waits in Lambda's event queue (event_queue.py). The
 sandbox keeps each answer by execution: `answer_for` tells what the safety net did, `held()`
 delays it (a delivery that arrives late), and disabling the rule (`rule`) loses the events.
+
+The sweep (template.yaml `SafetyNetSweep`, a schedule rule every 5 minutes, which moto's
+EventBridge does not fire): `SweepSchedule` reads the stack's schedule rule and its target's
+Input from moto and invokes the target asynchronously with that Input, as EventBridge does, every
+`every` seconds and with a grace period of `grace` seconds (the sandbox's time is scaled down, as
+its bakes are). Both invoke the same function, so both wait in the same Lambda event queue:
+`held()` delays the sweep too. A sweep is not queued while the previous one still waits (where
+Lambda would deliver each, late, in turn; each would find the same).
 """
+import json
+import threading
 import time
 
 from .event_queue import RuleDeliveries
@@ -23,8 +33,18 @@ class SafetyNetEvents(RuleDeliveries):
     def __init__(self, *args):
         super().__init__(*args)
         self.answers = {}  # execution ARN -> (function error, answer)
+        self.sweeps = []  # (function error, answer) of each sweep delivered
+        self.sweep_waiting = threading.Event()
 
     def reacted(self, payload, error, answer):
+        if payload.get("operation") == "sweep":
+            self.sweep_waiting.clear()
+            self.sweeps.append((error, answer))
+            if error:
+                self.log(f"safety net sweep failed: {answer}")
+            for swept in [] if error else answer["swept"]:
+                self.log(f"safety net sweep, for {swept['executionArn'].rsplit(':', 1)[-1]}: {swept['reason']}")
+            return
         execution = payload[self.EXECUTION]
         self.answers[execution] = (error, answer)
         self.log(f"{self.WHAT}, for {execution.rsplit(':', 1)[-1]} ended {payload['status']}: "
@@ -53,3 +73,54 @@ class FleetSafetyNetEvents(SafetyNetEvents):
     MACHINE = "-fleet"
     EXECUTION = "fleetExecution"
     WHAT = "fleet safety net"
+
+
+class SweepSchedule:
+    """The stack's schedule rule whose target is the safety net's function, fired every `every`
+    seconds with its target's Input (`graceSeconds` replaced by `grace`)."""
+
+    def __init__(self, client, safety_net, every, grace):
+        self.client = client
+        self.safety_net = safety_net
+        self.every = every
+        self.grace = grace
+        self.stopping = threading.Event()
+        self.thread = None
+
+    def start(self):
+        events = self.client("events")
+        found = []
+        for page in events.get_paginator("list_rules").paginate():
+            for rule in page["Rules"]:
+                if not rule.get("ScheduleExpression"):
+                    continue
+                for target in events.list_targets_by_rule(Rule=rule["Name"])["Targets"]:
+                    if target["Arn"] == self.safety_net.function:
+                        found.append((rule, target))
+        if len(found) != 1:
+            raise LookupError(f"the stack should have one schedule for the safety net's function, found {found}")
+        self.rule, target = found[0]
+        self.input = {**json.loads(target["Input"]), "graceSeconds": self.grace}
+        self.thread = threading.Thread(target=self.fire, name="safety-net-sweep", daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self):
+        self.stopping.set()
+        if self.thread:
+            self.thread.join(timeout=10)
+
+    def fire(self):
+        lambda_ = self.client("lambda")
+        while not self.stopping.wait(self.every):
+            rule = self.client("events").describe_rule(Name=self.rule["Name"])
+            if rule["State"] != "ENABLED" or self.safety_net.sweep_waiting.is_set():
+                continue
+            self.safety_net.sweep_waiting.set()
+            lambda_.invoke(FunctionName=self.safety_net.function, InvocationType="Event",
+                           Payload=json.dumps(self.input).encode())
+
+    def swept(self, execution_arn):
+        """The sweeps' answers that put `execution_arn`'s traffic back."""
+        return [s for error, answer in list(self.safety_net.sweeps) if not error
+                for s in answer["swept"] if s["executionArn"] == execution_arn]

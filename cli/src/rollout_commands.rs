@@ -165,6 +165,10 @@ pub async fn watch(
                     ),
                     Err(why) => printer.text(&format!("weights now: cannot read: {why}")),
                 }
+                if without_its_own_rollback(&execution) {
+                    let events = sfn.events(execution_arn).await?;
+                    safety_nets_turn(config, execution_arn, &events, plan, &traffic, printer).await;
+                }
             }
             printer.finish();
             return Ok(execution.status == "SUCCEEDED");
@@ -187,6 +191,101 @@ pub async fn watch(
         let pages = u32::try_from(events.len() / 1000 + 1).unwrap_or(u32::MAX);
         tokio::time::sleep(POLL.saturating_mul(pages)).await;
     }
+}
+
+/// How long the live view, once an execution ended without its own rollback, looks for the
+/// safety net's restore (it comes within seconds when its rule is enabled).
+const SAFETY_NET_LOOK: Duration = Duration::from_secs(15);
+
+/// Stopped, timed out, or failed with an error no Catch handles (`States.*`): the state
+/// machine ran no rollback; the safety net is to.
+fn without_its_own_rollback(execution: &canary_aws::executions::Execution) -> bool {
+    match execution.status.as_str() {
+        "ABORTED" | "TIMED_OUT" => true,
+        "FAILED" => execution
+            .error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("States.")),
+        _ => false,
+    }
+}
+
+/// After such an end: what the traffic is, said only once read back. At the baseline within
+/// [`SAFETY_NET_LOOK`] is the safety net's restore; otherwise it says so, whether the SafetyNet
+/// rule is enabled, and the ways on.
+async fn safety_nets_turn(
+    config: &SdkConfig,
+    execution_arn: &str,
+    events: &[HistoryEvent],
+    plan: &RolloutPlan,
+    traffic: &Traffic,
+    printer: &mut Printer,
+) {
+    let Some(baseline) = history::baseline(events).filter(|_| history::set_a_step(events)) else {
+        return; // nothing had moved
+    };
+    let deadline = Instant::now() + SAFETY_NET_LOOK;
+    let mut found = traffic.weights(plan).await;
+    while found.as_ref().is_ok_and(|w| *w != baseline) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        found = traffic.weights(plan).await;
+    }
+    if found.as_ref().is_ok_and(|w| *w == baseline) {
+        printer.say(
+            &format!("baseline restored: {}", weights_text(&baseline)),
+            json!({"type": "restored", "weights": baseline}),
+        );
+        return;
+    }
+    let found = found.map_or_else(|why| why, |w| weights_text(&w));
+    let rule = safety_net_rule_trouble(config, execution_arn).await;
+    printer.say(
+        &format!(
+            "not at the baseline ({}) {} s after the end: found {found}. {}\n  \
+             `cluster-canary abort {execution_arn}` waits for the safety net; \
+             `cluster-canary restore {execution_arn}` puts back what this rollout moved",
+            weights_text(&baseline),
+            SAFETY_NET_LOOK.as_secs(),
+            rule.as_deref().unwrap_or(
+                "The safety net's rule is enabled: its restore may still come (a delivery can be \
+                 late), or it left a target someone else changed as they left it"
+            )
+        ),
+        json!({"type": "notRestored", "weights": found, "baseline": baseline, "safetyNetRule": rule}),
+    );
+}
+
+/// What is wrong with the rule that sends the rollout state machine's abnormal ends to the
+/// safety net, in words for a person; `None` when one is enabled.
+async fn safety_net_rule_trouble(config: &SdkConfig, execution_arn: &str) -> Option<String> {
+    use canary_aws::{RuleState, SdkEvents};
+    let machine = canary_aws::state_machine_of(execution_arn)?;
+    let mut regional = config.to_builder();
+    if let Some(region) = region_of(execution_arn) {
+        regional = regional.region(aws_config::Region::new(region.to_owned()));
+    }
+    let rules = match SdkEvents::new(&regional.build())
+        .rules_for_ends_of(&machine)
+        .await
+    {
+        Ok(rules) => rules,
+        Err(e) => return Some(format!("The stack's SafetyNet rule could not be read: {e}")),
+    };
+    if rules.iter().any(|(_, state)| *state == RuleState::Enabled) {
+        return None;
+    }
+    let sweep = "nothing restores a stopped rollout but the stack's sweep (every 5 minutes, \
+                 for what a rollout left where it was) or a person";
+    Some(match rules.first() {
+        Some((name, _)) => format!(
+            "The stack's SafetyNet rule {name} is DISABLED: {sweep}. Enable it: aws events \
+             enable-rule --name {name}"
+        ),
+        None => format!(
+            "No rule sends {machine}'s ends to the safety net (the stack's SafetyNet rule is \
+             deleted): {sweep}. Deploy the stack again"
+        ),
+    })
 }
 
 /// Writes the execution's report page (`report.rs`): its history, and the compared metrics'
@@ -385,6 +484,7 @@ pub async fn wait_for_baseline(
     }
     let traffic = Traffic::new(config)?;
     let deadline = Instant::now() + timeout;
+    let mut rule_said = false;
     loop {
         let now_weights = traffic.weights(&plan).await;
         if now_weights.as_ref().is_ok_and(|w| *w == baseline) {
@@ -394,18 +494,30 @@ pub async fn wait_for_baseline(
             );
             return Ok(());
         }
+        // Not back at the first look: is there a safety net to wait for? Said once, at once.
+        if !rule_said {
+            rule_said = true;
+            if let Some(trouble) = safety_net_rule_trouble(config, execution_arn).await {
+                printer.say(
+                    &trouble,
+                    json!({"type": "safetyNetRuleOff", "reason": trouble}),
+                );
+            }
+        }
         if Instant::now() > deadline {
             let found = match now_weights {
                 Ok(weights) => weights_text(&weights),
                 Err(why) => why,
             };
+            let rule = safety_net_rule_trouble(config, execution_arn).await;
             return Err(CliError::TimedOut(format!(
-                "the baseline is not back after {}: found {found}, expected {}.\n\
-                 The safety net leaves a rollout alone that ended settled (a foreign change it refused to \
-                 overwrite), and acts only if the stack's SafetyNet rule is enabled. Restore by hand:\n  \
+                "the baseline is not back after {}: found {found}, expected {}.\n{} Restore by hand:\n  \
                  cluster-canary restore {execution_arn}",
                 duration_text(timeout.as_secs()),
-                weights_text(&baseline)
+                weights_text(&baseline),
+                rule.unwrap_or_else(|| "The safety net leaves a rollout alone that ended settled (a \
+                     foreign change it refused to overwrite), and its delivery may be late."
+                    .to_owned()),
             )));
         }
         tokio::time::sleep(POLL).await;

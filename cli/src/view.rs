@@ -272,9 +272,10 @@ pub fn lines(update: &Update, output: Output, verbose: bool) -> Vec<String> {
             cause,
         } => one(match (status.as_str(), error) {
             ("SUCCEEDED", _) => format!("outcome: {}", paint(output, Tone::Good, "SUCCEEDED")),
-            // No Catch runs when an execution is stopped or times out: the safety net acts.
+            // No Catch runs when an execution is stopped or times out: the safety net is to act,
+            // which only the weights read back afterwards can tell.
             ("ABORTED" | "TIMED_OUT", _) => format!(
-                "outcome: {}{} -- the safety net restores the baseline (`cluster-canary abort` waits for it)",
+                "outcome: {}{} -- it ran no rollback of its own: the safety net's to restore",
                 paint(output, Tone::Bad, status),
                 cause.as_deref().map(|c| format!(" ({c})")).unwrap_or_default()
             ),

@@ -745,8 +745,9 @@ fn every_event_the_definition_publishes_has_its_schema_and_matches_it() {
     // Put by functions, not a state machine (each checked against its schema in the
     // end-to-end tests): cluster-created's `Rollout Not Started`, evaluate-alarms' `Instant
     // Rollback Off` (tests/e2e/test_iam.py), fleet-waves' `Cell Failed` and `Fleet Stopped`
-    // (tests/e2e/test_fleets.py), and the freezes' `Rollout Frozen`, `Wave Frozen`, and the
-    // CLI's `Rollouts Frozen` and `Rollouts Unfrozen` (tests/e2e/test_freezes.py).
+    // (tests/e2e/test_fleets.py), the freezes' `Rollout Frozen`, `Wave Frozen`, and the
+    // CLI's `Rollouts Frozen` and `Rollouts Unfrozen` (tests/e2e/test_freezes.py), and
+    // shift-weights' `Safety Net Swept` (tests/e2e/test_sweep.py).
     for sent_by_a_function in [
         "rollout-not-started.schema.json",
         "instant-rollback-off.schema.json",
@@ -756,6 +757,7 @@ fn every_event_the_definition_publishes_has_its_schema_and_matches_it() {
         "wave-frozen.schema.json",
         "rollouts-frozen.schema.json",
         "rollouts-unfrozen.schema.json",
+        "safety-net-swept.schema.json",
     ] {
         assert!(
             documented.remove(sent_by_a_function),

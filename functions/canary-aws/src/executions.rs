@@ -169,26 +169,29 @@ pub struct ExecutionHistory {
 }
 
 impl ExecutionHistory {
-    /// The states and the failure, from the full history.
-    pub fn from_events(events: &[HistoryEvent]) -> Self {
+    /// The states and the failure, from the full history (moved, not copied: every state's
+    /// input holds the plan, up to 256 KiB).
+    pub fn from_events(events: Vec<HistoryEvent>) -> Self {
         let mut history = ExecutionHistory::default();
         for event in events {
-            match &event.kind {
-                EventKind::StateEntered { name, .. } => history.states.push(StateEvent {
-                    name: name.clone(),
+            match event.kind {
+                EventKind::StateEntered { name, input } => history.states.push(StateEvent {
+                    name,
                     exited: false,
+                    input,
                     output: None,
                 }),
                 EventKind::StateExited { name, output } => history.states.push(StateEvent {
-                    name: name.clone(),
+                    name,
                     exited: true,
-                    output: output.clone(),
+                    input: None,
+                    output,
                 }),
                 EventKind::ExecutionEnded { status, error, .. } => {
                     if status == "FAILED" {
-                        history.failure_error = error.clone();
+                        history.failure_error = error;
                     }
-                    history.ended = Some(status.clone());
+                    history.ended = Some(status);
                 }
                 _ => {}
             }
@@ -197,11 +200,12 @@ impl ExecutionHistory {
     }
 }
 
-/// A state entered (no output) or exited (with its output).
+/// A state entered (with its input) or exited (with its output).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StateEvent {
     pub name: String,
     pub exited: bool,
+    pub input: Option<String>,
     pub output: Option<String>,
 }
 
@@ -243,6 +247,24 @@ pub struct Listed {
     pub status: String,
     /// Seconds since the Unix epoch.
     pub started: f64,
+    /// When it ended (seconds since the Unix epoch); `None` while it runs.
+    pub stopped: Option<f64>,
+}
+
+/// The executions that ended: the safety net's sweep looks for those whose traffic was left
+/// away from their baseline.
+#[async_trait]
+pub trait EndedExecutions: Send + Sync {
+    /// The executions of `state_machine_arn` with `status` (`ABORTED`, `FAILED`, ...) that
+    /// ended at or after `since` (seconds since the epoch), among the `limit` newest started
+    /// with that status (ListExecutions lists by start, newest first).
+    async fn ended_since(
+        &self,
+        state_machine_arn: &str,
+        status: &str,
+        since: f64,
+        limit: usize,
+    ) -> Result<Vec<Listed>, AwsError>;
 }
 
 /// The state machine an execution ARN belongs to (`…:execution:SM:NAME` → `…:stateMachine:SM`).
@@ -356,6 +378,7 @@ impl SdkExecutions {
                 arn: e.execution_arn().to_owned(),
                 status: e.status().as_str().to_owned(),
                 started: e.start_date().as_secs_f64(),
+                stopped: e.stop_date().map(DateTime::as_secs_f64),
             }));
             if listed.len() >= limit {
                 break;
@@ -396,6 +419,7 @@ impl SdkExecutions {
                     arn: e.execution_arn().to_owned(),
                     status: e.status().as_str().to_owned(),
                     started,
+                    stopped: e.stop_date().map(DateTime::as_secs_f64),
                 });
             }
             if older {
@@ -500,7 +524,7 @@ impl ExecutionsApi for SdkExecutions {
 
     async fn history(&self, execution_arn: &str) -> Result<ExecutionHistory, AwsError> {
         let events = self.events(execution_arn).await?;
-        Ok(ExecutionHistory::from_events(&events))
+        Ok(ExecutionHistory::from_events(events))
     }
 
     async fn started_after(
@@ -522,6 +546,47 @@ impl ExecutionsApi for SdkExecutions {
 
     async fn newest(&self, state_machine_arn: &str, limit: usize) -> Result<Vec<Listed>, AwsError> {
         self.listed(state_machine_arn, false, limit).await
+    }
+}
+
+#[async_trait]
+impl EndedExecutions for SdkExecutions {
+    async fn ended_since(
+        &self,
+        state_machine_arn: &str,
+        status: &str,
+        since: f64,
+        limit: usize,
+    ) -> Result<Vec<Listed>, AwsError> {
+        let mut listed = Vec::new();
+        let mut pages = self
+            .client
+            .list_executions()
+            .state_machine_arn(state_machine_arn)
+            .status_filter(sfn::types::ExecutionStatus::from(status))
+            .max_results(i32::try_from(limit.min(1000)).unwrap_or(1000))
+            .into_paginator()
+            .send();
+        let mut seen = 0;
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| AwsError::from_sdk("ListExecutions", e))?;
+            for e in page.executions() {
+                seen += 1;
+                let stopped = e.stop_date().map(DateTime::as_secs_f64);
+                if stopped.is_some_and(|stopped| stopped >= since) {
+                    listed.push(Listed {
+                        arn: e.execution_arn().to_owned(),
+                        status: e.status().as_str().to_owned(),
+                        started: e.start_date().as_secs_f64(),
+                        stopped,
+                    });
+                }
+            }
+            if seen >= limit {
+                break;
+            }
+        }
+        Ok(listed)
     }
 }
 

@@ -40,10 +40,10 @@ pub use eks::{
     AccessEntries, ClusterAccounts, ClusterEksApi, ClusterInfo, ClusterReadiness, EksApi, SdkEks,
 };
 pub use error::{AwsError, AwsErrorKind};
-pub use events::{EventPublisher, SdkEvents, EVENT_SOURCE};
+pub use events::{EventPublisher, RuleState, RuleStates, SdkEvents, EVENT_SOURCE};
 pub use executions::{
-    state_machine_of, ExecutionHistory, ExecutionStarter, ExecutionsApi, Listed, SdkExecutions,
-    Started, StateEvent,
+    state_machine_of, EndedExecutions, ExecutionHistory, ExecutionStarter, ExecutionsApi, Listed,
+    SdkExecutions, Started, StateEvent,
 };
 #[cfg(feature = "fleet-plans")]
 pub use fleet_plans::{load_fleet_plan, FleetPlanError, FleetPlanStore, SdkFleetPlans};

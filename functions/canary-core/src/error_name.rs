@@ -79,6 +79,10 @@ pub enum ErrorName {
     /// A metrics provider refused the function's credentials (401/403), or answered with
     /// something that is not its API (a wrong URL, a proxy's page): retrying cannot fix it.
     MetricsProviderRefused,
+    /// The stack's SafetyNet rule is disabled or deleted: a rollout stopped, timed out or
+    /// failed without its own rollback would keep its traffic where it stopped until the sweep
+    /// (or a person) restored it. Nothing started; enable the rule and start again.
+    SafetyNetDisabled,
 }
 
 /// An error that knows its stable name: what every function's error type implements.

@@ -49,6 +49,10 @@ pub enum Metric {
     /// emitted without dimensions, for the template's `RestoreFailingAlarm`, which pages at the
     /// first failure rather than when the retries are spent.
     RestoreFailures,
+    /// 1 when the safety net's sweep restored a rollout that ended ABORTED, FAILED or TIMED_OUT
+    /// with traffic still where it left it: the SafetyNet rule is disabled or its delivery was
+    /// lost. Also emitted without dimensions, for the template's `SafetyNetSweptAlarm`.
+    SafetyNetSweeps,
     /// 1 the first time in a rollout that its alarm watch could not be registered: instant
     /// rollback is off, and only the polling checks roll back. Also emitted without dimensions,
     /// for the template's `AlarmWatchUnavailableAlarm`.
@@ -78,6 +82,7 @@ impl Metric {
             | Metric::RollbacksReverted
             | Metric::ForeignChanges
             | Metric::RestoreFailures
+            | Metric::SafetyNetSweeps
             | Metric::AlarmWatchUnavailable
             | Metric::FrozenChecks
             | Metric::CellsPromoted
@@ -101,6 +106,7 @@ impl Metric {
             | Metric::RollbacksReverted
             | Metric::ForeignChanges
             | Metric::RestoreFailures
+            | Metric::SafetyNetSweeps
             | Metric::AlarmWatchUnavailable
             | Metric::FrozenChecks => &["Cluster"],
             Metric::CellsPromoted | Metric::CellsFailed => &["Fleet"],
@@ -115,6 +121,7 @@ impl Metric {
             Metric::RollbacksReverted
                 | Metric::ForeignChanges
                 | Metric::RestoreFailures
+                | Metric::SafetyNetSweeps
                 | Metric::AlarmWatchUnavailable
         )
     }
@@ -217,6 +224,10 @@ impl Point {
 
     pub fn restore_failure(cluster: &str) -> Self {
         Point::new(Metric::RestoreFailures, vec![cluster.to_owned()], 1.0)
+    }
+
+    pub fn safety_net_sweep(cluster: &str) -> Self {
+        Point::new(Metric::SafetyNetSweeps, vec![cluster.to_owned()], 1.0)
     }
 
     pub fn alarm_watch_unavailable(cluster: &str) -> Self {
@@ -340,6 +351,7 @@ mod tests {
             Point::rollback_reverted("r/c"),
             Point::foreign_change("r/c"),
             Point::restore_failure("r/c"),
+            Point::safety_net_sweep("r/c"),
             Point::alarm_watch_unavailable("r/c"),
             Point::frozen_check("r/c"),
             Point::compared_median("r/c", "p99 latency", "canary", 0.15),
@@ -363,6 +375,7 @@ mod tests {
                 Metric::RollbacksReverted
                     | Metric::ForeignChanges
                     | Metric::RestoreFailures
+                    | Metric::SafetyNetSweeps
                     | Metric::AlarmWatchUnavailable
             );
             assert_eq!(

@@ -117,6 +117,9 @@ pub enum AnalysisError {
     /// back when they persist.
     #[error("{0}")]
     Aws(#[from] AwsError),
+    /// Admit: the stack's SafetyNet rule is disabled or deleted.
+    #[error("{0}")]
+    SafetyNetDisabled(String),
 }
 
 impl NamedError for AnalysisError {
@@ -134,6 +137,7 @@ impl NamedError for AnalysisError {
             AnalysisError::HookFailed { .. } => ErrorName::HookFailed,
             AnalysisError::Traffic(e) => e.name(),
             AnalysisError::Aws(e) => e.error_name(),
+            AnalysisError::SafetyNetDisabled(_) => ErrorName::SafetyNetDisabled,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! - traffic: one [`traffic::TrafficRouter`] per kind of traffic target, and the operations
 //!   written once over it: [`prepare`], [`set`] (set and verify, compare-and-set),
 //!   [`restore`], a gradual rollback's [`step_back`], [`retire`] (detach), [`target_health`],
-//!   and the [`safety_net`];
+//!   the [`safety_net`] and its [`sweep`];
 //! - signals: one [`signals::SignalSource`] per provider, and the checks over them
 //!   ([`analysis`]: validate at Prepare, evaluate at every check); the plan's [`hooks`];
 //!   the [`alarm_watch`] that fails a bake the moment a watched alarm fires.
@@ -24,6 +24,7 @@ pub mod safety_net;
 pub mod set;
 pub mod signals;
 pub mod step_back;
+pub mod sweep;
 pub mod target_health;
 pub mod traffic;
 

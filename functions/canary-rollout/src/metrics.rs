@@ -40,6 +40,12 @@ pub fn restore_failure(plan: &RolloutPlan) {
     emit_metrics([Point::restore_failure(&cluster(plan))]);
 }
 
+/// The safety net's sweep restored a rollout its safety net had not: pages
+/// (`SafetyNetSweptAlarm`).
+pub fn safety_net_sweep(plan: &RolloutPlan) {
+    emit_metrics([Point::safety_net_sweep(&cluster(plan))]);
+}
+
 /// The rollout's alarm watch could not be registered, the first time: instant rollback is off.
 pub fn alarm_watch_unavailable(plan: &RolloutPlan) {
     emit_metrics([Point::alarm_watch_unavailable(&cluster(plan))]);

@@ -441,6 +441,7 @@ mod tests {
                     .then(|| StateEvent {
                         name: "SetWeights".to_owned(),
                         exited: false,
+                        input: None,
                         output: None,
                     })
                     .into_iter()
@@ -479,6 +480,7 @@ mod tests {
             arn: format!("arn:aws:states:us-east-1:123456789012:execution:m:{name}"),
             status: status.to_owned(),
             started: 2.0,
+            stopped: None,
         }
     }
 

@@ -140,7 +140,10 @@ pub fn assess(status: Option<&str>, history: &ExecutionHistory) -> Assessment {
 }
 
 /// The plan an execution was started with (its input).
-async fn plan_of(apis: &Apis<'_>, execution_arn: &str) -> Result<RolloutPlan, ShiftError> {
+pub(crate) async fn plan_of(
+    apis: &Apis<'_>,
+    execution_arn: &str,
+) -> Result<RolloutPlan, ShiftError> {
     let plan: Value = apis
         .executions
         .execution_input(execution_arn)
@@ -157,7 +160,7 @@ async fn plan_of(apis: &Apis<'_>, execution_arn: &str) -> Result<RolloutPlan, Sh
 
 /// The newer rollouts of the same targets that set a step (one refused at Prepare, or not
 /// there yet, moved nothing and does not count).
-async fn newer_that_moved(
+pub(crate) async fn newer_that_moved(
     apis: &Apis<'_>,
     execution_arn: &str,
     plan: &RolloutPlan,
@@ -347,6 +350,7 @@ mod tests {
         StateEvent {
             name: name.to_owned(),
             exited: false,
+            input: None,
             output: None,
         }
     }
@@ -355,6 +359,7 @@ mod tests {
         StateEvent {
             name: name.to_owned(),
             exited: true,
+            input: None,
             output: Some(output.to_string()),
         }
     }

@@ -1,9 +1,9 @@
 //! The `evaluate-alarms` Lambda: what the state machine sends it ([`Request`]) and the
 //! dispatch into `canary-rollout`, which holds the logic. Nine operations:
 //! - admitting the execution's input (the state machine's first state, `Admit`, before any
-//!   traffic moves; the input is the plan as it came, with no `operation`): the plan is valid and
-//!   every signal source of it can be evaluated (alarms exist, CloudWatch accepts the metric
-//!   queries).
+//!   traffic moves; the input is the plan as it came, with no `operation`): the stack's
+//!   SafetyNet rule is enabled, the plan is valid and every signal source of it can be
+//!   evaluated (alarms exist, CloudWatch accepts the metric queries).
 //! - `evaluate` (every check interval of a bake): collect every source's outcomes, judge them
 //!   with `canary_core::analysis::decide`, and say whether to roll back; unless it rolls back,
 //!   look at where traffic is (every target still at the weights this rollout last set, or
@@ -31,8 +31,9 @@ use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use canary_aws::{
-    AlarmWatchStore, EventPublisher, ExecutionsApi, Freezes, FunctionInvoker, SdkAlarmWatches,
-    SdkConfig, SdkEvents, SdkExecutions, SdkFreeze, SdkFunctions, StackFreeze, TaskFailer,
+    AlarmWatchStore, EventPublisher, ExecutionsApi, Freezes, FunctionInvoker, RuleState,
+    RuleStates, SdkAlarmWatches, SdkConfig, SdkEvents, SdkExecutions, SdkFreeze, SdkFunctions,
+    StackFreeze, TaskFailer,
 };
 use canary_core::alarm_watch::{AlarmStateChange, WatchDuring, WatchedStep};
 use canary_core::analysis::compare::Evidence;
@@ -141,6 +142,15 @@ pub struct Apis<'a> {
     pub events: &'a dyn EventPublisher,
     /// The change freezes a rollout honours.
     pub freezes: Freezes<'a>,
+    /// The stack's SafetyNet rule (`SAFETY_NET_RULE`), which must be enabled for a rollout to
+    /// start; `None` where the environment names none.
+    pub safety_net: Option<SafetyNetRule<'a>>,
+}
+
+/// The rule that sends the rollout state machine's abnormal ends to the safety net.
+pub struct SafetyNetRule<'a> {
+    pub rules: &'a dyn RuleStates,
+    pub name: &'a str,
 }
 
 /// The function's clients, built once from the SDK configuration and the environment (no
@@ -154,6 +164,7 @@ pub struct Clients {
     events: SdkEvents,
     freeze: SdkFreeze,
     stack_freeze: StackFreeze,
+    safety_net_rule: Option<String>,
 }
 
 impl Clients {
@@ -166,6 +177,7 @@ impl Clients {
             events: SdkEvents::new(config),
             freeze: SdkFreeze::new(config),
             stack_freeze: StackFreeze::from_env(env),
+            safety_net_rule: env("SAFETY_NET_RULE").filter(|name| !name.is_empty()),
         }
     }
 
@@ -182,6 +194,10 @@ impl Clients {
                 api: &self.freeze,
                 stack: &self.stack_freeze,
             },
+            safety_net: self.safety_net_rule.as_deref().map(|name| SafetyNetRule {
+                rules: &self.events,
+                name,
+            }),
         }
     }
 }
@@ -434,9 +450,30 @@ async fn say_frozen(
     apis.events.put_or_log(FROZEN, &detail).await;
 }
 
+/// A rollout stopped, timed out or failed by an error no Catch handles restores its baseline
+/// only through the SafetyNet rule: with the rule off, nothing starts.
+async fn require_enabled(rule: &SafetyNetRule<'_>) -> Result<(), AnalysisError> {
+    let state = rule.rules.rule_state(rule.name).await?;
+    let what = match state {
+        RuleState::Enabled => return Ok(()),
+        RuleState::Disabled => "is DISABLED",
+        RuleState::Missing => "does not exist",
+    };
+    Err(AnalysisError::SafetyNetDisabled(format!(
+        "the stack's SafetyNet rule {name} {what}: a rollout stopped, timed out or failed \
+         without its own rollback would keep its traffic where it stopped until the sweep found \
+         it. Nothing started. Enable it (aws events enable-rule --name {name}, or deploy the \
+         stack again) and start the rollout again",
+        name = rule.name
+    )))
+}
+
 /// The execution's input is a valid plan whose signal sources can all be evaluated, and whose
 /// change freezes can be read.
 async fn admit(apis: &Apis<'_>, input: Value) -> Result<Admitted, AnalysisError> {
+    if let Some(rule) = &apis.safety_net {
+        require_enabled(rule).await?;
+    }
     let plan = RolloutPlan::parse(input.clone())?.plan;
     apis.freezes.check(plan.freeze.as_ref()).await?;
     let checked = validate(&apis.signals, &plan).await?;

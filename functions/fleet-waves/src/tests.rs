@@ -120,6 +120,7 @@ impl FleetApis for World {
                 arn: e.arn.clone(),
                 status: e.status.clone(),
                 started: e.started,
+                stopped: None,
             })
             .collect())
     }

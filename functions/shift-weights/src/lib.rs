@@ -1,14 +1,16 @@
 //! The `shift-weights` Lambda: what the state machine sends it ([`Request`]) and the dispatch
 //! into `canary-rollout`, which holds the logic (prepare / set / verify / restore the traffic
 //! weights, a gradual rollback's steps back, the target health gate, detaching the old cluster
-//! after promotion, and the safety net for executions that ended without their own rollback).
+//! after promotion, the safety net for executions that ended without their own rollback, and
+//! its scheduled sweep).
 
 use std::collections::BTreeMap;
 
 use canary_core::{RolloutPlan, TargetWeights, WeightPair};
 use canary_rollout::outputs::ExecutionContext;
+use canary_rollout::sweep::{Sweep, SweepApis};
 use canary_rollout::{
-    metrics, prepare, restore, retire, safety_net, set, step_back, target_health,
+    metrics, prepare, restore, retire, safety_net, set, step_back, sweep, target_health,
 };
 use schemars::{schema_for, Schema};
 use serde::{Deserialize, Serialize};
@@ -102,6 +104,21 @@ pub enum Request {
         #[serde(default)]
         status: Option<String>,
     },
+    /// The safety net's sweep (the template's `SafetyNetSweep` schedule): put back the traffic
+    /// of rollouts that ended ABORTED, FAILED or TIMED_OUT within `withinSeconds` (and more than
+    /// `graceSeconds` ago) that the safety net would restore and whose targets are still where
+    /// they left them; each one is told (`Safety Net Swept`, `SafetyNetSweeps`).
+    #[serde(rename_all = "camelCase")]
+    Sweep {
+        state_machine_arn: String,
+        /// The stack's SafetyNet rule, whose state each swept rollout's event tells.
+        #[serde(default)]
+        safety_net_rule: Option<String>,
+        #[serde(default = "default_sweep_window")]
+        within_seconds: u64,
+        #[serde(default = "default_sweep_grace")]
+        grace_seconds: u64,
+    },
     /// A fleet that halted with `rollbackPromotedOnHalt`: put a promoted cell's targets that
     /// are still at the promotion back at its baseline (refused, nothing written, for one not
     /// promoted, retired, or followed by a newer rollout of the same targets).
@@ -113,14 +130,30 @@ pub enum Request {
     },
 }
 
+/// An hour: as long as EventBridge and Lambda retry the SafetyNet rule's delivery.
+fn default_sweep_window() -> u64 {
+    3600
+}
+
+/// Two minutes: the SafetyNet rule's delivery restores within seconds; the sweep is for the one
+/// that never comes.
+fn default_sweep_grace() -> u64 {
+    120
+}
+
 impl Request {
     pub fn parse(input: Value) -> Result<Self, ShiftError> {
         canary_core::input::parse_input(input).map_err(ShiftError::InvalidInput)
     }
 }
 
-/// Runs one invocation. The plan is parsed and validated once, here.
-pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, ShiftError> {
+/// Runs one invocation. The plan is parsed and validated once, here. `sweeping`: what only
+/// the sweep uses.
+pub async fn handle(
+    apis: &Apis<'_>,
+    sweeping: &SweepApis<'_>,
+    input: Value,
+) -> Result<Value, ShiftError> {
     match Request::parse(input)? {
         Request::Prepare { plan, execution } => {
             to_json(prepare::prepare(apis, &RolloutPlan::parse(plan)?, &execution).await?)
@@ -188,6 +221,23 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, ShiftError> 
             execution_arn,
             status,
         } => to_json(safety_net::safety_net(apis, &execution_arn, status.as_deref()).await?),
+        Request::Sweep {
+            state_machine_arn,
+            safety_net_rule,
+            within_seconds,
+            grace_seconds,
+        } => {
+            let request = Sweep {
+                state_machine_arn: &state_machine_arn,
+                safety_net_rule: safety_net_rule.as_deref(),
+                within_seconds,
+                grace_seconds,
+            };
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64());
+            to_json(sweep::sweep(apis, sweeping, &request, now).await?)
+        }
         Request::RollBackPromotion {
             execution_arn,
             cause,

@@ -2,8 +2,10 @@
 //! each test starts for itself (see `tests/src/lib.rs`), asserting on moto's state.
 
 use aws_config::SdkConfig;
+use canary_aws::{SdkEvents, SdkExecutions};
 use canary_core::NamedError;
 use canary_rollout::clients::TrafficClients;
+use canary_rollout::sweep::SweepApis;
 use cluster_canary_tests::{Moto, Observer, World};
 use serde_json::{json, Value};
 use shift_weights::{handle, ShiftError};
@@ -32,7 +34,16 @@ impl Env {
     }
 
     async fn call(&self, input: Value) -> Result<Value, ShiftError> {
-        handle(&self.clients.apis(), input).await
+        let (executions, events) = (
+            SdkExecutions::new(&self.config),
+            SdkEvents::new(&self.config),
+        );
+        let sweeping = SweepApis {
+            ended: &executions,
+            events: &events,
+            rules: &events,
+        };
+        handle(&self.clients.apis(), &sweeping, input).await
     }
 
     fn listener_target(&self) -> Value {
