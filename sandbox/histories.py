@@ -31,8 +31,8 @@ story and its promises). The happenings:
   late-safety-net    the safety net's delivery is held until the history ends (a late delivery)
   safety-net-lost    every try of the safety net's delivery fails (Lambda's retries spent): its
                      record goes to the dead-letter queue; the person it pages restores by hand
-  safety-net-disabled  someone disables the stack's SafetyNet rule: nothing is delivered, and
-                     nothing pages (docs/testing.md); a person restores by hand
+  safety-net-disabled  someone disables the stack's SafetyNet rule: nothing is delivered; the
+                     sweep puts back what the rollout left, and pages (SafetyNetSweeps)
   throttle           ELBv2 throttles the next two ModifyListener calls
   route53-throttle   Route 53 throttles the next two ChangeResourceRecordSets calls
   route53-pending    GetChange answers PENDING once or twice (the change not yet INSYNC)
@@ -969,8 +969,19 @@ def run_on(history, sandbox, controllers, provider, out):
         report = scenarios.watch(sandbox, arn, on_event=on_event, on_notification=on_notification,
                                  out=out, await_safety_net=False)
     if record.net_disabled:
-        report.safety_net = None
-        out("safety net: none (its rule is disabled)")
+        # No delivery: the sweep is the safety net. What it put back, once every sweep that
+        # would act did; then the traffic and the metrics as they are after it.
+        ended = sfn.describe_execution(executionArn=arn).get("stopDate")
+        if sandbox.safety_net.matches(report.status) and ended is not None:
+            sandbox.sweep.settle(ended.timestamp())
+            swept = sandbox.sweep.swept(arn)
+            report.safety_net = swept[0] if swept else None
+            out("safety net: its rule is disabled; the sweep " + (swept[0]["reason"] if swept else "put nothing back"))
+            report.weights = scenarios.read_weights(sandbox)
+            report.metrics = scenarios.emitted_metrics(sandbox, f"{plan['cluster']['region']}/{plan['cluster']['name']}")
+        else:
+            report.safety_net = None
+            out("safety net: none (its rule is disabled)")
     elif sandbox.safety_net.matches(report.status):
         try:
             report.safety_net = sandbox.safety_net.answer_for(arn)
@@ -1087,13 +1098,14 @@ def violations(history, record):
         allowed = [{k: v for k, v in record.second.weights.items() if k in record.baseline}]
     # A safety net whose every try failed, or functions refused their writes, may leave traffic
     # where it was: then a person is paged (the dead-letter queue, or the RestoreFailures metric).
-    # A disabled SafetyNet rule delivers nothing and nothing pages (the gap docs/testing.md
-    # names): only the way back by hand is left, and it must work (`restore_after`, drawn).
-    stuck = safety_net_lost(record) or record.denied_at is not None or record.net_disabled
+    # A disabled SafetyNet rule delivers nothing: the sweep puts back what the rollout left, and
+    # pages (SafetyNetSweeps).
+    stuck = safety_net_lost(record) or record.denied_at is not None
     paged = (report.execution_arn in record.dead_letters
              or any(name == "RestoreFailures" for name, _, _ in report.metrics)
-             or any(t == "Rollback Failing" for t, _ in report.events)
-             or record.net_disabled)
+             or any(t == "Rollback Failing" for t, _ in report.events))
+    if record.net_disabled and report.safety_net and not any(name == "SafetyNetSweeps" for name, _, _ in report.metrics):
+        found.append("the sweep put back a rollout its disabled SafetyNet rule left, and nothing paged (SafetyNetSweeps)")
     if not any(fits(final, a) for a in allowed) and not (stuck and paged):
         found.append(f"traffic ended at {final}: neither the baseline {record.baseline}, promoted, "
                      f"nor as a foreign writer left it ({record.foreign}, ended foreign: {ended_foreign})"

@@ -33,13 +33,13 @@ class SafetyNetEvents(RuleDeliveries):
     def __init__(self, *args):
         super().__init__(*args)
         self.answers = {}  # execution ARN -> (function error, answer)
-        self.sweeps = []  # (function error, answer) of each sweep delivered
+        self.sweeps = []  # (when it answered, function error, answer) of each sweep delivered
         self.sweep_waiting = threading.Event()
 
     def reacted(self, payload, error, answer):
         if payload.get("operation") == "sweep":
             self.sweep_waiting.clear()
-            self.sweeps.append((error, answer))
+            self.sweeps.append((time.time(), error, answer))
             if error:
                 self.log(f"safety net sweep failed: {answer}")
             for swept in [] if error else answer["swept"]:
@@ -122,5 +122,14 @@ class SweepSchedule:
 
     def swept(self, execution_arn):
         """The sweeps' answers that put `execution_arn`'s traffic back."""
-        return [s for error, answer in list(self.safety_net.sweeps) if not error
+        return [s for _, error, answer in list(self.safety_net.sweeps) if not error
                 for s in answer["swept"] if s["executionArn"] == execution_arn]
+
+    def settle(self, ended_at, timeout=60):
+        """Waits until two sweeps answered after an end at `ended_at` (time.time()) was past
+        the grace period: every sweep that would act on it has. The sweeps' answers for it."""
+        deadline = time.monotonic() + timeout
+        while sum(1 for at, _, _ in list(self.safety_net.sweeps) if at > ended_at + self.grace) < 2:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no two sweeps answered within {timeout} s of an end {self.grace} s old")
+            time.sleep(0.2)

@@ -243,6 +243,24 @@ def test_the_checker_flags_a_lost_safety_net_nobody_hears_of():
     assert histories.violations(history, heard)[0].startswith("no alarm pages on a message in the safety net's dead-letter queue")
 
 
+def test_the_checker_flags_a_disabled_safety_net_rule_the_sweep_did_not_cover():
+    """With the SafetyNet rule off, the sweep is the safety net: traffic left halfway is a broken
+    promise (no page excuses it), and a sweep's restore must page."""
+    half = {LISTENER: (50, 50), RECORD: (50, 50)}
+    history, left = made_up("ABORTED", half, net_disabled=True)
+    assert histories.violations(history, left) == [
+        f"traffic ended at {half}: neither the baseline {BASELINE}, promoted, nor as a foreign writer left it "
+        "(None, ended foreign: False)"]
+    history, unheard = made_up("ABORTED", BASELINE, net_disabled=True)
+    unheard.report.safety_net = {"executionArn": ARN, "reason": "…the sweep put it back at the baseline"}
+    assert histories.violations(history, unheard) == [
+        "the sweep put back a rollout its disabled SafetyNet rule left, and nothing paged (SafetyNetSweeps)"]
+    history, heard = made_up("ABORTED", BASELINE, net_disabled=True,
+                             metrics=[("SafetyNetSweeps", {"Cluster": "us-east-1/green"}, 1.0)])
+    heard.report.safety_net = unheard.report.safety_net
+    assert histories.violations(history, heard) == []
+
+
 def test_the_checker_flags_a_slow_rollback_and_a_late_write_over_a_newer_rollout():
     slow = histories.ROLLBACK_BOUND_SECONDS + 1
     alarm = [(0, "alarm", "ALARM", 0.0)]
