@@ -1023,7 +1023,8 @@ def run_on(history, sandbox, controllers, provider, out):
 
 
 def dead_letters(sandbox):
-    """The executions named by the messages in the safety net's dead-letter queue, the alarm that
+    """The executions named by the messages in the safety net's dead-letter queue ("sweep" for a
+    failed sweep's), the alarm that
     pages on it (SafetyNetFailedAlarm, as moto holds it; moto does not evaluate alarms) and the
     queue's name."""
     sqs, named = sandbox.client("sqs"), []
@@ -1035,7 +1036,8 @@ def dead_letters(sandbox):
         for message in messages:
             document = json.loads(message["Body"])
             payload = document.get("requestPayload") or {}
-            named.append(payload.get("executionArn") or payload.get("fleetExecution"))
+            named.append("sweep" if payload.get("operation") == "sweep"
+                         else payload.get("executionArn") or payload.get("fleetExecution"))
     alarms = sandbox.client("cloudwatch").describe_alarms()["MetricAlarms"]
     name = sandbox.stack.resources.get("SafetyNetFailedAlarm")
     return named, next((a for a in alarms if a["AlarmName"] == name), None), queue.rsplit("/", 1)[-1]
@@ -1102,6 +1104,7 @@ def violations(history, record):
     # pages (SafetyNetSweeps).
     stuck = safety_net_lost(record) or record.denied_at is not None
     paged = (report.execution_arn in record.dead_letters
+             or (record.net_disabled and "sweep" in record.dead_letters)  # the sweep failed too
              or any(name == "RestoreFailures" for name, _, _ in report.metrics)
              or any(t == "Rollback Failing" for t, _ in report.events))
     if record.net_disabled and report.safety_net and not any(name == "SafetyNetSweeps" for name, _, _ in report.metrics):
