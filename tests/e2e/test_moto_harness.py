@@ -169,8 +169,9 @@ def test_percentiles_are_the_nearest_rank_of_each_periods_values(moto_endpoint):
 
 
 def test_eventbridge_delivers_as_aws_does(moto_endpoint):
-    """An event a rule delivers carries its account, and a disabled rule delivers nothing
-    (the sandbox's alarm events, and the test of a lost one, rely on both)."""
+    """An event a rule delivers carries its account, a disabled rule delivers nothing (the
+    sandbox's alarm events, and the test of a lost one, rely on both), and a schedule rule
+    matches no event (the safety net's sweep receives only its own input)."""
     client = lambda service: boto3.client(service, endpoint_url=moto_endpoint, **CREDENTIALS)  # noqa: E731
     sqs, events = client("sqs"), client("events")
     queue = sqs.create_queue(QueueName="delivered")["QueueUrl"]
@@ -185,6 +186,12 @@ def test_eventbridge_delivers_as_aws_does(moto_endpoint):
     sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
 
     events.disable_rule(Name="alarms")
+    events.put_events(Entries=[entry])
+    assert sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=1).get("Messages", []) == []
+
+    # A schedule rule has no pattern: it fires on its schedule, and matches no event.
+    events.put_rule(Name="every-5-minutes", ScheduleExpression="rate(5 minutes)")
+    events.put_targets(Rule="every-5-minutes", Targets=[{"Id": "q", "Arn": arn, "Input": '{"operation": "sweep"}'}])
     events.put_events(Entries=[entry])
     assert sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=1).get("Messages", []) == []
 

@@ -67,8 +67,7 @@ Everything else is stock moto.
    infra/example-environment.yaml's does, failed every PutEvents that matched it with a 500).
    A schedule rule (a `ScheduleExpression`, no pattern) matches no event (moto's empty pattern
    matched every event, so the safety net's sweep schedule received every event put on the
-   bus), and a target's constant `Input` is what its function receives (moto passed the event).
-   moto does not fire schedules: the sandbox does (sandbox/safety_net.py).
+   bus). moto does not fire schedules: the sandbox does (sandbox/safety_net.py).
 
 9. A state machine CloudFormation creates, as `sam deploy` leaves it: SAM turns `DefinitionUri` into
    `DefinitionS3Location` and `DefinitionSubstitutions`; moto read only `DefinitionString`, so the
@@ -865,7 +864,7 @@ def _send_to_targets(self, original_event, *args, **kwargs):
         return None
     functions = [t for t in self.targets if t["Arn"].split(":")[2:3] == ["lambda"]]
     for target in functions:
-        payload = target.get("Input") or _transformed(_as_delivered(original_event), target.get("InputTransformer"))
+        payload = _transformed(_as_delivered(original_event), target.get("InputTransformer"))
         threading.Thread(target=_invoke_async, args=(target["Arn"], payload), daemon=True).start()
     topics = [t for t in self.targets if t["Arn"].split(":")[2:3] == ["sns"]]
     for target in topics:
