@@ -3,8 +3,9 @@
 CloudTrail's record of the call goes on the account's default bus
 (`scenarios.put_create_cluster_event`); moto's EventBridge matches it against the stack's rule for
 `aws.eks` and invokes the rule's function asynchronously; Lambda's event queue (event_queue.py)
-delivers it, tries it again after a function error and sends Lambda's record of it to the
-function's on-failure destination after the last try (lambda_service.py). The last answer of each
+delivers it, tries it again after a function error as often as the function's EventInvokeConfig
+says (none for cluster-created: it retries what can pass itself) and sends Lambda's record of it
+to the function's on-failure destination after the last try (lambda_service.py). The last answer of each
 delivery is kept by CloudTrail's event id (`answer_for`).
 """
 import time
@@ -50,8 +51,8 @@ class IntakeEvents(RuleDeliveries):
                 if error:
                     raise NoRolloutStarted(
                         f"cluster-created started no rollout for cluster {cluster}: "
-                        f"{answer.get('errorType')}: {answer.get('errorMessage')} (after Lambda's retries; "
-                        "the event is in the stack's ClusterIntakeDeadLetterQueue)")
+                        f"{answer.get('errorType')}: {answer.get('errorMessage')} (the event is in "
+                        "the stack's ClusterIntakeDeadLetterQueue)")
                 if answer.get("action") == "skipped":
                     raise NoRolloutStarted(f"cluster-created started no rollout for cluster {cluster}: {answer.get('reason')}")
             time.sleep(0.2)

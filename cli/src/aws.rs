@@ -16,6 +16,43 @@ pub async fn stack_output(
     key: &str,
     instead: &str,
 ) -> Result<String, CliError> {
+    let found = described_stack(config, stack, key, instead).await?;
+    found
+        .outputs()
+        .iter()
+        .find(|o| o.output_key() == Some(key))
+        .and_then(|o| o.output_value())
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            CliError::NotFound(format!(
+                "stack `{stack}` has no output {key}: is it a cluster-canary stack (one deployed \
+                 before {key} existed needs `sam deploy` again)? Or name it with {instead}"
+            ))
+        })
+}
+
+/// The value a stack was deployed with for its parameter `key` (`None`: it has no such
+/// parameter).
+pub async fn stack_parameter(
+    config: &SdkConfig,
+    stack: &str,
+    key: &str,
+) -> Result<Option<String>, CliError> {
+    let found = described_stack(config, stack, key, "--stack NAME").await?;
+    Ok(found
+        .parameters()
+        .iter()
+        .find(|p| p.parameter_key() == Some(key))
+        .and_then(|p| p.parameter_value())
+        .map(str::to_owned))
+}
+
+async fn described_stack(
+    config: &SdkConfig,
+    stack: &str,
+    key: &str,
+    instead: &str,
+) -> Result<cloudformation::types::Stack, CliError> {
     let client = cloudformation::Client::new(config);
     let out = client
         .describe_stacks()
@@ -39,19 +76,9 @@ pub async fn stack_output(
                 "cannot read {key} from stack `{stack}` in {region}: {cause}: --stack NAME, {instead}"
             ))
         })?;
-    out.stacks()
-        .first()
-        .and_then(|s| {
-            s.outputs()
-                .iter()
-                .find(|o| o.output_key() == Some(key))
-                .and_then(|o| o.output_value())
-        })
-        .map(str::to_owned)
-        .ok_or_else(|| {
-            CliError::NotFound(format!(
-                "stack `{stack}` has no output {key}: is it a cluster-canary stack (one deployed \
-                 before {key} existed needs `sam deploy` again)? Or name it with {instead}"
-            ))
-        })
+    out.stacks().first().cloned().ok_or_else(|| {
+        CliError::NotFound(format!(
+            "cannot read {key}: DescribeStacks gave no stack `{stack}`; name it with {instead}"
+        ))
+    })
 }

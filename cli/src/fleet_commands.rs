@@ -13,7 +13,7 @@ use canary_aws::{
     SdkFleetPlans,
 };
 use canary_core::fleet::{
-    child_name, child_suffix, compact_size, must_be_stored, FleetPlan, StoredPlan, ValidFleet,
+    child_suffix, compact_size, must_be_stored, FleetPlan, StoredPlan, ValidFleet,
     MAX_FLEET_PLAN_BYTES,
 };
 use serde_json::{json, Value};
@@ -282,8 +282,10 @@ pub async fn start(
 #[derive(Debug, Clone, PartialEq)]
 pub struct CellRow {
     pub cell: String,
-    pub wave: usize,
-    pub cluster: String,
+    /// The cell's wave; `None` when the plan cannot be read (a stored plan deleted or replaced).
+    pub wave: Option<usize>,
+    /// `region/name`; `None` when the plan cannot be read.
+    pub cluster: Option<String>,
     /// `waiting` (not started yet), or its execution's status.
     pub status: String,
     pub step: Option<String>,
@@ -328,8 +330,8 @@ pub fn rows(
             let child = children.get(cell);
             rows.push(CellRow {
                 cell: cell.clone(),
-                wave: w + 1,
-                cluster: format!("{}/{}", cluster.region, cluster.name),
+                wave: Some(w + 1),
+                cluster: Some(format!("{}/{}", cluster.region, cluster.name)),
                 status: child.map_or_else(|| unstarted.to_owned(), |(e, _)| e.status.clone()),
                 step: child.and_then(|(_, step)| step.clone()),
                 outcome: child.and_then(|(e, _)| outcome(e)),
@@ -339,6 +341,24 @@ pub fn rows(
     rows
 }
 
+/// The table's rows without the plan: the cells that started, from their executions, by name
+/// (waves and clusters unknown; cells that never started cannot be told).
+pub fn rows_from_executions(
+    children: &BTreeMap<String, (Execution, Option<String>)>,
+) -> Vec<CellRow> {
+    children
+        .iter()
+        .map(|(cell, (execution, step))| CellRow {
+            cell: cell.clone(),
+            wave: None,
+            cluster: None,
+            status: execution.status.clone(),
+            step: step.clone(),
+            outcome: outcome(execution),
+        })
+        .collect()
+}
+
 fn table_text(rows: &[CellRow]) -> String {
     let mut lines = vec![["CELL", "WAVE", "CLUSTER", "STATUS", "STEP", "OUTCOME"]
         .map(str::to_owned)
@@ -346,8 +366,8 @@ fn table_text(rows: &[CellRow]) -> String {
     for row in rows {
         lines.push(vec![
             row.cell.clone(),
-            row.wave.to_string(),
-            row.cluster.clone(),
+            row.wave.map_or_else(|| "?".to_owned(), |w| w.to_string()),
+            row.cluster.clone().unwrap_or_else(|| "?".to_owned()),
             row.status.clone(),
             row.step.clone().unwrap_or_else(|| "-".to_owned()),
             row.outcome.clone().unwrap_or_else(|| "-".to_owned()),
@@ -360,29 +380,30 @@ fn table_text(rows: &[CellRow]) -> String {
 /// would otherwise spend Step Functions' GetExecutionHistory rate (20 a second).
 const STEPS_READ: usize = 20;
 
-/// The fleet's children, read for one look at the fleet: by cell, each execution and (running)
-/// the step it is at. An ended child does not change: `ended` keeps its description between
+/// The fleet's children, read for one look at the fleet: by cell (the child's execution name
+/// without the fleet's suffix), each execution and (running) the step it is at. Read from the
+/// executions alone, not the plan: a fleet whose stored plan was deleted or replaced can still
+/// be watched and stopped. An ended child does not change: `ended` keeps its description between
 /// looks, so a poll describes only the running ones.
 async fn children(
     sfn: &SdkExecutions,
     rollout_machine: &str,
     fleet: &Execution,
-    valid: &ValidFleet,
     ended: &mut BTreeMap<String, Execution>,
 ) -> Result<BTreeMap<String, (Execution, Option<String>)>, CliError> {
-    let suffix = child_suffix(&fleet.arn);
+    let suffix = format!("-{}", child_suffix(&fleet.arn));
     let listed = sfn
         .started_since(rollout_machine, fleet.started, None)
         .await?;
     let mut found = BTreeMap::new();
     let mut steps_read = 0;
-    for cell in &valid.fleet.cells {
-        let name = format!(":{}", child_name(&cell.name, &suffix));
-        let Some(child) = listed.iter().find(|c| c.arn.ends_with(&name)) else {
+    for child in &listed {
+        let name = child.arn.rsplit(':').next().unwrap_or_default();
+        let Some(cell) = name.strip_suffix(&suffix) else {
             continue;
         };
         if let Some(execution) = ended.get(&child.arn) {
-            found.insert(cell.name.clone(), (execution.clone(), None));
+            found.insert(cell.to_owned(), (execution.clone(), None));
             continue;
         }
         let execution = sfn.describe(&child.arn).await?;
@@ -398,7 +419,7 @@ async fn children(
         if !execution.running() {
             ended.insert(child.arn.clone(), execution.clone());
         }
-        found.insert(cell.name.clone(), (execution, step));
+        found.insert(cell.to_owned(), (execution, step));
     }
     Ok(found)
 }
@@ -420,21 +441,39 @@ async fn rollout_machine(
     locate::state_machine(config, &machines.rollout).await
 }
 
-/// The plan the fleet was started with: its input, or the stored plan it refers to.
-async fn plan_of(config: &SdkConfig, fleet: &Execution) -> Result<ValidFleet, CliError> {
+/// The plan the fleet was started with (its input, or the stored plan it refers to), or what
+/// keeps it from being read, in words: a stored plan deleted or replaced since the fleet
+/// started, say. The fleet's executions do not need it: watch, abort and list go on without.
+async fn plan_of(config: &SdkConfig, fleet: &Execution) -> Result<ValidFleet, String> {
     let input: Value = fleet
         .input
         .as_deref()
         .and_then(|i| serde_json::from_str(i).ok())
         .unwrap_or_default();
+    let stored = StoredPlan::from_input(&input).and_then(Result::ok);
     let plans = SdkFleetPlans::new(&in_region(config, region_of(&fleet.arn)));
-    load_fleet_plan(input, &plans).await.map_err(|e| match e {
-        FleetPlanError::Invalid(errors) => CliError::Invalid(format!(
-            "{} was not started with a valid fleet plan: {errors}",
-            fleet.arn
-        )),
-        FleetPlanError::Aws(e) => e.into(),
-    })
+    load_fleet_plan(input, &plans)
+        .await
+        .map_err(|e| match (e, stored) {
+            (FleetPlanError::Invalid(errors), Some(stored)) => format!(
+                "its stored plan ({}) is missing or is not the one it started with: {errors}",
+                stored.uri()
+            ),
+            (FleetPlanError::Invalid(errors), None) => {
+                format!("its input is not a valid fleet plan: {errors}")
+            }
+            (FleetPlanError::Aws(e), _) => format!("its stored plan could not be read: {e}"),
+        })
+}
+
+/// The fleet's name as its input gives it (beside a stored plan's reference too).
+fn fleet_name(fleet: &Execution) -> String {
+    fleet
+        .input
+        .as_deref()
+        .and_then(|i| serde_json::from_str::<Value>(i).ok())
+        .and_then(|input| input["name"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| "?".to_owned())
 }
 
 /// Follows the fleet to its end; true when it completed (SUCCEEDED).
@@ -451,21 +490,39 @@ pub async fn watch(
     let mut shown_wait: Option<u64> = None;
     let mut ended = BTreeMap::new();
     // Read once: a stored plan is pinned by its digest, an inline one is the input.
-    let valid = plan_of(config, &sfn.describe(fleet_arn).await?).await?;
+    let started = sfn.describe(fleet_arn).await?;
+    let valid = plan_of(config, &started).await;
+    let name = match &valid {
+        Ok(valid) => valid.fleet.name.clone(),
+        Err(problem) => {
+            printer.say(
+                &format!(
+                    "fleet {}: {problem}. Its cells are read from their executions (waves, \
+                     clusters and cells not started yet are unknown); the fleet itself fails \
+                     at its next step",
+                    fleet_name(&started)
+                ),
+                json!({"type": "planUnreadable", "executionArn": fleet_arn, "reason": problem}),
+            );
+            fleet_name(&started)
+        }
+    };
     loop {
         let fleet = sfn.describe(fleet_arn).await?;
-        let found = children(&rollouts, &rollout, &fleet, &valid, &mut ended).await?;
-        let rows = rows(&valid, &found, fleet.running());
+        let found = children(&rollouts, &rollout, &fleet, &mut ended).await?;
+        let rows = match &valid {
+            Ok(valid) => rows(valid, &found, fleet.running()),
+            Err(_) => rows_from_executions(&found),
+        };
         if shown.as_ref() != Some(&rows) {
             printer.say(
                 &format!(
-                    "fleet {} ({}), {}:\n{}",
-                    valid.fleet.name,
+                    "fleet {name} ({}), {}:\n{}",
                     fleet.name,
                     fleet.status,
                     table_text(&rows)
                 ),
-                json!({"type": "fleet", "executionArn": fleet.arn, "fleet": valid.fleet.name,
+                json!({"type": "fleet", "executionArn": fleet.arn, "fleet": name,
                        "status": fleet.status, "cells": rows.iter().map(CellRow::json).collect::<Vec<_>>()}),
             );
             shown = Some(rows.clone());
@@ -491,10 +548,9 @@ pub async fn watch(
                 .filter(|r| r.outcome.as_deref() == Some("promoted"))
                 .count();
             let text = match fleet.status.as_str() {
-                "SUCCEEDED" => format!("fleet {} completed: {promoted} of {} cells promoted", valid.fleet.name, rows.len()),
+                "SUCCEEDED" => format!("fleet {name} completed: {promoted} of {} cells promoted", rows.len()),
                 status => format!(
-                    "fleet {} ended {status}{}: {promoted} of {} cells promoted; every other cell is at its baseline or restoring it (`cluster-canary watch <cell execution>`)",
-                    valid.fleet.name,
+                    "fleet {name} ended {status}{}: {promoted} of {} cells promoted; every other cell is at its baseline or restoring it (`cluster-canary watch <cell execution>`)",
                     fleet.error.as_deref().map(|e| format!(" ({e}: {})", fleet.cause.as_deref().unwrap_or(""))).unwrap_or_default(),
                     rows.len()
                 ),
@@ -573,12 +629,13 @@ pub async fn abort(
             json!({"type": "fleetEnded", "executionArn": fleet_arn, "status": fleet.status}),
         );
     }
-    let valid = plan_of(config, &fleet).await?;
+    // The cells are the fleet's child executions: stopping them needs no plan (a stored plan
+    // deleted or replaced since the fleet started changes nothing here).
     let deadline = Instant::now() + timeout;
     let mut stopped = Vec::new();
     let mut ended = BTreeMap::new();
     let stopped_cells = loop {
-        let cells = children(&rollouts, &rollout, &fleet, &valid, &mut ended).await?;
+        let cells = children(&rollouts, &rollout, &fleet, &mut ended).await?;
         let running: Vec<(&String, &Execution)> = cells
             .iter()
             .filter(|(_, (e, _))| e.running())
@@ -607,7 +664,7 @@ pub async fn abort(
                 }
                 printer.say(
                     &format!(
-                        "cell {cell} stopped: its safety net restores its baseline ({})",
+                        "cell {cell} stopped ({}): its safety net is to restore its baseline",
                         execution.arn
                     ),
                     json!({"type": "cellStopped", "cell": cell, "executionArn": execution.arn}),
@@ -678,6 +735,14 @@ async fn cell_counts(
     Ok(json!(counts))
 }
 
+/// How many cells started, by the tally of their executions.
+fn tally_started(tally: &Value) -> u64 {
+    ["promoted", "failed", "stopped", "running"]
+        .iter()
+        .filter_map(|key| tally[*key].as_u64())
+        .sum()
+}
+
 pub async fn list(
     config: &SdkConfig,
     machines: &FleetMachineArgs,
@@ -717,11 +782,15 @@ pub async fn list(
                 .map_or_else(|| "-".to_owned(), |n| n.to_string())
         };
         let (fleet, cells) = match plan_of(config, &execution).await {
-            Ok(valid) => (valid.fleet.name, valid.fleet.cells.len()),
-            // A fleet refused at its first state: what its input says.
+            Ok(valid) => (valid.fleet.name, valid.fleet.cells.len().to_string()),
+            // A fleet refused at its first state, or whose stored plan is gone: what its input
+            // says, and how many cells started (`?`: more may not have).
             Err(_) => (
-                plan["name"].as_str().unwrap_or("?").to_owned(),
-                plan["cells"].as_array().map_or(0, Vec::len),
+                fleet_name(&execution),
+                match plan["cells"].as_array() {
+                    Some(cells) => cells.len().to_string(),
+                    None => format!("{}?", tally_started(&tally)),
+                },
             ),
         };
         let status = match &execution.error {
@@ -730,14 +799,15 @@ pub async fn list(
         };
         printer.json(
             json!({"executionArn": arn, "name": execution.name, "fleet": fleet,
-                            "status": execution.status, "error": execution.error, "cells": cells,
+                            "status": execution.status, "error": execution.error,
+                            "cells": cells.parse::<u64>().ok(),
                             "tally": tally, "startedAt": execution.started}),
         );
         rows.push(vec![
             execution.name.clone(),
             fleet,
             status,
-            cells.to_string(),
+            cells.clone(),
             count("promoted"),
             count("failed"),
             count("stopped"),

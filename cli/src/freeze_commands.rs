@@ -4,7 +4,7 @@
 
 use aws_config::SdkConfig;
 use aws_smithy_types::date_time::{DateTime, Format};
-use canary_aws::{EventPublisher, FreezeApi, SdkEvents, SdkFreeze};
+use canary_aws::{CalendarState, EventPublisher, FreezeApi, SdkEvents, SdkFreeze};
 use canary_core::freeze::{FreezeSwitch, MAX_FREEZE_REASON_BYTES};
 use canary_core::limits::truncate;
 use serde_json::json;
@@ -115,7 +115,8 @@ pub async fn freeze(
     };
     printer.say(
         &format!(
-            "frozen{was}: no rollout of the stack moves to its next step or starts, no fleet starts a wave, until `cluster-canary unfreeze`.\n\
+            "frozen{was}: until `cluster-canary unfreeze`, no rollout of the stack starts, no fleet starts a wave, and no rollout moves to a next step its checks decide from now on \
+             (each reads the freeze at the check that ends a step's bake: a step whose last check passed before this is still written, within seconds).\n\
              Checks go on: a failing one still rolls back at once, as do alarms, aborts and the safety net. A rollout held past its plan's freeze.maxFrozenSeconds rolls back (frozen too long)."
         ),
         switch_json(&parameter, &switch),
@@ -182,18 +183,65 @@ pub async fn status(
     printer: &mut Printer,
 ) -> Result<(), CliError> {
     let parameter = locate::freeze_parameter(config, args).await?;
-    let switch = SdkFreeze::new(config).switch(&parameter).await?;
-    let text = if switch.frozen {
+    let freeze = SdkFreeze::new(config);
+    let switch = freeze.switch(&parameter).await?;
+    let switch_text = if switch.frozen {
         format!(
-            "frozen since {} by {}: {}",
+            "the freeze switch is on since {} by {}: {}",
             switch.since, switch.by, switch.reason
         )
     } else if switch.since.is_empty() {
-        "not frozen".to_owned()
+        "the freeze switch is off".to_owned()
     } else {
-        format!("not frozen (unfrozen {} by {})", switch.since, switch.by)
+        format!(
+            "the freeze switch is off (unfrozen {} by {})",
+            switch.since, switch.by
+        )
     };
-    printer.say(&text, switch_json(&parameter, &switch));
+    // The stack's calendars hold every rollout as the switch does: a status without them would
+    // say "not frozen" while a CLOSED calendar holds everything. One that cannot be read holds
+    // too (a freeze only ever holds).
+    let mut lines = vec![switch_text];
+    let mut held = switch.frozen;
+    let mut calendars = Vec::new();
+    match locate::stack_calendars(config, args).await {
+        Ok(names) => {
+            for name in names {
+                let (state, text) = match freeze.calendar_state(&name).await {
+                    Ok(reading) if reading.state == CalendarState::Closed => {
+                        held = true;
+                        let until = reading
+                            .next_transition
+                            .map(|at| format!(" until {at}"))
+                            .unwrap_or_default();
+                        ("CLOSED", format!("Change Calendar {name} is CLOSED{until}"))
+                    }
+                    Ok(_) => ("OPEN", format!("Change Calendar {name} is OPEN")),
+                    Err(e) => {
+                        held = true;
+                        (
+                            "UNREADABLE",
+                            format!("Change Calendar {name} cannot be read ({e}): rollouts take it as CLOSED"),
+                        )
+                    }
+                };
+                calendars.push(json!({"calendar": name, "state": state}));
+                lines.push(text);
+            }
+        }
+        Err(e) => lines.push(format!(
+            "the stack's Change Calendars were not read ({e}); plans may name more (freeze.calendars)"
+        )),
+    }
+    let verdict = if held {
+        "frozen: no rollout of the stack starts or moves to a next step"
+    } else {
+        "not frozen (plans may name Change Calendars of their own: freeze.calendars)"
+    };
+    let mut document = switch_json(&parameter, &switch);
+    document["calendars"] = json!(calendars);
+    document["held"] = json!(held);
+    printer.say(&format!("{verdict}\n  {}", lines.join("\n  ")), document);
     Ok(())
 }
 

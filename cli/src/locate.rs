@@ -92,6 +92,22 @@ pub async fn freeze_parameter(config: &SdkConfig, args: &FreezeArgs) -> Result<S
     }
 }
 
+/// The Change Calendars every rollout of the stack honours (its `ChangeCalendars` parameter).
+pub async fn stack_calendars(
+    config: &SdkConfig,
+    args: &FreezeArgs,
+) -> Result<Vec<String>, CliError> {
+    let stack = stack_name(&args.state_machine)?;
+    let names = crate::aws::stack_parameter(config, &stack, "ChangeCalendars").await?;
+    Ok(names
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .map(str::to_owned)
+        .collect())
+}
+
 fn checked_machine_arn(arn: &str) -> Result<String, CliError> {
     if !arn.starts_with("arn:") || !arn.contains(":stateMachine:") {
         return Err(CliError::Invalid(format!(

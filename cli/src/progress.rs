@@ -171,8 +171,6 @@ pub struct Tracker {
     last_task_failure: Option<(String, Value)>,
     watch_failure: Option<(String, Value)>,
     watch_unavailable_said: bool,
-    /// Since when the gate's hold was said (a hold is said once, not at every look).
-    gate_hold_said: Option<u64>,
 }
 
 /// What a rollout is doing while it is in the state `name`, for the states that begin a phase.
@@ -248,7 +246,6 @@ impl Tracker {
             last_task_failure: None,
             watch_failure: None,
             watch_unavailable_said: false,
-            gate_hold_said: None,
         }
     }
 
@@ -530,10 +527,10 @@ impl Tracker {
                     frozen,
                 })
             }
+            // Each look of the gate is said, as each check is: its `held N s` advances.
             "FreezeGate" if state["freeze"]["frozen"] == true => {
                 let since = state["freeze"]["since"].as_u64().unwrap_or(0);
-                let said = self.gate_hold_said.replace(since) == Some(since);
-                (!said || state["freeze"]["tooLong"] == true).then(|| Update::Frozen {
+                Some(Update::Frozen {
                     reason: crate::history::held_since(since, &text(&state["freeze"]["reason"])),
                 })
             }

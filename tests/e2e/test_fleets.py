@@ -197,6 +197,47 @@ def test_aborting_a_fleet_stops_its_running_cells_and_each_one_restores_its_base
         assert "is cell `euw1-c` of fleet `web-fleet`, which ran as" in answer["reason"], answer
 
 
+def test_a_fleet_whose_stored_plan_is_deleted_can_still_be_watched_listed_and_aborted():
+    """The cells are child executions: stopping them, showing them and counting them needs no
+    plan. With the stored plan's object deleted while two cells are at 50/50, `fleet abort` stops
+    both and waits for each baseline, and `watch` and `list` say the plan is gone and show the
+    cells from their executions."""
+    with Sandbox(log=captured) as sandbox:
+        cells = fleets.seed_cells(sandbox)
+        plan = slow(fleets.fleet_plan(cells), "euw1-a", "use1-b")
+        body = json.dumps(plan, separators=(",", ":")).encode()
+        digest = hashlib.sha256(body).hexdigest()
+        key = f"fleet-plans/{plan['name']}/{digest}.json"
+        s3 = sandbox.client("s3")
+        s3.put_object(Bucket=sandbox.fleet_plan_bucket, Key=key, Body=body)
+        reference = {"storedPlan": {"bucket": sandbox.fleet_plan_bucket, "key": key, "sha256": digest},
+                     "name": plan["name"]}
+        execution = sandbox.client("stepfunctions").start_execution(
+            stateMachineArn=sandbox.fleet_state_machine, name="plan-gone", input=json.dumps(reference))["executionArn"]
+        wait_until(lambda: all(fleets.cell_weights(sandbox, cells)[c] == (50, 50) for c in ("euw1-a", "use1-b")),
+                   "wave 2's cells at 50 %")
+        s3.delete_object(Bucket=sandbox.fleet_plan_bucket, Key=key)
+
+        listed = sandbox.cli("fleet", "list")
+        row = next(line.split() for line in listed.stdout.splitlines() if line.startswith("plan-gone "))
+        assert row[:4] == ["plan-gone", plan["name"], "RUNNING", "3?"], listed.stdout
+
+        aborted = sandbox.cli("fleet", "abort", "plan-gone", "--timeout", "120", timeout=150)
+        captured(aborted.stdout + aborted.stderr)
+        assert aborted.returncode == 0, aborted.stdout + aborted.stderr
+        assert "cell euw1-a stopped (" in aborted.stdout
+        assert "cell use1-b stopped (" in aborted.stdout
+        assert f"no cell of fleet plan-gone is running; 2 stopped, each back at its baseline" in aborted.stdout
+        assert_each_cell_promoted_or_at_its_baseline(sandbox, cells, promoted={"use1-a"})
+        watched = sandbox.cli("fleet", "watch", "plan-gone", timeout=60)
+        captured(watched.stdout + watched.stderr)
+        gone = f"its stored plan (s3://{sandbox.fleet_plan_bucket}/{key}) is missing or is not the one it started with"
+        assert f"fleet {plan['name']}: {gone}" in watched.stdout, watched.stdout + watched.stderr
+        rows = {line.split()[0]: line.split() for line in watched.stdout.splitlines() if line[:4] in ("use1", "euw1")}
+        assert rows["use1-a"][1:] == ["?", "?", "SUCCEEDED", "-", "promoted"], watched.stdout
+        assert rows["euw1-a"][1:] == ["?", "?", "ABORTED", "-", "FleetStopped"], watched.stdout
+
+
 def test_on_halt_abort_running_stops_the_other_cells_of_the_wave():
     with Sandbox(log=captured) as sandbox:
         cells = fleets.seed_cells(sandbox)

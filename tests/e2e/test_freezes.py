@@ -6,6 +6,7 @@ A freeze holds a rollout where it is: before its first step (nothing moves), or 
 step's bake (the step stays, its checks go on). It never holds a rollback, and a hold longer
 than the plan's bound ends the rollout as frozen too long."""
 import datetime
+import json
 import time
 
 import jsonschema
@@ -86,15 +87,43 @@ def test_a_calendar_closed_during_a_bake_holds_the_step_until_it_opens():
         assert sum(1 for name, _, _ in report.metrics if name == "FrozenChecks") >= 3
 
 
+def test_a_freeze_held_past_its_bound_during_a_bake_rolls_back_in_its_own_words():
+    """No check failed: the execution ends FrozenTooLong, and its cause says a freeze held the
+    step too long, not that a check failed."""
+    with Sandbox(log=captured) as sandbox:
+        put_calendar(sandbox, "release-freeze", ical())
+        plan = two_steps(sandbox, {"calendars": ["release-freeze"], "maxFrozenSeconds": 60})
+
+        def on_event(name, state):
+            if name == "Evaluate" and state["cursor"]["number"] == 1 and not state["bake"]["frozenSince"]:
+                put_calendar(sandbox, "release-freeze", ical((-60, 7200)))
+
+        report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "frozen-too-long-bake"),
+                                 on_event=on_event, out=captured)
+        assert (report.status, report.error) == ("FAILED", "FrozenTooLong"), report.cause
+        assert report.cause.startswith("A change freeze held step 1 of 2 (50% of traffic on the new cluster) longer "
+                                       "than its freeze.maxFrozenSeconds allows, and no check failed; traffic restored "
+                                       "to the baseline. "), report.cause
+        assert "frozen too long: held " in report.cause
+        assert "Canary check failed" not in report.cause
+        assert "DescribeFrozenTooLong" in report.states and "DescribeCheckFailure" not in report.states
+        assert report.weights == BASELINE
+        assert ("Rollbacks", {"Cluster": "us-east-1/green", "Cause": "FrozenTooLong"}, 1) in report.metrics, \
+            report.metrics
+
+
 def test_the_switch_holds_a_rollout_and_a_failing_check_still_rolls_back_at_once():
     with Sandbox(log=captured) as sandbox:
         plan = two_steps(sandbox)
         plan["analysis"]["failureLimit"] = 1
         frozen = sandbox.cli("freeze", "--reason", "incident 4711: payments degraded", "--by", "oncall")
         assert frozen.returncode == 0, frozen.stderr
-        assert frozen.stdout.startswith("frozen: no rollout of the stack moves"), frozen.stdout
+        assert frozen.stdout.startswith("frozen: until `cluster-canary unfreeze`, no rollout of the stack starts"), \
+            frozen.stdout
+        assert "a step whose last check passed before this is still written" in frozen.stdout, "what it promises"
         status = sandbox.cli("freeze", "status")
-        assert status.stdout.startswith("frozen since ") and "by oncall: incident 4711" in status.stdout
+        assert status.stdout.startswith("frozen: ") and "the freeze switch is on since " in status.stdout
+        assert "by oncall: incident 4711" in status.stdout, status.stdout
         looks, listed = [], []
 
         def on_event(name, state):
@@ -156,7 +185,26 @@ def test_a_bad_calendar_or_reason_is_refused_and_changes_nothing():
         assert missing.returncode == 1 and "ParameterNotFound" in missing.stderr, missing.stderr
         unfrozen = sandbox.cli("unfreeze")
         assert unfrozen.returncode == 0 and "the switch could not be read" in unfrozen.stdout, unfrozen.stdout
-        assert sandbox.cli("freeze", "status").stdout.startswith("not frozen (unfrozen ")
+        status = sandbox.cli("freeze", "status").stdout
+        assert status.startswith("not frozen") and "the freeze switch is off (unfrozen " in status, status
+
+
+def test_freeze_status_reads_the_stacks_calendars_too():
+    """A CLOSED calendar of the stack holds every rollout as the switch does: the status says
+    frozen, naming it, though the switch is off."""
+    with Sandbox(log=captured, parameters={"ChangeCalendars": "stack-freeze"}) as sandbox:
+        put_calendar(sandbox, "stack-freeze", ical((-7200, -3600)))
+        status = sandbox.cli("freeze", "status")
+        assert status.returncode == 0, status.stderr
+        assert status.stdout.startswith("not frozen"), status.stdout
+        assert "Change Calendar stack-freeze is OPEN" in status.stdout
+        put_calendar(sandbox, "stack-freeze", ical((-60, 3600)))
+        status = sandbox.cli("freeze", "status")
+        assert status.stdout.startswith("frozen: no rollout of the stack starts or moves to a next step"), status.stdout
+        assert "the freeze switch is off" in status.stdout
+        assert "Change Calendar stack-freeze is CLOSED until " in status.stdout, status.stdout
+        as_json = json.loads(sandbox.cli("freeze", "status", "--output", "json").stdout)
+        assert as_json["held"] is True and as_json["calendars"] == [{"calendar": "stack-freeze", "state": "CLOSED"}]
 
 
 def test_the_switch_stops_a_running_fleets_next_wave_until_it_is_off():

@@ -109,6 +109,28 @@ def test_an_old_cluster_turning_unhealthy_mid_way_goes_straight_to_the_baseline(
         assert any("no further step back: the old cluster is not healthy" in line for line in lines), lines
 
 
+def test_weights_a_person_set_during_a_hold_are_left_as_found_not_restored_over():
+    """A step back that finds a target away from what the rollout last set treats it as any
+    other foreign change (RestoreUnchanged): the person's weights stay, nothing else of the
+    rollout's is left at a canary weight."""
+    with Sandbox(log=captured) as sandbox:
+        def a_person_moves_it(last_set):
+            if last_set["steppedBack"] and last_set["canaryWeight"] == 25:
+                scenarios.move_listener_by_hand(sandbox, 60, 40)
+
+        report, steps_back, lines = run(sandbox, gradual_plan(sandbox), "gradual-moved", a_person_moves_it)
+
+        assert (report.status, report.error) == ("FAILED", "WeightsChangedExternally"), report.cause
+        assert report.cause.startswith("Rolling back from step 1 of 2 (CheckFailed), a step back found the weights "
+                                       "changed outside this rollout"), report.cause
+        after_hold = report.states[report.states.index("HoldStepBack") + 1:]
+        assert after_hold[:5] == ["LookBeforeStepBack", "StepBackAllowed?", "StepBack", "MovedUnderStepBackOutcome",
+                                  "RestoreUnchanged"], after_hold
+        assert "Restore" not in after_hold, "the person's weights were not overwritten"
+        assert report.weights["listener :80"] == (60, 40)
+        assert any(name == "ForeignChanges" for name, _, _ in report.metrics), "it pages"
+
+
 def test_a_critical_alarm_or_the_old_clusters_own_goes_straight_to_the_baseline_and_without_gradual_no_step_back():
     with Sandbox(log=captured) as sandbox:
         critical, _, _ = run(sandbox, gradual_plan(sandbox, critical=["web-green-5xx"]), "critical")

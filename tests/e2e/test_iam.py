@@ -3,6 +3,7 @@ authorized against its role's policies as the template grants them (sandbox/iam.
 action or a resource the template forgets fails the rollout with AccessDenied, as on AWS."""
 import json
 import shutil
+import time
 
 import jsonschema
 import pytest
@@ -93,9 +94,9 @@ def received(sqs, queue_url, expected, timeout=30):
 
 def test_a_create_cluster_that_starts_no_rollout_is_named_in_an_event_reaches_the_dead_letter_queue_and_pages(tmp_path):
     """cluster-created may not start executions: the new cluster gets no canary. A person hears of
-    it at the first try (`Rollout Not Started`, naming the cluster and the refused action), and
-    after Lambda's retries the CloudTrail event is in the intake's dead-letter queue, whose alarm
-    pages."""
+    it once (`Rollout Not Started`, naming the cluster and the refused action), and, a refusal
+    not being tried again, the CloudTrail event is in the intake's dead-letter queue at once,
+    whose alarm pages."""
     template = template_copy(
         tmp_path,
         "            - Effect: Allow\n              Action: states:StartExecution\n"
@@ -117,9 +118,11 @@ def test_a_create_cluster_that_starts_no_rollout_is_named_in_an_event_reaches_th
         assert "states:StartExecution" in said and "ClusterIntakeDeadLetterQueue" in said, said
         assert sandbox.client("stepfunctions").list_executions(stateMachineArn=sandbox.state_machine)["executions"] == []
 
-        # At each of Lambda's three tries, the same CloudTrail event id.
-        published = received(sqs, subscribed, 3)
-        assert [e["detail-type"] for e in published] == ["Rollout Not Started"] * 3, published
+        # Said once: a refusal is not tried again (neither by Lambda nor by the intake).
+        published = received(sqs, subscribed, 1)
+        assert [e["detail-type"] for e in published] == ["Rollout Not Started"], published
+        time.sleep(2)
+        assert sqs.receive_message(QueueUrl=subscribed, WaitTimeSeconds=1).get("Messages", []) == [], "said again"
         schema = scenarios.event_schema("Rollout Not Started")
         for event in published:
             jsonschema.validate(event["detail"], schema)
@@ -134,7 +137,7 @@ def test_a_create_cluster_that_starts_no_rollout_is_named_in_an_event_reaches_th
         dead_letters = sandbox.stack.outputs["ClusterIntakeDeadLetterQueueUrl"]
         [record] = received(sqs, dead_letters, 1)
         assert record["requestContext"]["condition"] == "RetriesExhausted"
-        assert record["requestContext"]["approximateInvokeCount"] == 3
+        assert record["requestContext"]["approximateInvokeCount"] == 1, "to the dead-letter queue at once"
         assert record["requestPayload"]["detail"]["requestParameters"]["name"] == "green"
         assert record["responsePayload"]["errorType"] == "AwsAccessDenied"
         sent = [d for d in sandbox.front.authorizer.decisions if d[1] == "sqs:SendMessage"]

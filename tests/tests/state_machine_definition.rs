@@ -347,6 +347,7 @@ fn the_alarm_watches_fail_only_with_the_checks_error() {
                 "MovedUnderCheckOutcome".to_owned()
             ),
             ("CheckFailed".to_owned(), "DescribeCheckFailure".to_owned()),
+            ("FrozenTooLong".to_owned(), "DescribeFrozenTooLong".to_owned()),
             ("States.ALL".to_owned(), "DescribeTaskFailure".to_owned()),
         ]
     );
@@ -570,7 +571,7 @@ fn a_long_rollout_stays_under_the_history_limit() {
         + (canary_core::limits::MAX_STEPS_BACK - 1) * step_back_loop;
     assert_eq!(
         (per_check, per_step),
-        (9, 52),
+        (9, 54),
         "update the history budget in docs/architecture.md"
     );
     let history = |steps: usize, checks_per_step: usize| {
@@ -903,7 +904,12 @@ fn only_a_bakes_failed_check_rolls_back_gradually_and_every_way_out_restores() {
     assert_eq!(step_back["ResultPath"], "$.lastSet");
     assert_eq!(
         step_back["Catch"],
-        serde_json::json!([{"ErrorEquals": ["States.ALL"], "ResultPath": "$.stepBackFailure", "Next": "Restore"}])
+        serde_json::json!([
+            // Someone else's weights found by a step back are theirs: left as found.
+            {"ErrorEquals": ["WeightsChangedExternally"], "ResultPath": "$.stepBackFailure",
+             "Next": "MovedUnderStepBackOutcome"},
+            {"ErrorEquals": ["States.ALL"], "ResultPath": "$.stepBackFailure", "Next": "Restore"}
+        ])
     );
     for retry in step_back["Retry"].as_array().unwrap() {
         for error in retry["ErrorEquals"].as_array().unwrap() {

@@ -125,6 +125,7 @@ impl Decision {
             }
             FreezeHold::TooLong { reason, .. } => {
                 self.rollback = true;
+                self.frozen_too_long = true;
                 self.ask = false;
                 self.reasons.push(reason);
             }

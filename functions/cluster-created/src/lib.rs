@@ -12,8 +12,11 @@
 //! - DeleteCluster: remove the cluster's Argo CD Secret, if cluster-canary created it.
 //! - An opted-in cluster whose rollout could not be started (a profile that does not exist, an
 //!   invalid plan, a refused `StartExecution`): the `Rollout Not Started` event names the cluster
-//!   and why, and the function fails, so Lambda tries the event again (twice) and then leaves it
-//!   in the stack's ClusterIntakeDeadLetterQueue, whose alarm pages a person.
+//!   and why, once, and the function fails; Lambda does not try the event again (the template's
+//!   `MaximumRetryAttempts: 0`) but leaves it in the stack's ClusterIntakeDeadLetterQueue at once,
+//!   whose alarm pages a person. Only what can pass on a retry (AWS throttling or failing on
+//!   its side, the Kubernetes API unreachable) is tried again, here, within the invocation
+//!   ([`TRANSIENT_RETRY_DELAYS`]): a refusal is said once, not three times.
 
 pub mod event;
 
@@ -34,7 +37,9 @@ use canary_kube::{
 use serde::Serialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use tracing::{error, info};
+use std::time::Duration;
+
+use tracing::{error, info, warn};
 
 use event::{EksCall, EksEvent};
 
@@ -148,35 +153,72 @@ pub async fn handle(
     input: Value,
 ) -> Result<Value, IntakeError> {
     let event = event::parse(&input).map_err(IntakeError::InvalidEvent)?;
-    let result = match (&event.call, &event.error) {
-        // A call that failed changed nothing to act on.
-        (EksCall::CreateCluster, Some(error)) => skipped(
-            &event,
-            format!("CreateCluster failed ({error}); no cluster to roll out"),
-        ),
-        (EksCall::DeleteCluster, Some(error)) => skipped(
-            &event,
-            format!("DeleteCluster failed ({error}); the cluster still exists"),
-        ),
-        (EksCall::CreateCluster, None) => match on_create(deps, config, &event).await {
-            Ok(result) => result,
-            Err(failure) => {
+    let result = with_retries(&TRANSIENT_RETRY_DELAYS, || act_on(deps, config, &event)).await;
+    let result = match result {
+        Ok(result) => result,
+        Err(failure) => {
+            if event.call == EksCall::CreateCluster {
                 say_not_started(deps, &event, &failure).await;
-                return Err(failure);
             }
-        },
-        (EksCall::DeleteCluster, None) => on_delete(deps, config, &event).await?,
+            return Err(failure);
+        }
     };
     info!(cluster = %result.cluster, action = ?result.action, reason = %result.reason, "event handled");
     serde_json::to_value(result)
         .map_err(|e| IntakeError::InvalidEvent(format!("result not serializable: {e}")))
 }
 
+/// The waits before the intake's second and third tries of an event that failed with an error
+/// that can pass on a retry (`ErrorName::is_retryable`); with the SDK's own retries under each
+/// try, well within the function's 60 s. Any other failure is final at once.
+pub const TRANSIENT_RETRY_DELAYS: [Duration; 2] = [Duration::from_secs(2), Duration::from_secs(8)];
+
+/// Runs `attempt` again after each delay while it fails with a retryable error.
+pub async fn with_retries<T, F, Fut>(delays: &[Duration], mut attempt: F) -> Result<T, IntakeError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, IntakeError>>,
+{
+    let mut delays = delays.iter();
+    loop {
+        match attempt().await {
+            Err(e) if e.name().is_retryable() => {
+                let Some(delay) = delays.next() else {
+                    return Err(e);
+                };
+                warn!(error = e.name().as_str(), cause = %e, retry_in_seconds = delay.as_secs(), "the intake failed on what may pass on a retry");
+                tokio::time::sleep(*delay).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+async fn act_on(
+    deps: &Deps<'_>,
+    config: &IntakeConfig,
+    event: &EksEvent,
+) -> Result<IntakeResult, IntakeError> {
+    Ok(match (&event.call, &event.error) {
+        // A call that failed changed nothing to act on.
+        (EksCall::CreateCluster, Some(error)) => skipped(
+            event,
+            format!("CreateCluster failed ({error}); no cluster to roll out"),
+        ),
+        (EksCall::DeleteCluster, Some(error)) => skipped(
+            event,
+            format!("DeleteCluster failed ({error}); the cluster still exists"),
+        ),
+        (EksCall::CreateCluster, None) => on_create(deps, config, event).await?,
+        (EksCall::DeleteCluster, None) => on_delete(deps, config, event).await?,
+    })
+}
+
 /// The detail-type of the event an opted-in cluster that got no rollout is named in.
 pub const NOT_STARTED: &str = "Rollout Not Started";
 
-/// Puts `Rollout Not Started` for the new cluster. Sent at each attempt (Lambda tries a failed
-/// event three times in all); `eventId` is CloudTrail's, the same at each. An event that cannot
+/// Puts `Rollout Not Started` for the new cluster, once per delivery of the CloudTrail event
+/// (`eventId`, CloudTrail's): after the intake's own retries, never at each. An event that cannot
 /// be put is logged: the dead-letter queue and its alarm still hold the cluster.
 async fn say_not_started(deps: &Deps<'_>, event: &EksEvent, failure: &IntakeError) {
     let detail = json!({
@@ -371,6 +413,57 @@ pub fn execution_name(cluster: &str, event_id: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn failing(name: ErrorName) -> IntakeError {
+        IntakeError::Aws(AwsError::new(
+            match name {
+                ErrorName::AwsTransient => canary_aws::AwsErrorKind::Transient,
+                _ => canary_aws::AwsErrorKind::AccessDenied,
+            },
+            "StartExecution",
+            "refused",
+        ))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn what_can_pass_on_a_retry_is_tried_again_and_a_refusal_is_final_at_once() {
+        let tries = AtomicUsize::new(0);
+        let passes_on_the_third = with_retries(&TRANSIENT_RETRY_DELAYS, || async {
+            match tries.fetch_add(1, Ordering::SeqCst) {
+                0 | 1 => Err(failing(ErrorName::AwsTransient)),
+                _ => Ok("started"),
+            }
+        })
+        .await;
+        assert_eq!(passes_on_the_third.expect("passed"), "started");
+        assert_eq!(tries.load(Ordering::SeqCst), 3);
+
+        tries.store(0, Ordering::SeqCst);
+        let transient_throughout = with_retries(&TRANSIENT_RETRY_DELAYS, || async {
+            tries.fetch_add(1, Ordering::SeqCst);
+            Err::<(), _>(failing(ErrorName::AwsTransient))
+        })
+        .await;
+        assert_eq!(
+            transient_throughout.unwrap_err().name(),
+            ErrorName::AwsTransient
+        );
+        assert_eq!(tries.load(Ordering::SeqCst), 3, "one try and two retries");
+
+        tries.store(0, Ordering::SeqCst);
+        let refused = with_retries(&TRANSIENT_RETRY_DELAYS, || async {
+            tries.fetch_add(1, Ordering::SeqCst);
+            Err::<(), _>(failing(ErrorName::AwsAccessDenied))
+        })
+        .await;
+        assert_eq!(refused.unwrap_err().name(), ErrorName::AwsAccessDenied);
+        assert_eq!(
+            tries.load(Ordering::SeqCst),
+            1,
+            "a refusal is not tried again"
+        );
+    }
 
     #[test]
     fn execution_names_are_deterministic_and_valid() {

@@ -92,6 +92,11 @@ pub struct Decision {
     /// even with `rollback.gradual`.
     #[serde(default)]
     pub critical: bool,
+    /// It rolls back because a change freeze held the step past the plan's bound
+    /// (`freeze.maxFrozenSeconds`), not because a check failed: the execution ends
+    /// `FrozenTooLong`, in its own words.
+    #[serde(default)]
+    pub frozen_too_long: bool,
     /// The comparison's evidence after this check, as the text the state carries to the next
     /// check and across steps (`super::compare::Evidence`; empty without a comparison).
     #[serde(default)]
@@ -125,6 +130,7 @@ impl Decision {
             ask: false,
             frozen_since: progress.frozen_since,
             critical: false,
+            frozen_too_long: false,
             evidence: String::new(),
         }
     }
@@ -218,6 +224,7 @@ pub fn decide_asking(
             ask: false,
             frozen_since: 0,
             critical: false,
+            frozen_too_long: false,
             evidence: String::new(),
         };
     };
@@ -281,6 +288,7 @@ pub fn decide_asking(
             && outcomes
                 .iter()
                 .any(|o| o.critical && o.verdict == CheckVerdict::Fail),
+        frozen_too_long: false,
         evidence: String::new(),
     }
 }
