@@ -122,6 +122,25 @@ def test_a_merge_patch_is_an_update_manager_and_a_resource_version_in_an_apply_i
     assert code == 200 and current["metadata"]["annotations"][WEIGHT] == "90"
 
 
+def test_a_delete_whose_uid_precondition_fails_is_refused_in_kube_apiservers_words(kube):
+    """register-cluster's deregister deletes with the uid it read: another object of the same name
+    (deleted and made again since) is not deleted."""
+    _, created = kube("POST", f"{SECRETS}?fieldManager=kubectl-create", cluster_secret("cluster-blue", "blue"))
+    uid = created["metadata"]["uid"]
+    code, refused = kube("DELETE", f"{SECRETS}/cluster-blue",
+                         {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": "not-" + uid}})
+    assert (code, refused["reason"], refused["details"]) == (409, "Conflict", {"name": "cluster-blue", "kind": "secrets"})
+    assert refused["message"] == (
+        'Operation cannot be fulfilled on secrets "cluster-blue": StorageError: invalid object, Code: 4, '
+        "Key: /registry/secrets/argocd/cluster-blue, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: "
+        f"UID in precondition: not-{uid}, UID in object meta: {uid}")
+    assert kube("GET", f"{SECRETS}/cluster-blue")[0] == 200, "not deleted"
+    code, deleted = kube("DELETE", f"{SECRETS}/cluster-blue",
+                         {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}})
+    assert (code, deleted["status"]) == (200, "Success")
+    assert kube("GET", f"{SECRETS}/cluster-blue")[0] == 404
+
+
 def go_set(weight_template, name_template="web-{{ .nameNormalized }}"):
     shipped = yaml.safe_load((REPO / "infra/kubernetes/gitops-applicationset.yaml").read_text())
     annotations = shipped["spec"]["template"]["spec"]["source"]["helm"]["valuesObject"]["ingress"]["annotations"]

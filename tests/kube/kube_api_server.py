@@ -88,6 +88,14 @@ load or while restarting: 429 `TooManyRequests` (with `Retry-After: 1` and
 lands just before the request is served (a write between a client's read and its write). `GET /_test/faults` lists them, with the
 times each has left.
 
+Where it still differs from kube-apiserver 1.28 (fed the same Secret write sequences, issue 56):
+clearing `managedFields` with `[]` or `[{}]`; a strategic-merge `$patch: replace` on annotations
+(kube replaces them, this answers 422); a non-forced apply that both conflicts and carries a stale
+resourceVersion (kube answers the field conflict, this "the object has been modified"); a
+create with a resourceVersion whose name is taken; the texts and causes of 422s; a wrong
+kind's text; an apply without `fieldManager`. None of them is on cluster-canary's paths (its
+writes name a field manager, never clear managedFields, and read only 409's reason and the
+texts its tests pin).
 Not modelled: watches, resourceVersion preconditions on anything but Secrets, list paging
 (limit/continue), field selectors, JSON patches, field ownership of anything but Secrets,
 kube's last-applied-configuration handling for a manager named `kubectl` and its cap of 10
@@ -840,12 +848,16 @@ class Handler(BaseHTTPRequestHandler):
         if method == "DELETE":
             if not current:
                 return not_found
-            # DeleteOptions.preconditions, as kube-apiserver checks them.
+            # DeleteOptions.preconditions, as kube-apiserver checks them: its storage layer refuses
+            # the object (an invalid-object StorageError, whose text the registry wraps as a
+            # Conflict: k8s.io/apiserver storage.StorageError and storeerr.InterpretDeleteError).
             wanted = ((body or {}).get("preconditions") or {}).get("uid")
             if wanted and wanted != current["metadata"]["uid"]:
                 return status(409, "Conflict",
-                              f'Operation cannot be fulfilled on secrets "{name}": Precondition failed: UID in '
-                              f'precondition: {wanted}, UID in object meta: {current["metadata"]["uid"]}',
+                              f'Operation cannot be fulfilled on secrets "{name}": StorageError: invalid object, '
+                              f'Code: 4, Key: /registry/secrets/{ns}/{name}, ResourceVersion: 0, AdditionalErrorMsg: '
+                              f'Precondition failed: UID in precondition: {wanted}, UID in object meta: '
+                              f'{current["metadata"]["uid"]}',
                               {"name": name, "kind": "secrets"})
             del store.secrets[(ns, name)]
             store.forget_generated(ns, name)
