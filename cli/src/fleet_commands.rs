@@ -136,34 +136,75 @@ pub fn validate(files: &[std::path::PathBuf], printer: &mut Printer) -> bool {
     ok
 }
 
+/// How many cells `fleet check` checks at once: each check is a handful of reads (alarms,
+/// listeners, records, the running rollouts), which the SDK retries when throttled; eight at
+/// once stays within the read APIs' rates (ELBv2 and CloudWatch's Describe* about 10 a second,
+/// ListExecutions 5 a second refilled) with the SDK's retries absorbing bursts.
+const CELLS_CHECKED_AT_ONCE: usize = 8;
+/// How many failing cells the closing line names (all of them are above, each with why).
+const FAILED_CELLS_NAMED: usize = 20;
+
 pub async fn check(
     config: &SdkConfig,
     file: &Path,
     machines: &FleetMachineArgs,
     printer: &mut Printer,
 ) -> Result<bool, CliError> {
+    use futures::stream::{self, StreamExt, TryStreamExt};
     let (_, valid) = validated(file)?;
-    let mut ok = true;
-    for (cell, plan) in valid.fleet.cells.iter().zip(&valid.plans) {
-        printer.say(
-            &format!(
-                "cell {} ({}/{}):",
-                cell.name, plan.plan.cluster.region, plan.plan.cluster.name
-            ),
-            json!({"cell": cell.name}),
-        );
-        ok &= check_plan(config, plan, &machines.rollout, printer).await?;
+    let output = printer.output;
+    // Checked concurrently, said in the plan's order.
+    let checked: Vec<(bool, Printer)> = stream::iter(valid.fleet.cells.iter().zip(&valid.plans))
+        .map(|(cell, plan)| async move {
+            let mut said = Printer::buffered(output);
+            said.say(
+                &format!(
+                    "cell {} ({}/{}):",
+                    cell.name, plan.plan.cluster.region, plan.plan.cluster.name
+                ),
+                json!({"cell": cell.name}),
+            );
+            let ok = check_plan(config, plan, &machines.rollout, &mut said).await?;
+            Ok::<_, CliError>((ok, said))
+        })
+        .buffered(CELLS_CHECKED_AT_ONCE)
+        .try_collect()
+        .await?;
+    let mut failed = Vec::new();
+    for ((ok, said), cell) in checked.into_iter().zip(&valid.fleet.cells) {
+        said.write_into(printer);
+        if !ok {
+            failed.push(cell.name.clone());
+        }
     }
+    let mut ok = failed.is_empty();
     if let Some(soak) = valid.fleet.soak.as_ref().filter(|s| !s.alarms.is_empty()) {
         ok &= check_soak_alarms(config, machines, &soak.alarms, printer).await?;
     }
+    let cells = valid.fleet.cells.len();
+    let text = match (ok, failed.len()) {
+        (true, _) => format!(
+            "every cell of fleet {} passed its checks ({cells} cells)",
+            valid.fleet.name
+        ),
+        (false, 0) => format!(
+            "fleet {}: every one of its {cells} cells passed its checks; its soak did not (above)",
+            valid.fleet.name
+        ),
+        (false, n) => format!(
+            "fleet {}: {n} of {cells} cells failed a check (each above, with why): {}",
+            valid.fleet.name,
+            canary_core::limits::join_bounded(
+                &failed,
+                ", ",
+                FAILED_CELLS_NAMED,
+                canary_core::limits::MAX_REASON_BYTES
+            )
+        ),
+    };
     printer.say(
-        &if ok {
-            format!("every cell of fleet {} passed its checks", valid.fleet.name)
-        } else {
-            format!("fleet {}: a cell failed a check (above)", valid.fleet.name)
-        },
-        json!({"check": "fleet", "ok": ok}),
+        &text,
+        json!({"check": "fleet", "ok": ok, "cells": cells, "failedCells": failed}),
     );
     Ok(ok)
 }

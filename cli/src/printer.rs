@@ -14,6 +14,8 @@ pub struct Printer {
     pub verbose: bool,
     /// A status line is on screen and must be cleared before the next line.
     status_shown: bool,
+    /// Lines kept instead of written (`buffered`), for work done concurrently and said in order.
+    kept: Option<Vec<String>>,
 }
 
 impl Printer {
@@ -22,10 +24,31 @@ impl Printer {
             output,
             verbose: false,
             status_shown: false,
+            kept: None,
+        }
+    }
+
+    /// A printer that keeps its lines until `write_into` another: what runs concurrently is
+    /// said in order, not interleaved.
+    pub fn buffered(output: Output) -> Self {
+        Printer {
+            kept: Some(Vec::new()),
+            ..Printer::new(output)
+        }
+    }
+
+    /// Writes the lines this (buffered) printer kept into `printer`.
+    pub fn write_into(self, printer: &mut Printer) {
+        for line in self.kept.unwrap_or_default() {
+            printer.write(&line);
         }
     }
 
     fn write(&mut self, line: &str) {
+        if let Some(kept) = &mut self.kept {
+            kept.push(line.to_owned());
+            return;
+        }
         let mut out = std::io::stdout().lock();
         if self.status_shown {
             // Carriage return and erase the line: the status line gives way.

@@ -319,6 +319,21 @@ def test_the_cli_validates_checks_starts_aborts_watches_and_lists_a_fleet(tmp_pa
         assert "✗ soak: no alarm named web-fleet-slo-typo in us-east-1: the first soak would halt the fleet" \
             in refused.stdout, refused.stdout
         assert checked.stdout.count("is ACTIVE") == 6 and "every cell of fleet web-fleet passed its checks" in checked.stdout
+        assert "fleet web-fleet: every one of its 6 cells passed its checks; its soak did not (above)" in refused.stdout
+        # Cells are checked concurrently and said in the plan's order; the end counts and names
+        # the failing ones.
+        assert [line.split()[1] for line in checked.stdout.splitlines() if line.startswith("cell ")] == \
+            [cell["name"] for cell in plan["cells"]], checked.stdout
+        missing = json.loads(json.dumps(plan))
+        for cell in missing["cells"][1:3]:
+            cell["values"]["analysis"] = {"alarms": {"names": [f"{cell['name']}-no-such-alarm"]}}
+        (tmp_path / "missing.json").write_text(json.dumps(missing))
+        failing = sandbox.cli("fleet", "check", str(tmp_path / "missing.json"))
+        assert failing.returncode == 1, failing.stdout + failing.stderr
+        named = [cell["name"] for cell in missing["cells"][1:3]]
+        assert failing.stdout.rstrip().endswith(
+            f"fleet web-fleet: 2 of 6 cells failed a check (each above, with why): {named[0]}, {named[1]}"), \
+            failing.stdout
 
         started = sandbox.cli("fleet", "start", str(path), "--name", "by-hand")
         assert started.returncode == 0, started.stderr

@@ -347,7 +347,10 @@ fn the_alarm_watches_fail_only_with_the_checks_error() {
                 "MovedUnderCheckOutcome".to_owned()
             ),
             ("CheckFailed".to_owned(), "DescribeCheckFailure".to_owned()),
-            ("FrozenTooLong".to_owned(), "DescribeFrozenTooLong".to_owned()),
+            (
+                "FrozenTooLong".to_owned(),
+                "DescribeFrozenTooLong".to_owned()
+            ),
             ("States.ALL".to_owned(), "DescribeTaskFailure".to_owned()),
         ]
     );
