@@ -928,7 +928,17 @@ def run_on(history, sandbox, controllers, provider, out):
             sandbox.front.lost.append([is_invocation, 1, lambda_service_exception()])
         elif action == "second-rollout" and record.second is None:
             second = scenarios.start_manual(sandbox, plan, f"second-{history.seed}")
-            record.second = scenarios.watch(sandbox, second, out=out, await_safety_net=False)
+            try:
+                record.second = scenarios.watch(sandbox, second, out=out, await_safety_net=False)
+            except TimeoutError:
+                # Started while the freeze switch was on, it waits at its gate, as documented, up
+                # to the plan's bound (an hour by default; seed 9009): "held by the freeze" is its
+                # end here. It moved nothing; stopped, its safety net leaves it alone.
+                if not held_by_the_freeze(sfn, second):
+                    raise
+                sfn.stop_execution(executionArn=second, cause="history: held by the freeze past the wait")
+                out("second rollout: held by the freeze past the wait; stopped")
+                record.second = scenarios.watch(sandbox, second, out=out, await_safety_net=False, timeout=60)
         elif action == "other-rollout" and record.other is None:
             record.other = scenarios.start_manual(sandbox, other_plan, f"other-{history.seed}")
             record.other_world = other_world[OTHER]
@@ -1227,16 +1237,35 @@ def failing(state):
             or state.get("alb") == "breach")
 
 
-def failing_since(record):
-    """When the checks' signals (the alarm, the provider's value, the metric) last began to fail and went on failing
-    to the end of the run: epoch seconds, or None."""
-    state, since = {"alarm": "OK", "provider": "fine", "metric": "fine", "alb": "fine"}, None
+def failing_began(record, moment):
+    """When the spell of the checks' signals (the alarm, the provider's value, the metric, the
+    ALB judge's) failing that caused a rollback decided at `moment` began: the last spell begun
+    by then, if it still went on within a check interval of it (a check reads the signals up to
+    an interval before its verdict); epoch seconds, or None (the rollback had another cause: a
+    comparison's regression, say)."""
+    state, spells = {"alarm": "OK", "provider": "fine", "metric": "fine", "alb": "fine"}, []
     for _, what, value, when in record.conditions:
         if what in state:
             before = failing(state)
             state[what] = value
-            since = (when if not before else since) if failing(state) else None
-    return since
+            if failing(state) and not before:
+                spells.append([when, None])
+            elif before and not failing(state):
+                spells[-1][1] = when
+    began = [(start, end) for start, end in spells if start <= moment]
+    if not began:
+        return None
+    start, end = began[-1]
+    return start if end is None or end >= moment - CHECK_INTERVAL else None
+
+
+def held_by_the_freeze(sfn, execution_arn):
+    """Whether the running execution waits at its freeze gate (before its first step)."""
+    if sfn.describe_execution(executionArn=execution_arn)["status"] != "RUNNING":
+        return False
+    events = sfn.get_execution_history(executionArn=execution_arn, maxResults=1000, reverseOrder=True)["events"]
+    last = next((e["stateEnteredEventDetails"]["name"] for e in events if "stateEnteredEventDetails" in e), None)
+    return last in ("FreezeGate", "WaitWhileFrozen")
 
 
 def restored_at(record):
@@ -1313,12 +1342,18 @@ def stepped_back_wrongly(history, record):
 
 
 def alarm_to_baseline(record):
-    """Seconds from the checks' signals failing to the end of the rollback it caused (its Restore
-    read the baseline back); None when the run did not roll back for a failing check."""
-    since, restored = failing_since(record), restored_at(record)
-    if record.report.error != "CheckFailed" or since is None or restored is None:
+    """Seconds from the failing signals that caused the rollback to the end of that rollback (its
+    Restore read the baseline back): timed from its own cause, the failing spell of the world's
+    signals that had begun when the rollback was decided (`DescribeCheckFailure` entered), not
+    from a later one (seed 9024 measured -1.9 s from a spell that began after the restore).
+    None when the run did not roll back for a failing check, or no failing spell came first."""
+    restored = restored_at(record)
+    decided = next((e["timestamp"].timestamp() for e in record.history_events
+                    if entered(e, "DescribeCheckFailure")), None)
+    if record.report.error != "CheckFailed" or restored is None or decided is None:
         return None
-    return restored - since
+    since = failing_began(record, decided)
+    return None if since is None else restored - since
 
 
 def unjudged_to_baseline(record):

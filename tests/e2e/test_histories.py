@@ -266,12 +266,19 @@ def test_the_checker_flags_a_slow_rollback_and_a_late_write_over_a_newer_rollout
     alarm = [(0, "alarm", "ALARM", 0.0)]
     said = (f"the rollback reached the baseline {slow} s after the checks' signals failed, past the "
             f"{histories.ROLLBACK_BOUND_SECONDS} s bound")
+    decided = entered("DescribeCheckFailure", at=1)
     history, late = made_up("FAILED", BASELINE, error="CheckFailed", conditions=alarm,
-                            history=[exited("Restore", {"restored": {"weights": []}}, at=slow)])
+                            history=[decided, exited("Restore", {"restored": {"weights": []}}, at=slow)])
     assert histories.violations(history, late) == [said]
+    # Timed from its own cause: a spell that began after the rollback was decided is not it
+    # (seed 9024), nor one over well before it.
+    for other in ([(0, "alarm", "ALARM", 2.0)], [(0, "alarm", "ALARM", -60.0), (1, "alarm", "OK", -50.0)]):
+        history, not_its_cause = made_up("FAILED", BASELINE, error="CheckFailed", conditions=other,
+                                         history=[decided, exited("Restore", {"restored": {"weights": []}}, at=slow)])
+        assert histories.alarm_to_baseline(not_its_cause) is None, other
     # A restore whose first attempt failed reaches the baseline when RestoreRetried does.
     history, retried = made_up("FAILED", BASELINE, error="CheckFailed", conditions=alarm,
-                               history=[exited("Restore", {"restoreFailing": {"Error": "AwsTransient"}}, at=1),
+                               history=[decided, exited("Restore", {"restoreFailing": {"Error": "AwsTransient"}}, at=1),
                                         exited("RestoreRetried", {"restored": {"weights": []}}, at=slow)])
     assert histories.violations(history, retried) == [said]
     # Each further failing check `failureLimit` asks for is one check interval more.
