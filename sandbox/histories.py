@@ -247,6 +247,15 @@ ROLLBACK_BOUND_SECONDS = CHECK_INTERVAL + 90
 # An unreachable provider: the step goes `maxUnjudgedSeconds` without a verdict, one more check
 # and its request timeout, then the same restore (docs/functions.md).
 UNJUDGED_BOUND_SECONDS = MAX_UNJUDGED + CHECK_INTERVAL + PROVIDER_TIMEOUT + 90
+# Every other way the state machine rolls back itself (a hook, a task's error, an approval
+# rejected or timed out, a freeze held past its bound): from the decision (its Describe*Failure,
+# or DescribeFrozenTooLong, entered) to the restore's read-back, the restore's writes and their
+# retries (docs/operations.md, how fast a rollback is).
+DECIDED_TO_BASELINE_SECONDS = 90
+DECISIONS = ("DescribeCheckFailure", "DescribeFrozenTooLong", "DescribeTaskFailure", "DescribeApprovalFailure")
+# A stop or a timeout: the safety net's delivery (seconds), its restore as the state machine's,
+# then its settle period and look before it answers (the plan's rollback.settleSeconds).
+SAFETY_NET_DELIVERY_SECONDS = 10
 def is_modify_listener(method, path, body):
     return b"Action=ModifyListener" in body
 
@@ -467,6 +476,9 @@ class Run:
     denied_at: int = None  # history index from which the functions' traffic writes were refused
     denied_until: int = None  # ... and until which (None: the end of the run)
     net_disabled: bool = False  # the SafetyNet rule was disabled during the run
+    ended_at: float = None  # when the execution ended (epoch seconds)
+    safety_net_at: float = None  # when its safety net's answer came (epoch seconds)
+    settle_seconds: int = 0  # the plan's rollback.settleSeconds (the safety net waits it)
     targets_at: int = None  # history index before which the canary target group got its target
     stable_attached: bool = None  # the listener still forwards to the stable target group at the end
 
@@ -995,11 +1007,16 @@ def run_on(history, sandbox, controllers, provider, out):
     elif sandbox.safety_net.matches(report.status):
         try:
             report.safety_net = sandbox.safety_net.answer_for(arn)
+            record.safety_net_at = sandbox.safety_net.answered_at.get(arn)
             out(f"safety net{' (late)' if record.held else ''}: {report.safety_net['reason']}")
         except RuntimeError as failed:  # every try failed: its record went to the dead-letter queue
             out(f"safety net: {failed}")
             report.safety_net = None
     record.dead_letters, record.page_alarm, record.dead_letter_queue = dead_letters(sandbox)
+    stopped = sfn.describe_execution(executionArn=arn).get("stopDate")
+    record.ended_at = stopped.timestamp() if stopped else None
+    # canary_core::plan::DEFAULT_SETTLE_SECONDS when the plan gives none.
+    record.settle_seconds = plan.get("rollback", {}).get("settleSeconds", 120)
     if record.other is not None:
         record.other_end = fleets.wait_for_end(sandbox, record.other, timeout=300)
         record.other_weights = fleets.cell_weights(sandbox, {OTHER: record.other_world})[OTHER]
@@ -1161,6 +1178,16 @@ def violations(history, record):
     if took is not None and took > bound:
         found.append(f"the rollback reached the baseline {took:.0f} s after the checks' signals failed, past the "
                      f"{bound} s bound")
+    took = decided_to_baseline(record)
+    bound = DECIDED_TO_BASELINE_SECONDS + (STEP_BACK_SECONDS if history.gradual else 0)
+    if took is not None and took > bound and record.denied_at is None:
+        found.append(f"the rollback reached the baseline {took:.0f} s after it was decided ({record.report.error}), "
+                     f"past the {bound} s bound")
+    took = safety_net_to_baseline(record)
+    bound = SAFETY_NET_DELIVERY_SECONDS + DECIDED_TO_BASELINE_SECONDS + record.settle_seconds
+    if took is not None and took > bound:
+        found.append(f"the safety net restored {took:.0f} s after the execution ended {record.report.status}, past "
+                     f"the {bound} s bound")
     took = unjudged_to_baseline(record)
     if took is not None and took > UNJUDGED_BOUND_SECONDS:
         found.append(f"the rollback for an unreachable provider reached the baseline {took:.0f} s after the outage "
@@ -1354,6 +1381,25 @@ def alarm_to_baseline(record):
         return None
     since = failing_began(record, decided)
     return None if since is None else restored - since
+
+
+def decided_to_baseline(record):
+    """Seconds from the state machine deciding to roll back (whatever the cause) to its
+    restore's read-back; None when it did not roll back itself."""
+    decided = next((e["timestamp"].timestamp() for e in record.history_events if entered(e, *DECISIONS)), None)
+    restored = restored_at(record)
+    return None if decided is None or restored is None else restored - decided
+
+
+def safety_net_to_baseline(record):
+    """Seconds from a stopped or timed-out execution's end to its safety net's answer that it
+    restored (its restore, settle period and look again); None for another end, or a delivery
+    the run held, lost or disabled, or writes it refused."""
+    if (record.report.status not in ("ABORTED", "TIMED_OUT") or record.ended_at is None or record.held
+            or record.net_disabled or safety_net_lost(record) or record.denied_at is not None
+            or not (record.report.safety_net or {}).get("restored") or record.safety_net_at is None):
+        return None
+    return record.safety_net_at - record.ended_at
 
 
 def unjudged_to_baseline(record):

@@ -33,6 +33,7 @@ class SafetyNetEvents(RuleDeliveries):
     def __init__(self, *args):
         super().__init__(*args)
         self.answers = {}  # execution ARN -> (function error, answer)
+        self.answered_at = {}  # execution ARN -> when its answer came (time.time())
         self.sweeps = []  # (when it answered, function error, answer) of each sweep delivered
         self.sweep_waiting = threading.Event()
 
@@ -47,6 +48,7 @@ class SafetyNetEvents(RuleDeliveries):
             return
         execution = payload[self.EXECUTION]
         self.answers[execution] = (error, answer)
+        self.answered_at[execution] = time.time()
         self.log(f"{self.WHAT}, for {execution.rsplit(':', 1)[-1]} ended {payload['status']}: "
                  + (f"failed: {answer}" if error else answer.get("reason", str(answer))))
 

@@ -266,13 +266,13 @@ def test_the_checker_flags_a_slow_rollback_and_a_late_write_over_a_newer_rollout
     alarm = [(0, "alarm", "ALARM", 0.0)]
     said = (f"the rollback reached the baseline {slow} s after the checks' signals failed, past the "
             f"{histories.ROLLBACK_BOUND_SECONDS} s bound")
-    decided = entered("DescribeCheckFailure", at=1)
+    decided = entered("DescribeCheckFailure", at=3)
     history, late = made_up("FAILED", BASELINE, error="CheckFailed", conditions=alarm,
                             history=[decided, exited("Restore", {"restored": {"weights": []}}, at=slow)])
     assert histories.violations(history, late) == [said]
     # Timed from its own cause: a spell that began after the rollback was decided is not it
     # (seed 9024), nor one over well before it.
-    for other in ([(0, "alarm", "ALARM", 2.0)], [(0, "alarm", "ALARM", -60.0), (1, "alarm", "OK", -50.0)]):
+    for other in ([(0, "alarm", "ALARM", 4.0)], [(0, "alarm", "ALARM", -60.0), (1, "alarm", "OK", -50.0)]):
         history, not_its_cause = made_up("FAILED", BASELINE, error="CheckFailed", conditions=other,
                                          history=[decided, exited("Restore", {"restored": {"weights": []}}, at=slow)])
         assert histories.alarm_to_baseline(not_its_cause) is None, other
@@ -292,6 +292,31 @@ def test_the_checker_flags_a_slow_rollback_and_a_late_write_over_a_newer_rollout
     assert any(v.startswith("traffic ended at") for v in histories.violations(history, overwritten))
     history, left_alone = made_up("ABORTED", PROMOTED, second=newer, second_overlapped=False)
     assert histories.violations(history, left_alone) == []
+
+
+def test_the_checker_flags_every_other_restoring_end_past_its_bound():
+    """A hook's failure, a task's error, an approval refused, a freeze held too long: from the
+    decision to the restore's read-back. A stop or a timeout: from the end to the safety net's
+    answer, its settle period included."""
+    bound = histories.DECIDED_TO_BASELINE_SECONDS
+    decided = [entered("DescribeTaskFailure", at=10)]
+    history, hook = made_up("FAILED", BASELINE, error="HookFailed",
+                            history=decided + [exited("Restore", {"restored": {"weights": []}}, at=10 + bound + 1)])
+    assert histories.violations(history, hook) == [
+        f"the rollback reached the baseline {bound + 1} s after it was decided (HookFailed), past the {bound} s bound"]
+    history, in_time = made_up("FAILED", BASELINE, error="HookFailed",
+                               history=decided + [exited("Restore", {"restored": {"weights": []}}, at=10 + bound)])
+    assert histories.violations(history, in_time) == []
+    restored = {"restored": True, "reason": "the execution ended ABORTED at BakeWait, without its own rollback"}
+    limit = histories.SAFETY_NET_DELIVERY_SECONDS + bound + 4
+    history, slow = made_up("ABORTED", BASELINE, ended_at=100.0, safety_net_at=100.0 + limit + 1, settle_seconds=4)
+    slow.report.safety_net = restored
+    assert histories.violations(history, slow) == [
+        f"the safety net restored {limit + 1} s after the execution ended ABORTED, past the {limit} s bound"]
+    history, late_on_purpose = made_up("ABORTED", BASELINE, ended_at=100.0, safety_net_at=100.0 + limit + 1,
+                                       settle_seconds=4, held=True)
+    late_on_purpose.report.safety_net = restored
+    assert histories.violations(history, late_on_purpose) == [], "a delivery the run held is late by design"
 
 
 def test_the_checker_flags_a_restore_by_hand_that_undoes_too_much():
