@@ -940,17 +940,9 @@ def run_on(history, sandbox, controllers, provider, out):
             sandbox.front.lost.append([is_invocation, 1, lambda_service_exception()])
         elif action == "second-rollout" and record.second is None:
             second = scenarios.start_manual(sandbox, plan, f"second-{history.seed}")
-            try:
-                record.second = scenarios.watch(sandbox, second, out=out, await_safety_net=False)
-            except TimeoutError:
-                # Started while the freeze switch was on, it waits at its gate, as documented, up
-                # to the plan's bound (an hour by default; seed 9009): "held by the freeze" is its
-                # end here. It moved nothing; stopped, its safety net leaves it alone.
-                if not held_by_the_freeze(sfn, second):
-                    raise
-                sfn.stop_execution(executionArn=second, cause="history: held by the freeze past the wait")
-                out("second rollout: held by the freeze past the wait; stopped")
-                record.second = scenarios.watch(sandbox, second, out=out, await_safety_net=False, timeout=60)
+            record.second = unless_held_by_the_freeze(
+                sfn, second, lambda timeout: scenarios.watch(sandbox, second, out=out, await_safety_net=False,
+                                                             timeout=timeout), out)
         elif action == "other-rollout" and record.other is None:
             record.other = scenarios.start_manual(sandbox, other_plan, f"other-{history.seed}")
             record.other_world = other_world[OTHER]
@@ -1018,7 +1010,8 @@ def run_on(history, sandbox, controllers, provider, out):
     # canary_core::plan::DEFAULT_SETTLE_SECONDS when the plan gives none.
     record.settle_seconds = plan.get("rollback", {}).get("settleSeconds", 120)
     if record.other is not None:
-        record.other_end = fleets.wait_for_end(sandbox, record.other, timeout=300)
+        record.other_end = unless_held_by_the_freeze(
+            sfn, record.other, lambda timeout: fleets.wait_for_end(sandbox, record.other, timeout=timeout), out)
         record.other_weights = fleets.cell_weights(sandbox, {OTHER: record.other_world})[OTHER]
     if record.second is not None:
         first_ended = sfn.describe_execution(executionArn=arn).get("stopDate")
@@ -1286,13 +1279,28 @@ def failing_began(record, moment):
     return start if end is None or end >= moment - CHECK_INTERVAL else None
 
 
+def unless_held_by_the_freeze(sfn, execution_arn, wait, out):
+    """`wait(timeout)` for another rollout of the run to end. One started while the freeze switch
+    was on waits at its gate, as documented, up to its plan's bound (an hour by default; seed 9009):
+    "held by the freeze" is its end here. It moved nothing; stopped, its safety net leaves it
+    alone."""
+    try:
+        return wait(300)
+    except TimeoutError:
+        if not held_by_the_freeze(sfn, execution_arn):
+            raise
+    sfn.stop_execution(executionArn=execution_arn, cause="history: held by the freeze past the wait")
+    out(f"{execution_arn.rsplit(':', 1)[-1]}: held by the freeze past the wait; stopped")
+    return wait(60)
+
+
 def held_by_the_freeze(sfn, execution_arn):
     """Whether the running execution waits at its freeze gate (before its first step)."""
     if sfn.describe_execution(executionArn=execution_arn)["status"] != "RUNNING":
         return False
-    events = sfn.get_execution_history(executionArn=execution_arn, maxResults=1000, reverseOrder=True)["events"]
-    last = next((e["stateEnteredEventDetails"]["name"] for e in events if "stateEnteredEventDetails" in e), None)
-    return last in ("FreezeGate", "WaitWhileFrozen")
+    events = sfn.get_execution_history(executionArn=execution_arn, maxResults=1000)["events"]
+    entered_states = [e["stateEnteredEventDetails"]["name"] for e in events if "stateEnteredEventDetails" in e]
+    return bool(entered_states) and entered_states[-1] in ("FreezeGate", "Frozen?", "WaitWhileFrozen")
 
 
 def restored_at(record):
