@@ -1342,14 +1342,18 @@ def stepped_back_wrongly(history, record):
     """A gradual rollback's promises (docs/operations.md): it steps back only with the plan's
     `rollback.gradual`, after a bake's failed check no critical alarm caused, only down, and
     only while the old cluster is healthy; what follows a step back it did not take is the
-    restore."""
+    restore (or, when it found someone else's weights, the restore that leaves them)."""
     found, caught, share, looked = [], None, None, None
     for event in record.history_events:
         exited = event.get("stateExitedEventDetails", {})
         entered = event.get("stateEnteredEventDetails", {}).get("name")
         if looked is not None and entered and entered != "SteppedBack?":
-            if entered != "Restore":
-                found.append(f"after a step back not taken ({looked}), {entered} instead of the restore")
+            # A foreign change found by the step back is theirs: left as found (RestoreUnchanged).
+            foreign = looked.endswith("WeightsChangedExternally")
+            wanted = "MovedUnderStepBackOutcome" if foreign else "Restore"
+            if entered != wanted:
+                found.append(f"after a step back not taken ({looked}), {entered} instead of "
+                             + ("leaving the foreign change as found" if foreign else "the restore"))
             looked = None
         if exited.get("name") == "DescribeCheckFailure":
             state = json.loads(exited.get("output") or "{}")
@@ -1363,7 +1367,8 @@ def stepped_back_wrongly(history, record):
             state = json.loads(exited.get("output") or "{}")
             last = state["lastSet"]
             if "stepBackFailure" in state:
-                # Its error caught (a foreign change under it, AWS refusing): the restore follows.
+                # Its error caught: the restore follows (AWS refusing), or, after a foreign change
+                # under it, the compare-and-set restore that leaves it as found.
                 looked = f"StepBack failed: {state['stepBackFailure'].get('Error')}"
             elif last["steppedBack"]:
                 if share is None or last["canaryWeight"] >= share:

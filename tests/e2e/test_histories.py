@@ -406,16 +406,23 @@ def test_the_checker_flags_a_step_back_it_should_not_have_taken():
     assert run("CheckFailed", (False, 50), then="HoldStepBack") == [
         "after a step back not taken (why), HoldStepBack instead of the restore"]
     assert run("CheckFailed", (False, 50), gradual=None) == ["stepped back without rollback.gradual"]
-    # A step back that failed (its error caught, lastSet as it was) goes to the restore (seed 138
-    # with the comparison: a foreign write under the step back).
-    failed = [exited("DescribeCheckFailure", {"failure": {"Caught": "CheckFailed"}, "cursor": {"step": {"weight": 50}}}),
-              entered("StepBack"),
-              exited("StepBack", {"lastSet": {"weights": []}, "stepBackFailure": {"Error": "WeightsChangedExternally"}})]
-    for then, broken in (("Restore", []), ("HoldStepBack", [
-            "after a step back not taken (StepBack failed: WeightsChangedExternally), HoldStepBack instead of the restore"])):
-        history, record = made_up("FAILED", BASELINE, error="CheckFailed", history=failed + [entered(then)])
+    # A step back that failed (its error caught, lastSet as it was) goes to the restore; one that
+    # found a foreign write under it (seed 138 with the comparison) leaves that as found.
+    def failed(error):
+        return [exited("DescribeCheckFailure", {"failure": {"Caught": "CheckFailed"}, "cursor": {"step": {"weight": 50}}}),
+                entered("StepBack"),
+                exited("StepBack", {"lastSet": {"weights": []}, "stepBackFailure": {"Error": error}})]
+    for error, then, broken in (
+            ("AwsAccessDenied", "Restore", []),
+            ("AwsAccessDenied", "HoldStepBack",
+             ["after a step back not taken (StepBack failed: AwsAccessDenied), HoldStepBack instead of the restore"]),
+            ("WeightsChangedExternally", "MovedUnderStepBackOutcome", []),
+            ("WeightsChangedExternally", "Restore",
+             ["after a step back not taken (StepBack failed: WeightsChangedExternally), Restore instead of leaving the "
+              "foreign change as found"])):
+        history, record = made_up("FAILED", BASELINE, error="CheckFailed", history=failed(error) + [entered(then)])
         history.gradual = "healthy"
-        assert [v for v in histories.violations(history, record) if "step back" in v] == broken
+        assert [v for v in histories.violations(history, record) if "step back" in v] == broken, (error, then)
 
 
 def test_a_seed_replays_the_same_story():
