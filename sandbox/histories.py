@@ -1012,6 +1012,9 @@ def run_on(history, sandbox, controllers, provider, out):
     if record.other is not None:
         record.other_end = unless_held_by_the_freeze(
             sfn, record.other, lambda timeout: fleets.wait_for_end(sandbox, record.other, timeout=timeout), out)
+        if sandbox.safety_net.matches(record.other_end["status"]) and record.other_end.get("stopDate"):
+            # Its safety net (or, its delivery lost or its rule off, the sweep) has its turn first.
+            sandbox.sweep.settle(record.other_end["stopDate"].timestamp())
         record.other_weights = fleets.cell_weights(sandbox, {OTHER: record.other_world})[OTHER]
     if record.second is not None:
         first_ended = sfn.describe_execution(executionArn=arn).get("stopDate")
