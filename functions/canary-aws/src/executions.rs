@@ -251,6 +251,17 @@ pub struct Listed {
     pub stopped: Option<f64>,
 }
 
+impl Listed {
+    fn from_item(e: &sfn::types::ExecutionListItem) -> Self {
+        Listed {
+            arn: e.execution_arn().to_owned(),
+            status: e.status().as_str().to_owned(),
+            started: e.start_date().as_secs_f64(),
+            stopped: e.stop_date().map(DateTime::as_secs_f64),
+        }
+    }
+}
+
 /// The executions that ended: the safety net's sweep looks for those whose traffic was left
 /// away from their baseline.
 #[async_trait]
@@ -374,12 +385,7 @@ impl SdkExecutions {
         let mut pages = request.into_paginator().send();
         while let Some(page) = pages.next().await {
             let page = page.map_err(|e| AwsError::from_sdk("ListExecutions", e))?;
-            listed.extend(page.executions().iter().map(|e| Listed {
-                arn: e.execution_arn().to_owned(),
-                status: e.status().as_str().to_owned(),
-                started: e.start_date().as_secs_f64(),
-                stopped: e.stop_date().map(DateTime::as_secs_f64),
-            }));
+            listed.extend(page.executions().iter().map(Listed::from_item));
             if listed.len() >= limit {
                 break;
             }
@@ -415,12 +421,7 @@ impl SdkExecutions {
                     older = true;
                     continue;
                 }
-                listed.push(Listed {
-                    arn: e.execution_arn().to_owned(),
-                    status: e.status().as_str().to_owned(),
-                    started,
-                    stopped: e.stop_date().map(DateTime::as_secs_f64),
-                });
+                listed.push(Listed::from_item(e));
             }
             if older {
                 break;
@@ -572,14 +573,9 @@ impl EndedExecutions for SdkExecutions {
             let page = page.map_err(|e| AwsError::from_sdk("ListExecutions", e))?;
             for e in page.executions() {
                 seen += 1;
-                let stopped = e.stop_date().map(DateTime::as_secs_f64);
-                if stopped.is_some_and(|stopped| stopped >= since) {
-                    listed.push(Listed {
-                        arn: e.execution_arn().to_owned(),
-                        status: e.status().as_str().to_owned(),
-                        started: e.start_date().as_secs_f64(),
-                        stopped,
-                    });
+                let item = Listed::from_item(e);
+                if item.stopped.is_some_and(|stopped| stopped >= since) {
+                    listed.push(item);
                 }
             }
             if seen >= limit {

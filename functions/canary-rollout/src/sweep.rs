@@ -179,7 +179,8 @@ async fn rule_state(rules: &dyn RuleStates, name: Option<&str>) -> String {
     };
     match rules.rule_state(name).await {
         Ok(state) => state.as_str().to_owned(),
-        Err(e) => format!("unknown ({e})"),
+        // An AWS error's text: bounded, as it reaches the `Safety Net Swept` event.
+        Err(e) => truncate(&format!("unknown ({e})"), MAX_REASON_BYTES),
     }
 }
 
