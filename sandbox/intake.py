@@ -39,7 +39,7 @@ class IntakeEvents(RuleDeliveries):
     def started(self, event_id, cluster, started, timeout=60):
         """The execution cluster-created started for CloudTrail event `event_id` of `cluster`, as
         `started()` finds it (an ARN or None); `NoRolloutStarted` when the function skipped the
-        event or failed it on every try."""
+        event, answered it as a repeated delivery, or failed it on every try."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             arn = started()
@@ -53,7 +53,7 @@ class IntakeEvents(RuleDeliveries):
                         f"cluster-created started no rollout for cluster {cluster}: "
                         f"{answer.get('errorType')}: {answer.get('errorMessage')} (the event is in "
                         "the stack's ClusterIntakeDeadLetterQueue)")
-                if answer.get("action") == "skipped":
+                if answer.get("action") in ("skipped", "duplicate"):
                     raise NoRolloutStarted(f"cluster-created started no rollout for cluster {cluster}: {answer.get('reason')}")
             time.sleep(0.2)
         raise NoRolloutStarted(f"cluster-created started no rollout for cluster {cluster} in {timeout} s (see functions.log)")

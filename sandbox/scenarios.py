@@ -87,12 +87,12 @@ def create_cluster_event(sandbox, name="green", region=REGION):
     return event
 
 
-def put_create_cluster_event(sandbox, name="green", timeout=60):
-    """What CloudTrail does after CreateCluster: its event on the account's default bus, where
-    the stack's rule delivers it to cluster-created (asynchronously, as EventBridge invokes
-    Lambda). The ARN of the execution it started; `intake.NoRolloutStarted` saying why when it
-    started none."""
-    event = create_cluster_event(sandbox, name)
+def put_create_cluster_event(sandbox, name="green", timeout=60, event=None):
+    """What CloudTrail does after CreateCluster: its event (`event`, or a new one for `name`) on
+    the account's default bus, where the stack's rule delivers it to cluster-created
+    (asynchronously, as EventBridge invokes Lambda). The ARN of the execution it started;
+    `intake.NoRolloutStarted` saying why when it started none."""
+    event = event or create_cluster_event(sandbox, name)
     stepfunctions = sandbox.client("stepfunctions")
     before = {e["executionArn"] for e in stepfunctions.list_executions(stateMachineArn=sandbox.state_machine)["executions"]}
     answer = sandbox.client("events").put_events(Entries=[{

@@ -111,8 +111,9 @@ def test_a_create_cluster_that_starts_no_rollout_is_named_in_an_event_reaches_th
         events.put_rule(Name="cluster-canary-events", EventPattern=json.dumps({"source": ["cluster-canary"]}))
         events.put_targets(Rule="cluster-canary-events", Targets=[{"Id": "queue", "Arn": subscribed_arn}])
 
+        created = scenarios.create_cluster_event(sandbox)
         with pytest.raises(NoRolloutStarted) as refused:
-            scenarios.put_create_cluster_event(sandbox)
+            scenarios.put_create_cluster_event(sandbox, event=created)
         said = str(refused.value)
         assert said.startswith("cluster-created started no rollout for cluster green: AwsAccessDenied"), said
         assert "states:StartExecution" in said and "ClusterIntakeDeadLetterQueue" in said, said
@@ -143,6 +144,22 @@ def test_a_create_cluster_that_starts_no_rollout_is_named_in_an_event_reaches_th
         sent = [d for d in sandbox.front.authorizer.decisions if d[1] == "sqs:SendMessage"]
         assert sent and all(allowed for *_, allowed in sent), sent
         assert all(":assumed-role/" + role_of(sandbox, "cluster-created") + "/" in caller for caller, *_ in sent)
+
+        # EventBridge delivers at least once: the same CloudTrail event again is answered as a
+        # duplicate (the intake recorded it in the stack's bucket), said and failed no more.
+        event_id = created["detail"]["eventID"]
+        sandbox.intake.answers.pop(event_id)
+        with pytest.raises(NoRolloutStarted) as again:
+            scenarios.put_create_cluster_event(sandbox, event=created)
+        assert "was delivered before (s3://" in str(again.value) and "not acted on or said again" in str(again.value), again.value
+        assert sandbox.intake.answer_for(event_id)[0] is None, "no function error"
+        time.sleep(2)
+        assert sqs.receive_message(QueueUrl=subscribed, WaitTimeSeconds=1).get("Messages", []) == [], "said again"
+        counts = sqs.get_queue_attributes(QueueUrl=dead_letters, AttributeNames=[
+            "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
+        assert sum(int(n) for n in counts.values()) == 1, f"failed again: {counts}"
+        recorded = [d for d in sandbox.front.authorizer.decisions if d[1] == "s3:PutObject"]
+        assert len(recorded) == 2 and all(allowed for *_, allowed in recorded), recorded
 
         # Its alarm watches that queue and pages.
         [alarm] = sandbox.client("cloudwatch").describe_alarms(

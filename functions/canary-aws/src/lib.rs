@@ -18,6 +18,8 @@ pub mod fleet_plans;
 pub mod freeze;
 pub mod functions;
 pub mod http;
+#[cfg(feature = "fleet-plans")]
+pub mod intake_deliveries;
 pub mod prometheus;
 pub mod query_error;
 pub mod route53;
@@ -51,6 +53,8 @@ pub use freeze::{
     CalendarReading, CalendarState, FreezeApi, FreezeCheckError, Freezes, SdkFreeze, StackFreeze,
 };
 pub use functions::{FunctionInvoker, Invocation, SdkFunctions};
+#[cfg(feature = "fleet-plans")]
+pub use intake_deliveries::{Delivery, DeliveryLedger, SdkDeliveryLedger};
 pub use prometheus::{HttpPrometheus, PrometheusApi};
 pub use query_error::QueryError;
 pub use route53::{

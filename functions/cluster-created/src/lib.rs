@@ -3,8 +3,11 @@
 //!
 //! - CreateCluster of a cluster tagged `cluster-canary/profile`: build the rollout plan from
 //!   that profile and the cluster's tags, validate it like a hand-written plan, and start the
-//!   state machine under a name derived from the cluster and the CloudTrail event id, so a
-//!   duplicate delivery starts nothing new.
+//!   state machine under a name derived from the cluster and the CloudTrail event id.
+//! - EventBridge delivers at least once: the first delivery of such an event is recorded
+//!   ([`DeliveryLedger`], keyed by CloudTrail's `eventID`), and a repeated one is answered
+//!   `duplicate` without acting or saying anything again. Were the record not writable, the
+//!   execution's name still keeps a repeated delivery from starting a second rollout.
 //! - A failed call, or a cluster without the tag: skipped, with the reason in the result and log.
 //! - A cluster that is a cell of a fleet: skipped. A running fleet starts its rollout in its
 //!   wave (docs/fleets.md), and a rollout of its own would move the cell's traffic out of turn;
@@ -23,8 +26,8 @@ pub mod event;
 use std::collections::BTreeMap;
 
 use canary_aws::{
-    load_fleet_plan, AwsError, EventPublisher, ExecutionStarter, ExecutionsApi, FleetPlanError,
-    FleetPlanStore, Started,
+    load_fleet_plan, AwsError, Delivery, DeliveryLedger, EventPublisher, ExecutionStarter,
+    ExecutionsApi, FleetPlanError, FleetPlanStore, Started,
 };
 use canary_core::arn::account_of;
 use canary_core::input::parse_input;
@@ -91,11 +94,13 @@ pub struct IntakeConfig {
     /// The fleet state machine: a cluster that is a cell of one of its running fleets gets no
     /// rollout of its own.
     pub fleet_state_machine_arn: Option<String>,
+    /// The bucket of the record of the events handled (`intake-events/` in the stack's bucket).
+    pub deliveries_bucket: String,
 }
 
 impl IntakeConfig {
     /// From `STATE_MACHINE_ARN`, `PROFILES` (a JSON object of profiles), `ARGOCD_NAMESPACE`
-    /// (default `argocd`) and `FLEET_STATE_MACHINE_ARN` (optional).
+    /// (default `argocd`), `FLEET_STATE_MACHINE_ARN` (optional) and `INTAKE_EVENTS_BUCKET`.
     pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
         let state_machine_arn = get("STATE_MACHINE_ARN")
             .filter(|v| !v.is_empty())
@@ -112,6 +117,9 @@ impl IntakeConfig {
             profiles,
             argocd_namespace: get("ARGOCD_NAMESPACE").unwrap_or_else(|| "argocd".to_owned()),
             fleet_state_machine_arn: get("FLEET_STATE_MACHINE_ARN").filter(|v| !v.is_empty()),
+            deliveries_bucket: get("INTAKE_EVENTS_BUCKET")
+                .filter(|v| !v.is_empty())
+                .ok_or("INTAKE_EVENTS_BUCKET is not set")?,
         })
     }
 }
@@ -126,6 +134,8 @@ pub struct Deps<'a> {
     pub aws: AccessDeps<'a>,
     /// Where `Rollout Not Started` goes.
     pub events: &'a dyn EventPublisher,
+    /// The events handled before.
+    pub deliveries: &'a dyn DeliveryLedger,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -133,6 +143,8 @@ pub struct Deps<'a> {
 pub enum Action {
     Started,
     AlreadyStarted,
+    /// A repeated delivery of an event handled before: nothing done, nothing said.
+    Duplicate,
     Skipped,
     Deregistered,
 }
@@ -153,6 +165,11 @@ pub async fn handle(
     input: Value,
 ) -> Result<Value, IntakeError> {
     let event = event::parse(&input).map_err(IntakeError::InvalidEvent)?;
+    if let Some(duplicate) = repeated_delivery(deps, &event).await {
+        info!(cluster = %event.cluster_arn, event_id = %event.event_id, reason = %duplicate.reason, "event handled");
+        return serde_json::to_value(duplicate)
+            .map_err(|e| IntakeError::InvalidEvent(format!("result not serializable: {e}")));
+    }
     let result = with_retries(&TRANSIENT_RETRY_DELAYS, || act_on(deps, config, &event)).await;
     let result = match result {
         Ok(result) => result,
@@ -166,6 +183,46 @@ pub async fn handle(
     info!(cluster = %result.cluster, action = ?result.action, reason = %result.reason, "event handled");
     serde_json::to_value(result)
         .map_err(|e| IntakeError::InvalidEvent(format!("result not serializable: {e}")))
+}
+
+/// A repeated delivery of the creation of an opted-in cluster, answered; `None` for its first
+/// delivery. Only those are recorded: any other event is acted on again without harm (skipped
+/// again; a Secret deregistered before is found gone). The record is written before the event is
+/// acted on, so a repeated delivery that comes while the first is still being handled does
+/// nothing either. A record that cannot be written is logged and the event handled: the
+/// execution's name still keeps a second delivery from starting a second rollout.
+async fn repeated_delivery(deps: &Deps<'_>, event: &EksEvent) -> Option<IntakeResult> {
+    if event.call != EksCall::CreateCluster
+        || event.error.is_some()
+        || !event.tags.contains_key(PROFILE_TAG)
+    {
+        return None;
+    }
+    let body = json!({"eventId": event.event_id, "clusterArn": event.cluster_arn}).to_string();
+    let recorded = with_retries(&TRANSIENT_RETRY_DELAYS, || async {
+        Ok(deps
+            .deliveries
+            .record(&event.event_id, body.as_bytes())
+            .await?)
+    })
+    .await;
+    match recorded {
+        Ok(Delivery::First) => None,
+        Ok(Delivery::Repeated { record }) => Some(IntakeResult {
+            action: Action::Duplicate,
+            cluster: event.cluster.clone(),
+            reason: format!(
+                "CloudTrail event {} was delivered before ({record}) and handled then; not \
+                 acted on or said again",
+                event.event_id
+            ),
+            execution_arn: None,
+        }),
+        Err(e) => {
+            warn!(error = e.name().as_str(), cause = %e, "the event's delivery could not be recorded: a repeated delivery of it would be handled again");
+            None
+        }
+    }
 }
 
 /// The waits before the intake's second and third tries of an event that failed with an error
@@ -487,15 +544,23 @@ mod tests {
                 Some("arn:aws:states:us-east-1:123456789012:stateMachine:rollout".to_owned())
             }
             "PROFILES" => Some(r#"{"web": {"steps": []}}"#.to_owned()),
+            "INTAKE_EVENTS_BUCKET" => Some("cc-bucket".to_owned()),
             _ => None,
         };
         let config = IntakeConfig::from_env(env).expect("config");
         assert_eq!(config.profiles.keys().collect::<Vec<_>>(), ["web"]);
         assert_eq!(config.argocd_namespace, "argocd");
+        assert_eq!(config.deliveries_bucket, "cc-bucket");
+        let unrecorded = |k: &str| (k != "INTAKE_EVENTS_BUCKET").then(|| env(k)).flatten();
+        assert_eq!(
+            IntakeConfig::from_env(unrecorded).unwrap_err(),
+            "INTAKE_EVENTS_BUCKET is not set"
+        );
         let bad = |k: &str| {
             (k == "STATE_MACHINE_ARN")
                 .then(|| "x".to_owned())
                 .or((k == "PROFILES").then(|| "[1]".to_owned()))
+                .or((k == "INTAKE_EVENTS_BUCKET").then(|| "b".to_owned()))
         };
         assert!(IntakeConfig::from_env(bad)
             .unwrap_err()

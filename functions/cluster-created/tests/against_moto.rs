@@ -6,7 +6,10 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use aws_config::SdkConfig;
-use canary_aws::{AwsError, EventPublisher, SdkEks, SdkExecutions, SdkFleetPlans, SdkSecrets};
+use canary_aws::intake_deliveries::delivery_key;
+use canary_aws::{
+    AwsError, EventPublisher, SdkDeliveryLedger, SdkEks, SdkExecutions, SdkFleetPlans, SdkSecrets,
+};
 use canary_core::fleet::StoredPlan;
 use canary_core::profile::plan_from_profile;
 use canary_core::NamedError;
@@ -48,6 +51,9 @@ impl RecordedEvents {
     }
 }
 
+/// The stack's bucket, where the intake records the events it handled.
+const INTAKE_EVENTS: &str = "cc-intake-events";
+
 struct Env {
     _moto: Moto,
     kube: KubeServer,
@@ -75,6 +81,12 @@ impl Env {
             .send()
             .await
             .expect("connection secret");
+        aws_sdk_s3::Client::new(&config)
+            .create_bucket()
+            .bucket(INTAKE_EVENTS)
+            .send()
+            .await
+            .expect("the intake's bucket");
         Env {
             sfn: aws_sdk_sfn::Client::new(&config),
             _moto: moto,
@@ -100,7 +112,9 @@ impl Env {
             profiles: profiles.clone(),
             argocd_namespace: "argocd".into(),
             fleet_state_machine_arn: self.fleets.clone(),
+            deliveries_bucket: INTAKE_EVENTS.into(),
         };
+        let deliveries = SdkDeliveryLedger::new(&self.config, INTAKE_EVENTS);
         let (executions, eks, secrets, plans) = (
             SdkExecutions::new(&self.config),
             SdkEks::new(&self.config),
@@ -123,6 +137,7 @@ impl Env {
                 region: "us-east-1",
             },
             events: &self.events,
+            deliveries: &deliveries,
         };
         handle(&deps, &intake, event).await
     }
@@ -153,6 +168,18 @@ impl Env {
         serde_json::from_str(&input).expect("input is JSON")
     }
 
+    /// Deletes the intake's record of `event` (as its expiry would).
+    async fn forget(&self, event: &Value) {
+        let event_id = event["detail"]["eventID"].as_str().unwrap_or_default();
+        aws_sdk_s3::Client::new(&self.config)
+            .delete_object()
+            .bucket(INTAKE_EVENTS)
+            .key(delivery_key(event_id))
+            .send()
+            .await
+            .expect("delete the record");
+    }
+
     async fn secrets(&self) -> Api<Secret> {
         self.kube.argocd_secrets().await
     }
@@ -163,6 +190,7 @@ fn from_account(account: &str) -> Value {
     let mut forwarded = event("eks-create-cluster.json");
     forwarded["account"] = json!(account);
     forwarded["detail"]["recipientAccountId"] = json!(account);
+    forwarded["detail"]["eventID"] = json!(format!("call-in-{account}"));
     let cluster = &mut forwarded["detail"]["responseElements"]["cluster"];
     let arn = cluster["arn"]
         .as_str()
@@ -253,14 +281,75 @@ async fn an_opted_in_cluster_starts_one_rollout_with_the_right_plan() {
         json!({"env": "prod", "fleet": "web"})
     );
 
-    // EventBridge delivers at least once: the same event again starts nothing and is no error.
+    // EventBridge delivers at least once: the same event again does nothing and is no error.
     let again = env
         .deliver(event("eks-create-cluster.json"))
         .await
         .expect("duplicate");
-    assert_eq!(again["action"], "alreadyStarted", "{again}");
-    assert_eq!(again["executionArn"], arn.as_str());
+    assert_eq!(again["action"], "duplicate", "{again}");
     assert_eq!(env.executions().await.len(), 1);
+
+    // Without the record (expired, or not writable), the execution's name still starts nothing.
+    env.forget(&event("eks-create-cluster.json")).await;
+    let unrecorded = env
+        .deliver(event("eks-create-cluster.json"))
+        .await
+        .expect("duplicate");
+    assert_eq!(unrecorded["action"], "alreadyStarted", "{unrecorded}");
+    assert_eq!(unrecorded["executionArn"], arn.as_str());
+    assert_eq!(env.executions().await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_refusal_delivered_twice_is_said_and_failed_once() {
+    let env = Env::start().await;
+    let mut refused = event("eks-create-cluster.json");
+    refused["detail"]["responseElements"]["cluster"]["tags"]["cluster-canary/profile"] =
+        json!("mobile");
+    let err = env.deliver(refused.clone()).await.expect_err("refused");
+    assert_eq!(err.name().as_str(), "ProfileNotFound", "{err}");
+    assert_eq!(env.events.take().len(), 1, "`Rollout Not Started` once");
+
+    // The second delivery (EventBridge's own duplicate) is answered without a word or a failure:
+    // the first is in the dead-letter queue and has paged.
+    let again = env.deliver(refused.clone()).await.expect("a duplicate");
+    assert_eq!(again["action"], "duplicate", "{again}");
+    let event_id = refused["detail"]["eventID"].as_str().unwrap_or_default();
+    let record = format!("s3://{INTAKE_EVENTS}/{}", delivery_key(event_id));
+    assert_eq!(
+        again["reason"],
+        format!(
+            "CloudTrail event {event_id} was delivered before ({record}) and handled then; not \
+             acted on or said again"
+        )
+    );
+    assert_eq!(env.events.take(), []);
+    assert!(env.executions().await.is_empty());
+
+    // What the record says, for a person who looks.
+    let body = aws_sdk_s3::Client::new(&env.config)
+        .get_object()
+        .bucket(INTAKE_EVENTS)
+        .key(delivery_key(event_id))
+        .send()
+        .await
+        .expect("the record")
+        .body
+        .collect()
+        .await
+        .expect("its body")
+        .into_bytes();
+    let body: Value = serde_json::from_slice(&body).expect("JSON");
+    assert_eq!(
+        body,
+        json!({"eventId": event_id, "clusterArn": WEB_GREEN_US})
+    );
+
+    // Another event of the same cluster (a CreateCluster after a delete) is its own.
+    refused["detail"]["eventID"] = json!("another-event");
+    let err = env.deliver(refused).await.expect_err("refused");
+    assert_eq!(err.name().as_str(), "ProfileNotFound", "{err}");
+    assert_eq!(env.events.take().len(), 1);
 }
 
 #[tokio::test]
@@ -341,7 +430,11 @@ async fn bad_events_are_named_errors_and_start_nothing() {
             "argocd.labels.env: `prod east` is not a Kubernetes label value",
         ),
     ];
-    for (case, input, name, fragment) in cases {
+    for (case, mut input, name, fragment) in cases {
+        // Each case is its own CloudTrail event: a repeated one would be answered `duplicate`.
+        if let Some(detail) = input.get_mut("detail").and_then(Value::as_object_mut) {
+            detail.insert("eventID".into(), json!(case));
+        }
         let err = env.deliver(input).await.expect_err(case);
         assert_eq!(err.name().as_str(), name, "{case}: {err}");
         assert!(
@@ -365,7 +458,7 @@ async fn bad_events_are_named_errors_and_start_nothing() {
         );
         assert_eq!(detail["clusterArn"], WEB_GREEN_US);
         assert_eq!(detail["error"], name, "{case}");
-        assert_eq!(detail["eventId"], base["detail"]["eventID"], "{case}");
+        assert_eq!(detail["eventId"], case, "{case}");
         assert!(
             detail["cause"]
                 .as_str()
