@@ -27,11 +27,17 @@ Then `violations` checks what moto and the event queue hold:
   - the CreateCluster event of a cell's cluster starts no rollout of its own while the fleet
     runs (or after);
   - every event is valid against its schema, no state is over the written budget, no secret is
-    in a log.
+    in a log;
+  - a halt's restores keep their written bounds (docs/operations.md, how fast a rollback is): a
+    cell stopped (by the halt's `abortRunning`, `fleet abort` or the fleet's safety net) is
+    restored by its safety net within the delivery + 90 s + its settle period of its stop, and
+    `rollbackPromotedOnHalt` puts the promoted cells back within 90 s of the fleet's turning to
+    them (`PromotedCells` entered to `RollBackPromoted` left: ten at a time, each a restore).
 
 Not generated: cells in other accounts, `cells` waves, the `spreadRegions` order, stored (S3) plans, a fleet's
 own faults of fleet-waves beyond a lost or failed invocation, lost FleetSafetyNet deliveries.
 """
+import json
 import re
 import threading
 import time
@@ -138,6 +144,11 @@ class FleetRun:
     largest_state: int = 0
     logs: str = ""
     follower_errors: list = field(default_factory=list)
+    # cell -> (seconds from its stop to its safety net's answer that it restored)
+    restored_after_stop: dict = field(default_factory=dict)
+    settle_seconds: int = 0  # the cells' rollback.settleSeconds (their safety nets wait it)
+    # seconds from PromotedCells entered to RollBackPromoted left, and how many cells it put back
+    promoted_rolled_back: tuple = None
 
 
 class Follower:
@@ -190,6 +201,7 @@ def run(seed, story, sandbox, out=print):
                                 MetricName="HTTPCode_Target_5XX_Count", Statistic="Sum", Period=60,
                                 EvaluationPeriods=1, Threshold=10, ComparisonOperator="GreaterThanThreshold")
     plan = plan_of(story, world)
+    record.settle_seconds = plan["template"]["rollback"]["settleSeconds"]
     name = f"fleet-history-{seed}"
     fleet_execution = fleets.start_fleet(sandbox, plan, name)
     out(f"fleet {name}: {fleet_execution}")
@@ -243,6 +255,8 @@ def run(seed, story, sandbox, out=print):
     if sandbox.fleet_safety_net.matches(record.end["status"]):
         sandbox.fleet_safety_net.answer_for(fleet_execution, timeout=120)
         record.children = fleets.wait_for_cells_to_settle(sandbox, fleet_execution, timeout=300)
+    record.restored_after_stop = restored_after_stop(sandbox, record.children)
+    record.promoted_rolled_back = promoted_rolled_back(sandbox, fleet_execution)
     record.weights = fleets.cell_weights(sandbox, world)
     record.events = scenarios.read_events(sandbox, fleet_execution)
     for child in record.children.values():
@@ -254,10 +268,45 @@ def run(seed, story, sandbox, out=print):
                                [fleets.largest_state(sandbox, c["executionArn"]) for c in record.children.values()])
     record.follower_errors = follower.errors
     record.logs = "".join(p.read_text(errors="replace") for p in Path(sandbox.run_dir).glob("*.log"))
+    restores = [f"{cell} {took:.1f} s after its stop" for cell, took in sorted(record.restored_after_stop.items())]
+    if record.promoted_rolled_back:
+        restores.append(f"the promoted cells {record.promoted_rolled_back[0]:.1f} s after the halt turned to them")
+    if restores:
+        out("restored: " + ", ".join(restores))
     out(f"fleet ended {record.end['status']} {record.end.get('error') or ''}; cells "
         + ", ".join(f"{cell} {record.children.get(cell, {}).get('status', 'not started')} {w}"
                     for cell, w in record.weights.items()))
     return record
+
+
+def restored_after_stop(sandbox, children):
+    """{cell: seconds from its execution's stop to its safety net's answer}, for each stopped
+    cell its safety net restored."""
+    took = {}
+    for cell, child in children.items():
+        arn = child["executionArn"]
+        error, answer = sandbox.safety_net.answers.get(arn, (True, None))
+        if child["status"] == "ABORTED" and not error and answer.get("restored") and "stopDate" in child:
+            took[cell] = sandbox.safety_net.answered_at[arn] - child["stopDate"].timestamp()
+    return took
+
+
+def promoted_rolled_back(sandbox, fleet_execution):
+    """(seconds from `PromotedCells` entered to `RollBackPromoted` left, the cells it was given),
+    or None when the fleet did not roll back its promoted cells."""
+    sfn = sandbox.client("stepfunctions", attempts=10)
+    events = [e for page in sfn.get_paginator("get_execution_history").paginate(executionArn=fleet_execution)
+              for e in page["events"]]
+    def at(kind, state):
+        return next((e for e in events if e.get(kind, {}).get("name") == state), None)
+
+    began, named, left = (at("stateEnteredEventDetails", "PromotedCells"),
+                          at("stateExitedEventDetails", "PromotedCells"),
+                          at("stateExitedEventDetails", "RollBackPromoted"))
+    if began is None or named is None or left is None:
+        return None
+    cells = len(json.loads(named["stateExitedEventDetails"]["output"])["promoted"]["names"])
+    return left["timestamp"].timestamp() - began["timestamp"].timestamp(), cells
 
 
 def answer_the_approval(sandbox, story, name, out):
@@ -282,9 +331,22 @@ def move_cell_by_hand(sandbox, cell, old, new):
             {"TargetGroupArn": cell["old"], "Weight": old}, {"TargetGroupArn": cell["new"], "Weight": new}]}}])
 
 
-def violations(story, record, state_budget, secrets):
-    """The promises the fleet run broke, each said in a line."""
+def violations(story, record, state_budget, secrets, delivery_seconds, restore_seconds):
+    """The promises the fleet run broke, each said in a line. `delivery_seconds` and
+    `restore_seconds` are the written bounds of a safety net's delivery and of a restore's writes
+    (histories.py)."""
     found, end, children = [], record.end, record.children
+    settle = record.settle_seconds
+    for cell, took in sorted(record.restored_after_stop.items()):
+        if took > delivery_seconds + restore_seconds + settle:
+            found.append(f"cell {cell}'s safety net restored {took:.0f} s after it was stopped, past the "
+                         f"{delivery_seconds + restore_seconds + settle} s bound")
+    if record.promoted_rolled_back is not None:
+        took, cells = record.promoted_rolled_back
+        bound = restore_seconds * max(1, -(-cells // 10))
+        if took > bound:
+            found.append(f"the halt put its promoted cells back {took:.0f} s after it turned to them, past the "
+                         f"{bound} s bound")
     waves = wave_of(story)
     halted = end["status"] != "SUCCEEDED"
     for cell, weights in record.weights.items():

@@ -1102,7 +1102,8 @@ def exited_output(event, name):
 def violations(history, record):
     """The promises the run broke, each said in a line."""
     if history.fleet:
-        return fleet_histories.violations(history.fleet, record, STATE_BUDGET, SECRETS)
+        return fleet_histories.violations(history.fleet, record, STATE_BUDGET, SECRETS,
+                                          SAFETY_NET_DELIVERY_SECONDS, DECIDED_TO_BASELINE_SECONDS)
     report, found = record.report, []
     final = report.weights
     events = record.history_events

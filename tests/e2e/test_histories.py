@@ -489,7 +489,9 @@ def made_up_fleet(children, weights, **run):
 
 
 def test_the_checker_flags_a_fleet_that_leaves_a_cell_half_moved_or_spends_past_its_budget():
-    check = lambda story, record: fleet_histories.violations(story, record, histories.STATE_BUDGET, ())  # noqa: E731
+    check = lambda story, record: fleet_histories.violations(  # noqa: E731
+        story, record, histories.STATE_BUDGET, (), histories.SAFETY_NET_DELIVERY_SECONDS,
+        histories.DECIDED_TO_BASELINE_SECONDS)
     promoted, baseline = fleet_histories.PROMOTED, fleet_histories.BASELINE
     story, half = made_up_fleet({"c1": "FAILED"}, {"c1": (50, 50), "c2": baseline})
     assert check(story, half) == ["cell c1 (FAILED) ended at (50, 50), not in [(100, 0)]"]
@@ -526,6 +528,19 @@ def test_the_checker_flags_a_fleet_that_leaves_a_cell_half_moved_or_spends_past_
     assert check(story, started) == [
         "the CreateCluster event of cell c2's cluster was not left to the fleet: None {'action': 'started'}",
         "rollouts other than the fleet's cells ran: ['green-c91ef3c73c29']"]
+    # A halt's restores, each within its bound: a stopped cell's safety net 10 + 90 + its settle
+    # period (2 s) of the stop; the promoted cells 90 s per ten of them.
+    story, halted = made_up_fleet({"c1": "SUCCEEDED", "c2": "ABORTED"}, {"c1": baseline, "c2": baseline},
+                                  restored_after_stop={"c2": 102.0}, promoted_rolled_back=(90.0, 1),
+                                  settle_seconds=2)
+    story.rollback_promoted = True
+    assert check(story, halted) == []
+    halted.restored_after_stop["c2"], halted.promoted_rolled_back = 103.0, (91.0, 1)
+    assert check(story, halted) == [
+        "cell c2's safety net restored 103 s after it was stopped, past the 102 s bound",
+        "the halt put its promoted cells back 91 s after it turned to them, past the 90 s bound"]
+    halted.promoted_rolled_back = (150.0, 11)
+    assert check(story, halted)[1:] == []
 
 
 def test_the_checker_flags_a_healthy_comparison_that_found_a_regression_and_a_regression_promoted():

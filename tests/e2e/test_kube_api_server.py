@@ -141,6 +141,112 @@ def test_a_delete_whose_uid_precondition_fails_is_refused_in_kube_apiservers_wor
     assert kube("GET", f"{SECRETS}/cluster-blue")[0] == 404
 
 
+def test_an_apply_that_conflicts_and_carries_a_stale_resource_version_answers_the_conflict(kube):
+    """The registry checks the resourceVersion after the field manager: the field conflict is
+    what kube-apiserver says (a step's apply after another writer moved the weight)."""
+    _, created = kube("POST", f"{SECRETS}?fieldManager=kubectl-create", cluster_secret("cluster-blue", "blue", {WEIGHT: "100"}))
+    kube("PATCH", f"{SECRETS}/cluster-blue?fieldManager=kubectl-label", {"metadata": {"labels": {"team": "web"}}},
+         "application/merge-patch+json")
+    stale = created["metadata"]["resourceVersion"]
+    code, refused = kube("PATCH", f"{SECRETS}/cluster-blue?fieldManager=cluster-canary-weights",
+                         weight_patch("cluster-blue", "90", resourceVersion=stale), APPLY)
+    assert (code, refused["reason"]) == (409, "Conflict")
+    assert refused["message"] == ('Apply failed with 1 conflict: conflict with "kubectl-create" using v1: '
+                                  '.metadata.annotations.cluster-canary.io/weight')
+    # No conflict (the same value, co-owned): then the stale version is what is refused.
+    code, refused = kube("PATCH", f"{SECRETS}/cluster-blue?fieldManager=cluster-canary-weights",
+                         weight_patch("cluster-blue", "100", resourceVersion=stale), APPLY)
+    assert (code, refused["reason"]) == (409, "Conflict")
+    assert "the object has been modified" in refused["message"]
+
+
+def test_a_create_is_validated_then_refused_a_resource_version_before_its_name_is_looked_up(kube):
+    """kube-apiserver 1.28: validation (422), then etcd's store refuses a resourceVersion (a 500
+    without a reason), then a taken name (409)."""
+    taken = cluster_secret("cluster-blue", "blue")
+    assert kube("POST", SECRETS, taken)[0] == 201
+    for body in (cluster_secret("cluster-green", "green"), taken):
+        body["metadata"]["resourceVersion"] = "12"
+        code, refused = kube("POST", SECRETS, body)
+        assert code == 500 and "reason" not in refused, refused
+        assert refused["message"] == "resourceVersion should not be set on objects to be created"
+    bad = cluster_secret("cluster-blue", "blue")
+    bad["metadata"]["labels"]["team"] = "web team"
+    code, refused = kube("POST", SECRETS, bad)
+    assert (code, refused["reason"]) == (422, "Invalid"), "validated before the name is looked up"
+    code, refused = kube("POST", SECRETS, {"apiVersion": "v1", "kind": "Secret", "metadata": {}})
+    assert (code, refused["message"]) == (422, 'Secret "" is invalid: metadata.name: Required value: name or '
+                                               'generateName is required')
+    assert refused["details"] == {"kind": "Secret", "causes": [
+        {"reason": "FieldValueRequired", "message": "Required value: name or generateName is required",
+         "field": "metadata.name"}]}
+
+
+def test_422s_say_what_kube_apiservers_validation_says(kube):
+    code, refused = kube("POST", SECRETS, cluster_secret("Web_Green", "green"))
+    why = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+           "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+           "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+    assert (code, refused["reason"]) == (422, "Invalid")
+    assert refused["message"] == f'Secret "Web_Green" is invalid: metadata.name: Invalid value: "Web_Green": {why}'
+    assert refused["details"] == {"name": "Web_Green", "kind": "Secret", "causes": [
+        {"reason": "FieldValueInvalid", "message": f'Invalid value: "Web_Green": {why}', "field": "metadata.name"}]}
+    # Two errors: listed in brackets. A label value too long but well-formed says only its length;
+    # an annotation key is checked lowercased (`Team` is fine).
+    bad = cluster_secret("cluster-blue", "blue", {"Team": "x", "bad key": "x"})
+    bad["metadata"]["labels"]["team"] = "a" * 64
+    code, refused = kube("POST", SECRETS, bad)
+    name_part = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+                 "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+                 "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+    assert refused["message"] == (
+        f'Secret "cluster-blue" is invalid: [metadata.labels: Invalid value: "{"a" * 64}": must be no more than 63 '
+        f'characters, metadata.annotations: Invalid value: "bad key": {name_part}]')
+    assert [c["field"] for c in refused["details"]["causes"]] == ["metadata.labels", "metadata.annotations"]
+    # An apply without a field manager: PatchOptions' validation.
+    code, refused = kube("PATCH", f"{SECRETS}/cluster-blue", weight_patch("cluster-blue", "90"), APPLY)
+    assert (code, refused["message"]) == (422, 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required '
+                                               'value: is required for apply patch')
+    assert refused["details"] == {"group": "meta.k8s.io", "kind": "PatchOptions", "causes": [
+        {"reason": "FieldValueRequired", "message": "Required value: is required for apply patch",
+         "field": "fieldManager"}]}
+
+
+def test_a_strategic_merge_patch_replaces_or_deletes_a_map_as_its_directive_says(kube):
+    kube("POST", f"{SECRETS}?fieldManager=kubectl-create", cluster_secret("cluster-blue", "blue", {WEIGHT: "100", "a": "1"}))
+    smp = "application/strategic-merge-patch+json"
+    code, replaced = kube("PATCH", f"{SECRETS}/cluster-blue?fieldManager=kubectl-patch",
+                          {"metadata": {"annotations": {"$patch": "replace", "b": "2"}}}, smp)
+    assert code == 200 and replaced["metadata"]["annotations"] == {"b": "2"}
+    code, deleted = kube("PATCH", f"{SECRETS}/cluster-blue?fieldManager=kubectl-patch",
+                         {"metadata": {"annotations": {"$patch": "delete"}}}, smp)
+    assert code == 200 and "annotations" not in deleted["metadata"]
+    # A JSON merge patch has no directives: `$patch` is an annotation key, which is invalid.
+    code, refused = kube("PATCH", f"{SECRETS}/cluster-blue?fieldManager=kubectl-patch",
+                         {"metadata": {"annotations": {"$patch": "replace"}}}, "application/merge-patch+json")
+    assert (code, refused["details"]["causes"][0]["field"]) == (422, "metadata.annotations")
+
+
+def test_managed_fields_reset_by_an_empty_list_or_one_empty_entry_and_refused_in_an_apply(kube):
+    kube("POST", f"{SECRETS}?fieldManager=kubectl-create", cluster_secret("cluster-blue", "blue", {WEIGHT: "100"}))
+    merge = "application/merge-patch+json"
+    code, reset = kube("PATCH", f"{SECRETS}/cluster-blue?fieldManager=kubectl-patch",
+                       {"metadata": {"managedFields": [{}]}}, merge)
+    assert code == 200 and "managedFields" not in reset["metadata"], "nothing changed: nobody owns anything"
+    kube("PATCH", f"{SECRETS}/cluster-blue?fieldManager=kubectl-annotate", {"metadata": {"annotations": {"a": "1"}}}, merge)
+    code, reset = kube("PATCH", f"{SECRETS}/cluster-blue?fieldManager=platform-team",
+                       {"metadata": {"managedFields": [], "annotations": {WEIGHT: "90"}}}, merge)
+    assert code == 200 and [e["manager"] for e in reset["metadata"]["managedFields"]] == ["platform-team"]
+    assert owners(reset) == [("platform-team", "Update")], "only what the resetting write changed is owned"
+    # The weight is the resetting writer's alone now (kubectl-create's claim went with the reset).
+    code, _ = kube("PATCH", f"{SECRETS}/cluster-blue?fieldManager=cluster-canary-weights",
+                   weight_patch("cluster-blue", "80"), APPLY)
+    assert code == 409, "platform-team owns it"
+    applied = weight_patch("cluster-blue", "80", managedFields=[])
+    code, refused = kube("PATCH", f"{SECRETS}/cluster-blue?fieldManager=cluster-canary-weights", applied, APPLY)
+    assert (code, refused["reason"], refused["message"]) == (400, "BadRequest", "metadata.managedFields must be nil")
+
+
 def go_set(weight_template, name_template="web-{{ .nameNormalized }}"):
     shipped = yaml.safe_load((REPO / "infra/kubernetes/gitops-applicationset.yaml").read_text())
     annotations = shipped["spec"]["template"]["spec"]["source"]["helm"]["valuesObject"]["ingress"]["annotations"]

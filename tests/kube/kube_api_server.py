@@ -88,14 +88,22 @@ load or while restarting: 429 `TooManyRequests` (with `Retry-After: 1` and
 lands just before the request is served (a write between a client's read and its write). `GET /_test/faults` lists them, with the
 times each has left.
 
-Where it still differs from kube-apiserver 1.28 (fed the same Secret write sequences, issue 56):
-clearing `managedFields` with `[]` or `[{}]`; a strategic-merge `$patch: replace` on annotations
-(kube replaces them, this answers 422); a non-forced apply that both conflicts and carries a stale
-resourceVersion (kube answers the field conflict, this "the object has been modified"); a
-create with a resourceVersion whose name is taken; the texts and causes of 422s; a wrong
-kind's text; an apply without `fieldManager`. None of them is on cluster-canary's paths (its
-writes name a field manager, never clear managedFields, and read only 409's reason and the
-texts its tests pin).
+Fed the same Secret write sequences as kube-apiserver 1.28 (issue 56), it now also answers as
+kube does: a DELETE whose uid precondition fails (the storage layer's text); 422s in
+errors.NewInvalid's shape (`<Kind>[.<group>] "<name>" is invalid: ...`, one error or a bracketed
+list; details with the kind, group and each cause's type, field and body) with apimachinery's
+validation texts (IsDNS1123Subdomain, IsQualifiedName on lowercased annotation keys,
+IsValidLabelValue; a missing name is "name or generateName is required"); an apply without
+`fieldManager` (PatchOptions' validation); a create validated first, then refused a
+resourceVersion (1.28's 500 without a reason; 1.29 made it a 400) before its name is looked up;
+an apply that both conflicts and carries a stale resourceVersion answers the conflict;
+`managedFields` reset by `[]` or `[{}]` (isResetManagedFields: only what that write changes is
+owned after it) and refused in an apply ("metadata.managedFields must be nil"); a
+strategic-merge `$patch: replace` or `delete` on a map.
+Where it still differs: a wrong kind's or apiVersion's text (a 400 of its own words here); other
+strategic-merge directives (`$retainKeys`, `$deleteFromPrimitiveList`, `$setElementOrder`: a
+Secret has no lists); Secrets' data keys and size limits (1 MiB of data, 256 KiB of
+annotations); the order of several errors (kube's follows Go's map order, which varies).
 Not modelled: watches, resourceVersion preconditions on anything but Secrets, list paging
 (limit/continue), field selectors, JSON patches, field ownership of anything but Secrets,
 kube's last-applied-configuration handling for a manager named `kubectl` and its cap of 10
@@ -213,50 +221,122 @@ def make_certificates(names=None):
     return pem(ca), pem(cert), key_pem
 
 
-DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+# k8s.io/apimachinery/pkg/util/validation: the formats, messages and examples its checks say.
+DNS1123_SUBDOMAIN_FMT = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+QUALIFIED_NAME_FMT = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+LABEL_VALUE_FMT = f"({QUALIFIED_NAME_FMT})?"
+DNS1123_SUBDOMAIN = re.compile(DNS1123_SUBDOMAIN_FMT)
+LABEL_NAME = re.compile(QUALIFIED_NAME_FMT)
+LABEL_VALUE = re.compile(LABEL_VALUE_FMT)
 
 
-def invalid_metadata(kind, name, meta):
-    """What kube-apiserver's validation says of an object's name, labels and annotation keys,
-    as a 422 Invalid Status naming each field (None when valid)."""
-    causes = []
-    if not (DNS1123_SUBDOMAIN.fullmatch(name) and len(name) <= 253):
-        causes.append(("metadata.name", name,
-                       "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-                       "and must start and end with an alphanumeric character"))
+def regex_error(message, fmt, *examples):
+    """validation.RegexError, spaces and all."""
+    if not examples:
+        return f"{message} (regex used for validation is '{fmt}')"
+    shown = "".join((" or " if i else "") + f"'{e}', " for i, e in enumerate(examples))
+    return f"{message} (e.g. {shown}regex used for validation is '{fmt}')"
 
-    def key_problem(key):
-        prefix, _, part = key.rpartition("/")
-        if prefix and not (DNS1123_SUBDOMAIN.fullmatch(prefix) and len(prefix) <= 253):
-            return "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'"
-        if not (LABEL_NAME.fullmatch(part) and len(part) <= 63):
-            return ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
-                    "an alphanumeric character (at most 63 characters)")
-        return None
 
+def dns1123_subdomain_errors(value):
+    """validation.IsDNS1123Subdomain."""
+    errors = []
+    if len(value) > 253:
+        errors.append("must be no more than 253 characters")
+    if not DNS1123_SUBDOMAIN.fullmatch(value):
+        errors.append(regex_error("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+                                  "'-' or '.', and must start and end with an alphanumeric character",
+                                  DNS1123_SUBDOMAIN_FMT, "example.com"))
+    return errors
+
+
+QUALIFIED_NAME_MESSAGE = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+                          "alphanumeric character")
+
+
+def qualified_name_errors(value):
+    """validation.IsQualifiedName: label keys, annotation keys."""
+    parts = value.split("/")
+    errors = []
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errors.append("prefix part must be non-empty")
+        else:
+            errors += ["prefix part " + e for e in dns1123_subdomain_errors(prefix)]
+    else:
+        return ["a qualified name " + regex_error(QUALIFIED_NAME_MESSAGE, QUALIFIED_NAME_FMT, "MyName", "my.name",
+                                                  "123-abc")
+                + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+    if not name:
+        errors.append("name part must be non-empty")
+    elif len(name) > 63:
+        errors.append("name part must be no more than 63 characters")
+    if not LABEL_NAME.fullmatch(name):
+        errors.append("name part " + regex_error(QUALIFIED_NAME_MESSAGE, QUALIFIED_NAME_FMT, "MyName", "my.name",
+                                                 "123-abc"))
+    return errors
+
+
+def label_value_errors(value):
+    """validation.IsValidLabelValue."""
+    errors = []
+    if len(value) > 63:
+        errors.append("must be no more than 63 characters")
+    if not LABEL_VALUE.fullmatch(value):
+        errors.append(regex_error("a valid label must be an empty string or consist of alphanumeric characters, '-', "
+                                  "'_' or '.', and must start and end with an alphanumeric character",
+                                  LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
+    return errors
+
+
+def go_quoted(value):
+    """Go's %q of a string (as field.Error prints a bad value)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def invalid_status(kind, name, errors, group=""):
+    """errors.NewInvalid: a 422 whose message is `<Kind>[.<group>] "<name>" is invalid: ...` and
+    whose causes are the field errors. `errors` are (type, field, bad value or None, detail),
+    type "FieldValueInvalid" or "FieldValueRequired" (field.ErrorType's values)."""
+    def body(kind_of_error, value, detail):
+        said = {"FieldValueInvalid": "Invalid value", "FieldValueRequired": "Required value"}[kind_of_error]
+        if kind_of_error == "FieldValueInvalid":
+            said += ": " + go_quoted(value)
+        return f"{said}: {detail}" if detail else said
+
+    texts = [f"{field}: {body(t, value, detail)}" for t, field, value, detail in errors]
+    qualified = f"{kind}.{group}" if group else kind
+    message = f'{qualified} "{name}" is invalid: ' + (texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]")
+    details = {"name": name, "group": group, "kind": kind,
+               "causes": [{"reason": t, "message": body(t, value, detail), "field": field}
+                          for t, field, value, detail in errors]}
+    return status(422, "Invalid", message, {k: v for k, v in details.items() if v})
+
+
+def invalid_metadata(kind, name, meta, group=""):
+    """What kube-apiserver's ValidateObjectMeta says of an object's name, labels and annotation
+    keys (annotation keys lowercased first, as it does), as errors.NewInvalid does (None when
+    valid). A missing name is `name or generateName is required`."""
+    errors = []
+    if not name:
+        errors.append(("FieldValueRequired", "metadata.name", None, "name or generateName is required"))
+    else:
+        errors += [("FieldValueInvalid", "metadata.name", name, e) for e in dns1123_subdomain_errors(name)]
     for key, value in (meta.get("labels") or {}).items():
-        problem = key_problem(key)
-        if problem:
-            causes.append(("metadata.labels", key, problem))
-        elif value and not (LABEL_NAME.fullmatch(str(value)) and len(str(value)) <= 63):
-            causes.append(("metadata.labels", value,
-                           "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-                           "and must start and end with an alphanumeric character (at most 63 characters)"))
+        errors += [("FieldValueInvalid", "metadata.labels", key, e) for e in qualified_name_errors(key)]
+        if value is not None:  # (None: a merge patch removing the label)
+            errors += [("FieldValueInvalid", "metadata.labels", value, e) for e in label_value_errors(str(value))]
     for key in (meta.get("annotations") or {}):
-        problem = key_problem(key)
-        if problem:
-            causes.append(("metadata.annotations", key, problem))
-    if not causes:
-        return None
-    text = ", ".join(f'{field}: Invalid value: "{value}": {why}' for field, value, why in causes)
-    return status(422, "Invalid", f'{kind} "{name}" is invalid: [{text}]' if len(causes) > 1 else f'{kind} "{name}" is invalid: {text}',
-                  {"name": name, "kind": kind.lower() + "s",
-                   "causes": [{"reason": "FieldValueInvalid", "message": f'Invalid value: "{v}": {why}', "field": f}
-                              for f, v, why in causes]})
+        errors += [("FieldValueInvalid", "metadata.annotations", key, e) for e in qualified_name_errors(key.lower())]
+    return invalid_status(kind, name or "", errors, group) if errors else None
 
 
 def status(code, reason, message, details=None):
+    """A Status; `reason` None for kube's StatusReasonUnknown (an error no registry converted),
+    which is left out."""
     body = {
         "kind": "Status",
         "apiVersion": "v1",
@@ -266,6 +346,8 @@ def status(code, reason, message, details=None):
         "reason": reason,
         "code": code,
     }
+    if reason is None:
+        del body["reason"]
     if details:
         body["details"] = details
     return code, body
@@ -520,7 +602,7 @@ class Store:
         problems = []
         for secret, part, name, rendered in wanted:
             if (ns, name) not in self.apps:
-                invalid = invalid_metadata("Application", name, {})
+                invalid = invalid_metadata("Application", name, {}, "argoproj.io")
                 if invalid:
                     problems.append(invalid[1]["message"])
                     continue
@@ -651,6 +733,28 @@ def merge_patch(target, patch):
             merged.pop(key, None)
         else:
             merged[key] = merge_patch(merged.get(key), value)
+    return merged
+
+
+def strategic_merge_patch(target, patch):
+    """A strategic merge patch of an object without lists: RFC 7386 but for a map's `$patch`
+    directive, `replace` (the map becomes the patch's, the directive aside) or `delete` (the map
+    goes)."""
+    if not isinstance(patch, dict):
+        return patch
+    directive = patch.get("$patch")
+    if directive == "delete":
+        return None
+    rest = {k: v for k, v in patch.items() if k != "$patch"}
+    if directive == "replace":
+        return {k: strategic_merge_patch(None, v) for k, v in rest.items() if v is not None}
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in rest.items():
+        value = strategic_merge_patch(merged.get(key), value)
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
     return merged
 
 
@@ -833,9 +937,17 @@ class Handler(BaseHTTPRequestHandler):
             ]
             return 200, {"kind": "SecretList", "apiVersion": "v1", "metadata": {"resourceVersion": str(store.resource_version)}, "items": items}
         if name is None and method == "POST":
-            name = ((body or {}).get("metadata") or {}).get("name")
-            if not name:
-                return status(422, "Invalid", "Secret is invalid: metadata.name: Required value")
+            # As the registry orders it: validation (422), then the storage's create, which refuses
+            # a resourceVersion before it looks the name up (409 AlreadyExists).
+            meta = (body or {}).get("metadata") or {}
+            name = meta.get("name")
+            problem = invalid_metadata("Secret", name, meta)
+            if problem:
+                return problem
+            if meta.get("resourceVersion"):
+                # etcd3 store.Create's plain error, which kube-apiserver 1.28 answers as a 500
+                # without a reason (1.29 made it a 400).
+                return status(500, None, "resourceVersion should not be set on objects to be created")
             if (ns, name) in store.secrets:
                 return status(409, "AlreadyExists", f'secrets "{name}" already exists', {"name": name, "kind": "secrets"})
             return self.write_secret(ns, name, query, body, None, "create")
@@ -875,8 +987,10 @@ class Handler(BaseHTTPRequestHandler):
                               f"{content_type} is not served here (apply, merge and strategic merge patches are)")
             if not current:
                 return not_found
-            # A Secret has no lists: a strategic merge patch of it is a JSON merge patch.
-            merged = merge_patch({k: v for k, v in public(current).items()}, body)
+            # A Secret has no lists: a strategic merge patch of it is a JSON merge patch but for
+            # its maps' `$patch` directives.
+            merge = strategic_merge_patch if content_type.startswith("application/strategic") else merge_patch
+            merged = merge({k: v for k, v in public(current).items()}, body)
             return self.write_secret(ns, name, query, merged, current, "update")
         return status(405, "MethodNotAllowed", f"{method} is not supported on secrets here")
 
@@ -887,7 +1001,8 @@ class Handler(BaseHTTPRequestHandler):
         if query.get("fieldManager"):
             return query["fieldManager"], None
         if apply:
-            return None, status(422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch")
+            return None, invalid_status("PatchOptions", "", [
+                ("FieldValueRequired", "fieldManager", None, "is required for apply patch")], "meta.k8s.io")
         return (self.headers.get("User-Agent") or "").split("/")[0][:128], None
 
     def write_secret(self, ns, name, query, body, current, operation):
@@ -907,20 +1022,30 @@ class Handler(BaseHTTPRequestHandler):
         invalid = invalid_metadata("Secret", name, meta)
         if invalid:
             return invalid
-        # resourceVersion in the body is a precondition (optimistic concurrency), for an apply too.
+        if operation == "apply" and meta.get("managedFields") is not None:
+            # structuredMergeManager.Apply refuses an applied object that carries any.
+            return status(400, "BadRequest", "metadata.managedFields must be nil")
+        # resourceVersion in the body is a precondition (optimistic concurrency), for an apply
+        # too, checked by the registry's update after the field manager: an apply that also
+        # conflicts answers the field conflict.
         wanted = meta.get("resourceVersion")
+        stale = None
         if current is not None and wanted and wanted != current["metadata"]["resourceVersion"]:
-            return status(409, "Conflict",
-                          f'Operation cannot be fulfilled on secrets "{name}": the object has been modified; '
-                          f'please apply your changes to the latest version and try again',
-                          {"name": name, "kind": "secrets"})
+            stale = status(409, "Conflict",
+                           f'Operation cannot be fulfilled on secrets "{name}": the object has been modified; '
+                           f'please apply your changes to the latest version and try again',
+                           {"name": name, "kind": "secrets"})
+            if operation != "apply":
+                return stale
         try:
             data = self.checked_data(body)
         except ValueError as e:
             return status(400, "BadRequest", str(e))
         obj = {"apiVersion": "v1", "kind": "Secret",
-               "metadata": {k: meta[k] for k in ("labels", "annotations", "managedFields", "ownerReferences", "finalizers")
+               "metadata": {k: meta[k] for k in ("labels", "annotations", "ownerReferences", "finalizers")
                             if meta.get(k)}}
+        if meta.get("managedFields") is not None:  # `[]` and `[{}]` too: they reset them
+            obj["metadata"]["managedFields"] = meta["managedFields"]
         obj["metadata"].update(name=name, namespace=ns)
         if data or operation != "apply":
             obj["data"] = data
@@ -941,6 +1066,8 @@ class Handler(BaseHTTPRequestHandler):
         if answer.get("conflict"):
             return status(409, "Conflict", answer["conflict"]["message"],
                           {"name": name, "kind": "secrets", "causes": answer["conflict"]["causes"]})
+        if stale:
+            return stale
         if answer.get("error"):
             return status(500, "InternalError", f"kube-fieldmanager: {answer['error']}")
         written = answer["object"]
@@ -984,9 +1111,7 @@ class Handler(BaseHTTPRequestHandler):
         if name is None and method == "POST" or method == "PUT":
             body = body or {}
             name = name or (body.get("metadata") or {}).get("name")
-            if not name:
-                return status(422, "Invalid", "Application is invalid: metadata.name: Required value")
-            invalid = invalid_metadata("Application", name, body.get("metadata") or {})
+            invalid = invalid_metadata("Application", name, body.get("metadata") or {}, "argoproj.io")
             if invalid:
                 return invalid
             exists = (ns, name) in store.apps
@@ -1019,7 +1144,7 @@ class Handler(BaseHTTPRequestHandler):
                 return status(415, "UnsupportedMediaType", "applications here take merge patches only")
             changes = (body or {}).get("metadata") or {}
             merged = {field: {**app["metadata"][field], **(changes.get(field) or {})} for field in ("labels", "annotations")}
-            invalid = invalid_metadata("Application", name, merged)
+            invalid = invalid_metadata("Application", name, merged, "argoproj.io")
             if invalid:
                 return invalid
             for field, values in merged.items():
@@ -1038,9 +1163,7 @@ class Handler(BaseHTTPRequestHandler):
         if name is None and method == "POST":
             body = body or {}
             name = (body.get("metadata") or {}).get("name")
-            if not name:
-                return status(422, "Invalid", "ApplicationSet is invalid: metadata.name: Required value")
-            invalid = invalid_metadata("ApplicationSet", name, body.get("metadata") or {})
+            invalid = invalid_metadata("ApplicationSet", name, body.get("metadata") or {}, "argoproj.io")
             if invalid:
                 return invalid
             if (ns, name) in store.app_sets:

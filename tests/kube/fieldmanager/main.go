@@ -8,7 +8,8 @@
 //     (k8s.io/apiserver's fieldmanager package, not packaged by Debian) is written here after its
 //     code: manager identifiers (an Update manager is keyed with its API version, an Apply manager
 //     without), the metadata fields never tracked (stripMetaManager), managedFields in and out
-//     of kube's format (FieldsV1), an update that may set managedFields itself, and the 409 text
+//     of kube's format (FieldsV1), an update that may set managedFields itself or reset them
+//     (`[]`, `[{}]`: isResetManagedFields), and the 409 text
 //     (NewConflictError / printManager).
 //   - ApplicationSet goTemplates, with Go's text/template and sprig's function map minus `env`,
 //     `expandenv` and `getHostByName`, as Argo CD's ApplicationSet controller renders them
@@ -383,17 +384,23 @@ func emptySecret() object {
 
 // An Update (create, update, merge patch): the fields that changed become the manager's. The
 // managedFields an update carries replace the live ones when they decode and are not empty
-// (a client may edit them: kubectl does, to move ownership); otherwise the live ones count.
+// (a client may edit them: kubectl does, to move ownership); otherwise the live ones count. An
+// empty list, or a list of one empty entry, resets them (kube's isResetManagedFields): only what
+// this write changes is owned after it, by its manager.
 func update(req request) answer {
 	live := req.Live
 	if live == nil {
 		live = emptySecret()
 	}
-	managed, times, err := decodeManaged(req.Object)
-	if err != nil || len(managed) == 0 {
-		managed, times, err = decodeManaged(live)
-		if err != nil {
-			return answer{Error: err.Error()}
+	managed, times := fieldpath.ManagedFields{}, map[string]string{}
+	if !isResetManagedFields(req.Object) {
+		var err error
+		managed, times, err = decodeManaged(req.Object)
+		if err != nil || len(managed) == 0 {
+			managed, times, err = decodeManaged(live)
+			if err != nil {
+				return answer{Error: err.Error()}
+			}
 		}
 	}
 	liveTyped, err := typedSecret(live)
@@ -414,6 +421,19 @@ func update(req request) answer {
 		return answer{Error: err.Error()}
 	}
 	return answer{Object: out}
+}
+
+// Whether an update's managedFields ask for a reset: `[]` or `[{}]` (isResetManagedFields).
+func isResetManagedFields(obj object) bool {
+	entries, ok := metadataOf(obj)["managedFields"].([]interface{})
+	if !ok {
+		return false
+	}
+	if len(entries) == 1 {
+		entry, isMap := entries[0].(map[string]interface{})
+		return isMap && len(entry) == 0
+	}
+	return len(entries) == 0
 }
 
 func apply(req request) answer {
