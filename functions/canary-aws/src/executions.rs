@@ -11,12 +11,21 @@ use aws_smithy_types::DateTime;
 
 use crate::error::AwsError;
 
+/// A state machine's newest executions and the input each was started with: all the intake
+/// reads. Its own trait so that a `dyn` of it links ListExecutions and DescribeExecution only,
+/// not the history's deserializers (docs/size-and-startup.md).
 #[async_trait]
-pub trait ExecutionsApi: Send + Sync {
-    /// ARNs of the RUNNING executions of a state machine.
-    async fn running_executions(&self, state_machine_arn: &str) -> Result<Vec<String>, AwsError>;
+pub trait ExecutionListing: Send + Sync {
     /// The input an execution was started with.
     async fn execution_input(&self, execution_arn: &str) -> Result<Option<String>, AwsError>;
+    /// The state machine's `limit` newest executions (running or ended), newest first.
+    async fn newest(&self, state_machine_arn: &str, limit: usize) -> Result<Vec<Listed>, AwsError>;
+}
+
+#[async_trait]
+pub trait ExecutionsApi: ExecutionListing {
+    /// ARNs of the RUNNING executions of a state machine.
+    async fn running_executions(&self, state_machine_arn: &str) -> Result<Vec<String>, AwsError>;
     /// The states the execution entered and exited, in order, and how it failed.
     async fn history(&self, execution_arn: &str) -> Result<ExecutionHistory, AwsError>;
     /// The executions of the same state machine started after `execution_arn` (running or
@@ -26,8 +35,6 @@ pub trait ExecutionsApi: Send + Sync {
         execution_arn: &str,
         limit: usize,
     ) -> Result<Vec<Listed>, AwsError>;
-    /// The state machine's `limit` newest executions (running or ended), newest first.
-    async fn newest(&self, state_machine_arn: &str, limit: usize) -> Result<Vec<Listed>, AwsError>;
 }
 
 /// One history event, reduced to what cluster-canary reads of it (the safety net, the CLI).
@@ -514,13 +521,20 @@ impl SdkExecutions {
 }
 
 #[async_trait]
+impl ExecutionListing for SdkExecutions {
+    async fn execution_input(&self, execution_arn: &str) -> Result<Option<String>, AwsError> {
+        Ok(self.describe(execution_arn).await?.input)
+    }
+
+    async fn newest(&self, state_machine_arn: &str, limit: usize) -> Result<Vec<Listed>, AwsError> {
+        self.listed(state_machine_arn, false, limit).await
+    }
+}
+
+#[async_trait]
 impl ExecutionsApi for SdkExecutions {
     async fn running_executions(&self, state_machine_arn: &str) -> Result<Vec<String>, AwsError> {
         self.list(state_machine_arn, true, usize::MAX).await
-    }
-
-    async fn execution_input(&self, execution_arn: &str) -> Result<Option<String>, AwsError> {
-        Ok(self.describe(execution_arn).await?.input)
     }
 
     async fn history(&self, execution_arn: &str) -> Result<ExecutionHistory, AwsError> {
@@ -543,10 +557,6 @@ impl ExecutionsApi for SdkExecutions {
             .into_iter()
             .filter(|other| other.arn != own.arn && other.started > own.started)
             .collect())
-    }
-
-    async fn newest(&self, state_machine_arn: &str, limit: usize) -> Result<Vec<Listed>, AwsError> {
-        self.listed(state_machine_arn, false, limit).await
     }
 }
 

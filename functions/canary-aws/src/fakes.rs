@@ -29,7 +29,7 @@ use crate::alb::{
 };
 use crate::cloudwatch::{AlarmState, AlarmStateValue, CloudWatchApi, MetricQuery, MetricSeries};
 use crate::error::{AwsError, AwsErrorKind};
-use crate::executions::{ExecutionHistory, ExecutionsApi, Listed};
+use crate::executions::{ExecutionHistory, ExecutionListing, ExecutionsApi, Listed};
 use crate::query_error::QueryError;
 use crate::route53::{NewWeightedRecord, Route53Api, Route53Reads, TxtRecord, WeightedRecord};
 
@@ -128,20 +128,24 @@ impl Route53Api for Unused {
 }
 
 #[async_trait]
+impl ExecutionListing for Unused {
+    async fn execution_input(&self, _: &str) -> Result<Option<String>, AwsError> {
+        Err(unused("DescribeExecution"))
+    }
+    async fn newest(&self, _: &str, _: usize) -> Result<Vec<Listed>, AwsError> {
+        Err(unused("ListExecutions"))
+    }
+}
+
+#[async_trait]
 impl ExecutionsApi for Unused {
     async fn running_executions(&self, _: &str) -> Result<Vec<String>, AwsError> {
         Err(unused("ListExecutions"))
-    }
-    async fn execution_input(&self, _: &str) -> Result<Option<String>, AwsError> {
-        Err(unused("DescribeExecution"))
     }
     async fn history(&self, _: &str) -> Result<ExecutionHistory, AwsError> {
         Err(unused("GetExecutionHistory"))
     }
     async fn started_after(&self, _: &str, _: usize) -> Result<Vec<Listed>, AwsError> {
-        Err(unused("ListExecutions"))
-    }
-    async fn newest(&self, _: &str, _: usize) -> Result<Vec<Listed>, AwsError> {
         Err(unused("ListExecutions"))
     }
 }
@@ -230,20 +234,24 @@ impl CloudWatchApi for FakeCloudWatch {
 pub struct NoExecutions;
 
 #[async_trait]
+impl ExecutionListing for NoExecutions {
+    async fn execution_input(&self, _: &str) -> Result<Option<String>, AwsError> {
+        Ok(None)
+    }
+    async fn newest(&self, _: &str, _: usize) -> Result<Vec<Listed>, AwsError> {
+        Ok(Vec::new())
+    }
+}
+
+#[async_trait]
 impl ExecutionsApi for NoExecutions {
     async fn running_executions(&self, _: &str) -> Result<Vec<String>, AwsError> {
         Ok(Vec::new())
-    }
-    async fn execution_input(&self, _: &str) -> Result<Option<String>, AwsError> {
-        Ok(None)
     }
     async fn history(&self, _: &str) -> Result<ExecutionHistory, AwsError> {
         Ok(ExecutionHistory::default())
     }
     async fn started_after(&self, _: &str, _: usize) -> Result<Vec<Listed>, AwsError> {
-        Ok(Vec::new())
-    }
-    async fn newest(&self, _: &str, _: usize) -> Result<Vec<Listed>, AwsError> {
         Ok(Vec::new())
     }
 }

@@ -44,8 +44,8 @@ pub use eks::{
 pub use error::{AwsError, AwsErrorKind};
 pub use events::{EventPublisher, RuleState, RuleStates, SdkEvents, EVENT_SOURCE};
 pub use executions::{
-    state_machine_of, EndedExecutions, ExecutionHistory, ExecutionStarter, ExecutionsApi, Listed,
-    SdkExecutions, Started, StateEvent,
+    state_machine_of, EndedExecutions, ExecutionHistory, ExecutionListing, ExecutionStarter,
+    ExecutionsApi, Listed, SdkExecutions, Started, StateEvent,
 };
 #[cfg(feature = "fleet-plans")]
 pub use fleet_plans::{load_fleet_plan, FleetPlanError, FleetPlanStore, SdkFleetPlans};

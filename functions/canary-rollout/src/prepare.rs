@@ -414,7 +414,9 @@ async fn check_target(
 mod tests {
     use super::{may_have_moved, newer_rollouts, target_keys};
     use async_trait::async_trait;
-    use canary_aws::{AwsError, ExecutionHistory, ExecutionsApi, Listed, StateEvent};
+    use canary_aws::{
+        AwsError, ExecutionHistory, ExecutionListing, ExecutionsApi, Listed, StateEvent,
+    };
     use canary_core::RolloutPlan;
     use serde_json::json;
 
@@ -423,16 +425,23 @@ mod tests {
     struct Later(Vec<(Listed, String, bool)>);
 
     #[async_trait]
-    impl ExecutionsApi for Later {
-        async fn running_executions(&self, _: &str) -> Result<Vec<String>, AwsError> {
-            Ok(Vec::new())
-        }
+    impl ExecutionListing for Later {
         async fn execution_input(&self, arn: &str) -> Result<Option<String>, AwsError> {
             Ok(self
                 .0
                 .iter()
                 .find(|(e, _, _)| e.arn == arn)
                 .map(|(_, input, _)| input.clone()))
+        }
+        async fn newest(&self, _: &str, _: usize) -> Result<Vec<Listed>, AwsError> {
+            Ok(self.0.iter().map(|(e, _, _)| e.clone()).collect())
+        }
+    }
+
+    #[async_trait]
+    impl ExecutionsApi for Later {
+        async fn running_executions(&self, _: &str) -> Result<Vec<String>, AwsError> {
+            Ok(Vec::new())
         }
         async fn history(&self, arn: &str) -> Result<ExecutionHistory, AwsError> {
             let moved = self.0.iter().any(|(e, _, moved)| e.arn == arn && *moved);
@@ -451,9 +460,6 @@ mod tests {
             })
         }
         async fn started_after(&self, _: &str, _: usize) -> Result<Vec<Listed>, AwsError> {
-            Ok(self.0.iter().map(|(e, _, _)| e.clone()).collect())
-        }
-        async fn newest(&self, _: &str, _: usize) -> Result<Vec<Listed>, AwsError> {
             Ok(self.0.iter().map(|(e, _, _)| e.clone()).collect())
         }
     }

@@ -26,8 +26,8 @@ pub mod event;
 use std::collections::BTreeMap;
 
 use canary_aws::{
-    load_fleet_plan, AwsError, Delivery, DeliveryLedger, EventPublisher, ExecutionStarter,
-    ExecutionsApi, FleetPlanError, FleetPlanStore, Started,
+    load_fleet_plan, AwsError, Delivery, DeliveryLedger, EventPublisher, ExecutionListing,
+    ExecutionStarter, FleetPlanError, FleetPlanStore, Started,
 };
 use canary_core::arn::account_of;
 use canary_core::input::parse_input;
@@ -127,7 +127,7 @@ impl IntakeConfig {
 pub struct Deps<'a> {
     pub executions: &'a dyn ExecutionStarter,
     /// The running fleets and their plans.
-    pub fleets: &'a dyn ExecutionsApi,
+    pub fleets: &'a dyn ExecutionListing,
     /// Where large fleets' plans are stored (a fleet's input is then a reference).
     pub plans: &'a dyn FleetPlanStore,
     pub access: &'a ManagementAccess,
