@@ -11,6 +11,7 @@ import json
 import datetime
 import subprocess
 import sys
+import time
 import urllib.request
 
 import boto3
@@ -395,3 +396,79 @@ def test_change_calendars_are_evaluated_as_ssm_does(moto_endpoint):
         ssm.create_document(Name="broken", Content="no calendar here", DocumentType="ChangeCalendar",
                             DocumentFormat="TEXT")
     assert not_ical.value.response["Error"]["Code"] == "InvalidDocumentContent"
+
+
+def harness_eks(endpoint, cluster, what, body):
+    """The harness's own control of what EKS computes (not AWS's API)."""
+    sent = urllib.request.Request(f"{endpoint}/_harness/eks/123456789012/us-east-1/clusters/{cluster}/{what}",
+                                  data=json.dumps(body).encode(), method="POST",
+                                  headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(sent) as answer:
+        return json.load(answer)
+
+
+def test_eks_insights_and_add_ons_answer_as_eks_documents(moto_endpoint):
+    """Shapes, statuses, filters, pagination and errors of ListInsights, DescribeInsight,
+    CreateAddon, ListAddons, DescribeAddon and DeleteAddon (the API reference's examples)."""
+    eks = boto3.client("eks", endpoint_url=moto_endpoint, **CREDENTIALS)
+    ec2 = boto3.client("ec2", endpoint_url=moto_endpoint, **CREDENTIALS)
+    vpc = ec2.create_vpc(CidrBlock="10.9.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.9.1.0/24")["Subnet"]["SubnetId"]
+    eks.create_cluster(name="insightful", roleArn="arn:aws:iam::123456789012:role/eks",
+                       resourcesVpcConfig={"subnetIds": [subnet]})
+    assert eks.list_insights(clusterName="insightful")["insights"] == []
+    deprecated = {
+        "id": "00000000-0000-0000-0000-000000000001", "name": "Deprecated APIs removed in Kubernetes v1.32",
+        "category": "UPGRADE_READINESS", "description": "Checks for usage of deprecated APIs",
+        "insightStatus": {"status": "ERROR", "reason": "Deprecated API usage detected within last 30 days"},
+        "recommendation": "Update manifests and API clients to use newer Kubernetes APIs",
+        "additionalInfo": {"EKS update cluster documentation": "https://docs.aws.amazon.com/eks/latest/userguide/update-cluster.html"},
+    }
+    harness_eks(moto_endpoint, "insightful", "insights", deprecated)
+    harness_eks(moto_endpoint, "insightful", "insights", {
+        "id": "00000000-0000-0000-0000-000000000002", "name": "Cluster health issues", "category": "MISCONFIGURATION",
+        "insightStatus": {"status": "PASSING", "reason": "No issues"}})
+    listed = eks.list_insights(clusterName="insightful")["insights"]
+    assert [i["id"] for i in listed] == ["00000000-0000-0000-0000-000000000001", "00000000-0000-0000-0000-000000000002"]
+    assert set(listed[0]) == {"id", "name", "category", "kubernetesVersion", "lastRefreshTime", "lastTransitionTime",
+                              "description", "insightStatus"}, "a summary: no recommendation"
+    erroring = eks.list_insights(clusterName="insightful", filter={"statuses": ["ERROR", "WARNING"]})["insights"]
+    assert [i["name"] for i in erroring] == ["Deprecated APIs removed in Kubernetes v1.32"]
+    first = eks.list_insights(clusterName="insightful", maxResults=1)
+    second = eks.list_insights(clusterName="insightful", maxResults=1, nextToken=first["nextToken"])
+    assert [i["id"][-1] for i in first["insights"] + second["insights"]] == ["1", "2"] and "nextToken" not in second
+    insight = eks.describe_insight(clusterName="insightful", id=deprecated["id"])["insight"]
+    assert insight["recommendation"] == deprecated["recommendation"]
+    assert insight["insightStatus"] == {"status": "ERROR", "reason": "Deprecated API usage detected within last 30 days"}
+    for call, code, message in (
+            (lambda: eks.describe_insight(clusterName="insightful", id="nope"), "ResourceNotFoundException",
+             "No insight found with id nope for cluster insightful"),
+            (lambda: eks.list_insights(clusterName="absent"), "ResourceNotFoundException", None),
+            (lambda: eks.list_insights(clusterName="insightful", maxResults=101), "InvalidParameterException",
+             "maxResults must be between 1 and 100")):
+        with pytest.raises(ClientError) as refused:
+            call()
+        assert refused.value.response["Error"]["Code"] == code, refused.value.response
+        if message:
+            assert refused.value.response["Error"]["Message"] == message
+
+    created = eks.create_addon(clusterName="insightful", addonName="coredns", addonVersion="v1.11.4-eksbuild.2")["addon"]
+    assert (created["status"], created["addonVersion"]) == ("CREATING", "v1.11.4-eksbuild.2")
+    assert created["addonArn"].startswith("arn:aws:eks:us-east-1:123456789012:addon/insightful/coredns/")
+    with pytest.raises(ClientError) as refused:
+        eks.create_addon(clusterName="insightful", addonName="coredns")
+    assert refused.value.response["Error"]["Code"] == "ResourceInUseException"
+    eks.create_addon(clusterName="insightful", addonName="vpc-cni")
+    assert eks.list_addons(clusterName="insightful")["addons"] == ["coredns", "vpc-cni"]
+    time.sleep(1)
+    assert eks.describe_addon(clusterName="insightful", addonName="coredns")["addon"]["status"] == "ACTIVE"
+    issue = {"code": "InsufficientNumberOfReplicas", "message": "The add-on is unhealthy because it doesn't have "
+             "the desired number of replicas.", "resourceIds": ["kube-system/coredns"]}
+    harness_eks(moto_endpoint, "insightful", "addons/coredns/health", {"status": "DEGRADED", "issues": [issue]})
+    degraded = eks.describe_addon(clusterName="insightful", addonName="coredns")["addon"]
+    assert (degraded["status"], degraded["health"]) == ("DEGRADED", {"issues": [issue]})
+    with pytest.raises(ClientError) as refused:
+        eks.describe_addon(clusterName="insightful", addonName="aws-ebs-csi-driver")
+    assert refused.value.response["Error"]["Message"] == "No addon: aws-ebs-csi-driver found in cluster: insightful"
+    eks.delete_addon(clusterName="insightful", addonName="vpc-cni")
+    assert eks.list_addons(clusterName="insightful")["addons"] == ["coredns"]

@@ -171,6 +171,20 @@ Everything else is stock moto.
    `Lambda.SdkClientException`. moto named both `Exception` (or `States.TaskFailed`), which no
    Retry names, so one transient Lambda error at a cell's first state ended the cell.
 
+20. EKS cluster insights and add-ons, which moto lacks, from EKS's API reference: ListInsights
+   (`filter` by categories, Kubernetes versions and statuses; `maxResults` 1-100, default 100, and
+   `nextToken`), DescribeInsight (recommendation, additionalInfo, resources), CreateAddon
+   (CREATING, ACTIVE from the first read a second later; ResourceInUseException for one the
+   cluster has), ListAddons (`maxResults` 1-100, `nextToken`), DescribeAddon (status, `health`
+   with its `issues`), DeleteAddon; a cluster that does not exist is ResourceNotFoundException,
+   an insight or add-on it lacks too, in EKS's words. EKS computes insights and add-on health
+   itself; here the harness sets them (not AWS's API: `POST
+   /_harness/eks/<account>/<region>/clusters/<name>/insights` with an insight as
+   DescribeInsight answers it, and `.../addons/<addon>/health` with `status` and `issues`, on
+   moto's own endpoint). Not modelled: add-on versions (DescribeAddonVersions), configuration
+   values and their schema, Pod Identity associations, UpdateAddon, insight refresh
+   (StartInsightsRefresh), and the insights EKS would compute from a cluster's API traffic.
+
 Still not modelled: the 256 KiB limit on Pass and Choice state output (moto checks task
 results only).
 
@@ -807,6 +821,202 @@ eks_urls.url_paths.update({
     "{0}/clusters/(?P<name>[^/]+)/access-entries/(?P<entry>.+)$": eks_urls.response.dispatch,
 })
 
+# --- 20. EKS cluster insights and add-ons ---------------------------------------------------
+INSIGHT_STATUSES = ("PASSING", "WARNING", "ERROR", "UNKNOWN")
+INSIGHT_CATEGORIES = ("UPGRADE_READINESS", "MISCONFIGURATION", "ROLLBACK_READINESS")
+ADDON_STATUSES = ("CREATING", "ACTIVE", "CREATE_FAILED", "UPDATING", "DELETING", "DELETE_FAILED", "DEGRADED",
+                  "UPDATE_FAILED")
+ADDON_ISSUE_CODES = ("AccessDenied", "InternalFailure", "ClusterUnreachable", "InsufficientNumberOfReplicas",
+                     "ConfigurationConflict", "AdmissionRequestDenied", "UnsupportedAddonModification",
+                     "K8sResourceNotFound", "AddonSubscriptionNeeded", "AddonPermissionFailure")
+INSIGHT_SUMMARY = ("id", "name", "category", "kubernetesVersion", "lastRefreshTime", "lastTransitionTime",
+                   "description", "insightStatus")
+
+
+def _invalid_parameter(name, message):
+    return eks_exceptions.InvalidParameterException(
+        clusterName=name, nodegroupName=None, fargateProfileName=None, addonName=None, message=message)
+
+
+def _cluster_health(backend, cluster_name):
+    """The cluster's insights and add-ons (ResourceNotFoundException for no such cluster)."""
+    cluster = backend.describe_cluster(name=cluster_name)
+    if not hasattr(cluster, "insights"):
+        cluster.insights, cluster.addons = {}, {}
+    return cluster
+
+
+def _max_results(self, name):
+    wanted = self._get_param("maxResults") or self.querystring.get("maxResults", [None])[0]
+    wanted = 100 if wanted in (None, "") else int(wanted)
+    if not 1 <= wanted <= 100:
+        raise _invalid_parameter(name, "maxResults must be between 1 and 100")
+    return wanted
+
+
+def _page(self, name, items):
+    """EKS's pagination: `nextToken` is the index of the next item, as opaque as any token."""
+    token = self._get_param("nextToken") or self.querystring.get("nextToken", [None])[0]
+    start = 0
+    if token:
+        try:
+            start = int(base64.b64decode(token).decode())
+        except (ValueError, UnicodeDecodeError):
+            raise _invalid_parameter(name, "The nextToken is not valid") from None
+    size = _max_results(self, name)
+    page = items[start:start + size]
+    following = start + size
+    return page, (base64.b64encode(str(following).encode()).decode() if following < len(items) else None)
+
+
+def list_insights(self):
+    name = self._get_param("name")
+    cluster = _cluster_health(self.eks_backend, name)
+    wanted = self._get_param("filter") or {}
+    insights = [i for i in cluster.insights.values()
+                if (not wanted.get("categories") or i["category"] in wanted["categories"])
+                and (not wanted.get("kubernetesVersions") or i["kubernetesVersion"] in wanted["kubernetesVersions"])
+                and (not wanted.get("statuses") or i["insightStatus"]["status"] in wanted["statuses"])]
+    page, following = _page(self, name, sorted(insights, key=lambda i: i["id"]))
+    answer = {"insights": [{k: i[k] for k in INSIGHT_SUMMARY if k in i} for i in page]}
+    if following:
+        answer["nextToken"] = following
+    return 200, {}, json.dumps(answer)
+
+
+def describe_insight(self):
+    name, insight_id = self._get_param("name"), self._get_param("id")
+    cluster = _cluster_health(self.eks_backend, name)
+    if insight_id not in cluster.insights:
+        raise _not_found(f"No insight found with id {insight_id} for cluster {name}")
+    return 200, {}, json.dumps({"insight": cluster.insights[insight_id]})
+
+
+def _addon_now(addon):
+    """An add-on as read now: CREATING becomes ACTIVE a second after it was created."""
+    if addon["status"] == "CREATING" and time.time() - addon["createdAt"] >= 1:
+        addon["status"] = "ACTIVE"
+    return addon
+
+
+def create_addon(self):
+    name, addon_name = self._get_param("name"), self._get_param("addonName")
+    cluster = _cluster_health(self.eks_backend, name)
+    if not addon_name:
+        raise _invalid_parameter(name, "addonName must be provided")
+    if addon_name in cluster.addons:
+        raise eks_exceptions.ResourceInUseException(
+            clusterName=name, nodegroupName=None, fargateProfileName=None, addonName=addon_name,
+            message=f"Addon already exists: {addon_name}")
+    region, account = cluster.arn.split(":")[3], cluster.arn.split(":")[4]
+    now = time.time()
+    addon = {"addonName": addon_name, "clusterName": name, "status": "CREATING",
+             "addonVersion": self._get_param("addonVersion") or "v1.0.0-eksbuild.1",
+             "health": {"issues": []},
+             "addonArn": f"arn:aws:eks:{region}:{account}:addon/{name}/{addon_name}/{uuid.uuid4()}",
+             "createdAt": now, "modifiedAt": now, "tags": self._get_param("tags") or {}}
+    if self._get_param("serviceAccountRoleArn"):
+        addon["serviceAccountRoleArn"] = self._get_param("serviceAccountRoleArn")
+    cluster.addons[addon_name] = addon
+    return 200, {}, json.dumps({"addon": addon})
+
+
+def _addon(self):
+    name, addon_name = self._get_param("name"), self._get_param("addonName")
+    cluster = _cluster_health(self.eks_backend, name)
+    if addon_name not in cluster.addons:
+        raise eks_exceptions.ResourceNotFoundException(
+            clusterName=name, nodegroupName=None, fargateProfileName=None, addonName=addon_name,
+            message=f"No addon: {addon_name} found in cluster: {name}")
+    return cluster, _addon_now(cluster.addons[addon_name])
+
+
+def describe_addon(self):
+    _, addon = _addon(self)
+    return 200, {}, json.dumps({"addon": addon})
+
+
+def delete_addon(self):
+    cluster, addon = _addon(self)
+    del cluster.addons[addon["addonName"]]
+    return 200, {}, json.dumps({"addon": {**addon, "status": "DELETING"}})
+
+
+def list_addons(self):
+    name = self._get_param("name")
+    cluster = _cluster_health(self.eks_backend, name)
+    page, following = _page(self, name, sorted(cluster.addons))
+    answer = {"addons": page}
+    if following:
+        answer["nextToken"] = following
+    return 200, {}, json.dumps(answer)
+
+
+for _action in (list_insights, describe_insight, create_addon, describe_addon, delete_addon, list_addons):
+    setattr(EKSResponse, _action.__name__, _action)
+eks_urls.url_paths.update({
+    "{0}/clusters/(?P<name>[^/]+)/insights$": eks_urls.response.dispatch,
+    "{0}/clusters/(?P<name>[^/]+)/insights/(?P<id>[^/]+)$": eks_urls.response.dispatch,
+    "{0}/clusters/(?P<name>[^/]+)/addons$": eks_urls.response.dispatch,
+    "{0}/clusters/(?P<name>[^/]+)/addons/(?P<addonName>[^/]+)$": eks_urls.response.dispatch,
+})
+
+HARNESS_EKS = re.compile(r"/_harness/eks/(\d{12})/([a-z0-9-]+)/clusters/([^/]+)/(insights|addons/([^/]+)/health)")
+
+
+def _harness_eks(path, body):
+    """What EKS computes itself, set by the harness: an insight (as DescribeInsight answers it;
+    its summary fields are ListInsights') or an add-on's status and health issues. (status,
+    answer)."""
+    from moto.eks.models import eks_backends
+
+    account, region, name, what, addon_name = HARNESS_EKS.fullmatch(path).groups()
+    try:
+        cluster = _cluster_health(eks_backends[account][region], name)
+    except eks_exceptions.ResourceNotFoundException:
+        return 404, {"message": f"no cluster {name} in {account}/{region}"}
+    if addon_name is None:
+        status = (body.get("insightStatus") or {}).get("status")
+        if not body.get("id") or body.get("category") not in INSIGHT_CATEGORIES or status not in INSIGHT_STATUSES:
+            return 400, {"message": f"an insight needs an id, a category of {INSIGHT_CATEGORIES} and an "
+                                    f"insightStatus.status of {INSIGHT_STATUSES}"}
+        now = time.time()
+        previous = cluster.insights.get(body["id"])
+        changed = previous is None or previous["insightStatus"]["status"] != status
+        cluster.insights[body["id"]] = {
+            "name": body["id"], "kubernetesVersion": cluster.version, "description": "", "recommendation": "",
+            "additionalInfo": {}, "resources": [], "lastRefreshTime": now,
+            "lastTransitionTime": now if changed else previous["lastTransitionTime"], **body}
+        return 200, cluster.insights[body["id"]]
+    if addon_name not in cluster.addons:
+        return 404, {"message": f"no add-on {addon_name} on {name}"}
+    issues = body.get("issues") or []
+    if body.get("status") not in ADDON_STATUSES or any(i.get("code") not in ADDON_ISSUE_CODES for i in issues):
+        return 400, {"message": f"a status of {ADDON_STATUSES} and issues with a code of {ADDON_ISSUE_CODES}"}
+    addon = cluster.addons[addon_name]
+    addon.update(status=body["status"], health={"issues": issues}, modifiedAt=time.time())
+    return 200, addon
+
+
+def with_harness_routes(app):
+    """moto's app, and the harness's own paths (`/_harness/...`: not AWS's API)."""
+    def serve(environ, start_response):
+        path = environ.get("PATH_INFO", "")
+        if not HARNESS_EKS.fullmatch(path) or environ.get("REQUEST_METHOD") != "POST":
+            return app(environ, start_response)
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        try:
+            body = json.loads(environ["wsgi.input"].read(length) or b"{}")
+            code, answer = _harness_eks(path, body)
+        except ValueError as e:
+            code, answer = 400, {"message": f"not JSON: {e}"}
+        text = json.dumps(answer).encode()
+        start_response(f"{code} {'OK' if code == 200 else 'Error'}",
+                       [("Content-Type", "application/json"), ("Content-Length", str(len(text)))])
+        return [text]
+    return serve
+
+
 # --- 8. EventBridge's delivery ------------------------------------------------------------
 EventTemplateParser.DEFAULT_EVENT_INPUT_TEMPLATE = EventTemplateParser.DEFAULT_EVENT_INPUT_TEMPLATE.replace(
     '"version": "0",', '"version": "0", "account": "<account>",')
@@ -1430,7 +1640,7 @@ def serve_on_a_port_of_its_own(host):
 
     app = DomainDispatcherApplication(create_backend_app)
     app.debug = True  # as moto_server has it
-    server = make_server(host, 0, app, threaded=True, request_handler=MotoRequestHandler)
+    server = make_server(host, 0, with_harness_routes(app), threaded=True, request_handler=MotoRequestHandler)
     # moto's own notion of its port (its engine's callbacks), unless the caller set one.
     os.environ.setdefault("MOTO_PORT", str(server.port))
     _OWN_ENDPOINT.append(f"http://{host}:{server.port}")
