@@ -14,6 +14,7 @@ use aws_config::{Region, SdkConfig};
 use aws_sdk_elasticloadbalancingv2 as elbv2;
 use aws_sdk_route53 as route53;
 use serde::Deserialize;
+use serde_json::Value;
 
 pub mod contract;
 pub mod datadog;
@@ -74,6 +75,21 @@ impl Moto {
             ))
             .load()
             .await
+    }
+
+    /// Sets what EKS computes itself (tests/moto/harness_eks.py): `path` after
+    /// `/_harness/eks/`, e.g. `123456789012/us-east-1/clusters/green/insights`.
+    pub fn set_eks(&self, path: &str, body: &Value) {
+        let output = Command::new(python())
+            .arg(repo_root().join("tests/moto/harness_eks.py"))
+            .args([&self.endpoint, path, &body.to_string()])
+            .output()
+            .expect("run harness_eks.py");
+        assert!(
+            output.status.success(),
+            "harness_eks.py {path} refused: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
 
     /// Seeds the world described in `tests/moto/seed_world.py`.

@@ -4,11 +4,11 @@
 use std::collections::BTreeSet;
 
 use canary_core::argocd::MAX_APPS_POLLS;
+use canary_core::gate_timing::MAX_GATE_LOOKS;
 use canary_core::limits::{MAX_STEPS, MAX_TOTAL_CHECKS};
 use canary_core::state::{
     BASELINE_POINTER, FOREIGN_ENDS, LAST_SET_POINTER, PREPARE_STATE, SETTLED_ENDS, SET_STATE,
 };
-use canary_core::target_health::MAX_TARGET_HEALTH_POLLS;
 use canary_core::ErrorName;
 use cluster_canary_tests::repo_root;
 use serde_json::{json, Value};
@@ -612,7 +612,7 @@ fn a_long_rollout_stays_under_the_history_limit() {
     // The most a valid plan allows.
     let worst = fixed
         + MAX_APPS_POLLS as usize * per_apps_poll
-        + MAX_TARGET_HEALTH_POLLS as usize * per_target_health_look
+        + MAX_GATE_LOOKS as usize * per_target_health_look
         + MAX_STEPS * (per_step + per_approval)
         + MAX_TOTAL_CHECKS as usize * per_check;
     assert!(

@@ -10,6 +10,11 @@ use aws_sdk_eks as eks;
 use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 
+use canary_core::cluster_readiness::{
+    Addon, AddonIssue, ClusterHealthReading, ClusterReadinessGate, Insight, MAX_ADDONS_READ,
+    MAX_INSIGHTS_DESCRIBED, MAX_INSIGHTS_READ,
+};
+
 use crate::assumed_role::AssumedRole;
 use crate::error::{AwsError, AwsErrorKind, HasStatus};
 
@@ -101,10 +106,69 @@ pub trait ClusterAccounts: Send + Sync {
     async fn eks_as(&self, role_arn: &str, session_name: &str) -> Box<dyn ClusterEksApi>;
 }
 
-/// Everything register-cluster asks of the new cluster's EKS.
-pub trait ClusterEksApi: EksApi + AccessEntries {}
+/// What EKS knows of a cluster's health: its cluster insights and its add-ons (the cluster
+/// readiness gate, `canary_core::cluster_readiness`).
+#[async_trait]
+pub trait ClusterHealth: Send + Sync {
+    /// The cluster's insights, as ListInsights summarizes them (every category; at most
+    /// [`MAX_INSIGHTS_READ`]).
+    async fn insights(&self, region: &str, cluster: &str) -> Result<Vec<Insight>, AwsError>;
+    /// An insight's recommendation (DescribeInsight).
+    async fn recommendation(
+        &self,
+        region: &str,
+        cluster: &str,
+        insight_id: &str,
+    ) -> Result<Option<String>, AwsError>;
+    /// The names of the cluster's add-ons (at most [`MAX_ADDONS_READ`]).
+    async fn addon_names(&self, region: &str, cluster: &str) -> Result<Vec<String>, AwsError>;
+    /// An add-on of the cluster; `None` when the cluster does not have it.
+    async fn addon(
+        &self,
+        region: &str,
+        cluster: &str,
+        name: &str,
+    ) -> Result<Option<Addon>, AwsError>;
+}
 
-impl<T: EksApi + AccessEntries> ClusterEksApi for T {}
+/// What the gate needs of the cluster, in one look: its insights (with the recommendation of
+/// each that holds the rollout, the first few) unless `add_ons_only` (a bake's check), and each
+/// add-on it requires (the plan's, or every one the cluster has).
+pub async fn read_cluster_health(
+    api: &dyn ClusterHealth,
+    region: &str,
+    cluster: &str,
+    gate: &ClusterReadinessGate,
+    add_ons_only: bool,
+) -> Result<ClusterHealthReading, AwsError> {
+    let mut insights = if add_ons_only {
+        Vec::new()
+    } else {
+        api.insights(region, cluster).await?
+    };
+    for insight in insights
+        .iter_mut()
+        .filter(|i| i.holds(gate))
+        .take(MAX_INSIGHTS_DESCRIBED)
+    {
+        insight.recommendation = api.recommendation(region, cluster, &insight.id).await?;
+    }
+    let names = match &gate.addons {
+        Some(named) => named.clone(),
+        None => api.addon_names(region, cluster).await?,
+    };
+    let mut addons = Vec::with_capacity(names.len());
+    for name in names {
+        let addon = api.addon(region, cluster, &name).await?;
+        addons.push((name, addon));
+    }
+    Ok(ClusterHealthReading { insights, addons })
+}
+
+/// Everything register-cluster asks of the new cluster's EKS.
+pub trait ClusterEksApi: EksApi + AccessEntries + ClusterHealth {}
+
+impl<T: EksApi + AccessEntries + ClusterHealth> ClusterEksApi for T {}
 
 pub struct SdkEks {
     config: SdkConfig,
@@ -293,5 +357,158 @@ impl EksApi for SdkEks {
                 .and_then(|ca| ca.data())
                 .map(str::to_owned),
         })
+    }
+}
+
+/// EKS's answer for a cluster, insight or add-on that does not exist, as `NotFound`.
+fn not_found_or<E, R>(operation: &'static str, what: String, e: SdkError<E, R>) -> AwsError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug + HasStatus + 'static,
+{
+    if e.as_service_error().and_then(|s| s.code()) == Some(NOT_FOUND) {
+        AwsError::new(AwsErrorKind::NotFound, operation, what)
+    } else {
+        AwsError::from_sdk(operation, e)
+    }
+}
+
+#[async_trait]
+impl ClusterHealth for SdkEks {
+    async fn insights(&self, region: &str, cluster: &str) -> Result<Vec<Insight>, AwsError> {
+        let client = self.client(Some(region));
+        let mut found = Vec::new();
+        let mut token = None;
+        loop {
+            let page = client
+                .list_insights()
+                .cluster_name(cluster)
+                .set_next_token(token)
+                .send()
+                .await
+                .map_err(|e| {
+                    not_found_or("ListInsights", format!("no EKS cluster named {cluster}"), e)
+                })?;
+            found.extend(page.insights().iter().map(|i| {
+                Insight {
+                    id: i.id().unwrap_or_default().to_owned(),
+                    name: i.name().unwrap_or_default().to_owned(),
+                    category: i
+                        .category()
+                        .map(|c| c.as_str().to_owned())
+                        .unwrap_or_default(),
+                    status: i
+                        .insight_status()
+                        .and_then(|s| s.status())
+                        .map(|s| s.as_str().to_owned())
+                        .unwrap_or_else(|| "UNKNOWN".to_owned()),
+                    reason: i
+                        .insight_status()
+                        .and_then(|s| s.reason())
+                        .map(str::to_owned),
+                    recommendation: None,
+                }
+            }));
+            token = page.next_token().map(str::to_owned);
+            if token.is_none() || found.len() >= MAX_INSIGHTS_READ {
+                found.truncate(MAX_INSIGHTS_READ);
+                return Ok(found);
+            }
+        }
+    }
+
+    async fn recommendation(
+        &self,
+        region: &str,
+        cluster: &str,
+        insight_id: &str,
+    ) -> Result<Option<String>, AwsError> {
+        let out = self
+            .client(Some(region))
+            .describe_insight()
+            .cluster_name(cluster)
+            .id(insight_id)
+            .send()
+            .await
+            .map_err(|e| {
+                not_found_or(
+                    "DescribeInsight",
+                    format!("no insight {insight_id} of EKS cluster {cluster}"),
+                    e,
+                )
+            })?;
+        Ok(out
+            .insight()
+            .and_then(|i| i.recommendation())
+            .filter(|r| !r.is_empty())
+            .map(str::to_owned))
+    }
+
+    async fn addon_names(&self, region: &str, cluster: &str) -> Result<Vec<String>, AwsError> {
+        let client = self.client(Some(region));
+        let mut names = Vec::new();
+        let mut token = None;
+        loop {
+            let page = client
+                .list_addons()
+                .cluster_name(cluster)
+                .set_next_token(token)
+                .send()
+                .await
+                .map_err(|e| {
+                    not_found_or("ListAddons", format!("no EKS cluster named {cluster}"), e)
+                })?;
+            names.extend(page.addons().iter().cloned());
+            token = page.next_token().map(str::to_owned);
+            if token.is_none() || names.len() >= MAX_ADDONS_READ {
+                names.truncate(MAX_ADDONS_READ);
+                return Ok(names);
+            }
+        }
+    }
+
+    async fn addon(
+        &self,
+        region: &str,
+        cluster: &str,
+        name: &str,
+    ) -> Result<Option<Addon>, AwsError> {
+        let out = match self
+            .client(Some(region))
+            .describe_addon()
+            .cluster_name(cluster)
+            .addon_name(name)
+            .send()
+            .await
+        {
+            Ok(out) => out,
+            // EKS names no add-on in the code, only in the text: a cluster that does not exist
+            // is the same error (its name was read just before, by the gate's describe).
+            Err(e) if e.as_service_error().and_then(|s| s.code()) == Some(NOT_FOUND) => {
+                return Ok(None)
+            }
+            Err(e) => return Err(AwsError::from_sdk("DescribeAddon", e)),
+        };
+        Ok(out.addon().map(|a| Addon {
+            name: a.addon_name().unwrap_or(name).to_owned(),
+            status: a
+                .status()
+                .map(|s| s.as_str().to_owned())
+                .unwrap_or_default(),
+            issues: a
+                .health()
+                .map(|h| h.issues())
+                .unwrap_or_default()
+                .iter()
+                .map(|issue| AddonIssue {
+                    code: issue
+                        .code()
+                        .map(|c| c.as_str().to_owned())
+                        .unwrap_or_default(),
+                    message: issue.message().map(str::to_owned),
+                    resource_ids: issue.resource_ids().to_vec(),
+                })
+                .collect(),
+        }))
     }
 }

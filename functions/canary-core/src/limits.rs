@@ -47,8 +47,6 @@ pub const MAX_CLUSTER_POLLS: u64 = 40;
 pub const MAX_APPS_TIMEOUT_SECONDS: i64 = 86_400;
 /// Longest a step may wait for its approval: one day.
 pub const MAX_APPROVAL_TIMEOUT_SECONDS: i64 = 86_400;
-/// Longest wait for the canary targets to be healthy: one hour.
-pub const MAX_TARGET_HEALTH_TIMEOUT_SECONDS: i64 = 3600;
 /// The written budget for the largest execution state (and task result), in bytes: 3/8 of
 /// Step Functions' 256 KiB, so a plan at every cap still leaves a wide margin.
 pub const STATE_BUDGET_BYTES: usize = 96 * 1024;
@@ -129,16 +127,18 @@ pub const MAX_STEPS_BACK: usize = 5;
 pub const MAX_STEP_BACK_HOLDS_SECONDS: i64 = 900;
 
 /// The longest an execution can run within the plan's caps, in seconds: Prepare, the wait for
-/// the cluster, registration, the apps wait, the target health gate, every step's approval
+/// the cluster, registration, the apps wait, the gates before traffic, every step's approval
 /// wait, hooks and bake at the longest, a rollback with all its retries, and retiring. The state machine's `TimeoutSeconds` is this (a test keeps
 /// them equal), so a stuck execution times out into the safety net instead of living for a
 /// year (Step Functions' own limit).
 pub const fn max_execution_seconds() -> u64 {
+    use crate::gate_timing::MAX_GATE_TIMEOUT_SECONDS;
     let prepare = 2 * 15 * 60; // two tasks, each with its Lambda retries
     let cluster_wait = MAX_CLUSTER_POLLS * CLUSTER_POLL_SECONDS + 15 * 60;
     let registration = 20 * 30 + 15 * 60; // ClusterNotReady retries, then the others
     let apps = MAX_APPS_TIMEOUT_SECONDS as u64 + 15 * 60;
-    let target_health = MAX_TARGET_HEALTH_TIMEOUT_SECONDS as u64 + 15 * 60;
+    // The gates before traffic: target health and cluster readiness.
+    let gates = 2 * (MAX_GATE_TIMEOUT_SECONDS as u64 + 15 * 60);
     let approvals = MAX_STEPS as u64 * MAX_APPROVAL_TIMEOUT_SECONDS as u64;
     // Hooks before traffic, after every step and after promotion: one task each, its attempts
     // up to the function's 300 s timeout.
@@ -155,7 +155,7 @@ pub const fn max_execution_seconds() -> u64 {
         + cluster_wait
         + registration
         + apps
-        + target_health
+        + gates
         + approvals
         + hooks
         + bakes

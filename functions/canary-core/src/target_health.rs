@@ -6,14 +6,11 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::limits::MAX_TARGET_HEALTH_TIMEOUT_SECONDS;
+use crate::gate_timing::GateTiming;
 use crate::validate::Errors;
 
 /// Most targets one gate may require per target group (ALB target groups hold up to 1,000).
 pub const MAX_MIN_HEALTHY_TARGETS: i64 = 1000;
-/// Most looks one gate may take (`timeoutSeconds / intervalSeconds`): each is about eleven
-/// execution history events, which must leave room under the 25,000-event limit.
-pub const MAX_TARGET_HEALTH_POLLS: i64 = 60;
 
 /// Before the first non-zero weight: every ALB target's canary target group has at least
 /// `minHealthyTargets` targets `healthy` and none `unhealthy`, and every Route 53 target's
@@ -50,7 +47,15 @@ pub struct ResolvedTargetHealth {
 impl TargetHealthGate {
     const DEFAULT_MIN_HEALTHY: i64 = 1;
     const DEFAULT_TIMEOUT_SECONDS: i64 = 300;
-    const DEFAULT_INTERVAL_SECONDS: i64 = 15;
+
+    fn timing(&self) -> GateTiming<'static> {
+        GateTiming {
+            section: "targetHealth",
+            timeout_seconds: self.timeout_seconds,
+            interval_seconds: self.interval_seconds,
+            default_timeout_seconds: Self::DEFAULT_TIMEOUT_SECONDS,
+        }
+    }
 
     pub(crate) fn validate(&self, errors: &mut Errors) {
         let min = self
@@ -62,64 +67,21 @@ impl TargetHealthGate {
                 format!("must be from 1 to {MAX_MIN_HEALTHY_TARGETS}, got {min}"),
             );
         }
-        let timeout = self
-            .timeout_seconds
-            .unwrap_or(Self::DEFAULT_TIMEOUT_SECONDS);
-        if !(1..=MAX_TARGET_HEALTH_TIMEOUT_SECONDS).contains(&timeout) {
-            errors.push(
-                "targetHealth.timeoutSeconds",
-                format!(
-                    "must be from 1 to {MAX_TARGET_HEALTH_TIMEOUT_SECONDS} seconds, got {timeout}"
-                ),
-            );
-        }
-        let interval = self
-            .interval_seconds
-            .unwrap_or_else(|| Self::default_interval(timeout.max(1)));
-        if interval < 1 || interval > timeout.max(1) {
-            errors.push(
-                "targetHealth.intervalSeconds",
-                format!("must be from 1 to timeoutSeconds ({timeout}), got {interval}"),
-            );
-        } else if timeout / interval > MAX_TARGET_HEALTH_POLLS {
-            errors.push(
-                "targetHealth.intervalSeconds",
-                format!(
-                    "{interval} s would look {} times in {timeout} s, more than {MAX_TARGET_HEALTH_POLLS}; \
-                     use an interval of at least {} s",
-                    timeout / interval,
-                    (timeout + MAX_TARGET_HEALTH_POLLS - 1) / MAX_TARGET_HEALTH_POLLS
-                ),
-            );
-        }
-    }
-
-    /// 15 s, longer when that would look more than [`MAX_TARGET_HEALTH_POLLS`] times, and
-    /// never longer than the timeout.
-    fn default_interval(timeout: i64) -> i64 {
-        let spread = (timeout + MAX_TARGET_HEALTH_POLLS - 1) / MAX_TARGET_HEALTH_POLLS;
-        Self::DEFAULT_INTERVAL_SECONDS.max(spread).min(timeout)
+        self.timing().validate(errors);
     }
 
     /// Defaults filled in. Only meaningful for a gate that passed validation.
     pub fn resolve(&self) -> ResolvedTargetHealth {
-        let timeout = self
-            .timeout_seconds
-            .unwrap_or(Self::DEFAULT_TIMEOUT_SECONDS)
-            .clamp(1, MAX_TARGET_HEALTH_TIMEOUT_SECONDS);
-        let interval = self
-            .interval_seconds
-            .unwrap_or_else(|| Self::default_interval(timeout))
-            .clamp(1, timeout);
+        let timing = self.timing().resolve();
         let min = self
             .min_healthy_targets
             .unwrap_or(Self::DEFAULT_MIN_HEALTHY)
             .clamp(1, MAX_MIN_HEALTHY_TARGETS);
-        // The clamps keep every value in u32 range.
         ResolvedTargetHealth {
+            // The clamp keeps it in u32 range.
             min_healthy_targets: min as u32,
-            interval_seconds: interval as u32,
-            max_polls: (timeout / interval).max(1) as u32,
+            interval_seconds: timing.interval_seconds,
+            max_polls: timing.max_polls,
         }
     }
 }

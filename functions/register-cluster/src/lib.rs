@@ -5,6 +5,8 @@
 //!   by the state machine) and server-side apply its Argo CD cluster Secret.
 //! - `appsStatus`: the Argo CD Applications whose destination is the cluster, and whether
 //!   they are ready (enough of them, all Synced and Healthy).
+//! - `clusterReadiness`: the plan's cluster readiness gate: whether EKS's cluster insights and
+//!   the cluster's add-ons let traffic move, and why not (`canary_core::cluster_readiness`).
 //! - `deregister`: delete the Secret if cluster-canary created it for this cluster (by ARN).
 //! - `retire`: after promotion, delete the old cluster's Secret the plan names
 //!   (`retire.argocdSecret`) if cluster-canary created it or the plan says `evenIfNotOurs`,
@@ -13,10 +15,11 @@
 use std::collections::BTreeMap;
 
 use canary_aws::{
-    AccessEntries, AwsError, AwsErrorKind, ClusterAccounts, ClusterEksApi, ClusterInfo,
-    ClusterReadiness, EksApi,
+    read_cluster_health, AccessEntries, AwsError, AwsErrorKind, ClusterAccounts, ClusterEksApi,
+    ClusterHealth, ClusterInfo, ClusterReadiness, EksApi,
 };
 use canary_core::argocd::{ArgoCdSection, MAX_APPS_POLLS};
+use canary_core::cluster_readiness::{readiness_problems, readiness_reason};
 use canary_core::input::parse_input;
 use canary_core::plan::ClusterRef;
 use canary_core::{ErrorName, NamedError, PlanErrors, RolloutPlan};
@@ -129,6 +132,12 @@ enum Request {
         #[serde(default)]
         execution_name: Option<String>,
     },
+    #[serde(rename_all = "camelCase")]
+    ClusterReadiness {
+        plan: Value,
+        #[serde(default)]
+        execution_name: Option<String>,
+    },
     /// `clusterArn` when the cluster may be gone already; otherwise it is described.
     #[serde(rename_all = "camelCase")]
     Deregister {
@@ -154,8 +163,20 @@ pub fn output_schemas() -> BTreeMap<&'static str, Schema> {
             "appsStatus",
             schema_for!(canary_kube::registration::AppsStatus),
         ),
+        ("clusterReadiness", schema_for!(ReadinessOutput)),
         ("retire", schema_for!(RetireOutput)),
     ])
+}
+
+/// One look of the cluster readiness gate, and how the state machine polls it.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct ReadinessOutput {
+    ready: bool,
+    /// What holds the rollout, every problem in a line each (bounded); or that nothing does.
+    reason: String,
+    interval_seconds: u32,
+    max_polls: u32,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -266,6 +287,8 @@ pub struct Deps<'a> {
     pub cluster_accounts: &'a dyn ClusterAccounts,
     /// Access entries of new clusters in this account.
     pub access_entries: &'a dyn AccessEntries,
+    /// Insights and add-ons of new clusters in this account.
+    pub cluster_health: &'a dyn ClusterHealth,
 }
 
 /// EKS where the plan's cluster lives: this account's, or that of `cluster.roleArn`.
@@ -273,6 +296,7 @@ enum ClusterEks<'d> {
     Here {
         eks: &'d dyn EksApi,
         entries: &'d dyn AccessEntries,
+        health: &'d dyn ClusterHealth,
     },
     Assumed(Box<dyn ClusterEksApi>),
 }
@@ -291,6 +315,13 @@ impl ClusterEks<'_> {
             ClusterEks::Assumed(eks) => eks.as_ref(),
         }
     }
+
+    fn health(&self) -> &dyn ClusterHealth {
+        match self {
+            ClusterEks::Here { health, .. } => *health,
+            ClusterEks::Assumed(eks) => eks.as_ref(),
+        }
+    }
 }
 
 async fn cluster_eks<'d>(
@@ -302,6 +333,7 @@ async fn cluster_eks<'d>(
         None => ClusterEks::Here {
             eks: deps.aws.eks,
             entries: deps.access_entries,
+            health: deps.cluster_health,
         },
         Some(role) => ClusterEks::Assumed(
             deps.cluster_accounts
@@ -400,6 +432,29 @@ pub async fn handle(deps: &Deps<'_>, input: Value) -> Result<Value, RegisterErro
                 stable_polls,
             };
             serde_json::to_value(apps_status(&api, &query).await?)
+        }
+        Request::ClusterReadiness {
+            plan,
+            execution_name,
+        } => {
+            let plan = RolloutPlan::parse(plan)?.plan;
+            let Some(gate) = &plan.cluster_readiness else {
+                return Err(RegisterError::InvalidInput(
+                    "clusterReadiness: the plan has no clusterReadiness gate".to_owned(),
+                ));
+            };
+            let eks = cluster_eks(deps, &plan, execution_name.as_deref()).await;
+            let (region, name) = (&plan.cluster.region, &plan.cluster.name);
+            let reading = read_cluster_health(eks.health(), region, name, gate, false).await?;
+            let problems = readiness_problems(gate, &reading);
+            let timing = gate.resolve();
+            info!(cluster = %name, ready = problems.is_empty(), problems = problems.len(), "cluster readiness");
+            serde_json::to_value(ReadinessOutput {
+                ready: problems.is_empty(),
+                reason: readiness_reason(&problems),
+                interval_seconds: timing.interval_seconds,
+                max_polls: timing.max_polls,
+            })
         }
         Request::Deregister {
             plan,

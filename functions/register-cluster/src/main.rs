@@ -18,6 +18,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         aws: aws.deps(),
         cluster_accounts: &cluster_accounts,
         access_entries: &cluster_accounts,
+        cluster_health: &cluster_accounts,
     };
     serve(|input| handle(&deps, input)).await
 }

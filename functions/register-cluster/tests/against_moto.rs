@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 const ROLE: &str = "arn:aws:iam::123456789012:role/argocd-deployer";
 
 struct Env {
-    _moto: Moto,
+    moto: Moto,
     kube: KubeServer,
     config: SdkConfig,
     eks: SdkEks,
@@ -39,7 +39,7 @@ impl Env {
         let green = eks.describe_cluster(None, "green").await.expect("describe");
         let env = Env {
             green_secret: canary_core::argocd::secret_name(&green.arn, "green"),
-            _moto: moto,
+            moto,
             secrets: SdkSecrets::new(&config),
             eks,
             green,
@@ -84,6 +84,7 @@ impl Env {
             },
             cluster_accounts: &self.eks,
             access_entries: &self.eks,
+            cluster_health: &self.eks,
         };
         handle(&deps, input).await
     }
@@ -1067,6 +1068,7 @@ async fn eks_mode_reaches_the_management_cluster_with_a_minted_token() {
         },
         cluster_accounts: &env.eks,
         access_entries: &env.eks,
+        cluster_health: &env.eks,
     };
     let out = handle(
         &deps,
@@ -1500,5 +1502,103 @@ async fn a_plan_that_waits_for_its_cluster_is_told_it_is_not_created_yet() {
     assert_eq!(
         out["arn"],
         "arn:aws:eks:eu-west-1:123456789012:cluster/green"
+    );
+}
+
+/// `clusterReadiness` of `green` with the plan's gate `gate`.
+async fn readiness(env: &Env, gate: Value) -> Value {
+    let mut plan = plan(json!({}));
+    plan["clusterReadiness"] = gate;
+    env.call("clusterReadiness", &plan)
+        .await
+        .expect("cluster readiness")
+}
+
+#[tokio::test]
+async fn the_readiness_gate_holds_on_insights_in_error_or_warning_and_on_add_ons_not_active() {
+    let env = Env::start(&[]).await;
+    let ready = readiness(&env, json!({})).await;
+    assert_eq!(
+        ready,
+        json!({"ready": true, "reason": "no cluster insight holds the rollout and every add-on is ACTIVE",
+               "intervalSeconds": 15, "maxPolls": 40})
+    );
+
+    // EKS's own check of deprecated APIs: the insight's name, why, and what to do.
+    let insights = "123456789012/us-east-1/clusters/green/insights";
+    env.moto.set_eks(insights, &json!({
+        "id": "8a1e7a42-0000-0000-0000-000000000001", "name": "Deprecated APIs removed in Kubernetes v1.32",
+        "category": "UPGRADE_READINESS",
+        "insightStatus": {"status": "ERROR", "reason": "Deprecated API usage detected within last 30 days"},
+        "recommendation": "Update manifests and API clients to use newer Kubernetes APIs"}));
+    let held = readiness(&env, json!({})).await;
+    assert_eq!(held["ready"], false);
+    assert_eq!(
+        held["reason"],
+        "insight \"Deprecated APIs removed in Kubernetes v1.32\" (UPGRADE_READINESS) is ERROR: \
+         Deprecated API usage detected within last 30 days: Update manifests and API clients to \
+         use newer Kubernetes APIs"
+    );
+    // Fixed: a warning holds unless the plan allows warnings.
+    env.moto.set_eks(insights, &json!({
+        "id": "8a1e7a42-0000-0000-0000-000000000001", "name": "Deprecated APIs removed in Kubernetes v1.32",
+        "category": "UPGRADE_READINESS", "insightStatus": {"status": "WARNING", "reason": "seen 20 days ago"}}));
+    assert_eq!(readiness(&env, json!({})).await["ready"], false);
+    assert_eq!(
+        readiness(&env, json!({"allowInsightWarnings": true})).await["ready"],
+        true
+    );
+
+    // Add-ons: every one the cluster has, or those the plan names.
+    let eks = aws_sdk_eks::Client::new(&env.config);
+    eks.create_addon()
+        .cluster_name("green")
+        .addon_name("coredns")
+        .send()
+        .await
+        .expect("create add-on");
+    let gate = json!({"allowInsightWarnings": true});
+    assert_eq!(
+        readiness(&env, gate.clone()).await["reason"],
+        "add-on coredns is CREATING"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(readiness(&env, gate.clone()).await["ready"], true);
+    env.moto.set_eks(
+        "123456789012/us-east-1/clusters/green/addons/coredns/health",
+        &json!({"status": "DEGRADED", "issues": [{"code": "InsufficientNumberOfReplicas",
+                "message": "The add-on is unhealthy because it doesn't have the desired number of replicas.",
+                "resourceIds": ["kube-system/coredns"]}]}),
+    );
+    assert_eq!(
+        readiness(&env, gate).await["reason"],
+        "add-on coredns is DEGRADED: InsufficientNumberOfReplicas (The add-on is unhealthy because \
+         it doesn't have the desired number of replicas.; kube-system/coredns)"
+    );
+    let named = readiness(
+        &env,
+        json!({"allowInsightWarnings": true, "addons": ["aws-ebs-csi-driver"]}),
+    )
+    .await;
+    assert_eq!(
+        named["reason"],
+        "add-on aws-ebs-csi-driver is not installed on the cluster (clusterReadiness.addons names it)"
+    );
+
+    // A plan without the gate, and a cluster that does not exist.
+    let err = env
+        .call("clusterReadiness", &plan(json!({})))
+        .await
+        .expect_err("no gate");
+    assert_eq!(err.name(), ErrorName::InvalidInput, "{err}");
+    let mut absent = plan_for("absent", "us-east-1");
+    absent["clusterReadiness"] = json!({});
+    let err = env
+        .call("clusterReadiness", &absent)
+        .await
+        .expect_err("no cluster");
+    assert!(
+        err.to_string().contains("no EKS cluster named absent"),
+        "{err}"
     );
 }

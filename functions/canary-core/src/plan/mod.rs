@@ -19,6 +19,7 @@ use crate::analysis::AnalysisSection;
 use crate::approval::ApprovalSection;
 use crate::argocd::ArgoCdSection;
 use crate::arn;
+use crate::cluster_readiness::ClusterReadinessGate;
 use crate::hooks::HooksSection;
 use crate::limits::{self, MAX_STEPS, MAX_TARGETS};
 use crate::target_health::TargetHealthGate;
@@ -64,6 +65,10 @@ pub struct RolloutPlan {
     /// targets as healthy. Without it, traffic moves once the Argo CD apps are ready.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_health: Option<TargetHealthGate>,
+    /// Wait, before any traffic moves, until EKS's cluster insights and the add-ons of the new
+    /// cluster say it is ready; during the bake, every check reads the add-ons again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_readiness: Option<ClusterReadinessGate>,
     /// Steps that wait for a person's approval before they are set, and how long.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<ApprovalSection>,
@@ -271,6 +276,9 @@ impl RolloutPlan {
             argocd.validate(errors);
         }
         if let Some(gate) = &self.target_health {
+            gate.validate(errors);
+        }
+        if let Some(gate) = &self.cluster_readiness {
             gate.validate(errors);
         }
         if let Some(hooks) = &self.hooks {
