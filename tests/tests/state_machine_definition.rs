@@ -591,6 +591,15 @@ fn a_long_rollout_stays_under_the_history_limit() {
     .iter()
     .map(|n| events(&s[*n]))
     .sum();
+    let per_readiness_look: usize = [
+        "ClusterReadiness",
+        "ClusterReady?",
+        "WaitForClusterReadiness",
+        "CountReadinessPoll",
+    ]
+    .iter()
+    .map(|n| events(&s[*n]))
+    .sum();
     let per_apps_poll: usize = ["AppsStatus", "AppsReady?", "WaitForApps", "CountAppsPoll"]
         .iter()
         .map(|n| events(&s[*n]))
@@ -612,7 +621,7 @@ fn a_long_rollout_stays_under_the_history_limit() {
     // The most a valid plan allows.
     let worst = fixed
         + MAX_APPS_POLLS as usize * per_apps_poll
-        + MAX_GATE_LOOKS as usize * per_target_health_look
+        + MAX_GATE_LOOKS as usize * (per_target_health_look + per_readiness_look)
         + MAX_STEPS * (per_step + per_approval)
         + MAX_TOTAL_CHECKS as usize * per_check;
     assert!(

@@ -80,7 +80,7 @@ impl ExecutionState {
 /// Terminal states that leave traffic where it should be, and why. An execution that entered
 /// one of them last and failed with the state's own error (not a `States.*` platform error
 /// raised while running it) needs nothing from the safety net.
-pub const SETTLED_ENDS: [(&str, &str); 9] = [
+pub const SETTLED_ENDS: [(&str, &str); 10] = [
     ("FailedBeforeTraffic", "it failed before any traffic moved"),
     (
         "FrozenTooLong",
@@ -105,6 +105,10 @@ pub const SETTLED_ENDS: [(&str, &str); 9] = [
     (
         "TargetsNotHealthy",
         "the new cluster's targets never became healthy; no traffic moved",
+    ),
+    (
+        "ClusterNotHealthy",
+        "EKS never said the new cluster was ready (its insights or add-ons); no traffic moved",
     ),
     (
         "RolledBack",
