@@ -2,13 +2,12 @@
 //! (`targetHealth`) and the cluster readiness gate (`clusterReadiness`) alike: each look is a
 //! few execution history events, so looks are capped.
 
+pub use crate::limits::MAX_GATE_TIMEOUT_SECONDS;
 use crate::validate::Errors;
 
 /// Most looks one gate may take (`timeoutSeconds / intervalSeconds`): each is about eleven
 /// execution history events, which must leave room under the 25,000-event limit.
 pub const MAX_GATE_LOOKS: i64 = 60;
-/// The longest a gate may wait.
-pub const MAX_GATE_TIMEOUT_SECONDS: i64 = 3600;
 const DEFAULT_INTERVAL_SECONDS: i64 = 15;
 
 /// A gate's `timeoutSeconds` and `intervalSeconds`, as the plan gives them.

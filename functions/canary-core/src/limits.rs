@@ -43,6 +43,8 @@ pub const MAX_BAKE_SECONDS: i64 = 86_400;
 pub const CLUSTER_POLL_SECONDS: u64 = 30;
 pub const MAX_CLUSTER_POLLS: u64 = 40;
 
+/// Longest a gate before traffic (target health, cluster readiness) may wait: one hour.
+pub const MAX_GATE_TIMEOUT_SECONDS: i64 = 3600;
 /// Longest wait for the apps to become ready (`argocd.appsTimeoutSeconds`): one day.
 pub const MAX_APPS_TIMEOUT_SECONDS: i64 = 86_400;
 /// Longest a step may wait for its approval: one day.
@@ -132,7 +134,6 @@ pub const MAX_STEP_BACK_HOLDS_SECONDS: i64 = 900;
 /// them equal), so a stuck execution times out into the safety net instead of living for a
 /// year (Step Functions' own limit).
 pub const fn max_execution_seconds() -> u64 {
-    use crate::gate_timing::MAX_GATE_TIMEOUT_SECONDS;
     let prepare = 2 * 15 * 60; // two tasks, each with its Lambda retries
     let cluster_wait = MAX_CLUSTER_POLLS * CLUSTER_POLL_SECONDS + 15 * 60;
     let registration = 20 * 30 + 15 * 60; // ClusterNotReady retries, then the others
