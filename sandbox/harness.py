@@ -179,6 +179,7 @@ class Sandbox:
         moto, moto_endpoint = moto_forks.start({**CREDENTIALS, "MOTO_PORT": str(self.front.port)},
                                                os.path.join(self.run_dir, "moto.log"))
         self.processes.append(moto)
+        self.moto_endpoint = moto_endpoint
         self.front.forward_aws_to(moto_endpoint)
         request = urllib.request.Request(
             f"{self.endpoint}/moto-api/config",
@@ -257,6 +258,14 @@ class Sandbox:
             self.front = None
 
     # --- clients ------------------------------------------------------------------------
+    def set_eks(self, cluster, what, body, region=world_mod.REGION):
+        """Sets what EKS computes itself (the moto harness's own control, tests/moto/harness_eks.py):
+        `what` is `insights` (an insight, as DescribeInsight answers it) or
+        `addons/<name>/health` (`status` and `issues`)."""
+        subprocess.run([sys.executable, str(REPO / "tests/moto/harness_eks.py"), self.moto_endpoint,
+                        f"{world_mod.ACCOUNT}/{region}/clusters/{cluster}/{what}", json.dumps(body)],
+                       check=True, capture_output=True)
+
     def client(self, service, region=world_mod.REGION, attempts=2):
         return boto3.client(
             service,

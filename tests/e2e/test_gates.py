@@ -73,6 +73,69 @@ def test_targets_that_become_healthy_while_waiting_let_the_rollout_go_on():
         assert report.weights == PROMOTED
 
 
+DEPRECATED_APIS = {
+    "id": "4f2ab9c1-0000-0000-0000-000000000132", "name": "Deprecated APIs removed in Kubernetes v1.35",
+    "category": "UPGRADE_READINESS", "description": "Checks for usage of deprecated APIs",
+    "recommendation": "Update manifests and API clients to use newer Kubernetes APIs",
+}
+
+
+def readiness_plan(sandbox, **gate):
+    """The manual plan for a new cluster `green` (created here) with a cluster readiness gate."""
+    scenarios.create_green(sandbox)
+    plan = scenarios.manual_plan(sandbox)
+    plan["clusterReadiness"] = gate
+    return plan
+
+
+def test_an_insight_in_error_holds_the_rollout_and_once_fixed_it_goes_on():
+    """EKS's cluster insight of deprecated APIs in ERROR: nothing moves, each look says why; the
+    team fixes its manifests, EKS's insight turns PASSING, and the rollout goes on."""
+    with Sandbox(log=captured) as sandbox:
+        plan = readiness_plan(sandbox, timeoutSeconds=40, intervalSeconds=2)
+        sandbox.set_eks("green", "insights", {**DEPRECATED_APIS, "insightStatus": {
+            "status": "ERROR", "reason": "Deprecated API usage detected within last 30 days"}})
+        looks = []
+
+        def on_event(name, state):
+            if name == "ClusterReadiness":
+                looks.append(state["readiness"])
+                if len(looks) == 2:
+                    sandbox.set_eks("green", "insights", {**DEPRECATED_APIS, "insightStatus": {
+                        "status": "PASSING", "reason": "No deprecated API usage detected"}})
+
+        report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "insight"), on_event=on_event,
+                                 out=captured)
+        assert report.status == "SUCCEEDED", report.cause
+        assert [look["ready"] for look in looks] == [False, False, True]
+        assert looks[0]["reason"] == (
+            'insight "Deprecated APIs removed in Kubernetes v1.35" (UPGRADE_READINESS) is ERROR: Deprecated API '
+            "usage detected within last 30 days: Update manifests and API clients to use newer Kubernetes APIs")
+        assert report.states.index("ClusterReady?") < report.states.index("SetWeights")
+        assert report.weights == PROMOTED
+
+
+def test_an_add_on_that_stays_degraded_fails_the_gate_with_nothing_moved():
+    with Sandbox(log=captured) as sandbox:
+        plan = readiness_plan(sandbox, addons=["coredns", "vpc-cni"], timeoutSeconds=4, intervalSeconds=2)
+        eks = sandbox.client("eks")
+        for addon in ("coredns", "vpc-cni"):
+            eks.create_addon(clusterName="green", addonName=addon)
+        sandbox.set_eks("green", "addons/coredns/health", {"status": "DEGRADED", "issues": [
+            {"code": "InsufficientNumberOfReplicas", "message": "0 of 2 replicas are available",
+             "resourceIds": ["kube-system/coredns"]}]})
+        report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "degraded"), out=captured)
+        assert (report.status, report.error) == ("FAILED", "ClusterNotHealthy")
+        assert report.states.count("ClusterReadiness") == 3, "the first look and two more"
+        assert report.cause == (
+            "EKS says the new cluster green is not ready (add-on coredns is DEGRADED: InsufficientNumberOfReplicas "
+            "(0 of 2 replicas are available; kube-system/coredns)); no traffic was moved")
+        assert "SetWeights" not in report.states and report.max_canary == 0
+        assert report.safety_net["restored"] is False, "a settled end"
+        assert report.events[-1][1]["end"] == "ClusterNotHealthy"
+        assert report.weights == BASELINE
+
+
 def approval_plan(sandbox, **approval):
     scenarios.create_green(sandbox)
     plan = scenarios.manual_plan(sandbox)
