@@ -106,20 +106,10 @@ pub trait ClusterAccounts: Send + Sync {
     async fn eks_as(&self, role_arn: &str, session_name: &str) -> Box<dyn ClusterEksApi>;
 }
 
-/// What EKS knows of a cluster's health: its cluster insights and its add-ons (the cluster
-/// readiness gate, `canary_core::cluster_readiness`).
+/// A cluster's add-ons, as EKS reports their health: what the cluster readiness gate and every
+/// bake's check read (a trait of its own: what a check links is only this).
 #[async_trait]
-pub trait ClusterHealth: Send + Sync {
-    /// The cluster's insights, as ListInsights summarizes them (every category; at most
-    /// [`MAX_INSIGHTS_READ`]).
-    async fn insights(&self, region: &str, cluster: &str) -> Result<Vec<Insight>, AwsError>;
-    /// An insight's recommendation (DescribeInsight).
-    async fn recommendation(
-        &self,
-        region: &str,
-        cluster: &str,
-        insight_id: &str,
-    ) -> Result<Option<String>, AwsError>;
+pub trait AddonHealth: Send + Sync {
     /// The names of the cluster's add-ons (at most [`MAX_ADDONS_READ`]).
     async fn addon_names(&self, region: &str, cluster: &str) -> Result<Vec<String>, AwsError>;
     /// An add-on of the cluster; `None` when the cluster does not have it.
@@ -131,28 +121,34 @@ pub trait ClusterHealth: Send + Sync {
     ) -> Result<Option<Addon>, AwsError>;
 }
 
-/// What the gate needs of the cluster, in one look: its insights (with the recommendation of
-/// each that holds the rollout, the first few) unless `add_ons_only` (a bake's check), and each
-/// add-on it requires (the plan's, or every one the cluster has).
-pub async fn read_cluster_health(
-    api: &dyn ClusterHealth,
+/// EKS's cluster insights of a cluster.
+#[async_trait]
+pub trait ClusterInsights: Send + Sync {
+    /// The cluster's insights, as ListInsights summarizes them (every category; at most
+    /// [`MAX_INSIGHTS_READ`]).
+    async fn insights(&self, region: &str, cluster: &str) -> Result<Vec<Insight>, AwsError>;
+    /// An insight's recommendation (DescribeInsight).
+    async fn recommendation(
+        &self,
+        region: &str,
+        cluster: &str,
+        insight_id: &str,
+    ) -> Result<Option<String>, AwsError>;
+}
+
+/// What EKS knows of a cluster's health: its cluster insights and its add-ons (the cluster
+/// readiness gate, `canary_core::cluster_readiness`).
+pub trait ClusterHealth: AddonHealth + ClusterInsights {}
+
+impl<T: AddonHealth + ClusterInsights> ClusterHealth for T {}
+
+/// Each add-on the gate requires (the plan's, or every one the cluster has), as EKS reports it.
+pub async fn read_addons(
+    api: &dyn AddonHealth,
     region: &str,
     cluster: &str,
     gate: &ClusterReadinessGate,
-    add_ons_only: bool,
-) -> Result<ClusterHealthReading, AwsError> {
-    let mut insights = if add_ons_only {
-        Vec::new()
-    } else {
-        api.insights(region, cluster).await?
-    };
-    for insight in insights
-        .iter_mut()
-        .filter(|i| i.holds(gate))
-        .take(MAX_INSIGHTS_DESCRIBED)
-    {
-        insight.recommendation = api.recommendation(region, cluster, &insight.id).await?;
-    }
+) -> Result<Vec<(String, Option<Addon>)>, AwsError> {
     let names = match &gate.addons {
         Some(named) => named.clone(),
         None => api.addon_names(region, cluster).await?,
@@ -162,6 +158,26 @@ pub async fn read_cluster_health(
         let addon = api.addon(region, cluster, &name).await?;
         addons.push((name, addon));
     }
+    Ok(addons)
+}
+
+/// The gate's look: the cluster's insights (with the recommendation of each that holds the
+/// rollout, the first few) and the add-ons it requires.
+pub async fn read_cluster_health(
+    api: &dyn ClusterHealth,
+    region: &str,
+    cluster: &str,
+    gate: &ClusterReadinessGate,
+) -> Result<ClusterHealthReading, AwsError> {
+    let mut insights = api.insights(region, cluster).await?;
+    for insight in insights
+        .iter_mut()
+        .filter(|i| i.holds(gate))
+        .take(MAX_INSIGHTS_DESCRIBED)
+    {
+        insight.recommendation = api.recommendation(region, cluster, &insight.id).await?;
+    }
+    let addons = read_addons(api, region, cluster, gate).await?;
     Ok(ClusterHealthReading { insights, addons })
 }
 
@@ -374,7 +390,7 @@ where
 }
 
 #[async_trait]
-impl ClusterHealth for SdkEks {
+impl ClusterInsights for SdkEks {
     async fn insights(&self, region: &str, cluster: &str) -> Result<Vec<Insight>, AwsError> {
         let client = self.client(Some(region));
         let mut found = Vec::new();
@@ -443,7 +459,10 @@ impl ClusterHealth for SdkEks {
             .filter(|r| !r.is_empty())
             .map(str::to_owned))
     }
+}
 
+#[async_trait]
+impl AddonHealth for SdkEks {
     async fn addon_names(&self, region: &str, cluster: &str) -> Result<Vec<String>, AwsError> {
         let client = self.client(Some(region));
         let mut names = Vec::new();

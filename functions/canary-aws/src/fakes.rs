@@ -28,6 +28,7 @@ use crate::alb::{
     AlbApi, AlbReads, ForwardAction, ForwardRead, TargetGroupInfo, TargetGroupWeight,
 };
 use crate::cloudwatch::{AlarmState, AlarmStateValue, CloudWatchApi, MetricQuery, MetricSeries};
+use crate::eks::AddonHealth;
 use crate::error::{AwsError, AwsErrorKind};
 use crate::executions::{ExecutionHistory, ExecutionListing, ExecutionsApi, Listed};
 use crate::query_error::QueryError;
@@ -147,6 +148,21 @@ impl ExecutionsApi for Unused {
     }
     async fn started_after(&self, _: &str, _: usize) -> Result<Vec<Listed>, AwsError> {
         Err(unused("ListExecutions"))
+    }
+}
+
+#[async_trait]
+impl AddonHealth for Unused {
+    async fn addon_names(&self, _: &str, _: &str) -> Result<Vec<String>, AwsError> {
+        Err(unused("ListAddons"))
+    }
+    async fn addon(
+        &self,
+        _: &str,
+        _: &str,
+        _: &str,
+    ) -> Result<Option<canary_core::cluster_readiness::Addon>, AwsError> {
+        Err(unused("DescribeAddon"))
     }
 }
 

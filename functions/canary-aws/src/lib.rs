@@ -39,8 +39,8 @@ pub use cloudwatch::{
 pub use config::{load_sdk_config, sdk_config_loader};
 pub use datadog::{DatadogApi, HttpDatadog};
 pub use eks::{
-    read_cluster_health, AccessEntries, ClusterAccounts, ClusterEksApi, ClusterHealth, ClusterInfo,
-    ClusterReadiness, EksApi, SdkEks,
+    read_addons, read_cluster_health, AccessEntries, AddonHealth, ClusterAccounts, ClusterEksApi,
+    ClusterHealth, ClusterInfo, ClusterInsights, ClusterReadiness, EksApi, SdkEks,
 };
 pub use error::{AwsError, AwsErrorKind};
 pub use events::{EventPublisher, RuleState, RuleStates, SdkEvents, EVENT_SOURCE};

@@ -9,7 +9,8 @@
 
 use canary_aws::route53::InSyncWait;
 use canary_aws::{
-    HttpDatadog, HttpPrometheus, SdkAlb, SdkCloudWatch, SdkConfig, SdkExecutions, SdkRoute53,
+    HttpDatadog, HttpPrometheus, SdkAlb, SdkCloudWatch, SdkConfig, SdkEks, SdkExecutions,
+    SdkRoute53,
 };
 use canary_kube::{ArgoCdConnect, ManagementAccess, OwnedManagement};
 
@@ -79,6 +80,7 @@ pub struct CheckClients {
     cloudwatch: SdkCloudWatch,
     prometheus: HttpPrometheus,
     datadog: HttpDatadog,
+    eks: SdkEks,
 }
 
 impl CheckClients {
@@ -93,6 +95,7 @@ impl CheckClients {
             cloudwatch: SdkCloudWatch::new(config),
             prometheus: HttpPrometheus::new(config),
             datadog: HttpDatadog::new(config, var("DATADOG_SECRET_ARN"), var("DATADOG_API_URL")),
+            eks: SdkEks::new(config),
         }
     }
 
@@ -108,6 +111,7 @@ impl CheckClients {
             cloudwatch: &self.cloudwatch,
             prometheus: &self.prometheus,
             datadog: &self.datadog,
+            addons: &self.eks,
         }
     }
 }

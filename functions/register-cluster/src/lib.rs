@@ -445,7 +445,7 @@ pub async fn handle(deps: &Deps<'_>, input: Value) -> Result<Value, RegisterErro
             };
             let eks = cluster_eks(deps, &plan, execution_name.as_deref()).await;
             let (region, name) = (&plan.cluster.region, &plan.cluster.name);
-            let reading = read_cluster_health(eks.health(), region, name, gate, false).await?;
+            let reading = read_cluster_health(eks.health(), region, name, gate).await?;
             let problems = readiness_problems(gate, &reading);
             let timing = gate.resolve();
             info!(cluster = %name, ready = problems.is_empty(), problems = problems.len(), "cluster readiness");

@@ -11,6 +11,7 @@ mod cloudwatch_alarms;
 mod cloudwatch_metrics;
 mod compare;
 mod datadog;
+mod eks_addons;
 mod prometheus;
 mod query_checks;
 
@@ -19,7 +20,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use canary_aws::{
-    AwsErrorKind, CloudWatchApi, DatadogApi, MetricQuery, MetricSeries, PrometheusApi,
+    AddonHealth, AwsErrorKind, CloudWatchApi, DatadogApi, MetricQuery, MetricSeries, PrometheusApi,
 };
 use canary_core::analysis::compare::Evidence;
 use canary_core::analysis::CheckOutcome;
@@ -38,6 +39,8 @@ pub struct SignalApis<'a> {
     pub cloudwatch: &'a dyn CloudWatchApi,
     pub prometheus: &'a dyn PrometheusApi,
     pub datadog: &'a dyn DatadogApi,
+    /// The new cluster's add-ons (the plan's `clusterReadiness`).
+    pub addons: &'a dyn AddonHealth,
 }
 
 #[cfg(any(test, feature = "fakes"))]
@@ -51,6 +54,7 @@ impl SignalApis<'static> {
             cloudwatch: &Unused,
             prometheus: &Unused,
             datadog: &Unused,
+            addons: &Unused,
         }
     }
 }
@@ -105,10 +109,19 @@ pub fn sources<'a>(
     plan: &'a RolloutPlan,
     carried: &'a Carried,
 ) -> Vec<Box<dyn SignalSource + 'a>> {
-    let Some(analysis) = &plan.analysis else {
-        return Vec::new();
-    };
     let mut sources: Vec<Box<dyn SignalSource + 'a>> = Vec::new();
+    // A cluster in another account (`cluster.roleArn`): its add-ons are the gate's to read
+    // (register-cluster assumes that role), not the checks'.
+    if let (Some(gate), None) = (&plan.cluster_readiness, &plan.cluster.role_arn) {
+        sources.push(Box::new(eks_addons::EksAddons {
+            api: apis.addons,
+            gate,
+            cluster: &plan.cluster,
+        }));
+    }
+    let Some(analysis) = &plan.analysis else {
+        return sources;
+    };
     if let Some(checks) = &analysis.alarms {
         sources.push(Box::new(cloudwatch_alarms::CloudWatchAlarms {
             api: apis.cloudwatch,
