@@ -136,6 +136,25 @@ def test_an_add_on_that_stays_degraded_fails_the_gate_with_nothing_moved():
         assert report.weights == BASELINE
 
 
+def test_an_add_on_that_turns_degraded_during_the_bake_fails_the_check_and_rolls_back():
+    with Sandbox(log=captured) as sandbox:
+        plan = readiness_plan(sandbox, addons=["coredns"], timeoutSeconds=20, intervalSeconds=2)
+        sandbox.client("eks").create_addon(clusterName="green", addonName="coredns")
+        degraded = []
+
+        def on_event(name, state):
+            if name == "SetWeights" and not degraded:
+                degraded.append(True)
+                sandbox.set_eks("green", "addons/coredns/health", {"status": "DEGRADED", "issues": [
+                    {"code": "InsufficientNumberOfReplicas", "message": "0 of 2 replicas are available"}]})
+
+        report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "coredns"), on_event=on_event,
+                                 out=captured)
+        assert (report.status, report.error) == ("FAILED", "CheckFailed"), report.cause
+        assert "add-on coredns is DEGRADED: InsufficientNumberOfReplicas (0 of 2 replicas are available)" in report.cause
+        assert report.max_canary > 0 and report.weights == BASELINE
+
+
 def approval_plan(sandbox, **approval):
     scenarios.create_green(sandbox)
     plan = scenarios.manual_plan(sandbox)
