@@ -37,6 +37,7 @@ from . import moto_forks
 from . import stack as stack_mod
 from . import world as world_mod
 from .alarm_events import AlarmEvents
+from .health_events import HealthEvents
 from .front_door import FrontDoor
 from .intake import IntakeEvents
 from .lambda_service import LambdaService
@@ -109,6 +110,7 @@ class Sandbox:
         self.front = None
         self.run_dir = None
         self.alarm_events = None
+        self.health_events = None
         self.safety_net = None
         self.fleet_safety_net = None
         self.sweep = None
@@ -218,6 +220,7 @@ class Sandbox:
                                        {"DATADOG_API_URL": self.datadog_url})
         self.front.forward_invocations_to(self.functions.port)
         self.alarm_events = AlarmEvents(self.client, self.front, self.invoke_async, self.log).start()
+        self.health_events = HealthEvents(self.client, self.front, self.invoke_async, self.log).start()
         self.safety_net = SafetyNetEvents(self.client, self.front, self.invoke_async, self.log).start()
         self.fleet_safety_net = FleetSafetyNetEvents(self.client, self.front, self.invoke_async, self.log).start()
         self.sweep = SweepSchedule(self.client, self.safety_net, SWEEP_EVERY_SECONDS, SWEEP_GRACE_SECONDS).start()
@@ -233,6 +236,9 @@ class Sandbox:
         if self.alarm_events:
             self.alarm_events.stop()
             self.alarm_events = None
+        if self.health_events:
+            self.health_events.stop()
+            self.health_events = None
         for deliveries in (self.safety_net, self.fleet_safety_net, self.intake):
             if deliveries:
                 deliveries.stop()

@@ -65,7 +65,9 @@ DERIVED = {("sqs", "QueueUrl"): ("QueueName", lambda url: url.rstrip("/").rsplit
            ("s3", "Key"): ("ObjectName", lambda key: key),
            # An SSM parameter's ARN holds its name without the leading slash
            # (`arn:aws:ssm:<region>:<account>:parameter/cluster-canary/<stack>/freeze`).
-           ("ssm", "Name"): ("ParameterNameWithoutLeadingSlash", lambda name: name.lstrip("/"))}
+           ("ssm", "Name"): ("ParameterNameWithoutLeadingSlash", lambda name: name.lstrip("/")),
+           # GetParametersByPath is authorized on the path's own parameter ARN.
+           ("ssm", "Path"): ("ParameterNameWithoutLeadingSlash", lambda path: path.lstrip("/"))}
 # What stands for a part of an ARN the request cannot tell. No literal character in a
 # policy's resource matches it; `*` and `?` do.
 UNKNOWN = "\x00"

@@ -14,6 +14,7 @@ import jsonschema
 from helpers import BASELINE, captured
 from sandbox import fleets, scenarios
 from sandbox.harness import Sandbox
+from sandbox.stack import STACK_NAME
 
 
 def ical(*events, kind="DEFAULT_OPEN"):
@@ -237,3 +238,53 @@ def test_the_switch_stops_a_running_fleets_next_wave_until_it_is_off():
         [wave_frozen] = checked(events, "Wave Frozen")
         assert wave_frozen["wave"] == 2 and "holiday change freeze" in wave_frozen["reason"]
         assert fleets.cell_weights(sandbox, cells) == {cell: (0, 100) for cell in cells}
+
+
+def test_an_open_aws_health_issue_in_the_rollouts_region_holds_it_until_it_closes():
+    """AWS Health's event for an EKS issue in the new cluster's Region (on the bus, through the
+    stack's AwsHealthEvent rule): recorded, and the rollout holds before its first step, as a
+    freeze holds it, saying why; an issue elsewhere, or of a service rollouts do not depend on,
+    holds nothing. Closed, the record goes and the rollout goes on to promotion."""
+    with Sandbox(log=captured) as sandbox:
+        health = sandbox.health_events
+        elsewhere = health.put("EKS", "eu-west-1", description="Elevated API latency in eu-west-1.")
+        issue = health.put("EKS", "us-east-1", description="We are investigating increased API error rates.")
+        assert health.answered(issue, "open")["recorded"].startswith("recorded")
+        ssm = sandbox.client("ssm")
+        path = f"/cluster-canary/{STACK_NAME}/health/us-east-1"
+        [record] = ssm.get_parameters_by_path(Path=path)["Parameters"]
+        assert json.loads(record["Value"])["eventArn"] == issue
+        health.answered(elsewhere, "open")
+        s3 = health.put("S3", "us-east-1")
+        time.sleep(1)
+        assert all(r["detail"]["eventArn"] != s3 for r in health.reactions), "the rule passes only EKS, ELB, EC2, Route 53"
+
+        plan = two_steps(sandbox)
+        looks, lines = [], []
+
+        def on_event(name, state):
+            if name == "FreezeGate":
+                looks.append(state["freeze"])
+                if len(looks) == 2:
+                    health.put("EKS", "us-east-1", status="closed", event_arn=issue)
+
+        report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "aws-health"), on_event=on_event,
+                                 out=lambda line: (captured(line), lines.append(line)))
+        assert report.status == "SUCCEEDED", report.cause
+        assert len(looks) >= 3 and looks[0]["frozen"] and not looks[-1]["frozen"], looks
+        assert ("frozen: the rollout holds where it is (AWS Health: an open EKS issue in us-east-1 "
+                "(AWS_EKS_OPERATIONAL_ISSUE, since ") in looks[0]["reason"], looks[0]
+        assert "We are investigating increased API error rates." in looks[0]["reason"]
+        assert "eu-west-1" not in looks[0]["reason"]
+        [frozen] = checked(report.events, "Rollout Frozen")
+        assert "AWS Health: an open EKS issue in us-east-1" in frozen["reason"], frozen
+        assert ssm.get_parameters_by_path(Path=path)["Parameters"] == [], "closed: forgotten"
+        assert report.states.index("SetWeights") > report.states.index("FreezeGate")
+
+        # What AWS Health could not have sent is refused, naming what is wrong, and recorded nowhere.
+        error, answer = sandbox.invoke("evaluate-alarms", {"operation": "healthEvent", "detail": {
+            "eventArn": issue, "service": "EKS", "eventTypeCode": "AWS_EKS_OPERATIONAL_ISSUE",
+            "statusCode": "open", "eventRegion": "us-east-99x"}})
+        assert error and answer["errorType"] == "InvalidInput", answer
+        assert "detail.eventRegion `us-east-99x` is not an AWS Region" in answer["errorMessage"], answer
+        assert ssm.get_parameters_by_path(Path=path)["Parameters"] == []

@@ -46,6 +46,10 @@ def asks(method, path, signing_name, body=b"", **headers):
     (("POST", "/", "events", json.dumps({"Entries": [{"Source": "s", "DetailType": "d", "Detail": "{}"}]}).encode(),
       {"X-Amz-Target": "AWSEvents.PutEvents"}),
      ("events:PutEvents", [f"arn:aws:events:us-east-1:{ACCOUNT}:event-bus/default"])),
+    # An SSM path is authorized as its own parameter's ARN.
+    (("POST", "/", "ssm", json.dumps({"Path": "/cluster-canary/cc/health/us-east-1"}).encode(),
+      {"X-Amz-Target": "AmazonSSM.GetParametersByPath"}),
+     ("ssm:GetParametersByPath", [f"arn:aws:ssm:us-east-1:{ACCOUNT}:parameter/cluster-canary/cc/health/us-east-1"])),
     # Lambda's on-failure record, sent as the function's role: the queue named by its URL.
     (("POST", "/", "sqs", json.dumps({"QueueUrl": f"http://127.0.0.1:5000/{ACCOUNT}/intake-dlq", "MessageBody": "{}"}).encode(),
       {"X-Amz-Target": "AmazonSQS.SendMessage"}),

@@ -2,6 +2,11 @@
 //! the stack's freeze switch, an SSM parameter `cluster-canary freeze` writes
 //! (`canary_core::freeze::FreezeSwitch` as JSON), and reading them for a rollout or a fleet.
 //!
+//! AWS Health's open issues in a rollout's Regions hold it as a freeze does
+//! (`canary_core::health`): evaluate-alarms keeps one SSM parameter per open issue under the
+//! stack's `HEALTH_PARAMETER_PATH`, `<path>/<region>/<digest of the event ARN>`, written when
+//! the issue opens and deleted when it closes, so reading a Region's is one call.
+//!
 //! A calendar or switch that cannot be read is taken as frozen (with why in the reason): a
 //! freeze only ever holds a rollout where it is, so the safe reading of "unknown" is "frozen";
 //! a long outage of SSM ends as frozen too long, within the plan's bound. Admit refuses a plan
@@ -11,6 +16,7 @@ use async_trait::async_trait;
 use aws_config::SdkConfig;
 use aws_sdk_ssm as ssm;
 use canary_core::freeze::{FreezeReading, FreezeSection, FreezeSwitch};
+use canary_core::health::HealthEvent;
 
 use crate::error::{AwsError, AwsErrorKind};
 
@@ -27,6 +33,9 @@ pub struct CalendarReading {
     pub next_transition: Option<String>,
 }
 
+/// Most open AWS Health issues read for one Region (AWS rarely has more than a few open).
+const MAX_HEALTH_RECORDS_READ: usize = 20;
+
 #[async_trait]
 pub trait FreezeApi: Send + Sync {
     /// `GetCalendarState` of one calendar (a name or a document ARN).
@@ -36,6 +45,22 @@ pub trait FreezeApi: Send + Sync {
     async fn switch(&self, parameter: &str) -> Result<FreezeSwitch, AwsError>;
     /// Overwrites the switch.
     async fn set_switch(&self, parameter: &str, switch: &FreezeSwitch) -> Result<(), AwsError>;
+    /// The open AWS Health issues recorded under `path` (one Region's).
+    async fn open_health_events(&self, path: &str) -> Result<Vec<HealthEvent>, AwsError>;
+}
+
+/// The records of open AWS Health issues: written by the `healthEvent` operation only.
+#[async_trait]
+pub trait HealthRecords: Send + Sync {
+    /// Records an open issue under `<path>/<region>/` (again: overwritten).
+    async fn record_health_event(&self, path: &str, event: &HealthEvent) -> Result<(), AwsError>;
+    /// Forgets a closed one; one never recorded is no error.
+    async fn forget_health_event(&self, path: &str, event: &HealthEvent) -> Result<(), AwsError>;
+}
+
+/// A Region's records' path under the stack's.
+pub fn health_region_path(path: &str, region: &str) -> String {
+    format!("{}/{region}", path.trim_end_matches('/'))
 }
 
 pub struct SdkFreeze {
@@ -99,6 +124,32 @@ impl FreezeApi for SdkFreeze {
         })
     }
 
+    async fn open_health_events(&self, path: &str) -> Result<Vec<HealthEvent>, AwsError> {
+        let mut found = Vec::new();
+        let mut token = None;
+        loop {
+            let page = self
+                .client
+                .get_parameters_by_path()
+                .path(path)
+                .set_next_token(token)
+                .send()
+                .await
+                .map_err(|e| AwsError::from_sdk("GetParametersByPath", e))?;
+            // A record that is not one (written by hand) is skipped: it holds nothing.
+            found.extend(
+                page.parameters()
+                    .iter()
+                    .filter_map(|p| p.value())
+                    .filter_map(|v| serde_json::from_str::<HealthEvent>(v).ok()),
+            );
+            token = page.next_token().map(str::to_owned);
+            if token.is_none() || found.len() >= MAX_HEALTH_RECORDS_READ {
+                return Ok(found);
+            }
+        }
+    }
+
     async fn set_switch(&self, parameter: &str, switch: &FreezeSwitch) -> Result<(), AwsError> {
         let value = serde_json::to_string(switch)
             .map_err(|e| AwsError::new(AwsErrorKind::Rejected, "PutParameter", e.to_string()))?;
@@ -112,6 +163,46 @@ impl FreezeApi for SdkFreeze {
             .await
             .map_err(|e| AwsError::from_sdk("PutParameter", e))?;
         Ok(())
+    }
+}
+
+#[async_trait]
+impl HealthRecords for SdkFreeze {
+    async fn record_health_event(&self, path: &str, event: &HealthEvent) -> Result<(), AwsError> {
+        let value = serde_json::to_string(event)
+            .map_err(|e| AwsError::new(AwsErrorKind::Rejected, "PutParameter", e.to_string()))?;
+        self.client
+            .put_parameter()
+            .name(format!(
+                "{}/{}",
+                health_region_path(path, &event.region),
+                event.record_name()
+            ))
+            .value(value)
+            .r#type(ssm::types::ParameterType::String)
+            .overwrite(true)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("PutParameter", e))?;
+        Ok(())
+    }
+
+    async fn forget_health_event(&self, path: &str, event: &HealthEvent) -> Result<(), AwsError> {
+        let name = format!(
+            "{}/{}",
+            health_region_path(path, &event.region),
+            event.record_name()
+        );
+        match self.client.delete_parameter().name(name).send().await {
+            Ok(_) => Ok(()),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_parameter_not_found()) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(AwsError::from_sdk("DeleteParameter", e)),
+        }
     }
 }
 
@@ -133,6 +224,8 @@ pub struct StackFreeze {
     /// Change Calendars every rollout and fleet of the stack honours (`CHANGE_CALENDARS`,
     /// comma-separated).
     pub calendars: Vec<String>,
+    /// Where the open AWS Health issues are recorded (`HEALTH_PARAMETER_PATH`).
+    pub health_path: Option<String>,
 }
 
 impl StackFreeze {
@@ -146,6 +239,7 @@ impl StackFreeze {
                 .filter(|c| !c.is_empty())
                 .map(str::to_owned)
                 .collect(),
+            health_path: env("HEALTH_PARAMETER_PATH").filter(|v| !v.trim().is_empty()),
         }
     }
 }
@@ -182,9 +276,28 @@ impl<'a> Freezes<'a> {
             .collect()
     }
 
-    /// Why the rollout is frozen now (no reasons: it is not).
-    pub async fn read(&self, plan: Option<&FreezeSection>) -> FreezeReading {
+    /// Why the rollout is frozen now (no reasons: it is not): the switch, the calendars, and
+    /// an open AWS Health issue in one of `regions` (a record that cannot be read counts as
+    /// one, as a calendar does).
+    pub async fn read(&self, plan: Option<&FreezeSection>, regions: &[String]) -> FreezeReading {
         let mut reasons = Vec::new();
+        if let Some(path) = &self.stack.health_path {
+            for region in regions {
+                let region_path = health_region_path(path, region);
+                match self.api.open_health_events(&region_path).await {
+                    Ok(events) => reasons.extend(
+                        events
+                            .iter()
+                            .filter(|e| e.holds())
+                            .map(HealthEvent::reason_line),
+                    ),
+                    Err(e) => reasons.push(format!(
+                        "the open AWS Health issues of {region} ({region_path}) could not be \
+                         read, so one counts as open: {e}"
+                    )),
+                }
+            }
+        }
         if let Some(parameter) = &self.stack.switch_parameter {
             match self.api.switch(parameter).await {
                 Ok(switch) if switch.frozen => reasons.push(switch.reason_line()),

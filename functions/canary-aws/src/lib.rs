@@ -51,7 +51,8 @@ pub use executions::{
 #[cfg(feature = "fleet-plans")]
 pub use fleet_plans::{load_fleet_plan, FleetPlanError, FleetPlanStore, SdkFleetPlans};
 pub use freeze::{
-    CalendarReading, CalendarState, FreezeApi, FreezeCheckError, Freezes, SdkFreeze, StackFreeze,
+    health_region_path, CalendarReading, CalendarState, FreezeApi, FreezeCheckError, Freezes,
+    HealthRecords, SdkFreeze, StackFreeze,
 };
 pub use functions::{FunctionInvoker, Invocation, SdkFunctions};
 #[cfg(feature = "fleet-plans")]

@@ -18,6 +18,7 @@ pub mod error_name;
 pub mod fleet;
 pub mod freeze;
 pub mod gate_timing;
+pub mod health;
 pub mod hooks;
 pub mod input;
 pub mod limits;

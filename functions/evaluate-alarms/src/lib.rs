@@ -1,5 +1,5 @@
 //! The `evaluate-alarms` Lambda: what the state machine sends it ([`Request`]) and the
-//! dispatch into `canary-rollout`, which holds the logic. Nine operations:
+//! dispatch into `canary-rollout`, which holds the logic. Ten operations:
 //! - admitting the execution's input (the state machine's first state, `Admit`, before any
 //!   traffic moves; the input is the plan as it came, with no `operation`): the stack's
 //!   SafetyNet rule is enabled, the plan is valid and every signal source of it can be
@@ -26,20 +26,25 @@
 //!   once. See `canary_rollout::alarm_watch`.
 //! - `stepBackLook` (a gradual rollback, before each step back): the plan's critical alarms and
 //!   the old cluster's own (`canary_rollout::step_back::look_at_alarms`).
+//! - `healthEvent` (the template's `AwsHealthEvent` rule, on an AWS Health issue with EKS, ELB,
+//!   EC2 or Route 53): records an open issue under the stack's `HEALTH_PARAMETER_PATH` and
+//!   forgets a closed one; while it is open, every rollout in its Region is held as by a change
+//!   freeze (`canary_core::health`).
 
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use canary_aws::{
-    AlarmWatchStore, EventPublisher, ExecutionsApi, Freezes, FunctionInvoker, RuleState,
-    RuleStates, SdkAlarmWatches, SdkConfig, SdkEvents, SdkExecutions, SdkFreeze, SdkFunctions,
-    StackFreeze, TaskFailer,
+    AlarmWatchStore, EventPublisher, ExecutionsApi, Freezes, FunctionInvoker, HealthRecords,
+    RuleState, RuleStates, SdkAlarmWatches, SdkConfig, SdkEvents, SdkExecutions, SdkFreeze,
+    SdkFunctions, StackFreeze, TaskFailer,
 };
 use canary_core::alarm_watch::{AlarmStateChange, WatchDuring, WatchedStep};
 use canary_core::analysis::compare::Evidence;
 use canary_core::analysis::{BakeProgress, Decision};
 use canary_core::approval::Rejection;
 use canary_core::freeze::{hold, FreezeGate};
+use canary_core::health::HealthEvent;
 use canary_core::hooks::HookPoint;
 use canary_core::input::parse_input;
 use canary_core::{RolloutPlan, TargetWeights};
@@ -110,6 +115,10 @@ pub enum Request {
     AlarmStateChange {
         change: AlarmStateChange,
     },
+    /// An AWS Health event's `detail`, as the rule passes it on.
+    HealthEvent {
+        detail: Value,
+    },
     /// Before a gradual rollback's step back: the plan's critical alarms and the old
     /// cluster's own (`rollback.gradual.alarms`).
     StepBackLook {
@@ -140,8 +149,10 @@ pub struct Apis<'a> {
     pub executions: &'a dyn ExecutionsApi,
     /// Where `Instant Rollback Off` and `Rollout Frozen` go.
     pub events: &'a dyn EventPublisher,
-    /// The change freezes a rollout honours.
+    /// The change freezes a rollout honours (AWS Health's open issues among them).
     pub freezes: Freezes<'a>,
+    /// Where open AWS Health issues are recorded (`healthEvent`).
+    pub health: &'a dyn HealthRecords,
     /// The stack's SafetyNet rule (`SAFETY_NET_RULE`), which must be enabled for a rollout to
     /// start; `None` where the environment names none.
     pub safety_net: Option<SafetyNetRule<'a>>,
@@ -194,6 +205,7 @@ impl Clients {
                 api: &self.freeze,
                 stack: &self.stack_freeze,
             },
+            health: &self.freeze,
             safety_net: self.safety_net_rule.as_deref().map(|name| SafetyNetRule {
                 rules: &self.events,
                 name,
@@ -293,7 +305,10 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
             // The check that would end the step's bake (counted, not rolling back) moves the
             // rollout on: a change freeze holds it there.
             if !decision.rollback && decision.check == progress.check && progress.last_check() {
-                let reading = apis.freezes.read(valid.plan.freeze.as_ref()).await;
+                let reading = apis
+                    .freezes
+                    .read(valid.plan.freeze.as_ref(), &valid.plan.regions())
+                    .await;
                 let held = hold(
                     &reading,
                     progress.frozen_since,
@@ -327,7 +342,10 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
             execution_arn,
         } => {
             let valid = RolloutPlan::parse(plan)?;
-            let reading = apis.freezes.read(valid.plan.freeze.as_ref()).await;
+            let reading = apis
+                .freezes
+                .read(valid.plan.freeze.as_ref(), &valid.plan.regions())
+                .await;
             let now = epoch_seconds(SystemTime::now()).unsigned_abs();
             let held = hold(&reading, since, now, valid.frozen_bound_seconds());
             let gate = FreezeGate::of(held, valid.plan.gate_interval_seconds());
@@ -397,6 +415,29 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
                 alarm_watch::on_alarm_state_change(apis.watches()?, apis.tasks, &change, now)
                     .await?;
             serde_json::to_value(reaction)
+        }
+        Request::HealthEvent { detail } => {
+            let event = HealthEvent::parse(&detail).map_err(|e| {
+                AnalysisError::InvalidInput(format!("not an AWS Health event: {e}"))
+            })?;
+            let Some(path) = &apis.freezes.stack.health_path else {
+                return Err(AnalysisError::InvalidInput(
+                    "HEALTH_PARAMETER_PATH is not set: there is nowhere to record AWS Health \
+                     issues"
+                        .to_owned(),
+                ));
+            };
+            let recorded = if event.holds() {
+                apis.health.record_health_event(path, &event).await?;
+                "recorded: rollouts in its Region are held while it is open"
+            } else {
+                apis.health.forget_health_event(path, &event).await?;
+                "forgotten (not an open issue of a service rollouts depend on)"
+            };
+            info!(event = %event.event_arn, service = %event.service, region = %event.region, status = %event.status, recorded, "AWS Health event");
+            Ok(
+                json!({"eventArn": event.event_arn, "region": event.region, "status": event.status, "recorded": recorded}),
+            )
         }
         Request::BoundRejection { rejection } => {
             serde_json::to_value(Rejection::bounded(&rejection))

@@ -9,6 +9,7 @@ use canary_aws::{
 };
 use canary_aws::{CalendarReading, FreezeApi};
 use canary_core::freeze::FreezeSwitch;
+use canary_core::health::HealthEvent;
 use serde_json::Value;
 use std::time::SystemTime;
 
@@ -46,6 +47,10 @@ impl FreezeApi for SdkFleetApis {
 
     async fn set_switch(&self, parameter: &str, switch: &FreezeSwitch) -> Result<(), AwsError> {
         self.freeze.set_switch(parameter, switch).await
+    }
+
+    async fn open_health_events(&self, path: &str) -> Result<Vec<HealthEvent>, AwsError> {
+        self.freeze.open_health_events(path).await
     }
 }
 

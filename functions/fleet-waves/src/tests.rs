@@ -23,6 +23,7 @@ fn config() -> FleetConfig {
         freeze: StackFreeze {
             switch_parameter: Some(FREEZE_SWITCH.to_owned()),
             calendars: Vec::new(),
+            health_path: None,
         },
     }
 }
@@ -87,6 +88,13 @@ impl FreezeApi for World {
     async fn set_switch(&self, _: &str, switch: &FreezeSwitch) -> Result<(), AwsError> {
         *self.switch.lock().unwrap() = switch.clone();
         Ok(())
+    }
+
+    async fn open_health_events(
+        &self,
+        _: &str,
+    ) -> Result<Vec<canary_core::health::HealthEvent>, AwsError> {
+        Ok(Vec::new())
     }
 }
 
