@@ -288,3 +288,28 @@ def test_an_open_aws_health_issue_in_the_rollouts_region_holds_it_until_it_close
         assert error and answer["errorType"] == "InvalidInput", answer
         assert "detail.eventRegion `us-east-99x` is not an AWS Region" in answer["errorMessage"], answer
         assert ssm.get_parameters_by_path(Path=path)["Parameters"] == []
+
+
+def test_a_plan_that_rolls_back_on_aws_health_issues_rolls_back_at_the_issues_event():
+    """`awsHealth.onOpenIssue: rollBack`: an EKS issue opened in the Region during the first
+    step's bake fails the bake's watch at once (its event, not the next check), and the rollout
+    restores the baseline saying why."""
+    with Sandbox(log=captured) as sandbox:
+        plan = two_steps(sandbox)
+        plan["awsHealth"] = {"onOpenIssue": "rollBack"}
+        plan["bake"] = {"seconds": 60, "checkIntervalSeconds": 20}
+        opened = []
+
+        def on_event(name, state):
+            # After step 1's first check: its watch is registered, its next check 20 s away.
+            if name == "Evaluate" and not opened:
+                opened.append(sandbox.health_events.put("EKS", "us-east-1", description="API errors"))
+
+        report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "health-rollback"),
+                                 on_event=on_event, out=captured)
+        assert (report.status, report.error) == ("FAILED", "CheckFailed"), report.cause
+        assert "AWS Health: an open EKS issue in us-east-1 (AWS_EKS_OPERATIONAL_ISSUE, since " in report.cause
+        assert "(its AWS Health event, before the next check)" in report.cause, report.cause
+        answer = sandbox.health_events.answered(opened[0], "open")
+        assert answer["failed"] == [report.execution_arn], answer
+        assert report.max_canary == 50 and report.weights == BASELINE

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use aws_config::SdkConfig;
 use aws_sdk_dynamodb as dynamodb;
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
-use canary_core::alarm_watch::{name_key, AlarmWatch, PREFIXES_KEY};
+use canary_core::alarm_watch::{health_key, name_key, AlarmWatch, PREFIXES_KEY};
 use tracing::warn;
 
 use crate::error::{AwsError, AwsErrorKind};
@@ -28,6 +28,8 @@ pub trait AlarmWatchStore: Send + Sync {
     async fn candidates(&self, alarm_name: &str) -> Result<Vec<AlarmWatch>, AwsError>;
     /// Removes the watch if its execution still waits on its token (a newer one stays).
     async fn remove(&self, watch: &AlarmWatch) -> Result<(), AwsError>;
+    /// The watches an open AWS Health issue in `region` may fail. Stale ones included.
+    async fn watching_region(&self, region: &str) -> Result<Vec<AlarmWatch>, AwsError>;
 }
 
 #[async_trait]
@@ -75,6 +77,8 @@ fn from_item(item: &HashMap<String, AttributeValue>) -> Option<AlarmWatch> {
         prefixes: list("prefixes")?,
         // Written since rollbacks may be gradual: a watch stored before has none.
         critical: list("critical").unwrap_or_default(),
+        // Written since AWS Health issues may roll back: a watch stored before has none.
+        health_regions: list("healthRegions").unwrap_or_default(),
         since: number("since")?,
         expires_at: number("expiresAt")?,
     })
@@ -104,6 +108,7 @@ impl SdkAlarmWatches {
             ("names".to_owned(), strings(&watch.names)),
             ("prefixes".to_owned(), strings(&watch.prefixes)),
             ("critical".to_owned(), strings(&watch.critical)),
+            ("healthRegions".to_owned(), strings(&watch.health_regions)),
             (
                 "since".to_owned(),
                 AttributeValue::N(watch.since.to_string()),
@@ -208,6 +213,10 @@ impl AlarmWatchStore for SdkAlarmWatches {
             }
         }
         Ok(watches)
+    }
+
+    async fn watching_region(&self, region: &str) -> Result<Vec<AlarmWatch>, AwsError> {
+        self.under(&health_key(region)).await
     }
 
     async fn remove(&self, watch: &AlarmWatch) -> Result<(), AwsError> {

@@ -41,6 +41,9 @@ pub struct AlarmWatch {
     /// The alarms of `names`/`prefixes` the plan marks critical: their event fails the task
     /// with [`CRITICAL_CHECK_FAILED`].
     pub critical: Vec<String>,
+    /// The Regions whose open AWS Health issue fails the wait (`awsHealth.onOpenIssue:
+    /// rollBack`): each a lookup key of its own (`crate::health`).
+    pub health_regions: Vec<String>,
     /// The execution's start (`$$.Execution.StartTime`), epoch seconds: an alarm that changed
     /// state before it is not this rollout's to act on.
     pub since: i64,
@@ -56,6 +59,11 @@ pub fn name_key(alarm_name: &str) -> String {
 /// The store's lookup key of every watch with prefixes: an alarm event reads them all (a
 /// bounded read: one per running rollout that watches by prefix).
 pub const PREFIXES_KEY: &str = "prefixes";
+
+/// The store's lookup key of the watches an open AWS Health issue in `region` fails.
+pub fn health_key(region: &str) -> String {
+    format!("health#{region}")
+}
 
 impl AlarmWatch {
     /// The error that fails this watch's task for `alarm`.
@@ -77,7 +85,19 @@ impl AlarmWatch {
         if !self.prefixes.is_empty() {
             keys.push(PREFIXES_KEY.to_owned());
         }
+        keys.extend(self.health_regions.iter().map(|r| health_key(r)));
         keys
+    }
+
+    /// Whether an open AWS Health issue (in `region`, at `now`) fails this watch's wait.
+    pub fn concerns_health(&self, region: &str, now: i64) -> Concern {
+        if !self.health_regions.iter().any(|r| r == region) {
+            Concern::NotWatched
+        } else if now > self.expires_at {
+            Concern::Stale
+        } else {
+            Concern::Fails
+        }
     }
 }
 
@@ -287,12 +307,26 @@ mod tests {
             names: vec!["b".into(), "a".into(), "a".into()],
             prefixes: vec!["web-".into(), "api-".into()],
             critical: vec![],
+            health_regions: vec!["us-east-1".into(), "global".into()],
             since: 0,
             expires_at: 0,
         };
-        assert_eq!(watch.lookup_keys(), ["name#a", "name#b", "prefixes"]);
+        assert_eq!(
+            watch.lookup_keys(),
+            [
+                "name#a",
+                "name#b",
+                "prefixes",
+                "health#us-east-1",
+                "health#global"
+            ]
+        );
+        assert_eq!(watch.concerns_health("global", 0), Concern::Fails);
+        assert_eq!(watch.concerns_health("eu-west-1", 0), Concern::NotWatched);
+        assert_eq!(watch.concerns_health("us-east-1", 1), Concern::Stale);
         let names_only = AlarmWatch {
             prefixes: Vec::new(),
+            health_regions: Vec::new(),
             ..watch
         };
         assert_eq!(names_only.lookup_keys(), ["name#a", "name#b"]);
@@ -331,6 +365,7 @@ mod tests {
             names: vec!["api-5xx".to_owned()],
             prefixes: vec!["web-green-".to_owned()],
             critical: vec![],
+            health_regions: vec![],
             since: SINCE,
             expires_at: CHANGED + 600,
         }

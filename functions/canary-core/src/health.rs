@@ -12,10 +12,9 @@ use sha2::{Digest, Sha256};
 
 use crate::arn::is_region;
 use crate::limits::{truncate, MAX_LINE_BYTES};
-use crate::plan::RolloutPlan;
-use crate::targets::TrafficTarget;
 
-/// The `eventRegion` of an issue with a global service (Route 53): every Region's.
+/// The `eventRegion` of an issue with a global service (Route 53): every Region's (and among
+/// every rollout's Regions: `RolloutPlan::regions`).
 pub const GLOBAL_REGION: &str = "global";
 /// The services whose issues hold a rollout (AWS Health's `service` codes); the template's rule
 /// passes only these.
@@ -110,22 +109,6 @@ impl HealthEvent {
             line.push_str(&format!(": {}", self.description));
         }
         truncate(&line, MAX_LINE_BYTES)
-    }
-}
-
-impl RolloutPlan {
-    /// The Regions the rollout runs in: the new cluster's and its load balancers', and
-    /// [`GLOBAL_REGION`] (Route 53, and every record, is global).
-    pub fn regions(&self) -> Vec<String> {
-        let mut regions = vec![self.cluster.region.clone(), GLOBAL_REGION.to_owned()];
-        for target in &self.traffic_targets {
-            if let TrafficTarget::Alb(alb) = target {
-                regions.extend(alb.region().map(str::to_owned));
-            }
-        }
-        regions.sort();
-        regions.dedup();
-        regions
     }
 }
 

@@ -10,6 +10,7 @@ use canary_core::alarm_watch::{
     CHECK_FAILED, CRITICAL_CHECK_FAILED, MAX_TASK_TOKEN_BYTES, WATCH_GRACE_SECONDS,
 };
 use canary_core::analysis::{CheckOutcome, CheckVerdict};
+use canary_core::health::HealthEvent;
 use canary_core::limits::{
     join_bounded, truncate, MAX_ERROR_MESSAGE_BYTES, MAX_SUMMARY_BYTES, MAX_VERDICT_REASONS,
 };
@@ -141,6 +142,11 @@ pub async fn register(
         names: alarms.names.clone(),
         prefixes: alarms.prefixes.clone(),
         critical: alarms.critical.clone(),
+        health_regions: if plan.rolls_back_on_health_issues() {
+            plan.regions()
+        } else {
+            Vec::new()
+        },
         since,
         expires_at: task
             .now
@@ -275,6 +281,59 @@ pub async fn on_alarm_state_change(
     Ok(reaction)
 }
 
+/// What one AWS Health event did to the rollouts' waits.
+#[derive(Debug, Default, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct HealthReaction {
+    /// Executions whose waiting task the open issue failed (`awsHealth.onOpenIssue: rollBack`).
+    pub failed: Vec<String>,
+    /// Executions that watch the Region but were not waiting any more.
+    pub no_longer_waiting: Vec<String>,
+}
+
+/// Fails the waiting task of every rollout that rolls back on an open AWS Health issue in the
+/// event's Region, with `CheckFailed` and the issue as the cause. A closed issue, or one of a
+/// service rollouts do not depend on, fails nothing. Idempotent, as for alarms.
+pub async fn on_health_event(
+    store: &dyn AlarmWatchStore,
+    tasks: &dyn TaskFailer,
+    event: &HealthEvent,
+    now: i64,
+) -> Result<HealthReaction, AnalysisError> {
+    let mut reaction = HealthReaction::default();
+    if !event.holds() {
+        return Ok(reaction);
+    }
+    let cause = truncate(
+        &format!(
+            "{} (its AWS Health event, before the next check)",
+            event.reason_line()
+        ),
+        MAX_SUMMARY_BYTES,
+    );
+    for watch in store.watching_region(&event.region).await? {
+        match watch.concerns_health(&event.region, now) {
+            Concern::Fails => {
+                let failed = tasks
+                    .fail_task(&watch.task_token, CHECK_FAILED, &cause)
+                    .await?;
+                store.remove(&watch).await?;
+                if failed {
+                    count_failed_check(&watch.cluster);
+                    warn!(execution_arn = %watch.execution_arn, region = %event.region,
+                          "an open AWS Health issue in the rollout's Region: its wait failed, it rolls back now");
+                    reaction.failed.push(watch.execution_arn);
+                } else {
+                    reaction.no_longer_waiting.push(watch.execution_arn);
+                }
+            }
+            Concern::Stale => store.remove(&watch).await?,
+            Concern::NotWatched | Concern::BeforeRollout => {}
+        }
+    }
+    Ok(reaction)
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Mutex;
@@ -309,6 +368,17 @@ mod tests {
                 .unwrap()
                 .iter()
                 .filter(|w| w.lookup_keys().iter().any(|k| keys.contains(k)))
+                .cloned()
+                .collect())
+        }
+        async fn watching_region(&self, region: &str) -> Result<Vec<AlarmWatch>, AwsError> {
+            let key = canary_core::alarm_watch::health_key(region);
+            Ok(self
+                .0
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|w| w.lookup_keys().contains(&key))
                 .cloned()
                 .collect())
         }
@@ -403,6 +473,58 @@ mod tests {
             account: "123456789012".to_owned(),
             region: "us-east-1".to_owned(),
         }
+    }
+
+    #[tokio::test]
+    async fn an_open_health_issue_fails_only_the_rollouts_that_roll_back_in_its_region() {
+        let env = Env::default();
+        let (a, b) = (format!("{ARN}a"), format!("{ARN}b"));
+        let mut rolls_back = plan(serde_json::json!({"alarms": {"names": ["api-5xx"]}}));
+        rolls_back.aws_health = Some(canary_core::plan::AwsHealthSection {
+            on_open_issue: canary_core::plan::OnOpenIssue::RollBack,
+        });
+        let holds = plan(serde_json::json!({"alarms": {"names": ["api-5xx"]}}));
+        register(&env.apis(), &rolls_back, task("token-a", &a))
+            .await
+            .unwrap();
+        register(&env.apis(), &holds, task("token-b", &b))
+            .await
+            .unwrap();
+        let issue = |region: &str, status: &str| {
+            HealthEvent::parse(&serde_json::json!({
+                "eventArn": format!("arn:aws:health:{region}::event/EKS/X/X_1"), "service": "EKS",
+                "eventTypeCode": "AWS_EKS_OPERATIONAL_ISSUE", "statusCode": status,
+                "eventRegion": region, "startTime": "Fri, 27 Nov 2026 06:02:51 GMT"}))
+            .unwrap()
+        };
+        let (store, tasks) = (&env.store, &env.tasks);
+        let elsewhere = on_health_event(store, tasks, &issue("eu-west-1", "open"), 1_000).await;
+        assert_eq!(elsewhere.unwrap(), HealthReaction::default());
+        let closed = on_health_event(store, tasks, &issue("us-east-1", "closed"), 1_000).await;
+        assert_eq!(closed.unwrap(), HealthReaction::default());
+        let open = on_health_event(store, tasks, &issue("us-east-1", "open"), 1_000)
+            .await
+            .unwrap();
+        assert_eq!(
+            open.failed,
+            [a],
+            "the rollout that holds is left to its freeze"
+        );
+        let failed = env.tasks.0.lock().unwrap().clone();
+        assert_eq!(failed.len(), 1);
+        assert_eq!(
+            (failed[0].0.as_str(), failed[0].1.as_str()),
+            ("token-a", CHECK_FAILED)
+        );
+        assert!(failed[0]
+            .2
+            .starts_with("AWS Health: an open EKS issue in us-east-1"));
+        let again = on_health_event(store, tasks, &issue("us-east-1", "open"), 1_000).await;
+        assert_eq!(
+            again.unwrap(),
+            HealthReaction::default(),
+            "its watch is gone"
+        );
     }
 
     #[tokio::test]

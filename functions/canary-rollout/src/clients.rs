@@ -112,6 +112,7 @@ impl CheckClients {
             prometheus: &self.prometheus,
             datadog: &self.datadog,
             addons: &self.eks,
+            health: None,
         }
     }
 }

@@ -29,7 +29,8 @@
 //! - `healthEvent` (the template's `AwsHealthEvent` rule, on an AWS Health issue with EKS, ELB,
 //!   EC2 or Route 53): records an open issue under the stack's `HEALTH_PARAMETER_PATH` and
 //!   forgets a closed one; while it is open, every rollout in its Region is held as by a change
-//!   freeze (`canary_core::health`).
+//!   freeze (`canary_core::health`), and the bake of every rollout that rolls back on it
+//!   (`awsHealth.onOpenIssue: rollBack`) fails at once, as at an alarm's event.
 
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -50,7 +51,7 @@ use canary_core::input::parse_input;
 use canary_core::{RolloutPlan, TargetWeights};
 use canary_rollout::clients::{CheckClients, Env};
 use canary_rollout::outputs::StepBackLook;
-use canary_rollout::signals::{Carried, SignalApis};
+use canary_rollout::signals::{Carried, HealthReads, SignalApis};
 use canary_rollout::traffic::Reads;
 use canary_rollout::{alarm_watch, hooks, set, step_back};
 use schemars::{schema_for, JsonSchema, Schema};
@@ -195,7 +196,17 @@ impl Clients {
     pub fn apis(&self) -> Apis<'_> {
         Apis {
             reads: self.checks.reads(),
-            signals: self.checks.signals(),
+            signals: SignalApis {
+                health: self
+                    .stack_freeze
+                    .health_path
+                    .as_deref()
+                    .map(|path| HealthReads {
+                        api: &self.freeze,
+                        path,
+                    }),
+                ..self.checks.signals()
+            },
             functions: &self.functions,
             watches: self.watches.as_ref().map(|w| w as &dyn AlarmWatchStore),
             tasks: &self.tasks,
@@ -435,8 +446,14 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
                 "forgotten (not an open issue of a service rollouts depend on)"
             };
             info!(event = %event.event_arn, service = %event.service, region = %event.region, status = %event.status, recorded, "AWS Health event");
+            // The rollouts that roll back on it: their bakes' watches fail at once.
+            let now = epoch_seconds(SystemTime::now());
+            let reaction =
+                alarm_watch::on_health_event(apis.watches()?, apis.tasks, &event, now).await?;
             Ok(
-                json!({"eventArn": event.event_arn, "region": event.region, "status": event.status, "recorded": recorded}),
+                json!({"eventArn": event.event_arn, "region": event.region, "status": event.status,
+                      "recorded": recorded, "failed": reaction.failed,
+                      "noLongerWaiting": reaction.no_longer_waiting}),
             )
         }
         Request::BoundRejection { rejection } => {

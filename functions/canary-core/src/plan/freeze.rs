@@ -32,6 +32,27 @@ pub struct FreezeSection {
     pub max_frozen_seconds: Option<i64>,
 }
 
+/// What an open AWS Health issue in one of the rollout's Regions does to it (`crate::health`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum OnOpenIssue {
+    /// Hold it as a change freeze does: no step forward until the issue is closed, within the
+    /// freeze's bound (`freeze.maxFrozenSeconds`).
+    #[default]
+    Hold,
+    /// Roll back: the bake's watch fails at the issue's event (as at an alarm's), and every
+    /// check fails while it is open. Before the first step, it holds as `hold` does.
+    RollBack,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AwsHealthSection {
+    /// `hold` (the default) or `rollBack`.
+    #[serde(default)]
+    pub on_open_issue: OnOpenIssue,
+}
+
 /// A Change Calendar reference as SSM takes it: a document name (3–128 of `a-zA-Z0-9_-.`) or
 /// a document ARN.
 pub fn is_calendar_reference(reference: &str) -> bool {

@@ -20,6 +20,7 @@ use crate::approval::ApprovalSection;
 use crate::argocd::ArgoCdSection;
 use crate::arn;
 use crate::cluster_readiness::ClusterReadinessGate;
+use crate::health::GLOBAL_REGION;
 use crate::hooks::HooksSection;
 use crate::limits::{self, MAX_STEPS, MAX_TARGETS};
 use crate::target_health::TargetHealthGate;
@@ -28,8 +29,8 @@ use crate::validate::{Errors, PlanError, PlanErrors};
 
 pub use crate::cluster::ClusterRef;
 pub use freeze::{
-    frozen_bound_seconds, is_calendar_reference, FreezeSection, DEFAULT_MAX_FROZEN_SECONDS,
-    MAX_FREEZE_CALENDARS,
+    frozen_bound_seconds, is_calendar_reference, AwsHealthSection, FreezeSection, OnOpenIssue,
+    DEFAULT_MAX_FROZEN_SECONDS, MAX_FREEZE_CALENDARS,
 };
 pub use retire::Retire;
 pub use rollback::{
@@ -88,6 +89,10 @@ pub struct RolloutPlan {
     /// Change Calendars that freeze the rollout while CLOSED, and how long one freeze may hold it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub freeze: Option<FreezeSection>,
+    /// What an open AWS Health issue in the rollout's Regions does: hold it (the default), or
+    /// roll it back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aws_health: Option<AwsHealthSection>,
 }
 
 /// A plan that passed [`RolloutPlan::parse`], with its steps resolved.
@@ -123,6 +128,26 @@ impl ValidPlan {
 }
 
 impl RolloutPlan {
+    /// The Regions the rollout runs in: the new cluster's and its load balancers', and
+    /// [`GLOBAL_REGION`] (Route 53, and every record, is global).
+    pub fn regions(&self) -> Vec<String> {
+        let mut regions = vec![self.cluster.region.clone(), GLOBAL_REGION.to_owned()];
+        for target in &self.traffic_targets {
+            if let TrafficTarget::Alb(alb) = target {
+                regions.extend(alb.region().map(str::to_owned));
+            }
+        }
+        regions.sort();
+        regions.dedup();
+        regions
+    }
+
+    /// Whether an open AWS Health issue rolls the rollout back (else it holds it).
+    pub fn rolls_back_on_health_issues(&self) -> bool {
+        self.aws_health
+            .is_some_and(|h| h.on_open_issue == OnOpenIssue::RollBack)
+    }
+
     /// How often a rollout held by a freeze before its first step looks again: the plan's
     /// check interval.
     pub fn gate_interval_seconds(&self) -> u32 {

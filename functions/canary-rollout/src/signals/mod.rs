@@ -7,6 +7,7 @@
 //! `docs/extending.md`.
 
 mod alb_judge;
+mod aws_health;
 mod cloudwatch_alarms;
 mod cloudwatch_metrics;
 mod compare;
@@ -20,7 +21,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use canary_aws::{
-    AddonHealth, AwsErrorKind, CloudWatchApi, DatadogApi, MetricQuery, MetricSeries, PrometheusApi,
+    AddonHealth, AwsErrorKind, CloudWatchApi, DatadogApi, FreezeApi, MetricQuery, MetricSeries,
+    PrometheusApi,
 };
 use canary_core::analysis::compare::Evidence;
 use canary_core::analysis::CheckOutcome;
@@ -41,6 +43,15 @@ pub struct SignalApis<'a> {
     pub datadog: &'a dyn DatadogApi,
     /// The new cluster's add-ons (the plan's `clusterReadiness`).
     pub addons: &'a dyn AddonHealth,
+    /// Where AWS Health's open issues are recorded: only evaluate-alarms' checks read them.
+    pub health: Option<HealthReads<'a>>,
+}
+
+/// The records of AWS Health's open issues (`canary_aws::freeze`) and the stack's path of them.
+#[derive(Clone, Copy)]
+pub struct HealthReads<'a> {
+    pub api: &'a dyn FreezeApi,
+    pub path: &'a str,
 }
 
 #[cfg(any(test, feature = "fakes"))]
@@ -55,6 +66,7 @@ impl SignalApis<'static> {
             prometheus: &Unused,
             datadog: &Unused,
             addons: &Unused,
+            health: None,
         }
     }
 }
@@ -117,6 +129,12 @@ pub fn sources<'a>(
             api: apis.addons,
             gate,
             cluster: &plan.cluster,
+        }));
+    }
+    if let (true, Some(reads)) = (plan.rolls_back_on_health_issues(), apis.health) {
+        sources.push(Box::new(aws_health::AwsHealthIssues {
+            reads,
+            regions: plan.regions(),
         }));
     }
     let Some(analysis) = &plan.analysis else {
