@@ -3,7 +3,10 @@
 use std::path::Path;
 
 use aws_config::SdkConfig;
-use canary_aws::{AwsErrorKind, ClusterAccounts, ClusterReadiness, EksApi, SdkEks};
+use canary_aws::{
+    read_cluster_health, AwsErrorKind, ClusterAccounts, ClusterEksApi, ClusterReadiness, SdkEks,
+};
+use canary_core::cluster_readiness::{readiness_problems, readiness_reason};
 use canary_core::ownership::{self, external_dns_txt_names};
 use canary_core::plan::{ResolvedStep, ValidPlan};
 use canary_core::{NamedError, RolloutPlan, TrafficTarget, WeightPair};
@@ -283,7 +286,7 @@ pub async fn check_plan(
     // rollout before traffic; anything but ACTIVE is waited for (40 looks, 30 s apart).
     // A cluster in another account is described through the plan's role, as register-cluster does.
     let here = SdkEks::new(config);
-    let eks: Box<dyn EksApi> = match &plan.cluster.role_arn {
+    let eks: Box<dyn ClusterEksApi> = match &plan.cluster.role_arn {
         Some(role) => here.eks_as(role, "cluster-canary-plan-check").await,
         None => Box::new(here),
     };
@@ -333,6 +336,34 @@ pub async fn check_plan(
                 json!({"check": "targetHealth", "ok": health.ready, "reason": health.reason}),
             ),
             Err(error) => refuse_with(printer, &mut ok, "target health", &error),
+        }
+    }
+
+    // The cluster readiness gate's look, as register-cluster takes it: what would hold traffic.
+    if let Some(gate) = &plan.cluster_readiness {
+        match read_cluster_health(eks.as_ref(), &cluster.region, &cluster.name, gate).await {
+            Ok(reading) => {
+                let problems = readiness_problems(gate, &reading);
+                let addons: Vec<&str> = reading.addons.iter().map(|(n, _)| n.as_str()).collect();
+                printer.say(
+                    &format!(
+                        "{} cluster readiness now ({} insights, add-ons: {}): {}",
+                        if problems.is_empty() { "✓" } else { "?" },
+                        reading.insights.len(),
+                        if addons.is_empty() { "none".to_owned() } else { addons.join(", ") },
+                        readiness_reason(&problems)
+                    ),
+                    json!({"check": "clusterReadiness", "ok": problems.is_empty(),
+                           "insights": reading.insights.len(), "addons": addons, "problems": problems}),
+                )
+            }
+            Err(error) => refuse(
+                printer,
+                &mut ok,
+                "cluster readiness",
+                error.error_name().as_str(),
+                error.to_string(),
+            ),
         }
     }
 

@@ -46,6 +46,11 @@ pub enum Update {
         reason: String,
     },
     #[serde(rename_all = "camelCase")]
+    ClusterReadiness {
+        ready: bool,
+        reason: String,
+    },
+    #[serde(rename_all = "camelCase")]
     ApprovalRequested {
         execution_arn: String,
         step: StepRef,
@@ -181,6 +186,9 @@ pub fn phase_of(name: &str) -> Option<&'static str> {
         "RegisterCluster" => "registering in Argo CD",
         "AppsStatus" | "WaitForApps" => "waiting for Argo CD apps",
         "TargetHealth" | "WaitForTargets" => "waiting for healthy targets",
+        "ClusterReadiness" | "WaitForClusterReadiness" => {
+            "waiting for EKS to say the cluster is ready"
+        }
         "FreezeGate" | "WaitWhileFrozen" => "held by a change freeze",
         "SetWeights" => "shifting traffic",
         "BakeWait" | "Evaluate" => "baking",
@@ -486,6 +494,10 @@ impl Tracker {
             "TargetHealth" => Some(Update::TargetHealth {
                 ready: state["targetHealth"]["ready"] == true,
                 reason: text(&state["targetHealth"]["reason"]),
+            }),
+            "ClusterReadiness" => Some(Update::ClusterReadiness {
+                ready: state["readiness"]["ready"] == true,
+                reason: text(&state["readiness"]["reason"]),
             }),
             "StepSetup" => {
                 self.status.step = step_of_cursor(&state["cursor"]);

@@ -114,6 +114,15 @@ pub fn lines(update: &Update, output: Output, verbose: bool) -> Vec<String> {
             },
             crate::progress::short_reason(reason)
         )),
+        Update::ClusterReadiness { ready, reason } => one(format!(
+            "cluster {} by EKS: {}",
+            if *ready {
+                paint(output, Tone::Good, "ready")
+            } else {
+                "not ready yet".to_owned()
+            },
+            crate::progress::short_reason(reason)
+        )),
         Update::ApprovalRequested {
             execution_arn,
             step,

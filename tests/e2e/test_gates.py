@@ -88,13 +88,21 @@ def readiness_plan(sandbox, **gate):
     return plan
 
 
-def test_an_insight_in_error_holds_the_rollout_and_once_fixed_it_goes_on():
-    """EKS's cluster insight of deprecated APIs in ERROR: nothing moves, each look says why; the
-    team fixes its manifests, EKS's insight turns PASSING, and the rollout goes on."""
+def test_an_insight_in_error_holds_the_rollout_and_once_fixed_it_goes_on(tmp_path):
+    """EKS's cluster insight of deprecated APIs in ERROR: `plan check` says it would hold,
+    nothing moves, each look says why; the team fixes its manifests, EKS's insight turns
+    PASSING, and the rollout goes on."""
     with Sandbox(log=captured) as sandbox:
         plan = readiness_plan(sandbox, timeoutSeconds=40, intervalSeconds=2)
         sandbox.set_eks("green", "insights", {**DEPRECATED_APIS, "insightStatus": {
             "status": "ERROR", "reason": "Deprecated API usage detected within last 30 days"}})
+        path = tmp_path / "plan.json"
+        path.write_text(json.dumps(plan))
+        checked = sandbox.cli("plan", "check", str(path))
+        line = next((l for l in checked.stdout.splitlines() if "cluster readiness now" in l), None)
+        assert line == ('? cluster readiness now (1 insights, add-ons: none): insight "Deprecated APIs removed in '
+                        'Kubernetes v1.35" (UPGRADE_READINESS) is ERROR: Deprecated API usage detected within last '
+                        '30 days: Update manifests and API clients to use newer Kubernetes APIs'), checked.stdout
         looks = []
 
         def on_event(name, state):
