@@ -26,8 +26,14 @@ class AlarmEvents(RuleDeliveries):
     def __init__(self, *args):
         super().__init__(*args)
         self.reactions = []
+        # The function's other rules' deliveries, through the same queue (Lambda has one per
+        # function): their operation -> `reacted(payload, error, answer)` of their own.
+        self.others = {}
 
     def reacted(self, payload, error, answer):
+        other = self.others.get(payload.get("operation"))
+        if other:
+            return other(payload, error, answer)
         self.reactions.append({"change": payload["change"], "error": error, "answer": answer})
         failed = ", ".join(a.rsplit(":", 1)[-1] for a in (answer or {}).get("failed", [])) if not error else ""
         self.log(f"alarm event: {payload['change']['alarmName']} went to ALARM"

@@ -220,7 +220,8 @@ class Sandbox:
                                        {"DATADOG_API_URL": self.datadog_url})
         self.front.forward_invocations_to(self.functions.port)
         self.alarm_events = AlarmEvents(self.client, self.front, self.invoke_async, self.log).start()
-        self.health_events = HealthEvents(self.client, self.front, self.invoke_async, self.log).start()
+        self.health_events = HealthEvents(self.client, self.log)
+        self.alarm_events.others[HealthEvents.OPERATION] = self.health_events.reacted
         self.safety_net = SafetyNetEvents(self.client, self.front, self.invoke_async, self.log).start()
         self.fleet_safety_net = FleetSafetyNetEvents(self.client, self.front, self.invoke_async, self.log).start()
         self.sweep = SweepSchedule(self.client, self.safety_net, SWEEP_EVERY_SECONDS, SWEEP_GRACE_SECONDS).start()
@@ -236,9 +237,7 @@ class Sandbox:
         if self.alarm_events:
             self.alarm_events.stop()
             self.alarm_events = None
-        if self.health_events:
-            self.health_events.stop()
-            self.health_events = None
+        self.health_events = None
         for deliveries in (self.safety_net, self.fleet_safety_net, self.intake):
             if deliveries:
                 deliveries.stop()

@@ -5,22 +5,22 @@ detail-type `AWS Health Event`, the documented detail: eventArn, service, eventT
 eventTypeCategory, statusCode, eventRegion, startTime, eventDescription), on the account's
 default bus, when it opens, as it is updated, and when it closes. The stack's `AwsHealthEvent`
 rule passes the issues of EKS, ELB, EC2 and Route 53 to evaluate-alarms (`healthEvent`), through
-Lambda's event queue (event_queue.py), as the alarm events go. Every answer is kept in
-`reactions`, in order.
+Lambda's event queue (event_queue.py). The queue is the function's, one for both of its rules:
+the alarm events' (alarm_events.py) delivers these too and hands their answers here
+(`AlarmEvents.others`). Every answer is kept in `reactions`, in order.
 """
 import json
 import time
 import uuid
 from datetime import datetime, timezone
 
-from .event_queue import RuleDeliveries
 
 
-class HealthEvents(RuleDeliveries):
-    SOURCE = "aws.health"
+class HealthEvents:
+    OPERATION = "healthEvent"
 
-    def __init__(self, *args):
-        super().__init__(*args)
+    def __init__(self, client, log):
+        self.client, self.log = client, log
         self.reactions = []
 
     def reacted(self, payload, error, answer):
