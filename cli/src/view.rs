@@ -105,23 +105,19 @@ pub fn lines(update: &Update, output: Output, verbose: bool) -> Vec<String> {
                 reason.trim_start_matches("not ready: ")
             )
         }),
-        Update::TargetHealth { ready, reason } => one(format!(
-            "canary targets {}: {}",
-            if *ready {
-                paint(output, Tone::Good, "healthy")
-            } else {
-                "not healthy yet".to_owned()
-            },
-            crate::progress::short_reason(reason)
+        Update::TargetHealth { ready, reason } => one(gate_look(
+            output,
+            "canary targets",
+            (*ready).then_some("healthy"),
+            "not healthy yet",
+            reason,
         )),
-        Update::ClusterReadiness { ready, reason } => one(format!(
-            "cluster {} by EKS: {}",
-            if *ready {
-                paint(output, Tone::Good, "ready")
-            } else {
-                "not ready yet".to_owned()
-            },
-            crate::progress::short_reason(reason)
+        Update::ClusterReadiness { ready, reason } => one(gate_look(
+            output,
+            "cluster",
+            (*ready).then_some("ready by EKS"),
+            "not ready yet by EKS",
+            reason,
         )),
         Update::ApprovalRequested {
             execution_arn,
@@ -322,6 +318,24 @@ pub fn status_line(status: &Status, now: f64, weights: Option<&[TargetWeights]>)
         parts.push(weights_text(weights));
     }
     format!("… {}", parts.join(" · "))
+}
+
+/// One look of a gate before traffic: `<subject> <passed, painted | not yet>: <why>`.
+fn gate_look(
+    output: Output,
+    subject: &str,
+    passed: Option<&str>,
+    not_yet: &str,
+    reason: &str,
+) -> String {
+    let said = match passed {
+        Some(word) => paint(output, Tone::Good, word),
+        None => not_yet.to_owned(),
+    };
+    format!(
+        "{subject} {said}: {}",
+        crate::progress::short_reason(reason)
+    )
 }
 
 #[cfg(test)]

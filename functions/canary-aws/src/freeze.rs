@@ -63,6 +63,15 @@ pub fn health_region_path(path: &str, region: &str) -> String {
     format!("{}/{region}", path.trim_end_matches('/'))
 }
 
+/// One issue's record: under its Region's path, named by its ARN's digest.
+fn health_record_name(path: &str, event: &HealthEvent) -> String {
+    format!(
+        "{}/{}",
+        health_region_path(path, &event.region),
+        event.record_name()
+    )
+}
+
 pub struct SdkFreeze {
     client: ssm::Client,
 }
@@ -173,11 +182,7 @@ impl HealthRecords for SdkFreeze {
             .map_err(|e| AwsError::new(AwsErrorKind::Rejected, "PutParameter", e.to_string()))?;
         self.client
             .put_parameter()
-            .name(format!(
-                "{}/{}",
-                health_region_path(path, &event.region),
-                event.record_name()
-            ))
+            .name(health_record_name(path, event))
             .value(value)
             .r#type(ssm::types::ParameterType::String)
             .overwrite(true)
@@ -188,11 +193,7 @@ impl HealthRecords for SdkFreeze {
     }
 
     async fn forget_health_event(&self, path: &str, event: &HealthEvent) -> Result<(), AwsError> {
-        let name = format!(
-            "{}/{}",
-            health_region_path(path, &event.region),
-            event.record_name()
-        );
+        let name = health_record_name(path, event);
         match self.client.delete_parameter().name(name).send().await {
             Ok(_) => Ok(()),
             Err(e)
