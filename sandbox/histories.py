@@ -59,6 +59,11 @@ story and its promises). The happenings:
   operator-restore   the operator runs `cluster-canary restore --yes` (refused while it runs)
   freeze             the operator turns the stack's freeze switch on (`cluster-canary freeze`;
                      `unfreeze`: off again), the plan bounding one hold to a minute
+  insight-fixed      the team fixes what EKS's cluster insight found (deprecated API calls) some
+                     seconds after Prepare: the insight turns PASSING (a late readiness gate)
+  addon-degraded     the new cluster's CoreDNS add-on goes DEGRADED (`addon-recovers`: ACTIVE)
+  health-open        AWS Health's event for an open EKS issue in the rollout's Region is put on
+                     the bus as AWS delivers it (`health-close`: the same issue closed)
 
   compare-regression the canary answers 1.5 times slower than the stable, beyond the comparison's
                      allowed band of 1.2 (`compare-errors`: ten times the stable's 5xx rate;
@@ -66,7 +71,9 @@ story and its promises). The happenings:
                      `compare-fine`: back to healthy; `compare-spike`: both clusters 3 times
                      slower at once, no regression)
 
-and, without a happening of its own, `gradual`: the plan's rollback steps back ([50, 0], a short
+and, without a happening of its own, `readiness`: the plan's cluster readiness gate (CoreDNS
+named), EKS's insight in ERROR at the start or not, fixed later or never; `aws-health`: the plan's
+`awsHealth.onOpenIssue` (hold, or rollBack), one hold bounded to a minute; `gradual`: the plan's rollback steps back ([50, 0], a short
 hold), the old cluster's target group healthy (its pods registered) or not (none); and
 `compare`: the plan's `analysis.compare` (p99 with `allowedIncrease` 1.2 and the 5xx rate, 1 s
 periods over 20 s) of the canary's ALB metrics against the stable's, put every second in
@@ -103,8 +110,12 @@ checks what moto, the Kubernetes test server and the event queue hold:
     operator's restore while it runs is refused; after the end it puts the
     baseline back, or (a promoted rollout) is refused and changes nothing;
   - no step is set, nor the first, by a decision (the bake's last check, the gate before the
-    first step) made while the stack's freeze switch was on (a step a person approved
-    excepted); a rollout held past the plan's bound ends, at the baseline;
+    first step) made while the stack's freeze switch was on or an AWS Health issue of the
+    Region was open (a step a person approved excepted); a rollout held past the plan's bound
+    ends, at the baseline; with `rollBack`, an open issue fails every check (and its event the
+    bake at once: the rollback bound holds from it);
+  - no weight is set after a readiness look that found EKS's insight in ERROR or CoreDNS not
+    ACTIVE; CoreDNS DEGRADED fails every check while it lasts (the rollback bound holds from it);
   - a comparison of a healthy canary never finds a regression (the world is symmetric: any
     High or Low is a false rollback, flagged); a regression beyond the
     band in effect COMPARE_SHOWN_SECONDS before the last check never promotes; a canary
@@ -186,8 +197,22 @@ FEATURES = {
     "freeze": 0.15,  # the stack's freeze switch turned on at a point (and off at another, or never)
     "gradual": 0.2,  # the plan's rollback.gradual, the old cluster's target group healthy or not
     "compare": 0.2,  # of the plans with a listener and no ALB judge: the comparison, its ALB metrics fed every second
+    "readiness": 0.2,  # the cluster readiness gate: EKS's insight in ERROR at the start or not, CoreDNS's health
+    "aws-health": 0.15,  # an AWS Health issue in the Region, the plan holding or rolling back on it
 }
 GRADUAL = ("healthy", "unhealthy")  # the old cluster's target group in a `gradual` history
+# When EKS's cluster insight stops saying ERROR: never in ERROR, some seconds after Prepare, never.
+READINESS = ("ready", "late", "never")
+READINESS_TIMEOUT = 8
+ADDON = "coredns"
+ADDON_HAPPENINGS = ("addon-degraded", "addon-recovers")
+DEPRECATED_APIS = {
+    "id": "5c1e1b3a-0000-0000-0000-000000000135", "name": "Deprecated APIs removed in Kubernetes v1.35",
+    "category": "UPGRADE_READINESS", "description": "Checks for usage of deprecated APIs",
+    "recommendation": "Update manifests and API clients to use newer Kubernetes APIs",
+}
+HEALTH_MODES = ("hold", "rollBack")  # the plan's awsHealth.onOpenIssue
+HEALTH_HAPPENINGS = ("health-open", "health-close")
 COMPARE_HAPPENINGS = ("compare-regression", "compare-errors", "compare-spike", "compare-nodata", "compare-fine")
 # The comparison's 5xx per 100 requests on both clusters, and the canary's in a regression.
 COMPARE_ERRORS, COMPARE_ERRORS_REGRESSED = 1, 10
@@ -297,6 +322,8 @@ class History:
     freeze: bool = False  # the stack's freeze switch is turned at points of the run
     gradual: str = None  # rollback.gradual, the old cluster's target group one of GRADUAL
     compare: bool = False  # the comparison (analysis.compare) of the canary's ALB metrics with the stable's
+    readiness: str = None  # the cluster readiness gate: when EKS's insight stops saying ERROR (READINESS)
+    health: str = None  # the plan's awsHealth.onOpenIssue (HEALTH_MODES), or None: no AWS Health issue
 
     def __str__(self):
         if self.fleet:
@@ -317,6 +344,8 @@ class History:
             f", freezes bounded to {FROZEN_BOUND} s" if self.freeze else "",
             f", a gradual rollback (the old cluster {self.gradual})" if self.gradual else "",
             ", the comparison" if self.compare else "",
+            f", a cluster readiness gate (insight {self.readiness})" if self.readiness else "",
+            f", AWS Health issues: {self.health} (bounded to {FROZEN_BOUND} s)" if self.health else "",
         ])
         return (f"seed {self.seed}: {self.kind}, steps {self.steps}{approval}{extra}; "
                 + ("; ".join(map(str, self.happenings)) or "nothing happens") + after)
@@ -438,6 +467,17 @@ def draw_later_features(history, points):
     if r := drawn("compare", history.kind in WITH_LISTENER and not history.alb_judge):
         history.compare = True
         some(r, COMPARE_HAPPENINGS, 2)
+    if r := drawn("readiness"):
+        history.readiness = r.choice(READINESS)
+        if history.readiness == "late":
+            happenings.append(Happening("insight-fixed", "PrepareTraffic", 1, (r.randint(1, 6),)))
+        if r.random() < 0.6:
+            some(r, ADDON_HAPPENINGS, 2)
+    if r := drawn("aws-health"):
+        history.health = r.choice(HEALTH_MODES)
+        happenings.append(Happening("health-open", *r.choice(points)))
+        if r.random() < 0.7:
+            happenings.append(Happening("health-close", *r.choice(points)))
 
 
 @dataclass
@@ -466,7 +506,8 @@ class Run:
     # The world the checks read, over the execution's history: (index, what, its state), where
     # what is `alarm` (ALARM, OK), `provider` (fine, breach, nodata), `metric` (fine, breach),
     # `alb` (fine, moving: its window still holds both, breach), `outage` (error, slow, None),
-    # `reads` (denied, None).
+    # `reads` (denied, None), `insight` (ERROR, None), `addon` (DEGRADED, None), `health` (open,
+    # None: an AWS Health issue holds), `issue` (open, None: ... and fails the checks, `rollBack`).
     conditions: list = field(default_factory=list)
     hook_calls: list = field(default_factory=list)  # (point, step weight, weights, answer) of the first's hooks
     lost_deliveries: list = field(default_factory=list)  # the safety net's tries that failed
@@ -481,6 +522,7 @@ class Run:
     settle_seconds: int = 0  # the plan's rollback.settleSeconds (the safety net waits it)
     targets_at: int = None  # history index before which the canary target group got its target
     stable_attached: bool = None  # the listener still forwards to the stable target group at the end
+    health_issue: str = None  # the AWS Health issue's event ARN, while it is open
 
 
 def shaped(history, plan, prometheus_url=None):
@@ -519,6 +561,11 @@ def shaped(history, plan, prometheus_url=None):
         plan["freeze"] = {"maxFrozenSeconds": FROZEN_BOUND}
     if history.gradual:
         plan.setdefault("rollback", {})["gradual"] = {"steps": [50, 0], "holdSeconds": GRADUAL_HOLD}
+    if history.readiness:
+        plan["clusterReadiness"] = {"addons": [ADDON], "timeoutSeconds": READINESS_TIMEOUT, "intervalSeconds": 1}
+    if history.health:
+        plan["awsHealth"] = {"onOpenIssue": history.health}
+        plan["freeze"] = {"maxFrozenSeconds": FROZEN_BOUND}
     if history.compare:
         plan["analysis"]["compare"] = {
             "periodSeconds": 1, "lookbackSeconds": compare.LOOKBACK_SECONDS, "minSamples": compare.MIN_SAMPLES,
@@ -787,6 +834,12 @@ def run_on(history, sandbox, controllers, provider, out):
     if history.targets == "ready":
         register_target(sandbox)
         record.targets_at = 0
+    if history.readiness:
+        sandbox.client("eks").create_addon(clusterName="green", addonName=ADDON)
+        if history.readiness != "ready":
+            sandbox.set_eks("green", "insights", {**DEPRECATED_APIS, "insightStatus": {
+                "status": "ERROR", "reason": "Deprecated API usage detected within last 30 days"}})
+            record.conditions.append((0, "insight", "ERROR", time.time()))
     if history.gradual == "healthy":
         sandbox.client("elbv2").register_targets(TargetGroupArn=sandbox.world.blue_tg,
                                                  Targets=[{"Id": "10.0.1.9", "Port": 8080}])
@@ -886,6 +939,40 @@ def run_on(history, sandbox, controllers, provider, out):
                 register_target(sandbox)
                 record.targets_at = before
             threading.Thread(target=register_later, daemon=True).start()
+        elif action == "insight-fixed":
+            def fixed_later():
+                time.sleep(value[0])
+                before = history_length()
+                sandbox.set_eks("green", "insights", {**DEPRECATED_APIS, "insightStatus": {
+                    "status": "PASSING", "reason": "No deprecated API usage detected"}})
+                record.conditions.append((before, "insight", None, time.time()))
+            threading.Thread(target=fixed_later, daemon=True).start()
+        elif action in ADDON_HAPPENINGS:
+            # Blamed only where it is certain: DEGRADED from the history's length once EKS says
+            # it, ACTIVE from its length before (a look between may have read either).
+            degraded = action == "addon-degraded"
+            before = history_length()
+            sandbox.set_eks("green", f"addons/{ADDON}/health", {"status": "DEGRADED", "issues": [
+                {"code": "InsufficientNumberOfReplicas", "message": "0 of 2 replicas are available"}]}
+                if degraded else {"status": "ACTIVE", "issues": []})
+            record.conditions.append((history_length() if degraded else before, "addon",
+                                      "DEGRADED" if degraded else None, time.time()))
+        elif action == "health-open" and record.health_issue is None:
+            # Open from its record (the stack's answer to its event): a decision after it holds.
+            put_at = time.time()
+            record.health_issue = sandbox.health_events.put("EKS", REGION, description="history: API errors")
+            sandbox.health_events.answered(record.health_issue, "open")
+            recorded = history_length()
+            record.conditions.append((recorded, "health", "open", time.time()))
+            if history.health == "rollBack":
+                record.conditions.append((recorded, "issue", "open", put_at))
+        elif action == "health-close" and record.health_issue is not None:
+            asked, before = time.time(), history_length()
+            sandbox.health_events.put("EKS", REGION, status="closed", event_arn=record.health_issue)
+            record.health_issue = None
+            record.conditions.append((before, "health", None, asked))
+            if history.health == "rollBack":
+                record.conditions.append((before, "issue", None, asked))
         elif action == "write-past-timeout":
             # The next traffic write is held past the function's Timeout, then goes on: it
             # lands after Lambda ended the function that sent it.
@@ -1194,6 +1281,8 @@ def violations(history, record):
     if history.compare:
         found += comparison_promises(history, record)
     found += moved_while_frozen(record)
+    if history.readiness:
+        found += moved_before_ready(record)
     found += stepped_back_wrongly(history, record)
     if record.second is not None and record.second_overlapped:
         # Refused at Prepare: as ConcurrentRollout, or for a target the first left with no
@@ -1258,7 +1347,7 @@ def rollback_bound(history, record):
 
 def failing(state):
     return (state["alarm"] == "ALARM" or state["provider"] == "breach" or state.get("metric") == "breach"
-            or state.get("alb") == "breach")
+            or state.get("alb") == "breach" or state.get("addon") == "DEGRADED" or state.get("issue") == "open")
 
 
 def failing_began(record, moment):
@@ -1267,7 +1356,7 @@ def failing_began(record, moment):
     by then, if it still went on within a check interval of it (a check reads the signals up to
     an interval before its verdict); epoch seconds, or None (the rollback had another cause: a
     comparison's regression, say)."""
-    state, spells = {"alarm": "OK", "provider": "fine", "metric": "fine", "alb": "fine"}, []
+    state, spells = {"alarm": "OK", "provider": "fine", "metric": "fine", "alb": "fine", "addon": None, "issue": None}, []
     for _, what, value, when in record.conditions:
         if what in state:
             before = failing(state)
@@ -1312,21 +1401,31 @@ def restored_at(record):
     return restored[0] if restored else None
 
 
+HOLDS = {"freeze": "the freeze switch was on", "health": "an AWS Health issue of the Region was open"}
+
+
 def moved_while_frozen(record):
-    """Steps set by a decision made while the freeze switch was on: the bake's last check (the
-    last `Evaluate` before the step's `SetWeights`) or the gate before the first step, entered
-    after the switch was turned on and before it was turned off. A step a person approved is
-    theirs (docs/operations.md, Change freezes)."""
-    turns = sorted((at, state == "on") for _, what, state, at in record.conditions if what == "freeze")
-    if not turns:
+    """Steps set by a decision made while a freeze held: the bake's last check (the last
+    `Evaluate` before the step's `SetWeights`) or the gate before the first step, entered after
+    the switch was turned on (or an AWS Health issue recorded) and before it was turned off (or
+    the issue's close put). A step a person approved is theirs (docs/operations.md, Change
+    freezes)."""
+    turns = {what: sorted((at, state is not None) for _, kind, state, at in record.conditions if kind == what)
+             for what in HOLDS}
+    if not any(turns.values()):
         return []
 
     def frozen_at(moment):
-        on = False
-        for at, turned_on in turns:
-            if at <= moment:
-                on = turned_on
-        return on
+        """What held at `moment`, said."""
+        held = []
+        for what, its_turns in turns.items():
+            on = False
+            for at, turned_on in its_turns:
+                if at <= moment:
+                    on = turned_on
+            if on:
+                held.append(HOLDS[what])
+        return " and ".join(held)
 
     found, decision = [], None
     for event in record.history_events:
@@ -1336,10 +1435,36 @@ def moved_while_frozen(record):
         elif entered == "AwaitApproval":
             decision = None
         elif event.get("stateExitedEventDetails", {}).get("name") == "SetWeights" and decision:
-            if frozen_at(decision[1]):
-                found.append(f"a step was set by {decision[0]} at {decision[1]:.1f}, while the freeze switch was on")
+            if held := frozen_at(decision[1]):
+                found.append(f"a step was set by {decision[0]} at {decision[1]:.1f}, while {held}")
             decision = None
     return found
+
+
+def not_ready(state):
+    return state["insight"] == "ERROR" or state["addon"] == "DEGRADED"
+
+
+def moved_before_ready(record):
+    """Weights set after the readiness look that let them (the last `ClusterReadiness` before
+    the first `SetWeights`) when the world was not ready all through it (EKS's insight in ERROR,
+    or CoreDNS DEGRADED); weights moved by a rollout whose gate failed."""
+    events, report = record.history_events, record.report
+    sets = [i for i, e in enumerate(events) if entered(e, "SetWeights")]
+    if report.error == "ClusterNotHealthy" and (sets or report.weights != record.baseline):
+        return [f"the cluster readiness gate failed, and traffic moved ({report.weights})"]
+    if not sets:
+        return []
+    looks = [i for i, e in enumerate(events[:sets[0]]) if entered(e, "ClusterReadiness")]
+    if not looks:
+        return ["weights were set, and the cluster readiness gate never looked"]
+    start = looks[-1]
+    end = next((j for j in range(start + 1, sets[0]) if exited_output(events[j], "ClusterReadiness") is not None),
+               sets[0])
+    if all(not_ready(condition_at(record, k)) for k in range(start, end + 1)):
+        return [f"weights were set after a readiness look that found the cluster not ready "
+                f"({condition_at(record, start)})"]
+    return []
 
 
 def stepped_back_wrongly(history, record):
@@ -1432,7 +1557,7 @@ def unjudged_to_baseline(record):
 def condition_at(record, index):
     """What the checks' world was at the execution's history event `index`."""
     state = {"alarm": "OK", "provider": "fine", "metric": "fine", "alb": "fine", "outage": None, "reads": None,
-             "compare": "fine"}
+             "compare": "fine", "insight": None, "addon": None, "health": None, "issue": None}
     for at, what, value, _ in record.conditions:
         if at <= index:
             state[what] = value
@@ -1588,7 +1713,9 @@ def features_of(history):
         (["retire"] if history.retire else []) + (["shift-weights Timeout 10 s"] if history.short_timeout else []) + \
         (["execution timeout"] if history.execution_timeout else []) + (["freezes"] if history.freeze else []) + \
         ([f"gradual rollback ({history.gradual})"] if history.gradual else []) + \
-        (["comparison"] if history.compare else [])
+        (["comparison"] if history.compare else []) + \
+        ([f"readiness gate ({history.readiness})"] if history.readiness else []) + \
+        ([f"AWS Health ({history.health})"] if history.health else [])
 
 
 def judged(seed, verbose=False):

@@ -17,22 +17,25 @@ from sandbox.scenarios import Report
 CI_HISTORIES = {
     32: "seed 32: ALB, steps [100], approval before 100 %: never, hooks {'afterEachStep': ['slow'], "
         "'afterPromotion': ['fail'], 'beforeTraffic': ['pass']}, started by the CreateCluster event, a "
-        'gradual rollback (the old cluster unhealthy); alarm after RestoreUnchanged #1; alarm after '
-        'PrepareTraffic #1; throttle after Restore #1; throttle after PrepareTraffic #1',
-    136: 'seed 136: Route 53 via Argo CD, steps [72, 100], approval before 72 %: reject, a gradual rollback '
-         '(the old cluster unhealthy); operator-restore after SetWeights #2; foreign-apply[6] after Restore '
-         '#1; foreign-apply[91] after PrepareTraffic #1; reply-lost after PrepareTraffic #1; '
-         'safety-net-lost after Restore #1; the operator restores after the end',
-    138: 'seed 138: ALB, steps [62, 100], a Datadog check, freezes bounded to 60 s, a gradual rollback (the '
-         'old cluster healthy), the comparison; abort after RestoreUnchanged #1; late-safety-net after '
-         'Evaluate #1; foreign-write[43, 57] after SetWeights #2; provider-slow after Restore #1; provider-'
-         'recovers after Evaluate #1; provider-down after SetWeights #2; freeze after Evaluate #3; unfreeze '
-         'after Evaluate #3; compare-spike after RestoreUnchanged #1; compare-errors after SetWeights #1; '
-         'the operator restores after the end',
-    205: 'seed 205: Route 53, steps [17, 100], a metric threshold; lambda-throttle after Evaluate #1; '
-         'lambda-5xx after SetWeights #2; alarm-clears after Evaluate #1; operator-restore after Evaluate '
-         '#1; metric-fine after Evaluate #1; iam-reads-refused after SetWeights #2; iam-reads-restored '
-         'after PrepareTraffic #1; the operator restores after the end',
+        'gradual rollback (the old cluster unhealthy), AWS Health issues: rollBack (bounded to 60 s); '
+        'alarm after RestoreUnchanged #1; alarm after PrepareTraffic #1; throttle after Restore #1; '
+        'throttle after PrepareTraffic #1; health-open after Evaluate #1; health-close after SetWeights '
+        '#1',
+    136: 'seed 136: Route 53 via Argo CD, steps [72, 100], approval before 72 %: reject, a gradual '
+         'rollback (the old cluster unhealthy); operator-restore after SetWeights #2; foreign-apply[6] '
+         'after Restore #1; foreign-apply[91] after PrepareTraffic #1; reply-lost after PrepareTraffic '
+         '#1; safety-net-lost after Restore #1; the operator restores after the end',
+    138: 'seed 138: ALB, steps [62, 100], a Datadog check, freezes bounded to 60 s, a gradual rollback '
+         '(the old cluster healthy), the comparison; abort after RestoreUnchanged #1; late-safety-net '
+         'after Evaluate #1; foreign-write[43, 57] after SetWeights #2; provider-slow after Restore #1; '
+         'provider-recovers after Evaluate #1; provider-down after SetWeights #2; freeze after Evaluate '
+         '#3; unfreeze after Evaluate #3; compare-spike after RestoreUnchanged #1; compare-errors after '
+         'SetWeights #1; the operator restores after the end',
+    205: 'seed 205: Route 53, steps [17, 100], a metric threshold, a cluster readiness gate (insight '
+         'ready); lambda-throttle after Evaluate #1; lambda-5xx after SetWeights #2; alarm-clears after '
+         'Evaluate #1; operator-restore after Evaluate #1; metric-fine after Evaluate #1; iam-reads-'
+         'refused after SetWeights #2; iam-reads-restored after PrepareTraffic #1; the operator restores '
+         'after the end',
     220: 'seed 220: Route 53 via Argo CD, steps [100]; late-safety-net after RestoreUnchanged #1; '
          'metrics-throttle[4] after Evaluate #2; abort after RestoreUnchanged #1; kube-fault[2, 429] '
          'after SetWeights #1; iam-reads-refused after SetWeights #1; iam-reads-restored after Restore #1',
@@ -40,63 +43,75 @@ CI_HISTORIES = {
          'retires the stable target group; second-rollout after Evaluate #1; metrics-throttle[4] after '
          'Evaluate #2; other-rollout after RestoreUnchanged #1; route53-pending[1] after SetWeights #1; '
          'record-write[8] after Restore #1; safety-net-disabled after Evaluate #2; metric-fine after '
-         'Evaluate #1; metric-fine after SetWeights #1; iam-reads-refused after Evaluate #2; '
-         'iam-reads-restored after RestoreUnchanged #1; the operator restores after the end',
-    739: 'seed 739: ALB, steps [50, 93, 100], a gradual rollback (the old cluster healthy); second-rollout '
-         'after SetWeights #2; alarm after SetWeights #1',
+         'Evaluate #1; metric-fine after SetWeights #1; iam-reads-refused after Evaluate #2; iam-reads-'
+         'restored after RestoreUnchanged #1; the operator restores after the end',
+    739: 'seed 739: ALB, steps [50, 93, 100], a gradual rollback (the old cluster healthy); second-'
+         'rollout after SetWeights #2; alarm after SetWeights #1',
     828: 'seed 828: ALB, steps [100], the ALB judge; reply-lost after SetWeights #1; operator-restore '
          'after Evaluate #1; alb-breach after PrepareTraffic #1; alb-fine after Evaluate #2',
-    2061: 'seed 2061: ALB + Route 53, steps [41, 65, 100], approval before 100 %: approve, failureLimit 2, '
-          "a Datadog check, hooks {'afterPromotion': ['pass'], 'beforeTraffic': ['pass']}; "
-          'operator-restore after SetWeights #1; lambda-throttle after SetWeights #3; alarm-clears after '
-          'Evaluate #3; abort after SetWeights #3; route53-pending[2] after Evaluate #4; route53-throttle '
-          'after Evaluate #4; provider-recovers after Evaluate #6; provider-nodata after Evaluate #5; '
-          'provider-breach after SetWeights #1; iam-refusal after Evaluate #5; iam-restored after '
-          'PrepareTraffic #1; the operator restores after the end',
-    2993: 'seed 2993: ALB + Route 53, steps [71, 100], freezes bounded to 60 s, the comparison; reply-lost '
-          'after Evaluate #4; freeze after Evaluate #1; compare-errors after Evaluate #3; compare-fine after '
-          'Evaluate #3; the operator restores after the end',
+    2061: 'seed 2061: ALB + Route 53, steps [41, 65, 100], approval before 100 %: approve, failureLimit '
+          "2, a Datadog check, hooks {'afterPromotion': ['pass'], 'beforeTraffic': ['pass']}; operator-"
+          'restore after SetWeights #1; lambda-throttle after SetWeights #3; alarm-clears after Evaluate '
+          '#3; abort after SetWeights #3; route53-pending[2] after Evaluate #4; route53-throttle after '
+          'Evaluate #4; provider-recovers after Evaluate #6; provider-nodata after Evaluate #5; provider-'
+          'breach after SetWeights #1; iam-refusal after Evaluate #5; iam-restored after PrepareTraffic '
+          '#1; the operator restores after the end',
+    2993: 'seed 2993: ALB + Route 53, steps [71, 100], freezes bounded to 60 s, the comparison; reply-'
+          'lost after Evaluate #4; freeze after Evaluate #1; compare-errors after Evaluate #3; compare-'
+          'fine after Evaluate #3; the operator restores after the end',
     3621: "seed 3621: a fleet, 2 cells, waves [1, '100%'], budget 1, finishRunning, "
-          'rollbackPromotedOnHalt; fleet-abort after c2:SetWeights #1; lambda-5xx after c2:SetWeights #2; '
-          'cell-alarm-clears[c1] after c1:Evaluate #3; soak-alarm after c1:SetWeights #1',
-    7422: 'seed 7422: ALB, steps [28, 100], retires the stable target group, the comparison; metrics-'
-          'throttle[5] after SetWeights #1; compare-nodata after SetWeights #1; the operator restores after '
-          'the end',
-    9228: 'seed 9228: ALB + Route 53, steps [26, 41, 100]; metrics-throttle[6] after Restore #1; '
-          'foreign-write[80, 20] after SetWeights #3; metrics-throttle[6] after RestoreUnchanged #1; '
-          'metrics-throttle[3] after RestoreUnchanged #1; iam-reads-refused after SetWeights #1; '
-          'iam-reads-restored after Evaluate #1; the operator restores after the end',
+          'rollbackPromotedOnHalt; fleet-abort after c2:SetWeights #1; lambda-5xx after c2:SetWeights #2;'
+          ' cell-alarm-clears[c1] after c1:Evaluate #3; soak-alarm after c1:SetWeights #1',
+    9228: 'seed 9228: ALB + Route 53, steps [26, 41, 100]; metrics-throttle[6] after Restore #1; foreign-'
+          'write[80, 20] after SetWeights #3; metrics-throttle[6] after RestoreUnchanged #1; metrics-'
+          'throttle[3] after RestoreUnchanged #1; iam-reads-refused after SetWeights #1; iam-reads-'
+          'restored after Evaluate #1; the operator restores after the end',
     9413: 'seed 9413: ALB + Route 53, steps [100], a Prometheus check, a metric threshold, retires the '
-          'stable target group; operator-restore after Restore #1; foreign-write[15, 85] after '
-          'RestoreUnchanged #1; reply-lost after PrepareTraffic #1; alarm-clears after Evaluate #2; '
-          'route53-pending[1] after Evaluate #2; route53-throttle after PrepareTraffic #1; provider-down '
-          'after Evaluate #2; provider-up after SetWeights #1; metric-fine after RestoreUnchanged #1; the '
-          'operator restores after the end',
+          'stable target group, AWS Health issues: rollBack (bounded to 60 s); operator-restore after '
+          'Restore #1; foreign-write[15, 85] after RestoreUnchanged #1; reply-lost after PrepareTraffic '
+          '#1; alarm-clears after Evaluate #2; route53-pending[1] after Evaluate #2; route53-throttle '
+          'after PrepareTraffic #1; provider-down after Evaluate #2; provider-up after SetWeights #1; '
+          'metric-fine after RestoreUnchanged #1; health-open after Evaluate #2; the operator restores '
+          'after the end',
     10405: 'seed 10405: ALB, steps [41, 100], failureLimit 2, a Prometheus check, target health gate '
-           "(targets late), a metric threshold, retires the stable target group, shift-weights' Timeout 10 "
-           's; throttle after Evaluate #3; operator-restore after RestoreUnchanged #1; lambda-5xx after '
-           'PrepareTraffic #1; provider-up after Evaluate #2; provider-nodata after Restore #1; '
+           "(targets late), a metric threshold, retires the stable target group, shift-weights' Timeout "
+           '10 s; throttle after Evaluate #3; operator-restore after RestoreUnchanged #1; lambda-5xx '
+           'after PrepareTraffic #1; provider-up after Evaluate #2; provider-nodata after Restore #1; '
            'safety-net-lost after PrepareTraffic #1; targets-registered[4] after PrepareTraffic #1; '
            'metric-breach after SetWeights #2; metric-fine after PrepareTraffic #1; write-past-timeout '
            'after RestoreUnchanged #1; the operator restores after the end',
     12158: "seed 12158: ALB + Route 53, steps [100], hooks {'afterPromotion': ['raise']}, started by the "
-           'CreateCluster event, retires the stable target group, executions time out after 30 s, a gradual '
-           'rollback (the old cluster unhealthy); foreign-write[48, 52] after RestoreUnchanged #1; '
-           'other-rollout after SetWeights #1; record-write[74] after RestoreUnchanged #1; safety-net-lost '
-           'after Evaluate #2; iam-refusal after RestoreUnchanged #1; the operator restores after the end',
+           'CreateCluster event, retires the stable target group, executions time out after 30 s, a '
+           'gradual rollback (the old cluster unhealthy); foreign-write[48, 52] after RestoreUnchanged '
+           '#1; other-rollout after SetWeights #1; record-write[74] after RestoreUnchanged #1; safety-'
+           'net-lost after Evaluate #2; iam-refusal after RestoreUnchanged #1; the operator restores '
+           'after the end',
     12808: 'seed 12808: ALB, steps [15, 100], retires the stable target group, the comparison; metrics-'
-           'throttle[6] after Evaluate #2; late-safety-net after Evaluate #1; abort after Evaluate #3; safety-'
-           'net-lost after SetWeights #2; safety-net-disabled after PrepareTraffic #1; iam-refusal after '
-           'Evaluate #2; compare-errors after RestoreUnchanged #1; the operator restores after the end',
-    13718: 'seed 13718: ALB, steps [12, 81, 100], the comparison; throttle after SetWeights #1; compare-spike '
-           'after Evaluate #4; compare-spike after SetWeights #1',
-    19674: 'seed 19674: ALB + Route 53, steps [53, 100], retires the stable target group, the comparison; '
-           'late-safety-net after Evaluate #4; compare-regression after PrepareTraffic #1; compare-errors '
-           'after Evaluate #4; the operator restores after the end',
+           'throttle[6] after Evaluate #2; late-safety-net after Evaluate #1; abort after Evaluate #3; '
+           'safety-net-lost after SetWeights #2; safety-net-disabled after PrepareTraffic #1; iam-refusal'
+           ' after Evaluate #2; compare-errors after RestoreUnchanged #1; the operator restores after the'
+           ' end',
+    13718: 'seed 13718: ALB, steps [12, 81, 100], the comparison, a cluster readiness gate (insight '
+           'never); throttle after SetWeights #1; compare-spike after Evaluate #4; compare-spike after '
+           'SetWeights #1; addon-recovers after Evaluate #5',
+    19674: 'seed 19674: ALB + Route 53, steps [53, 100], retires the stable target group, the comparison,'
+           ' a cluster readiness gate (insight ready); late-safety-net after Evaluate #4; compare-'
+           'regression after PrepareTraffic #1; compare-errors after Evaluate #4; the operator restores '
+           'after the end',
+    23821: 'seed 23821: ALB + Route 53, steps [100], AWS Health issues: rollBack (bounded to 60 s); '
+           'lambda-5xx after RestoreUnchanged #1; health-open after Evaluate #1; health-close after '
+           'Evaluate #2',
     35690: "seed 35690: a fleet, 2 cells, waves [1, '100%'], budget 1, abortRunning, "
-           'rollbackPromotedOnHalt, a soak, approval before wave 2: approve, cells in us-east-1 and '
-           'eu-west-1; reply-lost after c1:SetWeights #2; cell-foreign-write[c2] after c2:Evaluate #3; '
-           'cell-alarm[c1] after c1:SetWeights #2; cell-event[c2] after c1:Evaluate #1',
+           'rollbackPromotedOnHalt, a soak, approval before wave 2: approve, cells in us-east-1 and eu-'
+           'west-1; reply-lost after c1:SetWeights #2; cell-foreign-write[c2] after c2:Evaluate #3; cell-'
+           'alarm[c1] after c1:SetWeights #2; cell-event[c2] after c1:Evaluate #1',
+    52052: 'seed 52052: ALB + Route 53, steps [5, 100], the comparison; alarm-clears after Evaluate #1; '
+           'compare-nodata after Evaluate #1',
+    138571: 'seed 138571: Route 53 via Argo CD, steps [76, 81, 100], a cluster readiness gate (insight '
+            'late), AWS Health issues: hold (bounded to 60 s); lambda-throttle after RestoreUnchanged #1;'
+            ' late-safety-net after Evaluate #4; lambda-5xx after Evaluate #2; insight-fixed[6] after '
+            'PrepareTraffic #1; addon-recovers after PrepareTraffic #1; addon-degraded after Evaluate #6;'
+            ' health-open after SetWeights #1; health-close after Evaluate #5',
 }
 
 ARN = "arn:aws:states:us-east-1:123456789012:execution:cluster-canary-rollout:history-1"
@@ -384,6 +399,46 @@ def test_the_checker_flags_a_step_set_by_a_decision_made_while_frozen():
     assert any("set by FreezeGate" in v for v in histories.violations(history, gate))
 
 
+def test_the_checker_flags_a_step_set_while_an_aws_health_issue_was_open():
+    """An AWS Health issue of the Region recorded at 10 s, its close put at 20 s: a step set by a
+    check entered at 12 s moved during the hold; one entered at 25 s did not. With `rollBack`,
+    the issue fails the checks: a promotion past them is flagged too."""
+    issue = [(0, "health", "open", 10.0), (0, "health", None, 20.0)]
+    history, moved = made_up("SUCCEEDED", PROMOTED, conditions=issue,
+                             history=[entered("Evaluate", 12.0), exited("SetWeights", {}, 14.0)])
+    assert "a step was set by Evaluate at 12.0, while an AWS Health issue of the Region was open" in \
+        histories.violations(history, moved)
+    history, fine = made_up("SUCCEEDED", PROMOTED, conditions=issue,
+                            history=[entered("Evaluate", 25.0), exited("SetWeights", {}, 27.0)])
+    assert not [v for v in histories.violations(history, fine) if "AWS Health" in v]
+    history, past = made_up("SUCCEEDED", PROMOTED, conditions=[(0, "issue", "open", 1.0)], history=passing_step())
+    history.health = "rollBack"
+    assert "promoted, but no check of step 1 could pass (['fail'])" in histories.violations(history, past)
+
+
+def test_the_checker_flags_weights_set_before_the_cluster_was_ready_and_a_degraded_add_on_passed_over():
+    """EKS's insight in ERROR from the start, fixed once the history held 4 events: weights set
+    after a readiness look at events 0-1 are flagged; after one at 4-5 they are not; a failed gate
+    that moved traffic is flagged; CoreDNS DEGRADED all through a step's check fails it."""
+    error = [(0, "insight", "ERROR", 0.0), (4, "insight", None, 1.0)]
+    gate = [entered("ClusterReadiness"), exited("ClusterReadiness", {})]
+    history, early = made_up("SUCCEEDED", PROMOTED, conditions=error, history=gate + [entered("SetWeights")] + passing_step())
+    history.readiness = "late"
+    assert histories.violations(history, early)[0].startswith(
+        "weights were set after a readiness look that found the cluster not ready")
+    later = gate + [entered("WaitForClusterReadiness"), entered("CountReadinessPoll")] + gate
+    history, fine = made_up("SUCCEEDED", PROMOTED, conditions=error, history=later + [entered("SetWeights")] + passing_step())
+    history.readiness = "late"
+    assert histories.violations(history, fine) == []
+    history, moved = made_up("FAILED", PROMOTED, error="ClusterNotHealthy", conditions=error, history=gate)
+    history.readiness = "never"
+    assert "the cluster readiness gate failed, and traffic moved" in histories.violations(history, moved)[-1]
+    history, degraded = made_up("SUCCEEDED", PROMOTED, conditions=[(0, "addon", "DEGRADED", 0.0)],
+                                history=gate + [entered("SetWeights")] + passing_step())
+    history.readiness = "ready"
+    assert "promoted, but no check of step 1 could pass (['fail'])" in histories.violations(history, degraded)
+
+
 def test_the_checker_flags_a_step_back_it_should_not_have_taken():
     """A step back after a critical alarm, upward, past an old cluster with no healthy target, or
     followed by anything but the restore when it was not taken, breaks a gradual rollback's
@@ -437,7 +492,8 @@ def test_the_pinned_histories_draw_every_kind_of_happening():
     every = {*histories.HAPPENINGS, *histories.ROUTE53_HAPPENINGS, *histories.PROVIDER_HAPPENINGS,
              *histories.METRIC_HAPPENINGS, *histories.ALB_HAPPENINGS, "other-rollout", "safety-net-lost",
              "safety-net-disabled", "iam-refusal", "iam-restored", "iam-reads-refused", "iam-reads-restored",
-             "targets-registered", "write-past-timeout", "freeze", "unfreeze", *histories.COMPARE_HAPPENINGS}
+             "targets-registered", "write-past-timeout", "freeze", "unfreeze", *histories.COMPARE_HAPPENINGS,
+             "insight-fixed", *histories.ADDON_HAPPENINGS, *histories.HEALTH_HAPPENINGS}
     assert every <= made, every - made
     assert {history.kind for history in rollouts} == {*histories.KINDS, histories.ROUTE53}
     assert {point for history in rollouts for point in history.hooks or {}} == set(histories.HOOK_POINTS)
@@ -446,6 +502,8 @@ def test_the_pinned_histories_draw_every_kind_of_happening():
                     "freeze", "gradual", "compare"):
         assert any(getattr(history, feature) for history in rollouts), feature
     assert {history.gradual for history in rollouts} == {None, *histories.GRADUAL}
+    assert {history.readiness for history in rollouts} == {None, *histories.READINESS}
+    assert {history.health for history in rollouts} == {None, *histories.HEALTH_MODES}
     assert any(history.failure_limit > 1 for history in rollouts)
     fleets = [history.fleet for history in drawn if history.fleet]
     assert {h[0] for fleet in fleets for h in fleet.happenings} == set(fleet_histories.FLEET_ACTIONS)
