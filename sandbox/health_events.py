@@ -14,6 +14,7 @@ import time
 import uuid
 from datetime import datetime, timezone
 
+HTTP_DATE = "%a, %d %b %Y %H:%M:%S GMT"  # as AWS Health writes its times
 
 
 class HealthEvents:
@@ -30,17 +31,19 @@ class HealthEvents:
                  f"{detail.get('eventRegion')}: " + (f"evaluate-alarms failed: {answer}" if error else
                                                      str((answer or {}).get("recorded"))))
 
-    def put(self, service, region, status="open", event_arn=None, description="We are investigating an issue."):
-        """AWS Health's event for an issue of `service` in `region` (`open` or `closed`); the
-        event's ARN (give it again to close the same issue)."""
+    def put(self, service, region, status="open", event_arn=None, description="We are investigating an issue.",
+            updated=None):
+        """AWS Health's event for an issue of `service` in `region` (`open` or `closed`), last
+        updated at `updated` (a datetime; now if not given); the event's ARN (give it again to
+        close the same issue)."""
         code = f"AWS_{service}_OPERATIONAL_ISSUE"
         event_arn = event_arn or f"arn:aws:health:{region}::event/{service}/{code}/{code}_{uuid.uuid4().hex[:8]}"
         now = datetime.now(timezone.utc)
+        updated = updated or now
         detail = {
             "eventArn": event_arn, "service": service, "eventTypeCode": code, "eventTypeCategory": "issue",
             "eventScopeCode": "PUBLIC", "communicationId": uuid.uuid4().hex,
-            "startTime": now.strftime("%a, %d %b %Y %H:%M:%S GMT"), "lastUpdatedTime": now.strftime(
-                "%a, %d %b %Y %H:%M:%S GMT"),
+            "startTime": now.strftime(HTTP_DATE), "lastUpdatedTime": updated.strftime(HTTP_DATE),
             "statusCode": status, "eventRegion": region,
             "eventDescription": [{"language": "en_US", "latestDescription": description}],
             "affectedEntities": [],

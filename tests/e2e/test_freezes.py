@@ -6,6 +6,7 @@ A freeze holds a rollout where it is: before its first step (nothing moves), or 
 step's bake (the step stays, its checks go on). It never holds a rollback, and a hold longer
 than the plan's bound ends the rollout as frozen too long."""
 import datetime
+import hashlib
 import json
 import time
 
@@ -244,7 +245,9 @@ def test_an_open_aws_health_issue_in_the_rollouts_region_holds_it_until_it_close
     """AWS Health's event for an EKS issue in the new cluster's Region (on the bus, through the
     stack's AwsHealthEvent rule): recorded, and the rollout holds before its first step, as a
     freeze holds it, saying why; an issue elsewhere, or of a service rollouts do not depend on,
-    holds nothing. Closed, the record goes and the rollout goes on to promotion."""
+    holds nothing. Closed, the record says so and the rollout goes on to promotion; the issue's
+    open delivered again after its close (EventBridge does not promise order) changes nothing,
+    and a closed record past its two days goes at the Region's next close."""
     with Sandbox(log=captured) as sandbox:
         health = sandbox.health_events
         elsewhere = health.put("EKS", "eu-west-1", description="Elevated API latency in eu-west-1.")
@@ -259,14 +262,23 @@ def test_an_open_aws_health_issue_in_the_rollouts_region_holds_it_until_it_close
         time.sleep(1)
         assert all(r["detail"]["eventArn"] != s3 for r in health.reactions), "the rule passes only EKS, ELB, EC2, Route 53"
 
+        # An issue closed three days ago, its record still there.
+        old = "arn:aws:health:us-east-1::event/EC2/AWS_EC2_OPERATIONAL_ISSUE/AWS_EC2_OPERATIONAL_ISSUE_0ld"
+        three_days_ago = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=3)).strftime("%a, %d %b %Y %H:%M:%S GMT")
+        ssm.put_parameter(Name=f"{path}/{hashlib.sha256(old.encode()).hexdigest()[:32]}", Type="String", Value=json.dumps({
+            "eventArn": old, "service": "EC2", "eventTypeCode": "AWS_EC2_OPERATIONAL_ISSUE", "region": "us-east-1",
+            "status": "closed", "startTime": three_days_ago, "lastUpdatedTime": three_days_ago, "description": ""}))
+
         plan = two_steps(sandbox)
         looks, lines = [], []
+        opened = datetime.datetime.now(datetime.timezone.utc)
 
         def on_event(name, state):
             if name == "FreezeGate":
                 looks.append(state["freeze"])
                 if len(looks) == 2:
-                    health.put("EKS", "us-east-1", status="closed", event_arn=issue)
+                    health.put("EKS", "us-east-1", status="closed", event_arn=issue,
+                               updated=opened + datetime.timedelta(minutes=40))
 
         report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "aws-health"), on_event=on_event,
                                  out=lambda line: (captured(line), lines.append(line)))
@@ -278,8 +290,16 @@ def test_an_open_aws_health_issue_in_the_rollouts_region_holds_it_until_it_close
         assert "eu-west-1" not in looks[0]["reason"]
         [frozen] = checked(report.events, "Rollout Frozen")
         assert "AWS Health: an open EKS issue in us-east-1" in frozen["reason"], frozen
-        assert ssm.get_parameters_by_path(Path=path)["Parameters"] == [], "closed: forgotten"
+        [record] = ssm.get_parameters_by_path(Path=path)["Parameters"]
+        assert json.loads(record["Value"])["status"] == "closed", "closed: kept as closed, the old one gone"
         assert report.states.index("SetWeights") > report.states.index("FreezeGate")
+        assert health.answered(issue, "closed")["recorded"].startswith("recorded closed")
+
+        # The issue's open, delivered again after its close: older than the record, it changes nothing.
+        health.reactions.clear()
+        health.put("EKS", "us-east-1", event_arn=issue, updated=opened)
+        assert health.answered(issue, "open")["recorded"].startswith("unchanged: its record holds a later update")
+        assert ssm.get_parameters_by_path(Path=path)["Parameters"] == [record]
 
         # What AWS Health could not have sent is refused, naming what is wrong, and recorded nowhere.
         error, answer = sandbox.invoke("evaluate-alarms", {"operation": "healthEvent", "detail": {
@@ -287,7 +307,7 @@ def test_an_open_aws_health_issue_in_the_rollouts_region_holds_it_until_it_close
             "statusCode": "open", "eventRegion": "us-east-99x"}})
         assert error and answer["errorType"] == "InvalidInput", answer
         assert "detail.eventRegion `us-east-99x` is not an AWS Region" in answer["errorMessage"], answer
-        assert ssm.get_parameters_by_path(Path=path)["Parameters"] == []
+        assert ssm.get_parameters_by_path(Path=path)["Parameters"] == [record]
 
 
 def test_a_plan_that_rolls_back_on_aws_health_issues_rolls_back_at_the_issues_event():

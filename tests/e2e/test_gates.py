@@ -33,7 +33,7 @@ def test_a_canary_target_group_without_healthy_targets_fails_before_traffic():
         assert "canary target group web-green: 0 healthy targets, 1 needed" in report.cause
         assert report.cause.endswith("); no traffic was moved")
         assert report.safety_net["restored"] is False, "a settled end"
-        assert event_types(report) == ["Rollout Started", "Rollout Failed"]
+        assert event_types(report) == ["Rollout Started", "Rollout Held", "Rollout Failed"], "held once, not per look"
         assert report.events[-1][1]["end"] == "TargetsNotHealthy"
         assert report.weights == BASELINE
 
@@ -68,6 +68,12 @@ def test_targets_that_become_healthy_while_waiting_let_the_rollout_go_on():
         assert report.status == "SUCCEEDED", report.cause
         assert [look["ready"] for look in looks] == [False, False, True]
         assert "canary target group web-green: 0 healthy targets, 2 needed" in looks[0]["reason"]
+        # People hear of the hold once (the event), and see each look that held (the metric).
+        held = [detail for kind, detail in report.events if kind == "Rollout Held"]
+        assert [(d["gate"], d["reason"], d["intervalSeconds"]) for d in held] == [
+            ("targetHealth", looks[0]["reason"], 2)], report.events
+        assert [m for m in report.metrics if m[0] == "GateHolds"] == [
+            ("GateHolds", {"Cluster": "us-east-1/green", "Gate": "targetHealth"}, 1)] * 2, report.metrics
         assert looks[2]["reason"] == "every canary target is healthy"
         assert report.states.index("TargetsHealthy?") < report.states.index("SetWeights")
         assert report.weights == PROMOTED
@@ -116,6 +122,11 @@ def test_an_insight_in_error_holds_the_rollout_and_once_fixed_it_goes_on(tmp_pat
                                  out=captured)
         assert report.status == "SUCCEEDED", report.cause
         assert [look["ready"] for look in looks] == [False, False, True]
+        held = [detail for kind, detail in report.events if kind == "Rollout Held"]
+        assert [(d["gate"], d["reason"], d["maxPolls"]) for d in held] == [
+            ("clusterReadiness", looks[0]["reason"], 20)], report.events
+        assert [m for m in report.metrics if m[0] == "GateHolds"] == [
+            ("GateHolds", {"Cluster": "us-east-1/green", "Gate": "clusterReadiness"}, 1)] * 2, report.metrics
         assert looks[0]["reason"] == (
             'insight "Deprecated APIs removed in Kubernetes v1.35" (UPGRADE_READINESS) is ERROR: Deprecated API '
             "usage detected within last 30 days: Update manifests and API clients to use newer Kubernetes APIs")

@@ -33,8 +33,9 @@ pub struct CalendarReading {
     pub next_transition: Option<String>,
 }
 
-/// Most open AWS Health issues read for one Region (AWS rarely has more than a few open).
-const MAX_HEALTH_RECORDS_READ: usize = 20;
+/// Most AWS Health records read for one Region: its open issues (AWS rarely has more than a
+/// few open) and the issues closed in the last `CLOSED_RECORD_KEPT`.
+const MAX_HEALTH_RECORDS_READ: usize = 50;
 
 #[async_trait]
 pub trait FreezeApi: Send + Sync {
@@ -45,16 +46,17 @@ pub trait FreezeApi: Send + Sync {
     async fn switch(&self, parameter: &str) -> Result<FreezeSwitch, AwsError>;
     /// Overwrites the switch.
     async fn set_switch(&self, parameter: &str, switch: &FreezeSwitch) -> Result<(), AwsError>;
-    /// The open AWS Health issues recorded under `path` (one Region's).
-    async fn open_health_events(&self, path: &str) -> Result<Vec<HealthEvent>, AwsError>;
+    /// The AWS Health issues recorded under `path` (one Region's): the open ones, and the
+    /// closed ones kept a while (`canary_core::health::CLOSED_RECORD_KEPT`; `holds()` tells).
+    async fn health_records(&self, path: &str) -> Result<Vec<HealthEvent>, AwsError>;
 }
 
-/// The records of open AWS Health issues: written by the `healthEvent` operation only.
+/// The records of AWS Health issues: written by the `healthEvent` operation only.
 #[async_trait]
 pub trait HealthRecords: Send + Sync {
-    /// Records an open issue under `<path>/<region>/` (again: overwritten).
+    /// Records an issue's latest update under `<path>/<region>/` (again: overwritten).
     async fn record_health_event(&self, path: &str, event: &HealthEvent) -> Result<(), AwsError>;
-    /// Forgets a closed one; one never recorded is no error.
+    /// Forgets an issue; one never recorded is no error.
     async fn forget_health_event(&self, path: &str, event: &HealthEvent) -> Result<(), AwsError>;
 }
 
@@ -133,7 +135,7 @@ impl FreezeApi for SdkFreeze {
         })
     }
 
-    async fn open_health_events(&self, path: &str) -> Result<Vec<HealthEvent>, AwsError> {
+    async fn health_records(&self, path: &str) -> Result<Vec<HealthEvent>, AwsError> {
         let mut found = Vec::new();
         let mut token = None;
         loop {
@@ -285,7 +287,7 @@ impl<'a> Freezes<'a> {
         if let Some(path) = &self.stack.health_path {
             for region in regions {
                 let region_path = health_region_path(path, region);
-                match self.api.open_health_events(&region_path).await {
+                match self.api.health_records(&region_path).await {
                     Ok(events) => reasons.extend(
                         events
                             .iter()

@@ -63,5 +63,5 @@ pub use route53::{
     NewWeightedRecord, Route53Api, Route53Reads, SdkRoute53, TxtRecord, WeightedRecord,
 };
 pub use secrets::{SdkSecrets, SecretsApi};
-pub use utc::utc_time;
+pub use utc::{http_date, utc_time};
 pub use watches::{AlarmWatchStore, SdkAlarmWatches, TaskFailer};

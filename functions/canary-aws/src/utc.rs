@@ -1,5 +1,5 @@
 //! Times as Step Functions writes them into an execution's state (`$$.State.EnteredTime`,
-//! `$$.Execution.StartTime`).
+//! `$$.Execution.StartTime`), and as AWS Health writes them into its events.
 
 use std::time::SystemTime;
 
@@ -17,6 +17,13 @@ pub fn utc_time(text: &str) -> Option<SystemTime> {
     SystemTime::try_from(at).ok()
 }
 
+/// An HTTP date (IMF-fixdate), as AWS Health gives an event's `startTime` and
+/// `lastUpdatedTime` (`Fri, 27 Jan 2023 06:02:51 GMT`).
+pub fn http_date(text: &str) -> Option<SystemTime> {
+    let at = DateTime::from_str(text, Format::HttpDate).ok()?;
+    SystemTime::try_from(at).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -28,5 +35,12 @@ mod tests {
         assert_eq!(utc_time("2026-11-18T08:26:40.192Z"), Some(at));
         assert_eq!(utc_time("2026-11-18T08:26:40.192000+00:00"), Some(at));
         assert_eq!(utc_time("yesterday"), None);
+    }
+
+    #[test]
+    fn aws_health_times() {
+        let at = UNIX_EPOCH + Duration::from_secs(1_674_799_371);
+        assert_eq!(http_date("Fri, 27 Jan 2023 06:02:51 GMT"), Some(at));
+        assert_eq!(http_date("2023-01-27T06:02:51Z"), None);
     }
 }

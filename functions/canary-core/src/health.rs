@@ -6,6 +6,8 @@
 //! rollout as a change freeze does (`crate::freeze`): no step forward, within the freeze's
 //! bound, until AWS Health says it is closed.
 
+use std::time::{Duration, SystemTime};
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -22,6 +24,11 @@ pub const HELD_BY_SERVICES: [&str; 4] = ["EKS", "ELASTICLOADBALANCING", "EC2", "
 /// Most bytes of an event's description kept in its record (it is shown in a held rollout's
 /// reason line, cut there again).
 pub const MAX_DESCRIPTION_BYTES: usize = 512;
+/// How long the record of a closed issue is kept. EventBridge does not promise order and
+/// retries a delivery for up to 24 hours: an earlier update of the issue (its `open`) can
+/// arrive after its close. The closed record is newer, so that late update changes nothing,
+/// where a deleted record would let it hold the Region's rollouts until their freeze bound.
+pub const CLOSED_RECORD_KEPT: Duration = Duration::from_secs(2 * 24 * 3600);
 
 /// One AWS Health event, reduced to what a hold says (and as its record stores it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,7 +45,23 @@ pub struct HealthEvent {
     pub status: String,
     /// As AWS Health gives it (`Fri, 27 Jan 2023 06:02:51 GMT`).
     pub start_time: String,
+    /// When AWS Health last updated the issue, as it gives it: orders the deliveries of one
+    /// issue's updates. Empty in a record written before it was kept.
+    #[serde(default)]
+    pub last_updated_time: String,
     pub description: String,
+}
+
+/// What one delivery of an issue's event does to the issue's record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordChange {
+    /// Written: an open issue holds the Region's rollouts; a closed one's record says it is
+    /// closed (and outlives late deliveries of its earlier updates: [`CLOSED_RECORD_KEPT`]).
+    Record,
+    /// Deleted: neither open nor closed (`upcoming`), or a service no rollout waits on.
+    Forget,
+    /// Nothing: the record holds a later update of the issue than this one.
+    Stale,
 }
 
 impl HealthEvent {
@@ -59,6 +82,7 @@ impl HealthEvent {
             region: text("eventRegion")?,
             status: text("statusCode")?,
             start_time: text("startTime").unwrap_or_default(),
+            last_updated_time: text("lastUpdatedTime").unwrap_or_default(),
             description: detail
                 .get("eventDescription")
                 .and_then(Value::as_array)
@@ -93,6 +117,41 @@ impl HealthEvent {
         self.status == "open" && HELD_BY_SERVICES.contains(&self.service.as_str())
     }
 
+    /// What this delivery does to the issue's record (`recorded`: the record there is, if any).
+    /// `updated` reads AWS Health's times; a time missing or unreadable on either side orders
+    /// nothing, and the delivery is taken.
+    pub fn record_change(
+        &self,
+        recorded: Option<&HealthEvent>,
+        updated: impl Fn(&str) -> Option<SystemTime>,
+    ) -> RecordChange {
+        let older = recorded.is_some_and(|recorded| {
+            matches!(
+                (updated(&self.last_updated_time), updated(&recorded.last_updated_time)),
+                (Some(this), Some(theirs)) if this < theirs
+            )
+        });
+        if older {
+            RecordChange::Stale
+        } else if self.holds() || self.status == "closed" {
+            RecordChange::Record
+        } else {
+            RecordChange::Forget
+        }
+    }
+
+    /// Whether this record is of a closed issue last updated more than [`CLOSED_RECORD_KEPT`]
+    /// before `now` (one without a readable time: too).
+    pub fn closed_and_expired(
+        &self,
+        now: SystemTime,
+        updated: impl Fn(&str) -> Option<SystemTime>,
+    ) -> bool {
+        self.status == "closed"
+            && updated(&self.last_updated_time)
+                .is_none_or(|at| now.duration_since(at).unwrap_or_default() > CLOSED_RECORD_KEPT)
+    }
+
     /// Its record's name under the Region's path: the event ARN's digest (an ARN has `/`).
     pub fn record_name(&self) -> String {
         let digest = Sha256::digest(self.event_arn.as_bytes());
@@ -125,6 +184,7 @@ mod tests {
             "eventTypeCategory": "issue",
             "eventScopeCode": "PUBLIC",
             "startTime": "Fri, 27 Nov 2026 06:02:51 GMT",
+            "lastUpdatedTime": "Fri, 27 Nov 2026 06:10:00 GMT",
             "statusCode": "open",
             "eventRegion": "us-east-1",
             "eventDescription": [{"language": "en_US", "latestDescription": "We are investigating increased API error rates."}],
@@ -162,5 +222,60 @@ mod tests {
             let err = HealthEvent::parse(&bad).expect_err(field);
             assert!(err.starts_with(said), "{err}");
         }
+    }
+
+    /// The test's clock: minutes since a day's start, spelled `+<minutes>`.
+    fn minutes(text: &str) -> Option<SystemTime> {
+        let minutes: u64 = text.strip_prefix('+')?.parse().ok()?;
+        Some(SystemTime::UNIX_EPOCH + Duration::from_secs(minutes * 60))
+    }
+
+    fn update(status: &str, at: &str) -> HealthEvent {
+        let mut detail = detail();
+        detail["statusCode"] = json!(status);
+        detail["lastUpdatedTime"] = json!(at);
+        HealthEvent::parse(&detail).expect("valid")
+    }
+
+    #[test]
+    fn an_issues_updates_apply_in_aws_healths_order_not_in_delivery_order() {
+        let (opened, closed) = (update("open", "+10"), update("closed", "+70"));
+        assert_eq!(opened.record_change(None, minutes), RecordChange::Record);
+        assert_eq!(
+            closed.record_change(Some(&opened), minutes),
+            RecordChange::Record
+        );
+        // Its open delivered after its close (EventBridge does not promise order): nothing.
+        assert_eq!(
+            opened.record_change(Some(&closed), minutes),
+            RecordChange::Stale
+        );
+        // A later update of one issue, open again or updated: taken.
+        assert_eq!(
+            update("open", "+90").record_change(Some(&closed), minutes),
+            RecordChange::Record
+        );
+        // Without a readable time on either side, nothing is ordered: the delivery is taken.
+        assert_eq!(
+            update("open", "").record_change(Some(&closed), minutes),
+            RecordChange::Record
+        );
+        assert_eq!(
+            update("upcoming", "+95").record_change(Some(&closed), minutes),
+            RecordChange::Forget
+        );
+    }
+
+    #[test]
+    fn a_closed_issues_record_outlives_eventbridges_retries_then_goes() {
+        let closed = update("closed", "+0");
+        let at = |minutes: u64| SystemTime::UNIX_EPOCH + Duration::from_secs(minutes * 60);
+        assert!(
+            !closed.closed_and_expired(at(25 * 60), minutes),
+            "a day's retries later"
+        );
+        assert!(closed.closed_and_expired(at(49 * 60), minutes));
+        assert!(!update("open", "+0").closed_and_expired(at(49 * 60), minutes));
+        assert!(update("closed", "").closed_and_expired(at(0), minutes));
     }
 }

@@ -15,6 +15,10 @@ use crate::weights::TargetWeights;
 
 pub const NAMESPACE: &str = "ClusterCanary";
 
+/// The gates before traffic a `GateHolds` point names (the plan's sections): a bounded
+/// dimension.
+pub const GATES: [&str; 2] = ["targetHealth", "clusterReadiness"];
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, IntoStaticStr, VariantArray)]
 pub enum Metric {
     /// The canary's share of a target's weights after a change, read back (0–100).
@@ -60,6 +64,9 @@ pub enum Metric {
     /// 1 for each check or look of a rollout a change freeze holds where it is (a Change
     /// Calendar CLOSED, the stack's freeze switch on).
     FrozenChecks,
+    /// 1 for each look of a gate before traffic that held the rollout (`Gate`: [`GATES`]):
+    /// the canary's targets not healthy yet, EKS saying the new cluster is not ready.
+    GateHolds,
     /// A fleet's cells promoted in a wave (`Fleet`: the fleet plan's name).
     CellsPromoted,
     /// A fleet's cells that ended without promotion in a wave (failed, or never started).
@@ -85,6 +92,7 @@ impl Metric {
             | Metric::SafetyNetSweeps
             | Metric::AlarmWatchUnavailable
             | Metric::FrozenChecks
+            | Metric::GateHolds
             | Metric::CellsPromoted
             | Metric::CellsFailed => "Count",
             Metric::LatencySeconds | Metric::RollbackSeconds => "Seconds",
@@ -100,6 +108,7 @@ impl Metric {
             }
             Metric::ErrorRatePercent | Metric::LatencySeconds => &["Cluster", "Target", "Side"],
             Metric::MetricValue => &["Cluster", "Check"],
+            Metric::GateHolds => &["Cluster", "Gate"],
             Metric::ComparedMedian => &["Cluster", "Check", "Side"],
             Metric::Rollbacks => &["Cluster", "Cause"],
             Metric::RollbackSeconds
@@ -216,6 +225,16 @@ impl Point {
 
     pub fn frozen_check(cluster: &str) -> Self {
         Point::new(Metric::FrozenChecks, vec![cluster.to_owned()], 1.0)
+    }
+
+    /// A look of `gate` (one of [`GATES`]) that held the rollout.
+    pub fn gate_hold(cluster: &str, gate: &'static str) -> Self {
+        debug_assert!(GATES.contains(&gate), "{gate}");
+        Point::new(
+            Metric::GateHolds,
+            vec![cluster.to_owned(), gate.to_owned()],
+            1.0,
+        )
     }
 
     pub fn foreign_change(cluster: &str) -> Self {
@@ -354,6 +373,7 @@ mod tests {
             Point::safety_net_sweep("r/c"),
             Point::alarm_watch_unavailable("r/c"),
             Point::frozen_check("r/c"),
+            Point::gate_hold("r/c", "clusterReadiness"),
             Point::compared_median("r/c", "p99 latency", "canary", 0.15),
         ]
         .into_iter()

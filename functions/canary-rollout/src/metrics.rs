@@ -56,6 +56,11 @@ pub fn frozen_check(plan: &RolloutPlan) {
     emit_metrics([Point::frozen_check(&cluster(plan))]);
 }
 
+/// A look of a gate before traffic (`canary_core::metrics::GATES`) held the rollout.
+pub fn gate_hold(plan: &RolloutPlan, gate: &'static str) {
+    emit_metrics([Point::gate_hold(&cluster(plan), gate)]);
+}
+
 /// A foreign change stopped the rollout.
 pub fn foreign_change(plan: &RolloutPlan) {
     emit_metrics([Point::foreign_change(&cluster(plan))]);

@@ -36,16 +36,16 @@ use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use canary_aws::{
-    AlarmWatchStore, EventPublisher, ExecutionsApi, Freezes, FunctionInvoker, HealthRecords,
-    RuleState, RuleStates, SdkAlarmWatches, SdkConfig, SdkEvents, SdkExecutions, SdkFreeze,
-    SdkFunctions, StackFreeze, TaskFailer,
+    health_region_path, http_date, AlarmWatchStore, EventPublisher, ExecutionsApi, Freezes,
+    FunctionInvoker, HealthRecords, RuleState, RuleStates, SdkAlarmWatches, SdkConfig, SdkEvents,
+    SdkExecutions, SdkFreeze, SdkFunctions, StackFreeze, TaskFailer,
 };
 use canary_core::alarm_watch::{AlarmStateChange, WatchDuring, WatchedStep};
 use canary_core::analysis::compare::Evidence;
 use canary_core::analysis::{BakeProgress, Decision};
 use canary_core::approval::Rejection;
 use canary_core::freeze::{hold, FreezeGate};
-use canary_core::health::HealthEvent;
+use canary_core::health::{HealthEvent, RecordChange};
 use canary_core::hooks::HookPoint;
 use canary_core::input::parse_input;
 use canary_core::{RolloutPlan, TargetWeights};
@@ -438,18 +438,48 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
                         .to_owned(),
                 ));
             };
-            let recorded = if event.holds() {
-                apis.health.record_health_event(path, &event).await?;
-                "recorded: rollouts in its Region are held while it is open"
-            } else {
-                apis.health.forget_health_event(path, &event).await?;
-                "forgotten (not an open issue of a service rollouts depend on)"
+            // The Region's records (one read): this issue's, to order its updates by, and the
+            // closed issues' whose time to be kept is over.
+            let records = apis
+                .freezes
+                .api
+                .health_records(&health_region_path(path, &event.region))
+                .await?;
+            let recorded = records.iter().find(|r| r.event_arn == event.event_arn);
+            let change = event.record_change(recorded, http_date);
+            let recorded = match change {
+                RecordChange::Stale => {
+                    "unchanged: its record holds a later update of the issue (delivered out of order)"
+                }
+                RecordChange::Record if event.holds() => {
+                    apis.health.record_health_event(path, &event).await?;
+                    "recorded: rollouts in its Region are held while it is open"
+                }
+                RecordChange::Record => {
+                    apis.health.record_health_event(path, &event).await?;
+                    "recorded closed: it holds nothing, and a late delivery of its open changes nothing"
+                }
+                RecordChange::Forget => {
+                    apis.health.forget_health_event(path, &event).await?;
+                    "forgotten (not an open issue of a service rollouts depend on)"
+                }
             };
+            for expired in records
+                .iter()
+                .filter(|r| r.event_arn != event.event_arn)
+                .filter(|r| r.closed_and_expired(SystemTime::now(), http_date))
+            {
+                apis.health.forget_health_event(path, expired).await?;
+            }
             info!(event = %event.event_arn, service = %event.service, region = %event.region, status = %event.status, recorded, "AWS Health event");
-            // The rollouts that roll back on it: their bakes' watches fail at once.
+            // The rollouts that roll back on it: their bakes' watches fail at once (not for a
+            // stale update: the issue it opened is closed).
             let now = epoch_seconds(SystemTime::now());
-            let reaction =
-                alarm_watch::on_health_event(apis.watches()?, apis.tasks, &event, now).await?;
+            let reaction = if change == RecordChange::Stale {
+                alarm_watch::HealthReaction::default()
+            } else {
+                alarm_watch::on_health_event(apis.watches()?, apis.tasks, &event, now).await?
+            };
             Ok(
                 json!({"eventArn": event.event_arn, "region": event.region, "status": event.status,
                       "recorded": recorded, "failed": reaction.failed,

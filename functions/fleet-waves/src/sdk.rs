@@ -49,8 +49,8 @@ impl FreezeApi for SdkFleetApis {
         self.freeze.set_switch(parameter, switch).await
     }
 
-    async fn open_health_events(&self, path: &str) -> Result<Vec<HealthEvent>, AwsError> {
-        self.freeze.open_health_events(path).await
+    async fn health_records(&self, path: &str) -> Result<Vec<HealthEvent>, AwsError> {
+        self.freeze.health_records(path).await
     }
 }
 

@@ -90,7 +90,7 @@ impl FreezeApi for World {
         Ok(())
     }
 
-    async fn open_health_events(
+    async fn health_records(
         &self,
         _: &str,
     ) -> Result<Vec<canary_core::health::HealthEvent>, AwsError> {

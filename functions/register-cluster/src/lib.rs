@@ -21,6 +21,7 @@ use canary_aws::{
 use canary_core::argocd::{ArgoCdSection, MAX_APPS_POLLS};
 use canary_core::cluster_readiness::{readiness_problems, readiness_reason};
 use canary_core::input::parse_input;
+use canary_core::metrics::{self, Point};
 use canary_core::plan::ClusterRef;
 use canary_core::{ErrorName, NamedError, PlanErrors, RolloutPlan};
 use canary_kube::registration::Registration;
@@ -449,6 +450,12 @@ pub async fn handle(deps: &Deps<'_>, input: Value) -> Result<Value, RegisterErro
             let problems = readiness_problems(gate, &reading);
             let timing = gate.resolve();
             info!(cluster = %name, ready = problems.is_empty(), problems = problems.len(), "cluster readiness");
+            if !problems.is_empty() {
+                metrics::emit([Point::gate_hold(
+                    &metrics::cluster_dimension(region, name),
+                    "clusterReadiness",
+                )]);
+            }
             serde_json::to_value(ReadinessOutput {
                 ready: problems.is_empty(),
                 reason: readiness_reason(&problems),

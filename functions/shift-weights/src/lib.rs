@@ -212,7 +212,12 @@ pub async fn handle(
             to_json(retire::detach(apis, &RolloutPlan::parse(plan)?.plan, &expected).await?)
         }
         Request::TargetHealth { plan } => {
-            to_json(target_health::target_health(apis, &RolloutPlan::parse(plan)?.plan).await?)
+            let plan = RolloutPlan::parse(plan)?.plan;
+            let look = target_health::target_health(apis, &plan).await?;
+            if !look.ready {
+                canary_rollout::metrics::gate_hold(&plan, "targetHealth");
+            }
+            to_json(look)
         }
         Request::Verify { plan, expected } => {
             to_json(set::verify(apis.reads(), &RolloutPlan::parse(plan)?, &expected).await?)

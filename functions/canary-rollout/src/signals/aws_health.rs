@@ -32,7 +32,7 @@ impl SignalSource for AwsHealthIssues<'_> {
             outcomes.extend(
                 self.reads
                     .api
-                    .open_health_events(&path)
+                    .health_records(&path)
                     .await?
                     .iter()
                     .filter(|e| e.holds())
