@@ -472,3 +472,121 @@ def test_eks_insights_and_add_ons_answer_as_eks_documents(moto_endpoint):
     assert refused.value.response["Error"]["Message"] == "No addon: aws-ebs-csi-driver found in cluster: insightful"
     eks.delete_addon(clusterName="insightful", addonName="vpc-cni")
     assert eks.list_addons(clusterName="insightful")["addons"] == ["coredns"]
+
+
+def harness_ga(endpoint, control):
+    request = urllib.request.Request(f"{endpoint}/_harness/globalaccelerator/123456789012",
+                                     data=json.dumps(control).encode(), method="POST")
+    with urllib.request.urlopen(request) as answer:
+        return json.loads(answer.read())
+
+
+def refused_with(call):
+    with pytest.raises(ClientError) as refused:
+        call()
+    error = refused.value.response["Error"]
+    return error["Code"], error["Message"]
+
+
+def test_global_accelerator_answers_as_its_api_reference_documents(moto_endpoint):
+    """Accelerators, listeners and endpoint groups over the wire (botocore's client, JSON 1.1 in
+    us-west-2): the API reference's shapes, defaults, limits and errors, an UpdateEndpointGroup
+    that replaces the whole list, IN_PROGRESS then DEPLOYED after a write, a transaction in
+    progress refused where the reference lists it."""
+    harness_ga(moto_endpoint, {"deploySeconds": 1, "transactionSeconds": 0.5})
+    ga = boto3.client("globalaccelerator", endpoint_url=moto_endpoint,
+                      **{**CREDENTIALS, "region_name": "us-west-2"})
+    balancers = {}
+    for region in ("us-east-1", "eu-west-1"):
+        ec2 = boto3.client("ec2", endpoint_url=moto_endpoint, **{**CREDENTIALS, "region_name": region})
+        vpc = ec2.create_vpc(CidrBlock="10.7.0.0/16")["Vpc"]["VpcId"]
+        subnets = [ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.7.{i}.0/24", AvailabilityZone=f"{region}{zone}")
+                   ["Subnet"]["SubnetId"] for i, zone in ((1, "a"), (2, "b"))]
+        elbv2 = boto3.client("elbv2", endpoint_url=moto_endpoint, **{**CREDENTIALS, "region_name": region})
+        balancers[region] = [elbv2.create_load_balancer(Name=f"{name}-{region}", Subnets=subnets)
+                             ["LoadBalancers"][0]["LoadBalancerArn"] for name in ("blue", "green")]
+    blue, green = balancers["us-east-1"]
+
+    accelerator = ga.create_accelerator(Name="web", IdempotencyToken="1")["Accelerator"]
+    assert accelerator["AcceleratorArn"].startswith("arn:aws:globalaccelerator::123456789012:accelerator/")
+    assert (accelerator["Status"], accelerator["Enabled"], accelerator["IpAddressType"]) == ("IN_PROGRESS", True, "IPV4")
+    assert accelerator["DnsName"].endswith(".awsglobalaccelerator.com") and len(accelerator["IpSets"][0]["IpAddresses"]) == 2
+    arn = accelerator["AcceleratorArn"]
+    listener = ga.create_listener(AcceleratorArn=arn, PortRanges=[{"FromPort": 443, "ToPort": 443}], Protocol="TCP",
+                                  IdempotencyToken="2")["Listener"]
+    assert listener["ClientAffinity"] == "NONE" and listener["ListenerArn"].startswith(f"{arn}/listener/")
+    group = ga.create_endpoint_group(
+        ListenerArn=listener["ListenerArn"], EndpointGroupRegion="us-east-1", IdempotencyToken="3",
+        EndpointConfigurations=[{"EndpointId": blue, "Weight": 255}, {"EndpointId": green, "Weight": 0}])["EndpointGroup"]
+    assert group["EndpointGroupArn"].startswith(f"{listener['ListenerArn']}/endpoint-group/")
+    assert (group["TrafficDialPercentage"], group["HealthCheckProtocol"], group["HealthCheckIntervalSeconds"],
+            group["ThresholdCount"], group["HealthCheckPort"]) == (100.0, "TCP", 30, 3, 443)
+    assert [(e["EndpointId"], e["Weight"], e["HealthState"]) for e in group["EndpointDescriptions"]] == [
+        (blue, 255, "INITIAL"), (green, 0, "INITIAL")]
+    group_arn = group["EndpointGroupArn"]
+    assert refused_with(lambda: ga.create_endpoint_group(
+        ListenerArn=listener["ListenerArn"], EndpointGroupRegion="us-east-1", IdempotencyToken="4"))[0] == \
+        "EndpointGroupAlreadyExistsException"
+
+    # What the model refuses, in the front end's words; what the service refuses, by name.
+    assert refused_with(lambda: ga.update_endpoint_group(
+        EndpointGroupArn=group_arn, EndpointConfigurations=[{"EndpointId": blue, "Weight": 256}])) == (
+        "ValidationException", "1 validation error detected: Value '256' at 'endpointConfigurations.1.member.weight' "
+                               "failed to satisfy constraint: Member must have value less than or equal to 255")
+    assert refused_with(lambda: ga.update_endpoint_group(EndpointGroupArn=group_arn, TrafficDialPercentage=100.5))[1] \
+        .endswith("Member must have value less than or equal to 100")
+    eleven = [{"EndpointId": f"eipalloc-{i:08x}"} for i in range(11)]
+    assert refused_with(lambda: ga.update_endpoint_group(EndpointGroupArn=group_arn, EndpointConfigurations=eleven))[1] \
+        .endswith("Member must have length less than or equal to 10")
+    for endpoint, said in ((balancers["eu-west-1"][0], "is not in the endpoint group's Region us-east-1"),
+                           (blue.replace("/blue-", "/gone-"), "is not a valid, active resource"),
+                           ("sg-12345678", "is not a load balancer ARN")):
+        code, message = refused_with(lambda: ga.update_endpoint_group(
+            EndpointGroupArn=group_arn, EndpointConfigurations=[{"EndpointId": endpoint}]))
+        assert code == "InvalidArgumentException" and said in message, (code, message)
+    assert refused_with(lambda: ga.update_endpoint_group(EndpointGroupArn=group_arn, HealthCheckIntervalSeconds=20))[0] \
+        == "InvalidArgumentException"
+    assert refused_with(lambda: ga.describe_endpoint_group(EndpointGroupArn=group_arn + "0"))[0] == \
+        "EndpointGroupNotFoundException"
+    assert [e["Weight"] for e in ga.describe_endpoint_group(EndpointGroupArn=group_arn)["EndpointGroup"]
+            ["EndpointDescriptions"]] == [255, 0], "nothing refused changed anything"
+
+    # A write's transaction: AddEndpoints (whose reference lists TransactionInProgressException)
+    # refused while it runs; UpdateEndpointGroup (whose reference does not) never.
+    ga.update_endpoint_group(EndpointGroupArn=group_arn, EndpointConfigurations=[
+        {"EndpointId": blue, "Weight": 128}, {"EndpointId": green, "Weight": 128}])
+    assert refused_with(lambda: ga.add_endpoints(EndpointGroupArn=group_arn, EndpointConfigurations=[
+        {"EndpointId": "eipalloc-0123abcd"}]))[0] == "TransactionInProgressException"
+    ga.update_endpoint_group(EndpointGroupArn=group_arn, TrafficDialPercentage=50)
+    assert ga.describe_accelerator(AcceleratorArn=arn)["Accelerator"]["Status"] == "IN_PROGRESS"
+    time.sleep(1.1)
+    deployed = ga.describe_endpoint_group(EndpointGroupArn=group_arn)["EndpointGroup"]
+    assert ga.describe_accelerator(AcceleratorArn=arn)["Accelerator"]["Status"] == "DEPLOYED"
+    assert deployed["TrafficDialPercentage"] == 50.0
+    assert [(e["Weight"], e["HealthState"]) for e in deployed["EndpointDescriptions"]] == [(128, "HEALTHY")] * 2
+    # The whole list: what an update does not name is no longer an endpoint.
+    ga.update_endpoint_group(EndpointGroupArn=group_arn, EndpointConfigurations=[{"EndpointId": green}])
+    assert [(e["EndpointId"], e["Weight"]) for e in ga.describe_endpoint_group(EndpointGroupArn=group_arn)
+            ["EndpointGroup"]["EndpointDescriptions"]] == [(green, 128)]
+
+    # Stuck IN_PROGRESS; an endpoint forced unhealthy; deletes in the documented order.
+    harness_ga(moto_endpoint, {"deploySeconds": 3600, "transactionSeconds": 0, "health": {green: "UNHEALTHY"}})
+    time.sleep(0.6)  # the last write's transaction
+    ga.update_accelerator(AcceleratorArn=arn, Enabled=False)
+    assert ga.describe_accelerator(AcceleratorArn=arn)["Accelerator"]["Status"] == "IN_PROGRESS"
+    assert refused_with(lambda: ga.delete_accelerator(AcceleratorArn=arn))[0] == "AssociatedListenerFoundException"
+    assert refused_with(lambda: ga.delete_listener(ListenerArn=listener["ListenerArn"]))[0] == \
+        "AssociatedEndpointGroupFoundException"
+    harness_ga(moto_endpoint, {"deploySeconds": 0})
+    ga.update_endpoint_group(EndpointGroupArn=group_arn)
+    assert ga.describe_endpoint_group(EndpointGroupArn=group_arn)["EndpointGroup"]["EndpointDescriptions"][0][
+        "HealthState"] == "UNHEALTHY"
+    ga.delete_endpoint_group(EndpointGroupArn=group_arn)
+    ga.delete_listener(ListenerArn=listener["ListenerArn"])
+    ga.delete_accelerator(AcceleratorArn=arn)
+    assert ga.list_accelerators()["Accelerators"] == []
+
+    # The API lives in us-west-2: a request signed for another Region is refused.
+    elsewhere = boto3.client("globalaccelerator", endpoint_url=moto_endpoint, **CREDENTIALS)
+    code, message = refused_with(lambda: elsewhere.list_accelerators())
+    assert code == "InvalidSignatureException" and "Credential should be scoped to a valid region" in message

@@ -185,6 +185,12 @@ Everything else is stock moto.
    values and their schema, Pod Identity associations, UpdateAddon, insight refresh
    (StartInsightsRefresh), and the insights EKS would compute from a cluster's API traffic.
 
+21. AWS Global Accelerator, which moto lacks: a service of its own, written from AWS's API
+   reference and botocore's model of it, in tests/moto/global_accelerator.py (its header says
+   what it models and what not), served on moto's endpoint for the requests whose
+   `X-Amz-Target` is Global Accelerator's, with its harness control at
+   `POST /_harness/globalaccelerator/<account>`.
+
 Still not modelled: the 256 KiB limit on Pass and Choice state output (moto checks task
 results only).
 
@@ -275,6 +281,8 @@ from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_aws_sdk import (
     StateTaskServiceAwsSdk,
 )
+
+import global_accelerator  # beside this file (patch 21)
 
 
 def put_composite_alarm(self):
@@ -1002,6 +1010,8 @@ def with_harness_routes(app):
     """moto's app, and the harness's own paths (`/_harness/...`: not AWS's API)."""
     def serve(environ, start_response):
         path = environ.get("PATH_INFO", "")
+        if global_accelerator.serves(environ):
+            return global_accelerator.serve(environ, start_response)
         if not HARNESS_EKS.fullmatch(path) or environ.get("REQUEST_METHOD") != "POST":
             return app(environ, start_response)
         length = int(environ.get("CONTENT_LENGTH") or 0)

@@ -303,3 +303,35 @@ async fn admit_refuses_a_calendar_that_does_not_exist_or_a_bad_bound() {
         Some(r#"{"frozen": false}"#)
     );
 }
+
+#[tokio::test]
+async fn an_aws_health_event_without_a_place_to_record_it_is_refused_by_name() {
+    // A function deployed without HEALTH_PARAMETER_PATH (the template always sets it): the
+    // event is refused, naming the variable, and nothing is written.
+    let env = Env::start().await;
+    let event = json!({"operation": "healthEvent", "detail": {
+        "eventArn": "arn:aws:health:us-east-1::event/EKS/AWS_EKS_OPERATIONAL_ISSUE/AWS_EKS_OPERATIONAL_ISSUE_1",
+        "service": "EKS", "eventTypeCode": "AWS_EKS_OPERATIONAL_ISSUE", "statusCode": "open",
+        "eventRegion": "us-east-1", "lastUpdatedTime": "Fri, 27 Nov 2026 06:10:00 GMT"}});
+    let refused = handle(&env.clients.apis(), event)
+        .await
+        .expect_err("refused");
+    assert_eq!(refused.error_name(), "InvalidInput");
+    assert!(
+        refused.to_string().contains("HEALTH_PARAMETER_PATH is not set"),
+        "{refused}"
+    );
+    let written = env
+        .ssm
+        .get_parameters_by_path()
+        .path("/")
+        .recursive(true)
+        .send()
+        .await
+        .expect("parameters");
+    assert_eq!(
+        written.parameters().len(),
+        1,
+        "the stack's switch only: {written:?}"
+    );
+}
