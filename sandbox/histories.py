@@ -46,6 +46,7 @@ story and its promises). The happenings:
   alb-breach         the canary's 5xx rate goes over the ALB judge's limit (`alb-fine`: back)
   targets-registered the canary's target is registered some seconds later (a late gate)
   write-past-timeout the next traffic write is held past shift-weights' Timeout, then lands
+                     (the plan settles LATE_WRITE_SETTLE seconds: longer than it can be late)
   iam-refusal        shift-weights' role is denied its traffic writes (`iam-restored`: given
                      back; else the person its Rollback Failing event pages gives it back)
   iam-reads-refused  evaluate-alarms' role is denied CloudWatch's reads (`iam-reads-restored`:
@@ -231,6 +232,11 @@ TARGET_HEALTH_TIMEOUT = 8
 METRIC_HAPPENINGS = ("metric-breach", "metric-fine")
 METRIC_FINE, METRIC_LIMIT, METRIC_BREACH = 0.1, 0.5, 0.9
 SHORT_TIMEOUT = 10  # shift-weights' Timeout in the `timeouts` histories, seconds
+# ... and their plans' rollback.settleSeconds: a write held past the Timeout (after throttled
+# tries, then SHORT_TIMEOUT + 2 s) lands up to about 15 s after the function ended (seed 524),
+# and only a look after it (the restore's or the safety net's, one settle period on) puts it
+# back. A plan whose writes can land late must settle longer than they can (docs/operations.md).
+LATE_WRITE_SETTLE = 25
 ALB_HAPPENINGS = ("alb-breach", "alb-fine")
 # The ALB judge's window: a change of the canary's 5xx count is all it reads this long after.
 ALB_LOOKBACK = 5
@@ -561,6 +567,8 @@ def shaped(history, plan, prometheus_url=None):
         plan["freeze"] = {"maxFrozenSeconds": FROZEN_BOUND}
     if history.gradual:
         plan.setdefault("rollback", {})["gradual"] = {"steps": [50, 0], "holdSeconds": GRADUAL_HOLD}
+    if history.short_timeout:
+        plan.setdefault("rollback", {})["settleSeconds"] = LATE_WRITE_SETTLE
     if history.readiness:
         plan["clusterReadiness"] = {"addons": [ADDON], "timeoutSeconds": READINESS_TIMEOUT, "intervalSeconds": 1}
     if history.health:
