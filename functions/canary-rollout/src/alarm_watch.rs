@@ -4,7 +4,9 @@
 
 use std::time::UNIX_EPOCH;
 
-use canary_aws::{AlarmWatchStore, CloudWatchApi, EventPublisher, ExecutionsApi, TaskFailer};
+use canary_aws::{
+    health_region_path, AlarmWatchStore, CloudWatchApi, EventPublisher, ExecutionsApi, TaskFailer,
+};
 use canary_core::alarm_watch::{
     unwatched_reason, AlarmStateChange, AlarmWatch, Concern, WatchDuring, WatchedStep,
     CHECK_FAILED, CRITICAL_CHECK_FAILED, MAX_TASK_TOKEN_BYTES, WATCH_GRACE_SECONDS,
@@ -23,7 +25,7 @@ use tracing::{info, warn};
 
 use crate::error::AnalysisError;
 use crate::metrics::{self, emit_metrics, utc_time};
-use crate::signals::alarm_outcomes;
+use crate::signals::{alarm_outcomes, HealthReads};
 
 /// What a waiting task registered.
 #[derive(Debug, Serialize, PartialEq, Eq, schemars::JsonSchema)]
@@ -43,6 +45,8 @@ pub struct WatchApis<'a> {
     pub store: &'a dyn AlarmWatchStore,
     pub cloudwatch: &'a dyn CloudWatchApi,
     pub tasks: &'a dyn TaskFailer,
+    /// The AWS Health records, read as a watch begins (`awsHealth.onOpenIssue: rollBack`).
+    pub health: Option<HealthReads<'a>>,
 }
 
 /// The detail-type of the event that says a rollout's instant rollback is off.
@@ -97,11 +101,13 @@ pub struct WaitingTask<'a> {
     pub now: i64,
 }
 
-/// Puts the execution's watch (replacing its last), unless the plan's alarms cannot decide a
-/// check alone; the task then simply waits for the other branch to end it. Then reads the
-/// watched alarms once: one that went to ALARM between the last wait and this one (while the
-/// weights were set, or the hooks ran) sent its event when no watch was there, so the task is
-/// failed now rather than at the first check.
+/// Puts the execution's watch (replacing its last), unless neither the plan's alarms can decide
+/// a check alone nor the plan rolls back on AWS Health issues; the task then simply waits for
+/// the other branch to end it. (`rollBack` acts on an open issue at once whatever
+/// `failureLimit`: it is not a statistic of the checks.) Then reads the watched alarms and
+/// AWS Health records once: an alarm that went to ALARM, or an issue that opened, between the
+/// last wait and this one (while the weights were set, or the hooks ran) sent its event when no
+/// watch was there, so the task is failed now rather than at the first check.
 pub async fn register(
     apis: &WatchApis<'_>,
     plan: &RolloutPlan,
@@ -121,7 +127,13 @@ pub async fn register(
             truncate(task.execution_start, 64)
         ))
     })?;
-    if let Some(reason) = unwatched_reason(plan.analysis.as_ref()) {
+    let health_regions = if plan.rolls_back_on_health_issues() {
+        plan.regions()
+    } else {
+        Vec::new()
+    };
+    let unwatched = unwatched_reason(plan.analysis.as_ref());
+    if let (Some(reason), true) = (unwatched, health_regions.is_empty()) {
         info!(execution_arn = %task.execution_arn, reason, "no alarm watch");
         return Ok(Registered {
             watching: false,
@@ -129,12 +141,16 @@ pub async fn register(
             failed_at_once: false,
         });
     }
-    let alarms = plan
-        .analysis
-        .as_ref()
-        .and_then(|a| a.alarms.as_ref())
-        .cloned()
-        .unwrap_or_default();
+    // Without alarms that decide alone, the watch is the AWS Health issues' only.
+    let alarms = match unwatched {
+        None => plan
+            .analysis
+            .as_ref()
+            .and_then(|a| a.alarms.as_ref())
+            .cloned()
+            .unwrap_or_default(),
+        Some(_) => Default::default(),
+    };
     let watch = AlarmWatch {
         execution_arn: task.execution_arn.to_owned(),
         cluster: cluster_dimension(&plan.cluster.region, &plan.cluster.name),
@@ -142,11 +158,7 @@ pub async fn register(
         names: alarms.names.clone(),
         prefixes: alarms.prefixes.clone(),
         critical: alarms.critical.clone(),
-        health_regions: if plan.rolls_back_on_health_issues() {
-            plan.regions()
-        } else {
-            Vec::new()
-        },
+        health_regions,
         since,
         expires_at: task
             .now
@@ -161,17 +173,35 @@ pub async fn register(
         prefixes = watch.prefixes.len(),
         "watching alarms: a state change to ALARM fails this wait at once"
     );
-    let failing: Vec<CheckOutcome> = alarm_outcomes(apis.cloudwatch, &alarms)
-        .await?
-        .into_iter()
-        .filter(|o| o.verdict == CheckVerdict::Fail)
-        .collect();
+    let failing: Vec<CheckOutcome> = if unwatched.is_none() {
+        alarm_outcomes(apis.cloudwatch, &alarms)
+            .await?
+            .into_iter()
+            .filter(|o| o.verdict == CheckVerdict::Fail)
+            .collect()
+    } else {
+        Vec::new()
+    };
     let error = if failing.iter().any(|o| o.critical) {
         CRITICAL_CHECK_FAILED
     } else {
         CHECK_FAILED
     };
-    let failing: Vec<String> = failing.into_iter().map(|o| o.reason).collect();
+    let mut failing: Vec<String> = failing.into_iter().map(|o| o.reason).collect();
+    if let Some(health) = apis.health {
+        for region in &watch.health_regions {
+            let path = health_region_path(health.path, region);
+            failing.extend(
+                health
+                    .api
+                    .health_records(&path)
+                    .await?
+                    .iter()
+                    .filter(|e| e.holds())
+                    .map(HealthEvent::reason_line),
+            );
+        }
+    }
     let mut failed_at_once = false;
     if !failing.is_empty() {
         const FOUND: &str = " (found as the alarm watch began)";
@@ -188,7 +218,7 @@ pub async fn register(
         }
         store.remove(&watch).await?;
         warn!(execution_arn = %task.execution_arn, %cause,
-              "a watched alarm is already in ALARM: the wait fails at once");
+              "a watched alarm is already in ALARM (or an AWS Health issue open): the wait fails at once");
     }
     Ok(Registered {
         watching: true,
@@ -419,6 +449,7 @@ mod tests {
                 store: &self.store,
                 cloudwatch: &self.alarms,
                 tasks: &self.tasks,
+                health: None,
             }
         }
     }
@@ -473,6 +504,91 @@ mod tests {
             account: "123456789012".to_owned(),
             region: "us-east-1".to_owned(),
         }
+    }
+
+    /// AWS Health's records, one Region's each (`health_region_path`).
+    struct Records(Vec<(String, HealthEvent)>);
+
+    #[async_trait]
+    impl canary_aws::FreezeApi for Records {
+        async fn calendar_state(&self, _: &str) -> Result<canary_aws::CalendarReading, AwsError> {
+            unreachable!("no calendar in these tests")
+        }
+        async fn switch(&self, _: &str) -> Result<canary_core::freeze::FreezeSwitch, AwsError> {
+            unreachable!("no switch in these tests")
+        }
+        async fn set_switch(
+            &self,
+            _: &str,
+            _: &canary_core::freeze::FreezeSwitch,
+        ) -> Result<(), AwsError> {
+            unreachable!("no switch in these tests")
+        }
+        async fn health_records(&self, path: &str) -> Result<Vec<HealthEvent>, AwsError> {
+            Ok(self
+                .0
+                .iter()
+                .filter(|(at, _)| at == path)
+                .map(|(_, e)| e.clone())
+                .collect())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_plan_that_rolls_back_on_health_issues_is_watched_for_them_and_fails_on_one_found_open(
+    ) {
+        let env = Env::default();
+        let open = HealthEvent::parse(&serde_json::json!({
+            "eventArn": "arn:aws:health:us-east-1::event/EKS/X/X_2", "service": "EKS",
+            "eventTypeCode": "AWS_EKS_OPERATIONAL_ISSUE", "statusCode": "open",
+            "eventRegion": "us-east-1", "startTime": "Fri, 27 Nov 2026 06:02:51 GMT"}))
+        .unwrap();
+        let records = Records(vec![("/cc/health/us-east-1".to_owned(), open)]);
+        let quiet = Records(Vec::new());
+        // failureLimit 2: the alarms cannot decide alone, an open issue can.
+        let mut rolls_back =
+            plan(serde_json::json!({"alarms": {"names": ["api-5xx"]}, "failureLimit": 2}));
+        rolls_back.aws_health = Some(canary_core::plan::AwsHealthSection {
+            on_open_issue: canary_core::plan::OnOpenIssue::RollBack,
+        });
+        let apis = |records| WatchApis {
+            health: Some(HealthReads {
+                api: records,
+                path: "/cc/health",
+            }),
+            ..env.apis()
+        };
+        let watched = register(
+            &apis(&quiet),
+            &rolls_back,
+            task("token-q", &format!("{ARN}q")),
+        )
+        .await
+        .unwrap();
+        assert_eq!((watched.watching, watched.failed_at_once), (true, false));
+        let stored = env.store.0.lock().unwrap().clone();
+        assert!(
+            stored.iter().all(|w| w.names.is_empty()),
+            "the alarms are the checks' to count"
+        );
+        let found = register(
+            &apis(&records),
+            &rolls_back,
+            task("token-f", &format!("{ARN}f")),
+        )
+        .await
+        .unwrap();
+        assert!(found.failed_at_once);
+        let failed = env.tasks.0.lock().unwrap().clone();
+        assert_eq!(failed[0].0, "token-f");
+        assert!(
+            failed[0]
+                .2
+                .starts_with("AWS Health: an open EKS issue in us-east-1")
+                && failed[0].2.ends_with("(found as the alarm watch began)"),
+            "{}",
+            failed[0].2
+        );
     }
 
     #[tokio::test]

@@ -404,6 +404,7 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
                     store: apis.watches()?,
                     cloudwatch: apis.signals.cloudwatch,
                     tasks: apis.tasks,
+                    health: apis.signals.health,
                 };
                 alarm_watch::register(&watch_apis, &plan, task).await
             }

@@ -316,9 +316,11 @@ async fn an_aws_health_event_without_a_place_to_record_it_is_refused_by_name() {
     let refused = handle(&env.clients.apis(), event)
         .await
         .expect_err("refused");
-    assert_eq!(refused.error_name(), "InvalidInput");
+    assert_eq!(refused.name().as_str(), "InvalidInput");
     assert!(
-        refused.to_string().contains("HEALTH_PARAMETER_PATH is not set"),
+        refused
+            .to_string()
+            .contains("HEALTH_PARAMETER_PATH is not set"),
         "{refused}"
     );
     let written = env
