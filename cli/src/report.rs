@@ -1,6 +1,7 @@
 //! `cluster-canary report`: one self-contained HTML page for a rollout's post-mortem — the
-//! canary's share of traffic over time with each step, every check's verdict, and each
-//! compared metric's canary and baseline series — as inline SVG: no script, no stylesheet or
+//! canary's share of traffic over time with each step, what held it and why (a gate before
+//! traffic, a change freeze, an AWS Health issue), every check's verdict, and each compared
+//! metric's canary and baseline series — as inline SVG: no script, no stylesheet or
 //! font from the network, so it opens anywhere, offline, and can be attached to an incident.
 //! Pure: the history's updates and the series in, the page out.
 
@@ -24,6 +25,8 @@ pub struct Timeline {
     /// (epoch seconds, the canary's share in percent, what set it).
     pub shares: Vec<(f64, f64, String)>,
     pub checks: Vec<Check>,
+    /// What held the rollout, look by look alike in one.
+    pub holds: Vec<Hold>,
     /// The end's error and cause, when it failed.
     pub error: Option<String>,
     pub cause: Option<String>,
@@ -36,6 +39,36 @@ pub struct Check {
     pub label: String,
     pub verdict: String,
     pub reasons: Vec<String>,
+}
+
+/// Looks that held the rollout for one reason, one after another.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hold {
+    pub from: f64,
+    pub to: f64,
+    pub looks: u32,
+    /// "the cluster readiness gate", "a change freeze at step 1/2".
+    pub what: String,
+    pub reason: String,
+}
+
+impl Timeline {
+    /// One more look that held: the last hold's if it held for the same reason.
+    fn held(&mut self, at: f64, what: String, reason: String) {
+        match self.holds.last_mut() {
+            Some(last) if last.what == what && last.reason == reason => {
+                last.to = at;
+                last.looks += 1;
+            }
+            _ => self.holds.push(Hold {
+                from: at,
+                to: at,
+                looks: 1,
+                what,
+                reason,
+            }),
+        }
+    }
 }
 
 /// The timeline of an execution from its history (the same reading as `watch`'s).
@@ -71,16 +104,33 @@ pub fn timeline(execution_arn: &str, events: &[HistoryEvent], status: &str) -> T
                 of,
                 verdict,
                 summary,
+                frozen,
                 ..
-            } => timeline.checks.push(Check {
-                at,
-                label: match of {
-                    0 => format!("{step} check {number} (approval wait)"),
-                    _ => format!("{step} check {number}/{of}"),
-                },
-                verdict,
-                reasons: summary.split("; ").map(str::to_owned).collect(),
-            }),
+            } => {
+                if let Some(reason) = frozen {
+                    timeline.held(at, format!("a change freeze at {step}"), reason);
+                }
+                timeline.checks.push(Check {
+                    at,
+                    label: match of {
+                        0 => format!("{step} check {number} (approval wait)"),
+                        _ => format!("{step} check {number}/{of}"),
+                    },
+                    verdict,
+                    reasons: summary.split("; ").map(str::to_owned).collect(),
+                })
+            }
+            Update::TargetHealth {
+                ready: false,
+                reason,
+            } => timeline.held(at, "the target health gate".to_owned(), reason),
+            Update::ClusterReadiness {
+                ready: false,
+                reason,
+            } => timeline.held(at, "the cluster readiness gate".to_owned(), reason),
+            Update::Frozen { reason } => {
+                timeline.held(at, "a change freeze before traffic".to_owned(), reason)
+            }
             Update::Restored { weights } => {
                 timeline
                     .shares
@@ -159,6 +209,23 @@ pub fn render(timeline: &Timeline, compared: &[ComparedSeries]) -> String {
             let _ = writeln!(page, "<h3>{}</h3>", escape(metric));
             page.push_str(&series_chart(timeline, &series, start, end));
         }
+    }
+    if !timeline.holds.is_empty() {
+        page.push_str("<h2>Held</h2>\n<table><tr><th>at</th><th>by</th><th>why</th></tr>\n");
+        for hold in &timeline.holds {
+            let _ = writeln!(
+                page,
+                "<tr><td>+{} s{}</td><td>{}</td><td>{}</td></tr>",
+                (hold.from - start).round(),
+                match hold.looks {
+                    1 => String::new(),
+                    n => format!(" to +{} s ({n} looks)", (hold.to - start).round()),
+                },
+                escape(&hold.what),
+                escape(&hold.reason),
+            );
+        }
+        page.push_str("</table>\n");
     }
     page.push_str(
         "<h2>Checks</h2>\n<table><tr><th>at</th><th>check</th><th>verdict</th><th>why</th></tr>\n",
@@ -426,6 +493,7 @@ mod tests {
                 verdict: "fail".to_owned(),
                 reasons: vec!["compare p99 latency: High <script>alert(1)</script>".to_owned()],
             }],
+            holds: Vec::new(),
             error: Some("CheckFailed".to_owned()),
             cause: Some("Canary check failed & rolled back".to_owned()),
         }
@@ -473,5 +541,34 @@ mod tests {
         let page = render(&timeline(), &[]);
         assert!(!page.contains("Compared metrics"));
         assert_eq!(page.matches("<svg").count(), 1);
+        assert!(!page.contains("<h2>Held</h2>"), "nothing held it");
+    }
+
+    #[test]
+    fn the_page_says_what_held_the_rollout_looks_alike_in_one_row() {
+        let mut held = timeline();
+        let insight =
+            "insight \"Deprecated APIs removed in Kubernetes v1.35\" (UPGRADE_READINESS) is ERROR";
+        for at in [1002.0, 1004.0, 1006.0] {
+            held.held(
+                at,
+                "the cluster readiness gate".to_owned(),
+                insight.to_owned(),
+            );
+        }
+        held.held(
+            1008.0,
+            "a change freeze before traffic".to_owned(),
+            "AWS Health: an open EKS issue in us-east-1".to_owned(),
+        );
+        let page = render(&held, &[]);
+        assert!(page.contains(
+            "<tr><td>+2 s to +6 s (3 looks)</td><td>the cluster readiness gate</td><td>insight \
+             &quot;Deprecated APIs removed in Kubernetes v1.35&quot; (UPGRADE_READINESS) is ERROR</td></tr>"
+        ));
+        assert!(page.contains(
+            "<tr><td>+8 s</td><td>a change freeze before traffic</td><td>AWS Health: an open EKS \
+             issue in us-east-1</td></tr>"
+        ));
     }
 }

@@ -89,7 +89,11 @@ impl AlarmWatch {
         keys
     }
 
-    /// Whether an open AWS Health issue (in `region`, at `now`) fails this watch's wait.
+    /// Whether an open AWS Health issue (in `region`, at `now`) fails this watch's wait. By
+    /// Region alone, not account and Region as an alarm: a public issue concerns every account
+    /// there, and an account-specific one reaches only the bus of the account it concerns, the
+    /// stack's, whose load balancers and records the rollout shifts (the stack forwards no
+    /// other account's AWS Health events).
     pub fn concerns_health(&self, region: &str, now: i64) -> Concern {
         if !self.health_regions.iter().any(|r| r == region) {
             Concern::NotWatched
