@@ -12,6 +12,8 @@ from sandbox import iam
 
 ACCOUNT = "123456789012"
 LISTENER = f"arn:aws:elasticloadbalancing:us-east-1:{ACCOUNT}:listener/app/web/abc/def"
+GA_GROUP = (f"arn:aws:globalaccelerator::{ACCOUNT}:accelerator/1234abcd-abcd-1234-abcd-1234abcdefgh/listener/0123vxyz"
+            "/endpoint-group/098765zyxwvu")
 
 
 def asks(method, path, signing_name, body=b"", **headers):
@@ -64,6 +66,10 @@ def asks(method, path, signing_name, body=b"", **headers):
      ("s3:GetObjectTagging", ["arn:aws:s3:::plans/fleet-plans/web/abc.json"])),
     (("PUT", "/plans/fleet-plans/web/abc.json?x-id=CopyObject", "s3", b"", {"x-amz-copy-source": "plans/other.json"}),
      ("s3:PutObject", ["arn:aws:s3:::plans/fleet-plans/web/abc.json"])),
+    # Global Accelerator (the moto harness's own service): its endpoint group's ARN, as named.
+    (("POST", "/", "globalaccelerator", json.dumps({"EndpointGroupArn": GA_GROUP}).encode(),
+      {"X-Amz-Target": "GlobalAccelerator_V20180706.UpdateEndpointGroup"}),
+     ("globalaccelerator:UpdateEndpointGroup", [GA_GROUP])),
     (("POST", "/service/GraniteServiceVersion20100801/operation/DescribeAlarms", "monitoring",
       cbor2.dumps({"AlarmNamePrefix": "web-"}), {"smithy-protocol": "rpc-v2-cbor"}),
      ("cloudwatch:DescribeAlarms", [f"arn:aws:cloudwatch:us-east-1:{ACCOUNT}:alarm:{iam.UNKNOWN}"])),
@@ -117,6 +123,7 @@ def test_an_operation_no_model_has_is_said_not_guessed():
     ("stepfunctions", "StartExecution", "AccessDeniedException"),
     ("eks", "DescribeCluster", "AccessDeniedException"),
     ("lambda", "Invoke", "AccessDeniedException"),
+    ("globalaccelerator", "UpdateEndpointGroup", "AccessDeniedException"),
 ])
 def test_a_refusal_reads_as_awss_to_the_sdks_parsers(service, operation, code):
     model = botocore.session.get_session().get_service_model(service)
