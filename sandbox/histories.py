@@ -72,13 +72,13 @@ story and its promises). The happenings:
                      `compare-fine`: back to healthy; `compare-spike`: both clusters 3 times
                      slower at once, no regression)
 
-and, without a happening of its own, `readiness`: the plan's cluster readiness gate (CoreDNS
-named), EKS's insight in ERROR at the start or not, fixed later or never; `aws-health`: the plan's
-`awsHealth.onOpenIssue` (hold, or rollBack), one hold bounded to a minute; `gradual`: the plan's rollback steps back ([50, 0], a short
-hold), the old cluster's target group healthy (its pods registered) or not (none); and
-`compare`: the plan's `analysis.compare` (p99 with `allowedIncrease` 1.2 and the 5xx rate, 1 s
-periods over 20 s) of the canary's ALB metrics against the stable's, put every second in
-sandbox/compare.py's healthy pattern (as often above as below, within 11 %).
+and, without a happening of its own, `readiness`: the plan's cluster readiness gate (CoreDNS named),
+EKS's insight in ERROR at the start or not, fixed later or never; `aws-health`: the plan's
+`awsHealth.onOpenIssue` (hold, or rollBack), one hold bounded to a minute; `gradual`: the plan's
+rollback steps back ([50, 0], a short hold), the old cluster's target group healthy (its pods
+registered) or not (none); and `compare`: the plan's `analysis.compare` (p99 with `allowedIncrease`
+1.2 and the 5xx rate, 1 s periods over 20 s) of the canary's ALB metrics against the stable's, put
+every second in sandbox/compare.py's healthy pattern (as often above as below, within 11 %).
 
 After the run (and the safety net's answer, when the rule matched the end), `violations(...)`
 checks what moto, the Kubernetes test server and the event queue hold:
