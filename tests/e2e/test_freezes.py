@@ -14,6 +14,7 @@ import jsonschema
 
 from helpers import BASELINE, captured
 from sandbox import fleets, scenarios
+from sandbox.health_events import HTTP_DATE
 from sandbox.harness import Sandbox
 from sandbox.stack import STACK_NAME
 
@@ -264,7 +265,7 @@ def test_an_open_aws_health_issue_in_the_rollouts_region_holds_it_until_it_close
 
         # An issue closed three days ago, its record still there.
         old = "arn:aws:health:us-east-1::event/EC2/AWS_EC2_OPERATIONAL_ISSUE/AWS_EC2_OPERATIONAL_ISSUE_0ld"
-        three_days_ago = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=3)).strftime("%a, %d %b %Y %H:%M:%S GMT")
+        three_days_ago = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=3)).strftime(HTTP_DATE)
         ssm.put_parameter(Name=f"{path}/{hashlib.sha256(old.encode()).hexdigest()[:32]}", Type="String", Value=json.dumps({
             "eventArn": old, "service": "EC2", "eventTypeCode": "AWS_EC2_OPERATIONAL_ISSUE", "region": "us-east-1",
             "status": "closed", "startTime": three_days_ago, "lastUpdatedTime": three_days_ago, "description": ""}))

@@ -515,6 +515,13 @@ def test_global_accelerator_answers_as_its_api_reference_documents(moto_endpoint
     listener = ga.create_listener(AcceleratorArn=arn, PortRanges=[{"FromPort": 443, "ToPort": 443}], Protocol="TCP",
                                   IdempotencyToken="2")["Listener"]
     assert listener["ClientAffinity"] == "NONE" and listener["ListenerArn"].startswith(f"{arn}/listener/")
+    other = ga.create_listener(AcceleratorArn=arn, PortRanges=[{"FromPort": 8000, "ToPort": 8100}], Protocol="TCP",
+                               IdempotencyToken="2b")["Listener"]["ListenerArn"]
+    for call in (lambda: ga.create_listener(AcceleratorArn=arn, PortRanges=[{"FromPort": 8080, "ToPort": 8080}],
+                                            Protocol="TCP", IdempotencyToken="2c"),
+                 lambda: ga.update_listener(ListenerArn=other, PortRanges=[{"FromPort": 440, "ToPort": 450}])):
+        assert refused_with(call)[0] == "InvalidPortRangeException"
+    ga.delete_listener(ListenerArn=other)
     group = ga.create_endpoint_group(
         ListenerArn=listener["ListenerArn"], EndpointGroupRegion="us-east-1", IdempotencyToken="3",
         EndpointConfigurations=[{"EndpointId": blue, "Weight": 255}, {"EndpointId": green, "Weight": 0}])["EndpointGroup"]

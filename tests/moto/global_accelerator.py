@@ -320,12 +320,17 @@ def _port_ranges(ranges):
     return ranges
 
 
+def _free_ports(accelerator, ranges, protocol, but=None):
+    """`ranges` valid, and overlapping no other listener's of `protocol` (`but`: the one updated)."""
+    taken = [r for arn, listener in accelerator["_listeners"].items() for r in listener["PortRanges"]
+             if listener["Protocol"] == protocol and arn != but]
+    _port_ranges(taken + _port_ranges(ranges))
+    return ranges
+
+
 def create_listener(account_id, account, body, now):
     accelerator, _, _ = _find(account, body["AcceleratorArn"], "accelerator")
-    ranges = _port_ranges(body["PortRanges"])
-    taken = [r for listener in accelerator["_listeners"].values() for r in listener["PortRanges"]
-             if listener["Protocol"] == body["Protocol"]]
-    _port_ranges(taken + ranges)
+    ranges = _free_ports(accelerator, body["PortRanges"], body["Protocol"])
     _written(account, accelerator, "CreateListener", now)
     arn = f"{accelerator['AcceleratorArn']}/listener/{_id()}"
     listener = {"ListenerArn": arn, "PortRanges": ranges, "Protocol": body["Protocol"],
@@ -348,8 +353,8 @@ def list_listeners(account_id, account, body, now):
 
 def update_listener(account_id, account, body, now):
     accelerator, listener, _ = _find(account, body["ListenerArn"], "listener")
-    if "PortRanges" in body:
-        _port_ranges(body["PortRanges"])
+    _free_ports(accelerator, body.get("PortRanges", listener["PortRanges"]), body.get("Protocol", listener["Protocol"]),
+                but=body["ListenerArn"])
     _written(account, accelerator, "UpdateListener", now)
     for key in ("PortRanges", "Protocol", "ClientAffinity"):
         if key in body:

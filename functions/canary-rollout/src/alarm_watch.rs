@@ -191,15 +191,18 @@ pub async fn register(
     if let Some(health) = apis.health {
         for region in &watch.health_regions {
             let path = health_region_path(health.path, region);
-            failing.extend(
-                health
-                    .api
-                    .health_records(&path)
-                    .await?
-                    .iter()
-                    .filter(|e| e.holds())
-                    .map(HealthEvent::reason_line),
-            );
+            match health.api.health_records(&path).await {
+                Ok(records) => failing.extend(
+                    records
+                        .iter()
+                        .filter(|e| e.holds())
+                        .map(HealthEvent::reason_line),
+                ),
+                // The watch stands (an unreadable record must not turn instant rollback off for
+                // the alarms too); every check reads the records again.
+                Err(e) => warn!(execution_arn = %task.execution_arn, %path, error = %e,
+                                "the AWS Health records could not be read as the watch began"),
+            }
         }
     }
     let mut failed_at_once = false;
@@ -525,6 +528,13 @@ mod tests {
             unreachable!("no switch in these tests")
         }
         async fn health_records(&self, path: &str) -> Result<Vec<HealthEvent>, AwsError> {
+            if path.starts_with("/unreadable/") {
+                return Err(AwsError::new(
+                    canary_aws::AwsErrorKind::Transient,
+                    "GetParametersByPath",
+                    "throttled",
+                ));
+            }
             Ok(self
                 .0
                 .iter()
@@ -579,6 +589,22 @@ mod tests {
         .await
         .unwrap();
         assert!(found.failed_at_once);
+        // Records it cannot read: the watch stands, the checks will read them again.
+        let unreadable = WatchApis {
+            health: Some(HealthReads {
+                api: &quiet,
+                path: "/unreadable",
+            }),
+            ..env.apis()
+        };
+        let stood = register(
+            &unreadable,
+            &rolls_back,
+            task("token-u", &format!("{ARN}u")),
+        )
+        .await
+        .unwrap();
+        assert_eq!((stood.watching, stood.failed_at_once), (true, false));
         let failed = env.tasks.0.lock().unwrap().clone();
         assert_eq!(failed[0].0, "token-f");
         assert!(
