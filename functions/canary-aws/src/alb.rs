@@ -1,5 +1,6 @@
-//! Application Load Balancer forward actions: read the target group weights of a listener's
-//! default action or of a rule, and write new weights in one `ModifyListener`/`ModifyRule`.
+//! Load balancer forward actions (an ALB's listener or rule, an NLB's listener): read the
+//! target group weights of a listener's default action or of a rule, and write new weights in
+//! one `ModifyListener`/`ModifyRule`.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -7,7 +8,7 @@ use async_trait::async_trait;
 use aws_config::SdkConfig;
 use aws_sdk_elasticloadbalancingv2 as elbv2;
 use canary_core::target_health::TargetState;
-use canary_core::AlbTarget;
+use canary_core::ForwardTarget;
 use elbv2::types::{Action, ActionTypeEnum, ForwardActionConfig, TargetGroupTuple};
 
 use crate::error::{AwsError, AwsErrorKind};
@@ -60,6 +61,8 @@ pub enum ForwardRead {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TargetGroupInfo {
     pub arn: String,
+    /// `HTTP`, `TCP`, `UDP`…: an NLB's forward action takes target groups of one protocol.
+    pub protocol: Option<String>,
     /// The target group attribute `stickiness.enabled`: sticky clients do not follow weights.
     pub stickiness_enabled: bool,
 }
@@ -69,7 +72,7 @@ pub struct TargetGroupInfo {
 #[async_trait]
 pub trait AlbReads: Send + Sync {
     /// The forward action of the rule, or of the listener's default actions.
-    async fn read_forward(&self, target: &AlbTarget) -> Result<ForwardRead, AwsError>;
+    async fn read_forward(&self, target: &dyn ForwardTarget) -> Result<ForwardRead, AwsError>;
 }
 
 /// Everything a rollout does with an ALB target.
@@ -80,7 +83,7 @@ pub trait AlbApi: AlbReads {
     /// `ModifyListener` call. `current` is the compare-and-set read: no second read.
     async fn write_forward(
         &self,
-        target: &AlbTarget,
+        target: &dyn ForwardTarget,
         current: &ForwardAction,
         weights: &[TargetGroupWeight],
     ) -> Result<(), AwsError>;
@@ -120,9 +123,9 @@ impl SdkAlb {
     async fn read_actions(
         &self,
         client: &elbv2::Client,
-        target: &AlbTarget,
+        target: &dyn ForwardTarget,
     ) -> Result<Vec<Action>, AwsError> {
-        match &target.rule_arn {
+        match target.rule_arn() {
             Some(rule_arn) => {
                 let out = client
                     .describe_rules()
@@ -142,7 +145,7 @@ impl SdkAlb {
             None => {
                 let out = client
                     .describe_listeners()
-                    .listener_arns(&target.listener_arn)
+                    .listener_arns(target.listener_arn())
                     .send()
                     .await
                     .map_err(|e| AwsError::from_sdk("DescribeListeners", e))?;
@@ -150,7 +153,7 @@ impl SdkAlb {
                     AwsError::new(
                         AwsErrorKind::NotFound,
                         "DescribeListeners",
-                        format!("listener {} not found", target.listener_arn),
+                        format!("listener {} not found", target.listener_arn()),
                     )
                 })?;
                 Ok(listener.default_actions().to_vec())
@@ -255,7 +258,7 @@ fn with_weights(actions: Vec<Action>, weights: &[TargetGroupWeight]) -> Vec<Acti
 
 #[async_trait]
 impl AlbReads for SdkAlb {
-    async fn read_forward(&self, target: &AlbTarget) -> Result<ForwardRead, AwsError> {
+    async fn read_forward(&self, target: &dyn ForwardTarget) -> Result<ForwardRead, AwsError> {
         let client = self.client(target.region());
         let actions = self.read_actions(&client, target).await?;
         forward_of(&actions)
@@ -266,13 +269,13 @@ impl AlbReads for SdkAlb {
 impl AlbApi for SdkAlb {
     async fn write_forward(
         &self,
-        target: &AlbTarget,
+        target: &dyn ForwardTarget,
         current: &ForwardAction,
         weights: &[TargetGroupWeight],
     ) -> Result<(), AwsError> {
         let client = self.client(target.region());
         let actions = with_weights(current.actions.0.clone(), weights);
-        match &target.rule_arn {
+        match target.rule_arn() {
             Some(rule_arn) => client
                 .modify_rule()
                 .rule_arn(rule_arn)
@@ -283,7 +286,7 @@ impl AlbApi for SdkAlb {
                 .map_err(|e| AwsError::from_sdk("ModifyRule", e)),
             None => client
                 .modify_listener()
-                .listener_arn(&target.listener_arn)
+                .listener_arn(target.listener_arn())
                 .set_default_actions(Some(actions))
                 .send()
                 .await
@@ -325,12 +328,12 @@ impl AlbApi for SdkAlb {
             .send()
             .await
             .map_err(|e| AwsError::from_sdk("DescribeTargetGroups", e))?;
-        let found: Vec<&str> = described
+        let found: HashMap<&str, Option<&str>> = described
             .target_groups()
             .iter()
-            .filter_map(|tg| tg.target_group_arn())
+            .filter_map(|tg| Some((tg.target_group_arn()?, tg.protocol().map(|p| p.as_str()))))
             .collect();
-        if let Some(missing) = arns.iter().find(|arn| !found.contains(&arn.as_str())) {
+        if let Some(missing) = arns.iter().find(|arn| !found.contains_key(arn.as_str())) {
             return Err(AwsError::new(
                 AwsErrorKind::NotFound,
                 "DescribeTargetGroups",
@@ -352,6 +355,11 @@ impl AlbApi for SdkAlb {
                 .collect();
             infos.push(TargetGroupInfo {
                 arn: arn.clone(),
+                protocol: found
+                    .get(arn.as_str())
+                    .copied()
+                    .flatten()
+                    .map(str::to_owned),
                 stickiness_enabled: by_key.get("stickiness.enabled") == Some(&"true"),
             });
         }

@@ -22,7 +22,7 @@ use std::time::SystemTime;
 
 use async_trait::async_trait;
 use canary_core::target_health::TargetState;
-use canary_core::{AlbTarget, Route53Target};
+use canary_core::{ForwardTarget, Route53Target};
 
 use crate::alb::{
     AlbApi, AlbReads, ForwardAction, ForwardRead, TargetGroupInfo, TargetGroupWeight,
@@ -62,7 +62,7 @@ pub struct Unused;
 
 #[async_trait]
 impl AlbReads for Unused {
-    async fn read_forward(&self, _: &AlbTarget) -> Result<ForwardRead, AwsError> {
+    async fn read_forward(&self, _: &dyn ForwardTarget) -> Result<ForwardRead, AwsError> {
         Err(unused("DescribeListeners"))
     }
 }
@@ -71,7 +71,7 @@ impl AlbReads for Unused {
 impl AlbApi for Unused {
     async fn write_forward(
         &self,
-        _: &AlbTarget,
+        _: &dyn ForwardTarget,
         _: &ForwardAction,
         _: &[TargetGroupWeight],
     ) -> Result<(), AwsError> {
@@ -272,8 +272,9 @@ impl ExecutionsApi for NoExecutions {
     }
 }
 
-/// ALB listeners, each forwarding to its target groups at weights (`forward`); every target
-/// group exists and is not sticky; no tags.
+/// ALB and NLB listeners, each forwarding to its target groups at weights (`forward`); every
+/// target group exists, is not sticky and has the protocol `protocol` gave it (none said:
+/// `HTTP`); no tags.
 #[derive(Default)]
 pub struct FakeAlb {
     forwards: Mutex<HashMap<String, Vec<TargetGroupWeight>>>,
@@ -283,6 +284,8 @@ pub struct FakeAlb {
     reconciled: HashMap<String, Vec<TargetGroupWeight>>,
     /// `DescribeTargetHealth` answers by target group (none registered when absent).
     health: HashMap<String, Vec<TargetState>>,
+    /// Target groups' protocols, where not `HTTP`.
+    protocols: HashMap<String, String>,
 }
 
 impl FakeAlb {
@@ -299,6 +302,13 @@ impl FakeAlb {
     /// `DescribeTargetHealth` of `target_group` answers `targets`.
     pub fn health(mut self, target_group: &str, targets: Vec<TargetState>) -> Self {
         self.health.insert(target_group.to_owned(), targets);
+        self
+    }
+
+    /// `target_group`'s protocol is `protocol` (`TCP`, `UDP`…).
+    pub fn protocol(mut self, target_group: &str, protocol: &str) -> Self {
+        self.protocols
+            .insert(target_group.to_owned(), protocol.to_owned());
         self
     }
 
@@ -334,13 +344,13 @@ impl FakeAlb {
 
 #[async_trait]
 impl AlbReads for FakeAlb {
-    async fn read_forward(&self, target: &AlbTarget) -> Result<ForwardRead, AwsError> {
+    async fn read_forward(&self, target: &dyn ForwardTarget) -> Result<ForwardRead, AwsError> {
         let forwards = lock(&self.forwards);
-        let groups = forwards.get(&target.listener_arn).ok_or_else(|| {
+        let groups = forwards.get(target.listener_arn()).ok_or_else(|| {
             AwsError::new(
                 AwsErrorKind::NotFound,
                 "DescribeListeners",
-                format!("no listener {}", target.listener_arn),
+                format!("no listener {}", target.listener_arn()),
             )
         })?;
         Ok(ForwardRead::Forward(ForwardAction {
@@ -355,23 +365,23 @@ impl AlbReads for FakeAlb {
 impl AlbApi for FakeAlb {
     async fn write_forward(
         &self,
-        target: &AlbTarget,
+        target: &dyn ForwardTarget,
         _current: &ForwardAction,
         weights: &[TargetGroupWeight],
     ) -> Result<(), AwsError> {
         let mut throttled_arns = lock(&self.throttle_next_write);
         if let Some(i) = throttled_arns
             .iter()
-            .position(|a| *a == target.listener_arn)
+            .position(|a| *a == target.listener_arn())
         {
             throttled_arns.remove(i);
             return Err(throttled("ModifyListener"));
         }
-        let written = match self.reconciled.get(&target.listener_arn) {
+        let written = match self.reconciled.get(target.listener_arn()) {
             Some(controllers) => controllers.clone(),
             None => weights.to_vec(),
         };
-        lock(&self.forwards).insert(target.listener_arn.clone(), written);
+        lock(&self.forwards).insert(target.listener_arn().to_owned(), written);
         Ok(())
     }
 
@@ -384,6 +394,12 @@ impl AlbApi for FakeAlb {
             .iter()
             .map(|arn| TargetGroupInfo {
                 arn: arn.clone(),
+                protocol: Some(
+                    self.protocols
+                        .get(arn)
+                        .map_or("HTTP", String::as_str)
+                        .to_owned(),
+                ),
                 stickiness_enabled: false,
             })
             .collect())

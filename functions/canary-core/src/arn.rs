@@ -3,6 +3,7 @@
 //!
 //! Formats (AWS docs, "Elastic Load Balancing resource types"):
 //! `arn:<partition>:elasticloadbalancing:<region>:<account>:listener/app/<lb-name>/<lb-id>/<listener-id>`
+//! `arn:<partition>:elasticloadbalancing:<region>:<account>:listener/net/<lb-name>/<lb-id>/<listener-id>`
 //! `arn:<partition>:elasticloadbalancing:<region>:<account>:listener-rule/app/<lb-name>/<lb-id>/<listener-id>/<rule-id>`
 //! `arn:<partition>:elasticloadbalancing:<region>:<account>:targetgroup/<tg-name>/<tg-id>`
 
@@ -18,24 +19,46 @@ pub struct ElbArn<'a> {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ElbResource {
+    /// An Application Load Balancer's listener (`listener/app/…`).
     Listener,
     ListenerRule,
+    /// A Network Load Balancer's listener (`listener/net/…`). NLB listeners have no rules.
+    NetworkListener,
     TargetGroup,
 }
 
 impl ElbResource {
     fn prefix(self) -> &'static str {
         match self {
-            ElbResource::Listener => "listener",
+            ElbResource::Listener | ElbResource::NetworkListener => "listener",
             ElbResource::ListenerRule => "listener-rule",
             ElbResource::TargetGroup => "targetgroup",
+        }
+    }
+
+    /// The load balancer type a listener's path starts with; `None` for a target group,
+    /// which any type may use.
+    fn load_balancer_type(self) -> Option<&'static str> {
+        match self {
+            ElbResource::Listener | ElbResource::ListenerRule => Some("app"),
+            ElbResource::NetworkListener => Some("net"),
+            ElbResource::TargetGroup => None,
+        }
+    }
+
+    fn described(self) -> &'static str {
+        match self {
+            ElbResource::Listener => "an application load balancer listener",
+            ElbResource::ListenerRule => "an application load balancer listener-rule",
+            ElbResource::NetworkListener => "a network load balancer listener",
+            ElbResource::TargetGroup => "a load balancer targetgroup",
         }
     }
 
     /// Number of `/`-separated segments after the kind.
     fn segments(self) -> usize {
         match self {
-            ElbResource::Listener => 4,
+            ElbResource::Listener | ElbResource::NetworkListener => 4,
             ElbResource::ListenerRule => 5,
             ElbResource::TargetGroup => 2,
         }
@@ -49,6 +72,9 @@ impl ElbResource {
             ElbResource::ListenerRule => {
                 "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener-rule/app/my-alb/50dc6c495c0c9188/f2f7dc8efc522ab2/9683b2d02a6cabee"
             }
+            ElbResource::NetworkListener => {
+                "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/net/my-nlb/50dc6c495c0c9188/f2f7dc8efc522ab2"
+            }
             ElbResource::TargetGroup => {
                 "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/blue/73e2d6bc24d8a067"
             }
@@ -61,8 +87,8 @@ impl ElbResource {
 pub fn parse_elb_arn(arn: &str, expected: ElbResource) -> Result<ElbArn<'_>, String> {
     let bad = |why: &str| {
         format!(
-            "`{arn}` is not an application load balancer {} ARN ({why}); expected the form {}",
-            expected.prefix(),
+            "`{arn}` is not {} ARN ({why}); expected the form {}",
+            expected.described(),
             expected.example()
         )
     };
@@ -92,10 +118,24 @@ pub fn parse_elb_arn(arn: &str, expected: ElbResource) -> Result<ElbArn<'_>, Str
     if segments.len() != expected.segments() || segments.iter().any(|s| s.is_empty()) {
         return Err(bad("the resource path has the wrong number of segments"));
     }
-    if expected != ElbResource::TargetGroup && segments[0] != "app" {
-        return Err(bad(
-            "only application load balancers (`app/`) have weighted forward actions",
-        ));
+    match (expected.load_balancer_type(), segments[0]) {
+        (None, _) => {}
+        (Some(wanted), found) if wanted == found => {}
+        (Some("app"), "net") => {
+            return Err(bad(
+                "it is a network load balancer's (`net/`): give it as an `nlb` target",
+            ))
+        }
+        (Some("net"), "app") => {
+            return Err(bad(
+                "it is an application load balancer's (`app/`): give it as an `alb` target",
+            ))
+        }
+        (Some(wanted), _) => {
+            return Err(bad(&format!(
+                "only application (`app/`) and network (`net/`) load balancers have weighted forward actions; this one is not `{wanted}/`"
+            )))
+        }
     }
     Ok(ElbArn {
         partition,
@@ -111,16 +151,19 @@ impl ElbArn<'_> {
     pub fn listener_path(&self) -> Option<&str> {
         match self.kind {
             ElbResource::ListenerRule => self.path.rsplit_once('/').map(|(listener, _)| listener),
-            ElbResource::Listener => Some(self.path),
+            ElbResource::Listener | ElbResource::NetworkListener => Some(self.path),
             ElbResource::TargetGroup => None,
         }
     }
 }
 
 /// The load balancer a listener belongs to: `…:listener/app/my-alb/50dc…/f2f7…` →
-/// `…:loadbalancer/app/my-alb/50dc…`. `None` when `listener_arn` is not a listener's ARN.
+/// `…:loadbalancer/app/my-alb/50dc…` (or `net/`). `None` when `listener_arn` is not a
+/// listener's ARN.
 pub fn load_balancer_arn(listener_arn: &str) -> Option<String> {
-    let arn = parse_elb_arn(listener_arn, ElbResource::Listener).ok()?;
+    let arn = parse_elb_arn(listener_arn, ElbResource::Listener)
+        .or_else(|_| parse_elb_arn(listener_arn, ElbResource::NetworkListener))
+        .ok()?;
     let (load_balancer, _) = arn.path.rsplit_once('/')?;
     Some(format!(
         "arn:{}:elasticloadbalancing:{}:{}:loadbalancer/{load_balancer}",
@@ -194,6 +237,10 @@ mod tests {
             load_balancer_arn(ElbResource::Listener.example()).as_deref(),
             Some("arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/app/my-alb/50dc6c495c0c9188")
         );
+        assert_eq!(
+            load_balancer_arn(ElbResource::NetworkListener.example()).as_deref(),
+            Some("arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/net/my-nlb/50dc6c495c0c9188")
+        );
         assert_eq!(load_balancer_arn(ElbResource::ListenerRule.example()), None);
     }
 
@@ -259,7 +306,17 @@ mod tests {
             (
                 &LISTENER.replace("/app/", "/net/"),
                 ElbResource::Listener,
-                "application load balancers",
+                "give it as an `nlb` target",
+            ),
+            (
+                LISTENER,
+                ElbResource::NetworkListener,
+                "give it as an `alb` target",
+            ),
+            (
+                &LISTENER.replace("/app/", "/gwy/"),
+                ElbResource::NetworkListener,
+                "have weighted forward actions",
             ),
             (
                 &format!("{LISTENER}/extra"),

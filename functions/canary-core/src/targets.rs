@@ -8,13 +8,16 @@ use crate::arn::{parse_elb_arn, ElbResource};
 use crate::ownership::OwnerCheck;
 use crate::validate::Errors;
 
-/// One place where traffic is weighted. Exactly one of `alb` or `route53`.
+/// One place where traffic is weighted. Exactly one of `alb`, `nlb` or `route53`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum TrafficTarget {
     /// An Application Load Balancer listener's default action, or one of its rules, that
     /// forwards to the stable and the canary target group with weights.
     Alb(AlbTarget),
+    /// A Network Load Balancer TCP, TLS, UDP or TCP_UDP listener whose default action forwards
+    /// to the stable and the canary target group with weights (docs/traffic/nlb.md).
+    Nlb(NlbTarget),
     /// Two Route 53 weighted records of the same name and type.
     Route53(Route53Target),
 }
@@ -35,6 +38,98 @@ pub struct AlbTarget {
     /// shifts it anyway.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<OwnerCheck>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NlbTarget {
+    /// The listener (`listener/net/…`). An NLB listener has no rules: its default action is
+    /// shifted.
+    pub listener_arn: String,
+    /// The target group of the cluster(s) serving traffic now.
+    pub stable_target_group_arn: String,
+    /// The target group of the new cluster, of the stable one's protocol.
+    pub canary_target_group_arn: String,
+    /// A listener or load balancer that the AWS Load Balancer Controller (a Service of type
+    /// LoadBalancer) or ACK manages is refused (`TrafficOwnedByController`): it would put its
+    /// weights back. `{"ignore": "<reason>"}` shifts it anyway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<OwnerCheck>,
+    /// The shortest bake a step may have, in seconds: a plan with a shorter step is refused.
+    /// An NLB weighs connections, not requests, and a connection stays on the target group it
+    /// opened on: with long-lived flows a step's new weight reaches only the connections opened
+    /// since, and a short bake judges the old ones. Set it to about the clients' connection
+    /// lifetime (ECS waits 10 minutes at each NLB shift). 1 to 86400.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 86400))]
+    pub min_step_seconds: Option<i64>,
+}
+
+/// What an ALB and an NLB target share: a listener (or an ALB rule) whose forward action
+/// weights the stable and the canary target group. The ELB calls and the router are written
+/// once over it.
+pub trait ForwardTarget: Send + Sync {
+    /// `alb` or `nlb`.
+    fn kind_name(&self) -> &'static str;
+    fn listener_arn(&self) -> &str;
+    /// The rule shifted instead of the listener's default action (ALB only).
+    fn rule_arn(&self) -> Option<&str>;
+    fn stable_target_group_arn(&self) -> &str;
+    fn canary_target_group_arn(&self) -> &str;
+    fn owner(&self) -> Option<&OwnerCheck>;
+    /// The shortest bake a step may have, when the plan sets one (an NLB's `minStepSeconds`).
+    fn min_step_seconds(&self) -> Option<i64> {
+        None
+    }
+    /// The region the load balancer lives in (from the listener ARN).
+    fn region(&self) -> Option<&str> {
+        self.listener_arn().split(':').nth(3)
+    }
+}
+
+impl ForwardTarget for AlbTarget {
+    fn kind_name(&self) -> &'static str {
+        "alb"
+    }
+    fn listener_arn(&self) -> &str {
+        &self.listener_arn
+    }
+    fn rule_arn(&self) -> Option<&str> {
+        self.rule_arn.as_deref()
+    }
+    fn stable_target_group_arn(&self) -> &str {
+        &self.stable_target_group_arn
+    }
+    fn canary_target_group_arn(&self) -> &str {
+        &self.canary_target_group_arn
+    }
+    fn owner(&self) -> Option<&OwnerCheck> {
+        self.owner.as_ref()
+    }
+}
+
+impl ForwardTarget for NlbTarget {
+    fn kind_name(&self) -> &'static str {
+        "nlb"
+    }
+    fn listener_arn(&self) -> &str {
+        &self.listener_arn
+    }
+    fn rule_arn(&self) -> Option<&str> {
+        None
+    }
+    fn stable_target_group_arn(&self) -> &str {
+        &self.stable_target_group_arn
+    }
+    fn canary_target_group_arn(&self) -> &str {
+        &self.canary_target_group_arn
+    }
+    fn owner(&self) -> Option<&OwnerCheck> {
+        self.owner.as_ref()
+    }
+    fn min_step_seconds(&self) -> Option<i64> {
+        self.min_step_seconds
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -183,6 +278,7 @@ impl TrafficTarget {
     pub fn kind(&self) -> &dyn TargetKind {
         match self {
             TrafficTarget::Alb(alb) => alb,
+            TrafficTarget::Nlb(nlb) => nlb,
             TrafficTarget::Route53(r53) => r53,
         }
     }
@@ -200,7 +296,7 @@ impl TrafficTarget {
 /// The cluster tags a profile's traffic targets take (`crate::profile`): what only the new
 /// cluster knows. Each fills (or overrides) its field in every target of its kind; a new kind
 /// adds its rows here.
-pub const CLUSTER_TAGS: [(&str, &str, &str); 4] = [
+pub const CLUSTER_TAGS: [(&str, &str, &str); 6] = [
     (
         "cluster-canary/stable-target-group",
         "alb",
@@ -209,6 +305,16 @@ pub const CLUSTER_TAGS: [(&str, &str, &str); 4] = [
     (
         "cluster-canary/canary-target-group",
         "alb",
+        "canaryTargetGroupArn",
+    ),
+    (
+        "cluster-canary/stable-target-group",
+        "nlb",
+        "stableTargetGroupArn",
+    ),
+    (
+        "cluster-canary/canary-target-group",
+        "nlb",
         "canaryTargetGroupArn",
     ),
     (
@@ -231,6 +337,10 @@ pub trait TargetKind {
     fn key(&self) -> String;
     /// Its problems, at `path` (`trafficTargets[1].route53`).
     fn validate(&self, path: &str, errors: &mut Errors);
+    /// The Region its traffic is weighted in; `None` for a global one (Route 53).
+    fn region(&self) -> Option<&str> {
+        None
+    }
 }
 
 impl TargetKind for AlbTarget {
@@ -246,6 +356,28 @@ impl TargetKind for AlbTarget {
 
     fn validate(&self, path: &str, errors: &mut Errors) {
         validate_alb(self, path, errors)
+    }
+
+    fn region(&self) -> Option<&str> {
+        ForwardTarget::region(self)
+    }
+}
+
+impl TargetKind for NlbTarget {
+    fn name(&self) -> &'static str {
+        "nlb"
+    }
+
+    fn key(&self) -> String {
+        self.listener_arn.clone()
+    }
+
+    fn validate(&self, path: &str, errors: &mut Errors) {
+        validate_nlb(self, path, errors)
+    }
+
+    fn region(&self) -> Option<&str> {
+        ForwardTarget::region(self)
     }
 }
 
@@ -265,13 +397,6 @@ impl TargetKind for Route53Target {
 
     fn validate(&self, path: &str, errors: &mut Errors) {
         validate_route53(self, path, errors)
-    }
-}
-
-impl AlbTarget {
-    /// The region the load balancer lives in (from the listener ARN).
-    pub fn region(&self) -> Option<&str> {
-        self.listener_arn.split(':').nth(3)
     }
 }
 
@@ -338,13 +463,49 @@ fn validate_alb(alb: &AlbTarget, path: &str, errors: &mut Errors) {
             Err(e) => errors.push(format!("{path}.ruleArn"), e),
         }
     }
+    validate_target_groups(alb, listener.as_ref(), path, errors);
+}
+
+fn validate_nlb(nlb: &NlbTarget, path: &str, errors: &mut Errors) {
+    if let Some(owner) = &nlb.owner {
+        owner.validate(path, false, errors);
+    }
+    let listener = match parse_elb_arn(&nlb.listener_arn, ElbResource::NetworkListener) {
+        Ok(l) => Some(l),
+        Err(e) => {
+            errors.push(format!("{path}.listenerArn"), e);
+            None
+        }
+    };
+    validate_target_groups(nlb, listener.as_ref(), path, errors);
+    if let Some(seconds) = nlb.min_step_seconds {
+        if !(1..=crate::limits::MAX_BAKE_SECONDS).contains(&seconds) {
+            errors.push(
+                format!("{path}.minStepSeconds"),
+                format!(
+                    "must be from 1 to {} seconds, got {seconds}",
+                    crate::limits::MAX_BAKE_SECONDS
+                ),
+            );
+        }
+    }
+}
+
+/// A forward target's two target groups: ELB target group ARNs of the listener's account and
+/// Region, and not the same one.
+fn validate_target_groups(
+    target: &dyn ForwardTarget,
+    listener: Option<&crate::arn::ElbArn<'_>>,
+    path: &str,
+    errors: &mut Errors,
+) {
     for (field, arn) in [
-        ("stableTargetGroupArn", &alb.stable_target_group_arn),
-        ("canaryTargetGroupArn", &alb.canary_target_group_arn),
+        ("stableTargetGroupArn", target.stable_target_group_arn()),
+        ("canaryTargetGroupArn", target.canary_target_group_arn()),
     ] {
         match parse_elb_arn(arn, ElbResource::TargetGroup) {
             Ok(tg) => {
-                if let Some(listener) = &listener {
+                if let Some(listener) = listener {
                     if (tg.partition, tg.region, tg.account)
                         != (listener.partition, listener.region, listener.account)
                     {
@@ -358,7 +519,7 @@ fn validate_alb(alb: &AlbTarget, path: &str, errors: &mut Errors) {
             Err(e) => errors.push(format!("{path}.{field}"), e),
         }
     }
-    if alb.stable_target_group_arn == alb.canary_target_group_arn {
+    if target.stable_target_group_arn() == target.canary_target_group_arn() {
         errors.push(
             format!("{path}.canaryTargetGroupArn"),
             "must differ from stableTargetGroupArn",

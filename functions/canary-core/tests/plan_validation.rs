@@ -39,6 +39,22 @@ const LISTENER: &str =
 const STABLE_TG: &str =
     "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/api-v128/0a1b2c3d4e5f6a7b";
 
+const NLB_LISTENER: &str =
+    "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/net/tcp/8e4497da625e2d8a/d5b6c7e8f9a0b1c2";
+
+/// A valid NLB target, its fields replaced by `overrides`.
+fn nlb(overrides: Value) -> Value {
+    let mut target = json!({
+        "listenerArn": NLB_LISTENER,
+        "stableTargetGroupArn": STABLE_TG,
+        "canaryTargetGroupArn": STABLE_TG.replace("api-v128", "api-v129"),
+    });
+    for (key, value) in overrides.as_object().expect("an object") {
+        target[key] = value.clone();
+    }
+    json!({ "nlb": target })
+}
+
 type Mutation = Box<dyn Fn(&mut Value)>;
 
 /// A valid metric check with some fields replaced.
@@ -337,10 +353,65 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             "unknown variant `flux`",
         ),
         (
-            "target that is neither alb nor route53",
-            Box::new(|p| set(p, "/trafficTargets/1", json!({"nlb": {}}))),
+            "target that is neither alb, nlb nor route53",
+            Box::new(|p| set(p, "/trafficTargets/1", json!({"gwlb": {}}))),
             "trafficTargets[1]",
-            "unknown variant `nlb`",
+            "unknown variant `gwlb`",
+        ),
+        (
+            "nlb target given an ALB's listener",
+            Box::new(|p| set(p, "/trafficTargets/1", nlb(json!({"listenerArn": LISTENER})))),
+            "trafficTargets[1].nlb.listenerArn",
+            "give it as an `alb` target",
+        ),
+        (
+            "alb target given an NLB's listener",
+            Box::new(|p| {
+                set(p, "/trafficTargets/0/alb/listenerArn", json!(NLB_LISTENER));
+                remove(p, "/trafficTargets/0/alb/ruleArn");
+            }),
+            "trafficTargets[0].alb.listenerArn",
+            "give it as an `nlb` target",
+        ),
+        (
+            "nlb target with a rule (NLB listeners have none)",
+            Box::new(|p| set(p, "/trafficTargets/1", nlb(json!({"ruleArn": LISTENER})))),
+            "trafficTargets[1].nlb.ruleArn",
+            "unknown field `ruleArn`",
+        ),
+        (
+            "nlb target groups equal",
+            Box::new(|p| {
+                set(p, "/trafficTargets/1", nlb(json!({"canaryTargetGroupArn": STABLE_TG})))
+            }),
+            "trafficTargets[1].nlb.canaryTargetGroupArn",
+            "must differ from stableTargetGroupArn",
+        ),
+        (
+            "nlb target group in another account",
+            Box::new(|p| {
+                set(
+                    p,
+                    "/trafficTargets/1",
+                    nlb(json!({"canaryTargetGroupArn": STABLE_TG.replace("123456789012", "210987654321")})),
+                )
+            }),
+            "trafficTargets[1].nlb.canaryTargetGroupArn",
+            "own account and region",
+        ),
+        (
+            "nlb minStepSeconds out of range",
+            Box::new(|p| set(p, "/trafficTargets/1", nlb(json!({"minStepSeconds": 0})))),
+            "trafficTargets[1].nlb.minStepSeconds",
+            "must be from 1 to 86400 seconds",
+        ),
+        (
+            "a step shorter than an nlb's minStepSeconds",
+            Box::new(|p| {
+                set(p, "/trafficTargets/1", nlb(json!({"minStepSeconds": 1000})));
+            }),
+            "steps[0]",
+            "bakes 900 s, less than trafficTargets[1].nlb.minStepSeconds (1000 s)",
         ),
         (
             "bake shorter than interval",

@@ -133,9 +133,7 @@ impl RolloutPlan {
     pub fn regions(&self) -> Vec<String> {
         let mut regions = vec![self.cluster.region.clone(), GLOBAL_REGION.to_owned()];
         for target in &self.traffic_targets {
-            if let TrafficTarget::Alb(alb) = target {
-                regions.extend(alb.region().map(str::to_owned));
-            }
+            regions.extend(target.kind().region().map(str::to_owned));
         }
         regions.sort();
         regions.dedup();
@@ -189,6 +187,7 @@ impl RolloutPlan {
         let mut errors = Errors::default();
         plan.validate(&mut errors);
         let steps = plan.resolve_steps(&mut errors);
+        plan.check_min_step_seconds(&steps, &mut errors);
         if let Some(freeze) = &plan.freeze {
             freeze.validate(
                 &steps,

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::RolloutPlan;
 use crate::approval::OnApprovalTimeout;
 use crate::limits::{MAX_BAKE_SECONDS, MAX_TOTAL_CHECKS};
+use crate::targets::TrafficTarget;
 use crate::validate::Errors;
 
 /// After 100 %, the checks go on for `bakeSeconds` (every `bake.checkIntervalSeconds`); a
@@ -171,6 +172,38 @@ impl RolloutPlan {
             );
         }
         resolved
+    }
+}
+
+impl RolloutPlan {
+    /// Every step of a plan that shifts an NLB with `minStepSeconds` bakes at least that long:
+    /// a shorter bake would judge connections opened before its weight was set.
+    pub(super) fn check_min_step_seconds(&self, steps: &[ResolvedStep], errors: &mut Errors) {
+        let floors = self
+            .traffic_targets
+            .iter()
+            .enumerate()
+            .filter_map(|(t, target)| {
+                let TrafficTarget::Nlb(nlb) = target else {
+                    return None;
+                };
+                Some((t, u32::try_from(nlb.min_step_seconds?).ok()?))
+            });
+        for (t, floor) in floors {
+            for (i, step) in steps.iter().enumerate() {
+                if step.bake_seconds < floor {
+                    errors.push(
+                        format!("steps[{i}]"),
+                        format!(
+                            "bakes {} s, less than trafficTargets[{t}].nlb.minStepSeconds ({floor} s): \
+                             an NLB moves new connections only, so a shorter bake judges the old ones; \
+                             bake this step longer or lower minStepSeconds",
+                            step.bake_seconds
+                        ),
+                    );
+                }
+            }
+        }
     }
 }
 

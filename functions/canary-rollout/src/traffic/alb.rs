@@ -1,5 +1,6 @@
-//! An ALB listener's default action or a listener rule that forwards to the stable and the
-//! canary target group: its weights are the forward action's target group weights.
+//! A load balancer listener's default action (ALB or NLB) or an ALB listener rule that forwards
+//! to the stable and the canary target group: its weights are the forward action's target group
+//! weights. One router for both kinds (`ForwardTarget`); what only an NLB has is in `nlb.rs`.
 
 use async_trait::async_trait;
 use canary_aws::{
@@ -8,20 +9,20 @@ use canary_aws::{
 use canary_core::arn::load_balancer_arn;
 use canary_core::ownership::alb_controller;
 use canary_core::target_health::target_group_problem;
-use canary_core::{AlbTarget, WeightPair};
+use canary_core::{ForwardTarget, WeightPair};
 use tracing::info;
 
 use super::{
-    refuse_claimed, ControllerClaim, Detach, Health, Inspection, Located, Observed, Reading,
+    nlb, refuse_claimed, ControllerClaim, Detach, Health, Inspection, Located, Observed, Reading,
     Router, Side, TargetReader, TrafficRouter,
 };
 use crate::error::ShiftError;
 
-/// The router of an ALB target: over `dyn AlbApi` it moves weights; over `dyn AlbReads`
-/// (a check's) it only reads.
-type AlbRouter<'a> = Router<'a, dyn AlbApi + 'a, AlbTarget>;
+/// The router of an ALB or NLB target: over `dyn AlbApi` it moves weights; over
+/// `dyn AlbReads` (a check's) it only reads.
+type ForwardRouter<'a> = Router<'a, dyn AlbApi + 'a, dyn ForwardTarget + 'a>;
 
-impl<A: AlbReads + ?Sized> Router<'_, A, AlbTarget> {
+impl<A: AlbReads + ?Sized> Router<'_, A, dyn ForwardTarget + '_> {
     async fn read_forward(&self) -> Result<ForwardRead, ShiftError> {
         self.api
             .read_forward(self.target)
@@ -39,7 +40,7 @@ impl<A: AlbReads + ?Sized> Router<'_, A, AlbTarget> {
     }
 }
 
-impl AlbRouter<'_> {
+impl ForwardRouter<'_> {
     /// Writes `weights` as the forward action's target groups, from `current` as read.
     async fn write_groups(
         &self,
@@ -54,7 +55,7 @@ impl AlbRouter<'_> {
 }
 
 #[async_trait]
-impl<A: AlbReads + ?Sized> TargetReader for Router<'_, A, AlbTarget> {
+impl<A: AlbReads + ?Sized> TargetReader for Router<'_, A, dyn ForwardTarget + '_> {
     fn located(&self) -> &Located<'_> {
         &self.located
     }
@@ -65,15 +66,15 @@ impl<A: AlbReads + ?Sized> TargetReader for Router<'_, A, AlbTarget> {
 }
 
 #[async_trait]
-impl TrafficRouter for AlbRouter<'_> {
+impl TrafficRouter for ForwardRouter<'_> {
     /// The rule's tags (for a rule target), the listener's, and the load balancer's: a
     /// controller that owns the listener or the load balancer deletes the rules it does not
     /// know and rewrites the default action, whoever made the rule.
     async fn controllers(&self) -> Result<Vec<ControllerClaim>, ShiftError> {
-        let listener = self.target.listener_arn.as_str();
+        let listener = self.target.listener_arn();
         let mut marked = Vec::new();
-        if let Some(rule) = &self.target.rule_arn {
-            marked.push(("the rule".to_owned(), rule.clone()));
+        if let Some(rule) = self.target.rule_arn() {
+            marked.push(("the rule".to_owned(), rule.to_owned()));
             marked.push(("its listener".to_owned(), listener.to_owned()));
         } else {
             marked.push(("the listener".to_owned(), listener.to_owned()));
@@ -104,42 +105,46 @@ impl TrafficRouter for AlbRouter<'_> {
         };
         let weights = [
             TargetGroupWeight {
-                arn: self.target.stable_target_group_arn.clone(),
+                arn: self.target.stable_target_group_arn().to_owned(),
                 weight: pair.stable,
             },
             TargetGroupWeight {
-                arn: self.target.canary_target_group_arn.clone(),
+                arn: self.target.canary_target_group_arn().to_owned(),
                 weight: pair.canary,
             },
         ];
         self.write_groups(current, &weights).await
     }
 
-    async fn inspect(&self, _shortest_bake_seconds: i64) -> Result<Inspection, ShiftError> {
-        let alb = self.target;
+    async fn inspect(&self, shortest_bake_seconds: i64) -> Result<Inspection, ShiftError> {
+        let target = self.target;
         let read = self.read_forward().await?;
-        let region = alb.region().unwrap_or_default();
+        let region = target.region().unwrap_or_default();
         let groups: Vec<TargetGroupInfo> = self
             .api
             .target_groups(
                 region,
                 &[
-                    alb.stable_target_group_arn.clone(),
-                    alb.canary_target_group_arn.clone(),
+                    target.stable_target_group_arn().to_owned(),
+                    target.canary_target_group_arn().to_owned(),
                 ],
             )
             .await
             .map_err(|e| self.aws(e))?;
+        let is_nlb = target.kind_name() == "nlb";
+        if is_nlb {
+            nlb::refuse_mixed_protocols(&self.located.label, &groups)?;
+        }
         let mut notes = Vec::new();
         let mut owner_notes = Vec::new();
-        refuse_claimed(
-            self,
+        let shape = if is_nlb {
+            "Shift a listener created outside the clusters, with a TargetGroupBinding in each \
+             (docs/traffic/nlb.md)"
+        } else {
             "Shift a listener or rule created outside the clusters, with a TargetGroupBinding in \
-             each (docs/shapes/shared-alb.md)",
-            alb.owner.as_ref(),
-            &mut owner_notes,
-        )
-        .await?;
+             each (docs/shapes/shared-alb.md)"
+        };
+        refuse_claimed(self, shape, target.owner(), &mut owner_notes).await?;
         let group_sticky = match &read {
             ForwardRead::Forward(f) => f.group_stickiness.filter(|s| s.enabled),
             ForwardRead::NotForward { .. } => None,
@@ -156,14 +161,20 @@ impl TrafficRouter for AlbRouter<'_> {
                 group.arn
             ));
         }
-        let attach_canary = matches!(&read, ForwardRead::Forward(f) if f.weight_of(&alb.canary_target_group_arn).is_none());
+        let attach_canary = matches!(&read, ForwardRead::Forward(f) if f.weight_of(target.canary_target_group_arn()).is_none());
         // The notes so far are all about stickiness.
         let sticky = !notes.is_empty();
         notes.extend(owner_notes);
+        if is_nlb {
+            notes.push(nlb::flow_note(
+                target.min_step_seconds(),
+                shortest_bake_seconds,
+            ));
+        }
         Ok(Inspection {
             reading: self.reading(read),
             attach_canary,
-            kind: "alb",
+            kind: target.kind_name(),
             sticky,
             ttl_seconds: None,
             notes,
@@ -172,8 +183,8 @@ impl TrafficRouter for AlbRouter<'_> {
 
     async fn health(&self, side: Side, min_healthy_targets: u32) -> Result<Health, ShiftError> {
         let arn = match side {
-            Side::Canary => &self.target.canary_target_group_arn,
-            Side::Stable => &self.target.stable_target_group_arn,
+            Side::Canary => self.target.canary_target_group_arn(),
+            Side::Stable => self.target.stable_target_group_arn(),
         };
         let targets = self.api.target_health(arn).await.map_err(|e| self.aws(e))?;
         // `targetgroup/<name>/<id>`: the name is what a person recognises.
@@ -202,7 +213,7 @@ impl TrafficRouter for AlbRouter<'_> {
             )));
         };
         let canary_only = [TargetGroupWeight {
-            arn: self.target.canary_target_group_arn.clone(),
+            arn: self.target.canary_target_group_arn().to_owned(),
             weight: expected.canary,
         }];
         match observed {
@@ -225,7 +236,7 @@ impl TrafficRouter for AlbRouter<'_> {
 }
 
 /// The weights of the forward action, or how it no longer has the plan's shape.
-fn observed(alb: &AlbTarget, read: &ForwardRead) -> Observed {
+fn observed(target: &dyn ForwardTarget, read: &ForwardRead) -> Observed {
     let forward: &ForwardAction = match read {
         ForwardRead::Forward(forward) => forward,
         ForwardRead::NotForward { action_types } => {
@@ -239,7 +250,9 @@ fn observed(alb: &AlbTarget, read: &ForwardRead) -> Observed {
         .target_groups
         .iter()
         .map(|tg| tg.arn.as_str())
-        .filter(|arn| *arn != alb.stable_target_group_arn && *arn != alb.canary_target_group_arn)
+        .filter(|arn| {
+            *arn != target.stable_target_group_arn() && *arn != target.canary_target_group_arn()
+        })
         .collect();
     if !foreign.is_empty() {
         return Observed::Reshaped(format!(
@@ -247,15 +260,17 @@ fn observed(alb: &AlbTarget, read: &ForwardRead) -> Observed {
             foreign.join(", ")
         ));
     }
-    let Some(stable) = forward.weight_of(&alb.stable_target_group_arn) else {
+    let Some(stable) = forward.weight_of(target.stable_target_group_arn()) else {
         return Observed::Reshaped(format!(
             "its forward action does not include the stable target group {}",
-            alb.stable_target_group_arn
+            target.stable_target_group_arn()
         ));
     };
     Observed::Pair(WeightPair {
         stable,
         // A canary target group that is not attached receives nothing: weight 0.
-        canary: forward.weight_of(&alb.canary_target_group_arn).unwrap_or(0),
+        canary: forward
+            .weight_of(target.canary_target_group_arn())
+            .unwrap_or(0),
     })
 }

@@ -7,6 +7,7 @@
 
 mod alb;
 mod gitops;
+mod nlb;
 mod route53;
 
 pub use gitops::poll_interval;
@@ -18,7 +19,7 @@ use async_trait::async_trait;
 use canary_aws::{AlbApi, AlbReads, AwsError, ExecutionsApi, Route53Api, Route53Reads};
 use canary_core::limits::{join_bounded, MAX_REASON_BYTES};
 use canary_core::ownership::{ControllerOwner, OwnerCheck};
-use canary_core::{RolloutPlan, TrafficTarget, WeightPair};
+use canary_core::{ForwardTarget, RolloutPlan, TrafficTarget, WeightPair};
 use canary_kube::ArgoCdConnect;
 use tracing::info;
 
@@ -27,6 +28,7 @@ use crate::error::ShiftError;
 /// The AWS APIs the traffic operations use.
 #[derive(Clone, Copy)]
 pub struct Apis<'a> {
+    /// Elastic Load Balancing: ALB and NLB targets.
     pub alb: &'a dyn AlbApi,
     pub route53: &'a dyn Route53Api,
     pub executions: &'a dyn ExecutionsApi,
@@ -100,7 +102,12 @@ pub fn routers<'a>(apis: &Apis<'a>, plan: &'a RolloutPlan) -> Vec<Box<dyn Traffi
             match located.target {
                 TrafficTarget::Alb(target) => Box::new(Router {
                     api: apis.alb,
-                    target,
+                    target: target as &dyn ForwardTarget,
+                    located,
+                }),
+                TrafficTarget::Nlb(target) => Box::new(Router {
+                    api: apis.alb,
+                    target: target as &dyn ForwardTarget,
                     located,
                 }),
                 TrafficTarget::Route53(target) => {
@@ -134,7 +141,12 @@ pub fn readers<'a>(reads: Reads<'a>, plan: &'a RolloutPlan) -> Vec<Box<dyn Targe
             match located.target {
                 TrafficTarget::Alb(target) => Box::new(Router {
                     api: reads.alb,
-                    target,
+                    target: target as &dyn ForwardTarget,
+                    located,
+                }),
+                TrafficTarget::Nlb(target) => Box::new(Router {
+                    api: reads.alb,
+                    target: target as &dyn ForwardTarget,
                     located,
                 }),
                 TrafficTarget::Route53(target) => Box::new(Router {
@@ -149,13 +161,13 @@ pub fn readers<'a>(reads: Reads<'a>, plan: &'a RolloutPlan) -> Vec<Box<dyn Targe
 
 /// What every router holds: the API it calls, the plan's target of its kind, and where the
 /// target sits in the plan. Each kind implements [`TrafficRouter`] for its own `Api`/`Target`.
-struct Router<'a, Api: ?Sized, Target> {
+struct Router<'a, Api: ?Sized, Target: ?Sized> {
     api: &'a Api,
     target: &'a Target,
     located: Located<'a>,
 }
 
-impl<Api: ?Sized, Target> Router<'_, Api, Target> {
+impl<Api: ?Sized, Target: ?Sized> Router<'_, Api, Target> {
     /// An AWS error met on this target.
     fn aws(&self, e: AwsError) -> ShiftError {
         ShiftError::aws(&self.located.label, e)
