@@ -597,3 +597,66 @@ def test_global_accelerator_answers_as_its_api_reference_documents(moto_endpoint
     elsewhere = boto3.client("globalaccelerator", endpoint_url=moto_endpoint, **CREDENTIALS)
     code, message = refused_with(lambda: elsewhere.list_accelerators())
     assert code == "InvalidSignatureException" and "Credential should be scoped to a valid region" in message
+
+
+def test_network_load_balancers_and_forward_actions_are_checked_as_elb_checks_them(moto_endpoint):
+    """An NLB's ARNs name it `net/`; a forward action's weights are 0-999 on every write that
+    carries one; an NLB forwards to target groups of one network protocol, without target group
+    stickiness, and its listeners have no rules. An ALB keeps what it may."""
+    elbv2 = boto3.client("elbv2", endpoint_url=moto_endpoint, **CREDENTIALS)
+    ec2 = boto3.client("ec2", endpoint_url=moto_endpoint, **CREDENTIALS)
+    vpc = ec2.create_vpc(CidrBlock="10.9.0.0/16")["Vpc"]["VpcId"]
+    subnets = [ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.9.{i}.0/24", AvailabilityZone=f"us-east-1{zone}")
+               ["Subnet"]["SubnetId"] for i, zone in ((1, "a"), (2, "b"))]
+    nlb = elbv2.create_load_balancer(Name="tcp", Subnets=subnets, Type="network",
+                                     Tags=[{"Key": "team", "Value": "edge"}])["LoadBalancers"][0]
+    assert ":loadbalancer/net/tcp/" in nlb["LoadBalancerArn"] and nlb["Type"] == "network"
+    assert elbv2.describe_load_balancers(LoadBalancerArns=[nlb["LoadBalancerArn"]])["LoadBalancers"][0]["LoadBalancerName"] == "tcp"
+    tags = elbv2.describe_tags(ResourceArns=[nlb["LoadBalancerArn"]])["TagDescriptions"][0]["Tags"]
+    assert tags == [{"Key": "team", "Value": "edge"}]
+
+    def group(name, protocol, port=443):
+        return elbv2.create_target_group(Name=name, Protocol=protocol, Port=port, VpcId=vpc,
+                                         TargetType="ip")["TargetGroups"][0]["TargetGroupArn"]
+
+    blue, green, udp, http = group("blue", "TCP"), group("green", "TCP"), group("dns", "UDP", 53), group("web", "HTTP", 80)
+
+    def forward(*weighted, sticky=None):
+        config = {"TargetGroups": [{"TargetGroupArn": arn, "Weight": weight} for arn, weight in weighted]}
+        if sticky is not None:
+            config["TargetGroupStickinessConfig"] = {"Enabled": sticky, "DurationSeconds": 60}
+        return [{"Type": "forward", "ForwardConfig": config}]
+
+    listener = elbv2.create_listener(LoadBalancerArn=nlb["LoadBalancerArn"], Protocol="TCP", Port=443,
+                                     DefaultActions=forward((blue, 999), (green, 0)))["Listeners"][0]["ListenerArn"]
+    assert ":listener/net/tcp/" in listener
+    elbv2.modify_listener(ListenerArn=listener, DefaultActions=forward((blue, 90), (green, 10)))
+    weights = elbv2.describe_listeners(ListenerArns=[listener])["Listeners"][0]["DefaultActions"][0]["ForwardConfig"]["TargetGroups"]
+    assert [(w["TargetGroupArn"], w["Weight"]) for w in weights] == [(blue, 90), (green, 10)]
+
+    code, message = refused_with(lambda: elbv2.modify_listener(ListenerArn=listener, DefaultActions=forward((blue, 1000), (green, 0))))
+    assert code == "ValidationError" and "less than or equal to 999" in message
+    code, message = refused_with(lambda: elbv2.modify_listener(ListenerArn=listener, DefaultActions=forward((blue, 50), (udp, 50))))
+    assert code == "InvalidConfigurationRequest" and "same protocol" in message
+    code, message = refused_with(lambda: elbv2.modify_listener(ListenerArn=listener, DefaultActions=forward((blue, 50), (http, 50))))
+    assert code == "InvalidConfigurationRequest" and "HTTP" in message
+    code, message = refused_with(lambda: elbv2.modify_listener(ListenerArn=listener, DefaultActions=forward((blue, 50), (green, 50), sticky=True)))
+    assert code == "InvalidConfigurationRequest" and "stickiness" in message
+    missing = blue.replace("blue", "gone")
+    assert refused_with(lambda: elbv2.modify_listener(ListenerArn=listener, DefaultActions=forward((missing, 1))))[0] == "TargetGroupNotFound"
+    code, message = refused_with(lambda: elbv2.create_rule(ListenerArn=listener, Priority=1, Actions=forward((blue, 1)),
+                                                           Conditions=[{"Field": "path-pattern", "Values": ["/x"]}]))
+    assert code == "InvalidLoadBalancerAction" and "network" in message
+    weights = elbv2.describe_listeners(ListenerArns=[listener])["Listeners"][0]["DefaultActions"][0]["ForwardConfig"]["TargetGroups"]
+    assert [(w["TargetGroupArn"], w["Weight"]) for w in weights] == [(blue, 90), (green, 10)], "a refused write changed nothing"
+
+    alb = elbv2.create_load_balancer(Name="web", Subnets=subnets)["LoadBalancers"][0]["LoadBalancerArn"]
+    assert ":loadbalancer/app/web/" in alb
+    web2 = group("web2", "HTTP", 80)
+    alb_listener = elbv2.create_listener(LoadBalancerArn=alb, Protocol="HTTP", Port=80,
+                                         DefaultActions=forward((http, 999), (web2, 1), sticky=True))["Listeners"][0]["ListenerArn"]
+    rule = elbv2.create_rule(ListenerArn=alb_listener, Priority=1, Actions=forward((http, 1)),
+                             Conditions=[{"Field": "path-pattern", "Values": ["/x"]}])["Rules"][0]["RuleArn"]
+    assert refused_with(lambda: elbv2.modify_rule(RuleArn=rule, Actions=forward((http, 1000))))[0] == "ValidationError"
+    assert refused_with(lambda: elbv2.create_listener(LoadBalancerArn=alb, Protocol="HTTP", Port=81,
+                                                      DefaultActions=forward((blue, 1))))[0] == "InvalidConfigurationRequest"

@@ -191,6 +191,12 @@ Everything else is stock moto.
    `X-Amz-Target` is Global Accelerator's, with its harness control at
    `POST /_harness/globalaccelerator/<account>`.
 
+22. Elastic Load Balancing's forward actions and Network Load Balancers as AWS checks them, in
+   tests/moto/elbv2_forwards.py: load balancer ARNs that name their type (`net/`, `gwy/`), target
+   group weights 0-999, the target groups of a forward action existing and of protocols its load
+   balancer forwards to (one protocol on an NLB), no target group stickiness and no listener
+   rules on an NLB.
+
 Still not modelled: the 256 KiB limit on Pass and Choice state output (moto checks task
 results only).
 
@@ -282,6 +288,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state
     StateTaskServiceAwsSdk,
 )
 
+import elbv2_forwards  # beside this file (patch 22)
 import global_accelerator  # beside this file (patch 21)
 
 
@@ -1408,6 +1415,7 @@ elbv2_models.FakeTargetGroup.has_cfn_attr = classmethod(
     lambda cls, attr: attr in ("TargetGroupFullName", "TargetGroupName", "TargetGroupArn", "LoadBalancerArns"))
 _stock_listener_default_actions = elbv2_models.ELBv2Backend.convert_and_validate_properties
 elbv2_models.ELBv2Backend.convert_and_validate_properties = _listener_default_actions
+elbv2_forwards.install(elbv2_models)
 
 
 # --- 13. Execution status change events -------------------------------------------------------
