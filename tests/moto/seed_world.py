@@ -7,6 +7,8 @@ World: an internet-facing ALB `web` with
   - a rule (/api/*) on it forwarding blue 100 / green 0 with target group stickiness on;
   - listener :8080 whose default action is a fixed response (not a forward);
   - listener :8081 forwarding blue 50 / other 50 (a target group the plan does not name);
+an NLB `tcp` with TCP target groups `tcp-blue` (stable), `tcp-green` (canary), a UDP one `dns`,
+and a TCP listener :443 forwarding to tcp-blue only;
 a hosted zone `example.com.` with weighted records, blue 100 / green 0:
   - `app.example.com.` A, alias records to the ALB;
   - `www.example.com.` CNAME, TTL 60;
@@ -81,6 +83,21 @@ def main(endpoint):
     )
     foreign_listener = listener(8081, forward((blue, 50), (other, 50)))
 
+    nlb = elbv2.create_load_balancer(Name="tcp", Subnets=subnets, Type="network")["LoadBalancers"][0]
+
+    def network_group(name, protocol="TCP", port=443):
+        return elbv2.create_target_group(Name=name, Protocol=protocol, Port=port, VpcId=vpc_id, TargetType="ip")[
+            "TargetGroups"
+        ][0]["TargetGroupArn"]
+
+    tcp_blue, tcp_green, udp = network_group("tcp-blue"), network_group("tcp-green"), network_group("dns", "UDP", 53)
+    nlb_listener = elbv2.create_listener(
+        LoadBalancerArn=nlb["LoadBalancerArn"],
+        Protocol="TCP",
+        Port=443,
+        DefaultActions=[{"Type": "forward", "ForwardConfig": {"TargetGroups": [{"TargetGroupArn": tcp_blue, "Weight": 100}]}}],
+    )["Listeners"][0]["ListenerArn"]
+
     zone_id = route53.create_hosted_zone(Name="example.com.", CallerReference="seed")["HostedZone"]["Id"].split("/")[-1]
 
     def weighted(name, rtype, set_id, weight, ttl=None, value=None):
@@ -126,6 +143,10 @@ def main(endpoint):
             "green": green,
             "other": other,
             "lbDnsName": lb["DNSName"],
+            "nlbListener": nlb_listener,
+            "tcpBlue": tcp_blue,
+            "tcpGreen": tcp_green,
+            "udpGroup": udp,
             "zoneId": zone_id,
             "stateMachine": state_machine,
         },

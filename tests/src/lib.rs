@@ -204,6 +204,12 @@ pub struct World {
     pub green: String,
     pub other: String,
     pub lb_dns_name: String,
+    /// The NLB's TCP listener :443, forwarding to `tcp_blue` only.
+    pub nlb_listener: String,
+    pub tcp_blue: String,
+    pub tcp_green: String,
+    /// A UDP target group beside the NLB's TCP ones.
+    pub udp_group: String,
     pub zone_id: String,
     pub state_machine: String,
 }
@@ -296,6 +302,7 @@ impl Observer {
             &world.listener,
             &world.fixed_listener,
             &world.foreign_listener,
+            &world.nlb_listener,
         ] {
             text.push_str(&format!("{:?}\n", self.listener(listener).await));
         }

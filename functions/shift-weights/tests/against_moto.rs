@@ -1,51 +1,14 @@
 //! shift-weights over the wire: the function's real aws-sdk paths against a moto server
 //! each test starts for itself (see `tests/src/lib.rs`), asserting on moto's state.
 
-use aws_config::SdkConfig;
-use canary_aws::{SdkEvents, SdkExecutions};
-use canary_core::NamedError;
-use canary_rollout::clients::TrafficClients;
-use canary_rollout::sweep::SweepApis;
-use cluster_canary_tests::{Moto, Observer, World};
-use serde_json::{json, Value};
-use shift_weights::{handle, ShiftError};
+mod common;
 
-struct Env {
-    _moto: Moto,
-    world: World,
-    config: SdkConfig,
-    observer: Observer,
-    /// As the function builds them, from an environment without a management cluster.
-    clients: TrafficClients,
-}
+use canary_core::NamedError;
+use cluster_canary_tests::World;
+use common::Env;
+use serde_json::{json, Value};
 
 impl Env {
-    async fn start() -> Env {
-        let moto = Moto::start();
-        let world = moto.seed();
-        let config = moto.sdk_config().await;
-        Env {
-            world,
-            observer: Observer::new(&config),
-            clients: TrafficClients::from_config(&config, &|_| None).expect("no MANAGEMENT_*"),
-            config,
-            _moto: moto,
-        }
-    }
-
-    async fn call(&self, input: Value) -> Result<Value, ShiftError> {
-        let (executions, events) = (
-            SdkExecutions::new(&self.config),
-            SdkEvents::new(&self.config),
-        );
-        let sweeping = SweepApis {
-            ended: &executions,
-            events: &events,
-            rules: &events,
-        };
-        handle(&self.clients.apis(), &sweeping, input).await
-    }
-
     fn listener_target(&self) -> Value {
         json!({"alb": {
             "listenerArn": self.world.listener,
@@ -80,30 +43,6 @@ impl Env {
             self.record_target("www.example.com", "CNAME"),
             self.record_target("app.example.com", "A"),
         ]
-    }
-
-    fn execution(&self, name: &str) -> Value {
-        json!({
-            "executionArn": format!("{}:{name}", self.world.state_machine.replace(":stateMachine:", ":execution:")),
-            "stateMachineArn": self.world.state_machine,
-        })
-    }
-
-    async fn prepare(&self, plan: &Value) -> Result<Value, ShiftError> {
-        self.call(
-            json!({"operation": "prepare", "plan": plan, "execution": self.execution("self")}),
-        )
-        .await
-    }
-
-    async fn set(
-        &self,
-        plan: &Value,
-        canary_weight: i64,
-        expected: &Value,
-    ) -> Result<Value, ShiftError> {
-        self.call(json!({"operation": "set", "plan": plan, "canaryWeight": canary_weight, "expected": expected}))
-            .await
     }
 
     /// Weights of every target of `all_targets`, as moto holds them.
