@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from . import compare, datadog, fleets, prometheus
 from .alb_metrics import AlbMetrics
 from .harness import CONTRACT, REPO, Sandbox
-from .world import ACCOUNT, REGION
+from .world import ACCOUNT, REGION, seed_nlb
 
 SCENARIOS = ("happy", "rollback", "apps-unhealthy", "stopped", "approval", "prometheus", "prometheus-healthy", "datadog",
-             "compare", "compare-spike", "fleet", "fleet-halt", "fleet-outlier")
+             "compare", "compare-spike", "fleet", "fleet-halt", "fleet-outlier", "nlb", "nlb-rollback")
 
 
 @dataclass
@@ -177,6 +177,11 @@ def read_weights(sandbox):
         for tg in action.get("ForwardConfig", {}).get("TargetGroups", [])
     }
     weights = {"listener :80": (groups.get(world.blue_tg, 0), groups.get(world.green_tg, 0))}
+    if world.nlb_listener:  # the `nlb` scenarios' load balancer
+        nlb = sandbox.client("elbv2").describe_listeners(ListenerArns=[world.nlb_listener])["Listeners"][0]
+        groups = {tg["TargetGroupArn"]: tg.get("Weight", 1)
+                  for action in nlb["DefaultActions"] for tg in action.get("ForwardConfig", {}).get("TargetGroups", [])}
+        weights["nlb :443"] = (groups.get(world.tcp_blue_tg, 0), groups.get(world.tcp_green_tg, 0))
     if world.record:  # the example environment's world has no records
         records = sandbox.client("route53").list_resource_record_sets(
             HostedZoneId=world.zone_id, StartRecordName=world.record, StartRecordType="A"
@@ -485,10 +490,45 @@ def run_compare(sandbox, scenario, out=print, verbose=False):
 APPROVAL_TIMEOUT_SECONDS = 600
 
 
+def nlb_plan(sandbox):
+    """A plan a person writes for the NLB `web-tcp` alone: its TCP listener, stepped with a
+    minimum dwell as long as the sandbox's bake."""
+    world = sandbox.world
+    plan = manual_plan(sandbox)
+    plan["trafficTargets"] = [{"nlb": {
+        "listenerArn": world.nlb_listener,
+        "stableTargetGroupArn": world.tcp_blue_tg,
+        "canaryTargetGroupArn": world.tcp_green_tg,
+        "minStepSeconds": plan["bake"]["seconds"],
+    }}]
+    return plan
+
+
+def run_nlb(sandbox, scenario, out=print, verbose=False):
+    """`nlb`: a rollout of the NLB to 100 %; `nlb-rollback`: green's 5xx alarm fires at 50 %."""
+    execution_arn = start_manual(sandbox, nlb_plan(sandbox), f"green-{scenario}")
+    out(f"started a rollout of the NLB web-tcp's listener :443: {execution_arn}")
+
+    def on_event(name, state):
+        if scenario == "nlb-rollback" and name == CONTRACT["states"]["setWeights"] \
+                and state["cursor"]["step"]["weight"] == 50:
+            out(">>> alarm web-green-5xx goes to ALARM")
+            sandbox.alarm_events.set_state(
+                "web-green-5xx", "ALARM",
+                "Threshold Crossed: 1 datapoint [42.0] was greater than the threshold (10.0).",
+            )
+
+    return watch(sandbox, execution_arn, on_event, out, verbose=verbose)
+
+
 def run_on(sandbox, scenario, out=print, verbose=False):
+    if scenario in ("nlb", "nlb-rollback"):
+        seed_nlb(sandbox.client, sandbox.world)
     out(f"scenario {scenario}: blue serves everything; creating EKS cluster green")
     out(f"start: {format_weights(read_weights(sandbox))}")
     create_green(sandbox)
+    if scenario in ("nlb", "nlb-rollback"):
+        return run_nlb(sandbox, scenario, out, verbose)
     if scenario == "approval":
         plan = manual_plan(sandbox)
         plan["approval"] = {"beforeSteps": [100], "timeoutSeconds": APPROVAL_TIMEOUT_SECONDS}

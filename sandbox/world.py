@@ -32,6 +32,10 @@ class World:
     alarms: list
     profiles: dict
     events_queue: str
+    # The NLB the `nlb` scenarios make (`seed_nlb`): its TCP listener and target groups.
+    nlb_listener: str = None
+    tcp_blue_tg: str = None
+    tcp_green_tg: str = None
 
 
 def profile(listener, blue_tg, zone_id, record):
@@ -158,3 +162,26 @@ def seed_traffic(aws, subnets, zone_id):
             ComparisonOperator="GreaterThanThreshold",
         )
     return listener, blue_tg, green_tg, record, alarms
+
+
+def seed_nlb(aws, world):
+    """A Network Load Balancer `web-tcp` (named within the deployment's write grant) whose TCP
+    listener :443 forwards to blue's TCP target group; green's exists, not attached (Prepare
+    attaches it at weight 0). Recorded on `world`."""
+    ec2, elbv2 = aws("ec2"), aws("elbv2")
+    vpc_id = ec2.describe_vpcs()["Vpcs"][0]["VpcId"]
+    subnets = [s["SubnetId"] for s in ec2.describe_subnets()["Subnets"]][:2]
+    lb = elbv2.create_load_balancer(Name=f"{LOAD_BALANCER}-tcp", Subnets=subnets, Type="network")["LoadBalancers"][0]
+
+    def target_group(name):
+        return elbv2.create_target_group(Name=name, Protocol="TCP", Port=8443, VpcId=vpc_id, TargetType="ip")[
+            "TargetGroups"
+        ][0]["TargetGroupArn"]
+
+    world.tcp_blue_tg, world.tcp_green_tg = target_group("tcp-blue"), target_group("tcp-green")
+    world.nlb_listener = elbv2.create_listener(
+        LoadBalancerArn=lb["LoadBalancerArn"],
+        Protocol="TCP",
+        Port=443,
+        DefaultActions=[{"Type": "forward", "ForwardConfig": {"TargetGroups": [{"TargetGroupArn": world.tcp_blue_tg, "Weight": 100}]}}],
+    )["Listeners"][0]["ListenerArn"]

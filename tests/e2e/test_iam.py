@@ -62,8 +62,8 @@ def test_every_call_of_a_rollout_is_authorized_as_its_callers_role():
 def test_a_role_missing_an_action_fails_the_rollout_with_access_denied_before_traffic_moves(tmp_path):
     template = template_copy(
         tmp_path,
-        "                - elasticloadbalancing:ModifyListener\n                - elasticloadbalancing:ModifyRule\n",
-        "                - elasticloadbalancing:ModifyRule\n")
+        "              Action: elasticloadbalancing:ModifyListener\n",
+        "              Action: elasticloadbalancing:ModifyListenerAttributes\n")
     with Sandbox(log=captured, template=template) as sandbox:
         report = scenarios.run_on(sandbox, "happy", captured, False)
         assert report.status == "FAILED"
