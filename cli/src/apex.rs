@@ -175,7 +175,7 @@ pub async fn apex_records(
         .enumerate()
         .filter_map(|(i, t)| match t {
             TrafficTarget::Route53(r53) => Some((i, r53)),
-            TrafficTarget::Alb(_) | TrafficTarget::Nlb(_) => None,
+            _ => None,
         })
         .collect();
     if targets.is_empty() {
