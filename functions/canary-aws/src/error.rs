@@ -53,7 +53,15 @@ const NOT_FOUND_CODES: &[&str] = &[
     // SSM: a Change Calendar (GetCalendarState) or a parameter that does not exist.
     "InvalidDocument",
     "ParameterNotFound",
+    // Global Accelerator.
+    "AcceleratorNotFoundException",
+    "ListenerNotFoundException",
+    "EndpointGroupNotFoundException",
 ];
+
+/// Error codes that mean "busy now, ask again": Global Accelerator refuses a write while the
+/// accelerator's last one is still being applied.
+const BUSY_CODES: &[&str] = &["TransactionInProgressException"];
 
 const ACCESS_DENIED_CODES: &[&str] = &[
     "AccessDenied",
@@ -160,7 +168,11 @@ fn classify(code: Option<&str>, status: u16) -> AwsErrorKind {
     match code {
         Some(c) if NOT_FOUND_CODES.contains(&c) => AwsErrorKind::NotFound,
         Some(c) if ACCESS_DENIED_CODES.contains(&c) => AwsErrorKind::AccessDenied,
-        Some(c) if THROTTLING_ERRORS.contains(&c) || TRANSIENT_ERRORS.contains(&c) => {
+        Some(c)
+            if THROTTLING_ERRORS.contains(&c)
+                || TRANSIENT_ERRORS.contains(&c)
+                || BUSY_CODES.contains(&c) =>
+        {
             AwsErrorKind::Transient
         }
         _ if status >= 500 || status == 429 => AwsErrorKind::Transient,

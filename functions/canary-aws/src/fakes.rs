@@ -31,6 +31,9 @@ use crate::cloudwatch::{AlarmState, AlarmStateValue, CloudWatchApi, MetricQuery,
 use crate::eks::AddonHealth;
 use crate::error::{AwsError, AwsErrorKind};
 use crate::executions::{ExecutionHistory, ExecutionListing, ExecutionsApi, Listed};
+use crate::global_accelerator::{
+    AcceleratorEndpoint, EndpointGroup, GlobalAcceleratorApi, GlobalAcceleratorReads,
+};
 use crate::query_error::QueryError;
 use crate::route53::{NewWeightedRecord, Route53Api, Route53Reads, TxtRecord, WeightedRecord};
 
@@ -85,6 +88,131 @@ impl AlbApi for Unused {
     }
     async fn tags(&self, _: &str, _: &str) -> Result<BTreeMap<String, String>, AwsError> {
         Err(unused("DescribeTags"))
+    }
+}
+
+#[async_trait]
+impl GlobalAcceleratorReads for Unused {
+    async fn endpoint_group(&self, _: &str) -> Result<EndpointGroup, AwsError> {
+        Err(unused("DescribeEndpointGroup"))
+    }
+}
+
+#[async_trait]
+impl GlobalAcceleratorApi for Unused {
+    async fn set_endpoints(&self, _: &str, _: &[AcceleratorEndpoint]) -> Result<(), AwsError> {
+        Err(unused("UpdateEndpointGroup"))
+    }
+    async fn set_traffic_dial(&self, _: &str, _: f32) -> Result<(), AwsError> {
+        Err(unused("UpdateEndpointGroup"))
+    }
+    async fn wait_deployed(&self, _: &str) -> Result<bool, AwsError> {
+        Err(unused("DescribeAccelerator"))
+    }
+    async fn tags(&self, _: &str) -> Result<BTreeMap<String, String>, AwsError> {
+        Err(unused("ListTagsForResource"))
+    }
+}
+
+/// One Global Accelerator endpoint group (`group`), in `us-east-1`, deployed at once unless
+/// `never_deploys`; `busy(n)` makes its next `n` writes answer TransactionInProgressException.
+#[derive(Default)]
+pub struct FakeAccelerator {
+    group: Mutex<Option<EndpointGroup>>,
+    busy: Mutex<usize>,
+    never_deploys: bool,
+    tags: BTreeMap<String, String>,
+    /// Every write, in order: `endpoints` or `dial`.
+    pub writes: Mutex<Vec<&'static str>>,
+}
+
+impl FakeAccelerator {
+    /// The group holds these `(endpoint, weight)` and dials `dial` %.
+    pub fn group(self, endpoints: &[(&str, u8)], dial: f32) -> Self {
+        *lock(&self.group) = Some(EndpointGroup {
+            region: "us-east-1".to_owned(),
+            traffic_dial: dial,
+            endpoints: endpoints
+                .iter()
+                .map(|(id, weight)| AcceleratorEndpoint {
+                    id: (*id).to_owned(),
+                    weight: *weight,
+                    client_ip_preservation: Some(true),
+                    health: Some("HEALTHY".to_owned()),
+                })
+                .collect(),
+        });
+        self
+    }
+
+    /// The next `writes` writes answer TransactionInProgressException.
+    pub fn busy(self, writes: usize) -> Self {
+        *lock(&self.busy) = writes;
+        self
+    }
+
+    /// The accelerator stays IN_PROGRESS.
+    pub fn never_deploys(mut self) -> Self {
+        self.never_deploys = true;
+        self
+    }
+
+    /// The accelerator carries `key`=`value`.
+    pub fn tag(mut self, key: &str, value: &str) -> Self {
+        self.tags.insert(key.to_owned(), value.to_owned());
+        self
+    }
+
+    /// The group as it is now.
+    pub fn now(&self) -> EndpointGroup {
+        lock(&self.group).clone().expect("the fake has a group")
+    }
+
+    fn write(&self, change: impl FnOnce(&mut EndpointGroup)) -> Result<(), AwsError> {
+        let mut busy = lock(&self.busy);
+        if *busy > 0 {
+            *busy -= 1;
+            return Err(AwsError {
+                kind: AwsErrorKind::Transient,
+                operation: "UpdateEndpointGroup",
+                code: Some("TransactionInProgressException".into()),
+                message: "There's already a transaction in progress.".into(),
+            });
+        }
+        let mut group = lock(&self.group);
+        change(group.as_mut().expect("the fake has a group"));
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl GlobalAcceleratorReads for FakeAccelerator {
+    async fn endpoint_group(&self, _: &str) -> Result<EndpointGroup, AwsError> {
+        Ok(self.now())
+    }
+}
+
+#[async_trait]
+impl GlobalAcceleratorApi for FakeAccelerator {
+    async fn set_endpoints(
+        &self,
+        _: &str,
+        endpoints: &[AcceleratorEndpoint],
+    ) -> Result<(), AwsError> {
+        self.write(|g| g.endpoints = endpoints.to_vec())?;
+        lock(&self.writes).push("endpoints");
+        Ok(())
+    }
+    async fn set_traffic_dial(&self, _: &str, percent: f32) -> Result<(), AwsError> {
+        self.write(|g| g.traffic_dial = percent)?;
+        lock(&self.writes).push("dial");
+        Ok(())
+    }
+    async fn wait_deployed(&self, _: &str) -> Result<bool, AwsError> {
+        Ok(!self.never_deploys)
+    }
+    async fn tags(&self, _: &str) -> Result<BTreeMap<String, String>, AwsError> {
+        Ok(self.tags.clone())
     }
 }
 

@@ -17,6 +17,7 @@ pub mod fakes;
 pub mod fleet_plans;
 pub mod freeze;
 pub mod functions;
+pub mod global_accelerator;
 pub mod http;
 #[cfg(feature = "fleet-plans")]
 pub mod intake_deliveries;
@@ -55,6 +56,10 @@ pub use freeze::{
     HealthRecords, SdkFreeze, StackFreeze,
 };
 pub use functions::{FunctionInvoker, Invocation, SdkFunctions};
+pub use global_accelerator::{
+    AcceleratorEndpoint, DeployWait, EndpointGroup, GlobalAcceleratorApi, GlobalAcceleratorReads,
+    SdkGlobalAccelerator,
+};
 #[cfg(feature = "fleet-plans")]
 pub use intake_deliveries::{Delivery, DeliveryLedger, SdkDeliveryLedger};
 pub use prometheus::{HttpPrometheus, PrometheusApi};

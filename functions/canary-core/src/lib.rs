@@ -35,6 +35,9 @@ pub mod weights;
 
 pub use error_name::{ErrorName, NamedError};
 pub use plan::{ResolvedStep, RolloutPlan};
-pub use targets::{AlbTarget, ForwardTarget, NlbTarget, Route53Target, TargetKind, TrafficTarget};
+pub use targets::{
+    AcceleratorShift, AlbTarget, ForwardTarget, GlobalAcceleratorTarget, NlbTarget, Route53Target,
+    TargetKind, TrafficTarget,
+};
 pub use validate::{PlanError, PlanErrors};
 pub use weights::{TargetWeights, WeightPair};

@@ -8,7 +8,8 @@ use crate::arn::{parse_elb_arn, ElbResource};
 use crate::ownership::OwnerCheck;
 use crate::validate::Errors;
 
-/// One place where traffic is weighted. Exactly one of `alb`, `nlb` or `route53`.
+/// One place where traffic is weighted. Exactly one of `alb`, `nlb`, `globalAccelerator` or
+/// `route53`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum TrafficTarget {
@@ -18,8 +19,71 @@ pub enum TrafficTarget {
     /// A Network Load Balancer TCP, TLS, UDP or TCP_UDP listener whose default action forwards
     /// to the stable and the canary target group with weights (docs/traffic/nlb.md).
     Nlb(NlbTarget),
+    /// An AWS Global Accelerator endpoint group: the weights of the stable and the canary
+    /// cluster's load balancers in it, or its traffic dial (docs/traffic/global-accelerator.md).
+    GlobalAccelerator(GlobalAcceleratorTarget),
     /// Two Route 53 weighted records of the same name and type.
     Route53(Route53Target),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GlobalAcceleratorTarget {
+    /// The endpoint group
+    /// (`arn:aws:globalaccelerator::<account>:accelerator/<id>/listener/<id>/endpoint-group/<id>`).
+    pub endpoint_group_arn: String,
+    /// `endpointWeights` (the default): the stable and the canary endpoint of this group (the
+    /// two clusters' load balancers in one Region) weighted as shares, 0 to 255 each.
+    /// `trafficDial`: the group is the new cluster's Region's, and its traffic dial is stepped
+    /// 0 to 100 %; the traffic it turns away goes to the accelerator's other Regions.
+    #[serde(default)]
+    pub shift: AcceleratorShift,
+    /// The stable cluster's endpoint (a load balancer ARN, `eipalloc-…` or `i-…`); with
+    /// `endpointWeights` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stable_endpoint_id: Option<String>,
+    /// The new cluster's endpoint; with `endpointWeights` only. Prepare adds it at weight 0
+    /// when the group does not hold it yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary_endpoint_id: Option<String>,
+    /// An accelerator the AWS Load Balancer Controller manages (its `GlobalAccelerator`
+    /// resource; tags `elbv2.k8s.aws/*`) is refused (`TrafficOwnedByController`): it would put
+    /// its endpoints back. `{"ignore": "<reason>"}` shifts it anyway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<OwnerCheck>,
+}
+
+/// How a Global Accelerator target moves traffic.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum AcceleratorShift {
+    /// Endpoint weights in one endpoint group.
+    #[default]
+    EndpointWeights,
+    /// The traffic dial of the new cluster's Region's endpoint group.
+    TrafficDial,
+}
+
+impl GlobalAcceleratorTarget {
+    /// The accelerator the endpoint group belongs to (its ARN's prefix).
+    pub fn accelerator_arn(&self) -> &str {
+        self.endpoint_group_arn
+            .split_once("/listener/")
+            .map_or(self.endpoint_group_arn.as_str(), |(accelerator, _)| {
+                accelerator
+            })
+    }
+
+    /// The stable and the canary endpoint, with `endpointWeights`.
+    pub fn endpoints(&self) -> Option<(&str, &str)> {
+        match self.shift {
+            AcceleratorShift::EndpointWeights => Some((
+                self.stable_endpoint_id.as_deref()?,
+                self.canary_endpoint_id.as_deref()?,
+            )),
+            AcceleratorShift::TrafficDial => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -279,6 +343,7 @@ impl TrafficTarget {
         match self {
             TrafficTarget::Alb(alb) => alb,
             TrafficTarget::Nlb(nlb) => nlb,
+            TrafficTarget::GlobalAccelerator(ga) => ga,
             TrafficTarget::Route53(r53) => r53,
         }
     }
@@ -378,6 +443,28 @@ impl TargetKind for NlbTarget {
 
     fn region(&self) -> Option<&str> {
         ForwardTarget::region(self)
+    }
+}
+
+impl TargetKind for GlobalAcceleratorTarget {
+    fn name(&self) -> &'static str {
+        "globalAccelerator"
+    }
+
+    /// The endpoint group: its weights and its dial are one traffic.
+    fn key(&self) -> String {
+        self.endpoint_group_arn.clone()
+    }
+
+    fn validate(&self, path: &str, errors: &mut Errors) {
+        validate_global_accelerator(self, path, errors)
+    }
+
+    /// The Region of the new cluster's load balancer, when the plan names it by ARN (an
+    /// endpoint group's ARN names no Region).
+    fn region(&self) -> Option<&str> {
+        let endpoint = self.canary_endpoint_id.as_deref()?;
+        endpoint.strip_prefix("arn:")?.split(':').nth(2)
     }
 }
 
@@ -592,5 +679,73 @@ fn validate_route53(r53: &Route53Target, path: &str, errors: &mut Errors) {
             format!("{path}.owner.ignore"),
             "has no meaning with \"via\": \"argocd\": the records are ExternalDNS's, and the weights go through it",
         );
+    }
+}
+
+/// `arn:<partition>:globalaccelerator::<account>:accelerator/<id>/listener/<id>/endpoint-group/<id>`.
+fn is_endpoint_group_arn(arn: &str) -> bool {
+    let parts: Vec<&str> = arn.splitn(6, ':').collect();
+    let ["arn", partition, "globalaccelerator", "", account, resource] = parts[..] else {
+        return false;
+    };
+    let segments: Vec<&str> = resource.split('/').collect();
+    partition.starts_with("aws")
+        && account.len() == 12
+        && account.bytes().all(|b| b.is_ascii_digit())
+        && matches!(segments[..], ["accelerator", a, "listener", l, "endpoint-group", g]
+            if [a, l, g].iter().all(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')))
+}
+
+fn validate_global_accelerator(ga: &GlobalAcceleratorTarget, path: &str, errors: &mut Errors) {
+    if let Some(owner) = &ga.owner {
+        owner.validate(path, false, errors);
+    }
+    if !is_endpoint_group_arn(&ga.endpoint_group_arn) {
+        errors.push(
+            format!("{path}.endpointGroupArn"),
+            format!(
+                "`{}` is not a Global Accelerator endpoint group ARN; expected the form \
+                 arn:aws:globalaccelerator::123456789012:accelerator/1234abcd-abcd-1234-abcd-1234abcdefgh/listener/0123vxyz/endpoint-group/098765zyxwvu",
+                ga.endpoint_group_arn
+            ),
+        );
+    }
+    let ids = [
+        ("stableEndpointId", &ga.stable_endpoint_id),
+        ("canaryEndpointId", &ga.canary_endpoint_id),
+    ];
+    match ga.shift {
+        AcceleratorShift::EndpointWeights => {
+            for (field, id) in ids {
+                match id {
+                    None => errors.push(
+                        format!("{path}.{field}"),
+                        "is required with \"shift\": \"endpointWeights\" (the default): the load balancer's ARN, an Elastic IP allocation id or an instance id",
+                    ),
+                    // The API's EndpointId: 1 to 255 characters.
+                    Some(id) if id.is_empty() || id.len() > 255 => errors.push(
+                        format!("{path}.{field}"),
+                        "must be 1 to 255 characters (a load balancer ARN, eipalloc-… or i-…)",
+                    ),
+                    Some(_) => {}
+                }
+            }
+            if ga.stable_endpoint_id.is_some() && ga.stable_endpoint_id == ga.canary_endpoint_id {
+                errors.push(
+                    format!("{path}.canaryEndpointId"),
+                    "must differ from stableEndpointId",
+                );
+            }
+        }
+        AcceleratorShift::TrafficDial => {
+            for (field, id) in ids {
+                if id.is_some() {
+                    errors.push(
+                        format!("{path}.{field}"),
+                        "has no meaning with \"shift\": \"trafficDial\": the dial moves the whole endpoint group (the new cluster's Region's)",
+                    );
+                }
+            }
+        }
     }
 }

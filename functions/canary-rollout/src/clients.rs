@@ -9,8 +9,8 @@
 
 use canary_aws::route53::InSyncWait;
 use canary_aws::{
-    HttpDatadog, HttpPrometheus, SdkAlb, SdkCloudWatch, SdkConfig, SdkEks, SdkExecutions,
-    SdkRoute53,
+    DeployWait, HttpDatadog, HttpPrometheus, SdkAlb, SdkCloudWatch, SdkConfig, SdkEks,
+    SdkExecutions, SdkGlobalAccelerator, SdkRoute53,
 };
 use canary_kube::{ArgoCdConnect, ManagementAccess, OwnedManagement};
 
@@ -29,6 +29,7 @@ pub fn process_env(name: &str) -> Option<String> {
 /// What the rollout moves traffic with (shift-weights; the CLI's `restore` and reads).
 pub struct TrafficClients {
     alb: SdkAlb,
+    global_accelerator: SdkGlobalAccelerator,
     route53: SdkRoute53,
     executions: SdkExecutions,
     /// The management cluster, for GitOps targets (`"via": "argocd"`): with `MANAGEMENT_ACCESS`
@@ -49,6 +50,7 @@ impl TrafficClients {
         };
         Ok(TrafficClients {
             alb: SdkAlb::new(config),
+            global_accelerator: SdkGlobalAccelerator::new(config, DeployWait::default()),
             route53: SdkRoute53::new(config, InSyncWait::default()),
             executions: SdkExecutions::new(config),
             management,
@@ -58,6 +60,7 @@ impl TrafficClients {
     pub fn apis(&self) -> Apis<'_> {
         Apis {
             alb: &self.alb,
+            global_accelerator: &self.global_accelerator,
             route53: &self.route53,
             executions: &self.executions,
             argocd: self.management.as_ref().map(|m| m as &dyn ArgoCdConnect),
@@ -76,6 +79,7 @@ impl TrafficClients {
 /// `plan check`).
 pub struct CheckClients {
     alb: SdkAlb,
+    global_accelerator: SdkGlobalAccelerator,
     route53: SdkRoute53,
     cloudwatch: SdkCloudWatch,
     prometheus: HttpPrometheus,
@@ -91,6 +95,7 @@ impl CheckClients {
         let var = |name: &str| env(name).filter(|v| !v.is_empty());
         CheckClients {
             alb: SdkAlb::new(config),
+            global_accelerator: SdkGlobalAccelerator::new(config, DeployWait::default()),
             route53: SdkRoute53::new(config, InSyncWait::default()),
             cloudwatch: SdkCloudWatch::new(config),
             prometheus: HttpPrometheus::new(config),
@@ -102,6 +107,7 @@ impl CheckClients {
     pub fn reads(&self) -> Reads<'_> {
         Reads {
             alb: &self.alb,
+            global_accelerator: &self.global_accelerator,
             route53: &self.route53,
         }
     }

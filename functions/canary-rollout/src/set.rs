@@ -57,6 +57,9 @@ pub(crate) async fn move_to(
     for (router, reading) in &to_write {
         traffic::write(*router, reading, desired, Move::Step).await?;
     }
+    for router in &routers {
+        router.in_effect().await?;
+    }
 
     let mut weights = Vec::with_capacity(routers.len());
     for router in &routers {

@@ -7,6 +7,7 @@
 
 mod alb;
 mod gitops;
+mod global_accelerator;
 mod nlb;
 mod route53;
 
@@ -16,7 +17,10 @@ pub use route53::{external_dns_claims, external_dns_claims_any_set};
 use std::any::Any;
 
 use async_trait::async_trait;
-use canary_aws::{AlbApi, AlbReads, AwsError, ExecutionsApi, Route53Api, Route53Reads};
+use canary_aws::{
+    AlbApi, AlbReads, AwsError, ExecutionsApi, GlobalAcceleratorApi, GlobalAcceleratorReads,
+    Route53Api, Route53Reads,
+};
 use canary_core::limits::{join_bounded, MAX_REASON_BYTES};
 use canary_core::ownership::{ControllerOwner, OwnerCheck};
 use canary_core::{ForwardTarget, RolloutPlan, TrafficTarget, WeightPair};
@@ -30,6 +34,7 @@ use crate::error::ShiftError;
 pub struct Apis<'a> {
     /// Elastic Load Balancing: ALB and NLB targets.
     pub alb: &'a dyn AlbApi,
+    pub global_accelerator: &'a dyn GlobalAcceleratorApi,
     pub route53: &'a dyn Route53Api,
     pub executions: &'a dyn ExecutionsApi,
     /// Argo CD's namespace of the management cluster, for GitOps targets' writes; `None` where
@@ -46,6 +51,7 @@ impl Apis<'static> {
         use canary_aws::fakes::{NoExecutions, Unused};
         Apis {
             alb: &Unused,
+            global_accelerator: &Unused,
             route53: &Unused,
             executions: &NoExecutions,
             argocd: None,
@@ -58,6 +64,7 @@ impl<'a> Apis<'a> {
     pub fn reads(&self) -> Reads<'a> {
         Reads {
             alb: self.alb,
+            global_accelerator: self.global_accelerator,
             route53: self.route53,
         }
     }
@@ -67,6 +74,7 @@ impl<'a> Apis<'a> {
 #[derive(Clone, Copy)]
 pub struct Reads<'a> {
     pub alb: &'a dyn AlbReads,
+    pub global_accelerator: &'a dyn GlobalAcceleratorReads,
     pub route53: &'a dyn Route53Reads,
 }
 
@@ -110,6 +118,11 @@ pub fn routers<'a>(apis: &Apis<'a>, plan: &'a RolloutPlan) -> Vec<Box<dyn Traffi
                     target: target as &dyn ForwardTarget,
                     located,
                 }),
+                TrafficTarget::GlobalAccelerator(target) => Box::new(Router {
+                    api: apis.global_accelerator,
+                    target,
+                    located,
+                }),
                 TrafficTarget::Route53(target) => {
                     let records = Router {
                         api: apis.route53,
@@ -147,6 +160,11 @@ pub fn readers<'a>(reads: Reads<'a>, plan: &'a RolloutPlan) -> Vec<Box<dyn Targe
                 TrafficTarget::Nlb(target) => Box::new(Router {
                     api: reads.alb,
                     target: target as &dyn ForwardTarget,
+                    located,
+                }),
+                TrafficTarget::GlobalAccelerator(target) => Box::new(Router {
+                    api: reads.global_accelerator,
+                    target,
                     located,
                 }),
                 TrafficTarget::Route53(target) => Box::new(Router {
@@ -364,6 +382,12 @@ pub trait TrafficRouter: TargetReader {
     /// Writes `pair` from what `reading` found; returns once the change is in effect. The
     /// caller has compared (compare-and-set) and calls `refuse_unwritable` first.
     async fn write(&self, reading: &Reading, pair: WeightPair) -> Result<(), ShiftError>;
+    /// Returns once what was written is in effect, whether this attempt wrote it or an earlier
+    /// one did (a retried step finds the weights set and writes nothing): a Global Accelerator
+    /// still applying its last change. The step's bake starts after it.
+    async fn in_effect(&self) -> Result<(), ShiftError> {
+        Ok(())
+    }
     /// A restore's write: traffic at `pair` now. The same as `write`, except for a kind whose
     /// writes go through a reconciler (GitOps), which writes under it as well.
     async fn write_now(&self, reading: &Reading, pair: WeightPair) -> Result<(), ShiftError> {

@@ -1,0 +1,567 @@
+//! An AWS Global Accelerator endpoint group: the weights of its stable and canary endpoints
+//! (the two clusters' load balancers in one Region), or its traffic dial (the new cluster's
+//! Region's group, stepped 0 to 100 %).
+//!
+//! `UpdateEndpointGroup` replaces the whole endpoint list, so a weight write is the list as
+//! read with two weights changed (compare-and-set: the caller compared what was read). A write
+//! the accelerator refuses as busy (`TransactionInProgressException`, while its last change is
+//! applied) is asked again; a step is in effect, and its bake may start, once the accelerator
+//! reads `DEPLOYED` again.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use canary_aws::{
+    AcceleratorEndpoint, AwsError, AwsErrorKind, EndpointGroup, GlobalAcceleratorApi,
+    GlobalAcceleratorReads,
+};
+use canary_core::ownership::alb_controller;
+use canary_core::{GlobalAcceleratorTarget, WeightPair};
+use tracing::info;
+
+use super::{
+    refuse_claimed, ControllerClaim, Detach, Health, Inspection, Located, Observed, Reading,
+    Router, Side, TargetReader, TrafficRouter,
+};
+use crate::error::ShiftError;
+
+type AcceleratorRouter<'a> = Router<'a, dyn GlobalAcceleratorApi + 'a, GlobalAcceleratorTarget>;
+
+/// How often, and after how long first, a write refused as busy is asked again (doubling):
+/// 1 + 2 + 4 + 8 s, well inside shift-weights' timeout.
+const BUSY_RETRIES: u32 = 4;
+const BUSY_FIRST_DELAY: Duration = Duration::from_secs(1);
+
+impl<A: GlobalAcceleratorReads + ?Sized> Router<'_, A, GlobalAcceleratorTarget> {
+    async fn group(&self) -> Result<EndpointGroup, ShiftError> {
+        self.api
+            .endpoint_group(&self.target.endpoint_group_arn)
+            .await
+            .map_err(|e| self.aws(e))
+    }
+}
+
+impl AcceleratorRouter<'_> {
+    /// `write`, asked again while the accelerator answers that a transaction is in progress.
+    async fn unless_busy<F, Fut>(&self, write: F) -> Result<(), ShiftError>
+    where
+        F: Fn() -> Fut + Send + Sync,
+        Fut: std::future::Future<Output = Result<(), AwsError>> + Send,
+    {
+        let mut delay = BUSY_FIRST_DELAY;
+        for attempt in 0..=BUSY_RETRIES {
+            match write().await {
+                Err(e) if is_busy(&e) && attempt < BUSY_RETRIES => {
+                    info!(target_key = %self.key(), attempt, "accelerator busy; asking again");
+                    tokio::time::sleep(delay).await;
+                    delay *= 2;
+                }
+                other => return other.map_err(|e| self.aws(e)),
+            }
+        }
+        unreachable!("the last attempt returns")
+    }
+
+    /// Waits for the accelerator to read `DEPLOYED`; a retryable error if it does not in time.
+    async fn deployed(&self) -> Result<(), ShiftError> {
+        let accelerator = self.target.accelerator_arn();
+        if self
+            .api
+            .wait_deployed(accelerator)
+            .await
+            .map_err(|e| self.aws(e))?
+        {
+            return Ok(());
+        }
+        Err(self.aws(AwsError::new(
+            AwsErrorKind::Transient,
+            "DescribeAccelerator",
+            format!(
+                "accelerator {accelerator} still reads IN_PROGRESS: the change is not in effect yet"
+            ),
+        )))
+    }
+}
+
+fn is_busy(e: &AwsError) -> bool {
+    e.code.as_deref() == Some("TransactionInProgressException")
+}
+
+#[async_trait]
+impl<A: GlobalAcceleratorReads + ?Sized> TargetReader for Router<'_, A, GlobalAcceleratorTarget> {
+    fn located(&self) -> &Located<'_> {
+        &self.located
+    }
+
+    async fn read(&self) -> Result<Reading, ShiftError> {
+        let group = self.group().await?;
+        Ok(Reading::with_snapshot(observed(self.target, &group), group))
+    }
+}
+
+#[async_trait]
+impl TrafficRouter for AcceleratorRouter<'_> {
+    /// One `UpdateEndpointGroup`: the list as read with the two weights changed (the canary
+    /// added if it was not there), or the dial; then the wait for `DEPLOYED`.
+    async fn write(&self, reading: &Reading, pair: WeightPair) -> Result<(), ShiftError> {
+        let Some(group) = reading.snapshot::<EndpointGroup>() else {
+            return Err(ShiftError::WeightsChangedExternally(format!(
+                "{}: {}",
+                self.located.label,
+                reading.observed.describe()
+            )));
+        };
+        let arn = self.target.endpoint_group_arn.as_str();
+        match self.target.endpoints() {
+            None => {
+                let percent = f32::from(pair.canary);
+                self.unless_busy(|| self.api.set_traffic_dial(arn, percent))
+                    .await?
+            }
+            Some((stable, canary)) => {
+                let endpoints = with_weights(&group.endpoints, stable, canary, pair)?;
+                self.unless_busy(|| self.api.set_endpoints(arn, &endpoints))
+                    .await?
+            }
+        }
+        self.deployed().await
+    }
+
+    async fn in_effect(&self) -> Result<(), ShiftError> {
+        self.deployed().await
+    }
+
+    /// The accelerator's tags.
+    async fn controllers(&self) -> Result<Vec<ControllerClaim>, ShiftError> {
+        let tags = self
+            .api
+            .tags(self.target.accelerator_arn())
+            .await
+            .map_err(|e| self.aws(e))?;
+        Ok(alb_controller(&tags)
+            .map(|owner| ControllerClaim {
+                what: "the accelerator".to_owned(),
+                owner,
+            })
+            .into_iter()
+            .collect())
+    }
+
+    async fn inspect(&self, _shortest_bake_seconds: i64) -> Result<Inspection, ShiftError> {
+        let group = self.group().await?;
+        let mut notes = Vec::new();
+        refuse_claimed(
+            self,
+            "Shift an accelerator created outside the clusters (docs/traffic/global-accelerator.md)",
+            self.target.owner.as_ref(),
+            &mut notes,
+        )
+        .await?;
+        let attach_canary = match self.target.endpoints() {
+            Some((_, canary)) => {
+                let preserving: Vec<&str> = group
+                    .endpoints
+                    .iter()
+                    .filter(|e| e.client_ip_preservation == Some(true))
+                    .map(|e| e.id.as_str())
+                    .collect();
+                if !preserving.is_empty() {
+                    notes.push(format!(
+                        "client IP preservation is on for {}: Global Accelerator may keep a client on the endpoint it used whatever the weights",
+                        preserving.join(", ")
+                    ));
+                }
+                !group.endpoints.iter().any(|e| e.id == canary)
+            }
+            None => {
+                notes.push(format!(
+                    "the traffic dial of the endpoint group in {} acts on new connections only, and Global Accelerator ignores it on failover (when the other Regions' endpoints are unhealthy, their traffic comes here whatever the dial)",
+                    group.region
+                ));
+                false
+            }
+        };
+        Ok(Inspection {
+            reading: Reading::with_snapshot(observed(self.target, &group), group),
+            attach_canary,
+            kind: "globalAccelerator",
+            sticky: false,
+            ttl_seconds: None,
+            notes,
+        })
+    }
+
+    /// The side's endpoint's health (endpoint weights), or every endpoint of the new Region's
+    /// group (traffic dial: the stable side is the accelerator's other Regions).
+    async fn health(&self, side: Side, min_healthy_targets: u32) -> Result<Health, ShiftError> {
+        let group = self.group().await?;
+        let endpoints: Vec<&AcceleratorEndpoint> = match (self.target.endpoints(), side) {
+            (Some((_, canary)), Side::Canary) => {
+                group.endpoints.iter().filter(|e| e.id == canary).collect()
+            }
+            (Some((stable, _)), Side::Stable) => {
+                group.endpoints.iter().filter(|e| e.id == stable).collect()
+            }
+            (None, Side::Canary) => group.endpoints.iter().collect(),
+            (None, Side::Stable) => {
+                return Ok(Health::NotGated(
+                    "the stable side of a traffic dial is the accelerator's other Regions"
+                        .to_owned(),
+                ))
+            }
+        };
+        let healthy = endpoints
+            .iter()
+            .filter(|e| e.health.as_deref() == Some("HEALTHY"))
+            .count();
+        let not_healthy: Vec<String> = endpoints
+            .iter()
+            .filter(|e| e.health.as_deref() != Some("HEALTHY"))
+            .map(|e| {
+                format!(
+                    "{} is {}",
+                    e.id,
+                    e.health.as_deref().unwrap_or("of unknown health")
+                )
+            })
+            .collect();
+        let wanted = usize::try_from(min_healthy_targets.max(1)).unwrap_or(usize::MAX);
+        if endpoints.is_empty() {
+            return Ok(Health::NotReady(format!(
+                "the {} side has no endpoint in the endpoint group",
+                side.name()
+            )));
+        }
+        if not_healthy.is_empty() && healthy >= wanted.min(endpoints.len()) {
+            Ok(Health::Ready)
+        } else {
+            Ok(Health::NotReady(format!(
+                "{} endpoint(s): {}",
+                side.name(),
+                not_healthy.join(", ")
+            )))
+        }
+    }
+
+    /// The stable endpoint stays at weight 0 (the dial at 100): nothing to detach.
+    async fn detach(&self, _expected: WeightPair) -> Result<Detach, ShiftError> {
+        Ok(Detach::NothingToDetach)
+    }
+}
+
+/// The group's list with the stable and the canary endpoint at `pair` (the canary appended if
+/// missing, its client IP preservation left to Global Accelerator's default); everything else as
+/// read. Global Accelerator's weights are 0 to 255.
+fn with_weights(
+    endpoints: &[AcceleratorEndpoint],
+    stable: &str,
+    canary: &str,
+    pair: WeightPair,
+) -> Result<Vec<AcceleratorEndpoint>, ShiftError> {
+    let weight = |w: u16| {
+        u8::try_from(w).map_err(|_| {
+            ShiftError::InvalidInput(format!("weight {w} is beyond Global Accelerator's 0-255"))
+        })
+    };
+    let (stable_weight, canary_weight) = (weight(pair.stable)?, weight(pair.canary)?);
+    let mut written: Vec<AcceleratorEndpoint> = endpoints.to_vec();
+    if !written.iter().any(|e| e.id == canary) {
+        written.push(AcceleratorEndpoint {
+            id: canary.to_owned(),
+            weight: 0,
+            client_ip_preservation: None,
+            health: None,
+        });
+    }
+    for endpoint in &mut written {
+        if endpoint.id == stable {
+            endpoint.weight = stable_weight;
+        } else if endpoint.id == canary {
+            endpoint.weight = canary_weight;
+        }
+    }
+    Ok(written)
+}
+
+/// The weights (or dial), or how the group no longer has the plan's shape.
+fn observed(target: &GlobalAcceleratorTarget, group: &EndpointGroup) -> Observed {
+    let Some((stable, canary)) = target.endpoints() else {
+        // The dial is a float in the API; the rollout only ever writes whole percents.
+        let dial = group.traffic_dial.clamp(0.0, 100.0).round() as u16;
+        return Observed::Pair(WeightPair {
+            stable: 100 - dial,
+            canary: dial,
+        });
+    };
+    let weight_of = |id: &str| {
+        group
+            .endpoints
+            .iter()
+            .find(|e| e.id == id)
+            .map(|e| u16::from(e.weight))
+    };
+    let foreign: Vec<String> = group
+        .endpoints
+        .iter()
+        .filter(|e| e.id != stable && e.id != canary && e.weight > 0)
+        .map(|e| format!("{} (weight {})", e.id, e.weight))
+        .collect();
+    if !foreign.is_empty() {
+        return Observed::Reshaped(format!(
+            "the endpoint group also sends traffic to endpoints the plan does not name: {}",
+            foreign.join(", ")
+        ));
+    }
+    let Some(stable_weight) = weight_of(stable) else {
+        return Observed::Reshaped(format!(
+            "the endpoint group does not hold the stable endpoint {stable}"
+        ));
+    };
+    Observed::Pair(WeightPair {
+        stable: stable_weight,
+        canary: weight_of(canary).unwrap_or(0),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use canary_aws::fakes::FakeAccelerator;
+    use canary_core::{RolloutPlan, TargetWeights};
+    use serde_json::json;
+
+    use crate::error::ShiftError;
+    use crate::prepare::check_targets;
+    use crate::set::move_to;
+    use crate::traffic::Apis;
+
+    const GROUP: &str = "arn:aws:globalaccelerator::123456789012:accelerator/abcd-1234/listener/0123abcd/endpoint-group/098765zyxwvu";
+    const BLUE: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/app/blue/50dc6c495c0c9188";
+    const GREEN: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/app/green/50dc6c495c0c9189";
+    const OTHER: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/app/other/50dc6c495c0c9180";
+
+    fn plan(target: serde_json::Value) -> RolloutPlan {
+        RolloutPlan::parse(json!({
+            "cluster": {"name": "green", "region": "us-east-1"},
+            "trafficTargets": [{"globalAccelerator": target}],
+            "steps": [{"weight": 10}, {"weight": 100}],
+            "bake": {"seconds": 60, "checkIntervalSeconds": 10},
+        }))
+        .expect("a valid plan")
+        .plan
+    }
+
+    fn weights_plan() -> RolloutPlan {
+        plan(
+            json!({"endpointGroupArn": GROUP, "stableEndpointId": BLUE, "canaryEndpointId": GREEN}),
+        )
+    }
+
+    fn at(stable: u16, canary: u16) -> Vec<TargetWeights> {
+        vec![TargetWeights::new(
+            GROUP,
+            canary_core::WeightPair { stable, canary },
+        )]
+    }
+
+    fn weights(ga: &FakeAccelerator) -> Vec<(String, u8)> {
+        ga.now()
+            .endpoints
+            .into_iter()
+            .map(|e| (e.id, e.weight))
+            .collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_step_rewrites_the_whole_list_keeping_other_endpoints_and_asks_again_while_busy() {
+        let ga = FakeAccelerator::default()
+            .group(&[(BLUE, 100), (GREEN, 0), (OTHER, 0)], 100.0)
+            .busy(2);
+        let apis = Apis {
+            global_accelerator: &ga,
+            ..Apis::fake()
+        };
+        let moved = move_to(
+            &apis,
+            &weights_plan(),
+            canary_core::WeightPair {
+                stable: 90,
+                canary: 10,
+            },
+            &at(100, 0),
+        )
+        .await
+        .expect("moved after two busy answers");
+        assert_eq!(moved, at(90, 10));
+        assert_eq!(
+            weights(&ga),
+            [
+                (BLUE.to_owned(), 90),
+                (GREEN.to_owned(), 10),
+                (OTHER.to_owned(), 0)
+            ]
+        );
+        assert_eq!(*ga.writes.lock().unwrap(), ["endpoints"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_accelerator_busy_past_the_retries_is_a_retryable_error_and_nothing_changed() {
+        let ga = FakeAccelerator::default()
+            .group(&[(BLUE, 100), (GREEN, 0)], 100.0)
+            .busy(9);
+        let apis = Apis {
+            global_accelerator: &ga,
+            ..Apis::fake()
+        };
+        let err = move_to(
+            &apis,
+            &weights_plan(),
+            canary_core::WeightPair {
+                stable: 90,
+                canary: 10,
+            },
+            &at(100, 0),
+        )
+        .await
+        .expect_err("still busy");
+        assert_eq!(
+            canary_core::NamedError::name(&err).as_str(),
+            "AwsTransient",
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains("TransactionInProgressException"),
+            "{err}"
+        );
+        assert_eq!(
+            weights(&ga),
+            [(BLUE.to_owned(), 100), (GREEN.to_owned(), 0)]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_step_is_not_set_until_the_accelerator_is_deployed_even_when_a_retry_finds_it_written(
+    ) {
+        let ga = FakeAccelerator::default()
+            .group(&[(BLUE, 90), (GREEN, 10)], 100.0)
+            .never_deploys();
+        let apis = Apis {
+            global_accelerator: &ga,
+            ..Apis::fake()
+        };
+        // An earlier attempt wrote 90/10; the accelerator still applies it.
+        let err = move_to(
+            &apis,
+            &weights_plan(),
+            canary_core::WeightPair {
+                stable: 90,
+                canary: 10,
+            },
+            &at(100, 0),
+        )
+        .await
+        .expect_err("not deployed");
+        assert_eq!(
+            canary_core::NamedError::name(&err).as_str(),
+            "AwsTransient",
+            "{err}"
+        );
+        assert!(err.to_string().contains("IN_PROGRESS"), "{err}");
+        assert!(
+            ga.writes.lock().unwrap().is_empty(),
+            "nothing written again"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_traffic_dial_is_stepped_and_read_as_the_canarys_share() {
+        let ga = FakeAccelerator::default().group(&[(GREEN, 128)], 0.0);
+        let apis = Apis {
+            global_accelerator: &ga,
+            ..Apis::fake()
+        };
+        let dial = plan(json!({"endpointGroupArn": GROUP, "shift": "trafficDial"}));
+        let checked = check_targets(
+            &apis,
+            &RolloutPlan::parse(serde_json::to_value(&dial).unwrap()).unwrap(),
+        )
+        .await
+        .expect("checked");
+        assert!(
+            checked[0]
+                .report
+                .notes
+                .iter()
+                .any(|n| n.contains("ignores it on failover")),
+            "{:?}",
+            checked[0].report.notes
+        );
+        let moved = move_to(
+            &apis,
+            &dial,
+            canary_core::WeightPair {
+                stable: 75,
+                canary: 25,
+            },
+            &at(100, 0),
+        )
+        .await
+        .expect("dialled");
+        assert_eq!(moved, at(75, 25));
+        assert_eq!(ga.now().traffic_dial, 25.0);
+        assert_eq!(
+            weights(&ga),
+            [(GREEN.to_owned(), 128)],
+            "the endpoints untouched"
+        );
+    }
+
+    #[tokio::test]
+    async fn another_endpoint_taking_traffic_stops_the_step_and_nothing_is_written() {
+        let ga = FakeAccelerator::default().group(&[(BLUE, 100), (GREEN, 0), (OTHER, 5)], 100.0);
+        let apis = Apis {
+            global_accelerator: &ga,
+            ..Apis::fake()
+        };
+        let err = move_to(
+            &apis,
+            &weights_plan(),
+            canary_core::WeightPair {
+                stable: 90,
+                canary: 10,
+            },
+            &at(100, 0),
+        )
+        .await
+        .expect_err("reshaped");
+        let ShiftError::WeightsChangedExternally(why) = &err else {
+            panic!("{err:?}")
+        };
+        assert!(why.contains(&format!("{OTHER} (weight 5)")), "{why}");
+        assert!(ga.writes.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_accelerator_the_load_balancer_controller_manages_is_refused_naming_it() {
+        let ga = FakeAccelerator::default()
+            .group(&[(BLUE, 100)], 100.0)
+            .tag("elbv2.k8s.aws/cluster", "blue");
+        let apis = Apis {
+            global_accelerator: &ga,
+            ..Apis::fake()
+        };
+        let valid = RolloutPlan::parse(serde_json::to_value(weights_plan()).unwrap()).unwrap();
+        let Err(err) = check_targets(&apis, &valid).await else {
+            panic!("a controller's accelerator was accepted")
+        };
+        let ShiftError::TrafficOwnedByController { message, .. } = &err else {
+            panic!("{err:?}")
+        };
+        assert!(
+            message.contains(
+                "the accelerator is managed by the AWS Load Balancer Controller (cluster blue)"
+            ),
+            "{message}"
+        );
+        assert!(ga.writes.lock().unwrap().is_empty());
+    }
+}
