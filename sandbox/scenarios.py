@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from . import compare, datadog, fleets, prometheus
 from .alb_metrics import AlbMetrics
 from .harness import CONTRACT, REPO, Sandbox
-from .world import ACCOUNT, REGION, seed_nlb
+from .world import ACCOUNT, REGION, seed_accelerator, seed_nlb
 
 SCENARIOS = ("happy", "rollback", "apps-unhealthy", "stopped", "approval", "prometheus", "prometheus-healthy", "datadog",
-             "compare", "compare-spike", "fleet", "fleet-halt", "fleet-outlier", "nlb", "nlb-rollback")
+             "compare", "compare-spike", "fleet", "fleet-halt", "fleet-outlier", "nlb", "nlb-rollback",
+             "global-accelerator", "global-accelerator-rollback")
 
 
 @dataclass
@@ -182,6 +183,11 @@ def read_weights(sandbox):
         groups = {tg["TargetGroupArn"]: tg.get("Weight", 1)
                   for action in nlb["DefaultActions"] for tg in action.get("ForwardConfig", {}).get("TargetGroups", [])}
         weights["nlb :443"] = (groups.get(world.tcp_blue_tg, 0), groups.get(world.tcp_green_tg, 0))
+    if world.endpoint_group:  # the `global-accelerator` scenarios' endpoint group
+        group = sandbox.client("globalaccelerator", "us-west-2").describe_endpoint_group(
+            EndpointGroupArn=world.endpoint_group)["EndpointGroup"]
+        by_id = {e["EndpointId"]: e.get("Weight") for e in group["EndpointDescriptions"]}
+        weights["accelerator"] = (by_id.get(world.blue_endpoint, 0), by_id.get(world.green_endpoint, 0))
     if world.record:  # the example environment's world has no records
         records = sandbox.client("route53").list_resource_record_sets(
             HostedZoneId=world.zone_id, StartRecordName=world.record, StartRecordType="A"
@@ -504,13 +510,36 @@ def nlb_plan(sandbox):
     return plan
 
 
-def run_nlb(sandbox, scenario, out=print, verbose=False):
-    """`nlb`: a rollout of the NLB to 100 %; `nlb-rollback`: green's 5xx alarm fires at 50 %."""
-    execution_arn = start_manual(sandbox, nlb_plan(sandbox), f"green-{scenario}")
-    out(f"started a rollout of the NLB web-tcp's listener :443: {execution_arn}")
+def accelerator_plan(sandbox):
+    """A plan a person writes for the accelerator `edge` alone: blue's and green's load
+    balancers weighted in its us-east-1 endpoint group."""
+    world = sandbox.world
+    plan = manual_plan(sandbox)
+    plan["trafficTargets"] = [{"globalAccelerator": {
+        "endpointGroupArn": world.endpoint_group,
+        "stableEndpointId": world.blue_endpoint,
+        "canaryEndpointId": world.green_endpoint,
+    }}]
+    return plan
+
+
+# The scenarios that shift one other kind of target alone: what each seeds, and its plan.
+ONE_TARGET_SCENARIOS = {
+    "nlb": (seed_nlb, nlb_plan, "the NLB web-tcp's listener :443"),
+    "global-accelerator": (seed_accelerator, accelerator_plan, "the accelerator edge's endpoint group in us-east-1"),
+}
+
+
+def run_one_target(sandbox, scenario, out=print, verbose=False):
+    """`nlb`, `global-accelerator`: a rollout of that target to 100 %; `…-rollback`: green's 5xx
+    alarm fires at 50 %."""
+    kind = scenario.removesuffix("-rollback")
+    _, plan, what = ONE_TARGET_SCENARIOS[kind]
+    execution_arn = start_manual(sandbox, plan(sandbox), f"green-{scenario}")
+    out(f"started a rollout of {what}: {execution_arn}")
 
     def on_event(name, state):
-        if scenario == "nlb-rollback" and name == CONTRACT["states"]["setWeights"] \
+        if scenario.endswith("-rollback") and name == CONTRACT["states"]["setWeights"] \
                 and state["cursor"]["step"]["weight"] == 50:
             out(">>> alarm web-green-5xx goes to ALARM")
             sandbox.alarm_events.set_state(
@@ -522,13 +551,14 @@ def run_nlb(sandbox, scenario, out=print, verbose=False):
 
 
 def run_on(sandbox, scenario, out=print, verbose=False):
-    if scenario in ("nlb", "nlb-rollback"):
-        seed_nlb(sandbox.client, sandbox.world)
+    one_target = ONE_TARGET_SCENARIOS.get(scenario.removesuffix("-rollback"))
+    if one_target:
+        one_target[0](sandbox.client, sandbox.world)
     out(f"scenario {scenario}: blue serves everything; creating EKS cluster green")
     out(f"start: {format_weights(read_weights(sandbox))}")
     create_green(sandbox)
-    if scenario in ("nlb", "nlb-rollback"):
-        return run_nlb(sandbox, scenario, out, verbose)
+    if one_target:
+        return run_one_target(sandbox, scenario, out, verbose)
     if scenario == "approval":
         plan = manual_plan(sandbox)
         plan["approval"] = {"beforeSteps": [100], "timeoutSeconds": APPROVAL_TIMEOUT_SECONDS}

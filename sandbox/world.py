@@ -36,6 +36,11 @@ class World:
     nlb_listener: str = None
     tcp_blue_tg: str = None
     tcp_green_tg: str = None
+    # The accelerator the `global-accelerator` scenarios make (`seed_accelerator`): its endpoint
+    # group in us-east-1 and the two clusters' load balancers in it.
+    endpoint_group: str = None
+    blue_endpoint: str = None
+    green_endpoint: str = None
 
 
 def profile(listener, blue_tg, zone_id, record):
@@ -185,3 +190,22 @@ def seed_nlb(aws, world):
         Port=443,
         DefaultActions=[{"Type": "forward", "ForwardConfig": {"TargetGroups": [{"TargetGroupArn": world.tcp_blue_tg, "Weight": 100}]}}],
     )["Listeners"][0]["ListenerArn"]
+
+
+def seed_accelerator(aws, world):
+    """A Global Accelerator `edge` (its API in us-west-2) with a TCP listener :443 and an
+    endpoint group in us-east-1 holding the ALB `web` (blue's) at weight 100; green's own ALB
+    `web-green` exists, not in the group yet (Prepare adds it at weight 0). Recorded on `world`."""
+    ec2, elbv2 = aws("ec2"), aws("elbv2")
+    subnets = [s["SubnetId"] for s in ec2.describe_subnets()["Subnets"]][:2]
+    world.blue_endpoint = elbv2.describe_load_balancers(Names=[LOAD_BALANCER])["LoadBalancers"][0]["LoadBalancerArn"]
+    world.green_endpoint = elbv2.create_load_balancer(Name=f"{LOAD_BALANCER}-green", Subnets=subnets)[
+        "LoadBalancers"][0]["LoadBalancerArn"]
+    ga = aws("globalaccelerator", "us-west-2")
+    accelerator = ga.create_accelerator(Name="edge", IdempotencyToken="edge")["Accelerator"]["AcceleratorArn"]
+    listener = ga.create_listener(AcceleratorArn=accelerator, PortRanges=[{"FromPort": 443, "ToPort": 443}],
+                                  Protocol="TCP", IdempotencyToken="edge-443")["Listener"]["ListenerArn"]
+    world.endpoint_group = ga.create_endpoint_group(
+        ListenerArn=listener, EndpointGroupRegion=REGION, IdempotencyToken="edge-use1",
+        EndpointConfigurations=[{"EndpointId": world.blue_endpoint, "Weight": 100}],
+    )["EndpointGroup"]["EndpointGroupArn"]

@@ -37,15 +37,17 @@ fn paint(output: Output, tone: Tone, text: &str) -> String {
     format!("{style}{text}{style:#}")
 }
 
-/// A target key for people: `listener 50dc6c495c0c9188`, `rule 9683b2d02a6cabee`, or the
-/// record name.
+/// A target key for people: `listener 50dc6c495c0c9188`, `rule 9683b2d02a6cabee`,
+/// `endpoint-group 0604e85fbedd` (a Global Accelerator's), or the record name.
 pub fn target_label(key: &str) -> String {
     if let Some(rest) = key.strip_prefix("route53:") {
         // route53:<zone>:<name>:<type>
         return rest.split(':').nth(1).unwrap_or(rest).to_owned();
     }
     let id = key.rsplit('/').next().unwrap_or(key);
-    if key.contains(":listener-rule/") {
+    if key.contains(":globalaccelerator:") && key.contains("/endpoint-group/") {
+        format!("endpoint-group {id}")
+    } else if key.contains(":listener-rule/") {
         format!("rule {id}")
     } else if key.contains(":listener/") {
         format!("listener {id}")
@@ -342,6 +344,22 @@ fn gate_look(
 mod tests {
     use super::*;
     use canary_core::WeightPair;
+
+    #[test]
+    fn each_kind_of_target_is_named_by_its_short_id() {
+        for (key, label) in [
+            ("arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/50dc/f2f7", "listener f2f7"),
+            ("arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/net/tcp/50dc/a1b2", "listener a1b2"),
+            ("arn:aws:elasticloadbalancing:us-east-1:123456789012:listener-rule/app/web/50dc/f2f7/9683", "rule 9683"),
+            (
+                "arn:aws:globalaccelerator::123456789012:accelerator/f19d/listener/4ac0/endpoint-group/0604e85f",
+                "endpoint-group 0604e85f",
+            ),
+            ("route53:Z1:app.example.com.:A", "app.example.com."),
+        ] {
+            assert_eq!(target_label(key), label, "{key}");
+        }
+    }
 
     #[test]
     fn after_a_foreign_change_it_says_what_went_back_and_what_was_left() {

@@ -55,6 +55,23 @@ fn nlb(overrides: Value) -> Value {
     json!({ "nlb": target })
 }
 
+const GA_GROUP: &str = "arn:aws:globalaccelerator::123456789012:accelerator/1234abcd-abcd-1234-abcd-1234abcdefgh/listener/0123vxyz/endpoint-group/098765zyxwvu";
+const GA_BLUE: &str =
+    "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/app/blue/8e4497da625e2d8a";
+
+/// A valid Global Accelerator target (endpoint weights), its fields replaced by `overrides`.
+fn accelerator(overrides: Value) -> Value {
+    let mut target = json!({
+        "endpointGroupArn": GA_GROUP,
+        "stableEndpointId": GA_BLUE,
+        "canaryEndpointId": GA_BLUE.replace("/blue/", "/green/"),
+    });
+    for (key, value) in overrides.as_object().expect("an object") {
+        target[key] = value.clone();
+    }
+    json!({ "globalAccelerator": target })
+}
+
 type Mutation = Box<dyn Fn(&mut Value)>;
 
 /// A valid metric check with some fields replaced.
@@ -378,6 +395,53 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             Box::new(|p| set(p, "/trafficTargets/1", nlb(json!({"ruleArn": LISTENER})))),
             "trafficTargets[1].nlb.ruleArn",
             "unknown field `ruleArn`",
+        ),
+        (
+            "globalAccelerator target with a listener's ARN for its endpoint group",
+            Box::new(|p| {
+                set(p, "/trafficTargets/1", accelerator(json!({"endpointGroupArn": GA_GROUP.split("/endpoint-group/").next().unwrap()})))
+            }),
+            "trafficTargets[1].globalAccelerator.endpointGroupArn",
+            "not a Global Accelerator endpoint group ARN",
+        ),
+        (
+            "globalAccelerator endpoint weights without the canary endpoint",
+            Box::new(|p| {
+                set(p, "/trafficTargets/1", accelerator(json!({})));
+                remove(p, "/trafficTargets/1/globalAccelerator/canaryEndpointId");
+            }),
+            "trafficTargets[1].globalAccelerator.canaryEndpointId",
+            "is required with \"shift\": \"endpointWeights\"",
+        ),
+        (
+            "globalAccelerator endpoints equal",
+            Box::new(|p| {
+                set(p, "/trafficTargets/1", accelerator(json!({"canaryEndpointId": GA_BLUE})))
+            }),
+            "trafficTargets[1].globalAccelerator.canaryEndpointId",
+            "must differ from stableEndpointId",
+        ),
+        (
+            "globalAccelerator traffic dial naming endpoints",
+            Box::new(|p| {
+                set(p, "/trafficTargets/1", accelerator(json!({"shift": "trafficDial"})))
+            }),
+            "trafficTargets[1].globalAccelerator.stableEndpointId",
+            "has no meaning with \"shift\": \"trafficDial\"",
+        ),
+        (
+            "globalAccelerator endpoint id too long",
+            Box::new(|p| {
+                set(p, "/trafficTargets/1", accelerator(json!({"canaryEndpointId": "i-".repeat(200)})))
+            }),
+            "trafficTargets[1].globalAccelerator.canaryEndpointId",
+            "1 to 255 characters",
+        ),
+        (
+            "globalAccelerator unknown shift",
+            Box::new(|p| set(p, "/trafficTargets/1", accelerator(json!({"shift": "dns"})))),
+            "trafficTargets[1].globalAccelerator.shift",
+            "unknown variant `dns`",
         ),
         (
             "nlb target groups equal",
