@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs a whole rollout on the local sandbox and shows it live:
 #   scripts/sandbox.sh [--scenario happy|rollback|apps-unhealthy|stopped|approval|prometheus|prometheus-healthy|datadog|
-#                       compare|compare-spike|fleet|fleet-halt|fleet-outlier|nlb|nlb-rollback]
+#                       compare|compare-spike|fleet|fleet-halt|fleet-outlier|nlb|nlb-rollback|
+#                       global-accelerator|global-accelerator-rollback]
 #                      [--verbose] [--template PATH]
 # moto (AWS, with its Step Functions engine) holding the stack `sam deploy` would create from
 # --template (default template.yaml), the real functions run as Lambda runs them (each with the
