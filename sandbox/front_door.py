@@ -10,6 +10,7 @@ Every request signed by an assumed role (the functions', the state machine's) is
 authorized as IAM would (iam.py); a refused one is answered AccessDenied and goes no further.
 """
 import http.client
+import json
 import re
 import threading
 import time
@@ -78,6 +79,12 @@ def route53_throttled():
             b'<?xml version="1.0"?>\n<ErrorResponse xmlns="https://route53.amazonaws.com/doc/2013-04-01/">'
             b"<Error><Type>Sender</Type><Code>Throttling</Code><Message>Rate exceeded</Message></Error>"
             b"<RequestId>" + request_id.encode() + b"</RequestId></ErrorResponse>")
+
+
+def json_error(code, message, status=400):
+    """A JSON 1.1 service's error (Global Accelerator's), as a fault's answer."""
+    return (status, [("Content-Type", "application/x-amz-json-1.1"), ("x-amzn-RequestId", str(uuid.uuid4()))],
+            json.dumps({"__type": code, "Message": message}).encode())
 
 
 def route53_pending(change_id):

@@ -271,6 +271,14 @@ class Sandbox:
                         f"{world_mod.ACCOUNT}/{region}/clusters/{cluster}/{what}", json.dumps(body)],
                        check=True, capture_output=True)
 
+    def set_accelerator(self, control):
+        """The moto harness's Global Accelerator control (tests/moto/global_accelerator.py):
+        `deploySeconds`, `transactionSeconds`, endpoints' `health`."""
+        request = urllib.request.Request(f"{self.moto_endpoint}/_harness/globalaccelerator/{world_mod.ACCOUNT}",
+                                         data=json.dumps(control).encode(), method="POST")
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            answer.read()
+
     def client(self, service, region=world_mod.REGION, attempts=2):
         return boto3.client(
             service,

@@ -23,7 +23,8 @@ story and its promises). The happenings:
 
   alarm              an alarm the plan watches goes to ALARM (its event through the stack's rule)
   alarm-clears       it goes back to OK
-  foreign-write      someone sets the listener's weights by hand
+  foreign-write      someone sets the listener's weights by hand (the NLB listener's, the
+                     endpoint group's: `other-kinds`)
   foreign-apply      someone takes the stable's weight annotation by server-side apply under
                      their own field manager (GitOps)
   record-write       someone sets the weighted record's weights by hand
@@ -65,6 +66,9 @@ story and its promises). The happenings:
   addon-degraded     the new cluster's CoreDNS add-on goes DEGRADED (`addon-recovers`: ACTIVE)
   health-open        AWS Health's event for an open EKS issue in the rollout's Region is put on
                      the bus as AWS delivers it (`health-close`: the same issue closed)
+  accelerator-busy   Global Accelerator refuses the next 1-6 UpdateEndpointGroup calls with
+                     TransactionInProgressException (`other-kinds`)
+  accelerator-stuck  the accelerator reads IN_PROGRESS 4-20 s after each write from then on
 
   compare-regression the canary answers 1.5 times slower than the stable, beyond the comparison's
                      allowed band of 1.2 (`compare-errors`: ten times the stable's 5xx rate;
@@ -72,7 +76,11 @@ story and its promises). The happenings:
                      `compare-fine`: back to healthy; `compare-spike`: both clusters 3 times
                      slower at once, no regression)
 
-and, without a happening of its own, `readiness`: the plan's cluster readiness gate (CoreDNS named),
+and, without a happening of its own, `other-kinds`: a plain ALB plan (no gate, judge, comparison,
+gradual rollback, retire or profile that names the ALB's target groups) shifts an NLB's TCP
+listener (its `minStepSeconds` the bake) or a Global Accelerator's endpoint group (blue's and
+green's load balancers weighted in it) instead, made for the history (`throttle` then throttles
+the accelerator's writes); `readiness`: the plan's cluster readiness gate (CoreDNS named),
 EKS's insight in ERROR at the start or not, fixed later or never; `aws-health`: the plan's
 `awsHealth.onOpenIssue` (hold, or rollBack), one hold bounded to a minute; `gradual`: the plan's
 rollback steps back ([50, 0], a short hold), the old cluster's target group healthy (its pods
@@ -154,8 +162,8 @@ import jsonschema
 
 from . import compare, datadog, fleet_histories, fleets, gitops, prometheus, scenarios
 from .alb_metrics import AlbMetrics
-from .front_door import (INVOKE, cloudwatch_throttled, is_invocation, lambda_service_exception, lambda_throttled,
-                         query_throttled, route53_pending, route53_throttled)
+from .front_door import (INVOKE, cloudwatch_throttled, is_invocation, json_error, lambda_service_exception,
+                         lambda_throttled, query_throttled, route53_pending, route53_throttled)
 from .harness import CONTRACT, DATADOG_KEYS, FUNCTIONS_TOKEN, REPO, Sandbox
 from .world import REGION
 
@@ -200,6 +208,7 @@ FEATURES = {
     "compare": 0.2,  # of the plans with a listener and no ALB judge: the comparison, its ALB metrics fed every second
     "readiness": 0.2,  # the cluster readiness gate: EKS's insight in ERROR at the start or not, CoreDNS's health
     "aws-health": 0.15,  # an AWS Health issue in the Region, the plan holding or rolling back on it
+    "other-kinds": 0.3,  # of the plain ALB plans: an NLB listener or a Global Accelerator endpoint group instead
 }
 GRADUAL = ("healthy", "unhealthy")  # the old cluster's target group in a `gradual` history
 # When EKS's cluster insight stops saying ERROR: never in ERROR, some seconds after Prepare, never.
@@ -238,6 +247,12 @@ SHORT_TIMEOUT = 10  # shift-weights' Timeout in the `timeouts` histories, second
 # back. A plan whose writes can land late must settle longer than they can (docs/operations.md).
 LATE_WRITE_SETTLE = 25
 ALB_HAPPENINGS = ("alb-breach", "alb-fine")
+# The kinds an `other-kinds` history shifts instead of the ALB listener, and their weights' keys
+# in scenarios.read_weights.
+NLB, ACCELERATOR = "nlb", "global-accelerator"
+TRAFFIC_KEYS = {NLB: "nlb :443", ACCELERATOR: "accelerator"}
+# An accelerator busy with a transaction (its writes refused n times), or slow to deploy (s).
+ACCELERATOR_HAPPENINGS = ("accelerator-busy", "accelerator-stuck")
 # The ALB judge's window: a change of the canary's 5xx count is all it reads this long after.
 ALB_LOOKBACK = 5
 ALB_REQUESTS, ALB_ERRORS_BREACH, ALB_MAX_ERROR_PERCENT = 100, 20, 5
@@ -291,6 +306,13 @@ def is_modify_listener(method, path, body):
     return b"Action=ModifyListener" in body
 
 
+def is_endpoint_group_update(method, path, body):
+    """Global Accelerator's UpdateEndpointGroup (JSON 1.1: the operation is in a header; only
+    an update names a group with its endpoints or its dial)."""
+    return bool(body) and b'"EndpointGroupArn"' in body and (
+        b'"EndpointConfigurations"' in body or b'"TrafficDialPercentage"' in body)
+
+
 def is_cloudwatch(method, path, body):
     return "/service/GraniteServiceVersion20100801/operation/" in path
 
@@ -330,6 +352,7 @@ class History:
     compare: bool = False  # the comparison (analysis.compare) of the canary's ALB metrics with the stable's
     readiness: str = None  # the cluster readiness gate: when EKS's insight stops saying ERROR (READINESS)
     health: str = None  # the plan's awsHealth.onOpenIssue (HEALTH_MODES), or None: no AWS Health issue
+    traffic: str = None  # NLB or ACCELERATOR: the plan's one target, instead of the ALB listener
 
     def __str__(self):
         if self.fleet:
@@ -353,7 +376,8 @@ class History:
             f", a cluster readiness gate (insight {self.readiness})" if self.readiness else "",
             f", AWS Health issues: {self.health} (bounded to {FROZEN_BOUND} s)" if self.health else "",
         ])
-        return (f"seed {self.seed}: {self.kind}, steps {self.steps}{approval}{extra}; "
+        kind = {NLB: "NLB", ACCELERATOR: "Global Accelerator"}.get(self.traffic, self.kind)
+        return (f"seed {self.seed}: {kind}, steps {self.steps}{approval}{extra}; "
                 + ("; ".join(map(str, self.happenings)) or "nothing happens") + after)
 
 
@@ -484,6 +508,17 @@ def draw_later_features(history, points):
         happenings.append(Happening("health-open", *r.choice(points)))
         if r.random() < 0.7:
             happenings.append(Happening("health-close", *r.choice(points)))
+    listener_bound = (history.fleet or history.by_event or history.targets or history.retire or history.alb_judge
+                      or history.compare or history.gradual)
+    if r := drawn("other-kinds", history.kind == ALB and not listener_bound):
+        history.traffic = r.choice((NLB, ACCELERATOR))
+        if history.traffic == ACCELERATOR:
+            for _ in range(r.randint(1, 2)):
+                action = r.choice(ACCELERATOR_HAPPENINGS)
+                # Up to 6 refusals: past the router's 5 tries the step fails AwsTransient and the
+                # state machine tries it again. Deploys of 4-20 s: every write waits them out.
+                value = (r.randint(1, 6),) if action == "accelerator-busy" else (r.randint(4, 20),)
+                happenings.append(Happening(action, *r.choice(points), value))
 
 
 @dataclass
@@ -534,7 +569,9 @@ class Run:
 def shaped(history, plan, prometheus_url=None):
     """`plan` (a manual plan or the stack's profile) with the history's targets, steps, checks,
     approval and hooks (a Prometheus check asks `prometheus_url`)."""
-    if history.kind in DIRECT:
+    if history.traffic == NLB:
+        plan["trafficTargets"][0]["nlb"]["minStepSeconds"] = CHECK_INTERVAL * CHECKS_PER_STEP
+    elif history.kind in DIRECT and not history.traffic:
         plan["trafficTargets"] = {ALB: plan["trafficTargets"][:1], ALB_ROUTE53: plan["trafficTargets"][:2],
                                   ROUTE53: plan["trafficTargets"][1:2]}[history.kind]
     plan["steps"] = [{"weight": w} for w in history.steps]
@@ -654,7 +691,8 @@ def cut_template(directory, function_timeout=None, execution_timeout=None):
 
 
 def is_traffic_write(method, path, body):
-    return is_modify_listener(method, path, body) or is_route53_change(method, path, body)
+    return (is_modify_listener(method, path, body) or is_route53_change(method, path, body)
+            or is_endpoint_group_update(method, path, body))
 
 
 def held_past_timeout():
@@ -745,7 +783,8 @@ def pending_change(times):
 
 # What a denial of the functions' traffic writes (someone narrowed the role) says.
 DENY_WRITES = {"Version": "2012-10-17", "Statement": [{
-    "Effect": "Deny", "Action": ["elasticloadbalancing:ModifyListener", "route53:ChangeResourceRecordSets"],
+    "Effect": "Deny", "Action": ["elasticloadbalancing:ModifyListener", "route53:ChangeResourceRecordSets",
+                                 "globalaccelerator:UpdateEndpointGroup"],
     "Resource": "*"}]}
 DENY_POLICY = "history-denies-traffic-writes"
 # ... and of the checks' reads.
@@ -807,6 +846,11 @@ def run_on(history, sandbox, controllers, provider, out):
         controllers.enter_context(blue_dns)
         controllers.enter_context(green_dns)
         targets = [sandbox.world.record]
+    elif history.traffic:
+        seed_target, plan_for, _ = scenarios.ONE_TARGET_SCENARIOS[history.traffic]
+        seed_target(sandbox.client, sandbox.world)
+        plan = plan_for(sandbox)
+        targets = [TRAFFIC_KEYS[history.traffic]]
     else:
         plan = scenarios.manual_plan(sandbox)
         targets = {ALB: [LISTENER], ALB_ROUTE53: [LISTENER, sandbox.world.record],
@@ -1011,8 +1055,10 @@ def run_on(history, sandbox, controllers, provider, out):
             record.conditions.append((index, "reads", None, time.time()))
         elif action == "foreign-write":
             blue, green = value
-            scenarios.move_listener_by_hand(sandbox, blue, green)
-            written_by_hand(LISTENER, (blue, green))
+            move = {NLB: scenarios.move_nlb_by_hand, ACCELERATOR: scenarios.move_accelerator_by_hand}.get(
+                history.traffic, scenarios.move_listener_by_hand)
+            move(sandbox, blue, green)
+            written_by_hand(targets[0], (blue, green))
         elif action == "foreign-apply":
             gitops.apply_stable_weight_as(sandbox, "kubectl", value[0])
             written_by_hand(sandbox.world.record, (value[0], None))
@@ -1021,8 +1067,16 @@ def run_on(history, sandbox, controllers, provider, out):
         elif action == "late-safety-net" and not record.held:
             holding.enter_context(sandbox.safety_net.held())
             record.held = True
+        elif action == "throttle" and history.traffic == ACCELERATOR:
+            sandbox.front.faults.append([is_endpoint_group_update, 2, json_error("ThrottlingException", "Rate exceeded")])
         elif action == "throttle":
             sandbox.front.faults.append([is_modify_listener, 2, query_throttled()])
+        elif action == "accelerator-busy":
+            sandbox.front.faults.append([is_endpoint_group_update, value[0], json_error(
+                "TransactionInProgressException",
+                "There's already a transaction in progress. Another transaction can't be processed.")])
+        elif action == "accelerator-stuck":
+            sandbox.set_accelerator({"deploySeconds": value[0]})
         elif action == "kube-fault":
             gitops.fail_next(sandbox, "PATCH", "/secrets/", *value)
         elif action == "metrics-throttle":

@@ -156,6 +156,28 @@ def move_listener_by_hand(sandbox, blue, green):
     )
 
 
+def move_nlb_by_hand(sandbox, blue, green):
+    """Someone else sets the NLB listener's weights (the `nlb` scenarios' world)."""
+    world = sandbox.world
+    sandbox.client("elbv2", attempts=10).modify_listener(
+        ListenerArn=world.nlb_listener,
+        DefaultActions=[{"Type": "forward", "ForwardConfig": {"TargetGroups": [
+            {"TargetGroupArn": world.tcp_blue_tg, "Weight": blue},
+            {"TargetGroupArn": world.tcp_green_tg, "Weight": green}]}}],
+    )
+
+
+def move_accelerator_by_hand(sandbox, blue, green):
+    """Someone else sets the endpoint group's weights (the `global-accelerator` scenarios'
+    world): the whole list, as UpdateEndpointGroup takes it; a busy accelerator asked again."""
+    world = sandbox.world
+    sandbox.client("globalaccelerator", "us-west-2", attempts=10).update_endpoint_group(
+        EndpointGroupArn=world.endpoint_group,
+        EndpointConfigurations=[{"EndpointId": world.blue_endpoint, "Weight": blue},
+                                {"EndpointId": world.green_endpoint, "Weight": green}],
+    )
+
+
 def move_record_by_hand(sandbox, blue, green):
     """Someone else sets the weighted record's weights (both sets, in one change); throttled,
     their tool asks again."""
