@@ -82,13 +82,6 @@ impl Default for DeployWait {
     }
 }
 
-impl DeployWait {
-    /// The longest the wait lasts, for messages.
-    pub fn seconds(&self) -> u64 {
-        self.poll_every.as_secs() * self.polls as u64
-    }
-}
-
 pub struct SdkGlobalAccelerator {
     client: ga::Client,
     deploy: DeployWait,
@@ -104,10 +97,6 @@ impl SdkGlobalAccelerator {
             client: ga::Client::from_conf(conf),
             deploy,
         }
-    }
-
-    pub fn deploy_wait(&self) -> DeployWait {
-        self.deploy
     }
 }
 

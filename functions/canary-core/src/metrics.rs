@@ -150,8 +150,10 @@ pub fn cluster_dimension(region: &str, name: &str) -> String {
     format!("{region}/{name}")
 }
 
-/// The `Target` dimension of a traffic target key: an ALB listener or rule ARN's resource
-/// (`listener/app/web/…`), or the Route 53 key as it is (`route53:<zone>:<name>:<type>`).
+/// The `Target` dimension of a traffic target key: an ELB listener or rule ARN's resource
+/// (`listener/app/web/…`, `listener/net/…`), a Global Accelerator endpoint group's
+/// (`accelerator/…/endpoint-group/…`), or the Route 53 key as it is
+/// (`route53:<zone>:<name>:<type>`).
 pub fn target_dimension(target_key: &str) -> String {
     match target_key.strip_prefix("arn:") {
         Some(_) => target_key
@@ -432,6 +434,10 @@ mod tests {
         assert_eq!(
             target_dimension("arn:aws:elasticloadbalancing:us-east-1:123456789012:listener-rule/app/web/50dc/f2f7/9683"),
             "listener-rule/app/web/50dc/f2f7/9683"
+        );
+        assert_eq!(
+            target_dimension("arn:aws:globalaccelerator::123456789012:accelerator/f19d/listener/4ac0/endpoint-group/0604"),
+            "accelerator/f19d/listener/4ac0/endpoint-group/0604"
         );
         assert_eq!(
             target_dimension("route53:Z1:app.example.com.:A"),

@@ -49,17 +49,18 @@ impl AcceleratorRouter<'_> {
         Fut: std::future::Future<Output = Result<(), AwsError>> + Send,
     {
         let mut delay = BUSY_FIRST_DELAY;
-        for attempt in 0..=BUSY_RETRIES {
+        let mut retries = 0;
+        loop {
             match write().await {
-                Err(e) if is_busy(&e) && attempt < BUSY_RETRIES => {
-                    info!(target_key = %self.key(), attempt, "accelerator busy; asking again");
+                Err(e) if is_busy(&e) && retries < BUSY_RETRIES => {
+                    retries += 1;
+                    info!(target_key = %self.key(), retries, "accelerator busy; asking again");
                     tokio::time::sleep(delay).await;
                     delay *= 2;
                 }
                 other => return other.map_err(|e| self.aws(e)),
             }
         }
-        unreachable!("the last attempt returns")
     }
 
     /// Waits for the accelerator to read `DEPLOYED`; a retryable error if it does not in time.
