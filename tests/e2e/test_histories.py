@@ -62,6 +62,9 @@ CI_HISTORIES = {
     3621: "seed 3621: a fleet, 2 cells, waves [1, '100%'], budget 1, finishRunning, "
           'rollbackPromotedOnHalt; fleet-abort after c2:SetWeights #1; lambda-5xx after c2:SetWeights #2;'
           ' cell-alarm-clears[c1] after c1:Evaluate #3; soak-alarm after c1:SetWeights #1',
+    7049: 'seed 7049: NLB, steps [82, 95, 100], failureLimit 3, a Datadog check; foreign-write[66, 34] '
+          'after Evaluate #2; late-safety-net after Evaluate #2; foreign-write[25, 75] after Evaluate #'
+          '6; provider-slow after Evaluate #1; provider-recovers after SetWeights #1',
     9228: 'seed 9228: ALB + Route 53, steps [26, 41, 100]; metrics-throttle[6] after Restore #1; foreign-'
           'write[80, 20] after SetWeights #3; metrics-throttle[6] after RestoreUnchanged #1; metrics-'
           'throttle[3] after RestoreUnchanged #1; iam-reads-refused after SetWeights #1; iam-reads-'
@@ -91,9 +94,22 @@ CI_HISTORIES = {
            'safety-net-lost after SetWeights #2; safety-net-disabled after PrepareTraffic #1; iam-refusal'
            ' after Evaluate #2; compare-errors after RestoreUnchanged #1; the operator restores after the'
            ' end',
+    13608: 'seed 13608: Global Accelerator, steps [86, 100], approval before 86 %: approve, a Prometheus'
+           ' check, a metric threshold, AWS Health issues: rollBack (bounded to 60 s); second-rollout af'
+           'ter SetWeights #2; abort after Evaluate #2; operator-restore after Evaluate #3; foreign-writ'
+           'e[9, 91] after Evaluate #4; provider-slow after PrepareTraffic #1; provider-up after SetWeig'
+           'hts #2; provider-up after Evaluate #4; safety-net-lost after SetWeights #1; metric-breach af'
+           'ter Evaluate #2; health-open after Evaluate #4; health-close after Evaluate #3; accelerator-'
+           'stuck[11] after Evaluate #3; accelerator-busy[6] after PrepareTraffic #1; the operator resto'
+           'res after the end',
     13718: 'seed 13718: ALB, steps [12, 81, 100], the comparison, a cluster readiness gate (insight '
            'never); throttle after SetWeights #1; compare-spike after Evaluate #4; compare-spike after '
            'SetWeights #1; addon-recovers after Evaluate #5',
+    17447: 'seed 17447: Global Accelerator, steps [26, 100], failureLimit 2, a Prometheus check; abort a'
+           'fter SetWeights #2; late-safety-net after Evaluate #2; provider-breach after RestoreUnchange'
+           'd #1; safety-net-lost after Evaluate #3; iam-refusal after RestoreUnchanged #1; accelerator-'
+           'stuck[16] after PrepareTraffic #1; accelerator-busy[3] after Evaluate #4; the operator resto'
+           'res after the end',
     19674: 'seed 19674: ALB + Route 53, steps [53, 100], retires the stable target group, the comparison,'
            ' a cluster readiness gate (insight ready); late-safety-net after Evaluate #4; compare-'
            'regression after PrepareTraffic #1; compare-errors after Evaluate #4; the operator restores '
@@ -493,7 +509,8 @@ def test_the_pinned_histories_draw_every_kind_of_happening():
              *histories.METRIC_HAPPENINGS, *histories.ALB_HAPPENINGS, "other-rollout", "safety-net-lost",
              "safety-net-disabled", "iam-refusal", "iam-restored", "iam-reads-refused", "iam-reads-restored",
              "targets-registered", "write-past-timeout", "freeze", "unfreeze", *histories.COMPARE_HAPPENINGS,
-             "insight-fixed", *histories.ADDON_HAPPENINGS, *histories.HEALTH_HAPPENINGS}
+             "insight-fixed", *histories.ADDON_HAPPENINGS, *histories.HEALTH_HAPPENINGS,
+             *histories.ACCELERATOR_HAPPENINGS}
     assert every <= made, every - made
     assert {history.kind for history in rollouts} == {*histories.KINDS, histories.ROUTE53}
     assert {point for history in rollouts for point in history.hooks or {}} == set(histories.HOOK_POINTS)
@@ -504,6 +521,7 @@ def test_the_pinned_histories_draw_every_kind_of_happening():
     assert {history.gradual for history in rollouts} == {None, *histories.GRADUAL}
     assert {history.readiness for history in rollouts} == {None, *histories.READINESS}
     assert {history.health for history in rollouts} == {None, *histories.HEALTH_MODES}
+    assert {history.traffic for history in rollouts} == {None, histories.NLB, histories.ACCELERATOR}
     assert any(history.failure_limit > 1 for history in rollouts)
     fleets = [history.fleet for history in drawn if history.fleet]
     assert {h[0] for fleet in fleets for h in fleet.happenings} == set(fleet_histories.FLEET_ACTIONS)
