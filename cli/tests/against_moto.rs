@@ -206,6 +206,39 @@ async fn check_reports_what_prepare_would_find_and_writes_nothing() {
     assert!(before.len() > 1000 && String::from_utf8_lossy(&before).contains("example.com"));
 }
 
+/// An NLB listener is read as Prepare reads it: its note on connections, the canary to attach;
+/// a UDP canary beside the TCP stable target group is refused, naming both; nothing written.
+#[tokio::test]
+async fn check_reads_an_nlb_listener_and_refuses_a_canary_of_another_protocol() {
+    let cli = Cli::start();
+    cli.create_green().await;
+    let nlb = |canary: &str| {
+        json!({
+            "cluster": {"name": "green", "region": "us-east-1"},
+            "trafficTargets": [{"nlb": {"listenerArn": cli.world.nlb_listener,
+                "stableTargetGroupArn": cli.world.tcp_blue, "canaryTargetGroupArn": canary}}],
+            "steps": [{"weight": 10}, {"weight": 100}],
+            "bake": {"seconds": 600, "checkIntervalSeconds": 60}
+        })
+    };
+    let good = cli.file("nlb.json", &nlb(&cli.world.tcp_green).to_string());
+    let udp = cli.file("udp.json", &nlb(&cli.world.udp_group).to_string());
+    let before = cli.moto_state();
+    let out = cli.run(&["plan", "check", &good]);
+    let said = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}{}", stderr(&out));
+    assert!(said.contains("(nlb): now stable 100 / canary 0"), "{said}");
+    assert!(said.contains("moves new connections only"), "{said}");
+    let out = cli.run(&["plan", "check", &udp]);
+    let said = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("✗ targets: TargetMisconfigured") && said.contains("is UDP"),
+        "{said}"
+    );
+    assert_eq!(cli.moto_state(), before, "plan check wrote to AWS");
+}
+
 #[tokio::test]
 async fn check_refuses_missing_targets_and_alarms_and_a_concurrent_rollout() {
     let cli = Cli::start();
