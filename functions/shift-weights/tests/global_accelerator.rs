@@ -269,3 +269,56 @@ async fn a_missing_endpoint_group_is_target_not_found() {
     let err = env.prepare(&plan).await.expect_err("no such group");
     assert_eq!(err.name().as_str(), "TargetNotFound", "{err}");
 }
+
+#[tokio::test]
+async fn a_traffic_dial_is_stepped_and_restored_leaving_the_endpoints_as_they_were() {
+    let env = Env::start().await;
+    let ga = accelerator(&env).await;
+    ga.client
+        .update_endpoint_group()
+        .endpoint_group_arn(&ga.group)
+        .traffic_dial_percentage(0.0)
+        .send()
+        .await
+        .expect("dial the new Region's group to 0");
+    let dial = || async {
+        ga.client
+            .describe_endpoint_group()
+            .endpoint_group_arn(&ga.group)
+            .send()
+            .await
+            .expect("describe the group")
+            .endpoint_group()
+            .and_then(|g| g.traffic_dial_percentage())
+    };
+    let plan = json!({
+        "cluster": {"name": "green", "region": "us-east-1"},
+        "trafficTargets": [{"globalAccelerator": {"endpointGroupArn": ga.group, "shift": "trafficDial"}}],
+        "steps": [{"weight": 10}, {"weight": 100}],
+        "bake": {"seconds": 60, "checkIntervalSeconds": 10},
+    });
+    let prepared = env.prepare(&plan).await.expect("prepare");
+    assert!(
+        prepared["targets"][0]["notes"]
+            .to_string()
+            .contains("ignores it on failover"),
+        "{prepared}"
+    );
+    let baseline = prepared["baseline"].clone();
+    assert_eq!(baseline[0]["stable"], 100);
+    let at_10 = env.set(&plan, 10, &baseline).await.expect("set 10")["weights"].clone();
+    assert_eq!(dial().await, Some(10.0));
+    let restored = env
+        .call(
+            json!({"operation": "restore", "plan": plan, "baseline": baseline, "expected": at_10}),
+        )
+        .await
+        .expect("restore");
+    assert!(restored.get("unexpected").is_none(), "{restored}");
+    assert_eq!(dial().await, Some(0.0));
+    assert_eq!(
+        ga.weights().await,
+        named(&[("blue", 100), ("other", 0)]),
+        "the endpoints untouched"
+    );
+}
