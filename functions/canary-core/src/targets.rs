@@ -131,10 +131,8 @@ pub struct NlbTarget {
 
 /// What an ALB and an NLB target share: a listener (or an ALB rule) whose forward action
 /// weights the stable and the canary target group. The ELB calls and the router are written
-/// once over it.
-pub trait ForwardTarget: Send + Sync {
-    /// `alb` or `nlb`.
-    fn kind_name(&self) -> &'static str;
+/// once over it; its `name()` is `alb` or `nlb`, its `region()` the listener's.
+pub trait ForwardTarget: TargetKind + Send + Sync {
     fn listener_arn(&self) -> &str;
     /// The rule shifted instead of the listener's default action (ALB only).
     fn rule_arn(&self) -> Option<&str>;
@@ -145,16 +143,14 @@ pub trait ForwardTarget: Send + Sync {
     fn min_step_seconds(&self) -> Option<i64> {
         None
     }
-    /// The region the load balancer lives in (from the listener ARN).
-    fn region(&self) -> Option<&str> {
-        self.listener_arn().split(':').nth(3)
-    }
+}
+
+/// The Region a load balancer lives in (from its listener's ARN).
+fn listener_region(listener_arn: &str) -> Option<&str> {
+    listener_arn.split(':').nth(3)
 }
 
 impl ForwardTarget for AlbTarget {
-    fn kind_name(&self) -> &'static str {
-        "alb"
-    }
     fn listener_arn(&self) -> &str {
         &self.listener_arn
     }
@@ -173,9 +169,6 @@ impl ForwardTarget for AlbTarget {
 }
 
 impl ForwardTarget for NlbTarget {
-    fn kind_name(&self) -> &'static str {
-        "nlb"
-    }
     fn listener_arn(&self) -> &str {
         &self.listener_arn
     }
@@ -424,7 +417,7 @@ impl TargetKind for AlbTarget {
     }
 
     fn region(&self) -> Option<&str> {
-        ForwardTarget::region(self)
+        listener_region(&self.listener_arn)
     }
 }
 
@@ -442,7 +435,7 @@ impl TargetKind for NlbTarget {
     }
 
     fn region(&self) -> Option<&str> {
-        ForwardTarget::region(self)
+        listener_region(&self.listener_arn)
     }
 }
 

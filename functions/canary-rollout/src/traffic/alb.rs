@@ -131,7 +131,7 @@ impl TrafficRouter for ForwardRouter<'_> {
             )
             .await
             .map_err(|e| self.aws(e))?;
-        let is_nlb = target.kind_name() == "nlb";
+        let is_nlb = target.name() == "nlb";
         if is_nlb {
             nlb::refuse_mixed_protocols(&self.located.label, &groups)?;
         }
@@ -174,7 +174,7 @@ impl TrafficRouter for ForwardRouter<'_> {
         Ok(Inspection {
             reading: self.reading(read),
             attach_canary,
-            kind: target.kind_name(),
+            kind: target.name(),
             sticky,
             ttl_seconds: None,
             notes,
