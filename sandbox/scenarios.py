@@ -144,27 +144,27 @@ def event_schema(detail_type):
     return json.loads((REPO / "schema/events" / f"{detail_type.lower().replace(' ', '-')}.schema.json").read_text())
 
 
-def move_listener_by_hand(sandbox, blue, green):
-    """Someone else (a person, another tool) sets the listener's weights; throttled (a history
-    may have told ELBv2 to), their tool asks again, as the AWS CLI does."""
-    world = sandbox.world
+def move_forward_by_hand(sandbox, listener, weights):
+    """Someone else (a person, another tool) sets a listener's forward weights, `weights` as
+    (target group, weight); throttled (a history may have told ELBv2 to), their tool asks again,
+    as the AWS CLI does."""
     sandbox.client("elbv2", attempts=10).modify_listener(
-        ListenerArn=world.listener,
+        ListenerArn=listener,
         DefaultActions=[{"Type": "forward", "ForwardConfig": {"TargetGroups": [
-            {"TargetGroupArn": world.blue_tg, "Weight": blue},
-            {"TargetGroupArn": world.green_tg, "Weight": green}]}}],
+            {"TargetGroupArn": group, "Weight": weight} for group, weight in weights]}}],
     )
+
+
+def move_listener_by_hand(sandbox, blue, green):
+    """Someone else sets the ALB listener's weights."""
+    world = sandbox.world
+    move_forward_by_hand(sandbox, world.listener, [(world.blue_tg, blue), (world.green_tg, green)])
 
 
 def move_nlb_by_hand(sandbox, blue, green):
     """Someone else sets the NLB listener's weights (the `nlb` scenarios' world)."""
     world = sandbox.world
-    sandbox.client("elbv2", attempts=10).modify_listener(
-        ListenerArn=world.nlb_listener,
-        DefaultActions=[{"Type": "forward", "ForwardConfig": {"TargetGroups": [
-            {"TargetGroupArn": world.tcp_blue_tg, "Weight": blue},
-            {"TargetGroupArn": world.tcp_green_tg, "Weight": green}]}}],
-    )
+    move_forward_by_hand(sandbox, world.nlb_listener, [(world.tcp_blue_tg, blue), (world.tcp_green_tg, green)])
 
 
 def move_accelerator_by_hand(sandbox, blue, green):
@@ -193,18 +193,16 @@ def move_record_by_hand(sandbox, blue, green):
 def read_weights(sandbox):
     """target -> (blue weight, green weight), as moto holds them now."""
     world = sandbox.world
-    listener = sandbox.client("elbv2").describe_listeners(ListenerArns=[world.listener])["Listeners"][0]
-    groups = {
-        tg["TargetGroupArn"]: tg.get("Weight", 1)
-        for action in listener["DefaultActions"]
-        for tg in action.get("ForwardConfig", {}).get("TargetGroups", [])
-    }
-    weights = {"listener :80": (groups.get(world.blue_tg, 0), groups.get(world.green_tg, 0))}
-    if world.nlb_listener:  # the `nlb` scenarios' load balancer
-        nlb = sandbox.client("elbv2").describe_listeners(ListenerArns=[world.nlb_listener])["Listeners"][0]
+
+    def forward(listener, blue, green):
+        read = sandbox.client("elbv2").describe_listeners(ListenerArns=[listener])["Listeners"][0]
         groups = {tg["TargetGroupArn"]: tg.get("Weight", 1)
-                  for action in nlb["DefaultActions"] for tg in action.get("ForwardConfig", {}).get("TargetGroups", [])}
-        weights["nlb :443"] = (groups.get(world.tcp_blue_tg, 0), groups.get(world.tcp_green_tg, 0))
+                  for action in read["DefaultActions"] for tg in action.get("ForwardConfig", {}).get("TargetGroups", [])}
+        return groups.get(blue, 0), groups.get(green, 0)
+
+    weights = {"listener :80": forward(world.listener, world.blue_tg, world.green_tg)}
+    if world.nlb_listener:  # the `nlb` scenarios' load balancer
+        weights["nlb :443"] = forward(world.nlb_listener, world.tcp_blue_tg, world.tcp_green_tg)
     if world.endpoint_group:  # the `global-accelerator` scenarios' endpoint group
         group = sandbox.client("globalaccelerator", "us-west-2").describe_endpoint_group(
             EndpointGroupArn=world.endpoint_group)["EndpointGroup"]
