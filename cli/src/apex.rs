@@ -167,7 +167,7 @@ pub async fn apex_records(
 ) -> Result<bool, CliError> {
     let (_, valid) = validated(file)?;
     let points = parse_points(points)?;
-    let route53 = SdkRoute53::new(config, Default::default());
+    let route53 = SdkRoute53::new(config, canary_aws::PollWait::ROUTE53_IN_SYNC);
     let targets: Vec<(usize, &Route53Target)> = valid
         .plan
         .traffic_targets

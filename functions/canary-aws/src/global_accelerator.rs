@@ -6,15 +6,14 @@
 //! client is always built for it.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_config::SdkConfig;
 use aws_sdk_globalaccelerator as ga;
-use backon::{ConstantBuilder, Retryable};
 use ga::types::{AcceleratorStatus, EndpointConfiguration};
 
 use crate::error::AwsError;
+use crate::poll::{until_done, PollWait};
 
 /// The one Region Global Accelerator's API answers in.
 pub const GLOBAL_ACCELERATOR_API_REGION: &str = "us-west-2";
@@ -65,31 +64,14 @@ pub trait GlobalAcceleratorApi: GlobalAcceleratorReads {
     async fn tags(&self, accelerator_arn: &str) -> Result<BTreeMap<String, String>, AwsError>;
 }
 
-/// How long a write waits for the accelerator to deploy it. Global Accelerator documents no
-/// bound; changes usually deploy within a minute.
-#[derive(Debug, Clone, Copy)]
-pub struct DeployWait {
-    pub poll_every: Duration,
-    pub polls: usize,
-}
-
-impl Default for DeployWait {
-    fn default() -> Self {
-        DeployWait {
-            poll_every: Duration::from_secs(3),
-            polls: 40,
-        }
-    }
-}
-
 pub struct SdkGlobalAccelerator {
     client: ga::Client,
-    deploy: DeployWait,
+    deploy: PollWait,
 }
 
 impl SdkGlobalAccelerator {
     /// A client for us-west-2. Building one makes no network call.
-    pub fn new(config: &SdkConfig, deploy: DeployWait) -> Self {
+    pub fn new(config: &SdkConfig, deploy: PollWait) -> Self {
         let conf = ga::config::Builder::from(config)
             .region(ga::config::Region::new(GLOBAL_ACCELERATOR_API_REGION))
             .build();
@@ -173,35 +155,17 @@ impl GlobalAcceleratorApi for SdkGlobalAccelerator {
     }
 
     async fn wait_deployed(&self, accelerator_arn: &str) -> Result<bool, AwsError> {
-        enum Poll {
-            Pending,
-            Failed(AwsError),
-        }
-        let poll = || async {
+        until_done(self.deploy, || async {
             let out = self
                 .client
                 .describe_accelerator()
                 .accelerator_arn(accelerator_arn)
                 .send()
                 .await
-                .map_err(|e| Poll::Failed(AwsError::from_sdk("DescribeAccelerator", e)))?;
-            match out.accelerator().and_then(|a| a.status()) {
-                Some(AcceleratorStatus::Deployed) => Ok(()),
-                _ => Err(Poll::Pending),
-            }
-        };
-        let schedule = ConstantBuilder::default()
-            .with_delay(self.deploy.poll_every)
-            .with_max_times(self.deploy.polls);
-        match poll
-            .retry(schedule)
-            .when(|p| matches!(p, Poll::Pending))
-            .await
-        {
-            Ok(()) => Ok(true),
-            Err(Poll::Pending) => Ok(false),
-            Err(Poll::Failed(e)) => Err(e),
-        }
+                .map_err(|e| AwsError::from_sdk("DescribeAccelerator", e))?;
+            Ok(out.accelerator().and_then(|a| a.status()) == Some(&AcceleratorStatus::Deployed))
+        })
+        .await
     }
 
     async fn tags(&self, accelerator_arn: &str) -> Result<BTreeMap<String, String>, AwsError> {

@@ -21,6 +21,7 @@ pub mod global_accelerator;
 pub mod http;
 #[cfg(feature = "fleet-plans")]
 pub mod intake_deliveries;
+pub mod poll;
 pub mod prometheus;
 pub mod query_error;
 pub mod route53;
@@ -57,11 +58,12 @@ pub use freeze::{
 };
 pub use functions::{FunctionInvoker, Invocation, SdkFunctions};
 pub use global_accelerator::{
-    AcceleratorEndpoint, DeployWait, EndpointGroup, GlobalAcceleratorApi, GlobalAcceleratorReads,
+    AcceleratorEndpoint, EndpointGroup, GlobalAcceleratorApi, GlobalAcceleratorReads,
     SdkGlobalAccelerator,
 };
 #[cfg(feature = "fleet-plans")]
 pub use intake_deliveries::{Delivery, DeliveryLedger, SdkDeliveryLedger};
+pub use poll::PollWait;
 pub use prometheus::{HttpPrometheus, PrometheusApi};
 pub use query_error::QueryError;
 pub use route53::{

@@ -1,12 +1,9 @@
 //! Route 53 weighted records: read the records of a name and type, and change the weights
 //! of the stable and canary records together in one `ChangeResourceRecordSets` batch.
 
-use std::time::Duration;
-
 use async_trait::async_trait;
 use aws_config::SdkConfig;
 use aws_sdk_route53 as route53;
-use backon::{ConstantBuilder, Retryable};
 use canary_core::ownership::NamedTxt;
 use canary_core::Route53Target;
 use route53::types::{
@@ -14,6 +11,7 @@ use route53::types::{
 };
 
 use crate::error::{AwsError, AwsErrorKind};
+use crate::poll::{until_done, PollWait};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WeightedRecord {
@@ -89,30 +87,13 @@ pub struct TxtRecord {
     pub values: Vec<String>,
 }
 
-/// How long to wait for a change to reach `INSYNC`. Route 53 documents "generally within
-/// 60 seconds"; the wait ends before a typical Lambda timeout.
-#[derive(Debug, Clone, Copy)]
-pub struct InSyncWait {
-    pub poll_every: Duration,
-    pub polls: usize,
-}
-
-impl Default for InSyncWait {
-    fn default() -> Self {
-        InSyncWait {
-            poll_every: Duration::from_secs(5),
-            polls: 24,
-        }
-    }
-}
-
 pub struct SdkRoute53 {
     client: route53::Client,
-    in_sync: InSyncWait,
+    in_sync: PollWait,
 }
 
 impl SdkRoute53 {
-    pub fn new(config: &SdkConfig, in_sync: InSyncWait) -> Self {
+    pub fn new(config: &SdkConfig, in_sync: PollWait) -> Self {
         SdkRoute53 {
             client: route53::Client::new(config),
             in_sync,
@@ -285,12 +266,6 @@ fn change_not_built(e: aws_smithy_types::error::operation::BuildError) -> AwsErr
     )
 }
 
-#[derive(Debug)]
-enum Poll {
-    Pending,
-    Failed(AwsError),
-}
-
 #[async_trait]
 impl Route53Reads for SdkRoute53 {
     async fn records(&self, target: &Route53Target) -> Result<Vec<WeightedRecord>, AwsError> {
@@ -336,31 +311,17 @@ impl Route53Api for SdkRoute53 {
     }
 
     async fn wait_in_sync(&self, change_id: &str) -> Result<bool, AwsError> {
-        let poll = || async {
+        until_done(self.in_sync, || async {
             let out = self
                 .client
                 .get_change()
                 .id(change_id)
                 .send()
                 .await
-                .map_err(|e| Poll::Failed(AwsError::from_sdk("GetChange", e)))?;
-            match out.change_info().map(|c| c.status()) {
-                Some(ChangeStatus::Insync) => Ok(()),
-                _ => Err(Poll::Pending),
-            }
-        };
-        let schedule = ConstantBuilder::default()
-            .with_delay(self.in_sync.poll_every)
-            .with_max_times(self.in_sync.polls);
-        match poll
-            .retry(schedule)
-            .when(|p| matches!(p, Poll::Pending))
-            .await
-        {
-            Ok(()) => Ok(true),
-            Err(Poll::Pending) => Ok(false),
-            Err(Poll::Failed(e)) => Err(e),
-        }
+                .map_err(|e| AwsError::from_sdk("GetChange", e))?;
+            Ok(out.change_info().map(|c| c.status()) == Some(&ChangeStatus::Insync))
+        })
+        .await
     }
 
     async fn health_check_reports(&self, health_check_id: &str) -> Result<Vec<String>, AwsError> {

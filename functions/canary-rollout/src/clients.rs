@@ -7,10 +7,9 @@
 //! A new kind of traffic target or signal provider adds its client here and to its view, and
 //! nowhere else: `main.rs`, the CLI and the tests pick it up.
 
-use canary_aws::route53::InSyncWait;
 use canary_aws::{
-    DeployWait, HttpDatadog, HttpPrometheus, SdkAlb, SdkCloudWatch, SdkConfig, SdkEks,
-    SdkExecutions, SdkGlobalAccelerator, SdkRoute53,
+    HttpDatadog, HttpPrometheus, PollWait, SdkAlb, SdkCloudWatch, SdkConfig, SdkEks, SdkExecutions,
+    SdkGlobalAccelerator, SdkRoute53,
 };
 use canary_kube::{ArgoCdConnect, ManagementAccess, OwnedManagement};
 
@@ -50,8 +49,8 @@ impl TrafficClients {
         };
         Ok(TrafficClients {
             alb: SdkAlb::new(config),
-            global_accelerator: SdkGlobalAccelerator::new(config, DeployWait::default()),
-            route53: SdkRoute53::new(config, InSyncWait::default()),
+            global_accelerator: SdkGlobalAccelerator::new(config, PollWait::ACCELERATOR_DEPLOYED),
+            route53: SdkRoute53::new(config, PollWait::ROUTE53_IN_SYNC),
             executions: SdkExecutions::new(config),
             management,
         })
@@ -95,8 +94,8 @@ impl CheckClients {
         let var = |name: &str| env(name).filter(|v| !v.is_empty());
         CheckClients {
             alb: SdkAlb::new(config),
-            global_accelerator: SdkGlobalAccelerator::new(config, DeployWait::default()),
-            route53: SdkRoute53::new(config, InSyncWait::default()),
+            global_accelerator: SdkGlobalAccelerator::new(config, PollWait::ACCELERATOR_DEPLOYED),
+            route53: SdkRoute53::new(config, PollWait::ROUTE53_IN_SYNC),
             cloudwatch: SdkCloudWatch::new(config),
             prometheus: HttpPrometheus::new(config),
             datadog: HttpDatadog::new(config, var("DATADOG_SECRET_ARN"), var("DATADOG_API_URL")),
