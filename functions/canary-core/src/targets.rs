@@ -511,17 +511,30 @@ pub fn route53_name(name: &str) -> String {
     }
 }
 
-fn validate_alb(alb: &AlbTarget, path: &str, errors: &mut Errors) {
-    if let Some(owner) = &alb.owner {
+/// What an ALB and an NLB target validate alike: the owner check, the listener's ARN (of
+/// `listener_kind`), and the two target groups against it. The listener, when its ARN parsed.
+fn validate_forward<'t>(
+    target: &'t dyn ForwardTarget,
+    listener_kind: ElbResource,
+    path: &str,
+    errors: &mut Errors,
+) -> Option<crate::arn::ElbArn<'t>> {
+    if let Some(owner) = target.owner() {
         owner.validate(path, false, errors);
     }
-    let listener = match parse_elb_arn(&alb.listener_arn, ElbResource::Listener) {
+    let listener = match parse_elb_arn(target.listener_arn(), listener_kind) {
         Ok(l) => Some(l),
         Err(e) => {
             errors.push(format!("{path}.listenerArn"), e);
             None
         }
     };
+    validate_target_groups(target, listener.as_ref(), path, errors);
+    listener
+}
+
+fn validate_alb(alb: &AlbTarget, path: &str, errors: &mut Errors) {
+    let listener = validate_forward(alb, ElbResource::Listener, path, errors);
     if let Some(rule_arn) = &alb.rule_arn {
         match parse_elb_arn(rule_arn, ElbResource::ListenerRule) {
             Ok(rule) => {
@@ -543,21 +556,10 @@ fn validate_alb(alb: &AlbTarget, path: &str, errors: &mut Errors) {
             Err(e) => errors.push(format!("{path}.ruleArn"), e),
         }
     }
-    validate_target_groups(alb, listener.as_ref(), path, errors);
 }
 
 fn validate_nlb(nlb: &NlbTarget, path: &str, errors: &mut Errors) {
-    if let Some(owner) = &nlb.owner {
-        owner.validate(path, false, errors);
-    }
-    let listener = match parse_elb_arn(&nlb.listener_arn, ElbResource::NetworkListener) {
-        Ok(l) => Some(l),
-        Err(e) => {
-            errors.push(format!("{path}.listenerArn"), e);
-            None
-        }
-    };
-    validate_target_groups(nlb, listener.as_ref(), path, errors);
+    validate_forward(nlb, ElbResource::NetworkListener, path, errors);
     if let Some(seconds) = nlb.min_step_seconds {
         if !(1..=crate::limits::MAX_BAKE_SECONDS).contains(&seconds) {
             errors.push(
