@@ -23,44 +23,36 @@ struct Accelerator {
 
 async fn accelerator(env: &Env) -> Accelerator {
     let elbv2 = env.observer.elbv2();
-    let blue = elbv2
+    let web = elbv2
         .describe_load_balancers()
         .names("web")
         .send()
         .await
-        .expect("the world's ALB")
-        .load_balancers()[0]
-        .load_balancer_arn()
-        .expect("its ARN")
-        .to_owned();
-    let subnets: Vec<String> = elbv2
-        .describe_load_balancers()
-        .names("web")
-        .send()
-        .await
-        .expect("the world's ALB")
-        .load_balancers()[0]
+        .expect("the world's ALB");
+    let web = &web.load_balancers()[0];
+    let blue = web.load_balancer_arn().expect("its ARN").to_owned();
+    let subnets: Vec<String> = web
         .availability_zones()
         .iter()
         .filter_map(|z| z.subnet_id().map(str::to_owned))
         .collect();
     let mut balancers = Vec::new();
     for name in ["green", "other"] {
+        let created = elbv2
+            .create_load_balancer()
+            .name(format!("web-{name}"))
+            .set_subnets(Some(subnets.clone()))
+            .send()
+            .await
+            .expect("a load balancer");
         balancers.push(
-            elbv2
-                .create_load_balancer()
-                .name(format!("web-{name}"))
-                .set_subnets(Some(subnets.clone()))
-                .send()
-                .await
-                .expect("a load balancer")
-                .load_balancers()[0]
+            created.load_balancers()[0]
                 .load_balancer_arn()
                 .expect("its ARN")
                 .to_owned(),
         );
     }
-    let [green, other] = [balancers[0].clone(), balancers[1].clone()];
+    let (green, other) = (balancers[0].clone(), balancers[1].clone());
     let conf = ga::config::Builder::from(&env.config)
         .region(ga::config::Region::new("us-west-2"))
         .build();

@@ -327,7 +327,8 @@ fn observed(target: &GlobalAcceleratorTarget, group: &EndpointGroup) -> Observed
 #[cfg(test)]
 mod tests {
     use canary_aws::fakes::FakeAccelerator;
-    use canary_core::{RolloutPlan, TargetWeights};
+    use canary_core::plan::ValidPlan;
+    use canary_core::{NamedError, RolloutPlan, TargetWeights, WeightPair};
     use serde_json::json;
 
     use crate::error::ShiftError;
@@ -340,7 +341,7 @@ mod tests {
     const GREEN: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/app/green/50dc6c495c0c9189";
     const OTHER: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/app/other/50dc6c495c0c9180";
 
-    fn plan(target: serde_json::Value) -> RolloutPlan {
+    fn plan(target: serde_json::Value) -> ValidPlan {
         RolloutPlan::parse(json!({
             "cluster": {"name": "green", "region": "us-east-1"},
             "trafficTargets": [{"globalAccelerator": target}],
@@ -348,28 +349,50 @@ mod tests {
             "bake": {"seconds": 60, "checkIntervalSeconds": 10},
         }))
         .expect("a valid plan")
-        .plan
     }
 
-    fn weights_plan() -> RolloutPlan {
+    fn weights_plan() -> ValidPlan {
         plan(
             json!({"endpointGroupArn": GROUP, "stableEndpointId": BLUE, "canaryEndpointId": GREEN}),
         )
     }
 
     fn at(stable: u16, canary: u16) -> Vec<TargetWeights> {
-        vec![TargetWeights::new(
-            GROUP,
-            canary_core::WeightPair { stable, canary },
-        )]
+        vec![TargetWeights::new(GROUP, WeightPair { stable, canary })]
     }
 
-    fn weights(ga: &FakeAccelerator) -> Vec<(String, u8)> {
+    /// The step from the baseline (100 / 0) to 10 %, on `ga`.
+    async fn step_to_10(
+        ga: &FakeAccelerator,
+        valid: &ValidPlan,
+    ) -> Result<Vec<TargetWeights>, ShiftError> {
+        let apis = Apis {
+            global_accelerator: ga,
+            ..Apis::fake()
+        };
+        let desired = WeightPair {
+            stable: 90,
+            canary: 10,
+        };
+        move_to(&apis, &valid.plan, desired, &at(100, 0)).await
+    }
+
+    fn weights(ga: &FakeAccelerator) -> Vec<(&'static str, u8)> {
+        let name = |id: &str| {
+            [BLUE, GREEN, OTHER]
+                .into_iter()
+                .find(|k| *k == id)
+                .unwrap_or("?")
+        };
         ga.now()
             .endpoints
-            .into_iter()
-            .map(|e| (e.id, e.weight))
+            .iter()
+            .map(|e| (name(&e.id), e.weight))
             .collect()
+    }
+
+    fn nothing_written(ga: &FakeAccelerator) -> bool {
+        ga.writes.lock().map(|w| w.is_empty()).unwrap_or(false)
     }
 
     #[tokio::test(start_paused = true)]
@@ -377,30 +400,11 @@ mod tests {
         let ga = FakeAccelerator::default()
             .group(&[(BLUE, 100), (GREEN, 0), (OTHER, 0)], 100.0)
             .busy(2);
-        let apis = Apis {
-            global_accelerator: &ga,
-            ..Apis::fake()
-        };
-        let moved = move_to(
-            &apis,
-            &weights_plan(),
-            canary_core::WeightPair {
-                stable: 90,
-                canary: 10,
-            },
-            &at(100, 0),
-        )
-        .await
-        .expect("moved after two busy answers");
+        let moved = step_to_10(&ga, &weights_plan())
+            .await
+            .expect("moved after two busy answers");
         assert_eq!(moved, at(90, 10));
-        assert_eq!(
-            weights(&ga),
-            [
-                (BLUE.to_owned(), 90),
-                (GREEN.to_owned(), 10),
-                (OTHER.to_owned(), 0)
-            ]
-        );
+        assert_eq!(weights(&ga), [(BLUE, 90), (GREEN, 10), (OTHER, 0)]);
         assert_eq!(*ga.writes.lock().unwrap(), ["endpoints"]);
     }
 
@@ -409,84 +413,42 @@ mod tests {
         let ga = FakeAccelerator::default()
             .group(&[(BLUE, 100), (GREEN, 0)], 100.0)
             .busy(9);
-        let apis = Apis {
-            global_accelerator: &ga,
-            ..Apis::fake()
-        };
-        let err = move_to(
-            &apis,
-            &weights_plan(),
-            canary_core::WeightPair {
-                stable: 90,
-                canary: 10,
-            },
-            &at(100, 0),
-        )
-        .await
-        .expect_err("still busy");
-        assert_eq!(
-            canary_core::NamedError::name(&err).as_str(),
-            "AwsTransient",
-            "{err}"
-        );
+        let err = step_to_10(&ga, &weights_plan())
+            .await
+            .expect_err("still busy");
+        assert_eq!(err.name().as_str(), "AwsTransient", "{err}");
         assert!(
             err.to_string().contains("TransactionInProgressException"),
             "{err}"
         );
-        assert_eq!(
-            weights(&ga),
-            [(BLUE.to_owned(), 100), (GREEN.to_owned(), 0)]
-        );
+        assert_eq!(weights(&ga), [(BLUE, 100), (GREEN, 0)]);
+        assert!(nothing_written(&ga));
     }
 
     #[tokio::test]
     async fn a_step_is_not_set_until_the_accelerator_is_deployed_even_when_a_retry_finds_it_written(
     ) {
+        // An earlier attempt wrote 90/10; the accelerator still applies it.
         let ga = FakeAccelerator::default()
             .group(&[(BLUE, 90), (GREEN, 10)], 100.0)
             .never_deploys();
-        let apis = Apis {
-            global_accelerator: &ga,
-            ..Apis::fake()
-        };
-        // An earlier attempt wrote 90/10; the accelerator still applies it.
-        let err = move_to(
-            &apis,
-            &weights_plan(),
-            canary_core::WeightPair {
-                stable: 90,
-                canary: 10,
-            },
-            &at(100, 0),
-        )
-        .await
-        .expect_err("not deployed");
-        assert_eq!(
-            canary_core::NamedError::name(&err).as_str(),
-            "AwsTransient",
-            "{err}"
-        );
+        let err = step_to_10(&ga, &weights_plan())
+            .await
+            .expect_err("not deployed");
+        assert_eq!(err.name().as_str(), "AwsTransient", "{err}");
         assert!(err.to_string().contains("IN_PROGRESS"), "{err}");
-        assert!(
-            ga.writes.lock().unwrap().is_empty(),
-            "nothing written again"
-        );
+        assert!(nothing_written(&ga), "nothing written again");
     }
 
     #[tokio::test]
     async fn a_traffic_dial_is_stepped_and_read_as_the_canarys_share() {
         let ga = FakeAccelerator::default().group(&[(GREEN, 128)], 0.0);
+        let dial = plan(json!({"endpointGroupArn": GROUP, "shift": "trafficDial"}));
         let apis = Apis {
             global_accelerator: &ga,
             ..Apis::fake()
         };
-        let dial = plan(json!({"endpointGroupArn": GROUP, "shift": "trafficDial"}));
-        let checked = check_targets(
-            &apis,
-            &RolloutPlan::parse(serde_json::to_value(&dial).unwrap()).unwrap(),
-        )
-        .await
-        .expect("checked");
+        let checked = check_targets(&apis, &dial).await.expect("checked");
         assert!(
             checked[0]
                 .report
@@ -496,49 +458,22 @@ mod tests {
             "{:?}",
             checked[0].report.notes
         );
-        let moved = move_to(
-            &apis,
-            &dial,
-            canary_core::WeightPair {
-                stable: 75,
-                canary: 25,
-            },
-            &at(100, 0),
-        )
-        .await
-        .expect("dialled");
-        assert_eq!(moved, at(75, 25));
-        assert_eq!(ga.now().traffic_dial, 25.0);
-        assert_eq!(
-            weights(&ga),
-            [(GREEN.to_owned(), 128)],
-            "the endpoints untouched"
-        );
+        assert_eq!(step_to_10(&ga, &dial).await.expect("dialled"), at(90, 10));
+        assert_eq!(ga.now().traffic_dial, 10.0);
+        assert_eq!(weights(&ga), [(GREEN, 128)], "the endpoints untouched");
     }
 
     #[tokio::test]
     async fn another_endpoint_taking_traffic_stops_the_step_and_nothing_is_written() {
         let ga = FakeAccelerator::default().group(&[(BLUE, 100), (GREEN, 0), (OTHER, 5)], 100.0);
-        let apis = Apis {
-            global_accelerator: &ga,
-            ..Apis::fake()
-        };
-        let err = move_to(
-            &apis,
-            &weights_plan(),
-            canary_core::WeightPair {
-                stable: 90,
-                canary: 10,
-            },
-            &at(100, 0),
-        )
-        .await
-        .expect_err("reshaped");
+        let err = step_to_10(&ga, &weights_plan())
+            .await
+            .expect_err("reshaped");
         let ShiftError::WeightsChangedExternally(why) = &err else {
             panic!("{err:?}")
         };
         assert!(why.contains(&format!("{OTHER} (weight 5)")), "{why}");
-        assert!(ga.writes.lock().unwrap().is_empty());
+        assert!(nothing_written(&ga));
     }
 
     #[tokio::test]
@@ -550,8 +485,7 @@ mod tests {
             global_accelerator: &ga,
             ..Apis::fake()
         };
-        let valid = RolloutPlan::parse(serde_json::to_value(weights_plan()).unwrap()).unwrap();
-        let Err(err) = check_targets(&apis, &valid).await else {
+        let Err(err) = check_targets(&apis, &weights_plan()).await else {
             panic!("a controller's accelerator was accepted")
         };
         let ShiftError::TrafficOwnedByController { message, .. } = &err else {
@@ -563,6 +497,6 @@ mod tests {
             ),
             "{message}"
         );
-        assert!(ga.writes.lock().unwrap().is_empty());
+        assert!(nothing_written(&ga));
     }
 }
