@@ -83,6 +83,14 @@ impl AwsError {
         }
     }
 
+    /// The service refused the call as busy now (Global Accelerator's transaction in
+    /// progress): the same call may be asked again shortly.
+    pub fn is_busy(&self) -> bool {
+        self.code
+            .as_deref()
+            .is_some_and(|code| BUSY_CODES.contains(&code))
+    }
+
     pub fn new(kind: AwsErrorKind, operation: &'static str, message: impl Into<String>) -> Self {
         AwsError {
             kind,

@@ -10,10 +10,13 @@
 //!   and a controller that puts a listener's weights back after every write.
 //! - [`FakeRoute53`]: one stable/canary pair of weighted records (`blue`/`green`), with a change
 //!   that may stay PENDING and a canary health check.
+//! - [`FakeAccelerator`]: one Global Accelerator endpoint group, with writes refused as busy
+//!   and an accelerator that never deploys.
 //!
-//! What they do not model: regions and accounts (every ARN answers), ELBv2 and Route 53
-//! validation of the values written (the over-the-wire tests against moto do), controllers'
-//! tags and ExternalDNS registry records (none), pagination, composite alarms' rules, and
+//! What they do not model: regions and accounts (every ARN answers), ELBv2, Route 53 and Global
+//! Accelerator validation of the values written (weights' ranges, the 10-endpoint limit: the
+//! over-the-wire tests against moto and its harness do), ExternalDNS registry records (none),
+//! controllers' tags beyond the accelerator's, pagination, composite alarms' rules, and
 //! CloudWatch metrics.
 
 use std::collections::{BTreeMap, HashMap};

@@ -52,7 +52,7 @@ impl AcceleratorRouter<'_> {
         let mut retries = 0;
         loop {
             match write().await {
-                Err(e) if is_busy(&e) && retries < BUSY_RETRIES => {
+                Err(e) if e.is_busy() && retries < BUSY_RETRIES => {
                     retries += 1;
                     info!(target_key = %self.key(), retries, "accelerator busy; asking again");
                     tokio::time::sleep(delay).await;
@@ -82,10 +82,6 @@ impl AcceleratorRouter<'_> {
             ),
         )))
     }
-}
-
-fn is_busy(e: &AwsError) -> bool {
-    e.code.as_deref() == Some("TransactionInProgressException")
 }
 
 #[async_trait]
@@ -474,6 +470,26 @@ mod tests {
         };
         assert!(why.contains(&format!("{OTHER} (weight 5)")), "{why}");
         assert!(nothing_written(&ga));
+    }
+
+    #[test]
+    fn a_weight_beyond_global_accelerators_255_is_refused_before_any_write() {
+        let endpoints = FakeAccelerator::default()
+            .group(&[(BLUE, 100)], 100.0)
+            .now()
+            .endpoints;
+        let pair = WeightPair {
+            stable: 300,
+            canary: 0,
+        };
+        let Err(ShiftError::InvalidInput(why)) = super::with_weights(&endpoints, BLUE, GREEN, pair)
+        else {
+            panic!("weight 300 was accepted")
+        };
+        assert!(
+            why.contains("weight 300 is beyond Global Accelerator's 0-255"),
+            "{why}"
+        );
     }
 
     #[tokio::test]
