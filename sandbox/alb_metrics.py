@@ -2,9 +2,16 @@
 sandbox-sized check period of 1 s has a datapoint in each) as ALB publishes them per target
 group. By default the world's listener with its canary and stable target groups; `groups`
 names others: {key: (listener ARN, target group ARN)}. `values(second)` says what to put:
-{key: {metric name: value}}, `second` counting from the first put. The built-in ALB checks
+{key: {metric name: value}}, `second` counting from the first put; a value may be a
+distribution, {"values": [...], "counts": [...]}, the requests of the second. The built-in ALB checks
 (sandbox/histories.py) and the comparison (sandbox/compare.py, the fleet-outlier scenario) read
-them."""
+them.
+
+As ALB does, a target group its listener gives no traffic (a forward weight of 0, read from moto
+each second) gets no datapoint at all: not a 0, nothing. So the baseline's metrics stop at the
+100 % step and the canary's before its first step and after a rollback, and a check that
+compares the two sees what it would see in AWS. A group the listener's default action does not
+name (a rule's) is published whatever its weight."""
 
 import threading
 from datetime import datetime, timezone
@@ -20,6 +27,9 @@ class AlbMetrics:
         self.load_balancer = self.dimensions[next(iter(groups))][0]
         self.groups = {key: group for key, (_, group) in self.dimensions.items()}
         self.cloudwatch = sandbox.client("cloudwatch")
+        self.elbv2 = sandbox.client("elbv2")
+        self.listeners = {key: listener for key, (listener, _) in groups.items()}
+        self.group_arns = {key: group for key, (_, group) in groups.items()}
         self.values = values
         self.second = 0
         self.stopping = threading.Event()
@@ -38,14 +48,38 @@ class AlbMetrics:
         while not self.stopping.wait(1.0):
             self.put()
 
+    def idle(self):
+        """The keys whose target group its listener's default action forwards no traffic to."""
+        weights = {}
+        for listener in set(self.listeners.values()):
+            try:
+                described = self.elbv2.describe_listeners(ListenerArns=[listener])["Listeners"]
+            except Exception:  # a listener gone or moto busy: publish as before, never fail the feed
+                continue
+            for action in described[0].get("DefaultActions", []) if described else []:
+                for group in action.get("ForwardConfig", {}).get("TargetGroups", []):
+                    weights[(listener, group["TargetGroupArn"])] = group.get("Weight", 1)
+        return {key for key, listener in self.listeners.items()
+                if weights.get((listener, self.group_arns[key]), 1) == 0}
+
     def put(self):
         now = datetime.now(timezone.utc)
         values = self.values(self.second)
         self.second += 1
+        idle = self.idle()
         data = []
         for key, (load_balancer, group) in self.dimensions.items():
+            if key in idle:
+                continue
             dimensions = [{"Name": "LoadBalancer", "Value": load_balancer}, {"Name": "TargetGroup", "Value": group}]
             for name, value in values[key].items():
-                data.append({"MetricName": name, "Dimensions": dimensions, "Value": value, "Timestamp": now,
-                             "StorageResolution": 1})
-        self.cloudwatch.put_metric_data(Namespace="AWS/ApplicationELB", MetricData=data)
+                datum = {"MetricName": name, "Dimensions": dimensions, "Timestamp": now, "StorageResolution": 1}
+                if isinstance(value, dict):
+                    # Requests' values as ALB publishes a distribution: each value with its count
+                    # (CloudWatch's percentiles, trimmed counts and percentile ranks read them).
+                    datum.update(Values=value["values"], Counts=value["counts"])
+                else:
+                    datum["Value"] = value
+                data.append(datum)
+        if data:
+            self.cloudwatch.put_metric_data(Namespace="AWS/ApplicationELB", MetricData=data)

@@ -207,7 +207,7 @@ def run_fleet_outlier(sandbox, out=print):
         for key in groups:
             put[key] = dict(sides["canary" if key.endswith("/new") else "stable"])
             if key.startswith(OUTLIER):
-                put[key]["TargetResponseTime"] *= 1.5
+                put[key]["TargetResponseTime"] = compare.slower(put[key]["TargetResponseTime"], 1.5)
         return put
 
     with AlbMetrics(sandbox, values, groups):

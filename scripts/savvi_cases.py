@@ -10,8 +10,11 @@ packages and fails when the fixture is not what they say.
   its Dirichlet prior k·θ₀, k = 2.
 - `counts`: an error-rate metric's evidence after a sequence of periods, each (the canary's
   errors, both clusters' errors, the canary's share of them under "no regression", lower): the
-  log of the mean, over the canary error rates 1.25 to 10 times the share allows, of the
-  product of binomial likelihood ratios, each from scipy's `binom.logpmf`.
+  log of the mean, over the canary error rates 1.25 to 10 times the share allows, of each
+  bet's wealth: the product over periods of 1 + STAKE × (min(ratio^(1/φ), PERIOD_RATIO_CAP) − 1),
+  each ratio a binomial likelihood ratio from scipy's `binom.logpmf`, φ the dispersion the
+  periods before showed (the Pearson residuals' variance and lag-1 autocorrelation from their
+  differences, as canary_core::analysis::dependence::Deltas computes them; written again here).
 """
 
 import json
@@ -25,6 +28,46 @@ from savvi.multinomial import Multinomial
 from scipy.stats import binom
 
 RATE_MULTIPLES = [1.25, 1.5, 2.0, 3.0, 5.0, 10.0]
+# canary_core::analysis::statistics::{PERIOD_RATIO_CAP, STAKE}
+PERIOD_RATIO_CAP = 4.0
+STAKE = 0.8
+# canary_core::analysis::dependence::{MIN_PERIODS_TO_ESTIMATE, MAX_AUTOCORRELATION,
+# COUNTS_MARGIN, DIFFERENCE_BOUND} and statistics' PRIOR_PERIODS.
+MIN_PERIODS_TO_ESTIMATE = 5
+MAX_AUTOCORRELATION = 0.95
+COUNTS_MARGIN = 1.0
+DIFFERENCE_BOUND = 3.0
+PRIOR_PERIODS = 3.0
+
+
+def bounded_squares(residuals, lag):
+    """The sum of the squared differences at `lag`, each bounded to DIFFERENCE_BOUND times the
+    typical difference so far (at least Poisson's, a mean square of 2)."""
+    total, seen = 0.0, 0
+    for t in range(lag, len(residuals)):
+        scale = max(total / seen, 2.0) if seen else 2.0
+        bound = DIFFERENCE_BOUND * np.sqrt(scale)
+        difference = min(max(residuals[t] - residuals[t - lag], -bound), bound)
+        total += difference * difference
+        seen += 1
+    return total
+
+
+def dispersion(residuals):
+    """How much more the residuals so far spread than Poisson errors would (at least 1), from
+    their differences at lags 1 and 2 (canary_core::analysis::dependence::Deltas)."""
+    n = len(residuals)
+    if n < MIN_PERIODS_TO_ESTIMATE:
+        return 1.0
+    at_1 = bounded_squares(residuals, 1) / (n - 1)
+    at_2 = bounded_squares(residuals, 2) / (n - 2)
+    raw = at_2 / at_1 - 1 if at_1 > 0 else 0.0
+    raw = min(max(raw, -1.0), 1.0)
+    rho = raw + (1 + 3 * max(raw, 0.0)) / n + COUNTS_MARGIN * np.sqrt((1 - raw * raw) / n)
+    rho = min(max(rho, 0.0), MAX_AUTOCORRELATION)
+    variance = at_1 / (2 * (1 - min(max(raw, 0.0), MAX_AUTOCORRELATION)))
+    shrunk = (PRIOR_PERIODS + (n - 1) * variance) / (PRIOR_PERIODS + n - 1)
+    return max(shrunk * (1 + rho) / (1 - rho), 1.0)
 
 
 def signs_cases():
@@ -63,6 +106,9 @@ def counts_cases():
     yield "twice the canary's share", [[2, 11, 0.1, False]] * 12
     yield "every error the canary's", [[5, 5, 0.5, False]] * 4
     yield "no error the canary's, a decrease", [[0, 20, 0.5, True]] * 3
+    yield "a burst on the canary counts as one period", [[150, 160, 0.05, False]]
+    yield "a burst on the baseline leaves each bet a fifth", [[1, 400, 0.05, False]]
+    yield "counts spread far more than Poisson's are tempered", [[30, 100, 0.1, False], [0, 100, 0.1, False]] * 8
     for n in range(30):
         periods = []
         lower = bool(n % 4 == 3)
@@ -79,12 +125,16 @@ def counts_case(name, periods):
     logs = []
     for multiple in RATE_MULTIPLES:
         total = 0.0
+        residuals = []
         for canary, errors, share, lower in periods:
             if errors == 0:
                 continue
             odds = 1 / multiple if lower else multiple
             alternative = odds * share / (1 - share + odds * share)
-            total += binom.logpmf(canary, errors, alternative) - binom.logpmf(canary, errors, share)
+            log_ratio = binom.logpmf(canary, errors, alternative) - binom.logpmf(canary, errors, share)
+            counted = np.exp(min(log_ratio / dispersion(residuals), np.log(PERIOD_RATIO_CAP)))
+            total = min(max(total + np.log(1 + STAKE * (counted - 1)), -30.0), 100.0)
+            residuals.append((canary - share * errors) / np.sqrt(share * (1 - share) * errors))
         logs.append(total)
     logs = np.array(logs)
     top = logs.max()

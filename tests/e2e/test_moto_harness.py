@@ -167,6 +167,14 @@ def test_percentiles_are_the_nearest_rank_of_each_periods_values(moto_endpoint):
     assert read("p50") == [0.05, 0.5]
     assert read("p99.9") == [0.1, 0.5]
     assert read("Maximum") == [0.1, 0.5], "the plain statistics as moto has them"
+    # The trimmed count and percentile rank, bounds absolute: the lower one exclusive, the upper
+    # inclusive, as CloudWatch's statistics definitions have them.
+    assert read("TC(0.09:)") == [10, 1]
+    assert read("TC(:0.05)") == [50, 0]
+    assert read("TC(0.01:0.02)") == [10, 0]
+    assert read("PR(:0.05)") == [50.0, 0.0]
+    assert read("PR(0.1:)") == [0.0, 100.0]
+    assert read("SampleCount") == [100, 1], "the divisor of a slow-request rate"
 
 
 def test_eventbridge_delivers_as_aws_does(moto_endpoint):

@@ -148,10 +148,13 @@ Everything else is stock moto.
    input.
 
 17. Percentile statistics (`p99`, `p99.9`) in GetMetricData, as CloudWatch gives them of the raw
-   values put in each period (nearest rank). moto answers only SampleCount, Average, Sum,
-   Minimum and Maximum and gave a percentile's every value as null. Not modelled: percentiles of
-   statistic sets (PutMetricData's StatisticValues), the other extended statistics (tm99,
-   wm99, PR, TC), and CloudWatch's own approximation of percentiles over many values.
+   values put in each period (nearest rank), and the trimmed count and percentile rank with
+   absolute bounds as CloudWatch's "Statistics definitions" give them: `TC(X:Y)` the number of
+   values with X < value ≤ Y, `PR(X:Y)` their percentage, either bound left out for none
+   (`TC(0.5:)`: the values above 0.5). moto answers only SampleCount, Average, Sum, Minimum and
+   Maximum and gave the others' every value as null. Not modelled: percentiles of statistic
+   sets (PutMetricData's StatisticValues), bounds in percent (`TC(10%:90%)`), the other extended
+   statistics (tm99, wm99, TS, IQM), and CloudWatch's own approximation over many values.
 
 18. AWS Systems Manager Change Calendars: CreateDocument of a `ChangeCalendar` document in
    `TEXT` format (an iCalendar file; moto knew JSON and YAML only and refused it), parsed with
@@ -369,11 +372,21 @@ cloudwatch_models.CloudWatchBackend.set_alarm_state = _set_alarm_state_kept
 _stock_statistics_for_type = cloudwatch_models.Statistics.get_statistics_for_type
 
 
+_NUMBER = r"(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)?"
+_BOUNDED = re.compile(rf"(TC|PR)\({_NUMBER}:{_NUMBER}\)")
+
+
 def _statistics_for_type(self, stat):
-    percentile = re.fullmatch(r"p(\d+(?:\.\d+)?)", stat)
     values = sorted(self.metric_single_values_list)
-    if not percentile or not values:
+    percentile = re.fullmatch(r"p(\d+(?:\.\d+)?)", stat)
+    bounded = _BOUNDED.fullmatch(stat)
+    if not values or not (percentile or bounded):
         return _stock_statistics_for_type(self, stat)
+    if bounded:
+        kind, low, high = bounded.groups()
+        inside = [v for v in values
+                  if (low is None or v > float(low)) and (high is None or v <= float(high))]
+        return len(inside) if kind == "TC" else 100.0 * len(inside) / len(values)
     rank = math.ceil(float(percentile.group(1)) / 100 * len(values))
     return values[min(max(rank, 1), len(values)) - 1]
 

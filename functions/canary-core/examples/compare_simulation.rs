@@ -1,14 +1,17 @@
 //! The comparison's figures for docs/signals/compare.md and docs/benchmarks.md: false
-//! rollbacks of healthy rollouts (with their 95 % interval) by plan, checks per step and noise,
-//! and how soon regressions are caught. Every rollout goes through the product's judgement
-//! (tests/support/simulation.rs). Deterministic (fixed seeds); a few minutes on two cores:
-//! `cargo run --release -p canary-core --example compare_simulation [ROLLOUTS]` (default 10,000).
+//! rollbacks of healthy rollouts (with their 95 % interval) by plan, world and traffic, and how
+//! soon regressions are caught. Every rollout is made of simulated requests and goes through the
+//! product's judgement (tests/support/simulation.rs). Deterministic (fixed seeds); several
+//! minutes on two cores:
+//! `cargo run --release -p canary-core --example compare_simulation [ROLLOUTS] [false|detection]`
+//! (default 10,000 rollouts per row, both tables).
 
 #[path = "../tests/support/simulation.rs"]
 mod simulation;
 
 use simulation::{
-    docs_plan, latency_metrics, sandbox_plan, with_autocorrelation, Noise, Regression, Tally, World,
+    docs_plan, error_rate, latency_metrics, per_request_plan, sandbox_plan, slow_requests,
+    with_autocorrelation, Noise, Regression, Tally, World, DOCS_P99_SECONDS, DOCS_TRAFFIC,
 };
 
 fn percent(rate: f64) -> String {
@@ -20,14 +23,24 @@ fn main() {
         .nth(1)
         .and_then(|n| n.parse().ok())
         .unwrap_or(10_000);
-    println!("False rollbacks: {rollouts} healthy rollouts per row, 6 steps (1, 5, 10, 25, 50, 100 %), a 600 s bake of 60 s periods per step, α 1 % (confidence 0.99)\n");
-    println!(
-        "| plan | checks per step | samples | rolled back | 95 % interval | by a failing check |"
-    );
+    let only = std::env::args().nth(2).unwrap_or_default();
+    if only != "detection" {
+        false_rollbacks(rollouts);
+    }
+    if only != "false" {
+        detection(rollouts / 10);
+    }
+}
+
+fn false_rollbacks(rollouts: u32) {
+    println!("False rollbacks: {rollouts} healthy rollouts per row, 6 steps (1, 5, 10, 25, 50, 100 %), a 600 s bake of 60 s periods per step, the default lookback (600 s), α 1 % (confidence 0.99), no setting beyond the plan's metrics\n");
+    println!("| plan | world | traffic | rolled back | 95 % interval | by a failing check |");
     println!("| --- | --- | --- | --- | --- | --- |");
     let plans = [
         ("docs/signals/compare.md's", docs_plan()),
+        ("per request (slow requests and 5xx)", per_request_plan()),
         ("the sandbox's `compare`", sandbox_plan()),
+        ("5xx rate only", error_rate()),
         ("1 metric", latency_metrics(1)),
         ("3 metrics", latency_metrics(3)),
         ("10 metrics", latency_metrics(10)),
@@ -35,23 +48,20 @@ fn main() {
     ];
     let noises = [
         Noise::Iid,
-        Noise::SharedLoad(0.5),
         Noise::SharedLoad(0.9),
         Noise::OwnDrift(0.5),
         Noise::OwnDrift(0.9),
+        Noise::Bursts,
+        Noise::Overdispersed,
         Noise::HeavyTailed,
         Noise::Rounded,
     ];
-    let row = |name: &str, compare: &serde_json::Value, checks: u32, noise: Noise| {
-        let tally = Tally::of(
-            &World::docs_bake(compare.clone(), checks, noise),
-            rollouts,
-            1,
-        );
+    let row = |name: &str, world: &World, traffic: &str| {
+        let tally = Tally::of(world, rollouts, 1);
         let (low, high) = tally.interval();
         println!(
-            "| {name} | {checks} | {} | {} | {} – {} | {} |",
-            noise.name(),
+            "| {name} | {} | {traffic} | {} | {} – {} | {} |",
+            world.noise.name(),
             percent(tally.rate()),
             percent(low),
             percent(high),
@@ -60,30 +70,82 @@ fn main() {
     };
     for (name, compare) in &plans {
         for noise in noises {
-            row(name, compare, 10, noise);
-        }
-        // The same drift, the plan saying how much of it carries over (`autocorrelation`).
-        for rho in [0.5, 0.9] {
-            let named = format!("{name}, `autocorrelation` {rho}");
             row(
-                &named,
-                &with_autocorrelation(compare.clone(), rho),
-                10,
-                Noise::OwnDrift(rho),
+                name,
+                &World::docs_bake(compare.clone(), 10, noise),
+                "the docs'",
             );
         }
+        for (traffic, requests) in [
+            ("a tenth", DOCS_TRAFFIC / 10.0),
+            ("1/100", DOCS_TRAFFIC / 100.0),
+        ] {
+            let world = World {
+                requests_per_period: requests,
+                ..World::docs_bake(compare.clone(), 10, Noise::Iid)
+            };
+            row(name, &world, traffic);
+        }
+        // The drift said by the plan (`autocorrelation`), as before the estimate.
+        row(
+            &format!("{name}, `autocorrelation` 0.9"),
+            &World::docs_bake(
+                with_autocorrelation(compare.clone(), 0.9),
+                10,
+                Noise::OwnDrift(0.9),
+            ),
+            "the docs'",
+        );
+        // A canary 5 % slower, inside a 10 % band: no regression.
+        let world = World {
+            regression: Regression::Slower(1.05),
+            ..World::docs_bake(with_band(compare.clone(), 1.1), 10, Noise::Iid)
+        };
+        println!(
+            "(the next row: every canary request 5 % slower, every metric's allowedIncrease 1.1)"
+        );
+        row(name, &world, "the docs'");
     }
     for checks in [1, 2, 5] {
         for (name, compare) in &plans[..2] {
-            row(name, compare, checks, Noise::Iid);
+            row(
+                &format!("{name}, {checks} check(s) per step"),
+                &World::docs_bake(compare.clone(), checks, Noise::Iid),
+                "the docs'",
+            );
         }
     }
+}
 
-    println!("\nDetection: one metric (p99, or the 5xx rate at 1 %), the canary at one share of traffic for 60 periods checked every period, 1,000 rollouts per row; i.i.d. samples unless the row says otherwise\n");
-    println!("| regression | canary's share | caught | median checks until caught |");
-    println!("| --- | --- | --- | --- |");
-    let errors = || serde_json::json!({"metrics": [{"name": "5xx", "alb": "errorRate"}]});
+fn detection(rollouts: u32) {
+    println!("\nDetection: one metric (the requests slower than the baseline's p99, 0.4 s; p99 per period; or the 5xx rate), the canary at one share of traffic for 60 one-minute periods checked every period, {rollouts} rollouts per row, the docs' traffic, i.i.d. requests unless the row says otherwise\n");
+    println!("| regression | canary's share | caught within 10 periods | within 15 | within 60 | median periods until caught |");
+    println!("| --- | --- | --- | --- | --- | --- |");
     for (name, compare, regression, noise) in [
+        (
+            "slower than p99: p99 +15 %",
+            slow_requests(DOCS_P99_SECONDS),
+            Regression::Slower(1.15),
+            Noise::Iid,
+        ),
+        (
+            "slower than p99: p99 +30 %",
+            slow_requests(DOCS_P99_SECONDS),
+            Regression::Slower(1.3),
+            Noise::Iid,
+        ),
+        (
+            "slower than p99: p99 +100 %",
+            slow_requests(DOCS_P99_SECONDS),
+            Regression::Slower(2.0),
+            Noise::Iid,
+        ),
+        (
+            "slower than p99: p99 +30 %, bursts",
+            slow_requests(DOCS_P99_SECONDS),
+            Regression::Slower(1.3),
+            Noise::Bursts,
+        ),
         (
             "p99 +10 %",
             latency_metrics(1),
@@ -91,9 +153,15 @@ fn main() {
             Noise::Iid,
         ),
         (
-            "p99 +20 %",
+            "p99 +15 %",
             latency_metrics(1),
-            Regression::Slower(1.2),
+            Regression::Slower(1.15),
+            Noise::Iid,
+        ),
+        (
+            "p99 +30 %",
+            latency_metrics(1),
+            Regression::Slower(1.3),
             Noise::Iid,
         ),
         (
@@ -102,22 +170,38 @@ fn main() {
             Regression::Slower(1.5),
             Noise::Iid,
         ),
-        ("5xx ×2", errors(), Regression::MoreErrors(2.0), Noise::Iid),
-        ("5xx ×5", errors(), Regression::MoreErrors(5.0), Noise::Iid),
         (
-            "p99 +20 %, each cluster's own AR(1) ρ 0.5, `autocorrelation` 0.5",
-            with_autocorrelation(latency_metrics(1), 0.5),
-            Regression::Slower(1.2),
+            "p99 +100 %",
+            latency_metrics(1),
+            Regression::Slower(2.0),
+            Noise::Iid,
+        ),
+        (
+            "5xx ×2",
+            error_rate(),
+            Regression::MoreErrors(2.0),
+            Noise::Iid,
+        ),
+        (
+            "5xx ×5",
+            error_rate(),
+            Regression::MoreErrors(5.0),
+            Noise::Iid,
+        ),
+        (
+            "p99 +50 %, each cluster's own drift ρ 0.5",
+            latency_metrics(1),
+            Regression::Slower(1.5),
             Noise::OwnDrift(0.5),
         ),
         (
-            "p99 +50 %, each cluster's own AR(1) ρ 0.9, `autocorrelation` 0.9",
-            with_autocorrelation(latency_metrics(1), 0.9),
-            Regression::Slower(1.5),
-            Noise::OwnDrift(0.9),
+            "5xx ×2, bursts",
+            error_rate(),
+            Regression::MoreErrors(2.0),
+            Noise::Bursts,
         ),
     ] {
-        for share in [1u8, 5, 50] {
+        for share in [1u8, 5, 10, 50] {
             let world = World {
                 steps: vec![share],
                 periods_per_step: 60,
@@ -125,14 +209,26 @@ fn main() {
                 regression,
                 ..World::docs_bake(compare.clone(), 60, noise)
             };
-            let tally = Tally::of(&world, 1_000, 1);
+            let tally = Tally::of(&world, rollouts, 1);
             println!(
-                "| {name} | {share} % | {} | {} |",
-                percent(f64::from(tally.failed) / 1_000.0),
+                "| {name} | {share} % | {} | {} | {} | {} |",
+                percent(tally.caught_within(10)),
+                percent(tally.caught_within(15)),
+                percent(tally.caught_within(60)),
                 tally
                     .median_checks()
                     .map_or("–".to_owned(), |c| c.to_string())
             );
         }
     }
+}
+
+/// `compare` with every value metric's `allowedIncrease` set to `band`.
+fn with_band(mut compare: serde_json::Value, band: f64) -> serde_json::Value {
+    for metric in compare["metrics"].as_array_mut().into_iter().flatten() {
+        if metric["alb"] != "errorRate" {
+            metric["allowedIncrease"] = serde_json::json!(band);
+        }
+    }
+    compare
 }

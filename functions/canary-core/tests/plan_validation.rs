@@ -855,11 +855,50 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             "must be from 0 to 0.95, got 0.99",
         ),
         (
-            "comparison of an error rate with an autocorrelation",
+            "comparison of slow requests on a Prometheus query",
             Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": [
-                {"name": "5xx", "alb": "errorRate", "autocorrelation": 0.5}]}}))),
-            "analysis.compare.metrics[0].autocorrelation",
-            "is for values: an error rate is judged by its counts",
+                {"name": "slow", "slowerThan": 0.5, "prometheus": {"query": "sum(up{cluster=\"{{cluster}}\"})", "baseline": "blue"}}]},
+                "prometheus": {"url": "http://prometheus.example:9090"}}))),
+            "analysis.compare.metrics[0].slowerThan",
+            "counts requests slower than it with CloudWatch's trimmed count",
+        ),
+        (
+            "comparison of slow requests below zero",
+            Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": [
+                {"name": "slow", "alb": "latency", "slowerThan": -0.5}]}}))),
+            "analysis.compare.metrics[0].slowerThan",
+            "must be a positive number, got -0.5",
+        ),
+        (
+            "comparison of slow requests with a statistic",
+            Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": [
+                {"name": "slow", "alb": "latency", "slowerThan": 0.5, "stat": "p99"}]}}))),
+            "analysis.compare.metrics[0].stat",
+            "counts requests (TC against SampleCount): leave `stat` out",
+        ),
+        (
+            "comparison of fewer slow requests",
+            Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": [
+                {"name": "slow", "alb": "latency", "slowerThan": 0.5, "direction": "decrease"}]}}))),
+            "analysis.compare.metrics[0].direction",
+            "only more of them is a regression",
+        ),
+        (
+            "a bake extension past a day",
+            Box::new(|p| set(p, "/analysis", json!({"extendBakeSeconds": 90_000,
+                "compare": {"metrics": [{"name": "latency", "alb": "latency"}]}}))),
+            "analysis.extendBakeSeconds",
+            "must be from 0 to 86400, got 90000",
+        ),
+        (
+            "a first step that can never gather minSamples periods",
+            Box::new(|p| {
+                set(p, "/steps/0/bakeSeconds", json!(240));
+                set(p, "/analysis", json!({"extendBakeSeconds": 0, "compare": {
+                    "metrics": [{"name": "latency", "alb": "latency"}]}}));
+            }),
+            "steps[0]",
+            "bakes 240 s, 0 s more at most for want of data (analysis.extendBakeSeconds), within a lookback of 600 s: 4 period(s) of 60 s, fewer than analysis.compare.minSamples (10)",
         ),
         (
             "freeze calendar that is not a name",

@@ -76,7 +76,7 @@ fn the_error_count_evidence_is_the_binomial_likelihood_ratios() {
     for case in &cases {
         let mut counts = Counts::default();
         for (canary, errors, share, lower) in &case.periods {
-            counts.add(*canary, *errors, *share, *lower);
+            counts.add(*canary, *errors, *share, *lower, None);
         }
         assert!(
             close(counts.log_evidence(), case.log_evidence),

@@ -409,7 +409,14 @@ fn the_unjudged_bound_defaults_to_three_check_intervals_and_at_least_30_seconds(
 
 #[test]
 fn an_unsure_bake_that_asks_waits_for_a_person_before_the_next_step_only() {
-    use canary_core::analysis::decide_asking;
+    use canary_core::analysis::{decide_asking, ComparisonSays};
+    let (asking, quiet) = (
+        ComparisonSays {
+            asks: true,
+            regression_shown: false,
+        },
+        ComparisonSays::default(),
+    );
     let a = analysis(2, InconclusivePolicy::Ignore, NoEvidencePolicy::Fail);
     let at_step = |step: u32, last_check: bool| BakeProgress {
         step,
@@ -418,27 +425,27 @@ fn an_unsure_bake_that_asks_waits_for_a_person_before_the_next_step_only() {
     };
     let unsure = [outcome(Inconclusive), outcome(Pass)];
     // The bake's last check, unsure, before another step: ask, not the no-evidence rollback.
-    let asked = decide_asking(Some(&a), &unsure, at_step(1, true), true);
+    let asked = decide_asking(Some(&a), &unsure, at_step(1, true), asking);
     assert!((asked.ask, asked.rollback) == (true, false), "{asked:?}");
     assert!(
         asked.summary.contains("a person approves the next step"),
         "{asked:?}"
     );
     // Not the bake's end, not asking, or the last step (nothing to ask before): as `hold`.
-    assert!(!decide_asking(Some(&a), &unsure, at_step(1, false), true).ask);
-    let unasked = decide_asking(Some(&a), &unsure, at_step(1, true), false);
+    assert!(!decide_asking(Some(&a), &unsure, at_step(1, false), asking).ask);
+    let unasked = decide_asking(Some(&a), &unsure, at_step(1, true), quiet);
     assert!(
         (unasked.ask, unasked.rollback) == (false, true),
         "no evidence: {unasked:?}"
     );
-    let last = decide_asking(Some(&a), &unsure, at_step(3, true), true);
+    let last = decide_asking(Some(&a), &unsure, at_step(3, true), asking);
     assert!(
         (last.ask, last.rollback) == (false, true),
         "no evidence: {last:?}"
     );
     // A failure is never asked about.
     let failing = [outcome(Fail), outcome(Inconclusive)];
-    assert!(!decide_asking(Some(&a), &failing, at_step(1, true), true).ask);
+    assert!(!decide_asking(Some(&a), &failing, at_step(1, true), asking).ask);
 }
 
 #[test]
@@ -462,4 +469,105 @@ fn a_rollback_is_critical_only_when_a_critical_signal_failed() {
     // Not rolling back yet (the failure limit is 2): nothing is critical.
     let lenient = analysis(2, InconclusivePolicy::Ignore, NoEvidencePolicy::Pass);
     assert_eq!(decide_on(&[critical_fail], &lenient), (false, false));
+}
+
+#[test]
+fn a_regression_shown_never_ends_a_bake_in_a_pass_whatever_passed_before() {
+    use canary_core::analysis::{decide_asking, ComparisonSays};
+    let a = analysis(1, InconclusivePolicy::Ignore, NoEvidencePolicy::Pass);
+    let shown = ComparisonSays {
+        asks: false,
+        regression_shown: true,
+    };
+    // Two checks passed, then the comparison showed a regression: Marginal, held (inconclusive).
+    let held = [outcome(Inconclusive), outcome(Pass)];
+    let mid_bake = decide_asking(Some(&a), &held, progress(0, 2, false), shown);
+    assert!(
+        !mid_bake.rollback,
+        "held until the bake's end: {mid_bake:?}"
+    );
+    let end = decide_asking(Some(&a), &held, progress(0, 2, true), shown);
+    assert!(end.rollback, "{end:?}");
+    assert!(
+        end.summary.contains("has shown a regression"),
+        "{}",
+        end.summary
+    );
+    // Even with noEvidence: pass and a check that passed: no BakePassed.
+    let passing = decide_asking(Some(&a), &[outcome(Pass)], progress(0, 2, true), shown);
+    assert!(passing.rollback, "{passing:?}");
+    // With `ask` before another step, a person decides instead.
+    let asked = decide_asking(
+        Some(&a),
+        &held,
+        BakeProgress {
+            step: 1,
+            steps: 3,
+            ..progress(0, 2, true)
+        },
+        ComparisonSays {
+            asks: true,
+            ..shown
+        },
+    );
+    assert!((asked.ask, asked.rollback) == (true, false), "{asked:?}");
+}
+
+#[test]
+fn a_bake_short_of_data_goes_on_up_to_the_plans_bound_then_ends_without_evidence() {
+    use canary_core::analysis::{decide_asking, ComparisonSays};
+    // 3 checks 60 s apart, extended by at most 120 s: two checks more.
+    let a = AnalysisSection {
+        extend_bake_seconds: Some(120),
+        ..analysis(1, InconclusivePolicy::Ignore, NoEvidencePolicy::Fail)
+    };
+    let at = |check: u32, extra_checks: u32| BakeProgress {
+        check,
+        checks: 3,
+        check_interval_seconds: 60,
+        extra_checks,
+        ..BakeProgress::default()
+    };
+    let unsure = [outcome(Inconclusive)];
+    let quiet = ComparisonSays::default();
+    let first = decide_asking(Some(&a), &unsure, at(3, 0), quiet);
+    assert!(!first.rollback, "{first:?}");
+    assert_eq!(
+        (first.check, first.extra_checks),
+        (2, 1),
+        "the bake's end is checked again"
+    );
+    assert!(
+        first.summary.contains("check 1 of the 2"),
+        "{}",
+        first.summary
+    );
+    let second = decide_asking(Some(&a), &unsure, at(3, 1), quiet);
+    assert_eq!(
+        (second.rollback, second.check, second.extra_checks),
+        (false, 2, 2)
+    );
+    let out_of_room = decide_asking(Some(&a), &unsure, at(3, 2), quiet);
+    assert!(out_of_room.rollback, "{out_of_room:?}");
+    assert!(
+        out_of_room.summary.contains("2 check(s) past its end"),
+        "{}",
+        out_of_room.summary
+    );
+    // A check that passes in the extension ends the bake as any pass.
+    let passed = decide_asking(Some(&a), &[outcome(Pass)], at(3, 1), quiet);
+    assert_eq!(
+        (passed.rollback, passed.check, passed.passes),
+        (false, 3, 1)
+    );
+    // A failure, or a regression shown, is never extended.
+    assert!(decide_asking(Some(&a), &[outcome(Fail)], at(3, 0), quiet).rollback);
+    let shown = ComparisonSays {
+        asks: false,
+        regression_shown: true,
+    };
+    assert!(decide_asking(Some(&a), &unsure, at(3, 0), shown).rollback);
+    // Without extendBakeSeconds and without a comparison, no extension: as before.
+    let plain = analysis(1, InconclusivePolicy::Ignore, NoEvidencePolicy::Fail);
+    assert!(decide_asking(Some(&plain), &unsure, at(3, 0), quiet).rollback);
 }

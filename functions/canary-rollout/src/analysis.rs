@@ -6,7 +6,9 @@
 use std::collections::BTreeSet;
 use std::time::SystemTime;
 
-use canary_core::analysis::{decide_asking, BakeProgress, CheckOutcome, CheckVerdict, Decision};
+use canary_core::analysis::{
+    decide_asking, BakeProgress, CheckOutcome, CheckVerdict, ComparisonSays, Decision,
+};
 use canary_core::metrics::{cluster_dimension, Point};
 use canary_core::ErrorName;
 use canary_core::RolloutPlan;
@@ -69,14 +71,15 @@ pub async fn evaluate(
     let mut outcomes = Vec::new();
     let mut points = Vec::new();
     let mut unanswered = None;
-    let mut asks = false;
+    let mut comparison = ComparisonSays::default();
     let mut evidence = carried.evidence.clone();
     for source in sources(apis, plan, carried) {
         match source.collect(now, &cluster).await {
             Ok(collected) => {
                 outcomes.extend(collected.outcomes);
                 points.extend(collected.points);
-                asks |= collected.asks;
+                comparison.asks |= collected.asks;
+                comparison.regression_shown |= collected.regression_shown;
                 // Taken in even when another source leaves the check unjudged: each period
                 // counts once, whenever it is judged.
                 if let Some(taken) = collected.evidence {
@@ -108,8 +111,8 @@ pub async fn evaluate(
             return unjudged(plan, progress, now, unanswered).map(|d| d.with_evidence(&evidence));
         }
     }
-    let decision =
-        decide_asking(plan.analysis.as_ref(), &outcomes, progress, asks).with_evidence(&evidence);
+    let decision = decide_asking(plan.analysis.as_ref(), &outcomes, progress, comparison)
+        .with_evidence(&evidence);
     points.extend(Point::check_result(
         &cluster,
         decision.verdict == CheckVerdict::Pass,

@@ -310,6 +310,12 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
             let carried = Carried {
                 evidence: Evidence::parse(&evidence).map_err(AnalysisError::InvalidInput)?,
                 runs: valid.comparison_runs(),
+                step_weight: progress
+                    .step
+                    .checked_sub(1)
+                    .and_then(|i| valid.steps.get(i as usize))
+                    .map(|step| step.weight),
+                bake_begins: progress.check == 1 && progress.extra_checks == 0,
             };
             let now = SystemTime::now();
             let mut decision = evaluate(signals, &valid.plan, progress, &carried, now).await?;

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::dependence::MAX_AUTOCORRELATION;
 use super::metric_query::{check_period_and_lookback, check_stat};
 use super::outcome::{CheckOutcome, CheckVerdict};
 use super::query_template::render_query;
@@ -216,6 +217,15 @@ pub struct ComparedMetric {
     /// A Datadog metrics query with `{{cluster}}` for the side, on `analysis.datadog`'s site.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub datadog: Option<SidedQuery>,
+    /// Judge the metric request by request: each period, the requests slower than this
+    /// (seconds for `alb: latency`; the metric's unit for a `cloudwatch` one) against each
+    /// side's requests, like errors over requests (CloudWatch's trimmed count `TC(<slowerThan>:)`
+    /// against `SampleCount`, of the values put in the period). A regression of the slow tail
+    /// shows in a few periods, where a percentile per period says one bit a period. Only for
+    /// `alb: latency` and `cloudwatch` metrics put with values (a distribution CloudWatch counts);
+    /// no `stat`, no `autocorrelation`; direction `increase`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slower_than: Option<f64>,
     /// The statistic of each period (`alb` and `cloudwatch` metrics): `SampleCount`, `Average`, `Sum`, `Minimum`, `Maximum` or a
     /// percentile such as `p99`. Default `p99` for `alb: latency`, `Average` otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -235,11 +245,13 @@ pub struct ComparedMetric {
     #[serde(default)]
     pub critical: bool,
     /// How much of each cluster's own deviation carries over from one period to the next
-    /// (AR(1), 0 to 0.95): the comparison then judges each period by what the last one did not
-    /// foretell, so a cluster drifting on its own for a while is not taken for a regression. For
-    /// values only. Default 0 (periods independent, apart from a load both clusters share).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub autocorrelation: f64,
+    /// (AR(1), 0 to 0.95): the comparison judges each period by what the last one did not
+    /// foretell, so a cluster drifting on its own for a while is not taken for a regression.
+    /// For values only. Default: estimated from the rollout's own periods (the lag-1
+    /// autocorrelation of the canary's excess over the band, once 5 periods are in); give it
+    /// to override the estimate (0: periods independent, apart from a load both share).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autocorrelation: Option<f64>,
     /// The metric's weight in the score. Default 1.
     #[serde(default = "one")]
     pub weight: f64,
@@ -247,10 +259,6 @@ pub struct ComparedMetric {
 
 fn one() -> f64 {
     1.0
-}
-
-fn is_zero(value: &f64) -> bool {
-    *value == 0.0
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -366,6 +374,19 @@ pub enum Direction {
 }
 
 impl ComparedMetric {
+    /// Judged by counts over requests (errors, or requests slower than `slowerThan`), not by a
+    /// value per period.
+    pub fn counted(&self) -> bool {
+        self.alb == Some(AlbSignal::ErrorRate) || self.slower_than.is_some()
+    }
+
+    /// `slowerThan`'s CloudWatch statistic: the count of values above it, `TC(<slowerThan>:)`
+    /// (the lower bound exclusive, as CloudWatch's statistics definitions have it).
+    pub fn slow_count_stat(&self) -> Option<String> {
+        self.slower_than
+            .map(|threshold| format!("TC({threshold}:)"))
+    }
+
     /// The statistic of each period.
     pub fn stat(&self) -> &str {
         match (&self.stat, self.alb) {
@@ -496,10 +517,12 @@ impl CompareChecks {
             .metrics
             .iter()
             .map(|m| {
+                // A counted metric reads two series per group: requests, and the errors or
+                // slow requests among them.
+                let readings = 1 + usize::from(m.counted());
                 let per_side = |pairs: usize| match (m.alb, &m.cloudwatch) {
-                    (Some(AlbSignal::Latency), _) => pairs,
-                    (Some(AlbSignal::ErrorRate), _) => 2 * pairs,
-                    (None, Some(_)) => 1,
+                    (Some(_), _) => readings * pairs,
+                    (None, Some(_)) => readings,
                     // A query of Prometheus's or Datadog's, not CloudWatch's.
                     (None, None) => 0,
                 };
@@ -510,7 +533,7 @@ impl CompareChecks {
         if queries > MAX_QUERIES_PER_CALL {
             errors.push(
                 format!("{path}.metrics"),
-                format!("{queries} queries per check (one per side, peer and ALB target group, two for an error rate), over the {MAX_QUERIES_PER_CALL} of one GetMetricData call: compare fewer metrics"),
+                format!("{queries} queries per check (one per side, peer and ALB target group, two for an error rate or slow requests), over the {MAX_QUERIES_PER_CALL} of one GetMetricData call: compare fewer metrics"),
             );
         }
         // Every side's samples in the window: one per period from each target group pooled on
@@ -629,7 +652,11 @@ impl ComparedMetric {
                 );
             }
         }
-        check_stat(&format!("{path}.stat"), self.stat(), errors);
+        if let Some(threshold) = self.slower_than {
+            self.validate_slower_than(path, threshold, errors);
+        } else {
+            check_stat(&format!("{path}.stat"), self.stat(), errors);
+        }
         if !(self.allowed_increase.is_finite() && self.allowed_increase >= 1.0) {
             errors.push(
                 format!("{path}.allowedIncrease"),
@@ -648,17 +675,47 @@ impl ComparedMetric {
                 ),
             );
         }
-        if !(0.0..=0.95).contains(&self.autocorrelation) {
+        let Some(rho) = self.autocorrelation else {
+            return self.validate_weight(path, errors);
+        };
+        if !(0.0..=MAX_AUTOCORRELATION).contains(&rho) {
             errors.push(
                 format!("{path}.autocorrelation"),
-                format!("must be from 0 to 0.95, got {}", self.autocorrelation),
-            );
-        } else if self.autocorrelation > 0.0 && self.alb == Some(AlbSignal::ErrorRate) {
-            errors.push(
-                format!("{path}.autocorrelation"),
-                "is for values: an error rate is judged by its counts, each period on its own",
+                format!("must be from 0 to {MAX_AUTOCORRELATION}, got {rho}"),
             );
         }
+        self.validate_weight(path, errors);
+    }
+
+    fn validate_slower_than(&self, path: &str, threshold: f64, errors: &mut Errors) {
+        let field = format!("{path}.slowerThan");
+        if !(threshold.is_finite() && threshold > 0.0) {
+            errors.push(
+                field.clone(),
+                format!("must be a positive number, got {threshold}"),
+            );
+        }
+        if !(self.alb == Some(AlbSignal::Latency) || self.cloudwatch.is_some()) {
+            errors.push(
+                field,
+                "counts requests slower than it with CloudWatch's trimmed count: give it on an `alb: latency` or a `cloudwatch` metric put with values",
+            );
+        }
+        if self.stat.is_some() {
+            errors.push(
+                format!("{path}.stat"),
+                "a metric judged by slowerThan counts requests (TC against SampleCount): leave `stat` out",
+            );
+        }
+        if self.direction != Direction::Increase {
+            errors.push(
+                format!("{path}.direction"),
+                "slowerThan counts slow requests: only more of them is a regression (`increase`)",
+            );
+        }
+    }
+
+    fn validate_weight(&self, path: &str, errors: &mut Errors) {
         if !(self.weight.is_finite() && self.weight > 0.0) {
             errors.push(
                 format!("{path}.weight"),
@@ -820,13 +877,23 @@ pub struct MetricEvidence {
     /// A regression once shown stays shown for the rest of the rollout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shown: Option<MetricResult>,
+    /// Periods taken in since the step's bake began ([`Evidence::begin_bake`]): at a quiet
+    /// step many periods have no canary request, and the window alone may never hold
+    /// `minSamples` of them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bake_periods: u32,
+}
+
+fn is_zero(count: &u32) -> bool {
+    *count == 0
 }
 
 impl MetricEvidence {
     fn new(metric: usize, peers: bool, watched: &ComparedMetric) -> Self {
-        let sequence = || match watched.alb {
-            Some(AlbSignal::ErrorRate) => Sequence::Counts(Counts::default()),
-            _ => Sequence::Signs(Signs::default()),
+        let sequence = || match (watched.counted(), watched.autocorrelation) {
+            (true, _) => Sequence::Counts(Counts::default()),
+            (false, Some(_)) => Sequence::Signs(Signs::default()),
+            (false, None) => Sequence::Signs(Signs::estimating()),
         };
         MetricEvidence {
             metric,
@@ -835,6 +902,7 @@ impl MetricEvidence {
             increase: (watched.direction != Direction::Decrease).then(sequence),
             decrease: (watched.direction != Direction::Increase).then(sequence),
             shown: None,
+            bake_periods: 0,
         }
     }
 
@@ -851,7 +919,7 @@ impl MetricEvidence {
                         false => canary - (other + (increase - 1.0) * other.abs()),
                         true => (other - (1.0 - decrease) * other.abs()) - canary,
                     };
-                    let news = signs.innovation(excess, metric.autocorrelation);
+                    let news = signs.innovation(excess, metric.autocorrelation.unwrap_or(0.0));
                     signs.add(news > 0.0);
                 }
                 (
@@ -867,7 +935,13 @@ impl MetricEvidence {
                     let share =
                         allowed * canary_requests / (allowed * canary_requests + other_requests);
                     let (canary, other) = (canary_errors.round(), other_errors.round());
-                    counts.add(canary as u64, (canary + other) as u64, share, lower);
+                    counts.add(
+                        canary as u64,
+                        (canary + other) as u64,
+                        share,
+                        lower,
+                        metric.autocorrelation,
+                    );
                 }
                 _ => {}
             }
@@ -902,6 +976,19 @@ impl Evidence {
         serde_json::to_string(self).unwrap_or_else(|_| "[]".to_owned())
     }
 
+    /// A metric has shown a regression (High or Low, against the baseline or the peers): it
+    /// stands for the rest of the rollout, and no bake passes while it does.
+    /// A step's bake begins (its first check): the periods it takes in are counted afresh.
+    pub fn begin_bake(&mut self) {
+        for metric in &mut self.0 {
+            metric.bake_periods = 0;
+        }
+    }
+
+    pub fn shows_a_regression(&self) -> bool {
+        self.0.iter().any(|e| e.shown.is_some())
+    }
+
     fn of(&self, metric: usize, peers: bool) -> Option<&MetricEvidence> {
         self.0
             .iter()
@@ -930,6 +1017,9 @@ pub struct MetricJudgement {
     pub weight: f64,
     /// The evidence after this check, for the state.
     pub evidence: MetricEvidence,
+    /// Judged at a step where the baseline serves no traffic: nothing compared
+    /// ([`judge_metric_without_baseline`]).
+    pub without_baseline: bool,
 }
 
 /// Judges metric `index` of the plan from the window's periods (any order, several per period
@@ -944,12 +1034,14 @@ pub fn judge_metric(
     window: &[Period],
 ) -> Option<MetricJudgement> {
     let metric = checks.metrics.get(index)?;
+    // A value metric's periods are a series (its autocorrelation is of one): the target groups
+    // pooled on a side are averaged per period.
     let merged;
-    let window = if metric.autocorrelation > 0.0 {
+    let window = if metric.counted() {
+        window
+    } else {
         merged = one_per_period(window);
         &merged[..]
-    } else {
-        window
     };
     let mut periods: Vec<&Period> = window.iter().filter(|p| p.observation.usable()).collect();
     periods.sort_by_key(|p| p.at);
@@ -961,6 +1053,8 @@ pub fn judge_metric(
     for period in periods.iter().filter(|p| through.is_none_or(|t| p.at > t)) {
         taken.take(metric, period.observation);
         taken.through = Some(taken.through.map_or(period.at, |t| t.max(period.at)));
+        // Counted as far as any `minSamples` goes.
+        taken.bake_periods = (taken.bake_periods + 1).min(MAX_SAMPLES_PER_SIDE as u32);
     }
     let directions = u32::from(taken.increase.is_some()) + u32::from(taken.decrease.is_some());
     let log_threshold = (f64::from(directions.max(1)) / alpha).ln();
@@ -983,7 +1077,9 @@ pub fn judge_metric(
     }
     let result = match taken.shown {
         Some(shown) => shown,
-        None if periods.len() < checks.min_samples() => MetricResult::NoData,
+        None if periods.len().max(taken.bake_periods as usize) < checks.min_samples() => {
+            MetricResult::NoData
+        }
         None => MetricResult::Pass,
     };
     let (canary_median, baseline_median) = levels(&periods);
@@ -999,11 +1095,38 @@ pub fn judge_metric(
         baseline_median,
         log_evidence: loudest.map_or(0.0, Sequence::log_evidence),
         log_threshold,
-        taken_in: taken_in(&taken),
+        taken_in: taken_in(metric, &taken),
         critical: metric.critical,
         weight: metric.weight,
         evidence: taken,
+        without_baseline: false,
     })
+}
+
+/// Whether a step whose canary weight is `weight` percent leaves the baseline any traffic to
+/// compare with: at 100 % the old cluster serves no request, and ALB publishes nothing for a
+/// target group without requests.
+pub fn baseline_serves(weight: u8) -> bool {
+    weight < 100
+}
+
+/// [`judge_metric`] at a step where the baseline serves no traffic ([`baseline_serves`]):
+/// there is nothing to compare, and nothing is taken in. The evidence of the earlier steps
+/// stands: a regression it showed is still High or Low; otherwise the metric passes, and its
+/// reason says it was not compared. (Without this, every check at the last step would be
+/// NoData, and a healthy rollout would end "no evidence" at 100 %.)
+pub fn judge_metric_without_baseline(
+    checks: &CompareChecks,
+    index: usize,
+    alpha: f64,
+    evidence: &Evidence,
+) -> Option<MetricJudgement> {
+    let mut judged = judge_metric(checks, index, false, alpha, evidence, &[])?;
+    if judged.result == MetricResult::NoData {
+        judged.result = MetricResult::Pass;
+    }
+    judged.without_baseline = true;
+    Some(judged)
 }
 
 /// The window with one value per period (each side's mean over the target groups pooled), so
@@ -1069,7 +1192,7 @@ fn levels(periods: &[&Period]) -> (Option<f64>, Option<f64>) {
 }
 
 /// What the evidence has taken in, in the direction that speaks loudest.
-fn taken_in(taken: &MetricEvidence) -> String {
+fn taken_in(metric: &ComparedMetric, taken: &MetricEvidence) -> String {
     let loudest = [(&taken.increase, "above"), (&taken.decrease, "below")]
         .into_iter()
         .filter_map(|(s, word)| s.as_ref().map(|s| (s, word)))
@@ -1079,9 +1202,12 @@ fn taken_in(taken: &MetricEvidence) -> String {
             "{} of {} period(s) {word} the allowed band",
             signs.beyond, signs.periods
         ),
-        Some((Sequence::Counts(_), _)) => {
-            "the canary's errors against its share of the requests".to_owned()
-        }
+        Some((Sequence::Counts(_), _)) => match metric.slower_than {
+            Some(threshold) => format!(
+                "the canary's requests slower than {threshold} against its share of the requests"
+            ),
+            None => "the canary's errors against its share of the requests".to_owned(),
+        },
         None => "nothing".to_owned(),
     }
 }
@@ -1258,9 +1384,12 @@ fn result_name(result: MetricResult) -> &'static str {
 fn reason(checks: &CompareChecks, j: &MetricJudgement, head: &str, other: &str) -> String {
     let lookback = checks.lookback_seconds;
     let window = match (j.canary_median, j.baseline_median) {
-        _ if j.periods < checks.min_samples() => format!(
-            "{} period(s) with both sides in the last {lookback} s, fewer than minSamples {}",
-            j.periods, checks.min_samples
+        _ if j.without_baseline => format!(
+            "not compared: the {other} serves no traffic at this step (the canary takes all of it)"
+        ),
+        _ if j.result == MetricResult::NoData => format!(
+            "{} period(s) with both sides in the last {lookback} s ({} since the step's bake began), fewer than minSamples {}",
+            j.periods, j.evidence.bake_periods, checks.min_samples
         ),
         (Some(canary), Some(base)) => {
             let relation = if canary > 0.0 && base > 0.0 {

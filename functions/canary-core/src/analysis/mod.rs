@@ -8,6 +8,7 @@
 pub mod alb_judge;
 pub mod compare;
 pub mod datadog;
+pub mod dependence;
 pub mod metric_query;
 pub mod outcome;
 pub mod prometheus;

@@ -58,6 +58,15 @@ pub struct AnalysisSection {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 10, max = 3600))]
     pub max_unjudged_seconds: Option<i64>,
+    /// How much longer a step may bake when its bake ends short of data (seconds, 0 to
+    /// 86,400): no check passed and the last one is inconclusive (a compared metric with fewer
+    /// than `minSamples` periods, an alarm with too little data). The bake goes on a check at a
+    /// time until a check passes or this runs out; only then does `noEvidence` apply. A step
+    /// at 1 % of a quiet service's traffic gathers its periods slowly. Default: each step's own
+    /// bake when the plan compares (`compare`), 0 otherwise. Counted in the rollout's checks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 86400))]
+    pub extend_bake_seconds: Option<i64>,
 }
 
 /// The bounds of `analysis.maxUnjudgedSeconds`.
@@ -223,12 +232,35 @@ impl AnalysisSection {
         }
     }
 
+    /// How many checks a step baking `bake_seconds`, a check every `check_interval_seconds`,
+    /// may run past its bake's end for want of data (`extendBakeSeconds`).
+    pub fn extra_checks(&self, bake_seconds: u32, check_interval_seconds: u32) -> u32 {
+        let seconds = match self.extend_bake_seconds {
+            Some(seconds) => u32::try_from(seconds).unwrap_or(0),
+            None if self.compare.is_some() => bake_seconds,
+            None => 0,
+        };
+        seconds.div_ceil(check_interval_seconds.max(1))
+    }
+
     pub(crate) fn validate(
         &self,
         cluster: &ClusterRef,
         targets: &[TrafficTarget],
         errors: &mut Errors,
     ) {
+        if let Some(seconds) = self
+            .extend_bake_seconds
+            .filter(|s| !(0..=crate::limits::MAX_BAKE_SECONDS).contains(s))
+        {
+            errors.push(
+                "analysis.extendBakeSeconds",
+                format!(
+                    "must be from 0 to {}, got {seconds}",
+                    crate::limits::MAX_BAKE_SECONDS
+                ),
+            );
+        }
         if let Some(seconds) = self
             .max_unjudged_seconds
             .filter(|s| !MAX_UNJUDGED_SECONDS.contains(s))

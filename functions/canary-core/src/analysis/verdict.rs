@@ -43,6 +43,10 @@ pub struct BakeProgress {
     /// while none does.
     #[serde(default)]
     pub frozen_since: u64,
+    /// Checks the step's bake has run past its end for want of data
+    /// (`analysis.extendBakeSeconds`); 0 before.
+    #[serde(default)]
+    pub extra_checks: u32,
 }
 
 impl BakeProgress {
@@ -101,6 +105,21 @@ pub struct Decision {
     /// check and across steps (`super::compare::Evidence`; empty without a comparison).
     #[serde(default)]
     pub evidence: String,
+    /// Checks the bake has run past its end for want of data, carried to the next check: this
+    /// check held the bake's end (`check` stays, so the bake takes one more) when it is more
+    /// than `progress.extra_checks`.
+    #[serde(default)]
+    pub extra_checks: u32,
+}
+
+/// What the comparison (`analysis.compare`) adds to a check's decision.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ComparisonSays {
+    /// It is unsure and the plan says `ask`.
+    pub asks: bool,
+    /// A compared metric has shown a regression (High or Low) in the rollout: whatever passed
+    /// before, no bake ends in a pass while it stands.
+    pub regression_shown: bool,
 }
 
 impl Decision {
@@ -132,6 +151,7 @@ impl Decision {
             critical: false,
             frozen_too_long: false,
             evidence: String::new(),
+            extra_checks: progress.extra_checks,
         }
     }
 }
@@ -194,18 +214,24 @@ pub fn decide(
     outcomes: &[CheckOutcome],
     progress: BakeProgress,
 ) -> Decision {
-    decide_asking(analysis, outcomes, progress, false)
+    decide_asking(analysis, outcomes, progress, ComparisonSays::default())
 }
 
-/// [`decide`], where `asking` says an unsure signal asks a person (the comparison's `ask`): a
-/// bake that ends with such a check inconclusive, before another step, asks for an approval of
-/// the next step instead of promoting (or, without a passing check, rolling back for no
-/// evidence). A failure is never asked about.
+/// [`decide`], with what the comparison says. At the check that ends a step's bake:
+/// - a regression the comparison has shown never ends in a pass: the rollout asks a person
+///   before the next step when the comparison asks (`ask`), else rolls back;
+/// - a bake short of data (no passing check, the last one inconclusive) bakes on, a check at a
+///   time, up to the plan's `analysis.extendBakeSeconds`, before `noEvidence` applies;
+/// - an unsure check that asks (the comparison's `ask`), before another step, asks for an
+///   approval of the next step instead of promoting (or, without a passing check, rolling
+///   back for no evidence).
+///
+/// A failure is never asked about.
 pub fn decide_asking(
     analysis: Option<&AnalysisSection>,
     outcomes: &[CheckOutcome],
     progress: BakeProgress,
-    asking: bool,
+    comparison: ComparisonSays,
 ) -> Decision {
     let counts = VerdictCounts::of(outcomes);
     let mut reasons = bounded_reasons(outcomes);
@@ -226,6 +252,7 @@ pub fn decide_asking(
             critical: false,
             frozen_too_long: false,
             evidence: String::new(),
+            extra_checks: progress.extra_checks,
         };
     };
     let verdict = if counts.fail > 0 {
@@ -249,40 +276,69 @@ pub fn decide_asking(
     };
     let passes = progress.passes + u32::from(verdict == CheckVerdict::Pass);
     let limit = analysis.failure_limit();
-    let mut rollback = false;
-    let asks = asking
+    let ends = progress.last_check();
+    let asks = comparison.asks
         && verdict == CheckVerdict::Inconclusive
-        && progress.last_check()
+        && ends
         && progress.next_step_follows();
+    let room = analysis.extra_checks(
+        progress
+            .checks
+            .saturating_mul(progress.check_interval_seconds),
+        progress.check_interval_seconds,
+    );
+    let short_of_data = ends
+        && passes == 0
+        && verdict == CheckVerdict::Inconclusive
+        && !comparison.regression_shown
+        && progress.extra_checks < room;
+    let mut rollback = false;
+    let mut extra_checks = progress.extra_checks;
+    let mut check = progress.check;
     if consecutive_failures >= limit {
         rollback = true;
         reasons.push(format!(
             "{consecutive_failures} failing check(s) in a row reached the failure limit of {limit}"
+        ));
+    } else if ends && comparison.regression_shown && !asks {
+        rollback = true;
+        reasons.push(
+            "the comparison has shown a regression: the step's bake ends without a pass, whatever passed before it"
+                .to_owned(),
+        );
+    } else if short_of_data {
+        // Not counted, like an unjudged check: the bake's end is checked again.
+        check = progress.check.saturating_sub(1);
+        extra_checks += 1;
+        reasons.push(format!(
+            "no check has passed yet for want of data: the bake goes on, check {extra_checks} of the {room} analysis.extendBakeSeconds allows"
         ));
     } else if asks {
         reasons.push(
             "the step's bake ended unsure and the comparison asks: a person approves the next step (cluster-canary approve or reject)"
                 .to_owned(),
         );
-    } else if progress.last_check() && passes == 0 && analysis.no_evidence == NoEvidencePolicy::Fail
-    {
+    } else if ends && passes == 0 && analysis.no_evidence == NoEvidencePolicy::Fail {
         rollback = true;
-        reasons.push(
-            "the step's bake ended without a single passing check: no evidence, no promotion"
+        reasons.push(match extra_checks {
+            0 => "the step's bake ended without a single passing check: no evidence, no promotion"
                 .to_owned(),
-        );
+            n => format!(
+                "the step's bake ended without a single passing check, {n} check(s) past its end for want of data: no evidence, no promotion"
+            ),
+        });
     }
     Decision {
         verdict,
         rollback,
-        check: progress.check,
+        check,
         consecutive_failures,
         passes,
         counts,
         summary: summary_of(&reasons),
         reasons,
         unjudged_since: 0,
-        ask: asks && !rollback,
+        ask: asks && !rollback && !short_of_data,
         frozen_since: 0,
         critical: rollback
             && outcomes
@@ -290,6 +346,7 @@ pub fn decide_asking(
                 .any(|o| o.critical && o.verdict == CheckVerdict::Fail),
         frozen_too_long: false,
         evidence: String::new(),
+        extra_checks,
     }
 }
 

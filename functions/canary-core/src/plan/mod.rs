@@ -188,6 +188,7 @@ impl RolloutPlan {
         plan.validate(&mut errors);
         let steps = plan.resolve_steps(&mut errors);
         plan.check_min_step_seconds(&steps, &mut errors);
+        plan.check_comparison_periods(&steps, &mut errors);
         if let Some(freeze) = &plan.freeze {
             freeze.validate(
                 &steps,

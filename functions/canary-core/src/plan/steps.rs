@@ -161,12 +161,19 @@ impl RolloutPlan {
                 });
             }
         }
-        let total_checks = checks_of(&resolved);
+        // A bake short of data may run on (`analysis.extendBakeSeconds`): its checks count.
+        let extra_checks: u64 = self.analysis.as_ref().map_or(0, |analysis| {
+            resolved
+                .iter()
+                .map(|s| u64::from(analysis.extra_checks(s.bake_seconds, s.check_interval_seconds)))
+                .sum()
+        });
+        let total_checks = checks_of(&resolved) + extra_checks;
         if total_checks > MAX_TOTAL_CHECKS {
             errors.push(
                 "steps",
                 format!(
-                    "the rollout would run {total_checks} checks (bake / interval summed over steps, and approval timeout / interval for steps that wait for one), more than {MAX_TOTAL_CHECKS}; \
+                    "the rollout would run {total_checks} checks (bake / interval summed over steps, the bakes' extensions for want of data (analysis.extendBakeSeconds), and approval timeout / interval for steps that wait for one), more than {MAX_TOTAL_CHECKS}; \
                      a Step Functions execution is limited to 25,000 history events: use a longer check interval or fewer steps"
                 ),
             );
@@ -203,6 +210,44 @@ impl RolloutPlan {
                     );
                 }
             }
+        }
+    }
+}
+
+impl RolloutPlan {
+    /// A comparison's first step can gather `minSamples` periods: its bake and its extension
+    /// for want of data (`analysis.extendBakeSeconds`) hold that many periods of the canary.
+    /// Later steps also have the earlier steps' periods in their window; the first has none, and
+    /// a plan where it cannot would end every healthy rollout "no evidence" there.
+    pub(super) fn check_comparison_periods(&self, steps: &[ResolvedStep], errors: &mut Errors) {
+        let Some(analysis) = self.analysis.as_ref() else {
+            return;
+        };
+        let (Some(compare), Some(first)) = (analysis.compare.as_ref(), steps.first()) else {
+            return;
+        };
+        let Ok(period) = u32::try_from(compare.period_seconds) else {
+            return;
+        };
+        if period == 0 || !crate::analysis::compare::baseline_serves(first.weight) {
+            return;
+        }
+        let extra = analysis.extra_checks(first.bake_seconds, first.check_interval_seconds)
+            * first.check_interval_seconds;
+        let seconds =
+            (first.bake_seconds + extra).min(u32::try_from(compare.lookback_seconds).unwrap_or(0));
+        let periods = seconds / period;
+        if i64::from(periods) < compare.min_samples {
+            errors.push(
+                "steps[0]",
+                format!(
+                    "bakes {} s, {extra} s more at most for want of data (analysis.extendBakeSeconds), \
+                     within a lookback of {} s: {periods} period(s) of {period} s, fewer than \
+                     analysis.compare.minSamples ({}): the first step could never pass the comparison; \
+                     bake it longer, extend it, or lower minSamples",
+                    first.bake_seconds, compare.lookback_seconds, compare.min_samples
+                ),
+            );
         }
     }
 }

@@ -12,8 +12,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use canary_aws::{CloudWatchApi, DatadogApi, MetricQuery, PrometheusApi, QueryError};
 use canary_core::analysis::compare::{
-    judge_against_peers, judge_comparison, judge_metric, too_few_peers, AlbSignal, CompareChecks,
-    ComparedMetric, Evidence, Observation, Period,
+    baseline_serves, judge_against_peers, judge_comparison, judge_metric,
+    judge_metric_without_baseline, too_few_peers, AlbSignal, CompareChecks, ComparedMetric,
+    Evidence, Observation, Period,
 };
 use canary_core::analysis::datadog::{timeseries_request, timeseries_samples};
 use canary_core::analysis::prometheus::range_samples;
@@ -148,34 +149,53 @@ impl Compare<'_> {
             },
             lookback_seconds: self.checks.lookback_seconds,
         };
+        // Each reading's statistic; `slowerThan` counts the values above it among all of them.
+        let slow = metric.slow_count_stat();
+        let counted = |name: &'static str| -> Vec<(Reading, &'static str, String)> {
+            match &slow {
+                Some(slow) => vec![
+                    (Reading::Requests, name, "SampleCount".to_owned()),
+                    (Reading::Errors, name, slow.clone()),
+                ],
+                None => vec![(Reading::Value, name, metric.stat().to_owned())],
+            }
+        };
         if let Some(sided) = &metric.cloudwatch {
             let Some(value) = self.side_value(metric, side) else {
                 return Vec::new();
             };
             let mut dimensions = sided.dimensions.clone();
             dimensions.insert(sided.side_dimension.clone(), value);
-            let query = MetricQuery {
-                id: String::new(),
-                namespace: sided.namespace.clone(),
-                metric_name: sided.metric_name.clone(),
-                dimensions,
-                stat: metric.stat().to_owned(),
-                period_seconds,
-            };
-            return vec![planned(0, Reading::Value, query)];
+            return counted("")
+                .into_iter()
+                .map(|(reading, _, stat)| {
+                    let query = MetricQuery {
+                        id: String::new(),
+                        namespace: sided.namespace.clone(),
+                        metric_name: sided.metric_name.clone(),
+                        dimensions: dimensions.clone(),
+                        stat,
+                        period_seconds,
+                    };
+                    planned(0, reading, query)
+                })
+                .collect();
         }
-        let readings: &[(Reading, &str, &str)] = match metric.alb {
-            Some(AlbSignal::Latency) => &[(Reading::Value, "TargetResponseTime", "")],
-            Some(AlbSignal::ErrorRate) => &[
-                (Reading::Requests, "RequestCount", "Sum"),
-                (Reading::Errors, "HTTPCode_Target_5XX_Count", "Sum"),
+        let readings: Vec<(Reading, &str, String)> = match metric.alb {
+            Some(AlbSignal::Latency) => counted("TargetResponseTime"),
+            Some(AlbSignal::ErrorRate) => vec![
+                (Reading::Requests, "RequestCount", "Sum".to_owned()),
+                (
+                    Reading::Errors,
+                    "HTTPCode_Target_5XX_Count",
+                    "Sum".to_owned(),
+                ),
             ],
-            None => &[],
+            None => Vec::new(),
         };
         let mut queries = Vec::new();
         for (g, (load_balancer, target_group)) in self.target_groups(side).into_iter().enumerate() {
-            for (reading, name, stat) in readings {
-                let stat = if stat.is_empty() { metric.stat() } else { stat };
+            for (reading, name, stat) in &readings {
                 let query = MetricQuery {
                     id: String::new(),
                     namespace: ALB_NAMESPACE.to_owned(),
@@ -309,13 +329,14 @@ impl Compare<'_> {
         };
         (0..groups)
             .map(|group| {
-                if metric.alb != Some(AlbSignal::ErrorRate) {
+                if !metric.counted() {
                     return series(group, Reading::Value)
                         .into_iter()
                         .map(|(at, v)| (at, Sample::Value(v)))
                         .collect();
                 }
-                // A period without a 5xx datapoint had no errors (CloudWatch publishes none).
+                // A period without a 5xx datapoint had no errors (CloudWatch publishes none);
+                // without a slow count, no slow request.
                 let errors: HashMap<i64, f64> =
                     series(group, Reading::Errors).into_iter().collect();
                 series(group, Reading::Requests)
@@ -341,6 +362,9 @@ impl Compare<'_> {
     ) -> Vec<Period> {
         let canary = self.groups(points, index, metric, Side::Canary);
         let others: Vec<BTreeMap<i64, Sample>> = match peers {
+            0 if metric.counted() => {
+                vec![pooled(self.groups(points, index, metric, Side::Baseline))]
+            }
             0 => self.groups(points, index, metric, Side::Baseline),
             _ => vec![pooled(
                 (0..peers)
@@ -348,10 +372,11 @@ impl Compare<'_> {
                     .collect(),
             )],
         };
-        let canary = match metric.alb {
-            // Errors and requests are compared per period, both sides' groups together.
-            Some(AlbSignal::ErrorRate) => vec![pooled(canary)],
-            _ => canary,
+        // Errors (or slow requests) and requests are compared per period, both sides' groups
+        // together.
+        let canary = match metric.counted() {
+            true => vec![pooled(canary)],
+            false => canary,
         };
         let mut periods = Vec::new();
         for (group, series) in canary.iter().enumerate() {
@@ -568,15 +593,24 @@ impl SignalSource for Compare<'_> {
                     .push(Point::compared_median(cluster, name, side, level));
             }
         };
-        let (evidence, runs) = (&self.carried.evidence, self.carried.runs);
+        let mut carried = self.carried.evidence.clone();
+        if self.carried.bake_begins {
+            carried.begin_bake();
+        }
+        let (evidence, runs) = (&carried, self.carried.runs);
         let mut taken = Vec::new();
         let mut judgements = Vec::new();
         for index in 0..self.checks.metrics.len() {
             let metric = &self.checks.metrics[index];
-            let periods = self.periods(&points, index, metric, 0);
             let alpha = self.checks.alpha(index, runs);
-            let Some(judged) = judge_metric(self.checks, index, false, alpha, evidence, &periods)
-            else {
+            let judged = match self.carried.step_weight.is_none_or(baseline_serves) {
+                true => {
+                    let periods = self.periods(&points, index, metric, 0);
+                    judge_metric(self.checks, index, false, alpha, evidence, &periods)
+                }
+                false => judge_metric_without_baseline(self.checks, index, alpha, evidence),
+            };
+            let Some(judged) = judged else {
                 continue;
             };
             level(&judged.name, "canary", judged.canary_median);
@@ -613,7 +647,9 @@ impl SignalSource for Compare<'_> {
         collected.outcomes = verdict.outcomes;
         collected.asks = verdict.asks;
         collected.outcomes.extend(peer_outcomes);
-        collected.evidence = Some(Evidence(taken));
+        let evidence = Evidence(taken);
+        collected.regression_shown = evidence.shows_a_regression();
+        collected.evidence = Some(evidence);
         Ok(collected)
     }
 }

@@ -92,6 +92,8 @@ pub struct Collected {
     pub asks: bool,
     /// The comparison's evidence after this check (the comparison only).
     pub evidence: Option<Evidence>,
+    /// The comparison has shown a regression in the rollout: no bake passes while it stands.
+    pub regression_shown: bool,
 }
 
 /// What the comparison carries from check to check: its evidence so far, and over how many
@@ -100,6 +102,12 @@ pub struct Collected {
 pub struct Carried {
     pub evidence: Evidence,
     pub runs: u32,
+    /// The canary's weight at the step being baked, percent (`None`: not known, as at
+    /// Prepare): at 100 % the baseline serves nothing to compare with.
+    pub step_weight: Option<u8>,
+    /// This check is the first of a step's bake (or of a wait for a person): the periods the
+    /// comparison counts toward `minSamples` are counted afresh.
+    pub bake_begins: bool,
 }
 
 /// One provider of evidence about the canary.

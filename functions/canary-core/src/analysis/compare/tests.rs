@@ -1,20 +1,29 @@
 use serde_json::json;
 
 use super::*;
+use crate::analysis::dependence as statistics_dependence;
 
 fn checks(metrics: serde_json::Value) -> CompareChecks {
     serde_json::from_value(json!({"minSamples": 10, "metrics": metrics})).expect("a section")
 }
 
 /// 30 periods, one a minute, around `center` for the canary and `base` for the baseline,
-/// spread ±5 % (the same spread for every center, in another order for each side).
+/// spread ±5 % at random (a fixed sequence: the same for every center, another for each side),
+/// each period independent of the last as noise is.
 fn periods(center: f64, base: f64) -> Vec<Period> {
+    let mut state: u64 = 20_261_130;
+    let mut spread = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        0.95 + 0.1 * ((state >> 11) as f64 / (1u64 << 53) as f64)
+    };
     (0..30)
         .map(|i| Period {
             at: 60 * i64::from(i),
             observation: Observation::Value {
-                canary: center * (0.95 + 0.1 * f64::from(i * 7 % 30) / 30.0),
-                other: base * (0.95 + 0.1 * f64::from(i * 11 % 30) / 30.0),
+                canary: center * spread(),
+                other: base * spread(),
             },
         })
         .collect()
@@ -224,18 +233,32 @@ fn alpha_is_shared_by_weight_and_runs() {
     );
 }
 
+/// The longest differences the state may carry: never past f64's range (`Deltas::add` keeps
+/// them finite), kept to six significant digits.
+fn worst_deltas() -> statistics_dependence::Deltas {
+    statistics_dependence::Deltas {
+        values: u32::MAX,
+        squares: [-1.797_69e308; 2],
+        recent: [-1.797_69e308; 2],
+    }
+}
+
 #[test]
 fn the_evidence_of_twenty_metrics_against_baseline_and_peers_fits_its_budget() {
     let worst = |kind: &str| {
         let sequence = |_: ()| match kind {
             "errorRate" => Sequence::Counts(Counts {
-                // Each error moves a log ratio by at most ln 10: 4 billion errors at most.
-                log_ratios: vec![-9_999_999_999.123_456; statistics::RATE_MULTIPLES.len()],
+                // Kept from −30 to 100.
+                log_ratios: vec![-29.123_456; statistics::RATE_MULTIPLES.len()],
+                residuals: worst_deltas(),
             }),
             _ => Sequence::Signs(Signs {
                 periods: u32::MAX,
                 beyond: u32::MAX,
-                last_excess: Some(-1.5e300),
+                // The plan's autocorrelation (`last_excess`) or the estimate (`dependence`):
+                // never both; the estimate is the longer.
+                last_excess: None,
+                dependence: Some(worst_deltas()),
             }),
         };
         Evidence(
@@ -247,6 +270,7 @@ fn the_evidence_of_twenty_metrics_against_baseline_and_peers_fits_its_budget() {
                     increase: Some(sequence(())),
                     decrease: Some(sequence(())),
                     shown: Some(MetricResult::High),
+                    bake_periods: MAX_SAMPLES_PER_SIDE as u32,
                 })
                 .collect(),
         )
@@ -263,7 +287,7 @@ fn the_evidence_of_twenty_metrics_against_baseline_and_peers_fits_its_budget() {
     let over = format!("[{}]", " ".repeat(MAX_EVIDENCE_BYTES));
     assert!(Evidence::parse(&over)
         .unwrap_err()
-        .contains("over the 16384"));
+        .contains("over the 20480"));
     assert!(Evidence::parse("{")
         .unwrap_err()
         .contains("not what a check writes"));
@@ -287,6 +311,7 @@ fn judgement(name: &str, result: MetricResult, weight: f64, critical: bool) -> M
             false,
             &checks(json!([{"name": name, "alb": "latency"}])).metrics[0],
         ),
+        without_baseline: false,
     }
 }
 
@@ -395,8 +420,8 @@ fn a_reason_names_both_medians_the_ratio_and_the_evidence() {
     assert_eq!(outcomes[0].verdict, CheckVerdict::Fail);
     for part in [
         "compare latency: High (check Fail at score 0)",
-        "canary 0.1797",
-        "vs baseline 0.1198",
+        "canary 0.18059",
+        "vs baseline 0.12033",
         "(x1.5",
         "in the last 600 s (30 periods)",
         "30 of 30 period(s) above the allowed band since the comparison began",
@@ -471,14 +496,14 @@ fn an_outlier_among_its_peers_fails_and_a_typical_cell_passes() {
     let outlier = against_peers(&periods(0.16, 0.10));
     assert_eq!(outlier.verdict, CheckVerdict::Fail);
     assert!(
-        outlier
-            .reason
-            .starts_with("peers latency: High, an outlier among 4 promoted peer(s): canary 0.1597"),
+        outlier.reason.starts_with(
+            "peers latency: High, an outlier among 4 promoted peer(s): canary 0.16053"
+        ),
         "{}",
         outlier.reason
     );
     assert!(
-        outlier.reason.contains("vs peers 0.0998"),
+        outlier.reason.contains("vs peers 0.10027"),
         "{}",
         outlier.reason
     );
