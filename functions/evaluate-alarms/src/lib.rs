@@ -315,7 +315,7 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
                     .checked_sub(1)
                     .and_then(|i| valid.steps.get(i as usize))
                     .map(|step| step.weight),
-                bake_begins: progress.check == 1 && progress.extra_checks == 0,
+                step: progress.step,
             };
             let now = SystemTime::now();
             let mut decision = evaluate(signals, &valid.plan, progress, &carried, now).await?;

@@ -327,6 +327,8 @@ impl Env {
 fn comparison(query: &str) -> Value {
     json!({
         "datadog": {"site": "datadoghq.eu"},
+        // The first step's bake (120 s) and its extension hold minSamples minute-long periods.
+        "extendBakeSeconds": 600,
         "compare": {"periodSeconds": 60, "lookbackSeconds": 1200, "minSamples": 8, "metrics": [
             {"name": "p99 latency", "datadog": {"query": query, "baseline": "blue"}}]},
     })

@@ -786,7 +786,9 @@ async fn the_comparison_carries_its_evidence_from_check_to_check() {
         .await;
     env.alb_metrics(&env.world.blue, &[(900.0, 9.0, 0.1); 12])
         .await;
-    let analysis = json!({"compare": {"periodSeconds": 60, "lookbackSeconds": 1200, "minSamples": 5,
+    // The first step's bake (120 s) and its extension hold minSamples minute-long periods.
+    let analysis = json!({"extendBakeSeconds": 600,
+        "compare": {"periodSeconds": 60, "lookbackSeconds": 1200, "minSamples": 5,
         "metrics": [{"name": "5xx rate", "alb": "errorRate"}]}});
     let apis = env.apis();
     let check = |evidence: Value| {

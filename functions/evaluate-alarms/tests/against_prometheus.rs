@@ -383,11 +383,20 @@ fn latencies(factor: f64) -> PrometheusServer {
         .duration_since(UNIX_EPOCH)
         .expect("a clock after 1970")
         .as_secs();
-    let spread = [1.0, 0.93, 1.05, 0.97, 1.1, 0.95, 1.02, 0.91];
+    // Each sample ±10 % at random (a fixed sequence), as a p99 of real requests varies; not a
+    // repeating pattern, which the comparison would read as each cluster's own drift
+    // (docs/signals/compare.md).
+    let mut state: u64 = 20_261_202;
+    let mut spread = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        0.9 + 0.2 * ((state >> 11) as f64 / (1u64 << 53) as f64)
+    };
     let mut samples = String::from("# TYPE request_latency_p99 gauge\n");
-    for (i, ago) in (0..=600).rev().step_by(15).enumerate() {
+    for ago in (0..=600).rev().step_by(15) {
         let at = now - ago;
-        let (blue, green) = (spread[i % 8], spread[(i + 4) % 8]);
+        let (blue, green) = (spread(), spread());
         samples.push_str(&format!(
             "request_latency_p99{{cluster=\"blue\"}} {} {at}\n",
             0.1 * blue
@@ -405,6 +414,8 @@ fn latencies(factor: f64) -> PrometheusServer {
 fn comparison(prometheus: &PrometheusServer, query: &str) -> Value {
     json!({
         "prometheus": {"url": prometheus.url},
+        // The first step's bake (120 s) and its extension hold minSamples 30 s periods.
+        "extendBakeSeconds": 600,
         "compare": {"periodSeconds": 30, "lookbackSeconds": 600, "minSamples": 8, "metrics": [
             {"name": "p99 latency", "prometheus": {"query": query, "baseline": "blue"}}]},
     })

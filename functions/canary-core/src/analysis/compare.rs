@@ -882,6 +882,9 @@ pub struct MetricEvidence {
     /// `minSamples` of them.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub bake_periods: u32,
+    /// The step (from 1) whose bake `bake_periods` counts; 0 before any.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bake_step: u32,
 }
 
 fn is_zero(count: &u32) -> bool {
@@ -903,6 +906,7 @@ impl MetricEvidence {
             decrease: (watched.direction != Direction::Increase).then(sequence),
             shown: None,
             bake_periods: 0,
+            bake_step: 0,
         }
     }
 
@@ -978,10 +982,12 @@ impl Evidence {
 
     /// A metric has shown a regression (High or Low, against the baseline or the peers): it
     /// stands for the rest of the rollout, and no bake passes while it does.
-    /// A step's bake begins (its first check): the periods it takes in are counted afresh.
-    pub fn begin_bake(&mut self) {
-        for metric in &mut self.0 {
+    /// The checks of step `step` (from 1) are judging: what an earlier step's bake counted is
+    /// counted afresh. A check taken again (a retry) counts on from where it was.
+    pub fn begin_bake(&mut self, step: u32) {
+        for metric in self.0.iter_mut().filter(|m| m.bake_step != step) {
             metric.bake_periods = 0;
+            metric.bake_step = step;
         }
     }
 

@@ -29,6 +29,8 @@ pub const COUNTS_MARGIN: f64 = 1.0;
 pub const SIGNS_MARGIN: f64 = 0.0;
 /// A difference counts for at most this many times the typical difference so far.
 pub const DIFFERENCE_BOUND: f64 = 3.0;
+/// Standard errors a series' mean must be from 0 to stand out of its drift.
+pub const CLEAR_MEAN: f64 = 4.0;
 
 /// The differences of a series at lags 1 and 2: how many values (`n`), the sums of the squared
 /// (bounded) differences at each lag (`sq`), and the last two values (`last`). Short names: the
@@ -103,6 +105,19 @@ impl Deltas {
         }
         self.recent = [value, self.recent[0]];
         self.values = self.values.saturating_add(1);
+    }
+
+    /// Whether `mean`, the series' mean, stands out of what its drift could make of it: at least
+    /// [`CLEAR_MEAN`] standard errors from 0, the standard error that of the mean of an AR(1)
+    /// of the estimated variance and `rho` (√(σ² (1 + ρ) / (1 − ρ) / n)). A canary steadily
+    /// beyond the band by far more than the series moves is a regression, however smooth the
+    /// series: its signs are not a drift's.
+    pub fn mean_stands_out(&self, mean: f64, rho: f64) -> bool {
+        let Some(variance) = self.variance() else {
+            return false;
+        };
+        let error = (variance * carried_over(rho) / f64::from(self.values)).sqrt();
+        mean.abs() >= CLEAR_MEAN * error
     }
 
     /// The mean squared differences at lags 1 and 2, once there are enough of them.
@@ -215,6 +230,18 @@ mod tests {
         assert!((0.8..1.25).contains(&variance), "{variance}");
         let independent = series(0.0, 0.0, 2_000);
         assert!(independent.autocorrelation(0.0) < 0.1, "{independent:?}");
+    }
+
+    #[test]
+    fn a_steady_excess_far_beyond_its_moves_stands_out_of_any_drift() {
+        // A smooth series (it carries over) ten standard deviations from 0.
+        let mut smooth = Deltas::default();
+        for i in 0..20 {
+            smooth.add(0.05 + 0.001 * f64::from(i % 4));
+        }
+        assert!(smooth.mean_stands_out(0.0515, smooth.autocorrelation(0.0)));
+        // The same smoothness around 0: a drift.
+        assert!(!smooth.mean_stands_out(0.0015, smooth.autocorrelation(0.0)));
     }
 
     #[test]

@@ -72,6 +72,13 @@ pub struct Signs {
     /// ([`Signs::effective_share`]).
     #[serde(rename = "drift", default, skip_serializing_if = "Option::is_none")]
     pub dependence: Option<Deltas>,
+    /// The excesses' sum, with `dependence`: their mean may stand out of any drift.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "excess_in_six_digits"
+    )]
+    pub excess_sum: Option<f64>,
 }
 
 fn excess_in_six_digits<S: serde::Serializer>(
@@ -98,6 +105,11 @@ impl Signs {
     pub fn innovation(&mut self, excess: f64, rho: f64) -> f64 {
         if let Some(dependence) = self.dependence.as_mut() {
             dependence.add(excess);
+            let sum = self.excess_sum.unwrap_or(0.0) + excess;
+            // Kept finite (JSON has no infinity): a series that large is left as it was.
+            if sum.is_finite() {
+                self.excess_sum = Some(sum);
+            }
             return excess;
         }
         if rho <= 0.0 {
@@ -116,10 +128,18 @@ impl Signs {
     /// The share of a period's say the evidence gives each period: 1 for independent periods
     /// (or the plan's `autocorrelation` whitened out), 1 / (how much more the count of periods
     /// beyond spreads than independent signs would) when the excesses carry over from period to
-    /// period as an AR(1) of the estimated ρ ([`dependence::signs_carried_over`]).
+    /// period as an AR(1) of the estimated ρ ([`dependence::signs_carried_over`]) — unless their
+    /// mean stands out of what such a drift could make of it ([`Deltas::mean_stands_out`]).
     pub fn effective_share(&self) -> f64 {
         match &self.dependence {
-            Some(dependence) => 1.0 / signs_carried_over(dependence.autocorrelation(SIGNS_MARGIN)),
+            Some(dependence) => {
+                let rho = dependence.autocorrelation(SIGNS_MARGIN);
+                let mean = self.excess_sum.unwrap_or(0.0) / f64::from(dependence.values.max(1));
+                match dependence.mean_stands_out(mean, rho) {
+                    true => 1.0,
+                    false => 1.0 / signs_carried_over(rho),
+                }
+            }
             None => 1.0,
         }
     }
@@ -336,14 +356,15 @@ mod tests {
 
     #[test]
     fn estimated_dependence_gives_each_period_less_say() {
-        // Excesses that carry over (a drift): 60 periods alike, each beyond.
+        // Excesses that carry over (a drift).
         let mut drifting = Signs::estimating();
         let mut steady = Signs::estimating();
         let mut state: u64 = 20_261_202;
         for i in 0..60 {
-            let excess = 1.0 + 0.01 * f64::from(i);
+            // A slow swing around the band's edge: beyond for half a minute at a time.
+            let excess = (f64::from(i) / 6.0).sin();
             drifting.innovation(excess, 0.0);
-            drifting.add(true);
+            drifting.add(excess > 0.0);
             // A steady excess with noise of its own (a fixed pseudo-random sequence): a
             // regression, not a drift.
             state = state

@@ -173,7 +173,7 @@ pub fn rollout(world: &World, seed: u64) -> Ending {
             check_interval_seconds: 60,
             ..BakeProgress::default()
         };
-        evidence.begin_bake();
+        evidence.begin_bake(progress.step);
         loop {
             check_number += 1;
             for _ in 0..per_check {

@@ -594,9 +594,7 @@ impl SignalSource for Compare<'_> {
             }
         };
         let mut carried = self.carried.evidence.clone();
-        if self.carried.bake_begins {
-            carried.begin_bake();
-        }
+        carried.begin_bake(self.carried.step);
         let (evidence, runs) = (&carried, self.carried.runs);
         let mut taken = Vec::new();
         let mut judgements = Vec::new();
@@ -678,7 +676,8 @@ mod tests {
     use super::*;
     use crate::signals::alb_judge::alb_pairs;
 
-    /// CloudWatch answering each query with 20 values around the median its target group has.
+    /// CloudWatch answering each query with 20 values around the median its target group has,
+    /// and nothing for a target group without one (no traffic: ALB publishes nothing).
     struct Latencies(BTreeMap<&'static str, f64>);
 
     #[async_trait]
@@ -702,10 +701,12 @@ mod tests {
                 .iter()
                 .map(|q| {
                     let group = q.dimensions.get("TargetGroup").map_or("", String::as_str);
-                    let median = self.0.get(group).copied().unwrap_or(0.0);
-                    let points = (0..20)
-                        .map(|i| (end - 20 + i, median * (0.95 + 0.005 * (i * 7 % 20) as f64)))
-                        .collect();
+                    let points = match self.0.get(group) {
+                        Some(median) => (0..20)
+                            .map(|i| (end - 20 + i, median * (0.95 + 0.005 * (i * 7 % 20) as f64)))
+                            .collect(),
+                        None => Vec::new(),
+                    };
                     (q.id.clone(), MetricSeries { points })
                 })
                 .collect())
@@ -774,6 +775,108 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn a_step_where_the_baseline_serves_nothing_is_not_compared() {
+        let plan = plan(
+            json!({"periodSeconds": 1, "lookbackSeconds": 60, "minSamples": 10,
+            "metrics": [{"name": "latency", "alb": "latency"}]}),
+        );
+        let checks = plan
+            .analysis
+            .as_ref()
+            .and_then(|a| a.compare.as_ref())
+            .expect("compare");
+        // At 100 % the stable target group publishes nothing: every period would be NoData.
+        let cloudwatch = Latencies(BTreeMap::from([(
+            "targetgroup/green/4b7c9a1e2f3d5a68",
+            0.15,
+        )]));
+        let at = |step_weight: u8| crate::signals::Carried {
+            step_weight: Some(step_weight),
+            ..crate::signals::Carried::default()
+        };
+        let (at_100, at_10) = (at(100), at(10));
+        let source = |carried| Compare {
+            api: &cloudwatch,
+            prometheus: None,
+            datadog: None,
+            checks,
+            cluster: &plan.cluster,
+            pairs: alb_pairs(&plan.traffic_targets),
+            carried,
+        };
+        let collected = source(&at_100)
+            .collect(SystemTime::now(), "us-east-1/green")
+            .await
+            .expect("collected");
+        assert_eq!(collected.outcomes.len(), 1);
+        let outcome = &collected.outcomes[0];
+        assert_eq!(outcome.verdict, CheckVerdict::Pass, "{}", outcome.reason);
+        assert!(
+            outcome
+                .reason
+                .contains("not compared: the baseline serves no traffic at this step"),
+            "{}",
+            outcome.reason
+        );
+        assert!(!collected.regression_shown);
+        // Below 100 % the same world is a canary without a baseline: no data, never a pass.
+        let collected = source(&at_10)
+            .collect(SystemTime::now(), "us-east-1/green")
+            .await
+            .expect("collected");
+        assert_eq!(collected.outcomes[0].verdict, CheckVerdict::Inconclusive);
+    }
+
+    #[test]
+    fn slow_requests_are_counted_against_every_request() {
+        let plan = plan(
+            json!({"periodSeconds": 60, "lookbackSeconds": 600, "metrics": [
+                {"name": "slow", "alb": "latency", "slowerThan": 0.5},
+                {"name": "queue", "slowerThan": 2.5, "cloudwatch": {"namespace": "Shop", "metricName": "QueueTime",
+                 "sideDimension": "Cluster", "canary": "green", "baseline": "blue"}},
+            ]}),
+        );
+        let checks = plan
+            .analysis
+            .as_ref()
+            .and_then(|a| a.compare.as_ref())
+            .expect("compare");
+        let source = Compare {
+            api: &FakeCloudWatch::default(),
+            prometheus: None,
+            datadog: None,
+            checks,
+            cluster: &plan.cluster,
+            pairs: alb_pairs(&plan.traffic_targets),
+            carried: &crate::signals::Carried::default(),
+        };
+        let queries: Vec<(String, String, String)> = source
+            .queries()
+            .into_iter()
+            .map(|p| (p.query.id, p.query.metric_name, p.query.stat))
+            .collect();
+        let stat = |id: &str| {
+            queries
+                .iter()
+                .find(|(query, _, _)| query == id)
+                .map(|(_, name, stat)| format!("{name} {stat}"))
+        };
+        assert_eq!(
+            stat("cmp0_0_canary_requests").as_deref(),
+            Some("TargetResponseTime SampleCount")
+        );
+        assert_eq!(
+            stat("cmp0_0_baseline_errors").as_deref(),
+            Some("TargetResponseTime TC(0.5:)")
+        );
+        assert_eq!(
+            stat("cmp1_0_canary_errors").as_deref(),
+            Some("QueueTime TC(2.5:)")
+        );
+        assert_eq!(queries.len(), 8, "{queries:?}");
+    }
+
     fn plan(compare: serde_json::Value) -> RolloutPlan {
         RolloutPlan::parse(json!({
             "cluster": {"name": "green", "region": "us-east-1"},
@@ -782,7 +885,8 @@ mod tests {
                 "stableTargetGroupArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/blue/73e2d6bc24d8a067",
                 "canaryTargetGroupArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/green/4b7c9a1e2f3d5a68"}}],
             "steps": [{"weight": 10}, {"weight": 100}],
-            "bake": {"seconds": 60, "checkIntervalSeconds": 10},
+            // Long enough for a first step of 60 s periods to gather minSamples of them.
+            "bake": {"seconds": 600, "checkIntervalSeconds": 60},
             "analysis": {"compare": compare},
         }))
         .expect("a valid plan")

@@ -105,9 +105,9 @@ pub struct Carried {
     /// The canary's weight at the step being baked, percent (`None`: not known, as at
     /// Prepare): at 100 % the baseline serves nothing to compare with.
     pub step_weight: Option<u8>,
-    /// This check is the first of a step's bake (or of a wait for a person): the periods the
-    /// comparison counts toward `minSamples` are counted afresh.
-    pub bake_begins: bool,
+    /// The step being baked (from 1; 0 unknown): the periods the comparison counts toward
+    /// `minSamples` are counted afresh for each step's bake.
+    pub step: u32,
 }
 
 /// One provider of evidence about the canary.

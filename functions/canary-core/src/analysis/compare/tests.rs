@@ -259,6 +259,7 @@ fn the_evidence_of_twenty_metrics_against_baseline_and_peers_fits_its_budget() {
                 // never both; the estimate is the longer.
                 last_excess: None,
                 dependence: Some(worst_deltas()),
+                excess_sum: Some(-1.797_69e308),
             }),
         };
         Evidence(
@@ -271,6 +272,7 @@ fn the_evidence_of_twenty_metrics_against_baseline_and_peers_fits_its_budget() {
                     decrease: Some(sequence(())),
                     shown: Some(MetricResult::High),
                     bake_periods: MAX_SAMPLES_PER_SIDE as u32,
+                    bake_step: crate::limits::MAX_STEPS as u32,
                 })
                 .collect(),
         )
