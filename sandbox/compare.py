@@ -24,6 +24,10 @@ LOOKBACK_SECONDS, MIN_SAMPLES = 20, 8
 # canary's (0.1 s × 0.91 × 1.5).
 SLOW_SECONDS = 0.13
 REQUESTS = 100
+# A step's bake (3 checks 2 s apart) may run on this much longer for want of data: the canary's
+# target group publishes from its first step only, one datapoint a second at best (fewer when
+# the machine is busy), and minSamples of them take a few seconds more than a bake.
+EXTEND_BAKE_SECONDS = 30
 
 
 class Latencies:
@@ -61,6 +65,7 @@ def analysis(alb):
     return {
         "alarms": {"prefixes": ["web-green-"]},
         "failureLimit": 1,
+        "extendBakeSeconds": EXTEND_BAKE_SECONDS,
         "metrics": [{
             "name": "canary p99 latency", "namespace": "AWS/ApplicationELB", "metricName": "TargetResponseTime",
             "dimensions": {"LoadBalancer": alb.load_balancer, "TargetGroup": alb.groups["canary"]},

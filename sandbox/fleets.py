@@ -191,7 +191,7 @@ def run_fleet_outlier(sandbox, out=print):
     promoted peers it is an outlier, and it rolls back; the failure budget of 0 halts the fleet."""
     cells = seed_cells(sandbox, OUTLIER_CELLS)
     plan = fleet_plan(cells, waves=[{"size": 4, "maxConcurrentCells": 4}, {"size": "100%"}])
-    plan["template"]["analysis"] = {"compare": {
+    plan["template"]["analysis"] = {"extendBakeSeconds": compare.EXTEND_BAKE_SECONDS, "compare": {
         "periodSeconds": 1, "lookbackSeconds": compare.LOOKBACK_SECONDS, "minSamples": compare.MIN_SAMPLES,
         "metrics": [{"name": "p99 latency", "alb": "latency", "stat": "p99", "allowedIncrease": 1.2}],
         "peers": {"minPeers": 2, "scope": "fleet"},

@@ -613,6 +613,7 @@ def shaped(history, plan, prometheus_url=None):
         plan["awsHealth"] = {"onOpenIssue": history.health}
         plan["freeze"] = {"maxFrozenSeconds": FROZEN_BOUND}
     if history.compare:
+        plan["analysis"]["extendBakeSeconds"] = compare.EXTEND_BAKE_SECONDS
         plan["analysis"]["compare"] = {
             "periodSeconds": 1, "lookbackSeconds": compare.LOOKBACK_SECONDS, "minSamples": compare.MIN_SAMPLES,
             "metrics": compare.METRICS}

@@ -32,37 +32,51 @@ def test_a_latency_regression_under_every_threshold_rolls_back_on_the_comparison
         assert_report_renders(page, tmp_path)
     assert report.status == "FAILED", report
     assert report.error == "CheckFailed"
-    assert "compare p99 latency: High (check Fail at score 50)" in report.cause, report.cause
+    # The slow requests (counted per request) show it first, in a few periods; the p99's signs
+    # (one a period) by the same check or the next. The canary's target group has data from its
+    # first step only (as in AWS), so it is caught at the 10 % step or the 50 % one.
+    assert "compare slow requests: High (check Fail at score" in report.cause, report.cause
     # Every threshold passed: the alarms are OK, the canary's p99 is under its limit.
     assert "canary p99 latency is 0.1" in report.cause and "within limits" in report.cause, report.cause
     assert "is ALARM" not in report.cause
-    assert "compare 5xx rate: Pass" in report.cause
     assert report.states[-len(ROLLED_BACK_FOR_A_CHECK):] == ROLLED_BACK_FOR_A_CHECK
     assert report.weights == BASELINE
-    assert event_types(report) == ["Rollout Started", "Traffic Shifted", "Check Failed", "Rolled Back"]
+    assert event_types(report) in (["Rollout Started", "Traffic Shifted", "Check Failed", "Rolled Back"],
+                                   ["Rollout Started", "Traffic Shifted", "Traffic Shifted", "Check Failed",
+                                    "Rolled Back"]), event_types(report)
+    assert report.max_canary <= 50, "100 % was never set"
     failed = next(detail for kind, detail in report.events if kind == "Check Failed")
-    assert "compare p99 latency: High" in failed["cause"], failed
-    assert re.search(r"\(x1\.[45]\d*\) in the last 20 s", failed["cause"]), failed
+    assert "compare slow requests: High" in failed["cause"], failed
+    assert "canary 3 vs baseline 0 (shift +3) in the last 20 s" in failed["cause"], failed
     assert "period(s) above the allowed band since the comparison began" in failed["cause"], failed
     # The medians side by side, for the dashboard: the canary's half again the baseline's.
     medians = {d["Side"]: value for name, d, value in report.metrics
                if name == "ComparedMedian" and d["Check"] == "p99 latency"}
     assert set(medians) == {"canary", "baseline"}, report.metrics
     assert 1.3 < medians["canary"] / medians["baseline"] < 1.7, medians
-    # `watch --verbose` shows the comparison's every metric.
-    checks = [line for line in lines if line.lstrip().startswith("check 1/")]
-    assert checks and "compare p99 latency: High" in checks[0] and "compare 5xx rate: Pass" in checks[0], lines
+    # `watch --verbose` shows the comparison's every metric: before the canary has minSamples
+    # periods each is NoData, and the bake goes on for want of data rather than pass or fail.
+    checks = [line for line in lines if line.lstrip().startswith("check ")]
+    assert checks and "compare p99 latency: NoData" in checks[0] and "compare 5xx rate: NoData" in checks[0], lines
+    failing = next(line for line in checks if ": fail --" in line)
+    assert "compare slow requests: High" in failing, failing
 
 
 def test_a_load_spike_on_both_clusters_passes_the_comparison():
     report = scenarios.run("compare-spike", out=print)
     assert report.status == "SUCCEEDED", report
     assert report.weights == PROMOTED
+    # No check failed, through the spike; the first ones held while the canary, which has data
+    # from its first step only, gathered minSamples periods.
+    failed = [value for name, _, value in report.metrics if name == "ChecksFailed"]
     passed = [value for name, _, value in report.metrics if name == "ChecksPassed"]
-    assert passed == [1] * 9, "every check passed, through the spike"
+    assert failed and not any(failed), failed
+    assert passed.count(1) >= 6, passed
     baseline = [value for name, d, value in report.metrics
                 if name == "ComparedMedian" and d["Check"] == "p99 latency" and d["Side"] == "baseline"]
-    assert max(baseline) > 2.5 * min(baseline), f"the spike tripled the baseline's latency: {baseline}"
+    # The spike (3x from the 50 % step's weight on) in the baseline's window median: the 50 %
+    # step's checks see it come in; at 100 % the baseline serves nothing and is not compared.
+    assert max(baseline) > 1.5 * min(baseline), f"the spike raised the baseline's latency: {baseline}"
 
 
 def test_a_fleet_cell_whose_canary_is_an_outlier_among_four_promoted_peers_rolls_back():
@@ -94,12 +108,12 @@ def assert_report_renders(page, tmp_path):
     (`REPORT_SCREENSHOT=<path>` keeps it: docs/report.png)."""
     html = page.read_text()
     assert "Rollout of us-east-1/green — FAILED (CheckFailed)" in html
-    assert "compare p99 latency: High" in html and "<h3>p99 latency</h3>" in html
+    assert "compare slow requests: High" in html and "<h3>p99 latency</h3>" in html
     chromium = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                 f"--user-data-dir={tmp_path / 'profile'}"]
     dom = subprocess.run([*chromium, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
     assert dom.returncode == 0, dom.stderr
-    assert dom.stdout.count("<svg") == 3, "the share, p99 latency and 5xx rate"
+    assert dom.stdout.count("<svg") == 4, "the share, p99 latency, 5xx rate and slow requests"
     assert "<polyline" in dom.stdout and "step 1/3: 10%" in dom.stdout
     screenshot = tmp_path / "report.png"
     shot = subprocess.run([*chromium, "--window-size=1200,1500", f"--screenshot={screenshot}", page.as_uri()],
@@ -114,18 +128,19 @@ def assert_report_renders(page, tmp_path):
 
 
 def test_a_marginal_comparison_asks_a_person_before_the_next_step():
-    """`onMarginal: ask`: p99 latency (weight 1) is High, the 5xx rate (weight 4) passes: a score
-    of 80, Marginal. Each bake ends unsure, so the next step waits for a person: approved
-    before 50 %, rejected before 100 %, and the rejection restores the baseline."""
+    """`onMarginal: ask`: p99 latency and the slow requests (weight 1 each) High, the 5xx rate
+    (weight 8) passing: a score of 80, Marginal. The bake that ends with the regression shown
+    does not pass: the next step waits for a person, who rejects it, and the rejection restores
+    the baseline. The canary's target group has data from its first step only (as in AWS), so
+    the regression shows in the 10 % step's bake or the 50 % one's: the person is asked before
+    the 50 % step or before the 100 % one."""
     answers = []
 
     def answer(detail_type, detail):
         if detail_type != "Approval Requested":
             return
         answers.append(detail["step"])
-        arn = detail["executionArn"]
-        done = (sandbox.cli("approve", arn) if len(answers) == 1 else
-                sandbox.cli("reject", arn, "--reason", "p99 is half again the baseline's"))
+        done = sandbox.cli("reject", detail["executionArn"], "--reason", "p99 is half again the baseline's")
         assert done.returncode == 0, done.stderr
 
     with Sandbox(log=print) as sandbox:
@@ -143,13 +158,14 @@ def test_a_marginal_comparison_asks_a_person_before_the_next_step():
             time.sleep(compare.MIN_SAMPLES)
             arn = scenarios.start_manual(sandbox, plan, "green-ask")
             report = scenarios.watch(sandbox, arn, out=print, on_notification=answer)
-    assert [(s["number"], s["weight"]) for s in answers] == [(2, 50), (3, 100)]
+    asked = [(s["number"], s["weight"]) for s in answers]
+    assert asked in ([(2, 50)], [(3, 100)]), asked
     assert (report.status, report.error) == ("FAILED", "ApprovalRejected"), report
     assert "p99 is half again the baseline's" in report.cause
-    assert report.max_canary == 50, "100 % was never set"
+    assert report.max_canary == (10 if asked == [(2, 50)] else 50), "the asked step was never set"
     assert report.weights == BASELINE
-    assert event_types(report) == ["Rollout Started", "Traffic Shifted", "Approval Requested", "Traffic Shifted",
-                                   "Approval Requested", "Rolled Back"]
-    # Each of the two bakes ended unsure and asked; never a failed check.
-    assert report.states.count("Asked") == 2 and report.states.count("AskSetup") == 2, report.states
+    shifted = ["Traffic Shifted"] * (1 if asked == [(2, 50)] else 2)
+    assert event_types(report) == ["Rollout Started", *shifted, "Approval Requested", "Rolled Back"]
+    # The bake that showed the regression ended unsure and asked; never a failed check.
+    assert report.states.count("Asked") == 1 and report.states.count("AskSetup") == 1, report.states
     assert "BakeCheckFailed" not in report.states
