@@ -203,14 +203,7 @@ mod tests {
 
     /// `n` values of an AR(1) of `rho` (variance 1), plus `shift` from the middle on.
     fn series(rho: f64, shift: f64, n: usize) -> Deltas {
-        // A fixed pseudo-random sequence (a linear congruential generator): no dependency.
-        let mut state: u64 = 20_261_202;
-        let mut uniform = || {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            ((state >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-        };
+        let mut uniform = crate::analysis::test_uniforms(20_261_202);
         let mut deltas = Deltas::default();
         let mut value = 0.0;
         for i in 0..n {

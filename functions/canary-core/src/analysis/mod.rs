@@ -24,3 +24,16 @@ pub use outcome::*;
 pub use prometheus::{PrometheusCheck, PrometheusChecks, PrometheusEndpoint};
 pub use section::*;
 pub use verdict::*;
+
+/// A fixed pseudo-random sequence of uniforms in (0, 1) for the analysis' unit tests (a linear
+/// congruential generator: the same numbers on every machine, no dependency).
+#[cfg(test)]
+pub(crate) fn test_uniforms(seed: u64) -> impl FnMut() -> f64 {
+    let mut state = seed;
+    move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        ((state >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+}

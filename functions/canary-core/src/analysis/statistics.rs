@@ -359,7 +359,7 @@ mod tests {
         // Excesses that carry over (a drift).
         let mut drifting = Signs::estimating();
         let mut steady = Signs::estimating();
-        let mut state: u64 = 20_261_202;
+        let mut uniform = crate::analysis::test_uniforms(20_261_202);
         for i in 0..60 {
             // A slow swing around the band's edge: beyond for half a minute at a time.
             let excess = (f64::from(i) / 6.0).sin();
@@ -367,10 +367,7 @@ mod tests {
             drifting.add(excess > 0.0);
             // A steady excess with noise of its own (a fixed pseudo-random sequence): a
             // regression, not a drift.
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            let noisy = 1.0 + 0.5 * ((state >> 11) as f64 / (1u64 << 53) as f64);
+            let noisy = 1.0 + 0.5 * uniform();
             steady.innovation(noisy, 0.0);
             steady.add(noisy > 0.0);
         }

@@ -11,13 +11,8 @@ fn checks(metrics: serde_json::Value) -> CompareChecks {
 /// spread ±5 % at random (a fixed sequence: the same for every center, another for each side),
 /// each period independent of the last as noise is.
 fn periods(center: f64, base: f64) -> Vec<Period> {
-    let mut state: u64 = 20_261_130;
-    let mut spread = move || {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        0.95 + 0.1 * ((state >> 11) as f64 / (1u64 << 53) as f64)
-    };
+    let mut uniform = crate::analysis::test_uniforms(20_261_130);
+    let mut spread = move || 0.95 + 0.1 * uniform();
     (0..30)
         .map(|i| Period {
             at: 60 * i64::from(i),
