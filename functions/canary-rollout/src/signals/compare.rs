@@ -725,6 +725,11 @@ mod tests {
             "metrics": [{"name": "latency", "alb": "latency"}],
             "peers": {"minPeers": 2, "scope": "fleet", "cells": [peer(1), peer(2), peer(3)]}}),
         );
+        let checks = plan
+            .analysis
+            .as_ref()
+            .and_then(|a| a.compare.as_ref())
+            .expect("compare");
         // The cell's own old cluster is as slow as its new one: the baseline comparison passes.
         let cloudwatch = Latencies(BTreeMap::from([
             ("targetgroup/green/4b7c9a1e2f3d5a68", 0.15),
@@ -733,7 +738,15 @@ mod tests {
             ("targetgroup/peer2/4b7c9a1e2f3d5a68", 0.10),
             ("targetgroup/peer3/4b7c9a1e2f3d5a68", 0.10),
         ]));
-        let source = source(&plan, &cloudwatch, &crate::signals::Carried::default());
+        let source = Compare {
+            api: &cloudwatch,
+            prometheus: None,
+            datadog: None,
+            checks,
+            cluster: &plan.cluster,
+            pairs: alb_pairs(&plan.traffic_targets),
+            carried: &crate::signals::Carried::default(),
+        };
         let collected = source
             .collect(SystemTime::now(), "us-east-1/green")
             .await
@@ -768,6 +781,11 @@ mod tests {
             json!({"periodSeconds": 1, "lookbackSeconds": 60, "minSamples": 10,
             "metrics": [{"name": "latency", "alb": "latency"}]}),
         );
+        let checks = plan
+            .analysis
+            .as_ref()
+            .and_then(|a| a.compare.as_ref())
+            .expect("compare");
         // At 100 % the stable target group publishes nothing: every period would be NoData.
         let cloudwatch = Latencies(BTreeMap::from([(
             "targetgroup/green/4b7c9a1e2f3d5a68",
@@ -778,7 +796,15 @@ mod tests {
             ..crate::signals::Carried::default()
         };
         let (at_100, at_10) = (at(100), at(10));
-        let source = |carried| source(&plan, &cloudwatch, carried);
+        let source = |carried| Compare {
+            api: &cloudwatch,
+            prometheus: None,
+            datadog: None,
+            checks,
+            cluster: &plan.cluster,
+            pairs: alb_pairs(&plan.traffic_targets),
+            carried,
+        };
         let collected = source(&at_100)
             .collect(SystemTime::now(), "us-east-1/green")
             .await
@@ -811,7 +837,20 @@ mod tests {
                  "sideDimension": "Cluster", "canary": "green", "baseline": "blue"}},
             ]}),
         );
-        let source = source(&plan, &FakeCloudWatch::default(), &crate::signals::Carried::default());
+        let checks = plan
+            .analysis
+            .as_ref()
+            .and_then(|a| a.compare.as_ref())
+            .expect("compare");
+        let source = Compare {
+            api: &FakeCloudWatch::default(),
+            prometheus: None,
+            datadog: None,
+            checks,
+            cluster: &plan.cluster,
+            pairs: alb_pairs(&plan.traffic_targets),
+            carried: &crate::signals::Carried::default(),
+        };
         let queries: Vec<(String, String, String)> = source
             .queries()
             .into_iter()
@@ -836,27 +875,6 @@ mod tests {
             Some("QueueTime TC(2.5:)")
         );
         assert_eq!(queries.len(), 8, "{queries:?}");
-    }
-
-    /// The comparison of `plan` reading `api`, with what the checks carried.
-    fn source<'a>(
-        plan: &'a RolloutPlan,
-        api: &'a dyn CloudWatchApi,
-        carried: &'a crate::signals::Carried,
-    ) -> Compare<'a> {
-        Compare {
-            api,
-            prometheus: None,
-            datadog: None,
-            checks: plan
-                .analysis
-                .as_ref()
-                .and_then(|a| a.compare.as_ref())
-                .expect("compare"),
-            cluster: &plan.cluster,
-            pairs: alb_pairs(&plan.traffic_targets),
-            carried,
-        }
     }
 
     fn plan(compare: serde_json::Value) -> RolloutPlan {
@@ -885,7 +903,20 @@ mod tests {
                  "dimensions": {"Service": "checkout"}, "sideDimension": "Cluster", "canary": "green", "baseline": "blue"}},
             ], "peers": {"cells": [{"name": "use1-a", "sides": {"queue": "use1-a-green"}}]}}),
         );
-        let source = source(&plan, &FakeCloudWatch::default(), &crate::signals::Carried::default());
+        let checks = plan
+            .analysis
+            .as_ref()
+            .and_then(|a| a.compare.as_ref())
+            .expect("compare");
+        let source = Compare {
+            api: &FakeCloudWatch::default(),
+            prometheus: None,
+            datadog: None,
+            checks,
+            cluster: &plan.cluster,
+            pairs: alb_pairs(&plan.traffic_targets),
+            carried: &crate::signals::Carried::default(),
+        };
         let queries: Vec<(String, String, String, String)> = source
             .queries()
             .into_iter()
@@ -941,8 +972,21 @@ mod tests {
     #[test]
     fn error_rates_count_only_periods_with_requests() {
         let plan = plan(json!({"metrics": [{"name": "errors", "alb": "errorRate"}]}));
+        let checks = plan
+            .analysis
+            .as_ref()
+            .and_then(|a| a.compare.as_ref())
+            .expect("compare");
         let metric = &checks.metrics[0];
-        let source = source(&plan, &FakeCloudWatch::default(), &crate::signals::Carried::default());
+        let source = Compare {
+            api: &FakeCloudWatch::default(),
+            prometheus: None,
+            datadog: None,
+            checks,
+            cluster: &plan.cluster,
+            pairs: alb_pairs(&plan.traffic_targets),
+            carried: &crate::signals::Carried::default(),
+        };
         let points = HashMap::from([
             (
                 "cmp0_0_canary_requests".to_owned(),
