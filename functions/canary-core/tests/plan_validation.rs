@@ -867,7 +867,14 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": [
                 {"name": "slow", "alb": "latency", "slowerThan": -0.5}]}}))),
             "analysis.compare.metrics[0].slowerThan",
-            "must be a positive number, got -0.5",
+            "must be above 0 and at most 86400, got -0.5",
+        ),
+        (
+            "comparison of slow requests slower than a day",
+            Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": [
+                {"name": "slow", "alb": "latency", "slowerThan": 1e300}]}}))),
+            "analysis.compare.metrics[0].slowerThan",
+            "must be above 0 and at most 86400, got 1000000",
         ),
         (
             "comparison of slow requests with a statistic",

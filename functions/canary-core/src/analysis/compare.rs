@@ -21,6 +21,8 @@ use crate::limits::MAX_EVIDENCE_BYTES;
 use crate::targets::TrafficTarget;
 use crate::validate::Errors;
 
+/// Highest `slowerThan`: a day, in seconds (or the metric's unit).
+pub const MAX_SLOWER_THAN: f64 = 86_400.0;
 /// Most metrics one comparison check compares.
 pub const MAX_COMPARED_METRICS: usize = 20;
 /// Longest name of a compared metric: it is in every reason and a metric dimension.
@@ -689,10 +691,11 @@ impl ComparedMetric {
 
     fn validate_slower_than(&self, path: &str, threshold: f64, errors: &mut Errors) {
         let field = format!("{path}.slowerThan");
-        if !(threshold.is_finite() && threshold > 0.0) {
+        // Bounded: it is written into the CloudWatch statistic (`TC(<slowerThan>:)`).
+        if !(threshold > 0.0 && threshold <= MAX_SLOWER_THAN) {
             errors.push(
                 field.clone(),
-                format!("must be a positive number, got {threshold}"),
+                format!("must be above 0 and at most {MAX_SLOWER_THAN}, got {threshold}"),
             );
         }
         if !(self.alb == Some(AlbSignal::Latency) || self.cloudwatch.is_some()) {
