@@ -231,6 +231,10 @@ class _Handler(BaseHTTPRequestHandler):
         return None
 
     def answer(self, status, headers, payload):
+        # Every AWS answer carries a request id; the front door's own (a refusal, a fault, a 502
+        # when the upstream failed) too: moto's engine indexes it on a Lambda error.
+        if not any(k.lower() == "x-amzn-requestid" for k, _ in headers):
+            headers = [*headers, ("x-amzn-RequestId", str(uuid.uuid4()))]
         # Nothing if the caller stopped waiting (its timeout: a slow hook's, say).
         reply(self, status, payload, headers)
 

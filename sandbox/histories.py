@@ -1162,8 +1162,15 @@ def run_on(history, sandbox, controllers, provider, out):
     if record.other is not None:
         record.other_end = unless_held_by_the_freeze(
             sfn, record.other, lambda timeout: fleets.wait_for_end(sandbox, record.other, timeout=timeout), out)
-        if sandbox.safety_net.matches(record.other_end["status"]) and record.other_end.get("stopDate"):
-            # Its safety net (or, its delivery lost or its rule off, the sweep) has its turn first.
+        if sandbox.safety_net.matches(record.other_end["status"]):
+            # Its safety net (its rule off: the sweep) has its turn first. Its answer is waited
+            # for, not only two sweeps: under load a delivery can come after them (seeds 9223,
+            # 12158 read the listener before it, and blamed the product).
+            if not record.net_disabled:
+                try:
+                    sandbox.safety_net.answer_for(record.other, timeout=120)
+                except (TimeoutError, RuntimeError) as failed:  # the weights below say what it left
+                    out(f"safety net, for the other rollout: {failed}")
             sandbox.sweep.settle(record.other_end["stopDate"].timestamp())
         record.other_weights = fleets.cell_weights(sandbox, {OTHER: record.other_world})[OTHER]
     if record.second is not None:

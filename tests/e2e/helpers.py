@@ -25,6 +25,14 @@ ROLLED_BACK_FOR_A_CHECK = ["Restore", "FailureDetail?", "EndWithDetail", "Rolled
 PROMOTED = {"listener :80": (0, 100), "app.example.com.": (0, 100)}
 
 
+def failed_on_alarm(cause, alarm):
+    """Whether `cause` names `alarm` in ALARM by one of the two paths docs/architecture.md
+    documents: its state change event ("went to ALARM at", failing the bake at once) or the
+    check that read it first ("is ALARM since"). Which one comes first is the machine's load:
+    a check already running when the alarm changes reads it before the event is delivered."""
+    return f"alarm {alarm} went to ALARM at " in cause or f"alarm {alarm} is ALARM since " in cause
+
+
 def captured(line):
     """pytest captures the live view and shows it for a failing test."""
     print(line)

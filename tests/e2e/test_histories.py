@@ -65,6 +65,11 @@ CI_HISTORIES = {
     7049: 'seed 7049: NLB, steps [82, 95, 100], failureLimit 3, a Datadog check; foreign-write[66, 34] '
           'after Evaluate #2; late-safety-net after Evaluate #2; foreign-write[25, 75] after Evaluate #'
           '6; provider-slow after Evaluate #1; provider-recovers after SetWeights #1',
+    9223: 'seed 9223: ALB, steps [100], approval before 100 %: never, executions time out after 20 s, the c'
+          'omparison; abort after PrepareTraffic #1; second-rollout after Restore #1; alarm after Restore #'
+          '1; throttle after Evaluate #2; other-rollout after PrepareTraffic #1; safety-net-lost after Rest'
+          'oreUnchanged #1; safety-net-disabled after Restore #1; iam-refusal after Evaluate #2; iam-restor'
+          'ed after Restore #1; compare-errors after PrepareTraffic #1; the operator restores after the end',
     9228: 'seed 9228: ALB + Route 53, steps [26, 41, 100]; metrics-throttle[6] after Restore #1; foreign-'
           'write[80, 20] after SetWeights #3; metrics-throttle[6] after RestoreUnchanged #1; metrics-'
           'throttle[3] after RestoreUnchanged #1; iam-reads-refused after SetWeights #1; iam-reads-'

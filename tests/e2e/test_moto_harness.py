@@ -264,6 +264,23 @@ def test_child_executions_and_stops_behave_as_aws_documents(moto_endpoint):
         assert quiet["status"] == "ABORTED" and "error" not in quiet and "cause" not in quiet, quiet
 
 
+def test_a_timed_out_execution_has_its_stop_date(moto_endpoint):
+    """Patch 23: an execution past its TimeoutSeconds ends TIMED_OUT with a stopDate, in
+    DescribeExecution and ListExecutions alike, as every ended execution has one."""
+    engine_on(moto_endpoint)
+    sfn = boto3.client("stepfunctions", endpoint_url=moto_endpoint, **CREDENTIALS)
+    arn = sfn.create_state_machine(
+        name="times-out", roleArn="arn:aws:iam::123456789012:role/states",
+        definition=json.dumps({"StartAt": "Wait", "TimeoutSeconds": 1,
+                               "States": {"Wait": {"Type": "Wait", "Seconds": 30, "End": True}}}))["stateMachineArn"]
+    execution = sfn.start_execution(stateMachineArn=arn)["executionArn"]
+    described = ended(sfn, execution)
+    assert described["status"] == "TIMED_OUT", described
+    assert described["startDate"] < described["stopDate"] <= datetime.datetime.now(datetime.timezone.utc)
+    [listed] = sfn.list_executions(stateMachineArn=arn)["executions"]
+    assert (listed["status"], listed["stopDate"]) == ("TIMED_OUT", described["stopDate"])
+
+
 def engine_on(moto_endpoint):
     """Step Functions' engine on, as the sandbox turns it on."""
     urllib.request.urlopen(urllib.request.Request(

@@ -172,7 +172,9 @@ Everything else is stock moto.
    own error answers `Lambda.<code>` (`Lambda.ServiceException` for a 500,
    `Lambda.TooManyRequestsException` for a throttle), and an invocation that got no answer
    `Lambda.SdkClientException`. moto named both `Exception` (or `States.TaskFailed`), which no
-   Retry names, so one transient Lambda error at a cell's first state ended the cell.
+   Retry names, so one transient Lambda error at a cell's first state ended the cell. An error
+   answer without a request id or an error code (a proxy's 502) is named too: moto's wording of
+   it raised KeyError('RequestId'), and a fleet Map's iteration was lost (its cell never started).
 
 20. EKS cluster insights and add-ons, which moto lacks, from EKS's API reference: ListInsights
    (`filter` by categories, Kubernetes versions and statuses; `maxResults` 1-100, default 100, and
@@ -199,6 +201,11 @@ Everything else is stock moto.
    group weights 0-999, the target groups of a forward action existing and of protocols its load
    balancer forwards to (one protocol on an NLB), no target group stickiness and no listener
    rules on an NLB.
+
+23. A timed-out execution's `stopDate`, as AWS gives it for every ended execution: moto's
+   DescribeExecution and ListExecutions gave it for SUCCEEDED, FAILED and ABORTED only, so a
+   TIMED_OUT execution looked as if it had no end (the safety net's sweep skipped it, and a
+   test waiting for its safety net after its end did not wait).
 
 Still not modelled: the 256 KiB limit on Pass and Choice state output (moto checks task
 results only).
@@ -1663,6 +1670,51 @@ def _direct_lambda_error(self, env, ex):
 
 
 sfn_state_task_lambda.StateTaskLambda._from_error = _direct_lambda_error
+
+_stock_lambda_error_cause = sfn_state_task_service_lambda.StateTaskServiceLambda._error_cause_from_client_error
+
+
+def _lambda_error_cause(client_error):
+    """An answer without a request id (or an error code: a proxy's 502) is still a Lambda error
+    to the state machine: moto's wording indexed them and raised KeyError, which lost a Map's
+    iteration (a fleet's cell that never started)."""
+    response = client_error.response
+    response.setdefault("Error", {}).setdefault("Code", "ServiceException")
+    response["Error"].setdefault("Message", "")
+    response.setdefault("ResponseMetadata", {}).setdefault("RequestId", "")
+    response["ResponseMetadata"].setdefault("HTTPStatusCode", 0)
+    return _stock_lambda_error_cause(client_error)
+
+
+sfn_state_task_service_lambda.StateTaskServiceLambda._error_cause_from_client_error = staticmethod(_lambda_error_cause)
+
+
+# --- 23. A timed-out execution's stopDate ------------------------------------------------------
+_stock_describe_execution = StepFunctionResponse.describe_execution
+_stock_list_executions = StepFunctionResponse.list_executions
+
+
+def _with_stop_date(backend, described):
+    if getattr(described.get("status"), "value", described.get("status")) == "TIMED_OUT":
+        described.setdefault("stopDate", backend.describe_execution(described["executionArn"]).stop_date)
+    return described
+
+
+def _describe_execution(self):
+    answer = _stock_describe_execution(self)
+    _with_stop_date(self.stepfunction_backend, answer.result)
+    return answer
+
+
+def _list_executions(self):
+    answer = _stock_list_executions(self)
+    for listed in answer.result["executions"]:
+        _with_stop_date(self.stepfunction_backend, listed)
+    return answer
+
+
+StepFunctionResponse.describe_execution = _describe_execution
+StepFunctionResponse.list_executions = _list_executions
 
 
 def serve_on_a_port_of_its_own(host):

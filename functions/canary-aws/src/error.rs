@@ -3,6 +3,8 @@
 use std::fmt;
 
 use aws_runtime::retries::classifiers::{THROTTLING_ERRORS, TRANSIENT_ERRORS};
+use aws_smithy_runtime_api::client::interceptors::context::InterceptorContext;
+use aws_smithy_runtime_api::client::retries::classifiers::{ClassifyRetry, RetryAction};
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use canary_core::ErrorName;
 
@@ -62,6 +64,67 @@ const NOT_FOUND_CODES: &[&str] = &[
 /// Error codes that mean "busy now, ask again": Global Accelerator refuses a write while the
 /// accelerator's last one is still being applied.
 const BUSY_CODES: &[&str] = &["TransactionInProgressException"];
+
+/// Error codes that mean a quota is reached: asking again never helps. Every service we call
+/// means that by `LimitExceededException` (Global Accelerator: an 11th endpoint in a group;
+/// CloudWatch, Secrets Manager, EventBridge: their resource quotas), although the SDK's
+/// standard retry lists it with throttling.
+const QUOTA_CODES: &[&str] = &["LimitExceededException"];
+
+/// A retry classifier for an operation's error type `E` that forbids the SDK's own retry of
+/// the codes it is given. The SDK's standard strategy retries every code of aws-runtime's
+/// `THROTTLING_ERRORS` up to the client's attempts; some of them are refusals the caller
+/// handles itself (a busy accelerator, asked again on the router's own schedule) or that no
+/// retry lifts (a quota). Forbidden, such an error reaches the caller at the first attempt.
+pub struct NotRetried<E> {
+    codes: &'static [&'static str],
+    _error: std::marker::PhantomData<fn() -> E>,
+}
+
+impl<E> NotRetried<E> {
+    pub fn new(codes: &'static [&'static str]) -> Self {
+        NotRetried {
+            codes,
+            _error: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<E> fmt::Debug for NotRetried<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NotRetried")
+            .field("codes", &self.codes)
+            .finish()
+    }
+}
+
+impl<E> ClassifyRetry for NotRetried<E>
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    fn classify_retry(&self, ctx: &InterceptorContext) -> RetryAction {
+        let code = match ctx.output_or_error() {
+            Some(Err(error)) => error
+                .as_operation_error()
+                .and_then(|e| e.downcast_ref::<E>())
+                .and_then(|e| e.code()),
+            _ => None,
+        };
+        match code {
+            Some(code) if self.codes.contains(&code) => RetryAction::RetryForbidden,
+            _ => RetryAction::NoActionIndicated,
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        "NotRetried"
+    }
+}
+
+/// The codes of a Global Accelerator write the SDK must not retry: a transaction in progress
+/// (the router asks again, 1 + 2 + 4 + 8 s, the bound the docs give) and a quota.
+pub const GLOBAL_ACCELERATOR_REFUSALS: &[&str] =
+    &["TransactionInProgressException", "LimitExceededException"];
 
 const ACCESS_DENIED_CODES: &[&str] = &[
     "AccessDenied",
@@ -176,6 +239,7 @@ fn classify(code: Option<&str>, status: u16) -> AwsErrorKind {
     match code {
         Some(c) if NOT_FOUND_CODES.contains(&c) => AwsErrorKind::NotFound,
         Some(c) if ACCESS_DENIED_CODES.contains(&c) => AwsErrorKind::AccessDenied,
+        Some(c) if QUOTA_CODES.contains(&c) => AwsErrorKind::Rejected,
         Some(c)
             if THROTTLING_ERRORS.contains(&c)
                 || TRANSIENT_ERRORS.contains(&c)
@@ -221,6 +285,13 @@ mod tests {
             (None, 403, AwsErrorKind::AccessDenied),
             (Some("ValidationError"), 400, AwsErrorKind::Rejected),
             (Some("InvalidChangeBatch"), 400, AwsErrorKind::Rejected),
+            // A quota, though the SDK's standard retry lists it with throttling.
+            (Some("LimitExceededException"), 400, AwsErrorKind::Rejected),
+            (
+                Some("TransactionInProgressException"),
+                400,
+                AwsErrorKind::Transient,
+            ),
         ];
         for (code, status, kind) in cases {
             assert_eq!(classify(code, status), kind, "{code:?} {status}");

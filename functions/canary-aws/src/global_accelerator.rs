@@ -10,9 +10,10 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use aws_config::SdkConfig;
 use aws_sdk_globalaccelerator as ga;
+use ga::operation::update_endpoint_group::UpdateEndpointGroupError;
 use ga::types::{AcceleratorStatus, EndpointConfiguration};
 
-use crate::error::AwsError;
+use crate::error::{AwsError, NotRetried, GLOBAL_ACCELERATOR_REFUSALS};
 use crate::poll::{until_done, PollWait};
 
 /// The one Region Global Accelerator's API answers in.
@@ -74,6 +75,9 @@ impl SdkGlobalAccelerator {
     pub fn new(config: &SdkConfig, deploy: PollWait) -> Self {
         let conf = ga::config::Builder::from(config)
             .region(ga::config::Region::new(GLOBAL_ACCELERATOR_API_REGION))
+            .retry_classifier(NotRetried::<UpdateEndpointGroupError>::new(
+                GLOBAL_ACCELERATOR_REFUSALS,
+            ))
             .build();
         SdkGlobalAccelerator {
             client: ga::Client::from_conf(conf),

@@ -17,7 +17,7 @@ use canary_core::plan::settle_seconds;
 use canary_core::state::{
     ExecutionState, FOREIGN_ENDS, LAST_SET_STATES, PREPARE_STATE, SETTLED_ENDS, SET_STATE,
 };
-use canary_core::{RolloutPlan, TargetWeights};
+use canary_core::{RolloutPlan, TargetWeights, WeightPair};
 use serde_json::Value;
 use std::time::Duration;
 use tracing::{info, warn};
@@ -67,6 +67,19 @@ fn baseline_and_last_set(
         .filter(|s| LAST_SET_STATES.contains(&s.name.as_str()))
         .find_map(|s| Some(state_after(s.output.as_deref())?.last_set?.weights));
     Some((baseline, last_set))
+}
+
+/// The step the execution was setting when it ended, if it ended inside `SetWeights` (its
+/// input's `cursor.step.weight`): an earlier attempt may have written it, and a target found
+/// at it is this rollout's, not a foreign change.
+pub fn step_being_set(history: &ExecutionHistory) -> Option<WeightPair> {
+    let last = history.states.iter().rev().find(|s| s.name == SET_STATE)?;
+    if last.exited {
+        return None;
+    }
+    let input: Value = serde_json::from_str(last.input.as_deref()?).ok()?;
+    let weight = u8::try_from(input.pointer("/cursor/step/weight")?.as_u64()?).ok()?;
+    WeightPair::for_canary_percent(weight)
 }
 
 /// Decides from the history alone (pure, table-tested).
@@ -285,7 +298,8 @@ pub async fn safety_net(
         // Nor a rollback counted: the execution's own `RestoreUnchanged` has almost always
         // done it, and this repeat writes nothing.
         let expected = expected.as_deref().unwrap_or(&baseline);
-        let restored = restore_unchanged(apis, &plan, &baseline, expected, None).await?;
+        let restored =
+            restore_unchanged(apis, &plan, &baseline, expected, step_being_set(&history)).await?;
         metrics::weights(&plan, &restored.weights);
         return Ok(SafetyNetOutput {
             execution_arn: execution_arn.to_owned(),
@@ -298,7 +312,8 @@ pub async fn safety_net(
             look_again: None,
         });
     }
-    let restored = restore(apis, &plan, &baseline, expected.as_deref(), None).await?;
+    let step = step_being_set(&history);
+    let restored = restore(apis, &plan, &baseline, expected.as_deref(), step).await?;
     let why_metric = Rollback {
         cause: "SafetyNet".to_owned(),
         failed_at: None,
@@ -564,5 +579,36 @@ mod tests {
                 "the execution ended before Prepare finished: no traffic had moved".to_owned()
             )
         );
+    }
+
+    fn state(name: &str, exited: bool, input: Option<&str>) -> StateEvent {
+        StateEvent {
+            name: name.to_owned(),
+            exited,
+            input: input.map(str::to_owned),
+            output: None,
+        }
+    }
+
+    #[test]
+    fn the_step_being_set_is_the_one_entered_and_not_left() {
+        let step =
+            |weight: u64| serde_json::json!({"cursor": {"step": {"weight": weight}}}).to_string();
+        let mut history = ExecutionHistory {
+            states: vec![
+                state("SetWeights", false, Some(&step(10))),
+                state("SetWeights", true, None),
+            ],
+            ..ExecutionHistory::default()
+        };
+        assert_eq!(step_being_set(&history), None, "the step was set");
+        history
+            .states
+            .push(state("SetWeights", false, Some(&step(50))));
+        assert_eq!(step_being_set(&history), WeightPair::for_canary_percent(50));
+        history
+            .states
+            .push(state("SetWeights", false, Some("not json")));
+        assert_eq!(step_being_set(&history), None);
     }
 }

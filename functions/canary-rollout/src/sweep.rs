@@ -15,20 +15,17 @@
 //! left as found. A newer rollout of the same targets that set a step, a promotion, an end
 //! the rollout rolled back itself: left alone, as the safety net leaves them.
 
-use canary_aws::{
-    EndedExecutions, EventPublisher, ExecutionHistory, Listed, RuleState, RuleStates,
-};
+use canary_aws::{EndedExecutions, EventPublisher, Listed, RuleState, RuleStates};
 use canary_core::limits::{truncate, MAX_REASON_BYTES};
-use canary_core::state::SET_STATE;
 use canary_core::{TargetWeights, WeightPair};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::json;
 use tracing::{info, warn};
 
 use crate::error::ShiftError;
 use crate::metrics;
 use crate::restore::restore_unchanged;
-use crate::safety_net::{assess, newer_that_moved, plan_of, Assessment};
+use crate::safety_net::{assess, newer_that_moved, plan_of, step_being_set, Assessment};
 use crate::traffic::{self, routers, Apis, Observed};
 
 /// The statuses of an execution that ended without its own rollback's guarantee.
@@ -85,17 +82,6 @@ pub struct SweptExecution {
     pub reason: String,
     /// The weights read back.
     pub weights: Vec<TargetWeights>,
-}
-
-/// The canary weight of the step the execution was setting when it ended, if it ended inside
-/// `SetWeights` (its input's `cursor.step.weight`): an earlier attempt may have written it.
-pub fn step_being_set(history: &ExecutionHistory) -> Option<u8> {
-    let last = history.states.iter().rev().find(|s| s.name == SET_STATE)?;
-    if last.exited {
-        return None;
-    }
-    let input: Value = serde_json::from_str(last.input.as_deref()?).ok()?;
-    u8::try_from(input.pointer("/cursor/step/weight")?.as_u64()?).ok()
 }
 
 /// The executions to look at: ended within the window and past the grace period, newest
@@ -214,7 +200,7 @@ async fn examine(apis: &Apis<'_>, execution: &Listed) -> Result<Option<Found>, S
             why,
         } => (baseline, expected, why),
     };
-    let step = step_being_set(&history).and_then(WeightPair::for_canary_percent);
+    let step = step_being_set(&history);
     let plan = plan_of(apis, arn).await?;
     if !left_where_it_was(apis, &plan, &baseline, &expected, step).await? {
         return Ok(None);
@@ -301,7 +287,6 @@ async fn tell(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use canary_aws::StateEvent;
 
     fn listed(name: &str, stopped: Option<f64>) -> Listed {
         Listed {
@@ -347,35 +332,5 @@ mod tests {
         let (examined, deferred) = to_examine(ended, &SWEEP, now);
         assert_eq!((examined.len(), deferred), (MAX_EXAMINED, 7));
         assert!(examined[0].arn.ends_with(":e0"), "the newest end first");
-    }
-
-    fn state(name: &str, exited: bool, input: Option<&str>) -> StateEvent {
-        StateEvent {
-            name: name.to_owned(),
-            exited,
-            input: input.map(str::to_owned),
-            output: None,
-        }
-    }
-
-    #[test]
-    fn the_step_being_set_is_the_one_entered_and_not_left() {
-        let step = |weight: u64| json!({"cursor": {"step": {"weight": weight}}}).to_string();
-        let mut history = ExecutionHistory {
-            states: vec![
-                state("SetWeights", false, Some(&step(10))),
-                state("SetWeights", true, None),
-            ],
-            ..ExecutionHistory::default()
-        };
-        assert_eq!(step_being_set(&history), None, "the step was set");
-        history
-            .states
-            .push(state("SetWeights", false, Some(&step(50))));
-        assert_eq!(step_being_set(&history), Some(50));
-        history
-            .states
-            .push(state("SetWeights", false, Some("not json")));
-        assert_eq!(step_being_set(&history), None);
     }
 }

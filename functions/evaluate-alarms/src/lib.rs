@@ -308,7 +308,15 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
         } => {
             let valid = RolloutPlan::parse(plan)?;
             let carried = Carried {
-                evidence: Evidence::parse(&evidence).map_err(AnalysisError::InvalidInput)?,
+                evidence: Evidence::parse(
+                    &evidence,
+                    valid
+                        .plan
+                        .analysis
+                        .as_ref()
+                        .and_then(|a| a.compare.as_ref()),
+                )
+                .map_err(AnalysisError::InvalidInput)?,
                 runs: valid.comparison_runs(),
                 step_weight: progress
                     .step

@@ -963,8 +963,11 @@ impl MetricEvidence {
 pub struct Evidence(pub Vec<MetricEvidence>);
 
 impl Evidence {
-    /// The state's text; empty is no evidence yet (the rollout's first check).
-    pub fn parse(text: &str) -> Result<Self, String> {
+    /// The state's text, for the plan's comparison (`None`: the plan compares nothing); empty
+    /// is no evidence yet (the rollout's first check). Refused unless a check of this plan
+    /// could have written it: each entry names one of the plan's metrics, holds the kind of
+    /// evidence that metric takes, and says no more than its periods can.
+    pub fn parse(text: &str, checks: Option<&CompareChecks>) -> Result<Self, String> {
         if text.trim().is_empty() {
             return Ok(Evidence::default());
         }
@@ -974,8 +977,33 @@ impl Evidence {
                 text.len()
             ));
         }
-        serde_json::from_str(text)
-            .map_err(|e| format!("the comparison's evidence is not what a check writes: {e}"))
+        let evidence: Evidence = serde_json::from_str(text)
+            .map_err(|e| format!("the comparison's evidence is not what a check writes: {e}"))?;
+        let metrics = checks.map_or(&[][..], |c| &c.metrics[..]);
+        for taken in &evidence.0 {
+            let refused = |why: String| {
+                format!(
+                    "the comparison's evidence of metric {}: {why}",
+                    taken.metric
+                )
+            };
+            let metric = metrics.get(taken.metric).ok_or_else(|| {
+                refused(format!(
+                    "the plan compares {} metric(s), numbered from 0",
+                    metrics.len()
+                ))
+            })?;
+            for sequence in [&taken.increase, &taken.decrease].into_iter().flatten() {
+                match (sequence, metric.counted()) {
+                    (Sequence::Signs(signs), false) => signs.check(),
+                    (Sequence::Counts(counts), true) => counts.check(),
+                    (Sequence::Signs(_), true) => Err("signs for a counted metric".to_owned()),
+                    (Sequence::Counts(_), false) => Err("counts for a valued metric".to_owned()),
+                }
+                .map_err(refused)?;
+            }
+        }
+        Ok(evidence)
     }
 
     /// The text the state carries.

@@ -89,6 +89,17 @@ fn excess_in_six_digits<S: serde::Serializer>(
 }
 
 impl Signs {
+    /// What a check could have written: never more periods beyond the band than periods.
+    pub fn check(&self) -> Result<(), String> {
+        if self.beyond > self.periods {
+            return Err(format!(
+                "{} periods beyond the band of {} taken in",
+                self.beyond, self.periods
+            ));
+        }
+        Ok(())
+    }
+
     /// A sequence whose dependence between periods is estimated from its own periods.
     pub fn estimating() -> Self {
         Signs {
@@ -216,6 +227,25 @@ fn floor_to_micros<S: serde::Serializer>(values: &[f64], serializer: S) -> Resul
 }
 
 impl Counts {
+    /// What a check could have written: one log wealth per bet, each within the bounds it is
+    /// kept to.
+    pub fn check(&self) -> Result<(), String> {
+        if self.log_ratios.len() != RATE_MULTIPLES.len() {
+            return Err(format!(
+                "{} bets' log wealth, not {}",
+                self.log_ratios.len(),
+                RATE_MULTIPLES.len()
+            ));
+        }
+        let bounds = LOWEST_LOG_WEALTH..=HIGHEST_LOG_WEALTH;
+        match self.log_ratios.iter().find(|l| !bounds.contains(*l)) {
+            Some(outside) => Err(format!(
+                "a log wealth of {outside}, outside {LOWEST_LOG_WEALTH} to {HIGHEST_LOG_WEALTH}"
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// One period: `canary_errors` of `errors` were the canary's, when "no regression" says each
     /// is the canary's with probability at most `null_share` (for a decrease: at least, and
     /// `lower` is true). A period without errors, or a share of 0 or 1, says nothing. `rho`:

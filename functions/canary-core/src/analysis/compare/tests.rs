@@ -279,16 +279,79 @@ fn the_evidence_of_twenty_metrics_against_baseline_and_peers_fits_its_budget() {
             "{kind}: {} bytes over {MAX_EVIDENCE_BYTES}",
             text.len()
         );
-        assert_eq!(Evidence::parse(&text), Ok(worst(kind)));
+        let plan = twenty(kind);
+        assert_eq!(Evidence::parse(&text, Some(&plan)), Ok(worst(kind)));
     }
     let over = format!("[{}]", " ".repeat(MAX_EVIDENCE_BYTES));
-    assert!(Evidence::parse(&over)
+    assert!(Evidence::parse(&over, None)
         .unwrap_err()
         .contains("over the 20480"));
-    assert!(Evidence::parse("{")
+    assert!(Evidence::parse("{", None)
         .unwrap_err()
         .contains("not what a check writes"));
-    assert_eq!(Evidence::parse(""), Ok(Evidence::default()));
+    assert_eq!(Evidence::parse("", None), Ok(Evidence::default()));
+}
+
+/// A plan comparing `MAX_COMPARED_METRICS` ALB metrics of one `kind`.
+fn twenty(kind: &str) -> CompareChecks {
+    checks(json!((0..MAX_COMPARED_METRICS)
+        .map(|i| json!({"name": format!("m{i}"), "alb": kind}))
+        .collect::<Vec<_>>()))
+}
+
+#[test]
+fn evidence_no_check_of_the_plan_could_have_written_is_refused() {
+    let plan = checks(json!([
+        {"name": "latency", "alb": "latency"},
+        {"name": "errors", "alb": "errorRate"}
+    ]));
+    let signs = |periods, beyond| json!({"signs": {"periods": periods, "beyond": beyond}});
+    let counts = |bets: usize, log: f64| json!({"counts": {"logRatios": vec![log; bets]}});
+    let entry = |metric: usize, increase: serde_json::Value| {
+        json!([{"metric": metric, "peers": false, "increase": increase}]).to_string()
+    };
+    assert!(Evidence::parse(&entry(0, signs(5, 5)), Some(&plan)).is_ok());
+    assert!(Evidence::parse(&entry(1, counts(6, -30.0)), Some(&plan)).is_ok());
+    for (text, plan, said) in [
+        (
+            entry(0, signs(5, 6)),
+            Some(&plan),
+            "metric 0: 6 periods beyond the band of 5",
+        ),
+        (
+            entry(2, signs(5, 1)),
+            Some(&plan),
+            "metric 2: the plan compares 2 metric(s)",
+        ),
+        (
+            entry(0, signs(5, 1)),
+            None,
+            "metric 0: the plan compares 0 metric(s)",
+        ),
+        (
+            entry(1, signs(5, 1)),
+            Some(&plan),
+            "metric 1: signs for a counted metric",
+        ),
+        (
+            entry(0, counts(6, 0.0)),
+            Some(&plan),
+            "metric 0: counts for a valued metric",
+        ),
+        (
+            entry(1, counts(5, 0.0)),
+            Some(&plan),
+            "metric 1: 5 bets' log wealth, not 6",
+        ),
+        (
+            entry(1, counts(6, 101.0)),
+            Some(&plan),
+            "a log wealth of 101, outside -30 to 100",
+        ),
+    ] {
+        let refused = Evidence::parse(&text, plan).expect_err(&text);
+        assert!(refused.contains(said), "{text}: {refused}");
+    }
 }
 
 fn judgement(name: &str, result: MetricResult, weight: f64, critical: bool) -> MetricJudgement {
