@@ -69,6 +69,10 @@ pub enum Metric {
     GateHolds,
     /// A fleet's cells promoted in a wave (`Fleet`: the fleet plan's name).
     CellsPromoted,
+    /// 1 for each event a rule delivered that is not what its source sends (`Source`: the
+    /// event's source, e.g. `aws.health`): answered as handled, so that Lambda does not try it
+    /// again, and counted here.
+    EventsRefused,
     /// A fleet's cells that ended without promotion in a wave (failed, or never started).
     CellsFailed,
 }
@@ -94,7 +98,8 @@ impl Metric {
             | Metric::FrozenChecks
             | Metric::GateHolds
             | Metric::CellsPromoted
-            | Metric::CellsFailed => "Count",
+            | Metric::CellsFailed
+            | Metric::EventsRefused => "Count",
             Metric::LatencySeconds | Metric::RollbackSeconds => "Seconds",
             Metric::MetricValue | Metric::ComparedMedian => "None",
         }
@@ -119,6 +124,7 @@ impl Metric {
             | Metric::AlarmWatchUnavailable
             | Metric::FrozenChecks => &["Cluster"],
             Metric::CellsPromoted | Metric::CellsFailed => &["Fleet"],
+            Metric::EventsRefused => &["Source"],
         }
     }
 
@@ -223,6 +229,11 @@ impl Point {
 
     pub fn rollback_reverted(cluster: &str) -> Self {
         Point::new(Metric::RollbacksReverted, vec![cluster.to_owned()], 1.0)
+    }
+
+    /// An event from `source` refused as malformed.
+    pub fn event_refused(source: &'static str) -> Self {
+        Point::new(Metric::EventsRefused, vec![source.to_owned()], 1.0)
     }
 
     pub fn frozen_check(cluster: &str) -> Self {
@@ -375,6 +386,7 @@ mod tests {
             Point::safety_net_sweep("r/c"),
             Point::alarm_watch_unavailable("r/c"),
             Point::frozen_check("r/c"),
+            Point::event_refused("aws.health"),
             Point::gate_hold("r/c", "clusterReadiness"),
             Point::compared_median("r/c", "p99 latency", "canary", 0.15),
         ]

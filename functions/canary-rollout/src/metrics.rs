@@ -51,6 +51,11 @@ pub fn alarm_watch_unavailable(plan: &RolloutPlan) {
     emit_metrics([Point::alarm_watch_unavailable(&cluster(plan))]);
 }
 
+/// An event from `source` was refused as malformed, and answered as handled.
+pub fn event_refused(source: &'static str) {
+    emit_metrics([Point::event_refused(source)]);
+}
+
 /// A change freeze held the rollout at a check or a look of its gate.
 pub fn frozen_check(plan: &RolloutPlan) {
     emit_metrics([Point::frozen_check(&cluster(plan))]);

@@ -57,7 +57,7 @@ use canary_rollout::{alarm_watch, hooks, set, step_back};
 use schemars::{schema_for, JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use tracing::info;
+use tracing::{info, warn};
 
 pub use canary_rollout::analysis::{evaluate, validate, AnalysisError, ValidateOutput};
 
@@ -443,9 +443,17 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
             serde_json::to_value(reaction)
         }
         Request::HealthEvent { detail } => {
-            let event = HealthEvent::parse(&detail).map_err(|e| {
-                AnalysisError::InvalidInput(format!("not an AWS Health event: {e}"))
-            })?;
+            // A malformed event is answered as handled and counted (`EventsRefused`): a
+            // function error would have Lambda deliver it twice more, to the same refusal.
+            let event = match HealthEvent::parse(&detail) {
+                Ok(event) => event,
+                Err(why) => {
+                    let refused = format!("not an AWS Health event: {why}");
+                    warn!(%refused, "AWS Health event refused");
+                    canary_rollout::metrics::event_refused("aws.health");
+                    return Ok(json!({"refused": refused}));
+                }
+            };
             let Some(path) = &apis.freezes.stack.health_path else {
                 return Err(AnalysisError::InvalidInput(
                     "HEALTH_PARAMETER_PATH is not set: there is nowhere to record AWS Health \
