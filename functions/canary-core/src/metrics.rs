@@ -69,12 +69,12 @@ pub enum Metric {
     GateHolds,
     /// A fleet's cells promoted in a wave (`Fleet`: the fleet plan's name).
     CellsPromoted,
+    /// A fleet's cells that ended without promotion in a wave (failed, or never started).
+    CellsFailed,
     /// 1 for each event a rule delivered that is not what its source sends (`Source`: the
     /// event's source, e.g. `aws.health`): answered as handled, so that Lambda does not try it
     /// again, and counted here.
     EventsRefused,
-    /// A fleet's cells that ended without promotion in a wave (failed, or never started).
-    CellsFailed,
 }
 
 impl Metric {
