@@ -304,20 +304,16 @@ async fn admit_refuses_a_calendar_that_does_not_exist_or_a_bad_bound() {
     );
 }
 
-#[tokio::test]
-async fn a_malformed_aws_health_event_is_answered_as_refused_and_nothing_is_written() {
-    // Answered, not a function error: Lambda would deliver the same event twice more.
-    let env = Env::start().await;
-    let event = json!({"operation": "healthEvent", "detail": {
+/// An EKS issue opened, as the stack's `AwsHealthEvent` rule delivers it, in `region`.
+fn eks_issue_in(region: &str) -> serde_json::Value {
+    json!({"operation": "healthEvent", "detail": {
         "eventArn": "arn:aws:health:us-east-1::event/EKS/AWS_EKS_OPERATIONAL_ISSUE/AWS_EKS_OPERATIONAL_ISSUE_1",
         "service": "EKS", "eventTypeCode": "AWS_EKS_OPERATIONAL_ISSUE", "statusCode": "open",
-        "eventRegion": "us-east-99x", "lastUpdatedTime": "Fri, 27 Nov 2026 06:10:00 GMT"}});
-    let answer = handle(&env.clients.apis(), event).await.expect("answered");
-    let refused = answer["refused"].as_str().unwrap_or_default();
-    assert!(
-        refused.contains("detail.eventRegion `us-east-99x` is not an AWS Region"),
-        "{answer}"
-    );
+        "eventRegion": region, "lastUpdatedTime": "Fri, 27 Nov 2026 06:10:00 GMT"}})
+}
+
+/// Nothing was recorded: Parameter Store holds the stack's switch only.
+async fn nothing_recorded(env: &Env) {
     let written = env
         .ssm
         .get_parameters_by_path()
@@ -334,15 +330,26 @@ async fn a_malformed_aws_health_event_is_answered_as_refused_and_nothing_is_writ
 }
 
 #[tokio::test]
+async fn a_malformed_aws_health_event_is_answered_as_refused_and_nothing_is_written() {
+    // Answered, not a function error: Lambda would deliver the same event twice more.
+    let env = Env::start().await;
+    let answer = handle(&env.clients.apis(), eks_issue_in("us-east-99x"))
+        .await
+        .expect("answered");
+    let refused = answer["refused"].as_str().unwrap_or_default();
+    assert!(
+        refused.contains("detail.eventRegion `us-east-99x` is not an AWS Region"),
+        "{answer}"
+    );
+    nothing_recorded(&env).await;
+}
+
+#[tokio::test]
 async fn an_aws_health_event_without_a_place_to_record_it_is_refused_by_name() {
     // A function deployed without HEALTH_PARAMETER_PATH (the template always sets it): the
     // event is refused, naming the variable, and nothing is written.
     let env = Env::start().await;
-    let event = json!({"operation": "healthEvent", "detail": {
-        "eventArn": "arn:aws:health:us-east-1::event/EKS/AWS_EKS_OPERATIONAL_ISSUE/AWS_EKS_OPERATIONAL_ISSUE_1",
-        "service": "EKS", "eventTypeCode": "AWS_EKS_OPERATIONAL_ISSUE", "statusCode": "open",
-        "eventRegion": "us-east-1", "lastUpdatedTime": "Fri, 27 Nov 2026 06:10:00 GMT"}});
-    let refused = handle(&env.clients.apis(), event)
+    let refused = handle(&env.clients.apis(), eks_issue_in("us-east-1"))
         .await
         .expect_err("refused");
     assert_eq!(refused.name().as_str(), "InvalidInput");
@@ -352,17 +359,5 @@ async fn an_aws_health_event_without_a_place_to_record_it_is_refused_by_name() {
             .contains("HEALTH_PARAMETER_PATH is not set"),
         "{refused}"
     );
-    let written = env
-        .ssm
-        .get_parameters_by_path()
-        .path("/")
-        .recursive(true)
-        .send()
-        .await
-        .expect("parameters");
-    assert_eq!(
-        written.parameters().len(),
-        1,
-        "the stack's switch only: {written:?}"
-    );
+    nothing_recorded(&env).await;
 }
