@@ -1163,9 +1163,9 @@ def run_on(history, sandbox, controllers, provider, out):
         record.other_end = unless_held_by_the_freeze(
             sfn, record.other, lambda timeout: fleets.wait_for_end(sandbox, record.other, timeout=timeout), out)
         if sandbox.safety_net.matches(record.other_end["status"]):
-            # Its safety net (its rule off: the sweep) has its turn first. Its answer is waited
-            # for, not only two sweeps: under load a delivery can come after them (seeds 9223,
-            # 12158 read the listener before it, and blamed the product).
+            # Its safety net (its rule off: the sweep) has its turn first: its answer, then the
+            # sweeps. Seeds 9223 and 12158 waited for nothing (a TIMED_OUT end had no stopDate
+            # before moto patch 23) and read the listener before the safety net's write.
             if not record.net_disabled:
                 try:
                     sandbox.safety_net.answer_for(record.other, timeout=120)
