@@ -123,8 +123,7 @@ where
 
 /// The codes of a Global Accelerator write the SDK must not retry: a transaction in progress
 /// (the router asks again, 1 + 2 + 4 + 8 s, the bound the docs give) and a quota.
-pub const GLOBAL_ACCELERATOR_REFUSALS: &[&str] =
-    &["TransactionInProgressException", "LimitExceededException"];
+pub const GLOBAL_ACCELERATOR_REFUSALS: &[&str] = &[BUSY_CODES[0], QUOTA_CODES[0]];
 
 const ACCESS_DENIED_CODES: &[&str] = &[
     "AccessDenied",

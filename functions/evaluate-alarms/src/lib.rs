@@ -48,6 +48,7 @@ use canary_core::freeze::{hold, FreezeGate};
 use canary_core::health::{HealthEvent, RecordChange};
 use canary_core::hooks::HookPoint;
 use canary_core::input::parse_input;
+use canary_core::limits::{truncate, MAX_REASON_BYTES};
 use canary_core::{RolloutPlan, TargetWeights};
 use canary_rollout::clients::{CheckClients, Env};
 use canary_rollout::outputs::StepBackLook;
@@ -448,7 +449,9 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
             let event = match HealthEvent::parse(&detail) {
                 Ok(event) => event,
                 Err(why) => {
-                    let refused = format!("not an AWS Health event: {why}");
+                    // Bounded: the reason quotes what the event held.
+                    let refused =
+                        truncate(&format!("not an AWS Health event: {why}"), MAX_REASON_BYTES);
                     warn!(%refused, "AWS Health event refused");
                     canary_rollout::metrics::event_refused("aws.health");
                     return Ok(json!({"refused": refused}));
