@@ -4,7 +4,7 @@ group. By default the world's listener with its canary and stable target groups;
 names others: {key: (listener ARN, target group ARN)}. `values(second)` says what to put:
 {key: {metric name: value}}, `second` counting from the first put; a value may be a
 distribution, {"values": [...], "counts": [...]}, the requests of the second. The built-in ALB checks
-(sandbox/histories.py) and the comparison (sandbox/compare.py, the fleet-outlier scenario) read
+(sandbox/histories/) and the comparison (sandbox/compare.py, the fleet-outlier scenario) read
 them.
 
 As ALB does, a target group its listener gives no traffic (a forward weight of 0, read from moto

@@ -1,4 +1,4 @@
-"""Seeded fleet histories (sandbox/histories.py draws them: `FEATURES["fleet"]` of the seeds): a
+"""Seeded fleet histories (sandbox/histories/stories.py draws them: `FEATURES["fleet"]` of the seeds): a
 random fleet over two to four cells of the sandbox (each an ALB listener, a new cluster and an
 alarm of its own: fleets.seed_cells), in one region or every other cell in a second, random waves, budget, `onHalt`, `rollbackPromotedOnHalt`, a soak
 and an approval before a wave, and random things happening, each tied to a point of the fleet's
@@ -70,7 +70,7 @@ class FleetStory:
     soak: bool
     approval: tuple = None  # (the wave, from 1, answered approve or reject)
     happenings: list = field(default_factory=list)  # (action, cell or None, (who, state), nth)
-    two_regions: bool = False  # every other cell in eu-west-1 (drawn apart: sandbox/histories.py)
+    two_regions: bool = False  # every other cell in eu-west-1 (drawn apart: sandbox/histories/stories.py)
 
     def __str__(self):
         said = [f"{self.cells} cells", f"waves {[w['size'] for w in self.waves]}", f"budget {self.budget}",
@@ -334,7 +334,7 @@ def move_cell_by_hand(sandbox, cell, old, new):
 def violations(story, record, state_budget, secrets, delivery_seconds, restore_seconds):
     """The promises the fleet run broke, each said in a line. `delivery_seconds` and
     `restore_seconds` are the written bounds of a safety net's delivery and of a restore's writes
-    (histories.py)."""
+    (sandbox/histories/)."""
     found, end, children = [], record.end, record.children
     settle = record.settle_seconds
     for cell, took in sorted(record.restored_after_stop.items()):

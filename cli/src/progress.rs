@@ -5,7 +5,7 @@
 use canary_core::state::{
     ExecutionState, Prepared, PREPARE_STATE, SET_STATE, STEP_BACK_STATE, WATCH_UNAVAILABLE_STATES,
 };
-use canary_core::TargetWeights;
+use canary_core::{ErrorName, TargetWeights};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -84,12 +84,22 @@ pub enum Update {
         /// A change freeze holds the step at this check (its bake would have ended): why.
         #[serde(skip_serializing_if = "Option::is_none")]
         frozen: Option<String>,
+        /// The same check, held again by the freeze: only the hold is news.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        held_again: bool,
     },
     /// A change freeze holds the rollout before its first step (`FreezeGate`): why.
     Frozen {
         reason: String,
     },
     Promoted,
+    /// An attempt to set a step failed with an error the state machine retries (AWS busy or
+    /// throttling, a change not applied yet): said at each attempt, since traffic may be
+    /// half-moved meanwhile.
+    StepRetrying {
+        error: String,
+        cause: String,
+    },
     /// A state failed; `state` is where, `error` its name.
     Failed {
         state: String,
@@ -157,6 +167,10 @@ pub struct Status {
     /// When the next check runs (seconds since the Unix epoch), while baking.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_check_at: Option<f64>,
+    /// When the state the rollout is in began (seconds since the Unix epoch): a long one (a
+    /// step waiting for an accelerator to deploy) says how long it has been.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_state_since: Option<f64>,
     pub awaiting_approval: bool,
 }
 
@@ -176,6 +190,9 @@ pub struct Tracker {
     last_task_failure: Option<(String, Value)>,
     watch_failure: Option<(String, Value)>,
     watch_unavailable_said: bool,
+    /// The last check a freeze held (step weight, check number): a look that holds it again
+    /// says only the hold.
+    last_held_check: Option<(u64, u64)>,
 }
 
 /// What a rollout is doing while it is in the state `name`, for the states that begin a phase.
@@ -200,6 +217,34 @@ pub fn phase_of(name: &str) -> Option<&'static str> {
         "DetachStableTargetGroups" | "RetireOldCluster" => "retiring the old cluster",
         _ => return None,
     })
+}
+
+/// Where a failure was found, in words: the state that caught it carries a failure it names
+/// (an outcome, a refusal), or the phase of the state that failed; a state name only as the
+/// last resort.
+pub fn failed_where(state: &str) -> String {
+    let said = match state {
+        "AdmitRefused" => "refused before it started",
+        "DescribeFrozenTooLong" | "BakeFrozenTooLong" | "FrozenTooLongOutcome" => {
+            "held by a change freeze for too long"
+        }
+        "ClusterFailedOutcome" => "the new cluster failed",
+        "ClusterNotActiveOutcome" => "the new cluster never became active",
+        "AppsNotReadyOutcome" => "Argo CD's apps never became ready",
+        "TargetsNotHealthyOutcome" => "the canary targets never became healthy",
+        "ClusterNotHealthyOutcome" => "EKS never said the cluster was ready",
+        "FailedBeforeTrafficOutcome" => "before any traffic moved",
+        "StoppedByForeignChangeOutcome" => "the weights were changed outside this rollout",
+        "MovedUnderCheckOutcome" => "the weights moved under a check",
+        "MovedUnderStepBackOutcome" => "the weights moved under a step back",
+        "ChangedBeforePromotionOutcome" => "the weights changed before promotion",
+        "RetireFailedOutcome" => "retiring the old cluster",
+        "RollbackFailedOutcome" => "rolling back",
+        _ => {
+            return phase_of(state).map_or_else(|| format!("at {state}"), |p| format!("while {p}"))
+        }
+    };
+    said.to_owned()
 }
 
 /// The alarm watch's tasks, and the states their failure leads to.
@@ -254,6 +299,7 @@ impl Tracker {
             last_task_failure: None,
             watch_failure: None,
             watch_unavailable_said: false,
+            last_held_check: None,
         }
     }
 
@@ -345,6 +391,13 @@ impl Tracker {
                     self.current_state.as_str(),
                     "LookBeforeStepBack" | STEP_BACK_STATE
                 );
+                if self.current_state == SET_STATE && retried(&error) {
+                    self.status.phase = "shifting traffic, retrying".to_owned();
+                    return Some(Update::StepRetrying {
+                        error,
+                        cause: cause_text(&cause),
+                    });
+                }
                 if stepping_back && !error.starts_with("Lambda.") {
                     return Some(Update::StepBack {
                         stepped_back: false,
@@ -422,6 +475,7 @@ impl Tracker {
 
     fn entered(&mut self, name: &str, input: Option<&str>, at: f64) {
         self.current_state = name.to_owned();
+        self.status.in_state_since = Some(at);
         if name == "Restore" {
             self.restore_failing_said = false;
         }
@@ -525,18 +579,26 @@ impl Tracker {
                     .then(|| crate::history::freeze_reason(&summary))
                     .flatten()
                     .map(|reason| crate::history::held_since(since, &reason));
+                // Evaluate leaves the next check's number.
+                let number = bake["check"].as_u64().unwrap_or(1).saturating_sub(1);
+                let this_check = (
+                    state["cursor"]["step"]["weight"].as_u64().unwrap_or(0),
+                    number,
+                );
+                let held_again = frozen.is_some() && self.last_held_check == Some(this_check);
+                self.last_held_check = frozen.is_some().then_some(this_check);
                 if frozen.is_some() {
                     self.status.phase = "baking, held by a change freeze".to_owned();
                 }
                 Some(Update::Check {
-                    // Evaluate leaves the next check's number.
-                    number: bake["check"].as_u64().unwrap_or(1).saturating_sub(1),
+                    number,
                     of: state["cursor"]["step"]["checks"].as_u64().unwrap_or(0),
                     verdict: text(&bake["verdict"]),
                     reason: short_reason(summary.split("; ").next().unwrap_or_default()),
                     more_signals: signals.saturating_sub(1),
                     summary,
                     frozen,
+                    held_again,
                 })
             }
             // Each look of the gate is said, as each check is: its `held N s` advances.
@@ -577,6 +639,12 @@ impl Tracker {
             _ => None,
         }
     }
+}
+
+/// Whether the state machine retries a task that failed with `error` (one of the product's
+/// retryable names; the Lambda service's own errors are retried too, but say nothing).
+fn retried(error: &str) -> bool {
+    ErrorName::named(error).is_some_and(ErrorName::is_retryable)
 }
 
 /// A failure's cause for people: a Lambda function's error arrives as its JSON
@@ -668,6 +736,38 @@ mod tests {
         assert_eq!(
             approved.feed(&entered("Approved")),
             Some(Update::ApprovalAnswered { approved: true })
+        );
+    }
+
+    #[test]
+    fn a_step_attempt_the_state_machine_retries_is_said_at_once_and_a_lambda_blip_is_not() {
+        let mut tracker = Tracker::new("arn");
+        let failed = |error: &str, cause: &str| {
+            at(EventKind::TaskFailed {
+                error: Some(error.to_owned()),
+                cause: Some(cause.to_owned()),
+            })
+        };
+        assert!(tracker.feed(&entered(SET_STATE)).is_none());
+        assert!(tracker
+            .feed(&failed("Lambda.ServiceException", "try again"))
+            .is_none());
+        let cause = serde_json::json!({"errorType": "AwsTransient",
+            "errorMessage": "trafficTargets[0]: DescribeAccelerator: still IN_PROGRESS"})
+        .to_string();
+        assert_eq!(
+            tracker.feed(&failed("AwsTransient", &cause)),
+            Some(Update::StepRetrying {
+                error: "AwsTransient".to_owned(),
+                cause: "trafficTargets[0]: DescribeAccelerator: still IN_PROGRESS".to_owned(),
+            })
+        );
+        assert_eq!(tracker.status().phase, "shifting traffic, retrying");
+        assert!(
+            tracker
+                .feed(&failed("StepNotInEffect", "not in effect"))
+                .is_none(),
+            "not retried: said as the step's failure when SetWeights exits"
         );
     }
 

@@ -115,6 +115,9 @@ pub async fn watch(
     let mut seen = 0;
     let mut last_weights: Option<Vec<TargetWeights>> = None;
     let mut last_weights_read = Instant::now() - Duration::from_secs(60);
+    // Whether the history's end was said: a look may read it while the status still says
+    // RUNNING (the status is read first), and the next look must not say the outcome again.
+    let mut ended = false;
     loop {
         // Status first, history second: the history read then includes the final events.
         let execution = sfn.describe(execution_arn).await?;
@@ -130,7 +133,6 @@ pub async fn watch(
                 |e| matches!(&e.kind, EventKind::StateExited { name, .. } if name == "SetWeights"),
             )
             .map(|i| i + seen);
-        let mut ended = false;
         for (i, event) in events.iter().enumerate().skip(seen) {
             let Some(mut update) = tracker.feed(event) else {
                 continue;
@@ -524,6 +526,11 @@ pub async fn wait_for_baseline(
     }
 }
 
+/// What `restore` says of a rollout that never moved traffic (Prepare had not finished, or no
+/// step was set), in one wording.
+const NOTHING_TO_RESTORE: &str =
+    "this rollout never set a step (no traffic moved): nothing to restore";
+
 /// The baseline Prepare recorded and the plan, from the execution's history; `None` (and it
 /// says so) when Prepare had not finished: no traffic had moved.
 fn recorded(
@@ -532,10 +539,7 @@ fn recorded(
     printer: &mut Printer,
 ) -> Result<Option<(Vec<TargetWeights>, RolloutPlan)>, CliError> {
     let Some(baseline) = history::baseline(events) else {
-        printer.say(
-            "no traffic had moved (Prepare had not finished): nothing to restore",
-            json!({"type": "nothingToRestore"}),
-        );
+        printer.say(NOTHING_TO_RESTORE, json!({"type": "nothingToRestore"}));
         return Ok(None);
     };
     let plan = history::plan(events)
@@ -620,10 +624,7 @@ pub async fn restore(
         return Ok(());
     };
     if !history::set_a_step(&events) {
-        printer.say(
-            "this rollout never set a step (no traffic moved): nothing to restore",
-            json!({"type": "nothingToRestore"}),
-        );
+        printer.say(NOTHING_TO_RESTORE, json!({"type": "nothingToRestore"}));
         return Ok(());
     }
     // As the safety net: a newer rollout of the same targets counts if it may have moved

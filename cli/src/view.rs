@@ -153,11 +153,20 @@ pub fn lines(update: &Update, output: Output, verbose: bool) -> Vec<String> {
             weights,
             read_back,
         } => one(match read_back {
-            Some(now) => format!(
+            Some(now) if now == weights => format!(
                 "step {}/{}: {}% to the canary -- read back: {}",
                 step.number,
                 step.count,
                 step.weight,
+                weights_text(now)
+            ),
+            // Moved since it was set (an instant rollback, a foreign write): both, named.
+            Some(now) => format!(
+                "step {}/{}: {}% to the canary -- set: {}; now: {}",
+                step.number,
+                step.count,
+                step.weight,
+                weights_text(weights),
                 weights_text(now)
             ),
             None => format!(
@@ -176,7 +185,12 @@ pub fn lines(update: &Update, output: Output, verbose: bool) -> Vec<String> {
             more_signals,
             summary,
             frozen,
+            held_again,
         } => {
+            let held = |reason: &str| format!("  {}: {reason}", paint(output, Tone::Waiting, "held"));
+            if let (true, Some(reason)) = (held_again, frozen) {
+                return vec![held(reason)];
+            }
             let tone = match verdict.as_str() {
                 "pass" => Tone::Good,
                 "fail" => Tone::Bad,
@@ -202,10 +216,7 @@ pub fn lines(update: &Update, output: Output, verbose: bool) -> Vec<String> {
                 paint(output, tone, verdict)
             );
             match frozen {
-                Some(reason) => vec![
-                    check,
-                    format!("  {}: {reason}", paint(output, Tone::Waiting, "held")),
-                ],
+                Some(reason) => vec![check, held(reason)],
                 None => vec![check],
             }
         }
@@ -217,13 +228,18 @@ pub fn lines(update: &Update, output: Output, verbose: bool) -> Vec<String> {
             "{}: the canary takes all traffic",
             paint(output, Tone::Good, "promoted")
         )),
+        Update::StepRetrying { error, cause } => one(format!(
+            "{}: {error}: {cause}; the state machine tries again",
+            paint(output, Tone::Waiting, "step not set yet")
+        )),
         Update::Failed {
             state,
             error,
             cause,
         } => one(format!(
-            "{} at {state}: {error}: {cause}",
-            paint(output, Tone::Bad, "failed")
+            "{} ({}): {error}: {cause}",
+            paint(output, Tone::Bad, "failed"),
+            crate::progress::failed_where(state)
         )),
         Update::Restored { weights } => {
             one(format!("restored the baseline: {}", weights_text(weights)))
@@ -301,9 +317,19 @@ pub fn json_line(update: &Update) -> String {
     serde_json::to_string(update).unwrap_or_else(|e| format!(r#"{{"type":"error","error":"{e}"}}"#))
 }
 
+/// How long a state lasts before the status line says for how long.
+const LONG_STATE_SECONDS: f64 = 10.0;
+
 /// `⟳ baking · step 2/3 (50%) · next check in 8 s · listener … stable 50 / canary 50`
 pub fn status_line(status: &Status, now: f64, weights: Option<&[TargetWeights]>) -> String {
     let mut parts = vec![status.phase.clone()];
+    // A state that lasts (a task waiting on AWS) says for how long; a bake says its next check.
+    if let (Some(since), None) = (status.in_state_since, status.next_check_at) {
+        let seconds = now - since;
+        if seconds >= LONG_STATE_SECONDS {
+            parts.push(format!("for {seconds:.0} s"));
+        }
+    }
     if let Some(step) = status.step {
         parts.push(format!(
             "step {}/{} ({}%)",
@@ -359,6 +385,40 @@ mod tests {
         ] {
             assert_eq!(target_label(key), label, "{key}");
         }
+    }
+
+    #[test]
+    fn a_step_set_long_says_for_how_long_and_a_step_moved_since_says_both() {
+        let status = Status {
+            phase: "shifting traffic".to_owned(),
+            in_state_since: Some(1000.0),
+            ..Status::default()
+        };
+        assert_eq!(status_line(&status, 1004.0, None), "… shifting traffic");
+        assert_eq!(
+            status_line(&status, 1095.0, None),
+            "… shifting traffic · for 95 s"
+        );
+
+        let pair = |stable, canary| {
+            vec![TargetWeights::new(
+                "route53:Z1:app.example.com.:A".to_owned(),
+                WeightPair { stable, canary },
+            )]
+        };
+        let step = Update::Step {
+            step: crate::history::StepRef {
+                number: 2,
+                count: 3,
+                weight: 50,
+            },
+            weights: pair(50, 50),
+            read_back: Some(pair(100, 0)),
+        };
+        assert_eq!(
+            lines(&step, Output::Plain, false),
+            ["step 2/3: 50% to the canary -- set: app.example.com. stable 50 / canary 50; now: app.example.com. stable 100 / canary 0"]
+        );
     }
 
     #[test]

@@ -375,7 +375,7 @@ async fn abort_before_any_traffic_moved_stops_and_restores_nothing() {
     let out = cli.run(&["abort", "green-abort", "--reason", "wrong cluster"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
-        stdout(&out).contains("no traffic had moved"),
+        stdout(&out).contains("never set a step (no traffic moved): nothing to restore"),
         "{}",
         stdout(&out)
     );

@@ -5,6 +5,8 @@ scoped by AcceleratorIds, the API in us-west-2), to a promotion and to a rollbac
 alarm."""
 from helpers import captured, event_types, failed_on_alarm
 from sandbox import scenarios
+from sandbox.harness import Sandbox
+from sandbox.world import seed_accelerator
 
 UNTOUCHED = {"listener :80": (100, 0), "app.example.com.": (100, 0)}
 
@@ -25,4 +27,36 @@ def test_an_accelerator_is_rolled_back_when_the_alarm_fires():
     assert failed_on_alarm(report.cause, "web-green-5xx"), report.cause
     assert report.max_canary == 50
     assert report.weights == {**UNTOUCHED, "accelerator": (100, 0)}, "the baseline restored"
+    assert event_types(report)[-1] == "Rolled Back"
+
+
+def test_an_accelerator_stuck_in_progress_rolls_back_within_the_unjudged_bound_and_is_restored_once_deployed():
+    """Issue 68: a step written while the accelerator stays IN_PROGRESS is live and unjudged;
+    it may stay so only `analysis.maxUnjudgedSeconds`, then the rollout rolls back
+    (`StepNotInEffect`, not retried), and the restore is said done only once the accelerator
+    reads DEPLOYED again."""
+    with Sandbox(log=captured) as sandbox:
+        seed_accelerator(sandbox.client, sandbox.world)
+        scenarios.create_green(sandbox)
+        plan = scenarios.accelerator_plan(sandbox)
+        plan.setdefault("analysis", {})["maxUnjudgedSeconds"] = 10
+        execution_arn = scenarios.start_manual(sandbox, plan, "green-stuck")
+        ga = sandbox.client("globalaccelerator", "us-west-2")
+        status_when_restored = []
+
+        def on_event(state, output):
+            if state == "SetWeights" and output["cursor"]["step"]["weight"] == 10:
+                captured(">>> from now on the accelerator stays IN_PROGRESS 25 s after each write")
+                sandbox.set_accelerator({"deploySeconds": 25})
+            if state == "Restore":
+                accelerator_arn = sandbox.world.endpoint_group.split("/listener/")[0]
+                accelerator = ga.describe_accelerator(AcceleratorArn=accelerator_arn)
+                status_when_restored.append(accelerator["Accelerator"]["Status"])
+
+        report = scenarios.watch(sandbox, execution_arn, on_event=on_event, out=captured)
+    assert (report.status, report.error) == ("FAILED", "StepNotInEffect"), report
+    assert "not in effect within 10 s" in report.cause and "IN_PROGRESS" in report.cause, report.cause
+    assert report.max_canary == 50, "the step was written: live, unjudged, then rolled back"
+    assert report.weights == {**UNTOUCHED, "accelerator": (100, 0)}, "the baseline restored"
+    assert status_when_restored == ["DEPLOYED"], "the restore was said done while the accelerator applied it"
     assert event_types(report)[-1] == "Rolled Back"

@@ -1,4 +1,4 @@
-"""Seeded histories in CI (sandbox/histories.py): a fixed few, each run checked against the
+"""Seeded histories in CI (sandbox/histories/): a fixed few, each run checked against the
 promises; between them every kind of happening occurs. Longer runs: `python -m
 sandbox.histories --seeds N --jobs J` (docs/testing.md has the figures of the last 300).
 The checker itself is tested first, on runs made up here: each promise a defect broke (or
@@ -243,6 +243,12 @@ def test_the_checker_flags_a_slow_rollback_for_an_unreachable_provider():
     # An outage that ended before is not what the rollback was for.
     late.conditions.append((0, "outage", None, 1.0))
     assert histories.violations(history, late) == []
+    # Seed 9171: the outage that caused it is the one under way at the restore, not one drawn
+    # after it (timed from that one, the rollback took -0.6 s).
+    history, again = made_up("FAILED", BASELINE, error="MetricsProviderUnavailable",
+                             conditions=[(0, "outage", "error", 0.0), (0, "outage", "slow", slow + 0.6)],
+                             history=[exited("Restore", {"restored": {"weights": []}}, at=slow)])
+    assert histories.unjudged_to_baseline(again) == slow
 
 
 def test_the_checker_flags_hooks_passed_over_or_skipped():
@@ -420,6 +426,31 @@ def test_the_checker_flags_a_step_set_by_a_decision_made_while_frozen():
     assert any("set by FreezeGate" in v for v in histories.violations(history, gate))
 
 
+def test_a_rollout_held_by_the_freeze_mid_rollout_is_known_held():
+    """Seed 9204: the tester stops another rollout of the run that the freeze switch holds, at
+    its gate or (as documented) at a check of its bake, rather than wait past its bound."""
+    frozen_check = exited("Evaluate", {"bake": {"frozenSince": 1700000000, "verdict": "pass"}})
+
+    class Executions:
+        def __init__(self, events, status="RUNNING"):
+            self.events, self.status = events, status
+
+        def describe_execution(self, executionArn):
+            return {"status": self.status}
+
+        def get_execution_history(self, executionArn, maxResults):
+            return {"events": self.events}
+
+    held = histories.held_by_the_freeze
+    assert held(Executions([entered("FreezeGate")]), ARN)
+    assert held(Executions([entered("SetWeights"), entered("Evaluate"), frozen_check, entered("CheckVerdict?"),
+                            entered("BakeWait")]), ARN)
+    assert not held(Executions([entered("Evaluate"), frozen_check, entered("BakeFrozenTooLong")]), ARN)
+    assert not held(Executions([entered("Evaluate"), exited("Evaluate", {"bake": {"verdict": "pass"}}),
+                                entered("BakeWait")]), ARN)
+    assert not held(Executions([entered("FreezeGate")], status="SUCCEEDED"), ARN)
+
+
 def test_the_checker_flags_a_step_set_while_an_aws_health_issue_was_open():
     """An AWS Health issue of the Region recorded at 10 s, its close put at 20 s: a step set by a
     check entered at 12 s moved during the hold; one entered at 25 s did not. With `rollBack`,
@@ -454,6 +485,12 @@ def test_the_checker_flags_weights_set_before_the_cluster_was_ready_and_a_degrad
     history, moved = made_up("FAILED", PROMOTED, error="ClusterNotHealthy", conditions=error, history=gate)
     history.readiness = "never"
     assert "the cluster readiness gate failed, and traffic moved" in histories.violations(history, moved)[-1]
+    # Seed 9166: a drawn foreign write moved the listener; the failed gate moved nothing.
+    by_hand = {**BASELINE, LISTENER: (60, 40)}
+    history, foreign = made_up("FAILED", by_hand, error="ClusterNotHealthy", conditions=error, history=gate,
+                               foreign={LISTENER: (60, 40)}, foreign_at=0)
+    history.readiness = "never"
+    assert histories.moved_before_ready(foreign) == []
     history, degraded = made_up("SUCCEEDED", PROMOTED, conditions=[(0, "addon", "DEGRADED", 0.0)],
                                 history=gate + [entered("SetWeights")] + passing_step())
     history.readiness = "ready"

@@ -281,6 +281,40 @@ def test_a_timed_out_execution_has_its_stop_date(moto_endpoint):
     assert (listed["status"], listed["stopDate"]) == ("TIMED_OUT", described["stopDate"])
 
 
+def test_a_stop_during_a_long_task_is_aborted_and_said_at_once(moto_endpoint):
+    """Patch 15: StopExecution makes the execution ABORTED, with its stopDate and its status
+    change event, at once, as AWS does, not once the task it was in returns (moto's engine said
+    so only then: a shift-weights call's whole run later). The task here is a 10 s long poll."""
+    engine_on(moto_endpoint)
+    client = lambda service: boto3.client(service, endpoint_url=moto_endpoint, **CREDENTIALS)  # noqa: E731
+    sfn, sqs, events = client("stepfunctions"), client("sqs"), client("events")
+    idle = sqs.create_queue(QueueName="idle")["QueueUrl"]
+    told = sqs.create_queue(QueueName="told")["QueueUrl"]
+    told_arn = sqs.get_queue_attributes(QueueUrl=told, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    events.put_rule(Name="execution-ends", EventPattern='{"source": ["aws.states"]}')
+    events.put_targets(Rule="execution-ends", Targets=[{"Id": "q", "Arn": told_arn}])
+    long_poll = {"Type": "Task", "Resource": "arn:aws:states:::aws-sdk:sqs:receiveMessage",
+                 "Parameters": {"QueueUrl": idle, "WaitTimeSeconds": 10}, "End": True}
+    arn = sfn.start_execution(stateMachineArn=machine(sfn, "long-task", {"Poll": long_poll}, "Poll"))["executionArn"]
+    deadline = time.monotonic() + 30
+    while not any(e["type"] == "TaskScheduled" for e in sfn.get_execution_history(executionArn=arn)["events"]):
+        assert time.monotonic() < deadline, "the task never started"
+        time.sleep(0.1)
+
+    stopped_at = sfn.stop_execution(executionArn=arn, error="Halted", cause="by the test")["stopDate"]
+    described = sfn.describe_execution(executionArn=arn)
+    assert (described["status"], described["stopDate"]) == ("ABORTED", stopped_at), described
+    # The long poll is still running: the event must not wait for it (at most 5 s here).
+    [message] = sqs.receive_message(QueueUrl=told, WaitTimeSeconds=5)["Messages"]
+    detail = json.loads(message["Body"])["detail"]
+    assert (detail["status"], detail["error"], detail["cause"]) == ("ABORTED", "Halted", "by the test")
+    sqs.delete_message(QueueUrl=told, ReceiptHandle=message["ReceiptHandle"])
+    # When the task returns, the execution keeps its stop and no second event is put.
+    assert sqs.receive_message(QueueUrl=told, WaitTimeSeconds=12).get("Messages", []) == []
+    later = sfn.describe_execution(executionArn=arn)
+    assert (later["status"], later["stopDate"], later["error"]) == ("ABORTED", stopped_at, "Halted")
+
+
 def engine_on(moto_endpoint):
     """Step Functions' engine on, as the sandbox turns it on."""
     urllib.request.urlopen(urllib.request.Request(

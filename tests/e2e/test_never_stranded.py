@@ -243,7 +243,7 @@ def test_a_late_safety_net_leaves_a_newer_rollouts_promotion_alone():
 
 
 def test_a_refused_second_rollout_does_not_keep_the_safety_net_from_restoring():
-    """Found by the seeded histories (sandbox/histories.py, seed 21 before its fault was made
+    """Found by the seeded histories (sandbox/histories/, seed 21 before its fault was made
     Lambda-like): a second rollout of the same targets, refused at Prepare, counted as a newer
     rollout, and the safety net of the first, failed with traffic promoted, left it there."""
     with Sandbox(log=captured) as sandbox:

@@ -138,6 +138,11 @@ Everything else is stock moto.
    DescribeExecution (and the status change event) of an ABORTED execution carries what the
    caller gave (and leaves out what it did not). moto kept them only in the history, so the
    fleet could not tell a cell it stopped itself (`FleetHalted`) from one a person stopped.
+   And a stopped execution is ABORTED, with its stopDate and its status change event (13.), at
+   the StopExecution, as on AWS: moto's engine said so only once the execution's worker got
+   back from the task it was in (a Lambda function's whole run), which delayed the safety net
+   by that task (107 s seen). Not modelled: the history's ExecutionAborted event still comes
+   when the worker gets back.
 
 16. Step Functions' 256 KiB payload limit as AWS counts it: the UTF-8 bytes of the data as
    compact JSON, at most 262,144 (moto counted Python's default `", "` and `": "` separators and
@@ -1487,26 +1492,47 @@ def _stop_execution(self):
     execution = next((e for e in machine.executions if e.execution_arn == arn), None)
     if execution is None:
         return _stock_stop_execution(self)  # moto's ExecutionDoesNotExist
-    execution.stop(stop_date=datetime.datetime.now(datetime.timezone.utc), **params)
-    return ActionResult({"stopDate": execution.stop_date})
+    # Without the engine (a test's plain moto) no worker runs, and moto's own stop stands.
+    worker = getattr(execution, "exec_worker", None)
+    was_running = worker is not None and execution.exec_status == sfn_api.ExecutionStatus.RUNNING
+    stop_date = datetime.datetime.now(datetime.timezone.utc)
+    execution.stop(stop_date=stop_date, **params)
+    if was_running and isinstance(worker.env.program_state(), ProgramStopped):
+        execution.exec_status = sfn_api.ExecutionStatus.ABORTED
+        execution.stop_date = stop_date
+        execution.error, execution.cause = params.get("error"), params.get("cause")
+        _put_status_change(execution)
+    return ActionResult({"stopDate": stop_date})
 
 
 StepFunctionResponse.stop_execution = _stop_execution
 
 
-def _terminated_with_event(self):
-    _stock_terminated(self)
-    execution = self.execution
-    # 15. A stop's error and cause stay on the execution.
-    stopped = self.execution.exec_worker.env.program_state()
-    if isinstance(stopped, ProgramStopped):
-        execution.error, execution.cause = stopped.error, stopped.cause
+def _put_status_change(execution):
+    """13. The execution's status change event, once."""
+    if getattr(execution, "_status_change_put", False):
+        return
+    execution._status_change_put = True
     events_models.events_backends[execution.account_id][execution.region_name].put_events([{
         "Source": "aws.states",
         "DetailType": "Step Functions Execution Status Change",
         "Resources": [execution.exec_arn],
         "Detail": json.dumps(_status_change_event(execution)),
     }])
+
+
+def _terminated_with_event(self):
+    execution = self.execution
+    # 15. A stop said at once (StopExecution) keeps the stop's date, not the worker's return.
+    stopped_at = execution.stop_date if getattr(execution, "_status_change_put", False) else None
+    _stock_terminated(self)
+    if stopped_at is not None:
+        execution.stop_date = stopped_at
+    # 15. A stop's error and cause stay on the execution.
+    stopped = self.execution.exec_worker.env.program_state()
+    if isinstance(stopped, ProgramStopped):
+        execution.error, execution.cause = stopped.error, stopped.cause
+    _put_status_change(execution)
 
 
 sfn_execution.BaseExecutionWorkerCommunication.terminated = _terminated_with_event

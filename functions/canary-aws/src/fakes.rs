@@ -21,7 +21,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use canary_core::target_health::TargetState;
@@ -109,7 +109,7 @@ impl GlobalAcceleratorApi for Unused {
     async fn set_traffic_dial(&self, _: &str, _: f32) -> Result<(), AwsError> {
         Err(unused("UpdateEndpointGroup"))
     }
-    async fn wait_deployed(&self, _: &str) -> Result<bool, AwsError> {
+    async fn wait_deployed(&self, _: &str, _: Duration) -> Result<bool, AwsError> {
         Err(unused("DescribeAccelerator"))
     }
     async fn tags(&self, _: &str) -> Result<BTreeMap<String, String>, AwsError> {
@@ -127,6 +127,8 @@ pub struct FakeAccelerator {
     tags: BTreeMap<String, String>,
     /// Every write, in order: `endpoints` or `dial`.
     pub writes: Mutex<Vec<&'static str>>,
+    /// How long each wait for `DEPLOYED` was allowed, in order.
+    pub waits: Mutex<Vec<Duration>>,
 }
 
 impl FakeAccelerator {
@@ -211,7 +213,8 @@ impl GlobalAcceleratorApi for FakeAccelerator {
         lock(&self.writes).push("dial");
         Ok(())
     }
-    async fn wait_deployed(&self, _: &str) -> Result<bool, AwsError> {
+    async fn wait_deployed(&self, _: &str, within: Duration) -> Result<bool, AwsError> {
+        lock(&self.waits).push(within);
         Ok(!self.never_deploys)
     }
     async fn tags(&self, _: &str) -> Result<BTreeMap<String, String>, AwsError> {

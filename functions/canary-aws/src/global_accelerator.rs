@@ -6,6 +6,7 @@
 //! client is always built for it.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_config::SdkConfig;
@@ -59,20 +60,25 @@ pub trait GlobalAcceleratorApi: GlobalAcceleratorReads {
     /// `UpdateEndpointGroup` with the traffic dial only (the endpoints stay).
     async fn set_traffic_dial(&self, arn: &str, percent: f32) -> Result<(), AwsError>;
     /// Polls `DescribeAccelerator` until it reads `DEPLOYED`: false when it still did not
-    /// after the client's wait.
-    async fn wait_deployed(&self, accelerator_arn: &str) -> Result<bool, AwsError>;
+    /// after about `within`.
+    async fn wait_deployed(
+        &self,
+        accelerator_arn: &str,
+        within: Duration,
+    ) -> Result<bool, AwsError>;
     /// `ListTagsForResource` of the accelerator: who manages it.
     async fn tags(&self, accelerator_arn: &str) -> Result<BTreeMap<String, String>, AwsError>;
 }
 
 pub struct SdkGlobalAccelerator {
     client: ga::Client,
-    deploy: PollWait,
+    /// How often `wait_deployed` looks.
+    poll_every: Duration,
 }
 
 impl SdkGlobalAccelerator {
     /// A client for us-west-2. Building one makes no network call.
-    pub fn new(config: &SdkConfig, deploy: PollWait) -> Self {
+    pub fn new(config: &SdkConfig, poll_every: Duration) -> Self {
         let conf = ga::config::Builder::from(config)
             .region(ga::config::Region::new(GLOBAL_ACCELERATOR_API_REGION))
             .retry_classifier(NotRetried::<UpdateEndpointGroupError>::new(
@@ -81,7 +87,7 @@ impl SdkGlobalAccelerator {
             .build();
         SdkGlobalAccelerator {
             client: ga::Client::from_conf(conf),
-            deploy,
+            poll_every,
         }
     }
 }
@@ -158,8 +164,12 @@ impl GlobalAcceleratorApi for SdkGlobalAccelerator {
             .map_err(|e| AwsError::from_sdk("UpdateEndpointGroup", e))
     }
 
-    async fn wait_deployed(&self, accelerator_arn: &str) -> Result<bool, AwsError> {
-        until_done(self.deploy, || async {
+    async fn wait_deployed(
+        &self,
+        accelerator_arn: &str,
+        within: Duration,
+    ) -> Result<bool, AwsError> {
+        until_done(PollWait::lasting(self.poll_every, within), || async {
             let out = self
                 .client
                 .describe_accelerator()

@@ -22,11 +22,19 @@ impl PollWait {
         poll_every: Duration::from_secs(5),
         polls: 24,
     };
-    /// Global Accelerator documents no bound; changes usually deploy within a minute.
-    pub const ACCELERATOR_DEPLOYED: PollWait = PollWait {
-        poll_every: Duration::from_secs(3),
-        polls: 40,
-    };
+    /// Global Accelerator documents no bound; changes usually deploy within a minute. How
+    /// long to wait is the caller's (`lasting`): a step's is the plan's unjudged bound.
+    pub const ACCELERATOR_POLL_EVERY: Duration = Duration::from_secs(3);
+
+    /// Polls `poll_every` apart for about `within` (at least one look after the first).
+    pub fn lasting(poll_every: Duration, within: Duration) -> PollWait {
+        let every = poll_every.as_millis().max(1);
+        let polls = within.as_millis().div_ceil(every).max(1);
+        PollWait {
+            poll_every,
+            polls: usize::try_from(polls).unwrap_or(usize::MAX),
+        }
+    }
 }
 
 enum Poll {
@@ -76,6 +84,15 @@ mod tests {
         poll_every: Duration::ZERO,
         polls: 3,
     };
+
+    #[test]
+    fn a_wait_lasting_a_bound_looks_often_enough_to_cover_it() {
+        let every = Duration::from_secs(3);
+        let polls = |seconds| PollWait::lasting(every, Duration::from_secs(seconds)).polls;
+        assert_eq!((polls(30), polls(31), polls(180)), (10, 11, 60));
+        assert_eq!(polls(0), 1, "at least one look after the first");
+        assert_eq!(PollWait::lasting(Duration::ZERO, Duration::ZERO).polls, 1);
+    }
 
     #[tokio::test]
     async fn it_looks_until_done_and_at_most_once_more_per_poll() {

@@ -12,7 +12,7 @@ use std::time::Duration;
 use aws_config::retry::RetryConfig;
 use aws_config::Region;
 use aws_credential_types::Credentials;
-use canary_aws::{AwsErrorKind, GlobalAcceleratorApi, PollWait, SdkGlobalAccelerator};
+use canary_aws::{AwsErrorKind, GlobalAcceleratorApi, SdkGlobalAccelerator};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -86,13 +86,7 @@ async fn client(url: &str) -> SdkGlobalAccelerator {
         )
         .load()
         .await;
-    SdkGlobalAccelerator::new(
-        &config,
-        PollWait {
-            poll_every: Duration::from_millis(1),
-            polls: 1,
-        },
-    )
+    SdkGlobalAccelerator::new(&config, Duration::from_millis(1))
 }
 
 async fn attempts_for(code: &'static str) -> (usize, canary_aws::AwsError) {

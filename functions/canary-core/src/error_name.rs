@@ -31,7 +31,8 @@ pub enum ErrorName {
     AwsTransient,
     /// The function's role may not perform a call.
     AwsAccessDenied,
-    /// AWS rejected a call for a reason retrying will not fix.
+    /// AWS rejected a call for a reason retrying will not fix (a quota: `LimitExceededException`,
+    /// which the SDK's standard retry would take for a throttle, is this, at the first answer).
     AwsRequestFailed,
     /// A Route 53 change did not reach INSYNC within the bound; the weights are written.
     ChangeNotInSync,
@@ -39,6 +40,10 @@ pub enum ErrorName {
     /// Route 53 within the target's `syncTimeoutSeconds` (Argo CD did not sync the Ingress, or
     /// ExternalDNS did not write it). The step is not set; the rollout rolls back.
     WeightsNotSynced,
+    /// A step's weights are written but the target did not apply them within the plan's
+    /// unjudged bound (`analysis.maxUnjudgedSeconds`, at most 3 minutes): a Global Accelerator
+    /// still `IN_PROGRESS`. Traffic may already be split, unjudged: the rollout rolls back.
+    StepNotInEffect,
     /// A CloudWatch alarm the plan names (or an alarm prefix) matches no alarm.
     AlarmNotFound,
     /// The new EKS cluster is not ACTIVE yet (CREATING, UPDATING): retry later.
@@ -93,6 +98,14 @@ pub trait NamedError: std::error::Error {
 impl ErrorName {
     pub fn as_str(self) -> &'static str {
         self.into()
+    }
+
+    /// The error called `name`, if it is one of the product's.
+    pub fn named(name: &str) -> Option<ErrorName> {
+        ErrorName::VARIANTS
+            .iter()
+            .copied()
+            .find(|n| n.as_str() == name)
     }
 
     /// The doc comment of the variant: what the error means (docs/errors.md is made of them).

@@ -92,5 +92,27 @@ pub fn errors_page() -> String {
         let retried = if name.is_retryable() { "yes" } else { "no" };
         page.push_str(&format!("| `{name}` | {retried} | {meaning} |\n"));
     }
+    page.push_str(PLATFORM_ERRORS);
     page
 }
+
+/// The names an execution can fail with that are not cluster-canary's own: Lambda's and Step
+/// Functions'. Each task catches them as it catches the product's, so a rollout still rolls
+/// back; the name says where to look.
+const PLATFORM_ERRORS: &str = "\n## Errors of the platform\n\n\
+    An execution can also end with an error that Lambda or Step Functions names. Every task \
+    catches these as it catches the names above (a rollout rolls back first); they say where \
+    to look.\n\n\
+    | name | retried | meaning |\n|---|---|---|\n\
+    | `Lambda.ServiceException`, `Lambda.AWSLambdaException`, `Lambda.SdkClientException`, \
+    `Lambda.TooManyRequestsException` | yes | Lambda itself failed, throttled, or gave no \
+    answer: tried again (6 times at most tasks; the restores keep trying), then caught. |\n\
+    | `Sandbox.Timedout` | no | The function ran past its Lambda timeout (template.yaml): \
+    its log says what it waited for. |\n\
+    | `Lambda.Unknown` | no | The function's runtime crashed (out of memory, say): its log \
+    says why. |\n\
+    | `States.Timeout` | no | The execution ran past its `TimeoutSeconds` (the rollout's \
+    own bound): it ran no rollback of its own; the safety net restores the baseline. |\n\
+    | `States.Runtime`, `States.DataLimitExceeded` | no | Step Functions could not go on (a \
+    path missing, a state over 256 KiB): no Catch handles these, the execution ends at once, \
+    and the safety net restores the baseline. |\n";

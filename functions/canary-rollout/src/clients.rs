@@ -49,7 +49,7 @@ impl TrafficClients {
         };
         Ok(TrafficClients {
             alb: SdkAlb::new(config),
-            global_accelerator: SdkGlobalAccelerator::new(config, PollWait::ACCELERATOR_DEPLOYED),
+            global_accelerator: SdkGlobalAccelerator::new(config, PollWait::ACCELERATOR_POLL_EVERY),
             route53: SdkRoute53::new(config, PollWait::ROUTE53_IN_SYNC),
             executions: SdkExecutions::new(config),
             management,
@@ -94,7 +94,7 @@ impl CheckClients {
         let var = |name: &str| env(name).filter(|v| !v.is_empty());
         CheckClients {
             alb: SdkAlb::new(config),
-            global_accelerator: SdkGlobalAccelerator::new(config, PollWait::ACCELERATOR_DEPLOYED),
+            global_accelerator: SdkGlobalAccelerator::new(config, PollWait::ACCELERATOR_POLL_EVERY),
             route53: SdkRoute53::new(config, PollWait::ROUTE53_IN_SYNC),
             cloudwatch: SdkCloudWatch::new(config),
             prometheus: HttpPrometheus::new(config),

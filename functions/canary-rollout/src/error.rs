@@ -43,6 +43,9 @@ pub enum ShiftError {
     Kube { path: String, source: KubeError },
     #[error("{path}: {message}")]
     WeightsNotSynced { path: String, message: String },
+    /// A step written and not applied within the bound (its message names the target).
+    #[error("{0}; the step may already be live, unjudged: rolling back")]
+    StepNotInEffect(String),
 }
 
 impl NamedError for ShiftError {
@@ -61,6 +64,7 @@ impl NamedError for ShiftError {
             ShiftError::ChangeNotInSync { .. } => ErrorName::ChangeNotInSync,
             ShiftError::Kube { source, .. } => source.error_name(),
             ShiftError::WeightsNotSynced { .. } => ErrorName::WeightsNotSynced,
+            ShiftError::StepNotInEffect(_) => ErrorName::StepNotInEffect,
         }
     }
 }

@@ -47,6 +47,7 @@ pub async fn prepare(
     for (router, check) in routers.iter().zip(&mut checked) {
         if check.attach_canary {
             traffic::write(router.as_ref(), &check.reading, check.baseline, Move::Step).await?;
+            traffic::settled(router.as_ref()).await?;
             check.report.canary_attached = true;
             info!(target_key = %router.key(), "canary target group attached at weight 0");
         }

@@ -129,6 +129,8 @@ async fn put_back(
             if current == Observed::Pair(*baseline) {
                 info!(target_key = %router.key(), "already at baseline");
                 router.keep(*baseline).await?;
+                // An earlier attempt's write may still be applying: not restored before then.
+                traffic::settled(router).await?;
                 return Ok(Some(current));
             }
             let known = match &current {
@@ -150,6 +152,7 @@ async fn put_back(
             }
             traffic::write(router, &reading, *baseline, Move::Restore).await?;
             router.keep(*baseline).await?;
+            traffic::settled(router).await?;
             if hold_after && router.hold_seconds() > 0 {
                 // Its reconciler may move it back until its sync lands: the hold below reads
                 // it back as often, and puts it back as often.

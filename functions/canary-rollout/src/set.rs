@@ -1,10 +1,13 @@
 //! Set: move every target to a step's weight with compare-and-set. All targets are read and
 //! checked before the first write, so a foreign change anywhere means nothing is written.
 
+use canary_core::analysis::AnalysisSection;
 use canary_core::plan::ValidPlan;
 use canary_core::weights::{compare_and_set_check, CasCheck};
-use canary_core::{RolloutPlan, TargetWeights, WeightPair};
-use tracing::info;
+use canary_core::{TargetWeights, WeightPair};
+use tracing::{info, warn};
+
+use std::time::Duration;
 
 use crate::error::ShiftError;
 use crate::metrics;
@@ -18,11 +21,10 @@ pub async fn set(
     expected: &[TargetWeights],
 ) -> Result<SetOutput, ShiftError> {
     let step_weight = plan_step(valid, canary_weight, "canaryWeight")?;
-    let plan = &valid.plan;
     let desired = WeightPair::for_canary_percent(step_weight).ok_or_else(|| {
         ShiftError::InvalidInput(format!("canaryWeight {step_weight} is over 100"))
     })?;
-    let weights = move_to(apis, plan, desired, expected).await?;
+    let weights = move_to(apis, valid, desired, expected).await?;
     Ok(SetOutput {
         canary_weight: step_weight,
         weights,
@@ -42,14 +44,37 @@ pub(crate) fn plan_step(valid: &ValidPlan, weight: i64, field: &str) -> Result<u
         })
 }
 
+/// The longest a written step may wait to be in effect within one shift-weights invocation
+/// (its Lambda timeout is 300 s), whatever the plan's unjudged bound.
+const MAX_STEP_IN_EFFECT_WAIT: Duration = Duration::from_secs(180);
+
+/// How long the step of `desired` may stay written and not in effect: traffic may already be
+/// split, and no check judges it yet, so the plan's unjudged bound for that step
+/// (`analysis.maxUnjudgedSeconds`, its default from the step's check interval).
+fn in_effect_bound(valid: &ValidPlan, desired: WeightPair) -> Duration {
+    let interval = valid
+        .steps
+        .iter()
+        .find(|s| u16::from(s.weight) == desired.canary)
+        .map_or(60, |s| s.check_interval_seconds);
+    let seconds = match &valid.plan.analysis {
+        Some(analysis) => analysis.max_unjudged_seconds(interval),
+        None => AnalysisSection::default().max_unjudged_seconds(interval),
+    };
+    Duration::from_secs(seconds).min(MAX_STEP_IN_EFFECT_WAIT)
+}
+
 /// Moves every target from `expected` to `desired` (compare-and-set: all read and compared
-/// before the first write) and reads each back; the weights read back.
+/// before the first write), waits for each to be in effect (bounded: `in_effect_bound`, then
+/// `StepNotInEffect`, not retried: the rollout rolls back) and reads each back; the weights
+/// read back.
 pub(crate) async fn move_to(
     apis: &Apis<'_>,
-    plan: &RolloutPlan,
+    valid: &ValidPlan,
     desired: WeightPair,
     expected: &[TargetWeights],
 ) -> Result<Vec<TargetWeights>, ShiftError> {
+    let plan = &valid.plan;
     let routers = routers(apis, plan);
     let expected = per_target(&routers, expected, "expected")?;
     let to_write = compare(&routers, &expected, desired).await?;
@@ -57,8 +82,18 @@ pub(crate) async fn move_to(
     for (router, reading) in &to_write {
         traffic::write(*router, reading, desired, Move::Step).await?;
     }
+    let within = in_effect_bound(valid, desired);
     for router in &routers {
-        router.in_effect().await?;
+        traffic::await_in_effect(router.as_ref(), within, |why| {
+            warn!(target_key = %router.key(), %why, "the step is written, not in effect");
+            ShiftError::StepNotInEffect(format!(
+                "{}: step {desired} not in effect within {} s (analysis.maxUnjudgedSeconds, at most {} s): {why}",
+                router.label(),
+                within.as_secs(),
+                MAX_STEP_IN_EFFECT_WAIT.as_secs()
+            ))
+        })
+        .await?;
     }
 
     let mut weights = Vec::with_capacity(routers.len());

@@ -154,7 +154,7 @@ pub async fn step_back(
 
     let desired = WeightPair::for_canary_percent(next)
         .ok_or_else(|| ShiftError::InvalidInput(format!("a step back to {next}%")))?;
-    let weights = move_to(apis, plan, desired, expected).await?;
+    let weights = move_to(apis, valid, desired, expected).await?;
     info!(from = current, to = next, failed_weight, "stepped back");
     Ok(StepBackOutput {
         stepped_back: true,

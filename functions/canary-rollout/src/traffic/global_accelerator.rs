@@ -5,23 +5,23 @@
 //! `UpdateEndpointGroup` replaces the whole endpoint list, so a weight write is the list as
 //! read with two weights changed (compare-and-set: the caller compared what was read). A write
 //! the accelerator refuses as busy (`TransactionInProgressException`, while its last change is
-//! applied) is asked again; a step is in effect, and its bake may start, once the accelerator
-//! reads `DEPLOYED` again.
+//! applied) is asked again. A write is in effect once the accelerator reads `DEPLOYED` again:
+//! a step's bake starts then, and a restore is said done only then (`in_effect`, which the
+//! caller bounds: a step by the plan's unjudged bound, a restore by its own retries).
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use canary_aws::{
-    AcceleratorEndpoint, AwsError, AwsErrorKind, EndpointGroup, GlobalAcceleratorApi,
-    GlobalAcceleratorReads,
+    AcceleratorEndpoint, AwsError, EndpointGroup, GlobalAcceleratorApi, GlobalAcceleratorReads,
 };
 use canary_core::ownership::alb_controller;
 use canary_core::{GlobalAcceleratorTarget, WeightPair};
 use tracing::info;
 
 use super::{
-    refuse_claimed, ControllerClaim, Detach, Health, Inspection, Located, Observed, Reading,
-    Router, Side, TargetReader, TrafficRouter,
+    refuse_claimed, ControllerClaim, Detach, Health, InEffect, Inspection, Located, Observed,
+    Reading, Router, Side, TargetReader, TrafficRouter,
 };
 use crate::error::ShiftError;
 
@@ -62,26 +62,6 @@ impl AcceleratorRouter<'_> {
             }
         }
     }
-
-    /// Waits for the accelerator to read `DEPLOYED`; a retryable error if it does not in time.
-    async fn deployed(&self) -> Result<(), ShiftError> {
-        let accelerator = self.target.accelerator_arn();
-        if self
-            .api
-            .wait_deployed(accelerator)
-            .await
-            .map_err(|e| self.aws(e))?
-        {
-            return Ok(());
-        }
-        Err(self.aws(AwsError::new(
-            AwsErrorKind::Transient,
-            "DescribeAccelerator",
-            format!(
-                "accelerator {accelerator} still reads IN_PROGRESS: the change is not in effect yet"
-            ),
-        )))
-    }
 }
 
 #[async_trait]
@@ -99,7 +79,7 @@ impl<A: GlobalAcceleratorReads + ?Sized> TargetReader for Router<'_, A, GlobalAc
 #[async_trait]
 impl TrafficRouter for AcceleratorRouter<'_> {
     /// One `UpdateEndpointGroup`: the list as read with the two weights changed (the canary
-    /// added if it was not there), or the dial; then the wait for `DEPLOYED`.
+    /// added if it was not there), or the dial. The caller waits for `DEPLOYED` (`in_effect`).
     async fn write(&self, reading: &Reading, pair: WeightPair) -> Result<(), ShiftError> {
         let Some(group) = reading.snapshot::<EndpointGroup>() else {
             return Err(ShiftError::WeightsChangedExternally(format!(
@@ -113,19 +93,31 @@ impl TrafficRouter for AcceleratorRouter<'_> {
             None => {
                 let percent = f32::from(pair.canary);
                 self.unless_busy(|| self.api.set_traffic_dial(arn, percent))
-                    .await?
+                    .await
             }
             Some((stable, canary)) => {
                 let endpoints = with_weights(&group.endpoints, stable, canary, pair)?;
                 self.unless_busy(|| self.api.set_endpoints(arn, &endpoints))
-                    .await?
+                    .await
             }
         }
-        self.deployed().await
     }
 
-    async fn in_effect(&self) -> Result<(), ShiftError> {
-        self.deployed().await
+    /// The accelerator reads `DEPLOYED` within `within`.
+    async fn in_effect(&self, within: Duration) -> Result<InEffect, ShiftError> {
+        let accelerator = self.target.accelerator_arn();
+        let deployed = self
+            .api
+            .wait_deployed(accelerator, within)
+            .await
+            .map_err(|e| self.aws(e))?;
+        Ok(match deployed {
+            true => InEffect::Yes,
+            false => InEffect::NotYet(format!(
+                "accelerator {accelerator} still reads IN_PROGRESS after {} s: the change is written, not in effect",
+                within.as_secs()
+            )),
+        })
     }
 
     /// The accelerator's tags.
@@ -322,6 +314,8 @@ fn observed(target: &GlobalAcceleratorTarget, group: &EndpointGroup) -> Observed
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use canary_aws::fakes::FakeAccelerator;
     use canary_core::plan::ValidPlan;
     use canary_core::{NamedError, RolloutPlan, TargetWeights, WeightPair};
@@ -370,7 +364,7 @@ mod tests {
             stable: 90,
             canary: 10,
         };
-        move_to(&apis, &valid.plan, desired, &at(100, 0)).await
+        move_to(&apis, valid, desired, &at(100, 0)).await
     }
 
     fn weights(ga: &FakeAccelerator) -> Vec<(&'static str, u8)> {
@@ -422,7 +416,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_step_is_not_set_until_the_accelerator_is_deployed_even_when_a_retry_finds_it_written(
+    async fn a_step_not_deployed_within_the_unjudged_bound_rolls_back_even_when_a_retry_finds_it_written(
     ) {
         // An earlier attempt wrote 90/10; the accelerator still applies it.
         let ga = FakeAccelerator::default()
@@ -431,9 +425,61 @@ mod tests {
         let err = step_to_10(&ga, &weights_plan())
             .await
             .expect_err("not deployed");
-        assert_eq!(err.name().as_str(), "AwsTransient", "{err}");
-        assert!(err.to_string().contains("IN_PROGRESS"), "{err}");
+        assert_eq!(err.name().as_str(), "StepNotInEffect", "{err}");
+        assert!(
+            !err.name().is_retryable(),
+            "a retry would wait again, unjudged"
+        );
+        let said = err.to_string();
+        assert!(said.contains("IN_PROGRESS after 30 s"), "{said}");
+        assert!(
+            said.contains("step stable 90 / canary 10 not in effect"),
+            "{said}"
+        );
+        assert!(said.contains("rolling back"), "{said}");
         assert!(nothing_written(&ga), "nothing written again");
+        assert_eq!(
+            *ga.waits.lock().unwrap(),
+            [Duration::from_secs(30)],
+            "the default unjudged bound: three 10 s check intervals"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_steps_wait_is_the_plans_unjudged_bound_capped_at_three_minutes() {
+        for (max_unjudged, waited) in [(45, 45), (900, 180)] {
+            let ga = FakeAccelerator::default().group(&[(BLUE, 100), (GREEN, 0)], 100.0);
+            let mut valid = weights_plan();
+            valid.plan.analysis = Some(
+                serde_json::from_value(json!({"maxUnjudgedSeconds": max_unjudged}))
+                    .expect("an analysis section"),
+            );
+            step_to_10(&ga, &valid).await.expect("stepped");
+            assert_eq!(*ga.waits.lock().unwrap(), [Duration::from_secs(waited)]);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_restore_is_not_done_while_the_accelerator_still_applies_it() {
+        // An earlier attempt wrote the baseline back; the accelerator still applies it.
+        let ga = FakeAccelerator::default()
+            .group(&[(BLUE, 100), (GREEN, 0)], 100.0)
+            .never_deploys();
+        let apis = Apis {
+            global_accelerator: &ga,
+            ..Apis::fake()
+        };
+        let valid = weights_plan();
+        let err = crate::restore::restore(&apis, &valid.plan, &at(100, 0), Some(&at(90, 10)), None)
+            .await
+            .expect_err("not in effect yet");
+        assert_eq!(err.name().as_str(), "AwsTransient", "retried: {err}");
+        assert!(err.to_string().contains("IN_PROGRESS"), "{err}");
+        assert!(nothing_written(&ga));
+        assert_eq!(
+            *ga.waits.lock().unwrap(),
+            [crate::traffic::WRITE_IN_EFFECT_WAIT]
+        );
     }
 
     #[tokio::test]

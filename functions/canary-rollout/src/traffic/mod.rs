@@ -15,11 +15,12 @@ pub use gitops::poll_interval;
 pub use route53::{external_dns_claims, external_dns_claims_any_set};
 
 use std::any::Any;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use canary_aws::{
-    AlbApi, AlbReads, AwsError, ExecutionsApi, GlobalAcceleratorApi, GlobalAcceleratorReads,
-    Route53Api, Route53Reads,
+    AlbApi, AlbReads, AwsError, AwsErrorKind, ExecutionsApi, GlobalAcceleratorApi,
+    GlobalAcceleratorReads, Route53Api, Route53Reads,
 };
 use canary_core::limits::{join_bounded, MAX_REASON_BYTES};
 use canary_core::ownership::{ControllerOwner, OwnerCheck};
@@ -345,6 +346,43 @@ pub enum Detach {
     NothingToDetach,
 }
 
+/// Whether what was written is in effect (`TrafficRouter::in_effect`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InEffect {
+    Yes,
+    /// Written, not applied yet: why (the target's words).
+    NotYet(String),
+}
+
+/// A target is in effect when `in_effect` says so within `within`, or fails with `not_yet`.
+pub async fn await_in_effect(
+    router: &dyn TrafficRouter,
+    within: Duration,
+    not_yet: impl FnOnce(String) -> ShiftError,
+) -> Result<(), ShiftError> {
+    match router.in_effect(within).await? {
+        InEffect::Yes => Ok(()),
+        InEffect::NotYet(why) => Err(not_yet(why)),
+    }
+}
+
+/// How long a restore, or prepare's attach at weight 0, waits for its write to be in effect
+/// before it fails as transient (the state machine retries it; a restore is not said done
+/// before).
+pub const WRITE_IN_EFFECT_WAIT: Duration = Duration::from_secs(120);
+
+/// `await_in_effect` for a write that is not a step's: not in effect within
+/// `WRITE_IN_EFFECT_WAIT` is an `AwsTransient` the state machine retries.
+pub async fn settled(router: &dyn TrafficRouter) -> Result<(), ShiftError> {
+    await_in_effect(router, WRITE_IN_EFFECT_WAIT, |why| {
+        ShiftError::aws(
+            router.label(),
+            AwsError::new(AwsErrorKind::Transient, "DescribeAccelerator", why),
+        )
+    })
+    .await
+}
+
 /// A traffic target as a check sees it: which it is, and where its weights are.
 #[async_trait]
 pub trait TargetReader: Send + Sync {
@@ -382,11 +420,12 @@ pub trait TrafficRouter: TargetReader {
     /// Writes `pair` from what `reading` found; returns once the change is in effect. The
     /// caller has compared (compare-and-set) and calls `refuse_unwritable` first.
     async fn write(&self, reading: &Reading, pair: WeightPair) -> Result<(), ShiftError>;
-    /// Returns once what was written is in effect, whether this attempt wrote it or an earlier
-    /// one did (a retried step finds the weights set and writes nothing): a Global Accelerator
-    /// still applying its last change. The step's bake starts after it.
-    async fn in_effect(&self) -> Result<(), ShiftError> {
-        Ok(())
+    /// Waits, at most about `within`, for what was written to be in effect, whether this
+    /// attempt wrote it or an earlier one did (a retried step finds the weights set and writes
+    /// nothing): a Global Accelerator still applying its last change. A step's bake starts
+    /// after it; a restore is done only after it.
+    async fn in_effect(&self, _within: Duration) -> Result<InEffect, ShiftError> {
+        Ok(InEffect::Yes)
     }
     /// A restore's write: traffic at `pair` now. The same as `write`, except for a kind whose
     /// writes go through a reconciler (GitOps), which writes under it as well.

@@ -1,0 +1,4 @@
+"""`python -m sandbox.histories` (cli.py)."""
+from .cli import main
+
+main()
