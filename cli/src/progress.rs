@@ -259,7 +259,7 @@ const RESTORE_STATES: [&str; 4] = [
 ];
 
 /// States whose output carries a failure that is reported elsewhere, or is the rollback's own.
-const FAILURE_REPORTED_BY: [&str; 22] = [
+const FAILURE_REPORTED_BY: [&str; 23] = [
     "DescribeCheckFailure",
     "GradualRollback?",
     "LookBeforeStepBack",
@@ -280,6 +280,8 @@ const FAILURE_REPORTED_BY: [&str; 22] = [
     "ReadFailureDetail",
     "EndWithErrorMessage",
     "EndWithDetail",
+    // Carries the failure described for the outcome line, which says it.
+    "RolledBackBy?",
     "AwaitApproval",
     "Bake",
 ];

@@ -151,6 +151,11 @@ fn rolled_back() -> History {
         "Restore",
         json!({"failure": {"Error": "CheckFailed", "Cause": cause}, "restored": {"weights": weights(0), "note": ""}}),
     );
+    // The failure as described for the outcome: said by the outcome line, not again here.
+    h.state(
+        "RolledBackBy?",
+        json!({"failure": {"Error": "CheckFailed", "Cause": format!("{cause}; traffic restored to the baseline.")}}),
+    );
     h.push(EventKind::ExecutionEnded {
         status: "FAILED".to_owned(),
         error: Some("CheckFailed".to_owned()),

@@ -238,6 +238,30 @@ def test_a_fleet_whose_stored_plan_is_deleted_can_still_be_watched_listed_and_ab
         assert rows["euw1-a"][1:] == ["?", "?", "ABORTED", "-", "FleetStopped"], watched.stdout
 
 
+def test_a_fleet_left_alone_after_its_stored_plan_is_deleted_ends_with_the_functions_message():
+    """Issue 68: the plan deleted during the first wave, nobody aborts: the next wave cannot be
+    read, and the fleet ends FAILED with fleet-waves' message as its cause (a sentence, as `fleet
+    validate` says it), not Lambda's JSON error document."""
+    with Sandbox(log=captured) as sandbox:
+        cells = fleets.seed_cells(sandbox)
+        plan = fleets.fleet_plan(cells)
+        body = json.dumps(plan, separators=(",", ":")).encode()
+        digest = hashlib.sha256(body).hexdigest()
+        key = f"fleet-plans/{plan['name']}/{digest}.json"
+        s3 = sandbox.client("s3")
+        s3.put_object(Bucket=sandbox.fleet_plan_bucket, Key=key, Body=body)
+        reference = {"storedPlan": {"bucket": sandbox.fleet_plan_bucket, "key": key, "sha256": digest},
+                     "name": plan["name"]}
+        execution = sandbox.client("stepfunctions").start_execution(
+            stateMachineArn=sandbox.fleet_state_machine, name="plan-left", input=json.dumps(reference))["executionArn"]
+        wait_until(lambda: fleets.cell_weights(sandbox, cells)["use1-a"] != (100, 0), "wave 1's cell moving")
+        s3.delete_object(Bucket=sandbox.fleet_plan_bucket, Key=key)
+        ended = fleets.wait_for_end(sandbox, execution)
+    assert ended["status"] == "FAILED", ended
+    assert not ended["cause"].lstrip().startswith("{"), ended["cause"]
+    assert "errorMessage" not in ended["cause"] and key in ended["cause"], ended["cause"]
+
+
 def test_on_halt_abort_running_stops_the_other_cells_of_the_wave():
     with Sandbox(log=captured) as sandbox:
         cells = fleets.seed_cells(sandbox)

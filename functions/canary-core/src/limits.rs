@@ -88,7 +88,11 @@ pub const MAX_REJECTION_ERROR_BYTES: usize = 128;
 /// Longest cause the state machine builds from an error message and its own words.
 pub const MAX_CAUSE_BYTES: usize = MAX_ERROR_MESSAGE_BYTES + 1024;
 
-/// Cuts `text` to at most `max` bytes on a character boundary, ending with "…" when cut.
+/// How far back a cut looks for the end of a word.
+const WORD_BOUNDARY_BYTES: usize = 24;
+
+/// Cuts `text` to at most `max` bytes on a character boundary, ending with "…" when cut: at the
+/// end of a word when one ends in the last few bytes (half a word reads as another word).
 pub fn truncate(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_owned();
@@ -98,7 +102,15 @@ pub fn truncate(text: &str, max: usize) -> String {
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{}{ellipsis}", &text[..end])
+    let cut = &text[..end];
+    let at_a_word_end = text[end..].starts_with(char::is_whitespace);
+    let cut = match cut.rfind(char::is_whitespace) {
+        Some(space) if !at_a_word_end && end - space <= WORD_BOUNDARY_BYTES => {
+            cut[..space].trim_end()
+        }
+        _ => cut,
+    };
+    format!("{cut}{ellipsis}")
 }
 
 /// Joins at most `max_items` of `items` (each cut to [`MAX_LINE_BYTES`]) with `separator`,
@@ -178,6 +190,29 @@ mod tests {
         let cut = truncate("ééééé", 6);
         assert!(cut.len() <= 6 && cut.ends_with('…'), "{cut}");
         assert_eq!(truncate("abcdef", 0), "…");
+    }
+
+    #[test]
+    fn truncate_ends_at_a_word_when_one_ends_near_the_cut() {
+        let text = "`cluster-canary fleet start` stores it before it starts";
+        assert_eq!(
+            truncate(text, 53),
+            "`cluster-canary fleet start` stores it before it…"
+        );
+        assert_eq!(
+            truncate(text, 51),
+            "`cluster-canary fleet start` stores it before it…"
+        );
+        assert_eq!(
+            truncate(text, 49),
+            "`cluster-canary fleet start` stores it before…"
+        );
+        let one_long_word = "a ".to_owned() + &"x".repeat(60);
+        assert_eq!(
+            truncate(&one_long_word, 43).len(),
+            43,
+            "no word end near: cut inside it"
+        );
     }
 
     #[test]
