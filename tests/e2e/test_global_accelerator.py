@@ -3,6 +3,10 @@
 alone (blue's and green's load balancers weighted in it), through the deployed stack (its IAM
 scoped by AcceleratorIds, the API in us-west-2), to a promotion and to a rollback at green's
 alarm."""
+import json
+import threading
+import time
+
 from helpers import captured, event_types, failed_on_alarm
 from sandbox import scenarios
 from sandbox.harness import Sandbox
@@ -60,3 +64,45 @@ def test_an_accelerator_stuck_in_progress_rolls_back_within_the_unjudged_bound_a
     assert report.weights == {**UNTOUCHED, "accelerator": (100, 0)}, "the baseline restored"
     assert status_when_restored == ["DEPLOYED"], "the restore was said done while the accelerator applied it"
     assert event_types(report)[-1] == "Rolled Back"
+
+
+def test_a_rollout_stopped_while_its_step_waits_for_the_accelerator_is_restored_at_once_as_its_own_step():
+    """Issue 68: stopped while its 50 % step waits for the accelerator to deploy (the write
+    landed; the wait may last the plan's 120 s unjudged bound), the rollout's safety net acts on
+    the stop's status change event, not when that wait ends, and restores the baseline without
+    calling the step it was setting a change made outside the rollout."""
+    with Sandbox(log=captured) as sandbox:
+        seed_accelerator(sandbox.client, sandbox.world)
+        scenarios.create_green(sandbox)
+        plan = scenarios.accelerator_plan(sandbox)
+        plan.setdefault("analysis", {})["maxUnjudgedSeconds"] = 120
+        execution_arn = scenarios.start_manual(sandbox, plan, "green-stopped-waiting")
+        ga = sandbox.client("globalaccelerator", "us-west-2")
+        stopped_at = []
+
+        def weights():
+            group = ga.describe_endpoint_group(EndpointGroupArn=sandbox.world.endpoint_group)["EndpointGroup"]
+            return {e["EndpointId"]: e["Weight"] for e in group["EndpointDescriptions"]}
+
+        def stop_once_half_is_written():
+            deadline = time.monotonic() + 180
+            while weights().get(sandbox.world.green_endpoint) != 50:
+                assert time.monotonic() < deadline, "the 50 % step was never written"
+                time.sleep(0.2)
+            captured(">>> the 50 % step is written, the accelerator IN_PROGRESS: the operator stops the rollout")
+            sandbox.set_accelerator({"deploySeconds": 2})  # the restore's write deploys at once
+            stopped_at.append(time.time())
+            sandbox.client("stepfunctions").stop_execution(executionArn=execution_arn, cause="the operator stops it")
+
+        def on_event(state, output):
+            if state == "SetWeights" and output["cursor"]["step"]["weight"] == 10:
+                sandbox.set_accelerator({"deploySeconds": 300})
+                threading.Thread(target=stop_once_half_is_written, daemon=True).start()
+
+        report = scenarios.watch(sandbox, execution_arn, on_event=on_event, out=captured)
+        answered_at = sandbox.safety_net.answered_at[execution_arn]
+    assert report.status == "ABORTED", report
+    assert report.safety_net["restored"] is True, report.safety_net
+    assert "changed outside this rollout" not in json.dumps(report.safety_net), report.safety_net
+    assert report.weights == {**UNTOUCHED, "accelerator": (100, 0)}, "the baseline restored"
+    assert answered_at - stopped_at[0] < 60, "the stop's event, not the end of the step's 120 s wait"
