@@ -144,7 +144,7 @@ def children(sandbox, fleet_execution):
     return found
 
 
-def wait_for_cells_to_settle(sandbox, fleet_execution, timeout=180):
+def wait_for_cells_to_settle(sandbox, fleet_execution, timeout=600):
     """Children still running when the fleet ended (stopped by its safety net) end too; their
     own safety nets answer."""
     deadline = time.monotonic() + timeout

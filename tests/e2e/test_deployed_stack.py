@@ -75,7 +75,9 @@ def test_a_function_past_its_timeout_is_ended_as_lambda_ends_it(tmp_path):
         scenarios.create_green(sandbox)
         error, started = sandbox.invoke("cluster-created", scenarios.create_cluster_event(sandbox))
         assert not error, started
-        report = scenarios.watch(sandbox, started["executionArn"], out=captured)
+        # Nothing moved, so the safety net has nothing to do; deployed with the same 1 s
+        # timeout, on a busy machine it times out too (docs/testing.md): not what this tests.
+        report = scenarios.watch(sandbox, started["executionArn"], out=captured, await_safety_net=False)
         assert report.status == "FAILED"
         assert report.error == "Sandbox.Timedout", (report.error, report.cause)
         assert "Task timed out after 1.00 seconds" in report.cause

@@ -35,7 +35,7 @@ def assert_each_cell_promoted_or_at_its_baseline(sandbox, cells, promoted):
     assert weights == {cell: PROMOTED if cell in promoted else BASELINE for cell in cells}, weights
 
 
-def wait_until(predicate, what, timeout=180):
+def wait_until(predicate, what, timeout=600):
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, f"{what} did not happen in {timeout} s"
