@@ -683,13 +683,24 @@ pub async fn abort(
             .map(|(cell, (e, _))| (cell, e))
             .collect();
         if running.is_empty() {
-            // Stopped here, by the fleet's own safety net or by a person: each one's safety
-            // net restores its baseline.
-            break cells
+            // Stopped here, by the fleet's own safety net (it acts on the fleet's stop) or by a
+            // person: each one's safety net restores its baseline.
+            let aborted: Vec<(String, String)> = cells
                 .into_iter()
                 .filter(|(_, (e, _))| e.status == "ABORTED")
                 .map(|(cell, (e, _))| (cell, e.arn))
-                .collect::<Vec<_>>();
+                .collect();
+            for (cell, arn) in &aborted {
+                if !stopped.iter().any(|(name, _)| name == cell) {
+                    printer.say(
+                        &format!(
+                            "cell {cell} already stopped ({arn}), by the fleet's safety net or a person: its safety net is to restore its baseline"
+                        ),
+                        json!({"type": "cellStopped", "cell": cell, "executionArn": arn, "by": "another"}),
+                    );
+                }
+            }
+            break aborted;
         }
         for (cell, execution) in running {
             if !stopped.iter().any(|(name, _)| name == cell) {

@@ -810,6 +810,42 @@ mod tests {
     }
 
     #[test]
+    fn a_check_a_freeze_holds_again_says_only_the_hold() {
+        let evaluated = |check: u64| {
+            at(EventKind::StateExited {
+                name: "Evaluate".to_owned(),
+                output: Some(
+                    serde_json::json!({
+                        "cursor": {"step": {"weight": 50, "checks": 3}},
+                        "bake": {"check": check, "verdict": "pass", "frozenSince": 1_700_000_000u64,
+                                 "summary": "alarm web-5xx is OK; frozen: the freeze switch is on"},
+                    })
+                    .to_string(),
+                ),
+            })
+        };
+        let held_again = |update: Option<Update>| match update {
+            Some(Update::Check {
+                held_again,
+                frozen: Some(_),
+                ..
+            }) => held_again,
+            other => panic!("{other:?}"),
+        };
+        let mut tracker = Tracker::new("arn");
+        assert!(
+            !held_again(tracker.feed(&evaluated(3))),
+            "the first hold: the whole check"
+        );
+        assert!(
+            held_again(tracker.feed(&evaluated(3))),
+            "the same check held again"
+        );
+        assert!(held_again(tracker.feed(&evaluated(3))));
+        assert!(!held_again(tracker.feed(&evaluated(4))), "another check");
+    }
+
+    #[test]
     fn a_foreign_change_is_reported_once_then_what_was_put_back_and_what_was_left() {
         let exited = |name: &str, output: Value| {
             at(EventKind::StateExited {

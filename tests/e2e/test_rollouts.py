@@ -400,7 +400,7 @@ def test_the_dashboard_is_accepted_and_plots_only_metrics_the_functions_emit():
     emitted = set(scenarios.CONTRACT["metrics"]["names"])
     filters = {t["MetricName"] for r in template["Resources"].values() if r["Type"] == "AWS::Logs::MetricFilter"
                for t in r["Properties"]["MetricTransformations"]}
-    assert len(emitted) == 19, emitted
+    assert len(emitted) == 20, emitted
     assert ours - emitted - filters == set(), "plotted but never emitted"
     assert emitted - ours == set(), "emitted but not on the dashboard"
     assert {("AWS/States", "ExecutionsFailed"), ("AWS/Lambda", "Errors")} <= plotted

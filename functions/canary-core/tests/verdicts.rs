@@ -413,7 +413,7 @@ fn an_unsure_bake_that_asks_waits_for_a_person_before_the_next_step_only() {
     let (asking, quiet) = (
         ComparisonSays {
             asks: true,
-            regression_shown: false,
+            ..ComparisonSays::default()
         },
         ComparisonSays::default(),
     );
@@ -478,6 +478,7 @@ fn a_regression_shown_never_ends_a_bake_in_a_pass_whatever_passed_before() {
     let shown = ComparisonSays {
         asks: false,
         regression_shown: true,
+        leaning: false,
     };
     // Two checks passed, then the comparison showed a regression: Marginal, held (inconclusive).
     let held = [outcome(Inconclusive), outcome(Pass)];
@@ -565,9 +566,64 @@ fn a_bake_short_of_data_goes_on_up_to_the_plans_bound_then_ends_without_evidence
     let shown = ComparisonSays {
         asks: false,
         regression_shown: true,
+        leaning: false,
     };
     assert!(decide_asking(Some(&a), &unsure, at(3, 0), shown).rollback);
     // Without extendBakeSeconds and without a comparison, no extension: as before.
     let plain = analysis(1, InconclusivePolicy::Ignore, NoEvidencePolicy::Fail);
     assert!(decide_asking(Some(&plain), &unsure, at(3, 0), quiet).rollback);
+}
+
+#[test]
+fn a_bake_whose_comparison_leans_to_a_regression_goes_on_before_it_passes() {
+    use canary_core::analysis::{decide_asking, ComparisonSays};
+    // Seed 19674: 8 of 8 periods beyond the band, evidence 28 of the 1000 a regression needs,
+    // at the last check of the step before 100 %, where nothing is compared: it passed.
+    let a = AnalysisSection {
+        extend_bake_seconds: Some(120),
+        ..analysis(1, InconclusivePolicy::Ignore, NoEvidencePolicy::Fail)
+    };
+    let at = |check: u32, extra_checks: u32| BakeProgress {
+        check,
+        checks: 3,
+        check_interval_seconds: 60,
+        extra_checks,
+        step: 1,
+        steps: 2,
+        ..BakeProgress::default()
+    };
+    let leaning = ComparisonSays {
+        leaning: true,
+        ..ComparisonSays::default()
+    };
+    let passing = [outcome(Pass)];
+    let first = decide_asking(Some(&a), &passing, at(3, 0), leaning);
+    assert_eq!(
+        (first.rollback, first.check, first.extra_checks),
+        (false, 2, 1),
+        "the bake's end is checked again: {first:?}"
+    );
+    assert!(
+        first.summary.contains("leans to a regression"),
+        "{}",
+        first.summary
+    );
+    // Not mid-bake, not before a step that is compared too, and never past the plan's bound:
+    // then it passes as before (no rollback).
+    assert_eq!(
+        decide_asking(Some(&a), &passing, at(2, 0), leaning).check,
+        2
+    );
+    let compared_next = BakeProgress {
+        steps: 3,
+        ..at(3, 0)
+    };
+    assert_eq!(
+        decide_asking(Some(&a), &passing, compared_next, leaning).check,
+        3
+    );
+    let spent = decide_asking(Some(&a), &passing, at(3, 2), leaning);
+    assert_eq!((spent.rollback, spent.check), (false, 3), "{spent:?}");
+    // A failure is a failure.
+    assert!(decide_asking(Some(&a), &[outcome(Fail)], at(3, 0), leaning).rollback);
 }

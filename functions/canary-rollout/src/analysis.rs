@@ -80,6 +80,7 @@ pub async fn evaluate(
                 points.extend(collected.points);
                 comparison.asks |= collected.asks;
                 comparison.regression_shown |= collected.regression_shown;
+                comparison.leaning |= collected.leaning;
                 // Taken in even when another source leaves the check unjudged: each period
                 // counts once, whenever it is judged.
                 if let Some(taken) = collected.evidence {

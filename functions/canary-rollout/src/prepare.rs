@@ -12,6 +12,7 @@ use canary_core::plan::{allows_canary_in_baseline, ValidPlan};
 use canary_core::state::SET_STATE;
 use canary_core::{RolloutPlan, TargetWeights, TrafficTarget, WeightPair};
 use serde_json::Value;
+use tokio::time::Instant;
 use tracing::{info, warn};
 
 use crate::error::ShiftError;
@@ -44,10 +45,11 @@ pub async fn prepare(
     let mut checked = check_routers(&routers, valid, Some(earlier)).await?;
 
     // Every check passed: the only write prepare makes.
+    let settled_by = Instant::now() + traffic::WRITE_IN_EFFECT_WAIT;
     for (router, check) in routers.iter().zip(&mut checked) {
         if check.attach_canary {
             traffic::write(router.as_ref(), &check.reading, check.baseline, Move::Step).await?;
-            traffic::settled(router.as_ref()).await?;
+            traffic::settled(router.as_ref(), settled_by).await?;
             check.report.canary_attached = true;
             info!(target_key = %router.key(), "canary target group attached at weight 0");
         }

@@ -121,6 +121,7 @@ async fn put_back(
     // The targets at the baseline now, which the hold watches (never one left to its writer).
     let mut held = Vec::with_capacity(routers.len());
     let mut first_error = None;
+    let settled_by = Instant::now() + traffic::WRITE_IN_EFFECT_WAIT;
     for (i, (router, baseline)) in routers.iter().zip(&baseline).enumerate() {
         let router = router.as_ref();
         let restored = async {
@@ -130,7 +131,7 @@ async fn put_back(
                 info!(target_key = %router.key(), "already at baseline");
                 router.keep(*baseline).await?;
                 // An earlier attempt's write may still be applying: not restored before then.
-                traffic::settled(router).await?;
+                traffic::settled(router, settled_by).await?;
                 return Ok(Some(current));
             }
             let known = match &current {
@@ -152,7 +153,7 @@ async fn put_back(
             }
             traffic::write(router, &reading, *baseline, Move::Restore).await?;
             router.keep(*baseline).await?;
-            traffic::settled(router).await?;
+            traffic::settled(router, settled_by).await?;
             if hold_after && router.hold_seconds() > 0 {
                 // Its reconciler may move it back until its sync lands: the hold below reads
                 // it back as often, and puts it back as often.

@@ -9,6 +9,8 @@ use tracing::{info, warn};
 
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use crate::error::ShiftError;
 use crate::metrics;
 use crate::outputs::{SetOutput, VerifyOutput};
@@ -82,9 +84,12 @@ pub(crate) async fn move_to(
     for (router, reading) in &to_write {
         traffic::write(*router, reading, desired, Move::Step).await?;
     }
+    // One deadline for every target: they apply their writes together, not one after another.
     let within = in_effect_bound(valid, desired);
+    let deadline = Instant::now() + within;
     for router in &routers {
-        traffic::await_in_effect(router.as_ref(), within, |why| {
+        let left = deadline.saturating_duration_since(Instant::now());
+        traffic::await_in_effect(router.as_ref(), left, |why| {
             warn!(target_key = %router.key(), %why, "the step is written, not in effect");
             ShiftError::StepNotInEffect(format!(
                 "{}: step {desired} not in effect within {} s (analysis.maxUnjudgedSeconds, at most {} s): {why}",

@@ -833,6 +833,10 @@ impl Observation {
     }
 }
 
+/// The evidence of a regression at which a bake's end waits for more (`analysis.extendBakeSeconds`)
+/// rather than pass: a healthy canary's evidence ever reaches it with probability at most 1/10.
+pub const LEANING_EVIDENCE: f64 = 10.0;
+
 /// One direction's evidence: signs for values, counts for errors over requests.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -1011,8 +1015,19 @@ impl Evidence {
         serde_json::to_string(self).unwrap_or_else(|_| "[]".to_owned())
     }
 
-    /// A metric has shown a regression (High or Low, against the baseline or the peers): it
-    /// stands for the rest of the rollout, and no bake passes while it does.
+    /// A metric's evidence of a regression stands at [`LEANING_EVIDENCE`] or more and has not
+    /// shown one yet: more than a healthy canary's evidence reaches but one time in ten (Ville's
+    /// inequality), not yet the threshold. A bake does not end on it while it may go on.
+    pub fn leans_to_a_regression(&self) -> bool {
+        !self.shows_a_regression()
+            && self.0.iter().any(|e| {
+                [&e.increase, &e.decrease]
+                    .into_iter()
+                    .flatten()
+                    .any(|sequence| sequence.log_evidence() >= LEANING_EVIDENCE.ln())
+            })
+    }
+
     /// The checks of step `step` (from 1) are judging: what an earlier step's bake counted is
     /// counted afresh. A check taken again (a retry) counts on from where it was.
     pub fn begin_bake(&mut self, step: u32) {
@@ -1022,6 +1037,8 @@ impl Evidence {
         }
     }
 
+    /// A metric has shown a regression (High or Low, against the baseline or the peers): it
+    /// stands for the rest of the rollout, and no bake passes while it does.
     pub fn shows_a_regression(&self) -> bool {
         self.0.iter().any(|e| e.shown.is_some())
     }

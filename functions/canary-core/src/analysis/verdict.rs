@@ -59,6 +59,12 @@ impl BakeProgress {
     pub fn next_step_follows(&self) -> bool {
         self.step > 0 && self.step < self.steps
     }
+
+    /// The next step is the last (100 %), where the baseline serves nothing and nothing is
+    /// compared: this step's bake is the comparison's last word.
+    pub fn last_compared_step(&self) -> bool {
+        self.step > 0 && self.step + 1 == self.steps
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -120,6 +126,9 @@ pub struct ComparisonSays {
     /// A compared metric has shown a regression (High or Low) in the rollout: whatever passed
     /// before, no bake ends in a pass while it stands.
     pub regression_shown: bool,
+    /// A compared metric leans to a regression, not shown yet
+    /// ([`super::compare::Evidence::leans_to_a_regression`]): a bake's end waits for more.
+    pub leaning: bool,
 }
 
 impl Decision {
@@ -222,6 +231,10 @@ pub fn decide(
 ///   before the next step when the comparison asks (`ask`), else rolls back;
 /// - a bake short of data (no passing check, the last one inconclusive) bakes on, a check at a
 ///   time, up to the plan's `analysis.extendBakeSeconds`, before `noEvidence` applies;
+/// - so does the bake of the step before 100 % (where the baseline serves nothing and nothing
+///   is compared) whose comparison leans to a regression not shown yet, whatever passed: a few
+///   more periods decide it. Only there: each extension is more checks for a healthy canary's
+///   evidence to cross its threshold by chance;
 /// - an unsure check that asks (the comparison's `ask`), before another step, asks for an
 ///   approval of the next step instead of promoting (or, without a passing check, rolling
 ///   back for no evidence).
@@ -292,6 +305,12 @@ pub fn decide_asking(
         && verdict == CheckVerdict::Inconclusive
         && !comparison.regression_shown
         && progress.extra_checks < room;
+    let leaning = ends
+        && progress.last_compared_step()
+        && comparison.leaning
+        && !comparison.regression_shown
+        && verdict != CheckVerdict::Fail
+        && progress.extra_checks < room;
     let mut rollback = false;
     let mut extra_checks = progress.extra_checks;
     let mut check = progress.check;
@@ -306,12 +325,16 @@ pub fn decide_asking(
             "the comparison has shown a regression: the step's bake ends without a pass, whatever passed before it"
                 .to_owned(),
         );
-    } else if short_of_data {
+    } else if short_of_data || leaning {
         // Not counted, like an unjudged check: the bake's end is checked again.
         check = progress.check.saturating_sub(1);
         extra_checks += 1;
+        let why = match short_of_data {
+            true => "no check has passed yet for want of data",
+            false => "the comparison leans to a regression it has not shown yet",
+        };
         reasons.push(format!(
-            "no check has passed yet for want of data: the bake goes on, check {extra_checks} of the {room} analysis.extendBakeSeconds allows"
+            "{why}: the bake goes on, check {extra_checks} of the {room} analysis.extendBakeSeconds allows"
         ));
     } else if asks {
         reasons.push(

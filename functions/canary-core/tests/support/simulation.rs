@@ -224,6 +224,7 @@ pub fn rollout(world: &World, seed: u64) -> Ending {
             let comparison = ComparisonSays {
                 asks: verdict.asks,
                 regression_shown: evidence.shows_a_regression(),
+                leaning: evidence.leans_to_a_regression(),
             };
             let decision = decide_asking(
                 Some(&world.analysis),

@@ -647,6 +647,7 @@ impl SignalSource for Compare<'_> {
         collected.outcomes.extend(peer_outcomes);
         let evidence = Evidence(taken);
         collected.regression_shown = evidence.shows_a_regression();
+        collected.leaning = evidence.leans_to_a_regression();
         collected.evidence = Some(evidence);
         Ok(collected)
     }

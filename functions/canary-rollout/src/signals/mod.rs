@@ -94,6 +94,8 @@ pub struct Collected {
     pub evidence: Option<Evidence>,
     /// The comparison has shown a regression in the rollout: no bake passes while it stands.
     pub regression_shown: bool,
+    /// The comparison leans to a regression not shown yet: a bake's end waits for more.
+    pub leaning: bool,
 }
 
 /// What the comparison carries from check to check: its evidence so far, and over how many

@@ -415,7 +415,8 @@ mod tests {
         assert!(nothing_written(&ga));
     }
 
-    #[tokio::test]
+    // Paused: the waits are read from one deadline, exactly.
+    #[tokio::test(start_paused = true)]
     async fn a_step_not_deployed_within_the_unjudged_bound_rolls_back_even_when_a_retry_finds_it_written(
     ) {
         // An earlier attempt wrote 90/10; the accelerator still applies it.
@@ -445,7 +446,8 @@ mod tests {
         );
     }
 
-    #[tokio::test]
+    // Paused: the waits are read from one deadline, exactly.
+    #[tokio::test(start_paused = true)]
     async fn a_steps_wait_is_the_plans_unjudged_bound_capped_at_three_minutes() {
         for (max_unjudged, waited) in [(45, 45), (900, 180)] {
             let ga = FakeAccelerator::default().group(&[(BLUE, 100), (GREEN, 0)], 100.0);
@@ -459,7 +461,8 @@ mod tests {
         }
     }
 
-    #[tokio::test]
+    // Paused: the waits are read from one deadline, exactly.
+    #[tokio::test(start_paused = true)]
     async fn a_restore_is_not_done_while_the_accelerator_still_applies_it() {
         // An earlier attempt wrote the baseline back; the accelerator still applies it.
         let ga = FakeAccelerator::default()

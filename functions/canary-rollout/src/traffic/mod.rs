@@ -17,6 +17,8 @@ pub use route53::{external_dns_claims, external_dns_claims_any_set};
 use std::any::Any;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use async_trait::async_trait;
 use canary_aws::{
     AlbApi, AlbReads, AwsError, AwsErrorKind, ExecutionsApi, GlobalAcceleratorApi,
@@ -366,15 +368,16 @@ pub async fn await_in_effect(
     }
 }
 
-/// How long a restore, or prepare's attach at weight 0, waits for its write to be in effect
-/// before it fails as transient (the state machine retries it; a restore is not said done
-/// before).
+/// How long a restore, or prepare's attach at weight 0, waits for its writes to be in effect
+/// (all its targets together) before it fails as transient (the state machine retries it; a
+/// restore is not said done before).
 pub const WRITE_IN_EFFECT_WAIT: Duration = Duration::from_secs(120);
 
-/// `await_in_effect` for a write that is not a step's: not in effect within
-/// `WRITE_IN_EFFECT_WAIT` is an `AwsTransient` the state machine retries.
-pub async fn settled(router: &dyn TrafficRouter) -> Result<(), ShiftError> {
-    await_in_effect(router, WRITE_IN_EFFECT_WAIT, |why| {
+/// `await_in_effect` for a write that is not a step's, by `deadline` (see
+/// `WRITE_IN_EFFECT_WAIT`): not in effect then is an `AwsTransient` the state machine retries.
+pub async fn settled(router: &dyn TrafficRouter, deadline: Instant) -> Result<(), ShiftError> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    await_in_effect(router, left, |why| {
         ShiftError::aws(
             router.label(),
             AwsError::new(AwsErrorKind::Transient, "DescribeAccelerator", why),
