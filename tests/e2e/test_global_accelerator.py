@@ -34,17 +34,22 @@ def test_an_accelerator_is_rolled_back_when_the_alarm_fires():
     assert event_types(report)[-1] == "Rolled Back"
 
 
+def start_accelerator_rollout(sandbox, name, max_unjudged_seconds):
+    """The `global-accelerator` scenario's world and plan, its unjudged bound set: the execution."""
+    seed_accelerator(sandbox.client, sandbox.world)
+    scenarios.create_green(sandbox)
+    plan = scenarios.accelerator_plan(sandbox)
+    plan.setdefault("analysis", {})["maxUnjudgedSeconds"] = max_unjudged_seconds
+    return scenarios.start_manual(sandbox, plan, name)
+
+
 def test_an_accelerator_stuck_in_progress_rolls_back_within_the_unjudged_bound_and_is_restored_once_deployed():
     """Issue 68: a step written while the accelerator stays IN_PROGRESS is live and unjudged;
     it may stay so only `analysis.maxUnjudgedSeconds`, then the rollout rolls back
     (`StepNotInEffect`, not retried), and the restore is said done only once the accelerator
     reads DEPLOYED again."""
     with Sandbox(log=captured) as sandbox:
-        seed_accelerator(sandbox.client, sandbox.world)
-        scenarios.create_green(sandbox)
-        plan = scenarios.accelerator_plan(sandbox)
-        plan.setdefault("analysis", {})["maxUnjudgedSeconds"] = 10
-        execution_arn = scenarios.start_manual(sandbox, plan, "green-stuck")
+        execution_arn = start_accelerator_rollout(sandbox, "green-stuck", max_unjudged_seconds=10)
         ga = sandbox.client("globalaccelerator", "us-west-2")
         status_when_restored = []
 
@@ -72,11 +77,7 @@ def test_a_rollout_stopped_while_its_step_waits_for_the_accelerator_is_restored_
     the stop's status change event, not when that wait ends, and restores the baseline without
     calling the step it was setting a change made outside the rollout."""
     with Sandbox(log=captured) as sandbox:
-        seed_accelerator(sandbox.client, sandbox.world)
-        scenarios.create_green(sandbox)
-        plan = scenarios.accelerator_plan(sandbox)
-        plan.setdefault("analysis", {})["maxUnjudgedSeconds"] = 120
-        execution_arn = scenarios.start_manual(sandbox, plan, "green-stopped-waiting")
+        execution_arn = start_accelerator_rollout(sandbox, "green-stopped-waiting", max_unjudged_seconds=120)
         ga = sandbox.client("globalaccelerator", "us-west-2")
         stopped_at = []
 

@@ -514,21 +514,29 @@ fn a_regression_shown_never_ends_a_bake_in_a_pass_whatever_passed_before() {
     assert!((asked.ask, asked.rollback) == (true, false), "{asked:?}");
 }
 
-#[test]
-fn a_bake_short_of_data_goes_on_up_to_the_plans_bound_then_ends_without_evidence() {
-    use canary_core::analysis::{decide_asking, ComparisonSays};
-    // 3 checks 60 s apart, extended by at most 120 s: two checks more.
-    let a = AnalysisSection {
+/// 3 checks 60 s apart, extended by at most 120 s: two checks more.
+fn extendable() -> AnalysisSection {
+    AnalysisSection {
         extend_bake_seconds: Some(120),
         ..analysis(1, InconclusivePolicy::Ignore, NoEvidencePolicy::Fail)
-    };
-    let at = |check: u32, extra_checks: u32| BakeProgress {
+    }
+}
+
+/// Check `check` of [`extendable`]'s 3, `extra_checks` past the bake's end.
+fn bake_at(check: u32, extra_checks: u32) -> BakeProgress {
+    BakeProgress {
         check,
         checks: 3,
         check_interval_seconds: 60,
         extra_checks,
         ..BakeProgress::default()
-    };
+    }
+}
+
+#[test]
+fn a_bake_short_of_data_goes_on_up_to_the_plans_bound_then_ends_without_evidence() {
+    use canary_core::analysis::{decide_asking, ComparisonSays};
+    let (a, at) = (extendable(), bake_at);
     let unsure = [outcome(Inconclusive)];
     let quiet = ComparisonSays::default();
     let first = decide_asking(Some(&a), &unsure, at(3, 0), quiet);
@@ -579,18 +587,11 @@ fn a_bake_whose_comparison_leans_to_a_regression_goes_on_before_it_passes() {
     use canary_core::analysis::{decide_asking, ComparisonSays};
     // Seed 19674: 8 of 8 periods beyond the band, evidence 28 of the 1000 a regression needs,
     // at the last check of the step before 100 %, where nothing is compared: it passed.
-    let a = AnalysisSection {
-        extend_bake_seconds: Some(120),
-        ..analysis(1, InconclusivePolicy::Ignore, NoEvidencePolicy::Fail)
-    };
+    let a = extendable();
     let at = |check: u32, extra_checks: u32| BakeProgress {
-        check,
-        checks: 3,
-        check_interval_seconds: 60,
-        extra_checks,
         step: 1,
         steps: 2,
-        ..BakeProgress::default()
+        ..bake_at(check, extra_checks)
     };
     let leaning = ComparisonSays {
         leaning: true,

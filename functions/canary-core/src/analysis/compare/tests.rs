@@ -594,3 +594,29 @@ fn too_few_peers_are_said_and_not_judged() {
     );
     assert_eq!(too_few_peers(&peers(2)), None);
 }
+
+#[test]
+fn evidence_leans_to_a_regression_from_ten_until_it_is_shown() {
+    let plan = checks(json!([{"name": "latency", "alb": "latency"}]));
+    let evidence = |periods: u32, beyond: u32, shown: bool| {
+        let text = json!([{"metric": 0, "peers": false,
+            "increase": {"signs": {"periods": periods, "beyond": beyond}},
+            "shown": shown.then_some("high")}])
+        .to_string();
+        Evidence::parse(&text, Some(&plan)).unwrap_or_else(|e| panic!("{text}: {e}"))
+    };
+    let log_evidence = |e: &Evidence| e.0[0].increase.as_ref().map_or(0.0, Sequence::log_evidence);
+    let even = evidence(12, 6, false);
+    assert!(!even.leans_to_a_regression(), "{}", log_evidence(&even));
+    let lean = evidence(12, 12, false);
+    assert!(
+        log_evidence(&lean) >= LEANING_EVIDENCE.ln(),
+        "{}",
+        log_evidence(&lean)
+    );
+    assert!(lean.leans_to_a_regression());
+    assert!(
+        !evidence(12, 12, true).leans_to_a_regression(),
+        "shown: no longer a lean"
+    );
+}
