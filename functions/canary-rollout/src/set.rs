@@ -1,15 +1,14 @@
 //! Set: move every target to a step's weight with compare-and-set. All targets are read and
 //! checked before the first write, so a foreign change anywhere means nothing is written.
 
+use std::time::Duration;
+
 use canary_core::analysis::AnalysisSection;
 use canary_core::plan::ValidPlan;
 use canary_core::weights::{compare_and_set_check, CasCheck};
 use canary_core::{TargetWeights, WeightPair};
-use tracing::{info, warn};
-
-use std::time::Duration;
-
 use tokio::time::Instant;
+use tracing::{info, warn};
 
 use crate::error::ShiftError;
 use crate::metrics;
@@ -89,7 +88,7 @@ pub(crate) async fn move_to(
     let deadline = Instant::now() + within;
     for router in &routers {
         let left = deadline.saturating_duration_since(Instant::now());
-        traffic::await_in_effect(router.as_ref(), left, |why| {
+        traffic::await_in_effect(router.as_ref(), left, |_, why| {
             warn!(target_key = %router.key(), %why, "the step is written, not in effect");
             ShiftError::StepNotInEffect(format!(
                 "{}: step {desired} not in effect within {} s (analysis.maxUnjudgedSeconds, at most {} s): {why}",

@@ -113,10 +113,13 @@ impl TrafficRouter for AcceleratorRouter<'_> {
             .map_err(|e| self.aws(e))?;
         Ok(match deployed {
             true => InEffect::Yes,
-            false => InEffect::NotYet(format!(
-                "accelerator {accelerator} still reads IN_PROGRESS after {} s: the change is written, not in effect",
-                within.as_secs()
-            )),
+            false => InEffect::NotYet {
+                operation: "DescribeAccelerator",
+                why: format!(
+                    "accelerator {accelerator} still reads IN_PROGRESS after {} s: the change is written, not in effect",
+                    within.as_secs()
+                ),
+            },
         })
     }
 

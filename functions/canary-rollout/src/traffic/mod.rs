@@ -17,8 +17,6 @@ pub use route53::{external_dns_claims, external_dns_claims_any_set};
 use std::any::Any;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use async_trait::async_trait;
 use canary_aws::{
     AlbApi, AlbReads, AwsError, AwsErrorKind, ExecutionsApi, GlobalAcceleratorApi,
@@ -28,6 +26,7 @@ use canary_core::limits::{join_bounded, MAX_REASON_BYTES};
 use canary_core::ownership::{ControllerOwner, OwnerCheck};
 use canary_core::{ForwardTarget, RolloutPlan, TrafficTarget, WeightPair};
 use canary_kube::ArgoCdConnect;
+use tokio::time::Instant;
 use tracing::info;
 
 use crate::error::ShiftError;
@@ -352,19 +351,22 @@ pub enum Detach {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InEffect {
     Yes,
-    /// Written, not applied yet: why (the target's words).
-    NotYet(String),
+    /// Written, not applied yet: the call that said so, and why (the target's words).
+    NotYet {
+        operation: &'static str,
+        why: String,
+    },
 }
 
 /// A target is in effect when `in_effect` says so within `within`, or fails with `not_yet`.
 pub async fn await_in_effect(
     router: &dyn TrafficRouter,
     within: Duration,
-    not_yet: impl FnOnce(String) -> ShiftError,
+    not_yet: impl FnOnce(&'static str, String) -> ShiftError,
 ) -> Result<(), ShiftError> {
     match router.in_effect(within).await? {
         InEffect::Yes => Ok(()),
-        InEffect::NotYet(why) => Err(not_yet(why)),
+        InEffect::NotYet { operation, why } => Err(not_yet(operation, why)),
     }
 }
 
@@ -377,10 +379,10 @@ pub const WRITE_IN_EFFECT_WAIT: Duration = Duration::from_secs(120);
 /// `WRITE_IN_EFFECT_WAIT`): not in effect then is an `AwsTransient` the state machine retries.
 pub async fn settled(router: &dyn TrafficRouter, deadline: Instant) -> Result<(), ShiftError> {
     let left = deadline.saturating_duration_since(Instant::now());
-    await_in_effect(router, left, |why| {
+    await_in_effect(router, left, |operation, why| {
         ShiftError::aws(
             router.label(),
-            AwsError::new(AwsErrorKind::Transient, "DescribeAccelerator", why),
+            AwsError::new(AwsErrorKind::Transient, operation, why),
         )
     })
     .await
@@ -420,8 +422,10 @@ pub trait TrafficRouter: TargetReader {
     fn refuse_unwritable(&self, _pair: WeightPair) -> Result<(), ShiftError> {
         Ok(())
     }
-    /// Writes `pair` from what `reading` found; returns once the change is in effect. The
-    /// caller has compared (compare-and-set) and calls `refuse_unwritable` first.
+    /// Writes `pair` from what `reading` found; returns once the target took it (Route 53:
+    /// INSYNC). A target that applies it later (a Global Accelerator) says when in `in_effect`,
+    /// which the caller waits for. The caller has compared (compare-and-set) and calls
+    /// `refuse_unwritable` first.
     async fn write(&self, reading: &Reading, pair: WeightPair) -> Result<(), ShiftError>;
     /// Waits, at most about `within`, for what was written to be in effect, whether this
     /// attempt wrote it or an earlier one did (a retried step finds the weights set and writes
