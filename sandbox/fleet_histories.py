@@ -331,6 +331,17 @@ def move_cell_by_hand(sandbox, cell, old, new):
             {"TargetGroupArn": cell["old"], "Weight": old}, {"TargetGroupArn": cell["new"], "Weight": new}]}}])
 
 
+def schema_breaks(events):
+    """Each (detail-type, detail) event that breaks its schema (schema/events/), said in a line."""
+    found = []
+    for detail_type, detail in events:
+        try:
+            jsonschema.validate(detail, scenarios.event_schema(detail_type))
+        except jsonschema.ValidationError as e:
+            found.append(f"event {detail_type} breaks its schema: {e.message}")
+    return found
+
+
 def violations(story, record, state_budget, secrets, delivery_seconds, restore_seconds):
     """The promises the fleet run broke, each said in a line. `delivery_seconds` and
     `restore_seconds` are the written bounds of a safety net's delivery and of a restore's writes
@@ -397,11 +408,7 @@ def violations(story, record, state_budget, secrets, delivery_seconds, restore_s
         found.append(f"rollouts other than the fleet's cells ran: {suffix_less}")
     if record.largest_state >= state_budget:
         found.append(f"a fleet or cell state of {record.largest_state} bytes, over {state_budget}")
-    for detail_type, detail in record.events:
-        try:
-            jsonschema.validate(detail, scenarios.event_schema(detail_type))
-        except jsonschema.ValidationError as e:
-            found.append(f"event {detail_type} breaks its schema: {e.message}")
+    found += schema_breaks(record.events)
     for secret in secrets:
         if secret in record.logs:
             found.append(f"a secret ({secret[:4]}…) is in a log")

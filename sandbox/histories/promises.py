@@ -50,9 +50,7 @@ import json
 from collections import Counter
 from datetime import datetime, timezone
 
-import jsonschema
-
-from .. import fleet_histories, scenarios
+from .. import fleet_histories
 from ..harness import CONTRACT, DATADOG_KEYS, FUNCTIONS_TOKEN
 from .stories import (CHECK_INTERVAL, COMPARE_SHOWN_SECONDS, DIRECT, MAX_UNJUDGED, PROVIDER_TIMEOUT,
                       STEP_BACK_SECONDS, WITH_LISTENER)
@@ -266,11 +264,7 @@ def violations(history, record):
             found.append(f"`cluster-canary restore` after the end left {after}, exit {code}: {said}")
     if report.largest_state >= STATE_BUDGET:
         found.append(f"a state of {report.largest_state} bytes at {report.largest_state_at}, over {STATE_BUDGET}")
-    for detail_type, detail in report.events:
-        try:
-            jsonschema.validate(detail, scenarios.event_schema(detail_type))
-        except jsonschema.ValidationError as e:
-            found.append(f"event {detail_type} breaks its schema: {e.message}")
+    found += fleet_histories.schema_breaks(report.events)
     history_text, events_text = json.dumps(events, default=str), json.dumps(report.events, default=str)
     for secret in SECRETS:
         if secret in record.logs:
