@@ -12,6 +12,7 @@ use canary_core::plan::{ResolvedStep, ValidPlan};
 use canary_core::{NamedError, RolloutPlan, TrafficTarget, WeightPair};
 use canary_rollout::clients::{process_env, CheckClients};
 use canary_rollout::prepare::{alarm_overlaps, check_targets, refuse_concurrent, running_plans};
+use canary_rollout::signals::{comparison_outlook, ComparisonOutlook, OUTLOOK_SECONDS};
 use canary_rollout::{analysis, target_health};
 use serde_json::{json, Value};
 
@@ -370,7 +371,73 @@ pub async fn check_plan(
     if !baselines.is_empty() {
         print_step_table(&valid.steps, &baselines, printer);
     }
+    // Not a refusal: traffic changes, and the plan may be checked at a quiet hour.
+    match comparison_outlook(
+        checks.signals().cloudwatch,
+        valid,
+        std::time::SystemTime::now(),
+    )
+    .await
+    {
+        Ok(Some(outlook)) => print_outlook(&outlook, printer),
+        Ok(None) => {}
+        Err(error) => printer.say(
+            &format!("? the comparison's traffic not read: {error}"),
+            json!({"check": "comparisonOutlook", "ok": null, "message": error.to_string()}),
+        ),
+    }
     Ok(ok)
+}
+
+/// What the last hour's traffic promises each step's comparison (canary_core::analysis::forecast).
+fn print_outlook(outlook: &ComparisonOutlook, printer: &mut Printer) {
+    let short = outlook.steps.iter().any(|s| s.short());
+    let mut text = format!(
+        "{} comparison outlook from the last {} min of traffic: a median {} s period had {:.0} \
+         request(s); periods with requests on both sides at each step's last check:",
+        if short { "?" } else { "✓" },
+        OUTLOOK_SECONDS / 60,
+        outlook.period_seconds,
+        outlook.median_requests
+    );
+    for step in &outlook.steps {
+        let line = if !step.compared {
+            "not compared (the baseline serves nothing); the evidence of the steps before stands"
+                .to_owned()
+        } else if step.short() {
+            format!(
+                "{:.1} expected, minSamples {}; the chance of enough is {:.0} %: it may extend its \
+                 bake and end \"no evidence\" on a healthy canary. Bake it longer, extend it \
+                 (analysis.extendBakeSeconds), start at a larger share or lower minSamples",
+                step.expected_periods,
+                step.needed,
+                100.0 * step.chance_enough
+            )
+        } else {
+            format!(
+                "{:.1} expected, minSamples {}",
+                step.expected_periods, step.needed
+            )
+        };
+        text.push_str(&format!(
+            "\n    step {} ({} %): {line}",
+            step.step, step.weight
+        ));
+    }
+    let steps: Vec<Value> = outlook
+        .steps
+        .iter()
+        .map(|s| {
+            json!({"step": s.step, "canaryPercent": s.weight, "compared": s.compared,
+                   "expectedPeriods": s.expected_periods, "minSamples": s.needed,
+                   "chanceEnough": s.chance_enough, "short": s.short()})
+        })
+        .collect();
+    printer.say(
+        &text,
+        json!({"check": "comparisonOutlook", "ok": !short, "medianRequests": outlook.median_requests,
+               "periodSeconds": outlook.period_seconds, "steps": steps}),
+    );
 }
 
 fn print_step_table(

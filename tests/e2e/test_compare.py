@@ -11,7 +11,7 @@ import struct
 import subprocess
 import time
 
-from helpers import BASELINE, PROMOTED, ROLLED_BACK_FOR_A_CHECK, event_types
+from helpers import BASELINE, PROMOTED, ROLLED_BACK_FOR_A_CHECK, captured, event_types
 from sandbox import compare, fleets, scenarios
 from sandbox.alb_metrics import AlbMetrics
 from sandbox.harness import Sandbox
@@ -169,3 +169,52 @@ def test_a_marginal_comparison_asks_a_person_before_the_next_step():
     # The bake that showed the regression ended unsure and asked; never a failed check.
     assert report.states.count("Asked") == 1 and report.states.count("AskSetup") == 1, report.states
     assert "BakeCheckFailed" not in report.states
+
+
+def test_plan_check_says_which_steps_the_last_hours_traffic_leaves_short_of_periods(tmp_path):
+    """`plan check` reads the last hour's `RequestCount` of the plan's target groups and says, step
+    by step, how many periods with requests on both sides the comparison can expect: at 30
+    requests a minute the 1 % step gets one in a quarter of its minutes and is said short (not
+    refused); at 5,000 a minute every step is fine; the 100 % step compares nothing."""
+    with Sandbox(log=captured) as sandbox:
+        scenarios.create_green(sandbox)
+        plan = scenarios.manual_plan(sandbox)
+        plan["trafficTargets"] = plan["trafficTargets"][:1]
+        plan["steps"] = [{"weight": 1}, {"weight": 10}, {"weight": 100}]
+        plan["bake"] = {"seconds": 600, "checkIntervalSeconds": 60}
+        plan["analysis"] = {"compare": {"periodSeconds": 60, "lookbackSeconds": 1200, "minSamples": 10,
+                                        "metrics": [{"name": "5xx rate", "alb": "errorRate"}]}}
+        path = tmp_path / "plan.json"
+        path.write_text(json.dumps(plan))
+        listener, stable = sandbox.world.listener, sandbox.world.blue_tg
+        dimensions = [{"Name": "LoadBalancer", "Value": listener.split(":listener/", 1)[1].rsplit("/", 1)[0]},
+                      {"Name": "TargetGroup", "Value": stable.rsplit(":", 1)[1]}]
+        cloudwatch = sandbox.client("cloudwatch")
+
+        def traffic(per_minute):
+            now = int(time.time()) // 60 * 60
+            cloudwatch.put_metric_data(Namespace="AWS/ApplicationELB", MetricData=[
+                {"MetricName": "RequestCount", "Dimensions": dimensions, "Timestamp": now - 60 * minute,
+                 "Value": per_minute, "Unit": "Count"} for minute in range(1, 60)])
+
+        traffic(30)
+        quiet = sandbox.cli("plan", "check", str(path))
+        captured(quiet.stdout + quiet.stderr)
+        assert quiet.returncode == 0, "an outlook is not a refusal"
+        assert "? comparison outlook from the last 60 min of traffic: a median 60 s period had 30 request(s)" \
+            in quiet.stdout, quiet.stdout
+        first = next(line for line in quiet.stdout.splitlines() if line.strip().startswith("step 1 (1 %)"))
+        assert "minSamples 10; the chance of enough is" in first and "extendBakeSeconds" in first, first
+        assert re.search(r"step 2 \(10 %\): [0-9.]+ expected, minSamples 10$", quiet.stdout, re.M), quiet.stdout
+        assert "step 3 (100 %): not compared (the baseline serves nothing)" in quiet.stdout, quiet.stdout
+        as_json = sandbox.cli("plan", "check", str(path), "--output", "json")
+        outlook = next(json.loads(line) for line in as_json.stdout.splitlines()
+                       if '"comparisonOutlook"' in line)
+        assert [s["short"] for s in outlook["steps"]] == [True, False, False], outlook
+        assert outlook["ok"] is False and outlook["medianRequests"] == 30, outlook
+
+        traffic(5000)  # the same minutes, added up: a median minute of 5,030 requests
+        busy = sandbox.cli("plan", "check", str(path))
+        assert "✓ comparison outlook from the last 60 min of traffic: a median 60 s period had 5030" \
+            in busy.stdout, busy.stdout
+        assert "the chance of enough" not in busy.stdout, busy.stdout

@@ -1,25 +1,30 @@
 //! The HTTPS client of the metrics providers that are not AWS SDK services (Prometheus, AMP,
-//! Datadog): hyper with rustls (the system's roots, the process's ring provider), connect and
-//! read timeouts, one overall deadline, and every answer read up to a bound.
+//! Datadog): the AWS SDK's own connector (hyper 1, rustls on ring, the system's roots), connect
+//! and read timeouts, one overall deadline, and every answer read up to a bound.
+//!
+//! The SDK's connector is linked anyway for the AWS calls; a hyper client of its own
+//! (hyper-util's, hyper-rustls, hyper-timeout) was a second instantiation of hyper's client and
+//! cost evaluate-alarms about 0.2 MB zipped (docs/size-and-startup.md), as it did kube's
+//! transport (`canary_kube::transport`).
 
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
+use aws_smithy_http_client::Connector;
+use aws_smithy_runtime_api::client::http::{HttpConnector, HttpConnectorSettings};
+use aws_smithy_runtime_api::http::Request as SmithyRequest;
+use aws_smithy_types::body::SdkBody;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
-use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
-use hyper_timeout::TimeoutConnector;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use http_body_util::{BodyExt, Limited};
 
 /// Largest answer read: a check's answer is one number and a little metadata; an answer of a
 /// megabyte selects far more than a check can judge.
 pub const MAX_ANSWER_BYTES: usize = 1 << 20;
 /// Longest wait for one request, connection included: a check interval is at least 10 s.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
-
-type HttpsClient = Client<TimeoutConnector<HttpsConnector<HttpConnector>>, Full<Bytes>>;
+/// Longest wait for a TCP connection and TLS handshake.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What a request that got no usable answer met.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,36 +46,36 @@ pub struct Answer {
 /// these providers should not pay.
 #[derive(Default)]
 pub struct LazyHttps {
-    client: OnceLock<Result<HttpsClient, String>>,
+    connector: OnceLock<Connector>,
 }
 
 impl LazyHttps {
-    fn client(&self) -> Result<&HttpsClient, HttpFailure> {
-        let built = self.client.get_or_init(|| {
-            let https = HttpsConnectorBuilder::new()
-                .with_native_roots()
-                .map_err(|e| format!("no system root certificates: {e}"))?
-                .https_or_http()
-                .enable_http1()
-                .build();
-            let mut connector = TimeoutConnector::new(https);
-            connector.set_connect_timeout(Some(Duration::from_secs(5)));
-            connector.set_read_timeout(Some(REQUEST_TIMEOUT));
-            Ok(Client::builder(TokioExecutor::new()).build(connector))
-        });
-        built
-            .as_ref()
-            .map_err(|message| HttpFailure::Unreachable(message.clone()))
+    fn connector(&self) -> &Connector {
+        self.connector.get_or_init(|| {
+            Connector::builder()
+                .connector_settings(
+                    HttpConnectorSettings::builder()
+                        .connect_timeout(CONNECT_TIMEOUT)
+                        .read_timeout(REQUEST_TIMEOUT)
+                        .build(),
+                )
+                .tls_provider(Provider::Rustls(CryptoMode::Ring))
+                .build()
+        })
     }
 
     /// Sends `request` and reads its answer, within [`REQUEST_TIMEOUT`] and
     /// [`MAX_ANSWER_BYTES`].
     pub async fn send(&self, request: http::Request<Bytes>) -> Result<Answer, HttpFailure> {
-        let client = self.client()?;
+        let connector = self.connector();
         let exchange = async {
-            let response = client
-                .request(request.map(Full::new))
+            let request = SmithyRequest::try_from(request.map(SdkBody::from))
+                .map_err(|e| HttpFailure::Unreachable(error_chain(&e)))?;
+            let response = connector
+                .call(request)
                 .await
+                .map_err(|e| HttpFailure::Unreachable(error_chain(&e)))?
+                .try_into_http1x()
                 .map_err(|e| HttpFailure::Unreachable(error_chain(&e)))?;
             let (parts, body) = response.into_parts();
             let body = Limited::new(body, MAX_ANSWER_BYTES)

@@ -855,12 +855,28 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             "must be from 0 to 0.95, got 0.99",
         ),
         (
-            "comparison of slow requests on a Prometheus query",
+            "comparison of slow requests on a Prometheus query that is not a histogram's selector",
             Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": [
                 {"name": "slow", "slowerThan": 0.5, "prometheus": {"query": "sum(up{cluster=\"{{cluster}}\"})", "baseline": "blue"}}]},
                 "prometheus": {"url": "http://prometheus.example:9090"}}))),
+            "analysis.compare.metrics[0].prometheus.query",
+            "does not start with a metric name: with slowerThan the query is the histogram's series selector",
+        ),
+        (
+            "comparison of slow requests on a Prometheus histogram's bucket series",
+            Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": [
+                {"name": "slow", "slowerThan": 0.5, "prometheus": {"query": "http_seconds_bucket{cluster=\"{{cluster}}\"}", "baseline": "blue"}}]},
+                "prometheus": {"url": "http://prometheus.example:9090"}}))),
+            "analysis.compare.metrics[0].prometheus.query",
+            "name the histogram without `_bucket`",
+        ),
+        (
+            "comparison of slow requests on a Datadog query",
+            Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": [
+                {"name": "slow", "slowerThan": 0.5, "datadog": {"query": "avg:latency{kube_cluster_name:{{cluster}}}", "baseline": "blue"}}]},
+                "datadog": {"site": "datadoghq.com"}}))),
             "analysis.compare.metrics[0].slowerThan",
-            "counts requests slower than it with CloudWatch's trimmed count",
+            "counts requests slower than it with CloudWatch's trimmed count or a Prometheus histogram's buckets",
         ),
         (
             "comparison of slow requests below zero",
@@ -881,7 +897,7 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": [
                 {"name": "slow", "alb": "latency", "slowerThan": 0.5, "stat": "p99"}]}}))),
             "analysis.compare.metrics[0].stat",
-            "counts requests (TC against SampleCount): leave `stat` out",
+            "counts requests (TC against SampleCount, or a histogram's buckets): leave `stat` out",
         ),
         (
             "comparison of fewer slow requests",

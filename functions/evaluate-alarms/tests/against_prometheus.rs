@@ -496,3 +496,102 @@ async fn a_comparison_query_giving_several_series_is_refused_before_traffic_move
         "{refused}"
     );
 }
+
+/// A latency histogram per cluster (`http_seconds`, buckets 0.1, 0.5, 1 and +Inf), scraped every
+/// 15 s for the last 10 minutes: 300 requests a scrape each, of which 1 % of blue's are slower
+/// than 0.5 s and `green_slow` of green's.
+fn histograms(green_slow: f64) -> PrometheusServer {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("a clock after 1970")
+        .as_secs();
+    let mut buckets = String::from("# TYPE http_seconds_bucket unknown\n");
+    let mut counts = String::from("# TYPE http_seconds_count unknown\n");
+    for (cluster, slow_share) in [("blue", 0.01), ("green", green_slow)] {
+        let (mut requests, mut slow) = (0.0, 0.0);
+        for ago in (0..=600).rev().step_by(15) {
+            let at = now - ago;
+            requests += 300.0;
+            slow += (300.0 * slow_share).round();
+            for (le, within) in [
+                ("0.1", (requests - slow) * 0.5),
+                ("0.5", requests - slow),
+                ("1.0", requests - slow / 2.0),
+                ("+Inf", requests),
+            ] {
+                buckets.push_str(&format!(
+                    "http_seconds_bucket{{cluster=\"{cluster}\",le=\"{le}\"}} {within} {at}\n"
+                ));
+            }
+            counts.push_str(&format!(
+                "http_seconds_count{{cluster=\"{cluster}\"}} {requests} {at}\n"
+            ));
+        }
+    }
+    PrometheusServer::start(&format!("{buckets}{counts}# EOF\n"))
+}
+
+/// The comparison of the requests slower than `threshold` in the `http_seconds` histogram.
+fn slow_requests(prometheus: &PrometheusServer, threshold: f64) -> Value {
+    json!({
+        "prometheus": {"url": prometheus.url},
+        "extendBakeSeconds": 600,
+        "compare": {"periodSeconds": 30, "lookbackSeconds": 600, "minSamples": 8, "metrics": [
+            {"name": "slow requests", "slowerThan": threshold,
+             "prometheus": {"query": "http_seconds{cluster=\"{{cluster}}\"}", "baseline": "blue"}}]},
+    })
+}
+
+#[tokio::test]
+async fn slow_requests_counted_from_a_histograms_buckets_fail_a_slower_canary_and_pass_a_healthy_one(
+) {
+    let env = Env::new().await;
+    let slower = histograms(0.10);
+    let found = env
+        .validate_analysis(slow_requests(&slower, 0.5))
+        .await
+        .unwrap();
+    assert_eq!(
+        found["metricQueries"], 4,
+        "requests and slow requests, per side"
+    );
+    let failing = env
+        .evaluate_analysis(slow_requests(&slower, 0.5))
+        .await
+        .unwrap();
+    assert_eq!(failing["verdict"], "fail", "{failing}");
+    let reason = failing["reasons"][0].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("compare slow requests: High (check Fail at score 0)"),
+        "{reason}"
+    );
+    // An integer bound is matched as the client wrote it (`1.0` here).
+    let at_one = env
+        .evaluate_analysis(slow_requests(&slower, 1.0))
+        .await
+        .unwrap();
+    assert_eq!(at_one["verdict"], "fail", "{at_one}");
+
+    let healthy = histograms(0.01);
+    let passing = env
+        .evaluate_analysis(slow_requests(&healthy, 0.5))
+        .await
+        .unwrap();
+    assert_eq!(passing["verdict"], "pass", "{passing}");
+}
+
+#[tokio::test]
+async fn a_slow_request_threshold_between_a_histograms_buckets_is_refused_before_traffic_moves() {
+    let (prometheus, env) = (histograms(0.01), Env::new().await);
+    let refused = env
+        .validate_analysis(slow_requests(&prometheus, 0.45))
+        .await
+        .expect_err("0.45 is no bucket's bound");
+    assert_eq!(refused.name(), canary_core::ErrorName::InvalidPlan);
+    assert!(
+        refused.to_string().starts_with(
+            "analysis.compare.metrics[0].prometheus: canary: the histogram has requests but no bucket whose `le` is slowerThan (0.45)"
+        ),
+        "{refused}"
+    );
+}

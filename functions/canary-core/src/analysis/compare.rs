@@ -298,6 +298,9 @@ pub struct SidedMetric {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SidedQuery {
     /// e.g. `histogram_quantile(0.99, sum by (le) (rate(http_request_duration_seconds_bucket{cluster="{{cluster}}"}[1m])))`.
+    /// With `slowerThan` (Prometheus only): the histogram's series selector, without a suffix,
+    /// e.g. `http_request_duration_seconds{cluster="{{cluster}}"}`: its `_count` and the
+    /// `_bucket` whose `le` is `slowerThan` are counted per period.
     pub query: String,
     /// `{{cluster}}` for the canary. Default: the new cluster's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -655,7 +658,7 @@ impl ComparedMetric {
             }
         }
         if let Some(threshold) = self.slower_than {
-            self.validate_slower_than(path, threshold, errors);
+            self.validate_slower_than(path, cluster, threshold, errors);
         } else {
             check_stat(&format!("{path}.stat"), self.stat(), errors);
         }
@@ -689,7 +692,13 @@ impl ComparedMetric {
         self.validate_weight(path, errors);
     }
 
-    fn validate_slower_than(&self, path: &str, threshold: f64, errors: &mut Errors) {
+    fn validate_slower_than(
+        &self,
+        path: &str,
+        cluster: &ClusterRef,
+        threshold: f64,
+        errors: &mut Errors,
+    ) {
         let field = format!("{path}.slowerThan");
         // Bounded: it is written into the CloudWatch statistic (`TC(<slowerThan>:)`).
         if !(threshold > 0.0 && threshold <= MAX_SLOWER_THAN) {
@@ -698,16 +707,24 @@ impl ComparedMetric {
                 format!("must be above 0 and at most {MAX_SLOWER_THAN}, got {threshold}"),
             );
         }
-        if !(self.alb == Some(AlbSignal::Latency) || self.cloudwatch.is_some()) {
+        if let Some(query) = &self.prometheus {
+            // The selector as the canary's side renders it (`{{cluster}}` has braces).
+            let rendered = query.side_query(cluster, query.canary_value(cluster));
+            if let Err(why) = rendered
+                .and_then(|selector| super::histogram::parse_selector(&selector).map(|_| ()))
+            {
+                errors.push(format!("{path}.prometheus.query"), why);
+            }
+        } else if !(self.alb == Some(AlbSignal::Latency) || self.cloudwatch.is_some()) {
             errors.push(
                 field,
-                "counts requests slower than it with CloudWatch's trimmed count: give it on an `alb: latency` or a `cloudwatch` metric put with values",
+                "counts requests slower than it with CloudWatch's trimmed count or a Prometheus histogram's buckets: give it on an `alb: latency` metric, a `cloudwatch` metric put with values, or a `prometheus` histogram",
             );
         }
         if self.stat.is_some() {
             errors.push(
                 format!("{path}.stat"),
-                "a metric judged by slowerThan counts requests (TC against SampleCount): leave `stat` out",
+                "a metric judged by slowerThan counts requests (TC against SampleCount, or a histogram's buckets): leave `stat` out",
             );
         }
         if self.direction != Direction::Increase {

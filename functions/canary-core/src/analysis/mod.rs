@@ -9,6 +9,8 @@ pub mod alb_judge;
 pub mod compare;
 pub mod datadog;
 pub mod dependence;
+pub mod forecast;
+pub mod histogram;
 pub mod metric_query;
 pub mod outcome;
 pub mod prometheus;

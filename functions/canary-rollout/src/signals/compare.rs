@@ -17,6 +17,7 @@ use canary_core::analysis::compare::{
     Evidence, Observation, Period,
 };
 use canary_core::analysis::datadog::{timeseries_request, timeseries_samples};
+use canary_core::analysis::histogram::slow_request_queries;
 use canary_core::analysis::prometheus::range_samples;
 use canary_core::analysis::statistics::median;
 use canary_core::analysis::{DatadogChecks, PrometheusChecks};
@@ -240,22 +241,61 @@ impl Compare<'_> {
                     continue;
                 };
                 let text = query.side_query(self.cluster, &value).map_err(&refused)?;
-                let answer = match self.ask(metric, &text, now).await {
-                    Some(Ok(answer)) => answer,
-                    Some(Err(error)) if error.is_about_the_query() => Err(error.to_string()),
-                    Some(Err(error)) => return Err(provider_error(&path, error)),
-                    None => Err(format!("the plan gives no `analysis.{field}` to query")),
-                };
-                match answer {
-                    Ok(samples) => {
-                        points.insert(provider_id(index, side), samples);
+                // A histogram's slow requests are two series: those slower, and every request.
+                let asked = match (metric.slower_than, &metric.prometheus) {
+                    (Some(threshold), Some(_)) => {
+                        let (requests, slow) =
+                            slow_request_queries(&text, threshold, self.checks.period_seconds)
+                                .map_err(&refused)?;
+                        vec![
+                            (provider_id(index, side), slow),
+                            (requests_id(index, side), requests),
+                        ]
                     }
-                    Err(why) if strict => return Err(refused(format!("{}: {why}", side.id()))),
-                    Err(why) => warn!(%path, side = %side.id(), %why, "no samples"),
+                    _ => vec![(provider_id(index, side), text)],
+                };
+                for (key, text) in asked {
+                    let answer = match self.ask(metric, &text, now).await {
+                        Some(Ok(answer)) => answer,
+                        Some(Err(error)) if error.is_about_the_query() => Err(error.to_string()),
+                        Some(Err(error)) => return Err(provider_error(&path, error)),
+                        None => Err(format!("the plan gives no `analysis.{field}` to query")),
+                    };
+                    match answer {
+                        Ok(samples) => {
+                            points.insert(key, samples);
+                        }
+                        Err(why) if strict => return Err(refused(format!("{}: {why}", side.id()))),
+                        Err(why) => warn!(%path, side = %side.id(), %why, "no samples"),
+                    }
+                }
+                if strict && metric.slower_than.is_some() {
+                    self.refuse_a_threshold_between_buckets(&points, index, side)
+                        .map_err(&refused)?;
                 }
             }
         }
         Ok(points)
+    }
+
+    /// At Prepare: a side whose histogram has requests but no series for the threshold's
+    /// bucket has a threshold that is not one of its bounds, and would never have a sample.
+    fn refuse_a_threshold_between_buckets(
+        &self,
+        points: &HashMap<String, Vec<(i64, f64)>>,
+        index: usize,
+        side: Side,
+    ) -> Result<(), String> {
+        let has = |key: &str| points.get(key).is_some_and(|p| !p.is_empty());
+        if has(&requests_id(index, side)) && !has(&provider_id(index, side)) {
+            return Err(format!(
+                "{}: the histogram has requests but no bucket whose `le` is slowerThan ({}): \
+                 give one of its bucket bounds",
+                side.id(),
+                self.checks.metrics[index].slower_than.unwrap_or_default()
+            ));
+        }
+        Ok(())
     }
 
     /// One side's samples of a Prometheus or Datadog metric over the window: the provider's
@@ -318,6 +358,23 @@ impl Compare<'_> {
                 .get(&provider_id(index, side))
                 .cloned()
                 .unwrap_or_default();
+            if metric.counted() {
+                // `increase` extrapolates: the difference of two counts is kept within them.
+                let requests: HashMap<i64, f64> = points
+                    .get(&requests_id(index, side))
+                    .cloned()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .collect();
+                return vec![values
+                    .into_iter()
+                    .filter_map(|(at, slow)| {
+                        let requests = requests.get(&at)?.max(0.0);
+                        let errors = slow.clamp(0.0, requests);
+                        Some((at, Sample::Counts { errors, requests }))
+                    })
+                    .collect()];
+            }
             return vec![values
                 .into_iter()
                 .map(|(at, v)| (at, Sample::Value(v)))
@@ -655,6 +712,11 @@ impl SignalSource for Compare<'_> {
 
 fn provider_id(metric: usize, side: Side) -> String {
     format!("query{metric}_{}", side.id())
+}
+
+/// A Prometheus histogram's requests, beside its slow requests under [`provider_id`].
+fn requests_id(metric: usize, side: Side) -> String {
+    format!("query{metric}_{}_requests", side.id())
 }
 
 fn query_id(metric: usize, group: usize, side: Side, reading: Reading) -> String {

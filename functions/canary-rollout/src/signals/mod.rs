@@ -13,6 +13,7 @@ mod cloudwatch_metrics;
 mod compare;
 mod datadog;
 mod eks_addons;
+mod outlook;
 mod prometheus;
 mod query_checks;
 
@@ -34,6 +35,7 @@ use crate::error::AnalysisError;
 use alb_judge::alb_pairs;
 pub(crate) use cloudwatch_alarms::{alarm_outcome, alarm_outcomes};
 pub use compare::{compared_series, ComparedSeries};
+pub use outlook::{comparison_outlook, ComparisonOutlook, OUTLOOK_SECONDS};
 use query_checks::QueryChecks;
 
 /// The APIs the signal sources read.
