@@ -361,6 +361,38 @@ def test_a_task_token_is_answered_once_and_only_while_its_execution_runs(moto_en
     assert refused("not-a-token") == "InvalidToken"
 
 
+def test_a_token_of_a_branch_its_parallel_ended_is_no_task_any_more(moto_endpoint):
+    """Patch 5 with 14: one branch waits on a task token (as a bake's alarm watch does), the other
+    fails, and the Parallel's Catch goes on (as to a rollback's Restore). A failure sent for the
+    waiting branch's token afterwards is AWS's TaskDoesNotExist, and the history records no
+    TaskFailed for it (moto took it as delivered and recorded it during the Restore)."""
+    engine_on(moto_endpoint)
+    sfn = boto3.client("stepfunctions", endpoint_url=moto_endpoint, **CREDENTIALS)
+    sqs = boto3.client("sqs", endpoint_url=moto_endpoint, **CREDENTIALS)
+    queue = sqs.create_queue(QueueName="watch-tokens")["QueueUrl"]
+    watch = {"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+             "Parameters": {"QueueUrl": queue, "MessageBody": {"token.$": "$$.Task.Token"}}, "End": True}
+    bake = {"StartAt": "Nap", "States": {"Nap": {"Type": "Wait", "Seconds": 2, "Next": "Failed"},
+                                          "Failed": {"Type": "Fail", "Error": "CheckFailed"}}}
+    states = {"Bake": {"Type": "Parallel", "Branches": [bake, {"StartAt": "Watch", "States": {"Watch": watch}}],
+                       "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Restore"}], "End": True},
+              "Restore": {"Type": "Wait", "Seconds": 8, "End": True}}
+    arn = sfn.start_execution(stateMachineArn=machine(sfn, "branch-tokens", states, "Bake"))["executionArn"]
+    [message] = sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=10)["Messages"]
+    token = json.loads(message["Body"])["token"]
+    deadline = time.monotonic() + 30
+    while not any(e["type"] == "WaitStateEntered" and e["stateEnteredEventDetails"]["name"] == "Restore"
+                  for e in sfn.get_execution_history(executionArn=arn)["events"]):
+        assert time.monotonic() < deadline, "the Parallel never failed into Restore"
+        time.sleep(0.2)
+    with pytest.raises(ClientError) as error:
+        sfn.send_task_failure(taskToken=token, error="AlarmFired", cause="late")
+    assert error.value.response["Error"]["Code"] == "TaskDoesNotExist"
+    assert ended(sfn, arn)["status"] == "SUCCEEDED"
+    kinds = [e["type"] for e in sfn.get_execution_history(executionArn=arn)["events"]]
+    assert "TaskFailed" not in kinds, kinds
+
+
 def test_the_payload_limit_is_262144_bytes_of_compact_utf8(moto_endpoint):
     """Patch 16: a state's data is held to 262,144 bytes as compact UTF-8 JSON, the limit
     itself allowed (moto counted `", "` separators and `\\u` escapes, and refused the limit), and a

@@ -34,7 +34,9 @@ Everything else is stock moto.
    was one) is AWS's 400 `TaskDoesNotExist`/`TaskTimedOut`/`InvalidToken`, not moto's 500:
    moto took a failure for a token already answered, or whose execution had ended, as
    delivered (AWS answers `TaskDoesNotExist`), and its own refusals failed to be made (their
-   classes want a message), a 500.
+   classes want a message), a 500. So is a token of a branch its Parallel ended (another
+   branch failed, or the execution stopped): moto left that task waiting and recorded a late
+   failure as the task's (patch 14's `_retire_branch_tokens`).
 6. EKS access entries (CreateAccessEntry, DescribeAccessEntry, DeleteAccessEntry,
    AssociateAccessPolicy, ListAssociatedAccessPolicies), which moto lacks: kept per cluster,
    with EKS's answers: ResourceInUseException for an entry that exists,
@@ -284,7 +286,7 @@ from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl
 from moto.stepfunctions.parser.asl.component.state.exec.state_parallel import branches_decl as parallel_branches
 from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import iteration_worker as map_iteration
 from moto.stepfunctions.parser.asl.eval import environment as sfn_environment
-from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackConsumerTimeout
+from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackConsumerLeft, CallbackConsumerTimeout
 from moto.stepfunctions.parser.asl.component.state import state as sfn_state
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import state_task_lambda as sfn_state_task_lambda
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
@@ -636,6 +638,7 @@ def _branches_eval_body(self, env):
     waiting on a task token without a timeout never does, so a stopped execution stayed
     RUNNING. AWS aborts the branches with the execution."""
     input_val = env.stack.pop()
+    tokens_before = set(env.callback_pool_manager._pool)
     pool = parallel_branches.BranchWorkerPool(workers_num=len(self.programs))
     workers = []
     for program in self.programs:
@@ -652,6 +655,7 @@ def _branches_eval_body(self, env):
         for worker in workers:
             worker.stop(stop_date=datetime.datetime.now(), cause=None, error=None)
             env.close_frame(worker.env)
+        _retire_branch_tokens(env.callback_pool_manager, tokens_before)
     if exit_event_details is not None and env.is_running():
         raise parallel_branches.FailureEventException(failure_event=parallel_branches.FailureEvent(
             env=env,
@@ -670,6 +674,17 @@ def _branches_eval_body(self, env):
 
 
 parallel_branches.BranchesDecl._eval_body = _branches_eval_body
+
+
+def _retire_branch_tokens(callbacks, tokens_before):
+    """The task tokens of branches a failed (or stopped) Parallel ended: no task waits on them
+    any more, so an answer is AWS's `TaskDoesNotExist` (`_token_refusal`). moto left their
+    tasks waiting, took a late SendTaskFailure as delivered and recorded a TaskFailed after the
+    Parallel had failed (a rollback's watch then read it as its restore failing)."""
+    for token, endpoint in list(callbacks._pool.items()):
+        if token not in tokens_before and endpoint.get_outcome() is None:
+            endpoint.report(CallbackConsumerLeft())
+            endpoint.interrupt_all()
 
 
 def _cluster_ca(name):
@@ -748,7 +763,8 @@ def _token_refusal(backend, token):
             continue
         if isinstance(endpoint.consumer_error, CallbackConsumerTimeout):
             return "Task Timed Out: the task's timeout passed", "TaskTimedOut"
-        if execution.status != sfn_api.ExecutionStatus.RUNNING or endpoint.get_outcome() is not None:
+        if (execution.status != sfn_api.ExecutionStatus.RUNNING or endpoint.get_outcome() is not None
+                or isinstance(endpoint.consumer_error, CallbackConsumerLeft)):
             return "Task Does Not Exist: it was answered already, or its execution has ended", "TaskDoesNotExist"
         return None
     return "Invalid Token: the token belongs to no task", "InvalidToken"
