@@ -211,7 +211,8 @@ def test_plan_check_says_which_steps_the_last_hours_traffic_leaves_short_of_peri
         outlook = next(json.loads(line) for line in as_json.stdout.splitlines()
                        if '"comparisonOutlook"' in line)
         assert [s["short"] for s in outlook["steps"]] == [True, False, False], outlook
-        assert outlook["ok"] is False and outlook["medianRequests"] == 30, outlook
+        # Unsure (null), as a check that may hold: not a refusal (false).
+        assert outlook["ok"] is None and outlook["medianRequests"] == 30, outlook
 
         traffic(5000)  # the same minutes, added up: a median minute of 5,030 requests
         busy = sandbox.cli("plan", "check", str(path))
