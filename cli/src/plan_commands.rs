@@ -389,7 +389,7 @@ pub async fn check_plan(
     Ok(ok)
 }
 
-/// What the last hour's traffic promises each step's comparison (canary_core::analysis::forecast).
+/// What the last hour's traffic promises each step's comparison (canary_core::plan::forecast).
 fn print_outlook(outlook: &ComparisonOutlook, printer: &mut Printer) {
     let short = outlook.steps.iter().any(|s| s.short());
     let mut text = format!(

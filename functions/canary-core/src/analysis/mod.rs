@@ -9,7 +9,6 @@ pub mod alb_judge;
 pub mod compare;
 pub mod datadog;
 pub mod dependence;
-pub mod forecast;
 pub mod histogram;
 pub mod metric_query;
 pub mod outcome;

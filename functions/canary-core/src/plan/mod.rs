@@ -4,6 +4,7 @@
 //! JSON path (`trafficTargets[1].alb.canaryTargetGroupArn`), all at once. Each section's
 //! types and rules live in its own module.
 
+pub mod forecast;
 mod freeze;
 mod retire;
 mod rollback;

@@ -1,12 +1,12 @@
 //! `plan check`'s outlook of the comparison's traffic: the last hour's requests of the plan's
 //! ALB target groups (one GetMetricData call), and what they promise each step
-//! (`canary_core::analysis::forecast`).
+//! (`canary_core::plan::forecast`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use canary_aws::{AwsErrorKind, CloudWatchApi, MetricQuery};
-use canary_core::analysis::forecast::{forecast, StepForecast};
+use canary_core::plan::forecast::{forecast, StepForecast};
 use canary_core::plan::ValidPlan;
 
 use super::alb_judge::{alb_pairs, ALB_NAMESPACE};

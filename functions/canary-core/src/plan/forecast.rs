@@ -17,9 +17,9 @@
 //!   the chance is that either reaches `minSamples`, so it is a lower bound. Earlier steps count
 //!   with their bakes only, and waits for an approval are left out (both only add periods).
 
-use super::compare::baseline_serves;
-use super::section::AnalysisSection;
-use crate::plan::ResolvedStep;
+use super::ResolvedStep;
+use crate::analysis::compare::baseline_serves;
+use crate::analysis::AnalysisSection;
 
 /// The chance of enough periods below which `plan check` says a step may end short of data:
 /// the comparison's own default α, so that want of traffic is not a likelier way for a healthy
