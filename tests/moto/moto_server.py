@@ -682,7 +682,8 @@ def _retire_branch_tokens(callbacks, tokens_before):
     tasks waiting, took a late SendTaskFailure as delivered and recorded a TaskFailed after the
     Parallel had failed (a rollback's watch then read it as its restore failing)."""
     for token, endpoint in list(callbacks._pool.items()):
-        if token not in tokens_before and endpoint.get_outcome() is None:
+        # A task answered or timed out keeps what it had.
+        if token not in tokens_before and endpoint.get_outcome() is None and endpoint.consumer_error is None:
             endpoint.report(CallbackConsumerLeft())
             endpoint.interrupt_all()
 

@@ -22,8 +22,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use canary_aws::{
-    AddonHealth, AwsErrorKind, CloudWatchApi, DatadogApi, FreezeApi, MetricQuery, MetricSeries,
-    PrometheusApi,
+    AddonHealth, AwsError, AwsErrorKind, CloudWatchApi, DatadogApi, FreezeApi, MetricQuery,
+    MetricSeries, PrometheusApi,
 };
 use canary_core::analysis::compare::Evidence;
 use canary_core::analysis::CheckOutcome;
@@ -260,17 +260,23 @@ async fn try_queries(
     cloudwatch
         .metric_data(&queries, start, now)
         .await
-        .map_err(|source| match source.kind {
-            AwsErrorKind::Rejected => AnalysisError::QueriesRejected {
-                path: "analysis".to_owned(),
-                source,
-            },
-            _ => AnalysisError::Aws(source),
-        })?;
+        .map_err(|source| metric_data_error("analysis", source))?;
     Ok(Validated {
         metric_queries: queries.len(),
         ..Validated::default()
     })
+}
+
+/// A GetMetricData failure: CloudWatch refusing the queries is the plan's at `path`; anything
+/// else is AWS's (retried).
+fn metric_data_error(path: &str, source: AwsError) -> AnalysisError {
+    match source.kind {
+        AwsErrorKind::Rejected => AnalysisError::QueriesRejected {
+            path: path.to_owned(),
+            source,
+        },
+        _ => AnalysisError::Aws(source),
+    }
 }
 
 fn longest_lookback(planned: &[PlannedQuery]) -> u64 {

@@ -5,11 +5,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use canary_aws::{AwsErrorKind, CloudWatchApi, MetricQuery};
+use canary_aws::{CloudWatchApi, MetricQuery};
 use canary_core::plan::forecast::{forecast, StepForecast};
 use canary_core::plan::ValidPlan;
 
 use super::alb_judge::{alb_pairs, ALB_NAMESPACE};
+use super::metric_data_error;
 use crate::error::AnalysisError;
 
 /// How far back the traffic is read.
@@ -60,17 +61,10 @@ pub async fn comparison_outlook(
         })
         .collect();
     let start = now - Duration::from_secs(OUTLOOK_SECONDS);
-    let series =
-        cloudwatch
-            .metric_data(&queries, start, now)
-            .await
-            .map_err(|source| match source.kind {
-                AwsErrorKind::Rejected => AnalysisError::QueriesRejected {
-                    path: "trafficTargets".to_owned(),
-                    source,
-                },
-                _ => AnalysisError::Aws(source),
-            })?;
+    let series = cloudwatch
+        .metric_data(&queries, start, now)
+        .await
+        .map_err(|source| metric_data_error("trafficTargets", source))?;
     let requests = per_period(series.values().flat_map(|s| &s.points), start, period);
     let mut sorted = requests.clone();
     sorted.sort_by(f64::total_cmp);
