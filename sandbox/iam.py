@@ -35,6 +35,7 @@ delivery to a function is not checked), dependent actions, and calls the AWS SDK
 Prometheus API of AMP makes (no botocore model has them: refused as unknown).
 """
 import functools
+import gzip
 import json
 import re
 import sys
@@ -157,6 +158,10 @@ class Request:
 
     def __init__(self, method, path, headers, body):
         self.method, self.headers, self.body = method, headers, body or b""
+        # botocore compresses a large PutMetricData (request compression, over 10 KiB), as the
+        # SDKs may: AWS reads it, and so does IAM here.
+        if self.body and "gzip" in (headers.get("Content-Encoding") or ""):
+            self.body = gzip.decompress(self.body)
         split = urlsplit(path)
         # Kept encoded: a URI label may hold an encoded ARN, slashes and all.
         # Blank values kept: S3's `?tagging` names the operation.
