@@ -14,7 +14,8 @@ packages and fails when the fixture is not what they say.
   bet's wealth: the product over periods of 1 + STAKE × (min(ratio^(1/φ), PERIOD_RATIO_CAP) − 1),
   each ratio a binomial likelihood ratio from scipy's `binom.logpmf`, φ the dispersion the
   periods before showed (the Pearson residuals' variance and lag-1 autocorrelation from their
-  differences, as canary_core::analysis::dependence::Deltas computes them; written again here).
+  differences, as canary_core::analysis::dependence::Deltas computes them, the variance's
+  excess over Poisson's scaled to the period's count; written again here).
 """
 
 import json
@@ -53,9 +54,11 @@ def bounded_squares(residuals, lag):
     return total
 
 
-def dispersion(residuals):
-    """How much more the residuals so far spread than Poisson errors would (at least 1), from
-    their differences at lags 1 and 2 (canary_core::analysis::dependence::Deltas)."""
+def dispersion(residuals, poissons, poisson):
+    """How much more a period's count spreads than Poisson errors would (at least 1), from the
+    residuals so far (their differences at lags 1 and 2, canary_core::analysis::dependence::
+    Deltas), their variance's excess over 1 (the drift's) scaled to this period's Poisson
+    variance `poisson` from the mean of theirs (`poissons`), as Counts::dispersion does."""
     n = len(residuals)
     if n < MIN_PERIODS_TO_ESTIMATE:
         return 1.0
@@ -67,7 +70,10 @@ def dispersion(residuals):
     rho = min(max(rho, 0.0), MAX_AUTOCORRELATION)
     variance = at_1 / (2 * (1 - min(max(raw, 0.0), MAX_AUTOCORRELATION)))
     shrunk = (PRIOR_PERIODS + (n - 1) * variance) / (PRIOR_PERIODS + n - 1)
-    return max(shrunk * (1 + rho) / (1 - rho), 1.0)
+    mean_poisson = sum(poissons) / n
+    scale = max(poisson / mean_poisson, 1.0) if mean_poisson > 0 else 1.0
+    scaled = 1 + (shrunk - 1) * scale if shrunk > 1 else shrunk
+    return max(scaled * (1 + rho) / (1 - rho), 1.0)
 
 
 def signs_cases():
@@ -109,6 +115,7 @@ def counts_cases():
     yield "a burst on the canary counts as one period", [[150, 160, 0.05, False]]
     yield "a burst on the baseline leaves each bet a fifth", [[1, 400, 0.05, False]]
     yield "counts spread far more than Poisson's are tempered", [[30, 100, 0.1, False], [0, 100, 0.1, False]] * 8
+    yield "a drift weighs more at a larger share", ([[30, 400, 0.05, False]] * 3 + [[14, 400, 0.05, False]] * 3) * 3 + [[2200, 4000, 0.5, False]] * 4
     for n in range(30):
         periods = []
         lower = bool(n % 4 == 3)
@@ -125,16 +132,18 @@ def counts_case(name, periods):
     logs = []
     for multiple in RATE_MULTIPLES:
         total = 0.0
-        residuals = []
+        residuals, poissons = [], []
         for canary, errors, share, lower in periods:
             if errors == 0:
                 continue
             odds = 1 / multiple if lower else multiple
             alternative = odds * share / (1 - share + odds * share)
             log_ratio = binom.logpmf(canary, errors, alternative) - binom.logpmf(canary, errors, share)
-            counted = np.exp(min(log_ratio / dispersion(residuals), np.log(PERIOD_RATIO_CAP)))
+            poisson = share * (1 - share) * errors
+            counted = np.exp(min(log_ratio / dispersion(residuals, poissons, poisson), np.log(PERIOD_RATIO_CAP)))
             total = min(max(total + np.log(1 + STAKE * (counted - 1)), -30.0), 100.0)
-            residuals.append((canary - share * errors) / np.sqrt(share * (1 - share) * errors))
+            residuals.append((canary - share * errors) / np.sqrt(poisson))
+            poissons.append(poisson)
         logs.append(total)
     logs = np.array(logs)
     top = logs.max()

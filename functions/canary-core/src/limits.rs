@@ -49,16 +49,17 @@ pub const MAX_GATE_TIMEOUT_SECONDS: i64 = 3600;
 pub const MAX_APPS_TIMEOUT_SECONDS: i64 = 86_400;
 /// Longest a step may wait for its approval: one day.
 pub const MAX_APPROVAL_TIMEOUT_SECONDS: i64 = 86_400;
-/// The written budget for the largest execution state (and task result), in bytes: 13/32 of
+/// The written budget for the largest execution state (and task result), in bytes: 7/16 of
 /// Step Functions' 256 KiB, so a plan at every cap still leaves a wide margin. (It was 96 KiB
-/// until the comparison's evidence carried each series' dependence and dispersion: 2 × 4 KiB
-/// more.)
-pub const STATE_BUDGET_BYTES: usize = 104 * 1024;
+/// until the comparison's evidence carried each series' dependence and dispersion, and 104 KiB
+/// until each error count's drift was scaled to its period: 2 × 4 KiB more each time.)
+pub const STATE_BUDGET_BYTES: usize = 112 * 1024;
 /// Most bytes of the comparison's evidence (`analysis::compare::Evidence`), which the state
 /// carries from check to check and across a bake's end as a Fail state's cause (AWS allows
 /// 32,768 characters): 20 error-rate metrics watching both directions, against the baseline
-/// and the peers, at their largest values fit (a test builds them).
-pub const MAX_EVIDENCE_BYTES: usize = 20 * 1024;
+/// and the peers, at their largest values fit (a test builds them). (20 KiB until each error
+/// count's drift was scaled to each period's count: one number more per sequence.)
+pub const MAX_EVIDENCE_BYTES: usize = 24 * 1024;
 
 /// Largest plan accepted, as compact JSON. Checked before anything else about the plan.
 pub const MAX_PLAN_BYTES: usize = 32 * 1024;

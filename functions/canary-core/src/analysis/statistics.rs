@@ -196,6 +196,14 @@ pub struct Counts {
     /// variance 1 and foretells nothing of the next ([`Counts::dispersion`]).
     #[serde(default, skip_serializing_if = "Deltas::is_empty")]
     pub residuals: Deltas,
+    /// The sum of those periods' share × (1 − share) × errors ([`Counts::dispersion`]).
+    #[serde(
+        rename = "poisson",
+        default,
+        skip_serializing_if = "is_zero",
+        serialize_with = "in_six_digits"
+    )]
+    pub poisson_sum: f64,
 }
 
 /// A bet's log wealth is kept from −30 to 100, which bounds its place in the state. Above: far
@@ -213,8 +221,17 @@ impl Default for Counts {
         Counts {
             log_ratios: vec![0.0; RATE_MULTIPLES.len()],
             residuals: Deltas::default(),
+            poisson_sum: 0.0,
         }
     }
+}
+
+fn is_zero(value: &f64) -> bool {
+    *value == 0.0
+}
+
+fn in_six_digits<S: serde::Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(six_digits(*value))
 }
 
 fn floor_to_micros<S: serde::Serializer>(values: &[f64], serializer: S) -> Result<S::Ok, S::Error> {
@@ -262,8 +279,10 @@ impl Counts {
             return;
         }
         let (x, k) = (canary_errors.min(errors) as f64, errors as f64);
-        // Tempered by what the periods before showed, never by this one's own counts.
-        let temper = 1.0 / self.dispersion(rho);
+        // The canary's errors' variance under the null (binomial, given the period's errors).
+        let poisson = null_share * (1.0 - null_share) * k;
+        // Tempered by what the periods before showed, never by this one's own split.
+        let temper = 1.0 / self.dispersion(rho, poisson);
         for (log_wealth, multiple) in self.log_ratios.iter_mut().zip(RATE_MULTIPLES) {
             // The alternative multiplies the odds of an error being the canary's by θ: its
             // likelihood ratio over the null is θ^x / (1 − p + θp)^k.
@@ -273,24 +292,45 @@ impl Counts {
             *log_wealth = (*log_wealth + (1.0 + STAKE * (counted - 1.0)).ln())
                 .clamp(LOWEST_LOG_WEALTH, HIGHEST_LOG_WEALTH);
         }
-        let spread = (null_share * (1.0 - null_share) * k).sqrt();
+        let residual = (x - null_share * k) / poisson.sqrt();
         // Under Poisson errors a residual's difference from the last has a mean square of 2.
-        self.residuals
-            .add_on_scale((x - null_share * k) / spread, 2.0);
+        self.residuals.add_on_scale(residual, 2.0);
+        let poisson_sum = self.poisson_sum + poisson;
+        if poisson_sum.is_finite() {
+            self.poisson_sum = poisson_sum;
+        }
     }
 
-    /// How much more the sum of the residuals spreads than Poisson errors would make it, at
-    /// least 1: their variance (shrunk toward 1 by [`PRIOR_PERIODS`]) times (1 + ρ) / (1 − ρ)
-    /// for their lag-1 autocorrelation ρ (`rho`, the plan's `autocorrelation`, or estimated:
-    /// [`Deltas`]). The bets take each period's likelihood ratio to the power 1 / dispersion,
-    /// as a quasi-likelihood does: for errors that spread φ times more than Poisson's, the ratio
-    /// to the power 1/φ has a mean of at most 1 again.
-    pub fn dispersion(&self, rho: Option<f64>) -> f64 {
+    /// How much more a period's count spreads than Poisson errors would make it, at least 1:
+    /// the residuals' variance (shrunk toward 1 by [`PRIOR_PERIODS`]) scaled to this period,
+    /// times (1 + ρ) / (1 − ρ) for their lag-1 autocorrelation ρ (`rho`, the plan's
+    /// `autocorrelation`, or estimated: [`Deltas`]). The bets take each period's likelihood
+    /// ratio to the power 1 / dispersion, as a quasi-likelihood does: for errors that spread φ
+    /// times more than Poisson's, the ratio to the power 1/φ has a mean of at most 1 again.
+    ///
+    /// Scaled: a drift of the error *rates* (each cluster's own) adds to a count's variance in
+    /// proportion to the count squared, so a residual's variance is 1 + `poisson` × the drift's
+    /// (`poisson`: this period's share × (1 − share) × errors). The variance's excess over 1 is
+    /// the drift's at the mean `poisson` of the periods taken in; a period with more (a larger
+    /// share) has it that many times over, never less. Without it a step to a larger share
+    /// was tempered by what the drift did to the smaller steps' counts, and each cluster's own
+    /// drift rolled healthy canaries back at the 25 and 50 % steps.
+    pub fn dispersion(&self, rho: Option<f64>, poisson: f64) -> f64 {
         let rho = rho.unwrap_or_else(|| self.residuals.autocorrelation(COUNTS_MARGIN));
         let differences = f64::from(self.residuals.values.saturating_sub(1));
         let variance = match self.residuals.variance() {
             Some(variance) => {
-                (PRIOR_PERIODS + differences * variance) / (PRIOR_PERIODS + differences)
+                let variance =
+                    (PRIOR_PERIODS + differences * variance) / (PRIOR_PERIODS + differences);
+                let mean_poisson = self.poisson_sum / f64::from(self.residuals.values.max(1));
+                let scale = match mean_poisson > 0.0 {
+                    true => (poisson / mean_poisson).max(1.0),
+                    false => 1.0,
+                };
+                match variance > 1.0 {
+                    true => 1.0 + (variance - 1.0) * scale,
+                    false => variance,
+                }
             }
             None => 1.0,
         };
@@ -452,9 +492,9 @@ mod tests {
             swinging.add(0, 100, 0.1, false, None);
         }
         assert!(
-            swinging.dispersion(None) > 10.0,
+            swinging.dispersion(None, 9.0) > 10.0,
             "{}",
-            swinging.dispersion(None)
+            swinging.dispersion(None, 9.0)
         );
         assert!(swinging.log_evidence() < 1.0, "{}", swinging.log_evidence());
         // Poisson-like counts are tempered by little more than the margin of a short series:
@@ -463,9 +503,44 @@ mod tests {
         for _ in 0..20 {
             even.add(10, 100, 0.1, false, None);
         }
-        assert!(even.dispersion(None) < 2.5, "{}", even.dispersion(None));
+        assert!(
+            even.dispersion(None, 9.0) < 2.5,
+            "{}",
+            even.dispersion(None, 9.0)
+        );
         // The plan's autocorrelation overrides the estimate.
-        assert!(swinging.dispersion(Some(0.9)) > 5.0 * swinging.dispersion(Some(0.0)));
+        assert!(swinging.dispersion(Some(0.9), 9.0) > 5.0 * swinging.dispersion(Some(0.0), 9.0));
+    }
+
+    #[test]
+    fn a_drift_of_the_error_rates_weighs_more_at_a_larger_share() {
+        // The canary's error rate 1.5 times the baseline's, then 1/1.5, in turns of three
+        // periods (a drift, no regression), at a 5 % share with 400 errors a period.
+        let mut drifting = Counts::default();
+        let at_five = 0.05 * 0.95 * 400.0;
+        for period in 0..30 {
+            let canary = if (period / 3) % 2 == 0 { 30 } else { 14 };
+            drifting.add(canary, 400, 0.05, false, None);
+        }
+        let small = drifting.dispersion(None, at_five);
+        assert!(small > 2.0, "the drift shows at 5 %: {small}");
+        // The same drift at a 50 % share: ten times the errors the canary is expected to have,
+        // ten times the drift's part of their spread.
+        let large = drifting.dispersion(None, 0.5 * 0.5 * 4_000.0);
+        assert!(
+            large > 5.0 * small,
+            "{large} at 50 % against {small} at 5 %"
+        );
+        // Poisson counts have no drift to scale: a larger share is tempered no more.
+        let mut even = Counts::default();
+        for period in 0..30 {
+            even.add(20 + period % 2, 400, 0.05, false, None);
+        }
+        let (here, there) = (
+            even.dispersion(None, at_five),
+            even.dispersion(None, 1_000.0),
+        );
+        assert!((here - there).abs() < 1e-9, "{here} vs {there}");
     }
 
     #[test]

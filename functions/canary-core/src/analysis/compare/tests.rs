@@ -246,6 +246,7 @@ fn the_evidence_of_twenty_metrics_against_baseline_and_peers_fits_its_budget() {
                 // Kept from −30 to 100.
                 log_ratios: vec![-29.123_456; statistics::RATE_MULTIPLES.len()],
                 residuals: worst_deltas(),
+                poisson_sum: -1.797_69e308,
             }),
             _ => Sequence::Signs(Signs {
                 periods: u32::MAX,
@@ -285,7 +286,7 @@ fn the_evidence_of_twenty_metrics_against_baseline_and_peers_fits_its_budget() {
     let over = format!("[{}]", " ".repeat(MAX_EVIDENCE_BYTES));
     assert!(Evidence::parse(&over, None)
         .unwrap_err()
-        .contains("over the 20480"));
+        .contains("over the 24576"));
     assert!(Evidence::parse("{", None)
         .unwrap_err()
         .contains("not what a check writes"));
