@@ -127,6 +127,22 @@ def assert_report_renders(page, tmp_path):
         shutil.copy(screenshot, os.environ["REPORT_SCREENSHOT"])
 
 
+def slower_canary(sandbox):
+    """The green cluster, and the ALB feed of its canary 1.5 times slower than the baseline
+    (sandbox/compare.py): enter it to start putting."""
+    scenarios.create_green(sandbox)
+    latencies = compare.Latencies()
+    latencies.canary_factor = 1.5
+    return AlbMetrics(sandbox, latencies)
+
+
+def compared_plan(sandbox, alb):
+    """A person's plan for green with the sandbox's comparison of `alb`'s target groups."""
+    plan = scenarios.manual_plan(sandbox)
+    plan["analysis"] = compare.analysis(alb)
+    return plan
+
+
 def test_a_marginal_comparison_asks_a_person_before_the_next_step():
     """`onMarginal: ask`: p99 latency and the slow requests (weight 1 each) High, the 5xx rate
     (weight 8) passing: a score of 80, Marginal. The bake that ends with the regression shown
@@ -144,12 +160,8 @@ def test_a_marginal_comparison_asks_a_person_before_the_next_step():
         assert done.returncode == 0, done.stderr
 
     with Sandbox(log=print) as sandbox:
-        scenarios.create_green(sandbox)
-        latencies = compare.Latencies()
-        latencies.canary_factor = 1.5
-        with AlbMetrics(sandbox, latencies) as alb:
-            plan = scenarios.manual_plan(sandbox)
-            plan["analysis"] = compare.analysis(alb)
+        with slower_canary(sandbox) as alb:
+            plan = compared_plan(sandbox, alb)
             plan["analysis"]["compare"]["onMarginal"] = "ask"
             # The 5xx rate weighs 8 of 10: the p99 and the slow requests both High leave the
             # check Marginal (80), which asks, not Fail.
@@ -169,6 +181,37 @@ def test_a_marginal_comparison_asks_a_person_before_the_next_step():
     # The bake that showed the regression ended unsure and asked; never a failed check.
     assert report.states.count("Asked") == 1 and report.states.count("AskSetup") == 1, report.states
     assert "BakeCheckFailed" not in report.states
+
+
+def test_slow_requests_beyond_the_baselines_own_p99_roll_a_slower_canary_back(tmp_path):
+    """`slowerThan: {"baseline": "p99"}`: the threshold is the baseline target group's p99 over
+    the last hour, read through moto's GetMetricData from the values the feed put. `plan check`
+    says what it is now; the rollout's first compared check takes it, and a canary 1.5 times
+    slower has its requests beyond it where the baseline has none: rolled back, the cause naming
+    the derived threshold."""
+    with Sandbox(log=captured) as sandbox:
+        with slower_canary(sandbox) as alb:
+            plan = compared_plan(sandbox, alb)
+            plan["analysis"]["compare"]["metrics"] = [
+                {"name": "slow requests", "alb": "latency", "slowerThan": {"baseline": "p99"}}]
+            time.sleep(compare.MIN_SAMPLES)
+            path = tmp_path / "plan.json"
+            path.write_text(json.dumps(plan))
+            checked = sandbox.cli("plan", "check", str(path))
+            captured(checked.stdout + checked.stderr)
+            assert checked.returncode == 0, checked.stdout + checked.stderr
+            now = re.search(r"compare slow requests: slowerThan ([0-9.]+) s \(the baseline's p99 over the last hour\)",
+                            checked.stdout)
+            # The baseline's seconds have their p99 at 0.091 to 0.110 s (sandbox/compare.py).
+            assert now and 0.09 <= float(now.group(1)) <= 0.11, checked.stdout
+            arn = scenarios.start_manual(sandbox, plan, "green-derived")
+            report = scenarios.watch(sandbox, arn, out=captured)
+    assert (report.status, report.error) == ("FAILED", "CheckFailed"), report
+    taken = re.search(r"the canary's requests slower than ([0-9.]+) against its share", report.cause)
+    assert taken and 0.09 <= float(taken.group(1)) <= 0.11, report.cause
+    assert "compare slow requests: High" in report.cause, report.cause
+    assert report.weights == BASELINE
+    assert report.max_canary <= 50, "100 % was never set"
 
 
 def test_plan_check_says_which_steps_the_last_hours_traffic_leaves_short_of_periods(tmp_path):

@@ -900,6 +900,35 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             "counts requests (TC against SampleCount, or a histogram's buckets): leave `stat` out",
         ),
         (
+            "comparison of slow requests beyond a percentile of the baseline that is none",
+            Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": [
+                {"name": "slow", "alb": "latency", "slowerThan": {"baseline": "p100"}}]}}))),
+            "analysis.compare.metrics[0].slowerThan.baseline",
+            "a percentile of the baseline's latency, `p50` to `p99.9`, got \"p100\"",
+        ),
+        (
+            "comparison of slow requests beyond a baseline's average",
+            Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": [
+                {"name": "slow", "alb": "latency", "slowerThan": {"baseline": "Average"}}]}}))),
+            "analysis.compare.metrics[0].slowerThan.baseline",
+            "a percentile of the baseline's latency, `p50` to `p99.9`, got \"Average\"",
+        ),
+        (
+            "comparison of slow requests derived from a baseline's metric that is not ALB latency",
+            Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": [
+                {"name": "queue", "slowerThan": {"baseline": "p99"}, "cloudwatch": {"namespace": "Shop",
+                 "metricName": "QueueTime", "sideDimension": "Cluster", "canary": "green", "baseline": "blue"}}]}}))),
+            "analysis.compare.metrics[0].slowerThan",
+            "is derived from the baseline's ALB latency: give `{\"baseline\": \"p99\"}` on an `alb: latency` metric",
+        ),
+        (
+            "comparison of slow requests beyond a threshold of another shape",
+            Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": [
+                {"name": "slow", "alb": "latency", "slowerThan": {"baseline": "p99", "times": 2}}]}}))),
+            "analysis.compare.metrics[0].slowerThan",
+            "seconds (a number), or a percentile of the baseline such as {\"baseline\": \"p99\"}",
+        ),
+        (
             "comparison of fewer slow requests",
             Box::new(|p| set(p, "/analysis", json!({"compare": {"metrics": [
                 {"name": "slow", "alb": "latency", "slowerThan": 0.5, "direction": "decrease"}]}}))),

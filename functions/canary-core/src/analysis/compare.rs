@@ -225,9 +225,11 @@ pub struct ComparedMetric {
     /// against `SampleCount`, of the values put in the period). A regression of the slow tail
     /// shows in a few periods, where a percentile per period says one bit a period. Only for
     /// `alb: latency` and `cloudwatch` metrics put with values (a distribution CloudWatch counts);
-    /// no `stat`, no `autocorrelation`; direction `increase`.
+    /// no `stat`, no `autocorrelation`; direction `increase`. `{"baseline": "p99"}` (`alb:
+    /// latency` only) derives it from the baseline: its p99 over the hour before the rollout's
+    /// first compared check, fixed for the rest of the rollout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub slower_than: Option<f64>,
+    pub slower_than: Option<SlowerThan>,
     /// The statistic of each period (`alb` and `cloudwatch` metrics): `SampleCount`, `Average`, `Sum`, `Minimum`, `Maximum` or a
     /// percentile such as `p99`. Default `p99` for `alb: latency`, `Average` otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -378,7 +380,56 @@ pub enum Direction {
     Either,
 }
 
+/// `slowerThan`: a threshold the plan names, or one derived from the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(
+    untagged,
+    expecting = "seconds (a number), or a percentile of the baseline such as {\"baseline\": \"p99\"}"
+)]
+pub enum SlowerThan {
+    Seconds(f64),
+    FromBaseline(FromBaseline),
+}
+
+/// `slowerThan: {"baseline": "p99"}`: the baseline's percentile over the hour before the
+/// rollout's first compared check. Fixed once taken, in the evidence the state carries: a
+/// threshold that moved with the baseline's own requests would be judged by the same requests
+/// it counts, and the count of slow requests would no longer be symmetric between the sides.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FromBaseline {
+    /// A percentile statistic, `p50` to `p99.9`.
+    pub baseline: String,
+}
+
+/// How far back the baseline's latency is read for a derived `slowerThan`, seconds.
+pub const DERIVED_THRESHOLD_SECONDS: i64 = 3600;
+
+/// A derived threshold, as the CloudWatch statistic `TC(<threshold>:)` will carry it: three
+/// significant digits (a threshold that precise is all a latency percentile says).
+pub fn derived_threshold(value: f64) -> Option<f64> {
+    let rounded = format!("{value:.2e}").parse::<f64>().ok()?;
+    (rounded > 0.0 && rounded <= MAX_SLOWER_THAN).then_some(rounded)
+}
+
 impl ComparedMetric {
+    /// The percentile of the baseline a derived `slowerThan` takes, if it is derived.
+    pub fn derived_from(&self) -> Option<&str> {
+        match &self.slower_than {
+            Some(SlowerThan::FromBaseline(from)) => Some(&from.baseline),
+            _ => None,
+        }
+    }
+
+    /// `slowerThan` in seconds: the plan's, or the derived one the evidence holds (`derived`).
+    pub fn slower_than_seconds(&self, derived: Option<f64>) -> Option<f64> {
+        match &self.slower_than {
+            Some(SlowerThan::Seconds(seconds)) => Some(*seconds),
+            Some(SlowerThan::FromBaseline(_)) => derived,
+            None => None,
+        }
+    }
+
     /// Judged by counts over requests (errors, or requests slower than `slowerThan`), not by a
     /// value per period.
     pub fn counted(&self) -> bool {
@@ -386,9 +437,10 @@ impl ComparedMetric {
     }
 
     /// `slowerThan`'s CloudWatch statistic: the count of values above it, `TC(<slowerThan>:)`
-    /// (the lower bound exclusive, as CloudWatch's statistics definitions have it).
-    pub fn slow_count_stat(&self) -> Option<String> {
-        self.slower_than
+    /// (the lower bound exclusive, as CloudWatch's statistics definitions have it); `derived`
+    /// as for [`Self::slower_than_seconds`].
+    pub fn slow_count_stat(&self, derived: Option<f64>) -> Option<String> {
+        self.slower_than_seconds(derived)
             .map(|threshold| format!("TC({threshold}:)"))
     }
 
@@ -657,7 +709,7 @@ impl ComparedMetric {
                 );
             }
         }
-        if let Some(threshold) = self.slower_than {
+        if let Some(threshold) = &self.slower_than {
             self.validate_slower_than(path, cluster, threshold, errors);
         } else {
             check_stat(&format!("{path}.stat"), self.stat(), errors);
@@ -696,16 +748,36 @@ impl ComparedMetric {
         &self,
         path: &str,
         cluster: &ClusterRef,
-        threshold: f64,
+        threshold: &SlowerThan,
         errors: &mut Errors,
     ) {
         let field = format!("{path}.slowerThan");
-        // Bounded: it is written into the CloudWatch statistic (`TC(<slowerThan>:)`).
-        if !(threshold > 0.0 && threshold <= MAX_SLOWER_THAN) {
-            errors.push(
-                field.clone(),
-                format!("must be above 0 and at most {MAX_SLOWER_THAN}, got {threshold}"),
-            );
+        match threshold {
+            // Bounded: it is written into the CloudWatch statistic (`TC(<slowerThan>:)`).
+            SlowerThan::Seconds(seconds) if !(*seconds > 0.0 && *seconds <= MAX_SLOWER_THAN) => {
+                errors.push(
+                    field.clone(),
+                    format!("must be above 0 and at most {MAX_SLOWER_THAN}, got {seconds}"),
+                );
+            }
+            SlowerThan::Seconds(_) => {}
+            SlowerThan::FromBaseline(from) => {
+                if !is_baseline_percentile(&from.baseline) {
+                    errors.push(
+                        format!("{field}.baseline"),
+                        format!(
+                            "a percentile of the baseline's latency, `p50` to `p99.9`, got {:?}",
+                            from.baseline
+                        ),
+                    );
+                }
+                if self.alb != Some(AlbSignal::Latency) {
+                    errors.push(
+                        field.clone(),
+                        "is derived from the baseline's ALB latency: give `{\"baseline\": \"p99\"}` on an `alb: latency` metric, or a number (a Prometheus histogram's bucket bound, a `cloudwatch` metric's unit)",
+                    );
+                }
+            }
         }
         if let Some(query) = &self.prometheus {
             // The selector as the canary's side renders it (`{{cluster}}` has braces).
@@ -909,6 +981,10 @@ pub struct MetricEvidence {
     /// The step (from 1) whose bake `bake_periods` counts; 0 before any.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub bake_step: u32,
+    /// A derived `slowerThan` (`{"baseline": …}`), seconds, as the first check that compared
+    /// the metric took it: the same for the rest of the rollout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<f64>,
 }
 
 fn is_zero(count: &u32) -> bool {
@@ -931,6 +1007,7 @@ impl MetricEvidence {
             shown: None,
             bake_periods: 0,
             bake_step: 0,
+            threshold: None,
         }
     }
 
@@ -1014,6 +1091,16 @@ impl Evidence {
                     metrics.len()
                 ))
             })?;
+            match (taken.threshold, metric.derived_from()) {
+                (Some(_), None) => {
+                    Err("a derived slowerThan for a metric whose plan derives none".to_owned())
+                }
+                (Some(threshold), Some(_)) if derived_threshold(threshold) != Some(threshold) => {
+                    Err(format!("a derived slowerThan of {threshold}"))
+                }
+                _ => Ok(()),
+            }
+            .map_err(refused)?;
             for sequence in [&taken.increase, &taken.decrease].into_iter().flatten() {
                 match (sequence, metric.counted()) {
                     (Sequence::Signs(signs), false) => signs.check(),
@@ -1064,6 +1151,34 @@ impl Evidence {
         self.0
             .iter()
             .find(|e| e.metric == metric && e.peers == peers)
+    }
+
+    /// The derived `slowerThan` of metric `index`, once a check has taken it.
+    pub fn threshold(&self, index: usize) -> Option<f64> {
+        self.0
+            .iter()
+            .filter(|e| e.metric == index)
+            .find_map(|e| e.threshold)
+    }
+
+    /// Takes `threshold` as metric `index`'s derived `slowerThan`, against the baseline and the
+    /// peers alike, where none was taken yet ([`derived_threshold`]'s digits).
+    pub fn take_threshold(&mut self, checks: &CompareChecks, index: usize, threshold: f64) {
+        let Some(metric) = checks.metrics.get(index) else {
+            return;
+        };
+        let sides: &[bool] = match checks.peers {
+            Some(_) => &[false, true],
+            None => &[false],
+        };
+        for &peers in sides {
+            if self.of(index, peers).is_none() {
+                self.0.push(MetricEvidence::new(index, peers, metric));
+            }
+        }
+        for taken in self.0.iter_mut().filter(|e| e.metric == index) {
+            taken.threshold = taken.threshold.or(Some(threshold));
+        }
     }
 }
 
@@ -1262,6 +1377,14 @@ fn levels(periods: &[&Period]) -> (Option<f64>, Option<f64>) {
     (rate(totals[0], totals[1]), rate(totals[2], totals[3]))
 }
 
+/// A percentile statistic a derived `slowerThan` may take: `p50` to `p99.9`.
+fn is_baseline_percentile(stat: &str) -> bool {
+    stat.strip_prefix('p')
+        .filter(|n| !n.starts_with('+') && !n.contains('e') && !n.contains('E'))
+        .and_then(|n| n.parse::<f64>().ok())
+        .is_some_and(|n| (50.0..=99.9).contains(&n))
+}
+
 /// What the evidence has taken in, in the direction that speaks loudest.
 fn taken_in(metric: &ComparedMetric, taken: &MetricEvidence) -> String {
     let loudest = [(&taken.increase, "above"), (&taken.decrease, "below")]
@@ -1273,7 +1396,7 @@ fn taken_in(metric: &ComparedMetric, taken: &MetricEvidence) -> String {
             "{} of {} period(s) {word} the allowed band",
             signs.beyond, signs.periods
         ),
-        Some((Sequence::Counts(_), _)) => match metric.slower_than {
+        Some((Sequence::Counts(_), _)) => match metric.slower_than_seconds(taken.threshold) {
             Some(threshold) => format!(
                 "the canary's requests slower than {threshold} against its share of the requests"
             ),

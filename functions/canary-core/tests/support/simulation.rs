@@ -316,7 +316,7 @@ fn observe(
         Regression::Slower(times) => times.ln(),
         _ => 0.0,
     };
-    if let Some(threshold) = metric.slower_than {
+    if let Some(threshold) = metric.slower_than_seconds(None) {
         // Each request slower than the threshold with the latency's tail probability there.
         let slow = |cluster: &Cluster, slower: f64, requests: f64, rng: &mut Xoshiro256PlusPlus| {
             // In Overdispersed the level varies for the p99 only; the slow share by its multiplier.

@@ -12,9 +12,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use canary_aws::{CloudWatchApi, DatadogApi, MetricQuery, PrometheusApi, QueryError};
 use canary_core::analysis::compare::{
-    baseline_serves, judge_against_peers, judge_comparison, judge_metric,
+    baseline_serves, derived_threshold, judge_against_peers, judge_comparison, judge_metric,
     judge_metric_without_baseline, too_few_peers, AlbSignal, CompareChecks, ComparedMetric,
-    Evidence, Observation, Period,
+    Evidence, Observation, Period, DERIVED_THRESHOLD_SECONDS,
 };
 use canary_core::analysis::datadog::{timeseries_request, timeseries_samples};
 use canary_core::analysis::histogram::slow_request_queries;
@@ -139,8 +139,19 @@ impl Compare<'_> {
     }
 
     /// The queries of metric `index` on `side`: one per ALB target group and reading, or one
-    /// for a sided CloudWatch metric. Ids `cmp<metric>_<group>_<side>_<reading>`.
-    fn queries_of(&self, index: usize, metric: &ComparedMetric, side: Side) -> Vec<PlannedQuery> {
+    /// for a sided CloudWatch metric. Ids `cmp<metric>_<group>_<side>_<reading>`. A
+    /// `slowerThan` derived from the baseline is `evidence`'s; until a check has taken one the
+    /// metric has no query (no samples: NoData).
+    fn queries_of(
+        &self,
+        index: usize,
+        metric: &ComparedMetric,
+        side: Side,
+        evidence: &Evidence,
+    ) -> Vec<PlannedQuery> {
+        if metric.derived_from().is_some() && evidence.threshold(index).is_none() {
+            return Vec::new();
+        }
         let period_seconds = i32::try_from(self.checks.period_seconds).unwrap_or(60);
         let planned = |group: usize, reading: Reading, query: MetricQuery| PlannedQuery {
             query: MetricQuery {
@@ -151,7 +162,7 @@ impl Compare<'_> {
             lookback_seconds: self.checks.lookback_seconds,
         };
         // Each reading's statistic; `slowerThan` counts the values above it among all of them.
-        let slow = metric.slow_count_stat();
+        let slow = metric.slow_count_stat(evidence.threshold(index));
         let counted = |name: &'static str| -> Vec<(Reading, &'static str, String)> {
             match &slow {
                 Some(slow) => vec![
@@ -242,7 +253,7 @@ impl Compare<'_> {
                 };
                 let text = query.side_query(self.cluster, &value).map_err(&refused)?;
                 // A histogram's slow requests are two series: those slower, and every request.
-                let asked = match (metric.slower_than, &metric.prometheus) {
+                let asked = match (metric.slower_than_seconds(None), &metric.prometheus) {
                     (Some(threshold), Some(_)) => {
                         let (requests, slow) =
                             slow_request_queries(&text, threshold, self.checks.period_seconds)
@@ -292,7 +303,9 @@ impl Compare<'_> {
                 "{}: the histogram has requests but no bucket whose `le` is slowerThan ({}): \
                  give one of its bucket bounds",
                 side.id(),
-                self.checks.metrics[index].slower_than.unwrap_or_default()
+                self.checks.metrics[index]
+                    .slower_than_seconds(None)
+                    .unwrap_or_default()
             ));
         }
         Ok(())
@@ -327,14 +340,78 @@ impl Compare<'_> {
         Some(answer.map(|data| timeseries_samples(&data)))
     }
 
-    fn queries(&self) -> Vec<PlannedQuery> {
+    fn queries(&self, evidence: &Evidence) -> Vec<PlannedQuery> {
         let mut queries = Vec::new();
         for (index, metric) in self.checks.metrics.iter().enumerate() {
             for side in self.sides() {
-                queries.extend(self.queries_of(index, metric, side));
+                queries.extend(self.queries_of(index, metric, side, evidence));
             }
         }
         queries
+    }
+
+    /// Each `slowerThan` derived from the baseline that `evidence` has not taken yet: the
+    /// baseline target groups' percentile of `TargetResponseTime` over the hour before `now`
+    /// (the slowest group's, one GetMetricData call, only at a check that has none yet), taken
+    /// into `evidence`. A metric whose baseline served nothing in that hour takes none (its
+    /// check says NoData, and the next check tries again). Returns what was taken, for people.
+    async fn derive_thresholds(
+        &self,
+        evidence: &mut Evidence,
+        now: SystemTime,
+    ) -> Result<Vec<String>, AnalysisError> {
+        let derived: Vec<(usize, &ComparedMetric, &str)> = (self.checks.metrics.iter())
+            .enumerate()
+            .filter_map(|(index, metric)| Some((index, metric, metric.derived_from()?)))
+            .filter(|(index, _, _)| evidence.threshold(*index).is_none())
+            .collect();
+        if derived.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut planned = Vec::new();
+        for (index, _, stat) in &derived {
+            for (g, (load_balancer, target_group)) in
+                self.target_groups(Side::Baseline).into_iter().enumerate()
+            {
+                planned.push(PlannedQuery {
+                    query: MetricQuery {
+                        id: format!("derive{index}_{g}"),
+                        namespace: ALB_NAMESPACE.to_owned(),
+                        metric_name: "TargetResponseTime".to_owned(),
+                        dimensions: BTreeMap::from([
+                            ("LoadBalancer".to_owned(), load_balancer),
+                            ("TargetGroup".to_owned(), target_group),
+                        ]),
+                        stat: (*stat).to_owned(),
+                        period_seconds: DERIVED_THRESHOLD_SECONDS as i32,
+                    },
+                    lookback_seconds: DERIVED_THRESHOLD_SECONDS,
+                });
+            }
+        }
+        let points = metric_points(self.api, &planned, now).await?;
+        let mut taken = Vec::new();
+        for (index, metric, stat) in derived {
+            let slowest = points
+                .iter()
+                .filter(|(id, _)| id.starts_with(&format!("derive{index}_")))
+                .filter_map(|(_, points)| points.last().map(|(_, value)| *value))
+                .reduce(f64::max);
+            match slowest.and_then(derived_threshold) {
+                Some(threshold) => {
+                    evidence.take_threshold(self.checks, index, threshold);
+                    taken.push(format!(
+                        "compare {}: slowerThan {threshold} s (the baseline's {stat} over the last hour)",
+                        metric.name
+                    ));
+                }
+                None => taken.push(format!(
+                    "compare {}: the baseline served no request in the last hour: no {stat} to derive slowerThan from yet",
+                    metric.name
+                )),
+            }
+        }
+        Ok(taken)
     }
 
     /// One side's series of metric `index`, per target group (one group for a sided or
@@ -593,7 +670,10 @@ pub async fn compared_series(
         pairs: super::alb_judge::alb_pairs(&plan.traffic_targets),
         carried: &super::Carried::default(),
     };
-    let mut points = metric_points(apis.cloudwatch, &source.queries(), end).await?;
+    // A derived slowerThan as the rollout's first check took it: from the hour before.
+    let mut evidence = Evidence::default();
+    source.derive_thresholds(&mut evidence, start).await?;
+    let mut points = metric_points(apis.cloudwatch, &source.queries(&evidence), end).await?;
     points.extend(source.provider_points(end, false).await?);
     let mut series = Vec::new();
     for (index, metric) in checks.metrics.iter().enumerate() {
@@ -634,13 +714,31 @@ impl SignalSource for Compare<'_> {
     /// CloudWatch takes the queries, and every Prometheus subquery answers with at most one
     /// series (no data yet is fine: the canary has had no traffic).
     async fn validate(&self, now: SystemTime) -> Result<Validated, AnalysisError> {
-        let mut validated = try_queries(self.api, &self.queries(), now).await?;
+        // A derived slowerThan is read now for people (`plan check`); the rollout's first check
+        // takes its own.
+        let mut evidence = Evidence::default();
+        let derived =
+            self.derive_thresholds(&mut evidence, now)
+                .await
+                .map_err(|error| match error {
+                    AnalysisError::Aws(source) => {
+                        super::metric_data_error("analysis.compare", source)
+                    }
+                    other => other,
+                })?;
+        let mut validated = try_queries(self.api, &self.queries(&evidence), now).await?;
         validated.metric_queries += self.provider_points(now, true).await?.len();
+        validated.current.extend(derived);
         Ok(validated)
     }
 
     async fn collect(&self, now: SystemTime, cluster: &str) -> Result<Collected, AnalysisError> {
-        let mut points = metric_points(self.api, &self.queries(), now).await?;
+        let mut carried = self.carried.evidence.clone();
+        let derived = self.derive_thresholds(&mut carried, now).await?;
+        if !derived.is_empty() {
+            tracing::info!(derived = ?derived, "slowerThan derived from the baseline");
+        }
+        let mut points = metric_points(self.api, &self.queries(&carried), now).await?;
         points.extend(self.provider_points(now, false).await?);
         let mut collected = Collected::default();
         let mut level = |name: &str, side: &str, level: Option<f64>| {
@@ -650,7 +748,6 @@ impl SignalSource for Compare<'_> {
                     .push(Point::compared_median(cluster, name, side, level));
             }
         };
-        let mut carried = self.carried.evidence.clone();
         carried.begin_bake(self.carried.step);
         let (evidence, runs) = (&carried, self.carried.runs);
         let mut taken = Vec::new();
@@ -739,6 +836,30 @@ mod tests {
     use super::*;
     use crate::signals::alb_judge::alb_pairs;
 
+    fn compared(plan: &RolloutPlan) -> &CompareChecks {
+        plan.analysis
+            .as_ref()
+            .and_then(|a| a.compare.as_ref())
+            .expect("compare")
+    }
+
+    /// The comparison of `plan` on CloudWatch `api` alone, `carried` from the checks before.
+    fn source<'a>(
+        api: &'a dyn CloudWatchApi,
+        plan: &'a RolloutPlan,
+        carried: &'a crate::signals::Carried,
+    ) -> Compare<'a> {
+        Compare {
+            api,
+            prometheus: None,
+            datadog: None,
+            checks: compared(plan),
+            cluster: &plan.cluster,
+            pairs: alb_pairs(&plan.traffic_targets),
+            carried,
+        }
+    }
+
     /// CloudWatch answering each query with 20 values around the median its target group has,
     /// and nothing for a target group without one (no traffic: ALB publishes nothing).
     struct Latencies(BTreeMap<&'static str, f64>);
@@ -788,11 +909,6 @@ mod tests {
             "metrics": [{"name": "latency", "alb": "latency"}],
             "peers": {"minPeers": 2, "scope": "fleet", "cells": [peer(1), peer(2), peer(3)]}}),
         );
-        let checks = plan
-            .analysis
-            .as_ref()
-            .and_then(|a| a.compare.as_ref())
-            .expect("compare");
         // The cell's own old cluster is as slow as its new one: the baseline comparison passes.
         let cloudwatch = Latencies(BTreeMap::from([
             ("targetgroup/green/4b7c9a1e2f3d5a68", 0.15),
@@ -801,15 +917,8 @@ mod tests {
             ("targetgroup/peer2/4b7c9a1e2f3d5a68", 0.10),
             ("targetgroup/peer3/4b7c9a1e2f3d5a68", 0.10),
         ]));
-        let source = Compare {
-            api: &cloudwatch,
-            prometheus: None,
-            datadog: None,
-            checks,
-            cluster: &plan.cluster,
-            pairs: alb_pairs(&plan.traffic_targets),
-            carried: &crate::signals::Carried::default(),
-        };
+        let carried = crate::signals::Carried::default();
+        let source = source(&cloudwatch, &plan, &carried);
         let collected = source
             .collect(SystemTime::now(), "us-east-1/green")
             .await
@@ -844,11 +953,6 @@ mod tests {
             json!({"periodSeconds": 1, "lookbackSeconds": 60, "minSamples": 10,
             "metrics": [{"name": "latency", "alb": "latency"}]}),
         );
-        let checks = plan
-            .analysis
-            .as_ref()
-            .and_then(|a| a.compare.as_ref())
-            .expect("compare");
         // At 100 % the stable target group publishes nothing: every period would be NoData.
         let cloudwatch = Latencies(BTreeMap::from([(
             "targetgroup/green/4b7c9a1e2f3d5a68",
@@ -859,15 +963,7 @@ mod tests {
             ..crate::signals::Carried::default()
         };
         let (at_100, at_10) = (at(100), at(10));
-        let source = |carried| Compare {
-            api: &cloudwatch,
-            prometheus: None,
-            datadog: None,
-            checks,
-            cluster: &plan.cluster,
-            pairs: alb_pairs(&plan.traffic_targets),
-            carried,
-        };
+        let source = |carried| source(&cloudwatch, &plan, carried);
         let collected = source(&at_100)
             .collect(SystemTime::now(), "us-east-1/green")
             .await
@@ -900,22 +996,13 @@ mod tests {
                  "sideDimension": "Cluster", "canary": "green", "baseline": "blue"}},
             ]}),
         );
-        let checks = plan
-            .analysis
-            .as_ref()
-            .and_then(|a| a.compare.as_ref())
-            .expect("compare");
-        let source = Compare {
-            api: &FakeCloudWatch::default(),
-            prometheus: None,
-            datadog: None,
-            checks,
-            cluster: &plan.cluster,
-            pairs: alb_pairs(&plan.traffic_targets),
-            carried: &crate::signals::Carried::default(),
-        };
+        let (cloudwatch, carried) = (
+            FakeCloudWatch::default(),
+            crate::signals::Carried::default(),
+        );
+        let source = source(&cloudwatch, &plan, &carried);
         let queries: Vec<(String, String, String)> = source
-            .queries()
+            .queries(&Evidence::default())
             .into_iter()
             .map(|p| (p.query.id, p.query.metric_name, p.query.stat))
             .collect();
@@ -938,6 +1025,148 @@ mod tests {
             Some("QueueTime TC(2.5:)")
         );
         assert_eq!(queries.len(), 8, "{queries:?}");
+    }
+
+    /// CloudWatch of a canary whose requests are slower than the baseline's p99 ten times as
+    /// often: the baseline's hour answers `p99` with `hour_p99` (none: it served nothing),
+    /// each minute 100 requests a side, 10 of the canary's and 1 of the baseline's above
+    /// `TC(<threshold>:)`. Keeps each call's statistics.
+    struct SlowCanary {
+        hour_p99: Option<f64>,
+        calls: std::sync::Mutex<Vec<Vec<String>>>,
+    }
+
+    #[async_trait]
+    impl CloudWatchApi for SlowCanary {
+        async fn alarms_by_names(&self, _: &[String]) -> Result<Vec<AlarmState>, AwsError> {
+            Ok(Vec::new())
+        }
+        async fn alarms_by_prefix(&self, _: &str) -> Result<Vec<AlarmState>, AwsError> {
+            Ok(Vec::new())
+        }
+        async fn metric_data(
+            &self,
+            queries: &[MetricQuery],
+            _: SystemTime,
+            end: SystemTime,
+        ) -> Result<BTreeMap<String, MetricSeries>, AwsError> {
+            if let Ok(mut calls) = self.calls.lock() {
+                calls.push(queries.iter().map(|q| q.stat.clone()).collect());
+            }
+            let end = end
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64);
+            let minutes = |value: f64| (1..=10).map(|i| (end - 60 * i, value)).rev().collect();
+            Ok(queries
+                .iter()
+                .map(|q| {
+                    let canary = q.id.contains("canary");
+                    let points = match q.stat.as_str() {
+                        "p99" => self
+                            .hour_p99
+                            .map(|p| vec![(end - 3600, p)])
+                            .unwrap_or_default(),
+                        "SampleCount" => minutes(100.0),
+                        _ => minutes(if canary { 10.0 } else { 1.0 }),
+                    };
+                    (q.id.clone(), MetricSeries { points })
+                })
+                .collect())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_threshold_derived_from_the_baseline_is_taken_once_and_kept() {
+        let plan = plan(
+            json!({"periodSeconds": 60, "lookbackSeconds": 600, "minSamples": 5,
+            "metrics": [{"name": "slow", "alb": "latency", "slowerThan": {"baseline": "p99"}}]}),
+        );
+        let checks = compared(&plan);
+        let cloudwatch = SlowCanary {
+            hour_p99: Some(0.412_345),
+            calls: Default::default(),
+        };
+        let check = |evidence: Evidence| crate::signals::Carried {
+            evidence,
+            step_weight: Some(10),
+            step: 1,
+            ..crate::signals::Carried::default()
+        };
+        let first = check(Evidence::default());
+        let source = |carried| source(&cloudwatch, &plan, carried);
+        let collected = source(&first)
+            .collect(SystemTime::now(), "us-east-1/green")
+            .await
+            .expect("collected");
+        let evidence = collected.evidence.expect("evidence");
+        assert_eq!(evidence.threshold(0), Some(0.412), "three digits");
+        let calls = cloudwatch
+            .calls
+            .lock()
+            .map(|c| c.clone())
+            .unwrap_or_default();
+        assert_eq!(
+            calls.len(),
+            2,
+            "the baseline's hour, then the check: {calls:?}"
+        );
+        assert_eq!(calls[0], ["p99"], "the baseline's target group alone");
+        assert!(calls[1].contains(&"TC(0.412:)".to_owned()), "{calls:?}");
+        let outcome = &collected.outcomes[0];
+        assert_eq!(outcome.verdict, CheckVerdict::Fail, "{}", outcome.reason);
+        assert!(
+            outcome.reason.contains("requests slower than 0.412"),
+            "{}",
+            outcome.reason
+        );
+        // The next check keeps the threshold it carries, however the baseline's hour moved.
+        let next = check(Evidence::parse(&evidence.to_text(), Some(checks)).expect("parsed"));
+        source(&next)
+            .collect(SystemTime::now(), "us-east-1/green")
+            .await
+            .expect("collected");
+        let calls = cloudwatch
+            .calls
+            .lock()
+            .map(|c| c.clone())
+            .unwrap_or_default();
+        assert_eq!(
+            calls.len(),
+            3,
+            "no second look at the baseline's hour: {calls:?}"
+        );
+        assert!(calls[2].contains(&"TC(0.412:)".to_owned()), "{calls:?}");
+    }
+
+    #[tokio::test]
+    async fn a_baseline_without_requests_in_the_hour_gives_no_threshold_and_no_pass() {
+        let plan = plan(
+            json!({"periodSeconds": 60, "lookbackSeconds": 600, "minSamples": 5,
+            "metrics": [{"name": "slow", "alb": "latency", "slowerThan": {"baseline": "p99"}}]}),
+        );
+        let cloudwatch = SlowCanary {
+            hour_p99: None,
+            calls: Default::default(),
+        };
+        let carried = crate::signals::Carried {
+            step_weight: Some(10),
+            step: 1,
+            ..crate::signals::Carried::default()
+        };
+        let source = source(&cloudwatch, &plan, &carried);
+        let collected = source
+            .collect(SystemTime::now(), "us-east-1/green")
+            .await
+            .expect("collected");
+        assert_eq!(collected.outcomes[0].verdict, CheckVerdict::Inconclusive);
+        assert_eq!(collected.evidence.expect("evidence").threshold(0), None);
+        let validated = source.validate(SystemTime::now()).await.expect("validated");
+        assert!(
+            validated.current.iter().any(|line| line
+                .contains("the baseline served no request in the last hour: no p99 to derive slowerThan from yet")),
+            "{:?}",
+            validated.current
+        );
     }
 
     fn plan(compare: serde_json::Value) -> RolloutPlan {
@@ -966,22 +1195,13 @@ mod tests {
                  "dimensions": {"Service": "checkout"}, "sideDimension": "Cluster", "canary": "green", "baseline": "blue"}},
             ], "peers": {"cells": [{"name": "use1-a", "sides": {"queue": "use1-a-green"}}]}}),
         );
-        let checks = plan
-            .analysis
-            .as_ref()
-            .and_then(|a| a.compare.as_ref())
-            .expect("compare");
-        let source = Compare {
-            api: &FakeCloudWatch::default(),
-            prometheus: None,
-            datadog: None,
-            checks,
-            cluster: &plan.cluster,
-            pairs: alb_pairs(&plan.traffic_targets),
-            carried: &crate::signals::Carried::default(),
-        };
+        let (cloudwatch, carried) = (
+            FakeCloudWatch::default(),
+            crate::signals::Carried::default(),
+        );
+        let source = source(&cloudwatch, &plan, &carried);
         let queries: Vec<(String, String, String, String)> = source
-            .queries()
+            .queries(&Evidence::default())
             .into_iter()
             .map(|p| {
                 let side = p
@@ -1035,21 +1255,13 @@ mod tests {
     #[test]
     fn error_rates_count_only_periods_with_requests() {
         let plan = plan(json!({"metrics": [{"name": "errors", "alb": "errorRate"}]}));
-        let checks = plan
-            .analysis
-            .as_ref()
-            .and_then(|a| a.compare.as_ref())
-            .expect("compare");
+        let checks = compared(&plan);
         let metric = &checks.metrics[0];
-        let source = Compare {
-            api: &FakeCloudWatch::default(),
-            prometheus: None,
-            datadog: None,
-            checks,
-            cluster: &plan.cluster,
-            pairs: alb_pairs(&plan.traffic_targets),
-            carried: &crate::signals::Carried::default(),
-        };
+        let (cloudwatch, carried) = (
+            FakeCloudWatch::default(),
+            crate::signals::Carried::default(),
+        );
+        let source = source(&cloudwatch, &plan, &carried);
         let points = HashMap::from([
             (
                 "cmp0_0_canary_requests".to_owned(),

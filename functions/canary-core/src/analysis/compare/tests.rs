@@ -242,7 +242,7 @@ fn worst_deltas() -> statistics_dependence::Deltas {
 fn the_evidence_of_twenty_metrics_against_baseline_and_peers_fits_its_budget() {
     let worst = |kind: &str| {
         let sequence = |_: ()| match kind {
-            "errorRate" => Sequence::Counts(Counts {
+            "errorRate" | "slow" => Sequence::Counts(Counts {
                 // Kept from −30 to 100.
                 log_ratios: vec![-29.123_456; statistics::RATE_MULTIPLES.len()],
                 residuals: worst_deltas(),
@@ -265,15 +265,17 @@ fn the_evidence_of_twenty_metrics_against_baseline_and_peers_fits_its_budget() {
                     peers: i % 2 == 1,
                     through: Some(i64::MAX),
                     increase: Some(sequence(())),
-                    decrease: Some(sequence(())),
+                    // Slow requests count an increase only.
+                    decrease: (kind != "slow").then(|| sequence(())),
                     shown: Some(MetricResult::High),
                     bake_periods: MAX_SAMPLES_PER_SIDE as u32,
                     bake_step: crate::limits::MAX_STEPS as u32,
+                    threshold: (kind == "slow").then_some(0.000_123),
                 })
                 .collect(),
         )
     };
-    for kind in ["latency", "errorRate"] {
+    for kind in ["latency", "errorRate", "slow"] {
         let text = worst(kind).to_text();
         assert!(
             text.len() <= MAX_EVIDENCE_BYTES,
@@ -293,10 +295,15 @@ fn the_evidence_of_twenty_metrics_against_baseline_and_peers_fits_its_budget() {
     assert_eq!(Evidence::parse("", None), Ok(Evidence::default()));
 }
 
-/// A plan comparing `MAX_COMPARED_METRICS` ALB metrics of one `kind`.
+/// A plan comparing `MAX_COMPARED_METRICS` ALB metrics of one `kind` (`slow`: latency judged
+/// by a `slowerThan` derived from the baseline).
 fn twenty(kind: &str) -> CompareChecks {
     checks(json!((0..MAX_COMPARED_METRICS)
-        .map(|i| json!({"name": format!("m{i}"), "alb": kind}))
+        .map(|i| match kind {
+            "slow" => json!({"name": format!("m{i}"), "alb": "latency",
+                             "slowerThan": {"baseline": "p99"}}),
+            _ => json!({"name": format!("m{i}"), "alb": kind}),
+        })
         .collect::<Vec<_>>()))
 }
 
@@ -620,4 +627,28 @@ fn evidence_leans_to_a_regression_from_ten_until_it_is_shown() {
         !evidence(12, 12, true).leans_to_a_regression(),
         "shown: no longer a lean"
     );
+}
+
+#[test]
+fn a_derived_threshold_is_refused_where_the_plan_derives_none_or_with_more_digits() {
+    let derives =
+        checks(json!([{"name": "slow", "alb": "latency", "slowerThan": {"baseline": "p99"}}]));
+    let fixed = checks(json!([{"name": "slow", "alb": "latency", "slowerThan": 0.4}]));
+    let mut evidence = Evidence::default();
+    evidence.take_threshold(&derives, 0, 0.412);
+    // Taken once: a later value does not move it.
+    evidence.take_threshold(&derives, 0, 0.5);
+    assert_eq!(evidence.threshold(0), Some(0.412));
+    let text = evidence.to_text();
+    assert_eq!(Evidence::parse(&text, Some(&derives)), Ok(evidence));
+    assert!(Evidence::parse(&text, Some(&fixed))
+        .unwrap_err()
+        .contains("a derived slowerThan for a metric whose plan derives none"));
+    let precise = text.replace("0.412", "0.41234");
+    assert!(Evidence::parse(&precise, Some(&derives))
+        .unwrap_err()
+        .contains("a derived slowerThan of 0.41234"));
+    assert_eq!(derived_threshold(0.412_345), Some(0.412));
+    assert_eq!(derived_threshold(0.0), None);
+    assert_eq!(derived_threshold(f64::NAN), None);
 }
