@@ -103,7 +103,65 @@ fn per_period<'a>(
 
 #[cfg(test)]
 mod tests {
+    use async_trait::async_trait;
+    use canary_aws::{AlarmState, AwsError, AwsErrorKind, MetricSeries};
+    use canary_core::plan::RolloutPlan;
+    use serde_json::json;
+
     use super::*;
+
+    /// CloudWatch that refuses every GetMetricData call as `kind`.
+    struct Refusing(AwsErrorKind);
+
+    #[async_trait]
+    impl CloudWatchApi for Refusing {
+        async fn alarms_by_names(&self, _: &[String]) -> Result<Vec<AlarmState>, AwsError> {
+            Ok(Vec::new())
+        }
+        async fn alarms_by_prefix(&self, _: &str) -> Result<Vec<AlarmState>, AwsError> {
+            Ok(Vec::new())
+        }
+        async fn metric_data(
+            &self,
+            _: &[MetricQuery],
+            _: SystemTime,
+            _: SystemTime,
+        ) -> Result<BTreeMap<String, MetricSeries>, AwsError> {
+            Err(AwsError::new(self.0, "GetMetricData", "no"))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_refused_read_of_the_last_hour_says_whose_it_is() {
+        let valid = RolloutPlan::parse(json!({
+            "cluster": {"name": "green", "region": "us-east-1"},
+            "trafficTargets": [{"alb": {
+                "listenerArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/50dc6c495c0c9188/f2f7dc8efc522ab2",
+                "stableTargetGroupArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/blue/73e2d6bc24d8a067",
+                "canaryTargetGroupArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/green/4b7c9a1e2f3d5a68"}}],
+            "steps": [{"weight": 10}, {"weight": 100}],
+            "bake": {"seconds": 600, "checkIntervalSeconds": 60},
+            "analysis": {"compare": {"metrics": [{"name": "5xx", "alb": "errorRate"}]}}
+        }))
+        .expect("a valid plan");
+        let refused =
+            comparison_outlook(&Refusing(AwsErrorKind::Rejected), &valid, SystemTime::now())
+                .await
+                .expect_err("refused");
+        assert!(
+            matches!(&refused, AnalysisError::QueriesRejected { path, .. } if path == "trafficTargets"),
+            "{refused:?}"
+        );
+        // AWS's own trouble stays AWS's (retried by whoever asked), never the plan's fault.
+        let busy = comparison_outlook(
+            &Refusing(AwsErrorKind::Transient),
+            &valid,
+            SystemTime::now(),
+        )
+        .await
+        .expect_err("refused");
+        assert!(matches!(busy, AnalysisError::Aws(_)), "{busy:?}");
+    }
 
     #[test]
     fn each_period_adds_every_series_and_a_missing_one_had_no_requests() {
