@@ -350,6 +350,9 @@ impl Compare<'_> {
         queries
     }
 
+    /// A derived `slowerThan`'s bucket: the hour and the minute its start is rounded down by.
+    const HOUR_BUCKET_SECONDS: i64 = DERIVED_THRESHOLD_SECONDS + 60;
+
     /// Each `slowerThan` derived from the baseline that `evidence` has not taken yet: the
     /// baseline target groups' percentile of `TargetResponseTime` over the hour before `now`
     /// (the slowest group's, one GetMetricData call, only at a check that has none yet), taken
@@ -368,34 +371,38 @@ impl Compare<'_> {
         if derived.is_empty() {
             return Ok(Vec::new());
         }
-        let mut planned = Vec::new();
+        let mut queries = Vec::new();
         for (index, _, stat) in &derived {
             for (g, (load_balancer, target_group)) in
                 self.target_groups(Side::Baseline).into_iter().enumerate()
             {
-                planned.push(PlannedQuery {
-                    query: MetricQuery {
-                        id: format!("derive{index}_{g}"),
-                        namespace: ALB_NAMESPACE.to_owned(),
-                        metric_name: "TargetResponseTime".to_owned(),
-                        dimensions: BTreeMap::from([
-                            ("LoadBalancer".to_owned(), load_balancer),
-                            ("TargetGroup".to_owned(), target_group),
-                        ]),
-                        stat: (*stat).to_owned(),
-                        period_seconds: DERIVED_THRESHOLD_SECONDS as i32,
-                    },
-                    lookback_seconds: DERIVED_THRESHOLD_SECONDS,
+                queries.push(MetricQuery {
+                    id: format!("derive{index}_{g}"),
+                    namespace: ALB_NAMESPACE.to_owned(),
+                    metric_name: "TargetResponseTime".to_owned(),
+                    dimensions: BTreeMap::from([
+                        ("LoadBalancer".to_owned(), load_balancer),
+                        ("TargetGroup".to_owned(), target_group),
+                    ]),
+                    stat: (*stat).to_owned(),
+                    period_seconds: Self::HOUR_BUCKET_SECONDS as i32,
                 });
             }
         }
-        let points = metric_points(self.api, &planned, now).await?;
+        // One bucket of the hour up to now: CloudWatch rounds a recent StartTime down to the
+        // whole minute, so the hour is asked from a whole minute in one bucket a minute longer
+        // (an hour's bucket would end before now and leave a second, nearly empty one).
+        let hour_ago = now.duration_since(UNIX_EPOCH).map_or(0, |d| {
+            d.as_secs().saturating_sub(DERIVED_THRESHOLD_SECONDS as u64) / 60 * 60
+        });
+        let start = UNIX_EPOCH + std::time::Duration::from_secs(hour_ago);
+        let series = self.api.metric_data(&queries, start, now).await?;
         let mut taken = Vec::new();
         for (index, metric, stat) in derived {
-            let slowest = points
+            let slowest = series
                 .iter()
                 .filter(|(id, _)| id.starts_with(&format!("derive{index}_")))
-                .filter_map(|(_, points)| points.last().map(|(_, value)| *value))
+                .flat_map(|(_, series)| series.points.iter().map(|(_, value)| *value))
                 .reduce(f64::max);
             match slowest.and_then(derived_threshold) {
                 Some(threshold) => {
@@ -1034,6 +1041,7 @@ mod tests {
     struct SlowCanary {
         hour_p99: Option<f64>,
         calls: std::sync::Mutex<Vec<Vec<String>>>,
+        windows: std::sync::Mutex<Vec<(SystemTime, SystemTime)>>,
     }
 
     #[async_trait]
@@ -1047,11 +1055,12 @@ mod tests {
         async fn metric_data(
             &self,
             queries: &[MetricQuery],
-            _: SystemTime,
+            start: SystemTime,
             end: SystemTime,
         ) -> Result<BTreeMap<String, MetricSeries>, AwsError> {
-            if let Ok(mut calls) = self.calls.lock() {
+            if let (Ok(mut calls), Ok(mut windows)) = (self.calls.lock(), self.windows.lock()) {
                 calls.push(queries.iter().map(|q| q.stat.clone()).collect());
+                windows.push((start, end));
             }
             let end = end
                 .duration_since(std::time::UNIX_EPOCH)
@@ -1085,6 +1094,7 @@ mod tests {
         let cloudwatch = SlowCanary {
             hour_p99: Some(0.412_345),
             calls: Default::default(),
+            windows: Default::default(),
         };
         let check = |evidence: Evidence| crate::signals::Carried {
             evidence,
@@ -1111,6 +1121,18 @@ mod tests {
             "the baseline's hour, then the check: {calls:?}"
         );
         assert_eq!(calls[0], ["p99"], "the baseline's target group alone");
+        // One bucket from a whole minute an hour ago to now (CloudWatch rounds a recent start
+        // down to the minute).
+        let windows = cloudwatch
+            .windows
+            .lock()
+            .map(|w| w.clone())
+            .unwrap_or_default();
+        let (start, end) = windows[0];
+        let span = end.duration_since(start).map_or(0, |d| d.as_secs());
+        assert!((3600..3660).contains(&span), "{span} s");
+        let start_epoch = start.duration_since(UNIX_EPOCH).map_or(1, |d| d.as_secs());
+        assert_eq!(start_epoch % 60, 0, "a whole minute");
         assert!(calls[1].contains(&"TC(0.412:)".to_owned()), "{calls:?}");
         let outcome = &collected.outcomes[0];
         assert_eq!(outcome.verdict, CheckVerdict::Fail, "{}", outcome.reason);
@@ -1147,6 +1169,7 @@ mod tests {
         let cloudwatch = SlowCanary {
             hour_p99: None,
             calls: Default::default(),
+            windows: Default::default(),
         };
         let carried = crate::signals::Carried {
             step_weight: Some(10),
