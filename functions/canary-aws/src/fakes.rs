@@ -6,6 +6,7 @@
 //!   saying so.
 //! - [`NoExecutions`]: Step Functions with no other execution running.
 //! - [`FakeCloudWatch`]: alarms by name in the states a test sets; no metric data.
+//! - [`MetricAnswers`]: no alarms; metric data as a test's function answers it.
 //! - [`FakeAlb`]: listeners forwarding to target groups at weights, with a throttle to inject
 //!   and a controller that puts a listener's weights back after every write.
 //! - [`FakeRoute53`]: one stable/canary pair of weighted records (`blue`/`green`), with a change
@@ -376,6 +377,43 @@ impl CloudWatchApi for FakeCloudWatch {
         _: SystemTime,
     ) -> Result<BTreeMap<String, MetricSeries>, AwsError> {
         Ok(BTreeMap::new())
+    }
+}
+
+/// CloudWatch without alarms whose metric data a test's function answers, given the queries
+/// and the call's window: a comparison's or an outlook's world, or a refusal.
+pub struct MetricAnswers<F>(F);
+
+/// What a [`MetricAnswers`] function returns for one GetMetricData call.
+pub type MetricDataAnswer = Result<BTreeMap<String, MetricSeries>, AwsError>;
+
+impl<F> MetricAnswers<F>
+where
+    F: Fn(&[MetricQuery], SystemTime, SystemTime) -> MetricDataAnswer + Send + Sync,
+{
+    pub fn new(answer: F) -> Self {
+        MetricAnswers(answer)
+    }
+}
+
+#[async_trait]
+impl<F> CloudWatchApi for MetricAnswers<F>
+where
+    F: Fn(&[MetricQuery], SystemTime, SystemTime) -> MetricDataAnswer + Send + Sync,
+{
+    async fn alarms_by_names(&self, _: &[String]) -> Result<Vec<AlarmState>, AwsError> {
+        Ok(Vec::new())
+    }
+    async fn alarms_by_prefix(&self, _: &str) -> Result<Vec<AlarmState>, AwsError> {
+        Ok(Vec::new())
+    }
+    async fn metric_data(
+        &self,
+        queries: &[MetricQuery],
+        start: SystemTime,
+        end: SystemTime,
+    ) -> MetricDataAnswer {
+        (self.0)(queries, start, end)
     }
 }
 

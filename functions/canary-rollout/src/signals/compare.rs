@@ -834,8 +834,8 @@ fn query_id(metric: usize, group: usize, side: Side, reading: Reading) -> String
 
 #[cfg(test)]
 mod tests {
-    use canary_aws::fakes::FakeCloudWatch;
-    use canary_aws::{AlarmState, AwsError, MetricSeries};
+    use canary_aws::fakes::{FakeCloudWatch, MetricAnswers, MetricDataAnswer};
+    use canary_aws::{AwsError, AwsErrorKind, MetricSeries};
     use canary_core::analysis::CheckVerdict;
     use canary_core::RolloutPlan;
     use serde_json::json;
@@ -869,22 +869,10 @@ mod tests {
 
     /// CloudWatch answering each query with 20 values around the median its target group has,
     /// and nothing for a target group without one (no traffic: ALB publishes nothing).
-    struct Latencies(BTreeMap<&'static str, f64>);
-
-    #[async_trait]
-    impl CloudWatchApi for Latencies {
-        async fn alarms_by_names(&self, _: &[String]) -> Result<Vec<AlarmState>, AwsError> {
-            Ok(Vec::new())
-        }
-        async fn alarms_by_prefix(&self, _: &str) -> Result<Vec<AlarmState>, AwsError> {
-            Ok(Vec::new())
-        }
-        async fn metric_data(
-            &self,
-            queries: &[MetricQuery],
-            _: SystemTime,
-            end: SystemTime,
-        ) -> Result<BTreeMap<String, MetricSeries>, AwsError> {
+    fn latencies(
+        medians: BTreeMap<&'static str, f64>,
+    ) -> MetricAnswers<impl Fn(&[MetricQuery], SystemTime, SystemTime) -> MetricDataAnswer> {
+        MetricAnswers::new(move |queries: &[MetricQuery], _, end: SystemTime| {
             let end = end
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs() as i64);
@@ -892,7 +880,7 @@ mod tests {
                 .iter()
                 .map(|q| {
                     let group = q.dimensions.get("TargetGroup").map_or("", String::as_str);
-                    let points = match self.0.get(group) {
+                    let points = match medians.get(group) {
                         Some(median) => (0..20)
                             .map(|i| (end - 20 + i, median * (0.95 + 0.005 * (i * 7 % 20) as f64)))
                             .collect(),
@@ -901,7 +889,7 @@ mod tests {
                     (q.id.clone(), MetricSeries { points })
                 })
                 .collect())
-        }
+        })
     }
 
     #[tokio::test]
@@ -917,7 +905,7 @@ mod tests {
             "peers": {"minPeers": 2, "scope": "fleet", "cells": [peer(1), peer(2), peer(3)]}}),
         );
         // The cell's own old cluster is as slow as its new one: the baseline comparison passes.
-        let cloudwatch = Latencies(BTreeMap::from([
+        let cloudwatch = latencies(BTreeMap::from([
             ("targetgroup/green/4b7c9a1e2f3d5a68", 0.15),
             ("targetgroup/blue/73e2d6bc24d8a067", 0.15),
             ("targetgroup/peer1/4b7c9a1e2f3d5a68", 0.10),
@@ -961,7 +949,7 @@ mod tests {
             "metrics": [{"name": "latency", "alb": "latency"}]}),
         );
         // At 100 % the stable target group publishes nothing: every period would be NoData.
-        let cloudwatch = Latencies(BTreeMap::from([(
+        let cloudwatch = latencies(BTreeMap::from([(
             "targetgroup/green/4b7c9a1e2f3d5a68",
             0.15,
         )]));
@@ -1037,30 +1025,22 @@ mod tests {
     /// CloudWatch of a canary whose requests are slower than the baseline's p99 ten times as
     /// often: the baseline's hour answers `p99` with `hour_p99` (none: it served nothing),
     /// each minute 100 requests a side, 10 of the canary's and 1 of the baseline's above
-    /// `TC(<threshold>:)`. Keeps each call's statistics.
+    /// `TC(<threshold>:)`. Keeps each call's statistics and window.
+    #[derive(Default)]
     struct SlowCanary {
         hour_p99: Option<f64>,
-        calls: std::sync::Mutex<Vec<Vec<String>>>,
-        windows: std::sync::Mutex<Vec<(SystemTime, SystemTime)>>,
+        calls: std::sync::Mutex<Vec<(Vec<String>, SystemTime, SystemTime)>>,
     }
 
-    #[async_trait]
-    impl CloudWatchApi for SlowCanary {
-        async fn alarms_by_names(&self, _: &[String]) -> Result<Vec<AlarmState>, AwsError> {
-            Ok(Vec::new())
-        }
-        async fn alarms_by_prefix(&self, _: &str) -> Result<Vec<AlarmState>, AwsError> {
-            Ok(Vec::new())
-        }
-        async fn metric_data(
+    impl SlowCanary {
+        fn answer(
             &self,
             queries: &[MetricQuery],
             start: SystemTime,
             end: SystemTime,
-        ) -> Result<BTreeMap<String, MetricSeries>, AwsError> {
-            if let (Ok(mut calls), Ok(mut windows)) = (self.calls.lock(), self.windows.lock()) {
-                calls.push(queries.iter().map(|q| q.stat.clone()).collect());
-                windows.push((start, end));
+        ) -> MetricDataAnswer {
+            if let Ok(mut calls) = self.calls.lock() {
+                calls.push((queries.iter().map(|q| q.stat.clone()).collect(), start, end));
             }
             let end = end
                 .duration_since(std::time::UNIX_EPOCH)
@@ -1082,6 +1062,13 @@ mod tests {
                 })
                 .collect())
         }
+
+        fn stats(&self) -> Vec<Vec<String>> {
+            self.calls
+                .lock()
+                .map(|c| c.iter().map(|(stats, _, _)| stats.clone()).collect())
+                .unwrap_or_default()
+        }
     }
 
     #[tokio::test]
@@ -1091,11 +1078,12 @@ mod tests {
             "metrics": [{"name": "slow", "alb": "latency", "slowerThan": {"baseline": "p99"}}]}),
         );
         let checks = compared(&plan);
-        let cloudwatch = SlowCanary {
+        let world = SlowCanary {
             hour_p99: Some(0.412_345),
-            calls: Default::default(),
-            windows: Default::default(),
+            ..SlowCanary::default()
         };
+        let cloudwatch =
+            MetricAnswers::new(|q: &[MetricQuery], start, end| world.answer(q, start, end));
         let check = |evidence: Evidence| crate::signals::Carried {
             evidence,
             step_weight: Some(10),
@@ -1110,11 +1098,7 @@ mod tests {
             .expect("collected");
         let evidence = collected.evidence.expect("evidence");
         assert_eq!(evidence.threshold(0), Some(0.412), "three digits");
-        let calls = cloudwatch
-            .calls
-            .lock()
-            .map(|c| c.clone())
-            .unwrap_or_default();
+        let calls = world.stats();
         assert_eq!(
             calls.len(),
             2,
@@ -1123,12 +1107,11 @@ mod tests {
         assert_eq!(calls[0], ["p99"], "the baseline's target group alone");
         // One bucket from a whole minute an hour ago to now (CloudWatch rounds a recent start
         // down to the minute).
-        let windows = cloudwatch
-            .windows
+        let (_, start, end) = world
+            .calls
             .lock()
-            .map(|w| w.clone())
-            .unwrap_or_default();
-        let (start, end) = windows[0];
+            .map(|c| c[0].clone())
+            .expect("a first call");
         let span = end.duration_since(start).map_or(0, |d| d.as_secs());
         assert!((3600..3660).contains(&span), "{span} s");
         let start_epoch = start.duration_since(UNIX_EPOCH).map_or(1, |d| d.as_secs());
@@ -1147,11 +1130,7 @@ mod tests {
             .collect(SystemTime::now(), "us-east-1/green")
             .await
             .expect("collected");
-        let calls = cloudwatch
-            .calls
-            .lock()
-            .map(|c| c.clone())
-            .unwrap_or_default();
+        let calls = world.stats();
         assert_eq!(
             calls.len(),
             3,
@@ -1166,11 +1145,9 @@ mod tests {
             json!({"periodSeconds": 60, "lookbackSeconds": 600, "minSamples": 5,
             "metrics": [{"name": "slow", "alb": "latency", "slowerThan": {"baseline": "p99"}}]}),
         );
-        let cloudwatch = SlowCanary {
-            hour_p99: None,
-            calls: Default::default(),
-            windows: Default::default(),
-        };
+        let world = SlowCanary::default();
+        let cloudwatch =
+            MetricAnswers::new(|q: &[MetricQuery], start, end| world.answer(q, start, end));
         let carried = crate::signals::Carried {
             step_weight: Some(10),
             step: 1,
@@ -1192,20 +1169,30 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn a_refused_read_of_the_baseline_hour_is_the_plans_at_prepare() {
+        let plan = plan(json!({"metrics": [
+            {"name": "slow", "alb": "latency", "slowerThan": {"baseline": "p99"}}]}));
+        let refusing = MetricAnswers::new(|_: &[MetricQuery], _, _| {
+            Err(AwsError::new(
+                AwsErrorKind::Rejected,
+                "GetMetricData",
+                "no such statistic",
+            ))
+        });
+        let carried = crate::signals::Carried::default();
+        let refused = source(&refusing, &plan, &carried)
+            .validate(SystemTime::now())
+            .await
+            .expect_err("refused");
+        assert!(
+            matches!(&refused, AnalysisError::QueriesRejected { path, .. } if path == "analysis.compare"),
+            "{refused:?}"
+        );
+    }
+
     fn plan(compare: serde_json::Value) -> RolloutPlan {
-        RolloutPlan::parse(json!({
-            "cluster": {"name": "green", "region": "us-east-1"},
-            "trafficTargets": [{"alb": {
-                "listenerArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/50dc6c495c0c9188/f2f7dc8efc522ab2",
-                "stableTargetGroupArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/blue/73e2d6bc24d8a067",
-                "canaryTargetGroupArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/green/4b7c9a1e2f3d5a68"}}],
-            "steps": [{"weight": 10}, {"weight": 100}],
-            // Long enough for a first step of 60 s periods to gather minSamples of them.
-            "bake": {"seconds": 600, "checkIntervalSeconds": 60},
-            "analysis": {"compare": compare},
-        }))
-        .expect("a valid plan")
-        .plan
+        crate::signals::compared_alb_plan(compare).plan
     }
 
     #[test]

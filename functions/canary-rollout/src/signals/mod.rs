@@ -305,6 +305,24 @@ fn points_in_lookback(
         .unwrap_or_default()
 }
 
+/// A valid plan of one ALB pair (blue stable, green canary; steps 10 and 100 %, a 600 s bake of
+/// 60 s checks: long enough for a first step of 60 s periods to gather minSamples of them)
+/// with `compare` as its comparison, for the signals' tests.
+#[cfg(test)]
+fn compared_alb_plan(compare: serde_json::Value) -> canary_core::plan::ValidPlan {
+    RolloutPlan::parse(serde_json::json!({
+        "cluster": {"name": "green", "region": "us-east-1"},
+        "trafficTargets": [{"alb": {
+            "listenerArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/50dc6c495c0c9188/f2f7dc8efc522ab2",
+            "stableTargetGroupArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/blue/73e2d6bc24d8a067",
+            "canaryTargetGroupArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/green/4b7c9a1e2f3d5a68"}}],
+        "steps": [{"weight": 10}, {"weight": 100}],
+        "bake": {"seconds": 600, "checkIntervalSeconds": 60},
+        "analysis": {"compare": compare},
+    }))
+    .expect("a valid plan")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

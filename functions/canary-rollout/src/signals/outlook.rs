@@ -103,49 +103,28 @@ fn per_period<'a>(
 
 #[cfg(test)]
 mod tests {
-    use async_trait::async_trait;
-    use canary_aws::{AlarmState, AwsError, AwsErrorKind, MetricSeries};
-    use canary_core::plan::RolloutPlan;
+    use canary_aws::fakes::{MetricAnswers, MetricDataAnswer};
+    use canary_aws::{AwsError, AwsErrorKind};
     use serde_json::json;
 
     use super::*;
 
     /// CloudWatch that refuses every GetMetricData call as `kind`.
-    struct Refusing(AwsErrorKind);
-
-    #[async_trait]
-    impl CloudWatchApi for Refusing {
-        async fn alarms_by_names(&self, _: &[String]) -> Result<Vec<AlarmState>, AwsError> {
-            Ok(Vec::new())
-        }
-        async fn alarms_by_prefix(&self, _: &str) -> Result<Vec<AlarmState>, AwsError> {
-            Ok(Vec::new())
-        }
-        async fn metric_data(
-            &self,
-            _: &[MetricQuery],
-            _: SystemTime,
-            _: SystemTime,
-        ) -> Result<BTreeMap<String, MetricSeries>, AwsError> {
-            Err(AwsError::new(self.0, "GetMetricData", "no"))
-        }
+    fn refusing(
+        kind: AwsErrorKind,
+    ) -> MetricAnswers<impl Fn(&[MetricQuery], SystemTime, SystemTime) -> MetricDataAnswer> {
+        MetricAnswers::new(move |_: &[MetricQuery], _, _| {
+            Err(AwsError::new(kind, "GetMetricData", "no"))
+        })
     }
 
     #[tokio::test]
     async fn a_refused_read_of_the_last_hour_says_whose_it_is() {
-        let valid = RolloutPlan::parse(json!({
-            "cluster": {"name": "green", "region": "us-east-1"},
-            "trafficTargets": [{"alb": {
-                "listenerArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/50dc6c495c0c9188/f2f7dc8efc522ab2",
-                "stableTargetGroupArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/blue/73e2d6bc24d8a067",
-                "canaryTargetGroupArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/green/4b7c9a1e2f3d5a68"}}],
-            "steps": [{"weight": 10}, {"weight": 100}],
-            "bake": {"seconds": 600, "checkIntervalSeconds": 60},
-            "analysis": {"compare": {"metrics": [{"name": "5xx", "alb": "errorRate"}]}}
-        }))
-        .expect("a valid plan");
+        let valid = crate::signals::compared_alb_plan(
+            json!({"metrics": [{"name": "5xx", "alb": "errorRate"}]}),
+        );
         let refused =
-            comparison_outlook(&Refusing(AwsErrorKind::Rejected), &valid, SystemTime::now())
+            comparison_outlook(&refusing(AwsErrorKind::Rejected), &valid, SystemTime::now())
                 .await
                 .expect_err("refused");
         assert!(
@@ -154,7 +133,7 @@ mod tests {
         );
         // AWS's own trouble stays AWS's (retried by whoever asked), never the plan's fault.
         let busy = comparison_outlook(
-            &Refusing(AwsErrorKind::Transient),
+            &refusing(AwsErrorKind::Transient),
             &valid,
             SystemTime::now(),
         )
