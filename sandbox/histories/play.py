@@ -233,8 +233,10 @@ def run_on(history, sandbox, controllers, provider, out):
         out(f">>> {happening}")
         index = history_length()
         if action == "alarm":
+            # Failing from the history's length once the change is in, as every breach below
+            # (a check that entered during a loaded write read the state before it).
             sandbox.alarm_events.set_state(ALARM, "ALARM", "Threshold Crossed: history")
-            record.conditions.append((index, "alarm", "ALARM", time.time()))
+            record.conditions.append((history_length(), "alarm", "ALARM", time.time()))
         elif action == "alarm-clears":
             sandbox.alarm_events.set_state(ALARM, "OK", "Threshold no longer crossed")
             record.conditions.append((index, "alarm", "OK", time.time()))
@@ -293,8 +295,13 @@ def run_on(history, sandbox, controllers, provider, out):
                             record.conditions.append((history_length(), "compare", "nodata", time.time()))
                     threading.Thread(target=drained, daemon=True).start()
         elif action in METRIC_HAPPENINGS:
-            put_latency(sandbox, METRIC_BREACH if action == "metric-breach" else METRIC_FINE)
-            record.conditions.append((index, "metric", "breach" if action == "metric-breach" else "fine", time.time()))
+            # A breach from the history's length once the datapoint is in, a recovery from its
+            # length before the put: a check that entered meanwhile may have read either (seed
+            # 10405: the first check of a step read the metric before a loaded put landed).
+            breach = action == "metric-breach"
+            put_latency(sandbox, METRIC_BREACH if breach else METRIC_FINE)
+            record.conditions.append((history_length() if breach else index, "metric",
+                                      "breach" if breach else "fine", time.time()))
         elif action == "targets-registered":
             def register_later():
                 time.sleep(value[0])
@@ -359,7 +366,7 @@ def run_on(history, sandbox, controllers, provider, out):
         elif action == "iam-reads-refused":
             iam.put_role_policy(RoleName=evaluate_alarms_role, PolicyName=DENY_READS_POLICY,
                                 PolicyDocument=json.dumps(DENY_READS))
-            record.conditions.append((index, "reads", "denied", time.time()))
+            record.conditions.append((history_length(), "reads", "denied", time.time()))
         elif action == "iam-reads-restored":
             with contextlib.suppress(iam.exceptions.NoSuchEntityException):
                 iam.delete_role_policy(RoleName=evaluate_alarms_role, PolicyName=DENY_READS_POLICY)
