@@ -751,3 +751,82 @@ def test_network_load_balancers_and_forward_actions_are_checked_as_elb_checks_th
     assert refused_with(lambda: elbv2.modify_rule(RuleArn=rule, Actions=forward((http, 1000))))[0] == "ValidationError"
     assert refused_with(lambda: elbv2.create_listener(LoadBalancerArn=alb, Protocol="HTTP", Port=81,
                                                       DefaultActions=forward((blue, 1))))[0] == "InvalidConfigurationRequest"
+
+
+def test_application_signals_reports_a_budget_from_the_slis_metrics_in_cloudwatch(moto_endpoint):
+    """SLOs over the wire (botocore's client, REST-JSON): created, read by name and by ARN,
+    listed; each budget report computed from the SLI's metrics in moto's CloudWatch at its
+    Timestamp, so a PutMetricData moves it; the API's refusals in its words."""
+    signals = boto3.client("application-signals", endpoint_url=moto_endpoint, **CREDENTIALS)
+    cw = boto3.client("cloudwatch", endpoint_url=moto_endpoint, **CREDENTIALS)
+    checkout = [{"Name": "Service", "Value": "checkout"}]
+
+    def query(name, stat="Sum"):
+        return [{"Id": name.lower(), "MetricStat": {"Metric": {"Namespace": "Shop", "MetricName": name,
+                                                               "Dimensions": checkout},
+                                                    "Period": 60, "Stat": stat}}]
+
+    goal = {"Interval": {"RollingInterval": {"DurationUnit": "HOUR", "Duration": 1}}, "AttainmentGoal": 99.0}
+    slo = signals.create_service_level_objective(
+        Name="checkout-availability", Goal=goal,
+        RequestBasedSliConfig={"RequestBasedSliMetricConfig": {
+            "TotalRequestCountMetric": query("Requests"),
+            "MonitoredRequestCountMetric": {"BadCountMetric": query("Errors")}}})["Slo"]
+    arn = slo["Arn"]
+    assert arn == "arn:aws:application-signals:us-east-1:123456789012:slo/checkout-availability"
+    assert (slo["EvaluationType"], slo["Goal"]["WarningThreshold"]) == ("RequestBased", 50.0)
+    assert signals.get_service_level_objective(Id=arn)["Slo"]["Name"] == "checkout-availability"
+    assert [s["Name"] for s in signals.list_service_level_objectives()["SloSummaries"]] == ["checkout-availability"]
+
+    def reported(at=None):
+        answer = signals.batch_get_service_level_objective_budget_report(
+            Timestamp=at or datetime.datetime.now(datetime.timezone.utc),
+            SloIds=["checkout-availability", "nobody's"])
+        assert [(e["Name"], e["ErrorCode"]) for e in answer["Errors"]] == [("nobody's", "ResourceNotFoundException")]
+        (found,) = answer["Reports"]
+        return found
+
+    assert reported()["BudgetStatus"] == "INSUFFICIENT_DATA"
+    now = datetime.datetime.now(datetime.timezone.utc)
+
+    def put(name, value, ago=30):
+        cw.put_metric_data(Namespace="Shop", MetricData=[{"MetricName": name, "Dimensions": checkout,
+                                                          "Value": value, "Timestamp": now - datetime.timedelta(seconds=ago)}])
+
+    put("Requests", 1_000)
+    put("Errors", 5)
+    report = reported(now)
+    # 1 % of 1,000 requests is the budget; 5 spent leaves half of it: not yet under the warning's 50 %.
+    assert (report["BudgetStatus"], report["TotalBudgetRequests"], report["BudgetRequestsRemaining"]) == ("OK", 10, 5)
+    assert report["Attainment"] == pytest.approx(99.5)
+    put("Errors", 1, ago=20)
+    assert (reported(now)["BudgetStatus"], reported(now)["BudgetRequestsRemaining"]) == ("WARNING", 4)
+    put("Errors", 9, ago=10)
+    report = reported(now)
+    assert (report["BudgetStatus"], report["BudgetRequestsRemaining"]) == ("BREACHED", -5)
+    # The interval rolls: two hours on, nothing of it is left.
+    assert reported(now + datetime.timedelta(hours=2))["BudgetStatus"] == "INSUFFICIENT_DATA"
+
+    latency = signals.create_service_level_objective(
+        Name="checkout-latency", Goal={**goal, "AttainmentGoal": 60.0},
+        SliConfig={"SliMetricConfig": {"MetricDataQueries": query("Latency", "Maximum"), "PeriodSeconds": 60},
+                   "MetricThreshold": 0.5, "ComparisonOperator": "LessThan"})["Slo"]
+    assert latency["EvaluationType"] == "PeriodBased"
+    for minutes, value in ((3, 0.2), (2, 0.9), (1, 0.3)):
+        put("Latency", value, ago=minutes * 60)
+    (period,) = signals.batch_get_service_level_objective_budget_report(Timestamp=now, SloIds=[latency["Arn"]])["Reports"]
+    # Two good minutes of three; 40 % of an hour is the budget, one bad minute spent of it.
+    assert (period["BudgetStatus"], period["TotalBudgetSeconds"], period["BudgetSecondsRemaining"]) == ("OK", 1_440, 1_380)
+    assert period["Attainment"] == pytest.approx(200 / 3)
+
+    assert refused_with(lambda: signals.get_service_level_objective(Id="nobody"))[0] == "ResourceNotFoundException"
+    assert refused_with(lambda: signals.create_service_level_objective(
+        Name="checkout-availability", Goal=goal,
+        RequestBasedSliConfig={"RequestBasedSliMetricConfig": {
+            "TotalRequestCountMetric": query("Requests"),
+            "MonitoredRequestCountMetric": {"BadCountMetric": query("Errors")}}}))[0] == "ConflictException"
+    code, message = refused_with(lambda: signals.batch_get_service_level_objective_budget_report(
+        Timestamp=now, SloIds=[f"slo-{i}" for i in range(51)]))
+    assert code == "ValidationException" and "sloIds" in message and "less than or equal to 50" in message, message
+    signals.delete_service_level_objective(Id="checkout-latency")
+    assert refused_with(lambda: signals.get_service_level_objective(Id=latency["Arn"]))[0] == "ResourceNotFoundException"

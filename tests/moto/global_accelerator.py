@@ -83,7 +83,9 @@ def _lower_camel(name):
     return name[:1].lower() + name[1:]
 
 
-def _violations(shape, value, path, found):
+def violations(shape, value, path, found):
+    """Appends to `found` each constraint of `shape` (a botocore shape) that `value` breaks, as
+    (path, value, constraint) in AWS's words; application_signals.py validates with it too."""
     kind = shape.type_name
     meta = shape.metadata
     if kind == "structure":
@@ -96,7 +98,7 @@ def _violations(shape, value, path, found):
                               "Member must not be null"))
         for name, member in shape.members.items():
             if value.get(name) is not None:
-                _violations(member, value[name], f"{path}.{_lower_camel(name)}" if path else _lower_camel(name), found)
+                violations(member, value[name], f"{path}.{_lower_camel(name)}" if path else _lower_camel(name), found)
     elif kind == "list":
         if not isinstance(value, list):
             found.append((path, value, "Member must be a list"))
@@ -106,7 +108,7 @@ def _violations(shape, value, path, found):
         if "max" in meta and len(value) > meta["max"]:
             found.append((path, value, f"Member must have length less than or equal to {meta['max']}"))
         for i, item in enumerate(value, 1):
-            _violations(shape.member, item, f"{path}.{i}.member", found)
+            violations(shape.member, item, f"{path}.{i}.member", found)
     elif kind == "string":
         if not isinstance(value, str):
             found.append((path, value, "Member must be a string"))
@@ -129,15 +131,22 @@ def _violations(shape, value, path, found):
         found.append((path, value, "Member must be a boolean"))
 
 
+def validation_message(model, operation, body):
+    """AWS's front end's message for a request `model` (a botocore service model) refuses, or None."""
+    found = []
+    violations(model.operation_model(operation).input_shape, body, "", found)
+    if not found:
+        return None
+    said = "; ".join(f"Value '{v}' at '{p}' failed to satisfy constraint: {c}" if v is not None
+                     else f"Value null at '{p}' failed to satisfy constraint: {c}" for p, v, c in found)
+    return f"{len(found)} validation error{'s' if len(found) > 1 else ''} detected: {said}"
+
+
 def validate(operation, body):
     """AWS's front end's answer to a request its model refuses."""
-    found = []
-    _violations(MODEL.operation_model(operation).input_shape, body, "", found)
-    if found:
-        said = "; ".join(f"Value '{v}' at '{p}' failed to satisfy constraint: {c}" if v is not None
-                         else f"Value null at '{p}' failed to satisfy constraint: {c}" for p, v, c in found)
-        raise GaError("ValidationException", f"{len(found)} validation error{'s' if len(found) > 1 else ''} "
-                                             f"detected: {said}")
+    message = validation_message(MODEL, operation, body)
+    if message:
+        raise GaError("ValidationException", message)
 
 
 # --- the resources --------------------------------------------------------------------------

@@ -214,6 +214,12 @@ Everything else is stock moto.
    TIMED_OUT execution looked as if it had no end (the safety net's sweep skipped it, and a
    test waiting for its safety net after its end did not wait).
 
+24. CloudWatch Application Signals' SLOs and their budget reports, which moto lacks: written from
+   AWS's API reference and botocore's model of it, in tests/moto/application_signals.py (its
+   header says what it models and what not), served on moto's endpoint for the requests signed
+   for `application-signals`; a budget report is computed from the SLO's metrics in moto's
+   CloudWatch at the request's Timestamp.
+
 Still not modelled: the 256 KiB limit on Pass and Choice state output (moto checks task
 results only).
 
@@ -307,6 +313,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state
 
 import elbv2_forwards  # beside this file (patch 22)
 import global_accelerator  # beside this file (patch 21)
+import application_signals  # beside this file (patch 24)
 
 
 def put_composite_alarm(self):
@@ -1061,6 +1068,8 @@ def with_harness_routes(app):
         path = environ.get("PATH_INFO", "")
         if global_accelerator.serves(environ):
             return global_accelerator.serve(environ, start_response)
+        if application_signals.serves(environ):
+            return application_signals.serve(environ, start_response)
         if not HARNESS_EKS.fullmatch(path) or environ.get("REQUEST_METHOD") != "POST":
             return app(environ, start_response)
         length = int(environ.get("CONTENT_LENGTH") or 0)

@@ -209,7 +209,7 @@ impl HealthRecords for SdkFreeze {
     }
 }
 
-/// A calendar or the switch Admit cannot read: where it is named, and why.
+/// A calendar, the switch or an SLO (`error_budget`) Admit cannot read: where it is named, and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{path}: {message}")]
 pub struct FreezeCheckError {

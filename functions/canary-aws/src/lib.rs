@@ -9,6 +9,7 @@ pub mod config;
 pub mod datadog;
 pub mod eks;
 pub mod error;
+pub mod error_budget;
 pub mod events;
 pub mod executions;
 #[cfg(feature = "fakes")]
@@ -45,6 +46,7 @@ pub use eks::{
     ClusterHealth, ClusterInfo, ClusterInsights, ClusterReadiness, EksApi, SdkEks,
 };
 pub use error::{AwsError, AwsErrorKind};
+pub use error_budget::{check_slos, read_budgets, SdkSlos, SloAccounts, SloApi};
 pub use events::{EventPublisher, RuleState, RuleStates, SdkEvents, EVENT_SOURCE};
 pub use executions::{
     state_machine_of, EndedExecutions, ExecutionHistory, ExecutionListing, ExecutionStarter,

@@ -14,6 +14,7 @@ pub mod argocd;
 pub mod arn;
 pub mod cluster;
 pub mod cluster_readiness;
+pub mod error_budget;
 pub mod error_name;
 pub mod fleet;
 pub mod freeze;

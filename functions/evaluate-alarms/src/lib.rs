@@ -36,15 +36,17 @@ use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use canary_aws::{
-    health_region_path, http_date, AlarmWatchStore, EventPublisher, ExecutionsApi, Freezes,
-    FunctionInvoker, HealthRecords, RuleState, RuleStates, SdkAlarmWatches, SdkConfig, SdkEvents,
-    SdkExecutions, SdkFreeze, SdkFunctions, StackFreeze, TaskFailer,
+    check_slos, health_region_path, http_date, read_budgets, AlarmWatchStore, EventPublisher,
+    ExecutionsApi, Freezes, FunctionInvoker, HealthRecords, RuleState, RuleStates, SdkAlarmWatches,
+    SdkConfig, SdkEvents, SdkExecutions, SdkFreeze, SdkFunctions, SdkSlos, SloAccounts,
+    StackFreeze, TaskFailer,
 };
 use canary_core::alarm_watch::{AlarmStateChange, WatchDuring, WatchedStep};
 use canary_core::analysis::compare::Evidence;
 use canary_core::analysis::{BakeProgress, Decision};
 use canary_core::approval::Rejection;
-use canary_core::freeze::{hold, FreezeGate};
+use canary_core::error_budget::hold_reasons;
+use canary_core::freeze::{hold, FreezeGate, FreezeReading};
 use canary_core::health::{HealthEvent, RecordChange};
 use canary_core::hooks::HookPoint;
 use canary_core::input::parse_input;
@@ -155,6 +157,8 @@ pub struct Apis<'a> {
     pub freezes: Freezes<'a>,
     /// Where open AWS Health issues are recorded (`healthEvent`).
     pub health: &'a dyn HealthRecords,
+    /// The plan's SLOs (`errorBudget`), in any Region, as the function's role or the plan's.
+    pub slos: &'a dyn SloAccounts,
     /// The stack's SafetyNet rule (`SAFETY_NET_RULE`), which must be enabled for a rollout to
     /// start; `None` where the environment names none.
     pub safety_net: Option<SafetyNetRule<'a>>,
@@ -177,6 +181,7 @@ pub struct Clients {
     events: SdkEvents,
     freeze: SdkFreeze,
     stack_freeze: StackFreeze,
+    slos: SdkSlos,
     safety_net_rule: Option<String>,
 }
 
@@ -190,6 +195,7 @@ impl Clients {
             events: SdkEvents::new(config),
             freeze: SdkFreeze::new(config),
             stack_freeze: StackFreeze::from_env(env),
+            slos: SdkSlos::new(config),
             safety_net_rule: env("SAFETY_NET_RULE").filter(|name| !name.is_empty()),
         }
     }
@@ -218,6 +224,7 @@ impl Clients {
                 stack: &self.stack_freeze,
             },
             health: &self.freeze,
+            slos: &self.slos,
             safety_net: self.safety_net_rule.as_deref().map(|name| SafetyNetRule {
                 rules: &self.events,
                 name,
@@ -331,10 +338,7 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
             // The check that would end the step's bake (counted, not rolling back) moves the
             // rollout on: a change freeze holds it there.
             if !decision.rollback && decision.check == progress.check && progress.last_check() {
-                let reading = apis
-                    .freezes
-                    .read(valid.plan.freeze.as_ref(), &valid.plan.regions())
-                    .await;
+                let reading = hold_reading(apis, &valid.plan).await;
                 let held = hold(
                     &reading,
                     progress.frozen_since,
@@ -368,10 +372,7 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
             execution_arn,
         } => {
             let valid = RolloutPlan::parse(plan)?;
-            let reading = apis
-                .freezes
-                .read(valid.plan.freeze.as_ref(), &valid.plan.regions())
-                .await;
+            let reading = hold_reading(apis, &valid.plan).await;
             let now = epoch_seconds(SystemTime::now()).unsigned_abs();
             let held = hold(&reading, since, now, valid.frozen_bound_seconds());
             let gate = FreezeGate::of(held, valid.plan.gate_interval_seconds());
@@ -564,6 +565,21 @@ async fn say_frozen(
     apis.events.put_or_log(FROZEN, &detail).await;
 }
 
+/// Why the rollout may not move forward now: the change freezes (AWS Health's open issues
+/// among them) and the plan's SLOs whose error budget is spent (`canary_core::error_budget`).
+async fn hold_reading(apis: &Apis<'_>, plan: &RolloutPlan) -> FreezeReading {
+    let mut reading = apis
+        .freezes
+        .read(plan.freeze.as_ref(), &plan.regions())
+        .await;
+    if let Some(section) = &plan.error_budget {
+        let readings =
+            read_budgets(apis.slos, section, &plan.cluster.region, SystemTime::now()).await;
+        reading.reasons.extend(hold_reasons(section, &readings));
+    }
+    reading
+}
+
 /// A rollout stopped, timed out or failed by an error no Catch handles restores its baseline
 /// only through the SafetyNet rule: with the rule off, nothing starts.
 async fn require_enabled(rule: &SafetyNetRule<'_>) -> Result<(), AnalysisError> {
@@ -590,6 +606,9 @@ async fn admit(apis: &Apis<'_>, input: Value) -> Result<Admitted, AnalysisError>
     }
     let plan = RolloutPlan::parse(input.clone())?.plan;
     apis.freezes.check(plan.freeze.as_ref()).await?;
+    if let Some(section) = &plan.error_budget {
+        check_slos(apis.slos, section, &plan.cluster.region).await?;
+    }
     let checked = validate(&apis.signals, &plan).await?;
     Ok(Admitted {
         plan: input,

@@ -4,6 +4,7 @@
 //! JSON path (`trafficTargets[1].alb.canaryTargetGroupArn`), all at once. Each section's
 //! types and rules live in its own module.
 
+mod error_budget;
 pub mod forecast;
 mod freeze;
 mod retire;
@@ -29,6 +30,9 @@ use crate::targets::TrafficTarget;
 use crate::validate::{Errors, PlanError, PlanErrors};
 
 pub use crate::cluster::ClusterRef;
+pub use error_budget::{
+    is_slo_reference, slo_arn_parts, ErrorBudgetSection, OnInsufficientData, MAX_SLOS,
+};
 pub use freeze::{
     frozen_bound_seconds, is_calendar_reference, AwsHealthSection, FreezeSection, OnOpenIssue,
     DEFAULT_MAX_FROZEN_SECONDS, MAX_FREEZE_CALENDARS,
@@ -94,6 +98,10 @@ pub struct RolloutPlan {
     /// roll it back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aws_health: Option<AwsHealthSection>,
+    /// Application Signals SLOs whose spent error budget holds the rollout (no start, no step
+    /// after the first) as a change freeze does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_budget: Option<ErrorBudgetSection>,
 }
 
 /// A plan that passed [`RolloutPlan::parse`], with its steps resolved.
@@ -197,6 +205,9 @@ impl RolloutPlan {
                 steps::checks_of(&steps),
                 &mut errors,
             );
+        }
+        if let Some(budget) = &plan.error_budget {
+            budget.validate(&mut errors);
         }
         if errors.0.is_empty() {
             Ok(ValidPlan { plan, steps })

@@ -1,0 +1,270 @@
+//! The plan's SLOs as CloudWatch Application Signals keeps them: their budget reports
+//! (`BatchGetServiceLevelObjectiveBudgetReport`, one call per Region for every SLO of it) and,
+//! at Admit, that each exists (`GetServiceLevelObjective`).
+//!
+//! An SLO named by name lives in the new cluster's Region; one named by ARN in its ARN's. Each
+//! is read with the function's role, or the plan's `errorBudget.roleArn` (SLOs of another
+//! account). A report that cannot be read is kept as unread, with why: it holds the rollout
+//! (`canary_core::error_budget`).
+
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+use async_trait::async_trait;
+use aws_config::SdkConfig;
+use aws_credential_types::provider::SharedCredentialsProvider;
+use aws_sdk_applicationsignals as signals;
+use canary_core::error_budget::{Budget, BudgetStatus, BudgetUnit, SloBudget, SloReading};
+use canary_core::plan::{slo_arn_parts, ErrorBudgetSection};
+
+use crate::assumed_role::AssumedRole;
+use crate::error::{AwsError, AwsErrorKind};
+use crate::freeze::FreezeCheckError;
+
+/// Application Signals in one Region, as one role.
+#[async_trait]
+pub trait SloApi: Send + Sync {
+    /// The budget reports of `slos` (names or ARNs) at `at`, each matched to the reference it
+    /// was asked by; an SLO the answer says nothing of is unread.
+    async fn budget_reports(
+        &self,
+        slos: &[&str],
+        at: SystemTime,
+    ) -> Result<Vec<SloReading>, AwsError>;
+    /// That `slo` exists and may be read.
+    async fn slo_exists(&self, slo: &str) -> Result<(), AwsError>;
+}
+
+/// Application Signals in any Region, as the function's role or another.
+pub trait SloAccounts: Send + Sync {
+    fn slos(&self, region: &str, role_arn: Option<&str>) -> Box<dyn SloApi>;
+}
+
+/// The plan's SLOs by the Region each is read in (names: the new cluster's), in the plan's order.
+fn by_region<'a>(
+    section: &'a ErrorBudgetSection,
+    cluster_region: &'a str,
+) -> BTreeMap<&'a str, Vec<&'a str>> {
+    let mut regions: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for slo in &section.slos {
+        let region = slo_arn_parts(slo).map_or(cluster_region, |(region, _)| region);
+        regions.entry(region).or_default().push(slo);
+    }
+    regions
+}
+
+/// Every SLO's reading, in the plan's order: one call per Region; a call that fails leaves
+/// each of its SLOs unread, with why.
+pub async fn read_budgets(
+    accounts: &dyn SloAccounts,
+    section: &ErrorBudgetSection,
+    cluster_region: &str,
+    at: SystemTime,
+) -> Vec<SloReading> {
+    let mut readings = Vec::new();
+    for (region, slos) in by_region(section, cluster_region) {
+        let api = accounts.slos(region, section.role_arn.as_deref());
+        match api.budget_reports(&slos, at).await {
+            Ok(found) => readings.extend(found),
+            Err(e) => readings.extend(slos.iter().map(|slo| SloReading::Unread {
+                slo: (*slo).to_owned(),
+                error: e.to_string(),
+            })),
+        }
+    }
+    let order = |r: &SloReading| {
+        let named = match r {
+            SloReading::Report(report) => report.name.as_str(),
+            SloReading::Unread { slo, .. } => slo.as_str(),
+        };
+        section
+            .slos
+            .iter()
+            .position(|s| s == named || s.rsplit('/').next() == Some(named))
+            .unwrap_or(usize::MAX)
+    };
+    readings.sort_by_key(order);
+    readings
+}
+
+/// At Admit: every SLO of the plan exists where it is looked for and may be read (a gate's
+/// source Admit cannot read, as a calendar: [`FreezeCheckError`]).
+pub async fn check_slos(
+    accounts: &dyn SloAccounts,
+    section: &ErrorBudgetSection,
+    cluster_region: &str,
+) -> Result<(), FreezeCheckError> {
+    for (i, slo) in section.slos.iter().enumerate() {
+        let region = slo_arn_parts(slo).map_or(cluster_region, |(region, _)| region);
+        let api = accounts.slos(region, section.role_arn.as_deref());
+        if let Err(e) = api.slo_exists(slo).await {
+            let whose = match &section.role_arn {
+                Some(role) => format!("role {role}"),
+                None => "the function's role (an SLO of another account needs errorBudget.roleArn)"
+                    .to_owned(),
+            };
+            let why = match e.kind {
+                AwsErrorKind::NotFound => format!("does not exist in {region} for {whose}"),
+                AwsErrorKind::AccessDenied => format!(
+                    "may not be read by {whose} (application-signals:GetServiceLevelObjective and \
+                     BatchGetServiceLevelObjectiveBudgetReport on it)"
+                ),
+                _ => format!("cannot be read in {region}"),
+            };
+            return Err(FreezeCheckError {
+                path: format!("errorBudget.slos[{i}]"),
+                message: format!("SLO `{slo}` {why}: {e}"),
+                access_denied: e.kind == AwsErrorKind::AccessDenied,
+            });
+        }
+    }
+    Ok(())
+}
+
+pub struct SdkSlos {
+    config: SdkConfig,
+}
+
+impl SdkSlos {
+    pub fn new(config: &SdkConfig) -> Self {
+        SdkSlos {
+            config: config.clone(),
+        }
+    }
+}
+
+impl SloAccounts for SdkSlos {
+    fn slos(&self, region: &str, role_arn: Option<&str>) -> Box<dyn SloApi> {
+        let mut builder = signals::config::Builder::from(&self.config)
+            .region(signals::config::Region::new(region.to_owned()));
+        if let Some(role) = role_arn {
+            let provider = AssumedRole::new(&self.config, role, "cluster-canary-error-budget");
+            builder = builder.credentials_provider(SharedCredentialsProvider::new(provider));
+        }
+        Box::new(SdkSloClient {
+            client: signals::Client::from_conf(builder.build()),
+        })
+    }
+}
+
+struct SdkSloClient {
+    client: signals::Client,
+}
+
+/// Whether `report` (its name and ARN) is the one the plan asked for by `reference`.
+fn answers(reference: &str, name: &str, arn: &str) -> bool {
+    if reference.starts_with("arn:") {
+        reference == arn
+    } else {
+        reference == name
+    }
+}
+
+fn budget_of(report: &signals::types::ServiceLevelObjectiveBudgetReport) -> SloBudget {
+    let requests = report
+        .total_budget_requests()
+        .zip(report.budget_requests_remaining())
+        .map(|(total, remaining)| (BudgetUnit::Requests, total, remaining));
+    let seconds = report
+        .total_budget_seconds()
+        .zip(report.budget_seconds_remaining())
+        .map(|(total, remaining)| (BudgetUnit::Seconds, total, remaining));
+    SloBudget {
+        name: report.name().to_owned(),
+        status: BudgetStatus::parse(report.budget_status().as_str()),
+        attainment: report.attainment(),
+        goal: report.goal().and_then(|g| g.attainment_goal()),
+        budget: requests.or(seconds).map(|(unit, total, remaining)| Budget {
+            unit,
+            total: i64::from(total),
+            remaining: i64::from(remaining),
+        }),
+    }
+}
+
+#[async_trait]
+impl SloApi for SdkSloClient {
+    async fn budget_reports(
+        &self,
+        slos: &[&str],
+        at: SystemTime,
+    ) -> Result<Vec<SloReading>, AwsError> {
+        const OPERATION: &str = "BatchGetServiceLevelObjectiveBudgetReport";
+        let out = self
+            .client
+            .batch_get_service_level_objective_budget_report()
+            .set_slo_ids(Some(slos.iter().map(|s| (*s).to_owned()).collect()))
+            .timestamp(at.into())
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk(OPERATION, e))?;
+        Ok(slos
+            .iter()
+            .map(|slo| {
+                if let Some(report) = out
+                    .reports()
+                    .iter()
+                    .find(|r| answers(slo, r.name(), r.arn()))
+                {
+                    return SloReading::Report(budget_of(report));
+                }
+                let error = match out
+                    .errors()
+                    .iter()
+                    .find(|e| answers(slo, e.name(), e.arn()))
+                {
+                    Some(e) => format!("{}: {}", e.error_code(), e.error_message()),
+                    None => format!("{OPERATION} answered nothing for it"),
+                };
+                SloReading::Unread {
+                    slo: (*slo).to_owned(),
+                    error,
+                }
+            })
+            .collect())
+    }
+
+    async fn slo_exists(&self, slo: &str) -> Result<(), AwsError> {
+        self.client
+            .get_service_level_objective()
+            .id(slo)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("GetServiceLevelObjective", e))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_read_in_the_clusters_region_arns_in_their_own() {
+        let section = ErrorBudgetSection {
+            slos: vec![
+                "checkout-availability".to_owned(),
+                "arn:aws:application-signals:eu-west-1:111122223333:slo/payments".to_owned(),
+                "checkout-latency".to_owned(),
+            ],
+            ..Default::default()
+        };
+        let regions = by_region(&section, "us-east-1");
+        assert_eq!(
+            regions.get("us-east-1"),
+            Some(&vec!["checkout-availability", "checkout-latency"])
+        );
+        assert_eq!(
+            regions.get("eu-west-1"),
+            Some(&vec![
+                "arn:aws:application-signals:eu-west-1:111122223333:slo/payments"
+            ])
+        );
+        assert!(answers("payments", "payments", "arn:x"));
+        assert!(!answers(
+            "arn:aws:application-signals:eu-west-1:111122223333:slo/payments",
+            "payments",
+            "arn:other"
+        ));
+    }
+}

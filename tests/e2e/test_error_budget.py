@@ -1,0 +1,82 @@
+"""Error budgets end to end (docs/signals/error-budget.md): CloudWatch Application Signals SLOs
+(emulated by the moto harness, tests/moto/application_signals.py, each budget report computed
+from the SLO's metrics in moto's CloudWatch), read by the stack's functions as deployed.
+
+While an SLO of the plan has spent its budget, no rollout starts and no step after the first is
+set: the rollout holds as under a change freeze, and goes on once the budget is back."""
+import datetime
+
+from helpers import BASELINE, captured
+from sandbox import scenarios
+from sandbox.harness import Sandbox
+
+from test_freezes import checked, two_steps
+
+CHECKOUT = [{"Name": "Service", "Value": "checkout"}]
+
+
+def create_slo(sandbox, name="checkout-availability"):
+    """A request-based SLO on the Shop namespace's Requests and Errors: 99 % over the last hour."""
+    def query(metric):
+        return [{"Id": metric.lower(), "MetricStat": {"Metric": {"Namespace": "Shop", "MetricName": metric,
+                                                                 "Dimensions": CHECKOUT}, "Period": 60, "Stat": "Sum"}}]
+    sandbox.client("application-signals").create_service_level_objective(
+        Name=name, Goal={"Interval": {"RollingInterval": {"DurationUnit": "HOUR", "Duration": 1}},
+                         "AttainmentGoal": 99.0},
+        RequestBasedSliConfig={"RequestBasedSliMetricConfig": {
+            "TotalRequestCountMetric": query("Requests"),
+            "MonitoredRequestCountMetric": {"BadCountMetric": query("Errors")}}})
+
+
+def served(sandbox, requests, errors):
+    """The checkout service's requests and errors of the last minute."""
+    at = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=5)
+    sandbox.client("cloudwatch").put_metric_data(Namespace="Shop", MetricData=[
+        {"MetricName": "Requests", "Dimensions": CHECKOUT, "Value": requests, "Timestamp": at},
+        {"MetricName": "Errors", "Dimensions": CHECKOUT, "Value": errors, "Timestamp": at}])
+
+
+def test_a_spent_error_budget_holds_the_start_and_the_next_step_until_it_is_back():
+    with Sandbox(log=captured) as sandbox:
+        plan = two_steps(sandbox, {"maxFrozenSeconds": 600})
+
+        # An SLO the plan names that does not exist: refused at Admit, nothing moved.
+        plan["errorBudget"] = {"slos": ["no-such-slo"]}
+        refused = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "no-slo"), out=captured)
+        assert (refused.status, refused.error) == ("FAILED", "InvalidPlan"), refused.cause
+        assert "errorBudget.slos[0]: SLO `no-such-slo` does not exist in us-east-1" in refused.cause, refused.cause
+        assert refused.max_canary == 0 and refused.weights == BASELINE
+
+        create_slo(sandbox)
+        served(sandbox, 1_000, 50)  # 95 % of 99 %: spent
+        plan["errorBudget"] = {"slos": ["checkout-availability"]}
+        looks, held, sets = [], [], []
+
+        def on_event(name, state):
+            if name == "SetWeights":
+                sets.append(len(held))
+            if name == "FreezeGate":
+                looks.append(state["freeze"])
+                if len(looks) == 2:
+                    served(sandbox, 100_000, 0)  # 99.95 %: half of the budget left
+            if name == "Evaluate" and state["cursor"]["number"] == 1:
+                if state["bake"]["frozenSince"]:
+                    held.append(state["bake"])
+                    if len(held) == 2:
+                        served(sandbox, 1_000_000, 0)
+                elif not held and not state["bake"]["rollback"]:
+                    served(sandbox, 1_000, 2_000)  # spent again during step 1's bake
+
+        report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "budget"), on_event=on_event,
+                                 out=captured)
+        assert report.status == "SUCCEEDED", report.cause
+        assert [look["frozen"] for look in looks[:2]] == [True, True] and looks[-1]["frozen"] is False
+        assert "the error budget of SLO checkout-availability is spent: BREACHED, attainment 95.000 % (goal 99 %)" \
+            in looks[0]["reason"], looks[0]["reason"]
+        assert "its budget of 10 requests overspent by 40" in looks[0]["reason"], looks[0]["reason"]
+        assert report.states.index("WaitWhileFrozen") < report.states.index("RememberBaseline")
+        assert len(held) >= 2 and sets == [0, 2], "step 2 was set only once the budget was back"
+        assert all("error budget of SLO checkout-availability is spent" in b["summary"] for b in held), held
+        gate, step = checked(report.events, "Rollout Frozen")
+        assert gate["step"] is None and "checkout-availability" in gate["reason"]
+        assert step["step"] == {"number": 1, "count": 2, "weight": 50} and "checkout-availability" in step["reason"]
