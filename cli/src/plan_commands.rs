@@ -1,15 +1,17 @@
 //! `plan validate` (offline) and `plan check` (a read-only dry run against AWS).
 
 use std::path::Path;
+use std::time::SystemTime;
 
 use aws_config::SdkConfig;
 use canary_aws::{
-    read_cluster_health, AwsErrorKind, ClusterAccounts, ClusterEksApi, ClusterReadiness, SdkEks,
+    check_slos, read_budgets, read_cluster_health, AwsErrorKind, ClusterAccounts, ClusterEksApi,
+    ClusterReadiness, SdkEks, SdkSlos,
 };
 use canary_core::cluster_readiness::{readiness_problems, readiness_reason};
 use canary_core::ownership::{self, external_dns_txt_names};
-use canary_core::plan::{ResolvedStep, ValidPlan};
-use canary_core::{NamedError, RolloutPlan, TrafficTarget, WeightPair};
+use canary_core::plan::{ErrorBudgetSection, ResolvedStep, ValidPlan};
+use canary_core::{ErrorName, NamedError, RolloutPlan, TrafficTarget, WeightPair};
 use canary_rollout::clients::{process_env, CheckClients};
 use canary_rollout::prepare::{alarm_overlaps, check_targets, refuse_concurrent, running_plans};
 use canary_rollout::signals::{comparison_outlook, ComparisonOutlook, OUTLOOK_SECONDS};
@@ -368,6 +370,10 @@ pub async fn check_plan(
         }
     }
 
+    if let Some(section) = &plan.error_budget {
+        check_error_budget(config, plan, section, printer, &mut ok).await;
+    }
+
     if !baselines.is_empty() {
         print_step_table(&valid.steps, &baselines, printer);
     }
@@ -387,6 +393,44 @@ pub async fn check_plan(
         ),
     }
     Ok(ok)
+}
+
+/// The plan's SLOs as Admit checks them (a missing one is refused), then each one's budget
+/// now: whether it would hold the rollout at its start (`canary_core::error_budget`).
+async fn check_error_budget(
+    config: &SdkConfig,
+    plan: &RolloutPlan,
+    section: &ErrorBudgetSection,
+    printer: &mut Printer,
+    ok: &mut bool,
+) {
+    let slos = SdkSlos::new(config);
+    if let Err(error) = check_slos(&slos, section, &plan.cluster.region).await {
+        let name = if error.access_denied {
+            ErrorName::AwsAccessDenied
+        } else {
+            ErrorName::InvalidPlan
+        };
+        return refuse(
+            printer,
+            ok,
+            "error budget",
+            name.as_str(),
+            error.to_string(),
+        );
+    }
+    let readings = read_budgets(&slos, section, &plan.cluster.region, SystemTime::now()).await;
+    for reading in &readings {
+        let holds = reading.holds(section);
+        let line = reading.line();
+        printer.say(
+            &match &holds {
+                None => format!("✓ {line}"),
+                Some(why) => format!("? {line}: the rollout would wait ({why})"),
+            },
+            json!({"check": "errorBudget", "ok": holds.is_none(), "slo": line, "holds": holds}),
+        );
+    }
 }
 
 /// What the last hour's traffic promises each step's comparison (canary_core::plan::forecast).

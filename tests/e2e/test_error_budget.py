@@ -5,6 +5,7 @@ from the SLO's metrics in moto's CloudWatch), read by the stack's functions as d
 While an SLO of the plan has spent its budget, no rollout starts and no step after the first is
 set: the rollout holds as under a change freeze, and goes on once the budget is back."""
 import datetime
+import json
 
 from helpers import BASELINE, captured
 from sandbox import scenarios
@@ -36,12 +37,23 @@ def served(sandbox, requests, errors):
         {"MetricName": "Errors", "Dimensions": CHECKOUT, "Value": errors, "Timestamp": at}])
 
 
-def test_a_spent_error_budget_holds_the_start_and_the_next_step_until_it_is_back():
+def plan_check(sandbox, plan, path):
+    path.write_text(json.dumps(plan))
+    answer = sandbox.cli("plan", "check", str(path))
+    captured(answer.stdout + answer.stderr)
+    return answer
+
+
+def test_a_spent_error_budget_holds_the_start_and_the_next_step_until_it_is_back(tmp_path):
     with Sandbox(log=captured) as sandbox:
         plan = two_steps(sandbox, {"maxFrozenSeconds": 600})
 
-        # An SLO the plan names that does not exist: refused at Admit, nothing moved.
+        # An SLO the plan names that does not exist: refused by plan check and at Admit, nothing moved.
         plan["errorBudget"] = {"slos": ["no-such-slo"]}
+        verdict = plan_check(sandbox, plan, tmp_path / "plan.json")
+        assert verdict.returncode == 1
+        assert "✗ error budget: InvalidPlan: errorBudget.slos[0]: SLO `no-such-slo` does not exist in us-east-1" \
+            in verdict.stdout, verdict.stdout
         refused = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "no-slo"), out=captured)
         assert (refused.status, refused.error) == ("FAILED", "InvalidPlan"), refused.cause
         assert "errorBudget.slos[0]: SLO `no-such-slo` does not exist in us-east-1" in refused.cause, refused.cause
@@ -50,6 +62,11 @@ def test_a_spent_error_budget_holds_the_start_and_the_next_step_until_it_is_back
         create_slo(sandbox)
         served(sandbox, 1_000, 50)  # 95 % of 99 %: spent
         plan["errorBudget"] = {"slos": ["checkout-availability"]}
+        verdict = plan_check(sandbox, plan, tmp_path / "plan.json")
+        assert verdict.returncode == 0, verdict.stdout + verdict.stderr
+        assert "? SLO checkout-availability: BREACHED, attainment 95.000 % (goal 99 %), its budget of 10 requests " \
+               "overspent by 40: the rollout would wait (the error budget of SLO checkout-availability is spent" \
+               in verdict.stdout, verdict.stdout
         looks, held, sets = [], [], []
 
         def on_event(name, state):

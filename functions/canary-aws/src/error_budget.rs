@@ -98,15 +98,17 @@ pub async fn check_slos(
         let region = slo_arn_parts(slo).map_or(cluster_region, |(region, _)| region);
         let api = accounts.slos(region, section.role_arn.as_deref());
         if let Err(e) = api.slo_exists(slo).await {
-            let whose = match &section.role_arn {
-                Some(role) => format!("role {role}"),
-                None => "the function's role (an SLO of another account needs errorBudget.roleArn)"
-                    .to_owned(),
+            let (whose, reader) = match &section.role_arn {
+                Some(role) => (format!("of role {role}'s account"), format!("role {role}")),
+                None => (
+                    "of this account (an SLO of another account is read through errorBudget.roleArn)".to_owned(),
+                    "these credentials".to_owned(),
+                ),
             };
             let why = match e.kind {
-                AwsErrorKind::NotFound => format!("does not exist in {region} for {whose}"),
+                AwsErrorKind::NotFound => format!("does not exist in {region} {whose}"),
                 AwsErrorKind::AccessDenied => format!(
-                    "may not be read by {whose} (application-signals:GetServiceLevelObjective and \
+                    "may not be read by {reader} (application-signals:GetServiceLevelObjective and \
                      BatchGetServiceLevelObjectiveBudgetReport on it)"
                 ),
                 _ => format!("cannot be read in {region}"),
