@@ -9,6 +9,7 @@ use canary_aws::{
     ClusterReadiness, SdkEks, SdkSlos,
 };
 use canary_core::cluster_readiness::{readiness_problems, readiness_reason};
+use canary_core::error_budget::{not_judged, rollout_budgets, SloReading};
 use canary_core::ownership::{self, external_dns_txt_names};
 use canary_core::plan::{ErrorBudgetSection, ResolvedStep, ValidPlan};
 use canary_core::{ErrorName, NamedError, RolloutPlan, TrafficTarget, WeightPair};
@@ -371,7 +372,7 @@ pub async fn check_plan(
     }
 
     if let Some(section) = &plan.error_budget {
-        check_error_budget(config, plan, section, printer, &mut ok).await;
+        check_error_budget(config, valid, section, printer, &mut ok).await;
     }
 
     if !baselines.is_empty() {
@@ -399,11 +400,12 @@ pub async fn check_plan(
 /// now: whether it would hold the rollout at its start (`canary_core::error_budget`).
 async fn check_error_budget(
     config: &SdkConfig,
-    plan: &RolloutPlan,
+    valid: &ValidPlan,
     section: &ErrorBudgetSection,
     printer: &mut Printer,
     ok: &mut bool,
 ) {
+    let plan = &valid.plan;
     let slos = SdkSlos::new(config);
     if let Err(error) = check_slos(&slos, section, &plan.cluster.region).await {
         let name = if error.access_denied {
@@ -429,6 +431,59 @@ async fn check_error_budget(
                 Some(why) => format!("? {line}: the rollout would wait ({why})"),
             },
             json!({"check": "errorBudget", "ok": holds.is_none(), "slo": line, "holds": holds}),
+        );
+    }
+    if !section.judges_the_canary() {
+        return;
+    }
+    // The fast burn's default long window is no longer than the rollout's whole bake.
+    let bake_seconds = valid.steps.iter().map(|s| u64::from(s.bake_seconds)).sum();
+    let has_alb = plan.traffic_targets.iter().any(|t| t.as_alb().is_some());
+    let spend = match (&plan.analysis, has_alb) {
+        (None, _) => Err("the plan has no `analysis`: its steps pass on time alone"),
+        (_, false) => Err(
+            "no `alb` target: the new cluster's requests are counted from its ALB target groups",
+        ),
+        _ => Ok(()),
+    };
+    for reading in &readings {
+        let slo = match reading {
+            SloReading::Report(report) => report.name.as_str(),
+            SloReading::Unread { slo, .. } => slo.as_str(),
+        };
+        let why = spend.err().or_else(|| not_judged(reading));
+        let text = match (
+            why,
+            rollout_budgets(section, std::slice::from_ref(reading)).first(),
+        ) {
+            (None, Some(budget)) => {
+                let share = budget
+                    .allowed
+                    .map_or("no share (rolloutShare 0)".to_owned(), |a| {
+                        format!(
+                            "a share of {a} 5xx ({} % of its budget now)",
+                            section.rollout_share()
+                        )
+                    });
+                let burn =
+                    section
+                        .burn_windows(bake_seconds)
+                        .map_or("no fast burn".to_owned(), |w| {
+                            format!(
+                                "a fast burn of {}× over {} s and {} s",
+                                w.rate, w.long_seconds, w.short_seconds
+                            )
+                        });
+                format!("  SLO {slo}: the new cluster's 5xx are judged against {share} and {burn}")
+            }
+            (why, _) => format!(
+                "  SLO {slo}: the new cluster's own spending is not judged: {}",
+                why.unwrap_or("its report gives no budget")
+            ),
+        };
+        printer.say(
+            &text,
+            json!({"check": "errorBudgetSpend", "ok": true, "message": text.trim()}),
         );
     }
 }

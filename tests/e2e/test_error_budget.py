@@ -9,6 +9,7 @@ import json
 
 from helpers import BASELINE, captured
 from sandbox import scenarios
+from sandbox.alb_metrics import AlbMetrics
 from sandbox.harness import Sandbox
 
 from test_freezes import checked, two_steps
@@ -67,6 +68,8 @@ def test_a_spent_error_budget_holds_the_start_and_the_next_step_until_it_is_back
         assert "? SLO checkout-availability: BREACHED, attainment 95.000 % (goal 99 %), its budget of 10 requests " \
                "overspent by 40: the rollout would wait (the error budget of SLO checkout-availability is spent" \
                in verdict.stdout, verdict.stdout
+        assert "SLO checkout-availability: the new cluster's 5xx are judged against a share of 0 5xx (2 % of its " \
+               "budget now) and a fast burn of 14.4× over 300 s and 60 s" in verdict.stdout, verdict.stdout
         looks, held, sets = [], [], []
 
         def on_event(name, state):
@@ -97,3 +100,40 @@ def test_a_spent_error_budget_holds_the_start_and_the_next_step_until_it_is_back
         gate, step = checked(report.events, "Rollout Frozen")
         assert gate["step"] is None and "checkout-availability" in gate["reason"]
         assert step["step"] == {"number": 1, "count": 2, "weight": 50} and "checkout-availability" in step["reason"]
+
+
+def test_a_new_cluster_that_burns_fast_or_spends_the_rollouts_share_rolls_back_while_every_alarm_is_ok():
+    """The SLO has budget left; the new cluster alone burns it at 20 times its pace (fast burn),
+    then, in a second rollout without the burn, spends the rollout's 2 % of it (share): each rolls
+    back by its own check, critical, while the alarms stay OK. (The burn goes first: the counts
+    start at the minute a rollout started, which may hold the end of the one before.)"""
+    with Sandbox(log=captured) as sandbox:
+        create_slo(sandbox)
+        served(sandbox, 1_000_000, 0)  # a budget of 10,000 requests: a rollout's share is 200
+        plan = two_steps(sandbox)
+        plan["analysis"]["failureLimit"] = 1
+
+        # 20 % of the new cluster's requests fail: 20 times the pace a 99 % goal allows.
+        burning = {"canary": {"RequestCount": 100, "HTTPCode_Target_5XX_Count": 20},
+                   "stable": {"RequestCount": 100, "HTTPCode_Target_5XX_Count": 0}}
+        plan["errorBudget"] = {"slos": ["checkout-availability"], "rolloutShare": 0}
+        with AlbMetrics(sandbox, lambda second: burning):
+            burnt = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "burn"), out=captured)
+        assert (burnt.status, burnt.error) == ("FAILED", "CheckFailed"), burnt.cause
+        assert "the new cluster burns SLO checkout-availability's error budget 20.0× over the last 5 min and " \
+               "20.0× over 1 min, at least 14.4× in both" in burnt.cause, burnt.cause
+        assert "alarm web-green-5xx is OK" in burnt.cause, burnt.cause
+        assert burnt.weights == BASELINE
+
+        # 2 % of the new cluster's requests fail: under the burn's rate (2×), and 100 5xx a
+        # second spend the share of 200 within seconds.
+        shares = {"canary": {"RequestCount": 5_000, "HTTPCode_Target_5XX_Count": 100},
+                  "stable": {"RequestCount": 5_000, "HTTPCode_Target_5XX_Count": 0}}
+        plan["errorBudget"] = {"slos": ["checkout-availability"], "fastBurn": {"rate": 0}}
+        with AlbMetrics(sandbox, lambda second: shares):
+            spent = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "share"), out=captured)
+        assert (spent.status, spent.error) == ("FAILED", "CheckFailed"), spent.cause
+        assert "the rollout spent its share of SLO checkout-availability's error budget: the new cluster's " in \
+            spent.cause and "5xx are more than the 200 allowed" in spent.cause, spent.cause
+        assert "alarm web-green-5xx is OK" in spent.cause, spent.cause
+        assert spent.weights == BASELINE

@@ -171,7 +171,18 @@ fn budget_of(report: &signals::types::ServiceLevelObjectiveBudgetReport) -> SloB
         .total_budget_seconds()
         .zip(report.budget_seconds_remaining())
         .map(|(total, remaining)| (BudgetUnit::Seconds, total, remaining));
+    let metric_type = report
+        .request_based_sli()
+        .and_then(|sli| sli.request_based_sli_metric())
+        .and_then(|metric| metric.metric_type())
+        .or_else(|| {
+            report
+                .sli()
+                .and_then(|sli| sli.sli_metric())
+                .and_then(|metric| metric.metric_type())
+        });
     SloBudget {
+        latency: metric_type == Some(&signals::types::ServiceLevelIndicatorMetricType::Latency),
         name: report.name().to_owned(),
         status: BudgetStatus::parse(report.budget_status().as_str()),
         attainment: report.attainment(),

@@ -8,9 +8,19 @@
 //! at the end of every step's bake, within `freeze.maxFrozenSeconds`, and says why. A report
 //! that cannot be read holds too (unknown is not "budget left"). Holding never moves traffic
 //! back: a failing check, an alarm and the safety net roll back as ever.
+//!
+//! The rollout's own part: at the gate's last look (the rollout's start) each request-based
+//! availability SLO gives the rollout a share of its budget ([`RolloutBudget`]), and every
+//! check counts the new cluster's own 5xx against it ([`judge_share`]) and against the fast burn
+//! ([`judge_burn`]). Both fail critical: the new cluster alone is spending what the whole service
+//! may spend.
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::{CheckOutcome, CheckVerdict};
 use crate::limits;
-use crate::plan::{ErrorBudgetSection, OnInsufficientData};
+use crate::plan::{BurnWindows, ErrorBudgetSection, OnInsufficientData};
 
 /// An SLO's `BudgetStatus`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +88,9 @@ pub struct SloBudget {
     /// The SLO's attainment goal, percent.
     pub goal: Option<f64>,
     pub budget: Option<Budget>,
+    /// A latency SLO (its SLI's `MetricType`): its bad requests are slow ones, which the new
+    /// cluster's 5xx do not count.
+    pub latency: bool,
 }
 
 /// What was learnt of one of the plan's SLOs: its report, or why there is none.
@@ -208,6 +221,161 @@ pub fn hold_reasons(section: &ErrorBudgetSection, readings: &[SloReading]) -> Ve
     readings.iter().filter_map(|r| r.holds(section)).collect()
 }
 
+/// The rollout's share of one SLO's budget, fixed when it starts (the gate's last look), as
+/// the state carries it to every check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutBudget {
+    /// The SLO's name.
+    pub slo: String,
+    /// The SLO's attainment goal, percent: the fast burn's pace is the new cluster's share of
+    /// bad requests over (100 − goal) %.
+    pub goal: f64,
+    /// The new cluster's 5xx the rollout may spend: `rolloutShare` percent of the SLO's budget
+    /// of requests at the start; `None`: no share judged (`rolloutShare` 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed: Option<i64>,
+}
+
+/// Why an SLO gives the rollout no share nor burn to judge (`plan check` says it); `None`
+/// when it does.
+pub fn not_judged(reading: &SloReading) -> Option<&'static str> {
+    match reading {
+        SloReading::Unread { .. } => Some("its report could not be read"),
+        SloReading::Report(r) if r.latency => {
+            Some("a latency SLO: the new cluster's slow requests are not counted against it yet")
+        }
+        SloReading::Report(r) => match (r.budget, r.goal) {
+            (Some(b), Some(_)) if b.unit == BudgetUnit::Requests && b.total > 0 => None,
+            (Some(b), _) if b.unit == BudgetUnit::Seconds => {
+                Some("a period-based SLO: its budget is in seconds, not in requests")
+            }
+            _ => Some("its report gives no budget of requests"),
+        },
+    }
+}
+
+/// The rollout's budgets from the SLOs' readings at its start: each request-based
+/// availability SLO with a budget.
+pub fn rollout_budgets(
+    section: &ErrorBudgetSection,
+    readings: &[SloReading],
+) -> Vec<RolloutBudget> {
+    if !section.judges_the_canary() {
+        return Vec::new();
+    }
+    let share = section.rollout_share();
+    readings
+        .iter()
+        .filter(|r| not_judged(r).is_none())
+        .filter_map(|r| match r {
+            SloReading::Report(report) => Some(RolloutBudget {
+                slo: report.name.clone(),
+                goal: report.goal?,
+                allowed: (share > 0.0)
+                    .then(|| {
+                        report
+                            .budget
+                            .map(|b| (b.total as f64 * share / 100.0).floor() as i64)
+                    })
+                    .flatten(),
+            }),
+            SloReading::Unread { .. } => None,
+        })
+        .collect()
+}
+
+/// The new cluster's requests and 5xx of one period (its target groups summed).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CanaryPeriod {
+    /// The period's start, epoch seconds.
+    pub at: i64,
+    pub requests: f64,
+    pub errors: f64,
+}
+
+/// The rollout's 5xx against its share of `budget`: more than allowed fails, critical.
+pub fn judge_share(budget: &RolloutBudget, periods: &[CanaryPeriod]) -> Option<CheckOutcome> {
+    let allowed = budget.allowed?;
+    let spent = periods.iter().map(|p| p.errors).sum::<f64>().round() as i64;
+    let slo = &budget.slo;
+    let outcome = if spent > allowed {
+        CheckOutcome::new(
+            CheckVerdict::Fail,
+            format!(
+                "the rollout spent its share of SLO {slo}'s error budget: the new cluster's {} 5xx are more than the {} allowed",
+                thousands(spent),
+                thousands(allowed)
+            ),
+        )
+        .critical(true)
+    } else {
+        CheckOutcome::new(
+            CheckVerdict::Pass,
+            format!(
+                "the rollout spent {} of its {} 5xx of SLO {slo}'s error budget",
+                thousands(spent),
+                thousands(allowed)
+            ),
+        )
+    };
+    Some(outcome)
+}
+
+/// The pace at which `periods` since `since` burn a budget of `goal`: their share of 5xx over
+/// (100 − goal) %; `None` without a request.
+fn burn_since(periods: &[CanaryPeriod], since: i64, goal: f64) -> Option<f64> {
+    let (requests, errors) = periods
+        .iter()
+        .filter(|p| p.at >= since)
+        .fold((0.0, 0.0), |(r, e), p| (r + p.requests, e + p.errors));
+    (requests > 0.0).then(|| errors / requests / ((100.0 - goal) / 100.0))
+}
+
+/// The new cluster's own burn of `budget` over both windows ending at `now`: at `rate` or more
+/// in both fails, critical. A goal of 100 % has no budget to burn (any 5xx breaches it).
+pub fn judge_burn(
+    budget: &RolloutBudget,
+    windows: BurnWindows,
+    periods: &[CanaryPeriod],
+    now: i64,
+) -> Option<CheckOutcome> {
+    if budget.goal >= 100.0 {
+        return None;
+    }
+    let slo = &budget.slo;
+    let window = |seconds: u32| burn_since(periods, now - i64::from(seconds), budget.goal);
+    let named = |seconds: u32| match seconds {
+        s if s % 3_600 == 0 => format!("{} h", s / 3_600),
+        s if s % 60 == 0 => format!("{} min", s / 60),
+        s => format!("{s} s"),
+    };
+    let (long, short) = (windows.long_seconds, windows.short_seconds);
+    let outcome = match (window(long), window(short)) {
+        (Some(l), Some(s)) if l >= windows.rate && s >= windows.rate => CheckOutcome::new(
+            CheckVerdict::Fail,
+            format!(
+                "the new cluster burns SLO {slo}'s error budget {l:.1}× over the last {} and {s:.1}× over {}, at least {}× in both",
+                named(long),
+                named(short),
+                windows.rate
+            ),
+        )
+        .critical(true),
+        (l, s) => CheckOutcome::new(
+            CheckVerdict::Pass,
+            format!(
+                "the new cluster burns SLO {slo}'s error budget {} over the last {} and {} over {}",
+                l.map_or("nothing (no requests)".to_owned(), |l| format!("{l:.1}×")),
+                named(long),
+                s.map_or("nothing (no requests)".to_owned(), |s| format!("{s:.1}×")),
+                named(short)
+            ),
+        ),
+    };
+    Some(outcome)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,6 +386,7 @@ mod tests {
             status: BudgetStatus::parse(status),
             attainment: Some(99.95),
             goal: Some(99.9),
+            latency: false,
             budget: Some(Budget {
                 unit: BudgetUnit::Requests,
                 total,
@@ -231,7 +400,7 @@ mod tests {
             slos: vec!["checkout-availability".to_owned()],
             min_remaining_percent: min,
             on_insufficient_data,
-            role_arn: None,
+            ..ErrorBudgetSection::default()
         }
     }
 
@@ -310,6 +479,140 @@ mod tests {
             .holds(&section(None, OnInsufficientData::Hold))
             .expect("held");
         assert!(why.len() <= limits::MAX_LINE_BYTES, "{}", why.len());
+    }
+
+    #[test]
+    fn a_rollout_takes_its_share_of_each_request_based_availability_slo() {
+        let plain = section(None, OnInsufficientData::Hold);
+        let latency = SloBudget {
+            name: "checkout-latency".to_owned(),
+            latency: true,
+            ..report("OK", 4_320, 4_000)
+        };
+        let periods = SloBudget {
+            name: "checkout-periods".to_owned(),
+            budget: Some(Budget {
+                unit: BudgetUnit::Seconds,
+                total: 600,
+                remaining: 600,
+            }),
+            ..report("OK", 0, 0)
+        };
+        let readings = [
+            SloReading::Report(report("OK", 4_320, 2_100)),
+            SloReading::Report(latency),
+            SloReading::Report(periods),
+        ];
+        assert_eq!(
+            rollout_budgets(&plain, &readings),
+            [RolloutBudget {
+                slo: "checkout-availability".to_owned(),
+                goal: 99.9,
+                allowed: Some(86),
+            }]
+        );
+        assert!(not_judged(&readings[1]).is_some_and(|w| w.contains("latency SLO")));
+        assert!(not_judged(&readings[2]).is_some_and(|w| w.contains("period-based")));
+        let burn_only = ErrorBudgetSection {
+            rollout_share: Some(0.0),
+            ..plain.clone()
+        };
+        assert_eq!(rollout_budgets(&burn_only, &readings)[0].allowed, None);
+    }
+
+    fn minute(at: i64, requests: f64, errors: f64) -> CanaryPeriod {
+        CanaryPeriod {
+            at,
+            requests,
+            errors,
+        }
+    }
+
+    #[test]
+    fn the_share_fails_critical_once_the_new_clusters_5xx_pass_it() {
+        let budget = RolloutBudget {
+            slo: "checkout-availability".to_owned(),
+            goal: 99.9,
+            allowed: Some(86),
+        };
+        let within = judge_share(
+            &budget,
+            &[minute(0, 1_000.0, 40.0), minute(60, 1_000.0, 46.0)],
+        )
+        .expect("judged");
+        assert_eq!(within.verdict, CheckVerdict::Pass, "{}", within.reason);
+        assert!(
+            within.reason.contains("spent 86 of its 86 5xx"),
+            "{}",
+            within.reason
+        );
+        let spent = judge_share(&budget, &[minute(0, 1_000.0, 87.0)]).expect("judged");
+        assert_eq!((spent.verdict, spent.critical), (CheckVerdict::Fail, true));
+        assert!(
+            spent.reason.contains("87 5xx are more than the 86 allowed"),
+            "{}",
+            spent.reason
+        );
+        let off = RolloutBudget {
+            allowed: None,
+            ..budget
+        };
+        assert_eq!(judge_share(&off, &[minute(0, 1.0, 1.0)]), None);
+    }
+
+    #[test]
+    fn the_fast_burn_fails_only_when_both_windows_burn_at_the_rate() {
+        let budget = RolloutBudget {
+            slo: "checkout-availability".to_owned(),
+            goal: 99.9,
+            allowed: None,
+        };
+        let windows = BurnWindows {
+            rate: 14.4,
+            long_seconds: 3_600,
+            short_seconds: 300,
+        };
+        let now = 10_000;
+        // 2 % of requests fail: 20× the pace of a 99.9 % goal, over the hour and the last 5 min.
+        let burning: Vec<CanaryPeriod> = (0..60)
+            .map(|m| minute(now - 3_600 + m * 60, 1_000.0, 20.0))
+            .collect();
+        let fails = judge_burn(&budget, windows, &burning, now).expect("judged");
+        assert_eq!(
+            (fails.verdict, fails.critical),
+            (CheckVerdict::Fail, true),
+            "{}",
+            fails.reason
+        );
+        assert!(
+            fails
+                .reason
+                .contains("20.0× over the last 1 h and 20.0× over 5 min"),
+            "{}",
+            fails.reason
+        );
+        // A burst of the last five minutes alone: the hour has not burnt at the rate.
+        let mut burst: Vec<CanaryPeriod> = (0..55)
+            .map(|m| minute(now - 3_600 + m * 60, 1_000.0, 0.0))
+            .collect();
+        burst.extend((55..60).map(|m| minute(now - 3_600 + m * 60, 1_000.0, 100.0)));
+        assert_eq!(
+            judge_burn(&budget, windows, &burst, now)
+                .expect("judged")
+                .verdict,
+            CheckVerdict::Pass
+        );
+        let quiet = judge_burn(&budget, windows, &[], now).expect("judged");
+        assert!(
+            quiet.reason.contains("nothing (no requests)"),
+            "{}",
+            quiet.reason
+        );
+        let perfect = RolloutBudget {
+            goal: 100.0,
+            ..budget
+        };
+        assert_eq!(judge_burn(&perfect, windows, &burning, now), None);
     }
 
     #[test]

@@ -11,6 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::{BakeProgress, Decision};
+use crate::error_budget::RolloutBudget;
 use crate::limits;
 
 pub use crate::plan::{FreezeSection, DEFAULT_MAX_FROZEN_SECONDS};
@@ -136,7 +137,7 @@ impl Decision {
 }
 
 /// What the gate before the first step answers (`freezeGate`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FreezeGate {
     /// Frozen now: the rollout waits `intervalSeconds` and looks again.
@@ -148,6 +149,10 @@ pub struct FreezeGate {
     /// Why, in one bounded line.
     pub reason: String,
     pub interval_seconds: u32,
+    /// The rollout's share of each SLO of the plan's `errorBudget`, fixed at the look that
+    /// lets it go (`crate::error_budget`): every check counts the new cluster's 5xx against it.
+    #[serde(default)]
+    pub budgets: Vec<RolloutBudget>,
 }
 
 impl FreezeGate {
@@ -163,6 +168,7 @@ impl FreezeGate {
             since,
             reason: limits::truncate(&reason, limits::MAX_SUMMARY_BYTES),
             interval_seconds,
+            budgets: Vec::new(),
         }
     }
 }

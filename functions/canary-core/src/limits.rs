@@ -17,6 +17,7 @@
 //! | (error and cause)                              |                                 |
 //! | an approver's rejection, caught                | 32,768 characters (AWS's cap), alone: the plan is left out until it is cut to [`MAX_REJECTION_CAUSE_BYTES`] |
 //! | `evidence` (the comparison's, carried across steps as a bake's cause; inside a bake also `bake.evidence`) | [`MAX_EVIDENCE_BYTES`] each |
+//! | `freeze` (the gate's last answer: its reason, and `budgets`, the rollout's share of each SLO of `errorBudget`) | [`MAX_SUMMARY_BYTES`] + [`crate::plan::MAX_SLOS`] × < 200 B |
 //!
 //! which adds up to well under [`STATE_BUDGET_BYTES`]. Task results (the raw Lambda
 //! payloads, before `ResultSelector`) are bounded the same way: every function's output is a

@@ -36,25 +36,26 @@ use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use canary_aws::{
-    check_slos, health_region_path, http_date, read_budgets, AlarmWatchStore, EventPublisher,
-    ExecutionsApi, Freezes, FunctionInvoker, HealthRecords, RuleState, RuleStates, SdkAlarmWatches,
-    SdkConfig, SdkEvents, SdkExecutions, SdkFreeze, SdkFunctions, SdkSlos, SloAccounts,
-    StackFreeze, TaskFailer,
+    check_slos, health_region_path, http_date, read_budgets, utc_time, AlarmWatchStore,
+    EventPublisher, ExecutionsApi, Freezes, FunctionInvoker, HealthRecords, RuleState, RuleStates,
+    SdkAlarmWatches, SdkConfig, SdkEvents, SdkExecutions, SdkFreeze, SdkFunctions, SdkSlos,
+    SloAccounts, StackFreeze, TaskFailer,
 };
 use canary_core::alarm_watch::{AlarmStateChange, WatchDuring, WatchedStep};
 use canary_core::analysis::compare::Evidence;
 use canary_core::analysis::{BakeProgress, Decision};
 use canary_core::approval::Rejection;
-use canary_core::error_budget::hold_reasons;
+use canary_core::error_budget::{hold_reasons, rollout_budgets, RolloutBudget, SloReading};
 use canary_core::freeze::{hold, FreezeGate, FreezeReading};
 use canary_core::health::{HealthEvent, RecordChange};
 use canary_core::hooks::HookPoint;
 use canary_core::input::parse_input;
 use canary_core::limits::{truncate, MAX_REASON_BYTES};
+use canary_core::plan::ValidPlan;
 use canary_core::{RolloutPlan, TargetWeights};
 use canary_rollout::clients::{CheckClients, Env};
 use canary_rollout::outputs::StepBackLook;
-use canary_rollout::signals::{Carried, HealthReads, SignalApis};
+use canary_rollout::signals::{BudgetCarried, Carried, HealthReads, SignalApis};
 use canary_rollout::traffic::Reads;
 use canary_rollout::{alarm_watch, hooks, set, step_back};
 use schemars::{schema_for, JsonSchema, Schema};
@@ -84,6 +85,14 @@ pub enum Request {
         /// as the text a bake's end gives; empty at first).
         #[serde(default)]
         evidence: String,
+        /// The rollout's share of each SLO's budget, as the freeze gate let it go
+        /// (`$.freeze.budgets`).
+        #[serde(default)]
+        budgets: Vec<RolloutBudget>,
+        /// `$$.Execution.StartTime`: the new cluster's 5xx are counted against the rollout's
+        /// share from then.
+        #[serde(default)]
+        started_at: Option<String>,
     },
     #[serde(rename_all = "camelCase")]
     FreezeGate {
@@ -313,8 +322,11 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
             expected,
             execution_arn,
             evidence,
+            budgets,
+            started_at,
         } => {
             let valid = RolloutPlan::parse(plan)?;
+            let budget = budget_carried(&valid, budgets, started_at.as_deref())?;
             let carried = Carried {
                 evidence: Evidence::parse(
                     &evidence,
@@ -332,13 +344,14 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
                     .and_then(|i| valid.steps.get(i as usize))
                     .map(|step| step.weight),
                 step: progress.step,
+                budget,
             };
             let now = SystemTime::now();
             let mut decision = evaluate(signals, &valid.plan, progress, &carried, now).await?;
             // The check that would end the step's bake (counted, not rolling back) moves the
             // rollout on: a change freeze holds it there.
             if !decision.rollback && decision.check == progress.check && progress.last_check() {
-                let reading = hold_reading(apis, &valid.plan).await;
+                let (reading, _) = hold_reading(apis, &valid.plan).await;
                 let held = hold(
                     &reading,
                     progress.frozen_since,
@@ -372,10 +385,13 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
             execution_arn,
         } => {
             let valid = RolloutPlan::parse(plan)?;
-            let reading = hold_reading(apis, &valid.plan).await;
+            let (reading, slos) = hold_reading(apis, &valid.plan).await;
             let now = epoch_seconds(SystemTime::now()).unsigned_abs();
             let held = hold(&reading, since, now, valid.frozen_bound_seconds());
-            let gate = FreezeGate::of(held, valid.plan.gate_interval_seconds());
+            let mut gate = FreezeGate::of(held, valid.plan.gate_interval_seconds());
+            if let (false, Some(section)) = (gate.frozen, &valid.plan.error_budget) {
+                gate.budgets = rollout_budgets(section, &slos);
+            }
             if gate.frozen {
                 canary_rollout::metrics::frozen_check(&valid.plan);
                 if since == 0 && !gate.too_long {
@@ -565,19 +581,44 @@ async fn say_frozen(
     apis.events.put_or_log(FROZEN, &detail).await;
 }
 
+/// What the checks count the new cluster's 5xx against: the shares the gate fixed, from the
+/// execution's start (without it, as from a definition before error budgets, none).
+fn budget_carried(
+    valid: &ValidPlan,
+    budgets: Vec<RolloutBudget>,
+    started_at: Option<&str>,
+) -> Result<BudgetCarried, AnalysisError> {
+    let (Some(section), Some(started_at)) = (&valid.plan.error_budget, started_at) else {
+        return Ok(BudgetCarried::default());
+    };
+    let since = utc_time(started_at).ok_or_else(|| {
+        AnalysisError::InvalidInput(format!(
+            "startedAt `{}` is not an RFC 3339 time ($$.Execution.StartTime)",
+            truncate(started_at, 64)
+        ))
+    })?;
+    let bake_seconds = valid.steps.iter().map(|s| u64::from(s.bake_seconds)).sum();
+    Ok(BudgetCarried {
+        budgets,
+        since: epoch_seconds(since),
+        burn: section.burn_windows(bake_seconds),
+    })
+}
+
 /// Why the rollout may not move forward now: the change freezes (AWS Health's open issues
-/// among them) and the plan's SLOs whose error budget is spent (`canary_core::error_budget`).
-async fn hold_reading(apis: &Apis<'_>, plan: &RolloutPlan) -> FreezeReading {
+/// among them) and the plan's SLOs whose error budget is spent (`canary_core::error_budget`);
+/// and what the SLOs' reports said.
+async fn hold_reading(apis: &Apis<'_>, plan: &RolloutPlan) -> (FreezeReading, Vec<SloReading>) {
     let mut reading = apis
         .freezes
         .read(plan.freeze.as_ref(), &plan.regions())
         .await;
-    if let Some(section) = &plan.error_budget {
-        let readings =
-            read_budgets(apis.slos, section, &plan.cluster.region, SystemTime::now()).await;
-        reading.reasons.extend(hold_reasons(section, &readings));
-    }
-    reading
+    let Some(section) = &plan.error_budget else {
+        return (reading, Vec::new());
+    };
+    let slos = read_budgets(apis.slos, section, &plan.cluster.region, SystemTime::now()).await;
+    reading.reasons.extend(hold_reasons(section, &slos));
+    (reading, slos)
 }
 
 /// A rollout stopped, timed out or failed by an error no Catch handles restores its baseline

@@ -42,6 +42,49 @@ pub struct ErrorBudgetSection {
     /// function's own role, in the stack's account.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role_arn: Option<String>,
+    /// The rollout's own share of each request-based availability SLO's budget, in percent of
+    /// the budget of its interval as it was when the rollout started (0 to 100, default 2, the
+    /// SRE workbook's figure; 0: off). Every check counts the new cluster's 5xx since the
+    /// rollout started against it; spent, the check fails (critical).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout_share: Option<f64>,
+    /// The fast burn on the new cluster alone: every check fails (critical) while its own 5xx
+    /// burn an SLO's budget at `rate` times the sustainable pace or more, over both windows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast_burn: Option<FastBurn>,
+}
+
+/// The SRE workbook's page-worthy burn: 14.4 times the pace that spends a 30-day budget in 30
+/// days (2 % of it in an hour), over an hour and over five minutes.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FastBurn {
+    /// Times the sustainable pace (default 14.4; 0: off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// The long window, seconds (300 to 86,400; default 3,600, or the rollout's whole bake
+    /// where that is shorter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub long_window_seconds: Option<u32>,
+    /// The short window, seconds (60 to the long one; default a twelfth of the long one, at
+    /// least 60).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub short_window_seconds: Option<u32>,
+}
+
+/// The default share of an SLO's budget one rollout may spend, percent.
+pub const DEFAULT_ROLLOUT_SHARE: f64 = 2.0;
+/// The default fast burn rate.
+pub const DEFAULT_BURN_RATE: f64 = 14.4;
+const DEFAULT_LONG_WINDOW_SECONDS: u32 = 3_600;
+const MAX_LONG_WINDOW_SECONDS: u32 = 86_400;
+
+/// The fast burn's windows and rate, as a check applies them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BurnWindows {
+    pub rate: f64,
+    pub long_seconds: u32,
+    pub short_seconds: u32,
 }
 
 /// An SLO reference as Application Signals takes it: a name (`[0-9A-Za-z][-._0-9A-Za-z
@@ -86,6 +129,40 @@ impl ErrorBudgetSection {
         self.min_remaining_percent.unwrap_or(0.0)
     }
 
+    /// The rollout's share of an SLO's budget, percent; 0: not judged.
+    pub fn rollout_share(&self) -> f64 {
+        self.rollout_share.unwrap_or(DEFAULT_ROLLOUT_SHARE)
+    }
+
+    /// The fast burn a check applies, its windows cut to `bake_seconds` (the rollout's whole
+    /// bake) where that is shorter than the long window the plan leaves to the default;
+    /// `None`: off.
+    pub fn burn_windows(&self, bake_seconds: u64) -> Option<BurnWindows> {
+        let burn = self.fast_burn.unwrap_or_default();
+        let rate = burn.rate.unwrap_or(DEFAULT_BURN_RATE);
+        if rate <= 0.0 {
+            return None;
+        }
+        let long_seconds = burn.long_window_seconds.unwrap_or_else(|| {
+            let bake = u32::try_from(bake_seconds).unwrap_or(u32::MAX);
+            DEFAULT_LONG_WINDOW_SECONDS.min(bake).max(300)
+        });
+        let short_seconds = burn
+            .short_window_seconds
+            .unwrap_or((long_seconds / 12).max(60));
+        Some(BurnWindows {
+            rate,
+            long_seconds,
+            short_seconds,
+        })
+    }
+
+    /// Whether the checks count the new cluster's requests against the SLOs (a share or the
+    /// fast burn is on).
+    pub fn judges_the_canary(&self) -> bool {
+        self.rollout_share() > 0.0 || self.burn_windows(u64::MAX).is_some()
+    }
+
     pub(crate) fn validate(&self, errors: &mut Errors) {
         if self.slos.is_empty() {
             errors.push("errorBudget.slos", "name at least one SLO");
@@ -121,6 +198,42 @@ impl ErrorBudgetSection {
                         "must be from 0 to under 100 (percent of the SLO's budget), got {percent}"
                     ),
                 );
+            }
+        }
+        if let Some(share) = self.rollout_share {
+            if !(0.0..=100.0).contains(&share) {
+                errors.push(
+                    "errorBudget.rolloutShare",
+                    format!(
+                        "must be from 0 (off) to 100 (percent of each SLO's budget), got {share}"
+                    ),
+                );
+            }
+        }
+        if let Some(burn) = &self.fast_burn {
+            if let Some(rate) = burn.rate.filter(|r| !(0.0..=1_000.0).contains(r)) {
+                errors.push(
+                    "errorBudget.fastBurn.rate",
+                    format!(
+                        "must be from 0 (off) to 1000 (times the sustainable pace), got {rate}"
+                    ),
+                );
+            }
+            let long = burn.long_window_seconds;
+            if let Some(long) = long.filter(|l| !(300..=MAX_LONG_WINDOW_SECONDS).contains(l)) {
+                errors.push(
+                    "errorBudget.fastBurn.longWindowSeconds",
+                    format!("must be from 300 to {MAX_LONG_WINDOW_SECONDS} seconds, got {long}"),
+                );
+            }
+            if let Some(short) = burn.short_window_seconds {
+                let most = long.unwrap_or(DEFAULT_LONG_WINDOW_SECONDS);
+                if !(60..=most).contains(&short) {
+                    errors.push(
+                        "errorBudget.fastBurn.shortWindowSeconds",
+                        format!("must be from 60 to the long window's {most} seconds, got {short}"),
+                    );
+                }
             }
         }
         if let Some(role) = self
@@ -166,5 +279,30 @@ mod tests {
             Some(("eu-west-1", "111122223333"))
         );
         assert_eq!(slo_arn_parts("x1"), None);
+    }
+
+    #[test]
+    fn the_burns_windows_default_to_an_hour_and_five_minutes_or_the_rollouts_bake() {
+        let section = ErrorBudgetSection::default();
+        let hour = section.burn_windows(7_200).expect("on by default");
+        assert_eq!(
+            (hour.rate, hour.long_seconds, hour.short_seconds),
+            (14.4, 3_600, 300)
+        );
+        let short = section.burn_windows(1_200).expect("on");
+        assert_eq!((short.long_seconds, short.short_seconds), (1_200, 100));
+        let tiny = section.burn_windows(30).expect("on");
+        assert_eq!((tiny.long_seconds, tiny.short_seconds), (300, 60));
+        let off = ErrorBudgetSection {
+            fast_burn: Some(FastBurn {
+                rate: Some(0.0),
+                ..FastBurn::default()
+            }),
+            rollout_share: Some(0.0),
+            ..ErrorBudgetSection::default()
+        };
+        assert_eq!(off.burn_windows(7_200), None);
+        assert!(!off.judges_the_canary());
+        assert!(section.judges_the_canary());
     }
 }

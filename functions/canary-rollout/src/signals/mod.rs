@@ -13,6 +13,7 @@ mod cloudwatch_metrics;
 mod compare;
 mod datadog;
 mod eks_addons;
+mod error_budget;
 mod outlook;
 mod prometheus;
 mod query_checks;
@@ -27,7 +28,9 @@ use canary_aws::{
 };
 use canary_core::analysis::compare::Evidence;
 use canary_core::analysis::CheckOutcome;
+use canary_core::error_budget::RolloutBudget;
 use canary_core::metrics::Point;
+use canary_core::plan::BurnWindows;
 use canary_core::RolloutPlan;
 
 use crate::error::AnalysisError;
@@ -112,6 +115,19 @@ pub struct Carried {
     /// The step being baked (from 1; 0 unknown): the periods the comparison counts toward
     /// `minSamples` are counted afresh for each step's bake.
     pub step: u32,
+    /// What the rollout may spend of its SLOs' error budget (`errorBudget`).
+    pub budget: BudgetCarried,
+}
+
+/// The rollout's shares of its SLOs' budgets, as the freeze gate fixed them, and since when
+/// the new cluster's 5xx count against them.
+#[derive(Debug, Clone, Default)]
+pub struct BudgetCarried {
+    pub budgets: Vec<RolloutBudget>,
+    /// The rollout's start, epoch seconds.
+    pub since: i64,
+    /// The fast burn's windows (`None`: off).
+    pub burn: Option<BurnWindows>,
 }
 
 /// One provider of evidence about the canary.
@@ -173,6 +189,18 @@ pub fn sources<'a>(
                 pairs,
             }));
         }
+    }
+    let judges_the_canary = plan
+        .error_budget
+        .as_ref()
+        .is_some_and(|b| b.judges_the_canary());
+    let pairs = alb_pairs(&plan.traffic_targets);
+    if judges_the_canary && !pairs.is_empty() {
+        sources.push(Box::new(error_budget::ErrorBudgetSpend {
+            api: apis.cloudwatch,
+            pairs,
+            carried: &carried.budget,
+        }));
     }
     if let Some(checks) = &analysis.compare {
         sources.push(Box::new(compare::Compare {
