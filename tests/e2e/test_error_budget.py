@@ -60,6 +60,17 @@ def test_a_spent_error_budget_holds_the_start_and_the_next_step_until_it_is_back
         assert "errorBudget.slos[0]: SLO `no-such-slo` does not exist in us-east-1" in refused.cause, refused.cause
         assert refused.max_canary == 0 and refused.weights == BASELINE
 
+        # A share the plan sets of a period-based SLO (a budget of seconds): refused at Admit.
+        sandbox.client("application-signals").create_service_level_objective(
+            Name="checkout-minutes", SliConfig={"SliMetricConfig": {"MetricDataQueries": [
+                {"Id": "errors", "MetricStat": {"Metric": {"Namespace": "Shop", "MetricName": "Errors",
+                                                           "Dimensions": CHECKOUT}, "Period": 60, "Stat": "Sum"}}]},
+                "MetricThreshold": 10, "ComparisonOperator": "LessThan"})
+        plan["errorBudget"] = {"slos": ["checkout-minutes"], "rolloutShare": 5}
+        refused = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "period-share"), out=captured)
+        assert (refused.status, refused.error) == ("FAILED", "InvalidPlan"), refused.cause
+        assert "errorBudget.slos[0]: SLO `checkout-minutes` is period-based: its budget is in seconds" in refused.cause
+
         create_slo(sandbox)
         served(sandbox, 1_000, 50)  # 95 % of 99 %: spent
         plan["errorBudget"] = {"slos": ["checkout-availability"]}

@@ -31,8 +31,17 @@ pub trait SloApi: Send + Sync {
         slos: &[&str],
         at: SystemTime,
     ) -> Result<Vec<SloReading>, AwsError>;
-    /// That `slo` exists and may be read.
-    async fn slo_exists(&self, slo: &str) -> Result<(), AwsError>;
+    /// `slo`'s kind, when it exists and may be read.
+    async fn slo_kind(&self, slo: &str) -> Result<SloKind, AwsError>;
+}
+
+/// What Admit needs to know of an SLO: whether its budget counts requests, and of what.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SloKind {
+    /// Request-based (else period-based: its budget is in seconds).
+    pub request_based: bool,
+    /// A latency SLO (else availability).
+    pub latency: bool,
 }
 
 /// Application Signals in any Region, as the function's role or another.
@@ -87,6 +96,22 @@ pub async fn read_budgets(
     readings
 }
 
+/// Why a plan that sets `rolloutShare` cannot have it judged on an SLO of `kind` (a default
+/// share is only not judged there, and `plan check` says so).
+fn explicit_share_refused(section: &ErrorBudgetSection, kind: SloKind) -> Option<&'static str> {
+    section.rollout_share.filter(|share| *share > 0.0)?;
+    if !kind.request_based {
+        return Some(
+            "is period-based: its budget is in seconds, and rolloutShare counts the new cluster's \
+             requests; name a request-based SLO, or set rolloutShare to 0",
+        );
+    }
+    kind.latency.then_some(
+        "is a latency SLO: rolloutShare counts the new cluster's 5xx, not its slow requests; \
+         name an availability SLO, or set rolloutShare to 0",
+    )
+}
+
 /// At Admit: every SLO of the plan exists where it is looked for and may be read (a gate's
 /// source Admit cannot read, as a calendar: [`FreezeCheckError`]).
 pub async fn check_slos(
@@ -97,28 +122,40 @@ pub async fn check_slos(
     for (i, slo) in section.slos.iter().enumerate() {
         let region = slo_arn_parts(slo).map_or(cluster_region, |(region, _)| region);
         let api = accounts.slos(region, section.role_arn.as_deref());
-        if let Err(e) = api.slo_exists(slo).await {
-            let (whose, reader) = match &section.role_arn {
-                Some(role) => (format!("of role {role}'s account"), format!("role {role}")),
-                None => (
-                    "of this account (an SLO of another account is read through errorBudget.roleArn)".to_owned(),
-                    "these credentials".to_owned(),
-                ),
-            };
-            let why = match e.kind {
-                AwsErrorKind::NotFound => format!("does not exist in {region} {whose}"),
-                AwsErrorKind::AccessDenied => format!(
-                    "may not be read by {reader} (application-signals:GetServiceLevelObjective and \
-                     BatchGetServiceLevelObjectiveBudgetReport on it)"
-                ),
-                _ => format!("cannot be read in {region}"),
-            };
-            return Err(FreezeCheckError {
-                path: format!("errorBudget.slos[{i}]"),
-                message: format!("SLO `{slo}` {why}: {e}"),
-                access_denied: e.kind == AwsErrorKind::AccessDenied,
-            });
-        }
+        let e = match api.slo_kind(slo).await {
+            Ok(kind) => match explicit_share_refused(section, kind) {
+                Some(why) => {
+                    return Err(FreezeCheckError {
+                        path: format!("errorBudget.slos[{i}]"),
+                        message: format!("SLO `{slo}` {why}"),
+                        access_denied: false,
+                    })
+                }
+                None => continue,
+            },
+            Err(e) => e,
+        };
+        let (whose, reader) = match &section.role_arn {
+            Some(role) => (format!("of role {role}'s account"), format!("role {role}")),
+            None => (
+                "of this account (an SLO of another account is read through errorBudget.roleArn)"
+                    .to_owned(),
+                "these credentials".to_owned(),
+            ),
+        };
+        let why = match e.kind {
+            AwsErrorKind::NotFound => format!("does not exist in {region} {whose}"),
+            AwsErrorKind::AccessDenied => format!(
+                "may not be read by {reader} (application-signals:GetServiceLevelObjective and \
+                 BatchGetServiceLevelObjectiveBudgetReport on it)"
+            ),
+            _ => format!("cannot be read in {region}"),
+        };
+        return Err(FreezeCheckError {
+            path: format!("errorBudget.slos[{i}]"),
+            message: format!("SLO `{slo}` {why}: {e}"),
+            access_denied: e.kind == AwsErrorKind::AccessDenied,
+        });
     }
     Ok(())
 }
@@ -237,14 +274,30 @@ impl SloApi for SdkSloClient {
             .collect())
     }
 
-    async fn slo_exists(&self, slo: &str) -> Result<(), AwsError> {
-        self.client
+    async fn slo_kind(&self, slo: &str) -> Result<SloKind, AwsError> {
+        let out = self
+            .client
             .get_service_level_objective()
             .id(slo)
             .send()
             .await
             .map_err(|e| AwsError::from_sdk("GetServiceLevelObjective", e))?;
-        Ok(())
+        let found = out.slo();
+        let metric_type = found
+            .and_then(|s| s.request_based_sli())
+            .and_then(|sli| sli.request_based_sli_metric())
+            .and_then(|metric| metric.metric_type())
+            .or_else(|| {
+                found
+                    .and_then(|s| s.sli())
+                    .and_then(|sli| sli.sli_metric())
+                    .and_then(|metric| metric.metric_type())
+            });
+        Ok(SloKind {
+            request_based: found.and_then(|s| s.evaluation_type())
+                != Some(&signals::types::EvaluationType::PeriodBased),
+            latency: metric_type == Some(&signals::types::ServiceLevelIndicatorMetricType::Latency),
+        })
     }
 }
 
@@ -274,6 +327,27 @@ mod tests {
             ])
         );
         assert!(answers("payments", "payments", "arn:x"));
+        let periods = SloKind {
+            request_based: false,
+            latency: false,
+        };
+        let latency = SloKind {
+            request_based: true,
+            latency: true,
+        };
+        // A default share is only not judged there; one the plan sets is refused.
+        assert_eq!(explicit_share_refused(&section, periods), None);
+        let set = ErrorBudgetSection {
+            rollout_share: Some(5.0),
+            ..section.clone()
+        };
+        assert!(explicit_share_refused(&set, periods).is_some_and(|w| w.contains("period-based")));
+        assert!(explicit_share_refused(&set, latency).is_some_and(|w| w.contains("latency SLO")));
+        let available = SloKind {
+            request_based: true,
+            latency: false,
+        };
+        assert_eq!(explicit_share_refused(&set, available), None);
         assert!(!answers(
             "arn:aws:application-signals:eu-west-1:111122223333:slo/payments",
             "payments",
