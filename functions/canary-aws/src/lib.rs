@@ -46,7 +46,7 @@ pub use eks::{
     ClusterHealth, ClusterInfo, ClusterInsights, ClusterReadiness, EksApi, SdkEks,
 };
 pub use error::{AwsError, AwsErrorKind};
-pub use error_budget::{check_slos, read_budgets, SdkSlos, SloAccounts, SloApi};
+pub use error_budget::{check_slos, read_budgets, SdkSlos, SloAccounts, SloApi, SloKind};
 pub use events::{EventPublisher, RuleState, RuleStates, SdkEvents, EVENT_SOURCE};
 pub use executions::{
     state_machine_of, EndedExecutions, ExecutionHistory, ExecutionListing, ExecutionStarter,

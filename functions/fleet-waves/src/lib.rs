@@ -32,9 +32,10 @@ use async_trait::async_trait;
 use canary_aws::executions::execution_arn;
 use canary_aws::executions::Execution;
 use canary_aws::{
-    load_fleet_plan, utc_time, AlarmState, AwsError, EventPublisher, FleetPlanError,
-    FleetPlanStore, FreezeApi, Freezes, Listed, StackFreeze, WentToAlarm,
+    load_fleet_plan, read_budgets, utc_time, AlarmState, AwsError, EventPublisher, FleetPlanError,
+    FleetPlanStore, FreezeApi, Freezes, Listed, SloAccounts, StackFreeze, WentToAlarm,
 };
+use canary_core::error_budget::hold_reasons;
 pub use canary_core::fleet::{child_name, child_suffix};
 use canary_core::fleet::{OnHalt, StoredPlan, ValidFleet};
 use canary_core::freeze::{hold, FreezeGate, FreezeSection};
@@ -98,6 +99,8 @@ pub trait FleetApis: EventPublisher + FleetPlanStore + FreezeApi + Send + Sync {
         names: &[String],
         since: SystemTime,
     ) -> Result<Vec<WentToAlarm>, AwsError>;
+    /// The cells' plans' SLOs (`errorBudget`).
+    fn slos(&self) -> &dyn SloAccounts;
 }
 
 #[derive(Debug, Clone)]
@@ -409,8 +412,9 @@ pub struct WaveFreeze {
     pub tally: Tally,
 }
 
-/// Whether a change freeze holds wave `wave`: the stack's freezes and the calendars of the
-/// wave's cells' plans. The bound is the longest of the cells' plans' (`freeze.maxFrozenSeconds`),
+/// Whether a change freeze holds wave `wave`: the stack's freezes, the calendars of the
+/// wave's cells' plans, and their SLOs whose error budget is spent (each SLO read once for the
+/// wave, however many cells name it). The bound is the longest of the cells' plans' (`freeze.maxFrozenSeconds`),
 /// looked at no more than 100 times in it (nor more often than the cells check), so a long
 /// freeze adds at most 100 looks to the fleet's history per wave.
 async fn wave_freeze(
@@ -444,7 +448,28 @@ async fn wave_freeze(
     };
     // An open AWS Health issue is a Region's: the wave is not held for it, each cell in that
     // Region holds at its own rollout's gate (the others go on).
-    let reading = freezes.read(Some(&section), &[]).await;
+    let mut reading = freezes.read(Some(&section), &[]).await;
+    let mut read = std::collections::BTreeSet::new();
+    for plan in &plans {
+        let Some(budget) = &plan.plan.error_budget else {
+            continue;
+        };
+        let key = (plan.plan.cluster.region.clone(), budget.clone());
+        if read.insert(serde_json::to_string(&key).unwrap_or_default()) {
+            let slos = read_budgets(
+                apis.slos(),
+                budget,
+                &plan.plan.cluster.region,
+                SystemTime::now(),
+            )
+            .await;
+            for reason in hold_reasons(budget, &slos) {
+                if !reading.reasons.contains(&reason) {
+                    reading.reasons.push(reason);
+                }
+            }
+        }
+    }
     let bound = plans
         .iter()
         .map(|p| p.frozen_bound_seconds())

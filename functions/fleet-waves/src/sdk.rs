@@ -5,7 +5,8 @@ use async_trait::async_trait;
 use canary_aws::executions::Execution;
 use canary_aws::{
     AlarmState, AwsError, CloudWatchApi, EventPublisher, FleetPlanStore, Listed, SdkCloudWatch,
-    SdkConfig, SdkEvents, SdkExecutions, SdkFleetPlans, SdkFreeze, WentToAlarm,
+    SdkConfig, SdkEvents, SdkExecutions, SdkFleetPlans, SdkFreeze, SdkSlos, SloAccounts,
+    WentToAlarm,
 };
 use canary_aws::{CalendarReading, FreezeApi};
 use canary_core::freeze::FreezeSwitch;
@@ -21,6 +22,7 @@ pub struct SdkFleetApis {
     events: SdkEvents,
     plans: SdkFleetPlans,
     freeze: SdkFreeze,
+    slos: SdkSlos,
 }
 
 impl SdkFleetApis {
@@ -31,6 +33,7 @@ impl SdkFleetApis {
             events: SdkEvents::new(config),
             plans: SdkFleetPlans::new(config),
             freeze: SdkFreeze::new(config),
+            slos: SdkSlos::new(config),
         }
     }
 }
@@ -89,6 +92,10 @@ impl FleetApis for SdkFleetApis {
             found.extend(self.cloudwatch.went_to_alarm(name, since).await?);
         }
         Ok(found)
+    }
+
+    fn slos(&self) -> &dyn SloAccounts {
+        &self.slos
     }
 }
 

@@ -1,6 +1,8 @@
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
-use canary_aws::{AlarmStateValue, AwsErrorKind, CalendarReading};
+use canary_aws::{AlarmStateValue, AwsErrorKind, CalendarReading, SloApi, SloKind};
+use canary_core::error_budget::{Budget, BudgetStatus, BudgetUnit, SloBudget, SloReading};
 use canary_core::fleet::{FleetPlan, MAX_TALLY_BYTES};
 use canary_core::freeze::FreezeSwitch;
 use serde_json::json;
@@ -41,6 +43,54 @@ struct World {
     objects: Mutex<std::collections::BTreeMap<String, Vec<u8>>>,
     /// The stack's freeze switch.
     switch: Mutex<FreezeSwitch>,
+    slos: Slos,
+}
+
+/// Application Signals as the fleet sees it: every SLO reports one status, BREACHED or OK.
+#[derive(Default, Clone)]
+struct Slos {
+    breached: Arc<AtomicBool>,
+}
+
+impl SloAccounts for Slos {
+    fn slos(&self, _: &str, _: Option<&str>) -> Box<dyn SloApi> {
+        Box::new(self.clone())
+    }
+}
+
+#[async_trait]
+impl SloApi for Slos {
+    async fn budget_reports(
+        &self,
+        slos: &[&str],
+        _: std::time::SystemTime,
+    ) -> Result<Vec<SloReading>, AwsError> {
+        let breached = self.breached.load(Ordering::SeqCst);
+        Ok(slos
+            .iter()
+            .map(|slo| {
+                SloReading::Report(SloBudget {
+                    name: (*slo).to_owned(),
+                    status: BudgetStatus::parse(if breached { "BREACHED" } else { "OK" }),
+                    attainment: Some(if breached { 98.0 } else { 99.5 }),
+                    goal: Some(99.0),
+                    budget: Some(Budget {
+                        unit: BudgetUnit::Requests,
+                        total: 1_000,
+                        remaining: if breached { -1_000 } else { 500 },
+                    }),
+                    latency: false,
+                })
+            })
+            .collect())
+    }
+
+    async fn slo_kind(&self, _: &str) -> Result<SloKind, AwsError> {
+        Ok(SloKind {
+            request_based: true,
+            latency: false,
+        })
+    }
 }
 
 impl World {
@@ -173,6 +223,10 @@ impl FleetApis for World {
             .filter(|w| names.contains(&w.name))
             .cloned()
             .collect())
+    }
+
+    fn slos(&self) -> &dyn SloAccounts {
+        &self.slos
     }
 
     async fn stop(&self, arn: &str, error: &str, _cause: &str) -> Result<(), AwsError> {
@@ -867,4 +921,33 @@ async fn a_freeze_holds_the_next_wave_and_halts_the_fleet_past_its_bound() {
         "{message}"
     );
     assert_eq!(world.events.lock().unwrap().len(), 1, "no second event");
+}
+
+#[tokio::test]
+async fn a_spent_error_budget_of_its_cells_slo_holds_the_next_wave() {
+    let world = World::default();
+    let mut fleet = example();
+    fleet["template"]["errorBudget"] = json!({"slos": ["web-availability"]});
+    let tally = Tally::start(&canary_core::fleet::FleetPlan::parse(fleet.clone()).expect("valid"));
+    let ask = json!({"op": "freeze", "fleet": fleet, "tally": tally, "wave": 1, "since": 0, "fleetExecution": FLEET_RUN});
+    let open = handle(&world, &config(), ask.clone())
+        .await
+        .expect("answered");
+    assert_eq!(open["frozen"], json!(false), "{open}");
+
+    world.slos.breached.store(true, Ordering::SeqCst);
+    let held = handle(&world, &config(), ask).await.expect("answered");
+    assert_eq!(held["frozen"], json!(true), "{held}");
+    let reason = held["reason"].as_str().unwrap();
+    // Every cell names the SLO: one reason for the wave.
+    assert_eq!(
+        reason
+            .matches("the error budget of SLO web-availability is spent")
+            .count(),
+        1,
+        "{reason}"
+    );
+    let events = world.events.lock().unwrap().clone();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].0, WAVE_FROZEN);
 }
