@@ -12,14 +12,14 @@ import urllib.request
 import uuid
 from dataclasses import dataclass, field
 
-from . import compare, datadog, fleets, prometheus
+from . import compare, datadog, error_budget, fleets, prometheus
 from .alb_metrics import AlbMetrics
 from .harness import CONTRACT, REPO, Sandbox
 from .world import ACCOUNT, REGION, seed_accelerator, seed_nlb
 
 SCENARIOS = ("happy", "rollback", "apps-unhealthy", "stopped", "approval", "prometheus", "prometheus-healthy", "datadog",
              "compare", "compare-spike", "fleet", "fleet-halt", "fleet-outlier", "nlb", "nlb-rollback",
-             "global-accelerator", "global-accelerator-rollback")
+             "global-accelerator", "global-accelerator-rollback", "error-budget")
 
 
 @dataclass
@@ -435,6 +435,8 @@ def run(scenario, out=print, verbose=False, template=REPO / "template.yaml"):
                           cause=ended.get("cause"), cli_exit=cli_exit)
         if scenario.startswith("compare"):
             return run_compare(sandbox, scenario, out, verbose)
+        if scenario == "error-budget":
+            return run_error_budget(sandbox, out, verbose)
         if scenario.startswith("prometheus"):
             with prometheus.Metrics({"blue": 0.01, "green": 0.001}, log=out) as metrics:
                 return run_prometheus(sandbox, metrics, scenario, out, verbose)
@@ -514,6 +516,37 @@ def run_compare(sandbox, scenario, out=print, verbose=False):
             if scenario == "compare-spike" and at_half:
                 out(">>> a load spike: both clusters answer 3x slower")
                 latencies.load = 3.0
+
+        return watch(sandbox, execution_arn, on_event, out, verbose=verbose)
+
+
+def run_error_budget(sandbox, out=print, verbose=False):
+    """The plan names an Application Signals SLO (`errorBudget`): its budget is spent when the
+    rollout starts, and the rollout waits at its gate until the budget is back; then the new
+    cluster answers 2 % of its requests with 5xx, well under every alarm, and spends the
+    rollout's 2 % share of the budget within seconds: rolled back by that check alone."""
+    out("scenario error-budget: blue serves everything; creating EKS cluster green")
+    out(f"start: {format_weights(read_weights(sandbox))}")
+    create_green(sandbox)
+    error_budget.create_slo(sandbox)
+    error_budget.served(sandbox, 1_000, 50)
+    out(f">>> SLO {error_budget.SLO} (99 % over the last hour): 50 bad requests of 1,000, its budget spent")
+    traffic = {"canary": {"RequestCount": 5_000, "HTTPCode_Target_5XX_Count": 100},
+               "stable": {"RequestCount": 5_000, "HTTPCode_Target_5XX_Count": 0}}
+    with AlbMetrics(sandbox, lambda second: traffic):
+        plan = manual_plan(sandbox)
+        plan["errorBudget"] = {"slos": [error_budget.SLO]}
+        execution_arn = start_manual(sandbox, plan, "green-error-budget")
+        out(f"started a rollout that spends at most 2 % of the SLO's budget: {execution_arn}")
+        looks = []
+
+        def on_event(name, state):
+            if name == "FreezeGate":
+                looks.append(state["freeze"]["frozen"])
+                if len(looks) == 2:
+                    out(">>> the service serves 1,000,000 good requests: a budget of 10,010, a rollout's share 200; "
+                        "green answers 2 % of its requests with 5xx")
+                    error_budget.served(sandbox, 1_000_000, 0)
 
         return watch(sandbox, execution_arn, on_event, out, verbose=verbose)
 

@@ -4,39 +4,15 @@ from the SLO's metrics in moto's CloudWatch), read by the stack's functions as d
 
 While an SLO of the plan has spent its budget, no rollout starts and no step after the first is
 set: the rollout holds as under a change freeze, and goes on once the budget is back."""
-import datetime
 import json
 
 from helpers import BASELINE, captured
 from sandbox import scenarios
+from sandbox.error_budget import DIMENSIONS, create_slo, served
 from sandbox.alb_metrics import AlbMetrics
 from sandbox.harness import Sandbox
 
 from test_freezes import checked, two_steps
-
-CHECKOUT = [{"Name": "Service", "Value": "checkout"}]
-
-
-def create_slo(sandbox, name="checkout-availability"):
-    """A request-based SLO on the Shop namespace's Requests and Errors: 99 % over the last hour."""
-    def query(metric):
-        return [{"Id": metric.lower(), "MetricStat": {"Metric": {"Namespace": "Shop", "MetricName": metric,
-                                                                 "Dimensions": CHECKOUT}, "Period": 60, "Stat": "Sum"}}]
-    sandbox.client("application-signals").create_service_level_objective(
-        Name=name, Goal={"Interval": {"RollingInterval": {"DurationUnit": "HOUR", "Duration": 1}},
-                         "AttainmentGoal": 99.0},
-        RequestBasedSliConfig={"RequestBasedSliMetricConfig": {
-            "TotalRequestCountMetric": query("Requests"),
-            "MonitoredRequestCountMetric": {"BadCountMetric": query("Errors")}}})
-
-
-def served(sandbox, requests, errors):
-    """The checkout service's requests and errors of the last minute."""
-    at = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=5)
-    sandbox.client("cloudwatch").put_metric_data(Namespace="Shop", MetricData=[
-        {"MetricName": "Requests", "Dimensions": CHECKOUT, "Value": requests, "Timestamp": at},
-        {"MetricName": "Errors", "Dimensions": CHECKOUT, "Value": errors, "Timestamp": at}])
-
 
 def plan_check(sandbox, plan, path):
     path.write_text(json.dumps(plan))
@@ -64,14 +40,14 @@ def test_a_spent_error_budget_holds_the_start_and_the_next_step_until_it_is_back
         sandbox.client("application-signals").create_service_level_objective(
             Name="checkout-minutes", SliConfig={"SliMetricConfig": {"MetricDataQueries": [
                 {"Id": "errors", "MetricStat": {"Metric": {"Namespace": "Shop", "MetricName": "Errors",
-                                                           "Dimensions": CHECKOUT}, "Period": 60, "Stat": "Sum"}}]},
+                                                           "Dimensions": DIMENSIONS}, "Period": 60, "Stat": "Sum"}}]},
                 "MetricThreshold": 10, "ComparisonOperator": "LessThan"})
         plan["errorBudget"] = {"slos": ["checkout-minutes"], "rolloutShare": 5}
         refused = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "period-share"), out=captured)
         assert (refused.status, refused.error) == ("FAILED", "InvalidPlan"), refused.cause
         assert "errorBudget.slos[0]: SLO `checkout-minutes` is period-based: its budget is in seconds" in refused.cause
 
-        create_slo(sandbox)
+        create_slo(sandbox, "checkout-availability")
         served(sandbox, 1_000, 50)  # 95 % of 99 %: spent
         plan["errorBudget"] = {"slos": ["checkout-availability"]}
         verdict = plan_check(sandbox, plan, tmp_path / "plan.json")
@@ -119,7 +95,7 @@ def test_a_new_cluster_that_burns_fast_or_spends_the_rollouts_share_rolls_back_w
     back by its own check, critical, while the alarms stay OK. (The burn goes first: the counts
     start at the minute a rollout started, which may hold the end of the one before.)"""
     with Sandbox(log=captured) as sandbox:
-        create_slo(sandbox)
+        create_slo(sandbox, "checkout-availability")
         served(sandbox, 1_000_000, 0)  # a budget of 10,000 requests: a rollout's share is 200
         plan = two_steps(sandbox)
         plan["analysis"]["failureLimit"] = 1
@@ -148,3 +124,14 @@ def test_a_new_cluster_that_burns_fast_or_spends_the_rollouts_share_rolls_back_w
             spent.cause and "5xx are more than the 200 allowed" in spent.cause, spent.cause
         assert "alarm web-green-5xx is OK" in spent.cause, spent.cause
         assert spent.weights == BASELINE
+
+
+def test_the_error_budget_scenario_waits_for_the_budget_then_rolls_back_a_canary_spending_its_share():
+    lines = []
+    report = scenarios.run("error-budget", out=lambda line: (captured(line), lines.append(line)))
+    assert (report.status, report.error) == ("FAILED", "CheckFailed"), report.cause
+    assert any(line.startswith("held by a change freeze before the first step") and "web-availability" in line
+               for line in lines), lines
+    assert "the rollout spent its share of SLO web-availability's error budget" in report.cause, report.cause
+    assert "more than the 200 allowed" in report.cause and "alarm web-green-5xx is OK" in report.cause, report.cause
+    assert report.weights == BASELINE
