@@ -31,7 +31,8 @@ def features_of(history):
         ([f"gradual rollback ({history.gradual})"] if history.gradual else []) + \
         (["comparison"] if history.compare else []) + \
         ([f"readiness gate ({history.readiness})"] if history.readiness else []) + \
-        ([f"AWS Health ({history.health})"] if history.health else [])
+        ([f"AWS Health ({history.health})"] if history.health else []) + \
+        ([f"error budget ({history.budget} at the start)"] if history.budget else [])
 
 
 def judged(seed, verbose=False):

@@ -11,12 +11,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import compare, datadog, fleet_histories, fleets, gitops, prometheus, scenarios
+from .. import compare, datadog, error_budget, fleet_histories, fleets, gitops, prometheus, scenarios
 from ..front_door import (INVOKE, cloudwatch_throttled, is_invocation, json_error, lambda_service_exception,
                           lambda_throttled, query_throttled, route53_throttled)
 from ..harness import REPO, Sandbox
 from ..world import REGION
 from .stories import (ACCELERATOR, ADDON, ADDON_HAPPENINGS, ALARM, ALB, ALB_ERRORS_BREACH, ALB_HAPPENINGS,
+                      BUDGET_HAPPENINGS,
                       ALB_LOOKBACK, ALB_ROUTE53, COMPARE_ERRORS, COMPARE_ERRORS_REGRESSED, COMPARE_HAPPENINGS,
                       DATADOG_BREACH, DATADOG_FINE, DEPRECATED_APIS, GITOPS, HOOK, HOOK_TIMEOUT, LISTENER,
                       METRIC_BREACH, METRIC_FINE, METRIC_HAPPENINGS, NLB, OTHER, PROVIDER_TIMEOUT, RATIO_BREACH,
@@ -55,7 +56,8 @@ class Run:
     # what is `alarm` (ALARM, OK), `provider` (fine, breach, nodata), `metric` (fine, breach),
     # `alb` (fine, moving: its window still holds both, breach), `outage` (error, slow, None),
     # `reads` (denied, None), `insight` (ERROR, None), `addon` (DEGRADED, None), `health` (open,
-    # None: an AWS Health issue holds), `issue` (open, None: ... and fails the checks, `rollBack`).
+    # None: an AWS Health issue holds), `issue` (open, None: ... and fails the checks, `rollBack`),
+    # `budget` (spent, None: the plan's SLO's error budget holds).
     conditions: list = field(default_factory=list)
     hook_calls: list = field(default_factory=list)  # (point, step weight, weights, answer) of the first's hooks
     lost_deliveries: list = field(default_factory=list)  # the safety net's tries that failed
@@ -71,6 +73,16 @@ class Run:
     targets_at: int = None  # history index before which the canary target group got its target
     stable_attached: bool = None  # the listener still forwards to the stable target group at the end
     health_issue: str = None  # the AWS Health issue's event ARN, while it is open
+    # The requests and errors the plan's SLO has been served (an `error-budget` history): a
+    # `budget-spent` puts as many failed requests as were served so far, a `budget-back` a
+    # hundred times more good ones, so each flips its status whatever came before.
+    budget_served: list = field(default_factory=lambda: [0, 0])
+
+
+def serve_the_slo(sandbox, record, requests, errors):
+    """The plan's SLO is served `requests` and `errors` more (sandbox/error_budget.py)."""
+    error_budget.served(sandbox, requests, errors)
+    record.budget_served = [record.budget_served[0] + requests, record.budget_served[1] + errors]
 
 
 def play_hook(sandbox, history, record, first):
@@ -203,6 +215,11 @@ def run_on(history, sandbox, controllers, provider, out):
             sandbox.set_eks("green", "insights", {**DEPRECATED_APIS, "insightStatus": {
                 "status": "ERROR", "reason": "Deprecated API usage detected within last 30 days"}})
             record.conditions.append((0, "insight", "ERROR", time.time()))
+    if history.budget:
+        error_budget.create_slo(sandbox)
+        serve_the_slo(sandbox, record, *((1_000, 50) if history.budget == "spent" else (1_000_000, 0)))
+        if history.budget == "spent":
+            record.conditions.append((0, "budget", "spent", time.time()))
     if history.gradual == "healthy":
         sandbox.client("elbv2").register_targets(TargetGroupArn=sandbox.world.blue_tg,
                                                  Targets=[{"Id": "10.0.1.9", "Port": 8080}])
@@ -327,6 +344,15 @@ def run_on(history, sandbox, controllers, provider, out):
                 if degraded else {"status": "ACTIVE", "issues": []})
             record.conditions.append((history_length() if degraded else before, "addon",
                                       "DEGRADED" if degraded else None, time.time()))
+        elif action in BUDGET_HAPPENINGS:
+            # Spent from when the datapoints are in, back from before they are asked (a look
+            # between may have read either), as a freeze's turns.
+            asked, before = time.time(), history_length()
+            requests, errors = record.budget_served
+            spent = action == "budget-spent"
+            serve_the_slo(sandbox, record, *((requests + 1,) * 2 if spent else (100 * (requests + errors), 0)))
+            record.conditions.append((history_length() if spent else before, "budget",
+                                      "spent" if spent else None, time.time() if spent else asked))
         elif action == "health-open" and record.health_issue is None:
             # Open from its record (the stack's answer to its event): a decision after it holds.
             put_at = time.time()

@@ -317,14 +317,15 @@ def restored_at(record):
     return restored[0] if restored else None
 
 
-HOLDS = {"freeze": "the freeze switch was on", "health": "an AWS Health issue of the Region was open"}
+HOLDS = {"freeze": "the freeze switch was on", "health": "an AWS Health issue of the Region was open",
+         "budget": "the SLO's error budget was spent"}
 
 
 def moved_while_frozen(record):
     """Steps set by a decision made while a freeze held: the bake's last check (the last
     `Evaluate` before the step's `SetWeights`) or the gate before the first step, entered after
-    the switch was turned on (or an AWS Health issue recorded) and before it was turned off (or
-    the issue's close put). A step a person approved is theirs (docs/operations.md, Change
+    the switch was turned on (or an AWS Health issue recorded, or the plan's SLO's budget spent)
+    and before it was turned off (or the issue's close put, or the budget back). A step a person approved is theirs (docs/operations.md, Change
     freezes)."""
     turns = {what: sorted((at, state is not None) for _, kind, state, at in record.conditions if kind == what)
              for what in HOLDS}

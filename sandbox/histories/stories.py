@@ -48,6 +48,8 @@ The happenings a story draws:
   addon-degraded     the new cluster's CoreDNS add-on goes DEGRADED (`addon-recovers`: ACTIVE)
   health-open        AWS Health's event for an open EKS issue in the rollout's Region is put on
                      the bus as AWS delivers it (`health-close`: the same issue closed)
+  budget-spent       the plan's SLO spends its error budget (BREACHED; `budget-back`: OK again):
+                     the rollout holds at its gate or its bake's end, as under a freeze
   accelerator-busy   Global Accelerator refuses the next 1-6 UpdateEndpointGroup calls with
                      TransactionInProgressException (`other-kinds`)
   accelerator-stuck  the accelerator reads IN_PROGRESS 4-20 s after each write from then on
@@ -132,6 +134,7 @@ FEATURES = {
     "compare": 0.2,  # of the plans with a listener and no ALB judge: the comparison, its ALB metrics fed every second
     "readiness": 0.2,  # the cluster readiness gate: EKS's insight in ERROR at the start or not, CoreDNS's health
     "aws-health": 0.15,  # an AWS Health issue in the Region, the plan holding or rolling back on it
+    "error-budget": 0.15,  # the plan's errorBudget: its SLO's budget spent at the start or at a point, back or not
     "other-kinds": 0.3,  # of the plain ALB plans: an NLB listener or a Global Accelerator endpoint group instead
 }
 
@@ -163,6 +166,12 @@ HEALTH_MODES = ("hold", "rollBack")  # the plan's awsHealth.onOpenIssue
 
 
 HEALTH_HAPPENINGS = ("health-open", "health-close")
+
+
+# The plan's SLO's budget when the rollout starts, in an `error-budget` history; spent or back at
+# points of it. One hold bounded to FROZEN_BOUND, as a freeze's.
+BUDGET_AT_START = ("spent", "fine")
+BUDGET_HAPPENINGS = ("budget-spent", "budget-back")
 
 
 COMPARE_HAPPENINGS = ("compare-regression", "compare-errors", "compare-spike", "compare-nodata", "compare-fine")
@@ -330,6 +339,7 @@ class History:
     readiness: str = None  # the cluster readiness gate: when EKS's insight stops saying ERROR (READINESS)
     health: str = None  # the plan's awsHealth.onOpenIssue (HEALTH_MODES), or None: no AWS Health issue
     traffic: str = None  # NLB or ACCELERATOR: the plan's one target, instead of the ALB listener
+    budget: str = None  # the plan's SLO's budget at the start (BUDGET_AT_START), or None: no errorBudget
 
     def __str__(self):
         if self.fleet:
@@ -352,6 +362,7 @@ class History:
             ", the comparison" if self.compare else "",
             f", a cluster readiness gate (insight {self.readiness})" if self.readiness else "",
             f", AWS Health issues: {self.health} (bounded to {FROZEN_BOUND} s)" if self.health else "",
+            f", an error budget {self.budget} at the start (bounded to {FROZEN_BOUND} s)" if self.budget else "",
         ])
         kind = {NLB: "NLB", ACCELERATOR: "Global Accelerator"}.get(self.traffic, self.kind)
         return (f"seed {self.seed}: {kind}, steps {self.steps}{approval}{extra}; "
@@ -480,6 +491,12 @@ def draw_later_features(history, points):
             happenings.append(Happening("insight-fixed", "PrepareTraffic", 1, (r.randint(1, 6),)))
         if r.random() < 0.6:
             some(r, ADDON_HAPPENINGS, 2)
+    if r := drawn("error-budget", not history.fleet):
+        history.budget = r.choice(BUDGET_AT_START)
+        if history.budget == "fine":
+            happenings.append(Happening("budget-spent", *r.choice(points)))
+        if r.random() < 0.7:
+            happenings.append(Happening("budget-back", *r.choice(points)))
     if r := drawn("aws-health"):
         history.health = r.choice(HEALTH_MODES)
         happenings.append(Happening("health-open", *r.choice(points)))

@@ -7,7 +7,7 @@ import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .. import compare, datadog, prometheus
+from .. import compare, datadog, error_budget, prometheus
 from ..alb_metrics import AlbMetrics
 from ..harness import REPO
 from .stories import (ADDON, ALARM, ALB, ALB_LOOKBACK, ALB_MAX_ERROR_PERCENT, ALB_REQUESTS, ALB_ROUTE53,
@@ -60,6 +60,11 @@ def shaped(history, plan, prometheus_url=None):
         plan["clusterReadiness"] = {"addons": [ADDON], "timeoutSeconds": READINESS_TIMEOUT, "intervalSeconds": 1}
     if history.health:
         plan["awsHealth"] = {"onOpenIssue": history.health}
+        plan["freeze"] = {"maxFrozenSeconds": FROZEN_BOUND}
+    if history.budget:
+        # The gate alone: the new cluster's 5xx (the ALB judge's, the comparison's) are the
+        # other checks' to judge here, not a share's or a burn's that outlasts them.
+        plan["errorBudget"] = {"slos": [error_budget.SLO], "rolloutShare": 0, "fastBurn": {"rate": 0}}
         plan["freeze"] = {"maxFrozenSeconds": FROZEN_BOUND}
     if history.compare:
         plan["analysis"]["extendBakeSeconds"] = compare.EXTEND_BAKE_SECONDS

@@ -21,10 +21,11 @@ CI_HISTORIES = {
         'alarm after RestoreUnchanged #1; alarm after PrepareTraffic #1; throttle after Restore #1; '
         'throttle after PrepareTraffic #1; health-open after Evaluate #1; health-close after SetWeights '
         '#1',
-    136: 'seed 136: Route 53 via Argo CD, steps [72, 100], approval before 72 %: reject, a gradual '
-         'rollback (the old cluster unhealthy); operator-restore after SetWeights #2; foreign-apply[6] '
-         'after Restore #1; foreign-apply[91] after PrepareTraffic #1; reply-lost after PrepareTraffic '
-         '#1; safety-net-lost after Restore #1; the operator restores after the end',
+    136: 'seed 136: Route 53 via Argo CD, steps [72, 100], approval before 72 %: reject, a gradual rollba'
+         'ck (the old cluster unhealthy), an error budget fine at the start (bounded to 60 s); operator-r'
+         'estore after SetWeights #2; foreign-apply[6] after Restore #1; foreign-apply[91] after PrepareT'
+         'raffic #1; reply-lost after PrepareTraffic #1; safety-net-lost after Restore #1; budget-spent a'
+         'fter SetWeights #2; the operator restores after the end',
     138: 'seed 138: ALB, steps [62, 100], a Datadog check, freezes bounded to 60 s, a gradual rollback '
          '(the old cluster healthy), the comparison; abort after RestoreUnchanged #1; late-safety-net '
          'after Evaluate #1; foreign-write[43, 57] after SetWeights #2; provider-slow after Restore #1; '
@@ -88,12 +89,12 @@ CI_HISTORIES = {
            'safety-net-lost after PrepareTraffic #1; targets-registered[4] after PrepareTraffic #1; '
            'metric-breach after SetWeights #2; metric-fine after PrepareTraffic #1; write-past-timeout '
            'after RestoreUnchanged #1; the operator restores after the end',
-    12158: "seed 12158: ALB + Route 53, steps [100], hooks {'afterPromotion': ['raise']}, started by the "
-           'CreateCluster event, retires the stable target group, executions time out after 30 s, a '
-           'gradual rollback (the old cluster unhealthy); foreign-write[48, 52] after RestoreUnchanged '
-           '#1; other-rollout after SetWeights #1; record-write[74] after RestoreUnchanged #1; safety-'
-           'net-lost after Evaluate #2; iam-refusal after RestoreUnchanged #1; the operator restores '
-           'after the end',
+    12158: "seed 12158: ALB + Route 53, steps [100], hooks {'afterPromotion': ['raise']}, started by the Cr"
+           'eateCluster event, retires the stable target group, executions time out after 30 s, a gradual r'
+           'ollback (the old cluster unhealthy), an error budget spent at the start (bounded to 60 s); fore'
+           'ign-write[48, 52] after RestoreUnchanged #1; other-rollout after SetWeights #1; record-write[74'
+           '] after RestoreUnchanged #1; safety-net-lost after Evaluate #2; iam-refusal after RestoreUnchan'
+           'ged #1; budget-back after Restore #1; the operator restores after the end',
     12808: 'seed 12808: ALB, steps [15, 100], retires the stable target group, the comparison; metrics-'
            'throttle[6] after Evaluate #2; late-safety-net after Evaluate #1; abort after Evaluate #3; '
            'safety-net-lost after SetWeights #2; safety-net-disabled after PrepareTraffic #1; iam-refusal'
