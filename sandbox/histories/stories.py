@@ -496,7 +496,9 @@ def draw_later_features(history, points):
         if history.budget == "fine":
             happenings.append(Happening("budget-spent", *r.choice(points)))
         if r.random() < 0.7:
-            happenings.append(Happening("budget-back", *r.choice(points)))
+            # Spent at the start, the rollout is at its gate: back at one of its first looks.
+            at = ("FreezeGate", r.randint(1, 4)) if history.budget == "spent" else r.choice(points)
+            happenings.append(Happening("budget-back", *at))
     if r := drawn("aws-health"):
         history.health = r.choice(HEALTH_MODES)
         happenings.append(Happening("health-open", *r.choice(points)))

@@ -94,7 +94,7 @@ CI_HISTORIES = {
            'ollback (the old cluster unhealthy), an error budget spent at the start (bounded to 60 s); fore'
            'ign-write[48, 52] after RestoreUnchanged #1; other-rollout after SetWeights #1; record-write[74'
            '] after RestoreUnchanged #1; safety-net-lost after Evaluate #2; iam-refusal after RestoreUnchan'
-           'ged #1; budget-back after Restore #1; the operator restores after the end',
+           'ged #1; budget-back after FreezeGate #3; the operator restores after the end',
     12808: 'seed 12808: ALB, steps [15, 100], retires the stable target group, the comparison; metrics-'
            'throttle[6] after Evaluate #2; late-safety-net after Evaluate #1; abort after Evaluate #3; '
            'safety-net-lost after SetWeights #2; safety-net-disabled after PrepareTraffic #1; iam-refusal'
