@@ -7,7 +7,7 @@ set: the rollout holds as under a change freeze, and goes on once the budget is 
 import json
 
 from helpers import BASELINE, captured
-from sandbox import scenarios
+from sandbox import prometheus, scenarios
 from sandbox.error_budget import DIMENSIONS, create_slo, served
 from sandbox.alb_metrics import AlbMetrics
 from sandbox.harness import Sandbox
@@ -135,3 +135,34 @@ def test_the_error_budget_scenario_waits_for_the_budget_then_rolls_back_a_canary
     assert "the rollout spent its share of SLO web-availability's error budget" in report.cause, report.cause
     assert "more than the 200 allowed" in report.cause and "alarm web-green-5xx is OK" in report.cause, report.cause
     assert report.weights == BASELINE
+
+
+def test_a_budget_kept_in_prometheus_holds_the_start_until_it_is_back_and_a_query_it_rejects_is_refused():
+    """A remaining budget as Sloth's or Pyrra's recording rules keep it, asked of the plan's real
+    Prometheus: spent (0 left) holds the rollout at its gate; once back it goes on and promotes.
+    A query Prometheus rejects is the plan's mistake, refused at Admit."""
+    with Sandbox(log=captured) as sandbox, prometheus.Metrics({"blue": 0.01, "green": 0.001}, log=captured) as metrics:
+        plan = two_steps(sandbox, {"maxFrozenSeconds": 600})
+        plan["analysis"] = prometheus.analysis(metrics.url)
+        plan["errorBudget"] = {"prometheus": [{"name": "checkout", "query": "max("}]}
+        refused = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "bad-query"), out=captured)
+        assert (refused.status, refused.error) == ("FAILED", "InvalidPlan"), refused.cause
+        assert "errorBudget.prometheus[0].query: " in refused.cause and "rejected the query" in refused.cause
+
+        # The share of the budget left: 1 − 100 × the service's error ratio (blue's: 1 %, all spent).
+        remaining = f'1 - 100 * max({prometheus.METRIC}{{cluster="blue"}})'
+        plan["errorBudget"] = {"prometheus": [{"name": "checkout", "query": remaining}], "minRemainingPercent": 10}
+        looks = []
+
+        def on_event(name, state):
+            if name == "FreezeGate":
+                looks.append(state["freeze"])
+                if len(looks) == 2:
+                    metrics.set("blue", 0.002)  # 80 % of the budget left
+
+        report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "prometheus-budget"),
+                                 on_event=on_event, out=captured)
+        assert report.status == "SUCCEEDED", report.cause
+        assert looks[0]["frozen"] is True and looks[-1]["frozen"] is False, looks
+        assert "the error budget of SLO checkout is spent: BREACHED, 0 % of its budget left" in looks[0]["reason"], \
+            looks[0]["reason"]

@@ -61,6 +61,8 @@ impl BudgetStatus {
 pub enum BudgetUnit {
     Requests,
     Seconds,
+    /// Percent of the budget: a remaining share a Prometheus query gives (total 100).
+    Percent,
 }
 
 /// An SLO's budget over its interval, and what is left of it (negative once spent past it).
@@ -135,8 +137,11 @@ impl SloBudget {
             let unit = match budget.unit {
                 BudgetUnit::Requests => "requests",
                 BudgetUnit::Seconds => "seconds",
+                BudgetUnit::Percent => "percent",
             };
-            if budget.remaining < 0 {
+            if budget.unit == BudgetUnit::Percent {
+                parts.push(format!("{} % of its budget left", budget.remaining));
+            } else if budget.remaining < 0 {
                 parts.push(format!(
                     "its budget of {} {unit} overspent by {}",
                     thousands(budget.total),
@@ -221,6 +226,41 @@ pub fn hold_reasons(section: &ErrorBudgetSection, readings: &[SloReading]) -> Ve
     readings.iter().filter_map(|r| r.holds(section)).collect()
 }
 
+/// The reading of a remaining-budget query (`errorBudget.prometheus`): its share of the budget
+/// left, none (no data: INSUFFICIENT_DATA), or why it could not be read.
+pub fn remaining_reading(name: &str, value: Result<Option<f64>, String>) -> SloReading {
+    match value {
+        Ok(Some(left)) => SloReading::Report(SloBudget {
+            name: name.to_owned(),
+            status: if left <= 0.0 {
+                BudgetStatus::Breached
+            } else {
+                BudgetStatus::Ok
+            },
+            attainment: None,
+            goal: None,
+            budget: Some(Budget {
+                unit: BudgetUnit::Percent,
+                total: 100,
+                remaining: (left * 100.0).floor().clamp(-1e9, 1e9) as i64,
+            }),
+            latency: false,
+        }),
+        Ok(None) => SloReading::Report(SloBudget {
+            name: name.to_owned(),
+            status: BudgetStatus::InsufficientData,
+            attainment: None,
+            goal: None,
+            budget: None,
+            latency: false,
+        }),
+        Err(error) => SloReading::Unread {
+            slo: name.to_owned(),
+            error,
+        },
+    }
+}
+
 /// The rollout's share of one SLO's budget, fixed when it starts (the gate's last look), as
 /// the state carries it to every check.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -249,6 +289,9 @@ pub fn not_judged(reading: &SloReading) -> Option<&'static str> {
             (Some(b), Some(_)) if b.unit == BudgetUnit::Requests && b.total > 0 => None,
             (Some(b), _) if b.unit == BudgetUnit::Seconds => {
                 Some("a period-based SLO: its budget is in seconds, not in requests")
+            }
+            (Some(b), _) if b.unit == BudgetUnit::Percent => {
+                Some("a remaining share from Prometheus: no budget of requests")
             }
             _ => Some("its report gives no budget of requests"),
         },
@@ -613,6 +656,35 @@ mod tests {
             ..budget
         };
         assert_eq!(judge_burn(&perfect, windows, &burning, now), None);
+    }
+
+    #[test]
+    fn a_remaining_share_from_prometheus_holds_when_spent_or_under_the_minimum() {
+        let quarter = section(Some(25.0), OnInsufficientData::Hold);
+        let spent = remaining_reading("checkout", Ok(Some(-0.2)));
+        let why = spent.holds(&quarter).expect("held");
+        assert!(
+            why.contains(
+                "the error budget of SLO checkout is spent: BREACHED, -20 % of its budget left"
+            ),
+            "{why}"
+        );
+        let low = remaining_reading("checkout", Ok(Some(0.18)));
+        assert!(low
+            .holds(&quarter)
+            .is_some_and(|w| w.contains("minRemainingPercent (25 %)")));
+        assert_eq!(
+            remaining_reading("checkout", Ok(Some(0.6))).holds(&quarter),
+            None
+        );
+        assert!(remaining_reading("checkout", Ok(None))
+            .holds(&quarter)
+            .is_some_and(|w| w.contains("too little data")));
+        assert!(remaining_reading("checkout", Err("503".to_owned()))
+            .holds(&quarter)
+            .is_some_and(|w| w.contains("could not be read")));
+        assert!(not_judged(&low).is_some_and(|w| w.contains("Prometheus")));
+        assert!(rollout_budgets(&quarter, &[low]).is_empty());
     }
 
     #[test]

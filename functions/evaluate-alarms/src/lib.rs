@@ -55,7 +55,9 @@ use canary_core::plan::ValidPlan;
 use canary_core::{RolloutPlan, TargetWeights};
 use canary_rollout::clients::{CheckClients, Env};
 use canary_rollout::outputs::StepBackLook;
-use canary_rollout::signals::{BudgetCarried, Carried, HealthReads, SignalApis};
+use canary_rollout::signals::{
+    check_remaining_budgets, remaining_budgets, BudgetCarried, Carried, HealthReads, SignalApis,
+};
 use canary_rollout::traffic::Reads;
 use canary_rollout::{alarm_watch, hooks, set, step_back};
 use schemars::{schema_for, JsonSchema, Schema};
@@ -616,7 +618,9 @@ async fn hold_reading(apis: &Apis<'_>, plan: &RolloutPlan) -> (FreezeReading, Ve
     let Some(section) = &plan.error_budget else {
         return (reading, Vec::new());
     };
-    let slos = read_budgets(apis.slos, section, &plan.cluster.region, SystemTime::now()).await;
+    let now = SystemTime::now();
+    let mut slos = read_budgets(apis.slos, section, &plan.cluster.region, now).await;
+    slos.extend(remaining_budgets(apis.signals.prometheus, plan, now).await);
     reading.reasons.extend(hold_reasons(section, &slos));
     (reading, slos)
 }
@@ -649,6 +653,7 @@ async fn admit(apis: &Apis<'_>, input: Value) -> Result<Admitted, AnalysisError>
     apis.freezes.check(plan.freeze.as_ref()).await?;
     if let Some(section) = &plan.error_budget {
         check_slos(apis.slos, section, &plan.cluster.region).await?;
+        check_remaining_budgets(apis.signals.prometheus, &plan, SystemTime::now()).await?;
     }
     let checked = validate(&apis.signals, &plan).await?;
     Ok(Admitted {

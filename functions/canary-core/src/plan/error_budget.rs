@@ -30,7 +30,13 @@ pub struct ErrorBudgetSection {
     /// role's) or ARN. While one is BREACHED (or has less than `minRemainingPercent` of its
     /// budget left) no rollout starts and no step after the first is set: the rollout holds
     /// as under a change freeze, within `freeze.maxFrozenSeconds`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub slos: Vec<String>,
+    /// Budgets kept in Prometheus or AMP (Sloth's or Pyrra's recording rules): each an instant
+    /// query, asked of `analysis.prometheus`'s endpoint, whose one number is the share of the
+    /// budget left (1: all of it, 0 or less: spent). They hold the rollout as the SLOs do.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prometheus: Vec<RemainingBudgetQuery>,
     /// Hold while less than this percent of an SLO's budget is left (0 to 100). Default: 0,
     /// hold only while it is BREACHED.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -53,6 +59,20 @@ pub struct ErrorBudgetSection {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fast_burn: Option<FastBurn>,
 }
+
+/// A budget's remaining share, as a Prometheus query gives it (e.g. Sloth's
+/// `slo:period_error_budget_remaining:ratio{sloth_service="checkout"}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RemainingBudgetQuery {
+    /// What the reasons call it (1–64 characters).
+    pub name: String,
+    /// An instant query whose one number is the share of the budget left.
+    pub query: String,
+}
+
+/// Longest remaining-budget query: it is read at every hold look.
+const MAX_BUDGET_QUERY_BYTES: usize = 2_048;
 
 /// The SRE workbook's page-worthy burn: 14.4 times the pace that spends a 30-day budget in 30
 /// days (2 % of it in an hour), over an hour and over five minutes.
@@ -164,13 +184,33 @@ impl ErrorBudgetSection {
     }
 
     pub(crate) fn validate(&self, errors: &mut Errors) {
-        if self.slos.is_empty() {
-            errors.push("errorBudget.slos", "name at least one SLO");
-        } else if self.slos.len() > MAX_SLOS {
+        let budgets = self.slos.len() + self.prometheus.len();
+        if budgets == 0 {
             errors.push(
                 "errorBudget.slos",
-                format!("at most {MAX_SLOS} SLOs, got {}", self.slos.len()),
+                "name at least one SLO (or a remaining-budget query in errorBudget.prometheus)",
             );
+        } else if budgets > MAX_SLOS {
+            errors.push(
+                "errorBudget.slos",
+                format!(
+                    "at most {MAX_SLOS} SLOs and remaining-budget queries together, got {budgets}"
+                ),
+            );
+        }
+        for (i, budget) in self.prometheus.iter().enumerate() {
+            if budget.name.is_empty() || budget.name.len() > 64 {
+                errors.push(
+                    format!("errorBudget.prometheus[{i}].name"),
+                    format!("must be 1 to 64 characters, got {}", budget.name.len()),
+                );
+            }
+            if budget.query.trim().is_empty() || budget.query.len() > MAX_BUDGET_QUERY_BYTES {
+                errors.push(
+                    format!("errorBudget.prometheus[{i}].query"),
+                    format!("must be a PromQL query of 1 to {MAX_BUDGET_QUERY_BYTES} bytes"),
+                );
+            }
         }
         let mut seen = std::collections::BTreeSet::new();
         for (i, slo) in self.slos.iter().enumerate() {

@@ -32,7 +32,7 @@ use crate::validate::{Errors, PlanError, PlanErrors};
 pub use crate::cluster::ClusterRef;
 pub use error_budget::{
     is_slo_reference, slo_arn_parts, BurnWindows, ErrorBudgetSection, FastBurn, OnInsufficientData,
-    DEFAULT_BURN_RATE, DEFAULT_ROLLOUT_SHARE, MAX_SLOS,
+    RemainingBudgetQuery, DEFAULT_BURN_RATE, DEFAULT_ROLLOUT_SHARE, MAX_SLOS,
 };
 pub use freeze::{
     frozen_bound_seconds, is_calendar_reference, AwsHealthSection, FreezeSection, OnOpenIssue,
@@ -209,6 +209,13 @@ impl RolloutPlan {
         }
         if let Some(budget) = &plan.error_budget {
             budget.validate(&mut errors);
+            let prometheus = plan.analysis.as_ref().and_then(|a| a.prometheus.as_ref());
+            if !budget.prometheus.is_empty() && prometheus.is_none() {
+                errors.push(
+                    "errorBudget.prometheus",
+                    "is asked of the Prometheus or AMP workspace of analysis.prometheus: give that section",
+                );
+            }
         }
         if errors.0.is_empty() {
             Ok(ValidPlan { plan, steps })

@@ -39,6 +39,7 @@ use alb_judge::alb_pairs;
 pub(crate) use cloudwatch_alarms::{alarm_outcome, alarm_outcomes};
 pub use compare::{compared_series, ComparedSeries};
 pub use outlook::{comparison_outlook, ComparisonOutlook, OUTLOOK_SECONDS};
+pub use prometheus::{check_remaining_budgets, remaining_budgets};
 use query_checks::QueryChecks;
 
 /// The APIs the signal sources read.
