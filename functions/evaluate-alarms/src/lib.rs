@@ -9,10 +9,12 @@
 //!   look at where traffic is (every target still at the weights this rollout last set, or
 //!   `WeightsChangedExternally`: a controller or a person moved it, and the verdict would be
 //!   about traffic that is not where the rollout says).
-//!   A check that ends the step's bake reads the change freezes first: while one is on, the step
-//!   is held (the check is not counted) until it lifts or the plan's bound runs out.
-//! - `freezeGate` (before the first step): whether a change freeze holds the rollout, and for
-//!   how long it has (`canary_core::freeze`).
+//!   A check that ends the step's bake reads the change freezes first (and the plan's SLOs'
+//!   error budgets): while one holds, the step is held (the check is not counted) until it lifts
+//!   or the plan's bound runs out.
+//! - `freezeGate` (before the first step): whether a change freeze or a spent error budget holds
+//!   the rollout, and for how long it has (`canary_core::freeze`); the look that lets it go fixes
+//!   the rollout's share of each SLO's budget (`canary_core::error_budget`).
 //! - `hooks` (before traffic, after each step, before promotion): run the plan's hook
 //!   functions at that point (see `canary_rollout::hooks`).
 //! - `boundRejection`: an approver's rejection, cut before it reaches the state.
