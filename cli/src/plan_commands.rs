@@ -16,7 +16,8 @@ use canary_core::{ErrorName, NamedError, RolloutPlan, TrafficTarget, WeightPair}
 use canary_rollout::clients::{process_env, CheckClients};
 use canary_rollout::prepare::{alarm_overlaps, check_targets, refuse_concurrent, running_plans};
 use canary_rollout::signals::{
-    comparison_outlook, remaining_budgets, ComparisonOutlook, OUTLOOK_SECONDS,
+    comparison_outlook, remaining_budget_metrics, remaining_budgets, ComparisonOutlook,
+    OUTLOOK_SECONDS,
 };
 use canary_rollout::{analysis, target_health};
 use serde_json::{json, Value};
@@ -427,6 +428,7 @@ async fn check_error_budget(
     let mut readings = read_budgets(&slos, section, &plan.cluster.region, now).await;
     let checks = CheckClients::from_config(config, &process_env);
     readings.extend(remaining_budgets(checks.signals().prometheus, plan, now).await);
+    readings.extend(remaining_budget_metrics(checks.signals().cloudwatch, plan, now).await);
     for reading in &readings {
         let holds = reading.holds(section);
         let line = reading.line();

@@ -4,6 +4,7 @@ from the SLO's metrics in moto's CloudWatch), read by the stack's functions as d
 
 While an SLO of the plan has spent its budget, no rollout starts and no step after the first is
 set: the rollout holds as under a change freeze, and goes on once the budget is back."""
+import datetime
 import json
 
 from helpers import BASELINE, captured
@@ -139,7 +140,8 @@ def test_the_error_budget_scenario_waits_for_the_budget_then_rolls_back_a_canary
 
 def test_a_budget_kept_in_prometheus_holds_the_start_until_it_is_back_and_a_query_it_rejects_is_refused():
     """A remaining budget as Sloth's or Pyrra's recording rules keep it, asked of the plan's real
-    Prometheus: spent (0 left) holds the rollout at its gate; once back it goes on and promotes.
+    Prometheus, and one kept as a CloudWatch metric: spent, they hold the rollout at its gate;
+    once back it goes on and promotes.
     A query Prometheus rejects is the plan's mistake, refused at Admit."""
     with Sandbox(log=captured) as sandbox, prometheus.Metrics({"blue": 0.01, "green": 0.001}, log=captured) as metrics:
         plan = two_steps(sandbox, {"maxFrozenSeconds": 600})
@@ -149,9 +151,20 @@ def test_a_budget_kept_in_prometheus_holds_the_start_until_it_is_back_and_a_quer
         assert (refused.status, refused.error) == ("FAILED", "InvalidPlan"), refused.cause
         assert "errorBudget.prometheus[0].query: " in refused.cause and "rejected the query" in refused.cause
 
-        # The share of the budget left: 1 − 100 × the service's error ratio (blue's: 1 %, all spent).
+        # The share of the budget left: 1 − 100 × the service's error ratio (blue's: 1 %, all spent);
+        # and another budget kept as a CloudWatch metric, spent past it.
         remaining = f'1 - 100 * max({prometheus.METRIC}{{cluster="blue"}})'
-        plan["errorBudget"] = {"prometheus": [{"name": "checkout", "query": remaining}], "minRemainingPercent": 10}
+        payments = {"name": "payments", "namespace": "Shop", "metricName": "BudgetRemaining",
+                    "dimensions": {"Service": "payments"}}
+
+        def payments_left(share):
+            sandbox.client("cloudwatch").put_metric_data(Namespace="Shop", MetricData=[{
+                "MetricName": "BudgetRemaining", "Dimensions": [{"Name": "Service", "Value": "payments"}],
+                "Value": share, "Timestamp": datetime.datetime.now(datetime.timezone.utc)}])
+
+        payments_left(-0.1)
+        plan["errorBudget"] = {"prometheus": [{"name": "checkout", "query": remaining}], "cloudwatch": [payments],
+                               "minRemainingPercent": 10}
         looks = []
 
         def on_event(name, state):
@@ -159,10 +172,13 @@ def test_a_budget_kept_in_prometheus_holds_the_start_until_it_is_back_and_a_quer
                 looks.append(state["freeze"])
                 if len(looks) == 2:
                     metrics.set("blue", 0.002)  # 80 % of the budget left
+                    payments_left(0.5)
 
         report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "prometheus-budget"),
                                  on_event=on_event, out=captured)
         assert report.status == "SUCCEEDED", report.cause
         assert looks[0]["frozen"] is True and looks[-1]["frozen"] is False, looks
         assert "the error budget of SLO checkout is spent: BREACHED, 0 % of its budget left" in looks[0]["reason"], \
+            looks[0]["reason"]
+        assert "the error budget of SLO payments is spent: BREACHED, -10 % of its budget left" in looks[0]["reason"], \
             looks[0]["reason"]

@@ -1010,7 +1010,7 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             "error budget naming nothing",
             Box::new(|p| set(p, "/errorBudget", json!({}))),
             "errorBudget.slos",
-            "name at least one SLO (or a remaining-budget query in errorBudget.prometheus)",
+            "name at least one SLO (or a remaining budget in errorBudget.prometheus or .cloudwatch)",
         ),
         (
             "error budget naming an SLO by a path",
@@ -1065,6 +1065,18 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             Box::new(|p| set(p, "/errorBudget", json!({"prometheus": [{"name": "checkout", "query": "slo:remaining"}]}))),
             "errorBudget.prometheus",
             "is asked of the Prometheus or AMP workspace of analysis.prometheus",
+        ),
+        (
+            "a remaining budget metric with no statistic CloudWatch knows",
+            Box::new(|p| set(p, "/errorBudget", json!({"cloudwatch": [{"name": "checkout", "namespace": "Shop", "metricName": "Left", "stat": "Median"}]}))),
+            "errorBudget.cloudwatch[0].stat",
+            "`Median` is not a statistic",
+        ),
+        (
+            "a remaining budget metric without its namespace",
+            Box::new(|p| set(p, "/errorBudget", json!({"cloudwatch": [{"name": "checkout", "namespace": "", "metricName": "Left"}]}))),
+            "errorBudget.cloudwatch[0]",
+            "give its namespace and metricName",
         ),
         (
             "a remaining budget query that is empty",

@@ -58,7 +58,8 @@ use canary_core::{RolloutPlan, TargetWeights};
 use canary_rollout::clients::{CheckClients, Env};
 use canary_rollout::outputs::StepBackLook;
 use canary_rollout::signals::{
-    check_remaining_budgets, remaining_budgets, BudgetCarried, Carried, HealthReads, SignalApis,
+    check_remaining_budget_metrics, check_remaining_budgets, remaining_budget_metrics,
+    remaining_budgets, BudgetCarried, Carried, HealthReads, SignalApis,
 };
 use canary_rollout::traffic::Reads;
 use canary_rollout::{alarm_watch, hooks, set, step_back};
@@ -623,6 +624,7 @@ async fn hold_reading(apis: &Apis<'_>, plan: &RolloutPlan) -> (FreezeReading, Ve
     let now = SystemTime::now();
     let mut slos = read_budgets(apis.slos, section, &plan.cluster.region, now).await;
     slos.extend(remaining_budgets(apis.signals.prometheus, plan, now).await);
+    slos.extend(remaining_budget_metrics(apis.signals.cloudwatch, plan, now).await);
     reading.reasons.extend(hold_reasons(section, &slos));
     (reading, slos)
 }
@@ -656,6 +658,7 @@ async fn admit(apis: &Apis<'_>, input: Value) -> Result<Admitted, AnalysisError>
     if let Some(section) = &plan.error_budget {
         check_slos(apis.slos, section, &plan.cluster.region).await?;
         check_remaining_budgets(apis.signals.prometheus, &plan, SystemTime::now()).await?;
+        check_remaining_budget_metrics(apis.signals.cloudwatch, &plan, SystemTime::now()).await?;
     }
     let checked = validate(&apis.signals, &plan).await?;
     Ok(Admitted {

@@ -4,6 +4,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use std::collections::BTreeMap;
+
+use crate::analysis::metric_query::{check_period_and_lookback, check_stat};
 use crate::arn;
 use crate::validate::Errors;
 
@@ -37,6 +40,10 @@ pub struct ErrorBudgetSection {
     /// budget left (1: all of it, 0 or less: spent). They hold the rollout as the SLOs do.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub prometheus: Vec<RemainingBudgetQuery>,
+    /// Budgets kept as CloudWatch metrics: each metric's latest datapoint in its lookback is the
+    /// share of the budget left (1: all of it, 0 or less: spent).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cloudwatch: Vec<RemainingBudgetMetric>,
     /// Hold while less than this percent of an SLO's budget is left (0 to 100). Default: 0,
     /// hold only while it is BREACHED.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -69,6 +76,41 @@ pub struct RemainingBudgetQuery {
     pub name: String,
     /// An instant query whose one number is the share of the budget left.
     pub query: String,
+}
+
+/// A budget's remaining share as a CloudWatch metric gives it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RemainingBudgetMetric {
+    /// What the reasons call it (1–64 characters).
+    pub name: String,
+    pub namespace: String,
+    pub metric_name: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub dimensions: BTreeMap<String, String>,
+    /// Default `Average`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stat: Option<String>,
+    /// Default 60.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period_seconds: Option<i64>,
+    /// How far back its latest datapoint may be, seconds (default 900): older, it has no data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lookback_seconds: Option<i64>,
+}
+
+impl RemainingBudgetMetric {
+    pub fn stat(&self) -> &str {
+        self.stat.as_deref().unwrap_or("Average")
+    }
+
+    pub fn period_seconds(&self) -> i64 {
+        self.period_seconds.unwrap_or(60)
+    }
+
+    pub fn lookback_seconds(&self) -> i64 {
+        self.lookback_seconds.unwrap_or(900)
+    }
 }
 
 /// Longest remaining-budget query: it is read at every hold look.
@@ -105,6 +147,16 @@ pub struct BurnWindows {
     pub rate: f64,
     pub long_seconds: u32,
     pub short_seconds: u32,
+}
+
+/// A remaining budget's name, as the reasons say it.
+fn check_name(path: &str, name: &str, errors: &mut Errors) {
+    if name.is_empty() || name.len() > 64 {
+        errors.push(
+            path,
+            format!("must be 1 to 64 characters, got {}", name.len()),
+        );
+    }
 }
 
 /// An SLO reference as Application Signals takes it: a name (`[0-9A-Za-z][-._0-9A-Za-z
@@ -184,11 +236,11 @@ impl ErrorBudgetSection {
     }
 
     pub(crate) fn validate(&self, errors: &mut Errors) {
-        let budgets = self.slos.len() + self.prometheus.len();
+        let budgets = self.slos.len() + self.prometheus.len() + self.cloudwatch.len();
         if budgets == 0 {
             errors.push(
                 "errorBudget.slos",
-                "name at least one SLO (or a remaining-budget query in errorBudget.prometheus)",
+                "name at least one SLO (or a remaining budget in errorBudget.prometheus or .cloudwatch)",
             );
         } else if budgets > MAX_SLOS {
             errors.push(
@@ -198,13 +250,26 @@ impl ErrorBudgetSection {
                 ),
             );
         }
-        for (i, budget) in self.prometheus.iter().enumerate() {
-            if budget.name.is_empty() || budget.name.len() > 64 {
-                errors.push(
-                    format!("errorBudget.prometheus[{i}].name"),
-                    format!("must be 1 to 64 characters, got {}", budget.name.len()),
-                );
+        for (i, metric) in self.cloudwatch.iter().enumerate() {
+            let path = format!("errorBudget.cloudwatch[{i}]");
+            check_name(&format!("{path}.name"), &metric.name, errors);
+            if metric.namespace.is_empty() || metric.metric_name.is_empty() {
+                errors.push(path.clone(), "give its namespace and metricName");
             }
+            check_stat(&format!("{path}.stat"), metric.stat(), errors);
+            check_period_and_lookback(
+                &path,
+                metric.period_seconds(),
+                metric.lookback_seconds(),
+                errors,
+            );
+        }
+        for (i, budget) in self.prometheus.iter().enumerate() {
+            check_name(
+                &format!("errorBudget.prometheus[{i}].name"),
+                &budget.name,
+                errors,
+            );
             if budget.query.trim().is_empty() || budget.query.len() > MAX_BUDGET_QUERY_BYTES {
                 errors.push(
                     format!("errorBudget.prometheus[{i}].query"),

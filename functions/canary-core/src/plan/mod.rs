@@ -32,7 +32,8 @@ use crate::validate::{Errors, PlanError, PlanErrors};
 pub use crate::cluster::ClusterRef;
 pub use error_budget::{
     is_slo_reference, slo_arn_parts, BurnWindows, ErrorBudgetSection, FastBurn, OnInsufficientData,
-    RemainingBudgetQuery, DEFAULT_BURN_RATE, DEFAULT_ROLLOUT_SHARE, MAX_SLOS,
+    RemainingBudgetMetric, RemainingBudgetQuery, DEFAULT_BURN_RATE, DEFAULT_ROLLOUT_SHARE,
+    MAX_SLOS,
 };
 pub use freeze::{
     frozen_bound_seconds, is_calendar_reference, AwsHealthSection, FreezeSection, OnOpenIssue,

@@ -2,14 +2,18 @@
 //! `fastBurn`): the new cluster's requests and 5xx from its ALB target groups, one minute at a
 //! time since the rollout started, judged by `canary_core::error_budget::{judge_share,
 //! judge_burn}` against the shares the freeze gate fixed at the start. One GetMetricData call
-//! per check.
+//! per check. And the remaining budgets kept as CloudWatch metrics (`errorBudget.cloudwatch`),
+//! which the gate and each bake's end read as they read the SLOs.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use canary_aws::{CloudWatchApi, MetricQuery};
-use canary_core::error_budget::{judge_burn, judge_share, CanaryPeriod};
+use canary_core::error_budget::{
+    judge_burn, judge_share, remaining_reading, CanaryPeriod, SloReading,
+};
+use canary_core::RolloutPlan;
 
 use super::alb_judge::{AlbPair, ALB_NAMESPACE};
 use super::{metric_points, try_queries, Collected, PlannedQuery, SignalSource, Validated};
@@ -116,6 +120,78 @@ impl SignalSource for ErrorBudgetSpend<'_> {
     }
 }
 
+/// The plan's remaining budgets kept as CloudWatch metrics (`errorBudget.cloudwatch`), one
+/// GetMetricData call for all: each one's latest datapoint in its lookback, in the plan's order
+/// (none: no data; the call failing: every one unread, which holds the rollout).
+pub async fn remaining_budget_metrics(
+    api: &dyn CloudWatchApi,
+    plan: &RolloutPlan,
+    now: SystemTime,
+) -> Vec<SloReading> {
+    let planned = budget_metric_queries(plan);
+    if planned.is_empty() {
+        return Vec::new();
+    }
+    let names = plan
+        .error_budget
+        .iter()
+        .flat_map(|b| &b.cloudwatch)
+        .map(|m| &m.name);
+    match metric_points(api, &planned, now).await {
+        Ok(points) => names
+            .zip(&planned)
+            .map(|(name, p)| {
+                let latest = points
+                    .get(&p.query.id)
+                    .and_then(|v| v.last())
+                    .map(|&(_, v)| v);
+                remaining_reading(name, Ok(latest))
+            })
+            .collect(),
+        Err(e) => names
+            .map(|name| remaining_reading(name, Err(e.to_string())))
+            .collect(),
+    }
+}
+
+/// At Admit: CloudWatch refusing the remaining-budget metrics' queries is the plan's mistake
+/// (`errorBudget.cloudwatch`).
+pub async fn check_remaining_budget_metrics(
+    api: &dyn CloudWatchApi,
+    plan: &RolloutPlan,
+    now: SystemTime,
+) -> Result<(), AnalysisError> {
+    let planned = budget_metric_queries(plan);
+    if planned.is_empty() {
+        return Ok(());
+    }
+    let queries: Vec<MetricQuery> = planned.iter().map(|p| p.query.clone()).collect();
+    let start = now - std::time::Duration::from_secs(super::longest_lookback(&planned));
+    api.metric_data(&queries, start, now)
+        .await
+        .map_err(|source| super::metric_data_error("errorBudget.cloudwatch", source))?;
+    Ok(())
+}
+
+/// One query per remaining-budget metric, `remaining<i>`.
+fn budget_metric_queries(plan: &RolloutPlan) -> Vec<PlannedQuery> {
+    let metrics = plan.error_budget.iter().flat_map(|b| &b.cloudwatch);
+    metrics
+        .enumerate()
+        .map(|(i, metric)| PlannedQuery {
+            query: MetricQuery {
+                id: format!("remaining{i}"),
+                namespace: metric.namespace.clone(),
+                metric_name: metric.metric_name.clone(),
+                dimensions: metric.dimensions.clone(),
+                stat: metric.stat().to_owned(),
+                period_seconds: i32::try_from(metric.period_seconds()).unwrap_or(60),
+            },
+            lookback_seconds: metric.lookback_seconds(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,5 +222,71 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[tokio::test]
+    async fn a_remaining_budget_metric_is_its_latest_datapoint_and_a_refused_read_holds() {
+        use canary_aws::fakes::MetricAnswers;
+        use canary_aws::{AwsError, AwsErrorKind, MetricSeries};
+        use canary_core::error_budget::BudgetStatus;
+
+        let plan = canary_core::RolloutPlan::parse(serde_json::json!({
+            "cluster": {"name": "green", "region": "us-east-1"},
+            "trafficTargets": [{"route53": {"hostedZoneId": "Z0123456789ABCDEFGHIJ", "recordName": "api.example.com",
+                "recordType": "A", "stableSetIdentifier": "blue", "canarySetIdentifier": "green"}}],
+            "steps": [{"weight": 100}],
+            "bake": {"seconds": 60, "checkIntervalSeconds": 30},
+            "errorBudget": {"cloudwatch": [
+                {"name": "checkout", "namespace": "Shop", "metricName": "BudgetRemaining"},
+                {"name": "payments", "namespace": "Shop", "metricName": "BudgetRemaining",
+                 "dimensions": {"Service": "payments"}}]}
+        }))
+        .expect("valid")
+        .plan;
+        let now = SystemTime::now();
+        let at = epoch(now) - 120;
+        let answers = MetricAnswers::new(move |queries: &[MetricQuery], _, _| {
+            Ok(queries
+                .iter()
+                .filter(|q| q.id == "remaining0")
+                .map(|q| {
+                    (
+                        q.id.clone(),
+                        MetricSeries {
+                            points: vec![(at - 60, 0.4), (at, -0.1)],
+                        },
+                    )
+                })
+                .collect())
+        });
+        let readings = remaining_budget_metrics(&answers, &plan, now).await;
+        let statuses: Vec<_> = readings
+            .iter()
+            .map(|r| match r {
+                SloReading::Report(report) => report.status.clone(),
+                SloReading::Unread { .. } => BudgetStatus::Other("unread".to_owned()),
+            })
+            .collect();
+        assert_eq!(
+            statuses,
+            [BudgetStatus::Breached, BudgetStatus::InsufficientData]
+        );
+        let refused = MetricAnswers::new(|_: &[MetricQuery], _, _| {
+            Err(AwsError::new(
+                AwsErrorKind::AccessDenied,
+                "GetMetricData",
+                "not authorized",
+            ))
+        });
+        let readings = remaining_budget_metrics(&refused, &plan, now).await;
+        assert!(
+            readings
+                .iter()
+                .all(|r| matches!(r, SloReading::Unread { .. })),
+            "{readings:?}"
+        );
+        assert!(check_remaining_budget_metrics(&refused, &plan, now)
+            .await
+            .is_err());
     }
 }
