@@ -11,7 +11,7 @@ use canary_aws::{
 use canary_core::cluster_readiness::{readiness_problems, readiness_reason};
 use canary_core::error_budget::{not_judged, rollout_budgets, SloReading};
 use canary_core::ownership::{self, external_dns_txt_names};
-use canary_core::plan::{ErrorBudgetSection, ResolvedStep, ValidPlan};
+use canary_core::plan::{least_seconds, ErrorBudgetSection, ResolvedStep, ValidPlan};
 use canary_core::{ErrorName, NamedError, RolloutPlan, TrafficTarget, WeightPair};
 use canary_rollout::clients::{process_env, CheckClients};
 use canary_rollout::prepare::{alarm_overlaps, check_targets, refuse_concurrent, running_plans};
@@ -51,12 +51,6 @@ pub fn validated(path: &Path) -> Result<(Value, ValidPlan), CliError> {
         ))
     })?;
     Ok((raw, valid))
-}
-
-/// The least time the steps take: every bake, the promotion's included. Approvals (a person)
-/// and the waits for the cluster, the apps and healthy targets come on top.
-pub fn least_seconds(steps: &[ResolvedStep]) -> u64 {
-    steps.iter().map(|s| u64::from(s.bake_seconds)).sum()
 }
 
 pub fn duration_text(seconds: u64) -> String {
@@ -375,7 +369,7 @@ pub async fn check_plan(
     }
 
     if let Some(section) = &plan.error_budget {
-        check_error_budget(config, valid, section, printer, &mut ok).await;
+        check_error_budget(config, &checks, valid, section, printer, &mut ok).await;
     }
 
     if !baselines.is_empty() {
@@ -403,6 +397,7 @@ pub async fn check_plan(
 /// now: whether it would hold the rollout at its start (`canary_core::error_budget`).
 async fn check_error_budget(
     config: &SdkConfig,
+    checks: &CheckClients,
     valid: &ValidPlan,
     section: &ErrorBudgetSection,
     printer: &mut Printer,
@@ -426,7 +421,6 @@ async fn check_error_budget(
     }
     let now = SystemTime::now();
     let mut readings = read_budgets(&slos, section, &plan.cluster.region, now).await;
-    let checks = CheckClients::from_config(config, &process_env);
     readings.extend(remaining_budgets(checks.signals().prometheus, plan, now).await);
     readings.extend(remaining_budget_metrics(checks.signals().cloudwatch, plan, now).await);
     for reading in &readings {
@@ -444,7 +438,7 @@ async fn check_error_budget(
         return;
     }
     // The fast burn's default long window is no longer than the rollout's whole bake.
-    let bake_seconds = valid.steps.iter().map(|s| u64::from(s.bake_seconds)).sum();
+    let bake_seconds = least_seconds(&valid.steps);
     let has_alb = plan.traffic_targets.iter().any(|t| t.as_alb().is_some());
     let spend = match (&plan.analysis, has_alb) {
         (None, _) => Err("the plan has no `analysis`: its steps pass on time alone"),

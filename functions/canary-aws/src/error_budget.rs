@@ -199,6 +199,22 @@ fn answers(reference: &str, name: &str, arn: &str) -> bool {
     }
 }
 
+/// Whether an SLO's indicator (request-based, or period-based) measures latency.
+fn is_latency(
+    requests: Option<&signals::types::RequestBasedServiceLevelIndicator>,
+    periods: Option<&signals::types::ServiceLevelIndicator>,
+) -> bool {
+    let metric_type = requests
+        .and_then(|sli| sli.request_based_sli_metric())
+        .and_then(|metric| metric.metric_type())
+        .or_else(|| {
+            periods
+                .and_then(|sli| sli.sli_metric())
+                .and_then(|m| m.metric_type())
+        });
+    metric_type == Some(&signals::types::ServiceLevelIndicatorMetricType::Latency)
+}
+
 fn budget_of(report: &signals::types::ServiceLevelObjectiveBudgetReport) -> SloBudget {
     let requests = report
         .total_budget_requests()
@@ -208,18 +224,8 @@ fn budget_of(report: &signals::types::ServiceLevelObjectiveBudgetReport) -> SloB
         .total_budget_seconds()
         .zip(report.budget_seconds_remaining())
         .map(|(total, remaining)| (BudgetUnit::Seconds, total, remaining));
-    let metric_type = report
-        .request_based_sli()
-        .and_then(|sli| sli.request_based_sli_metric())
-        .and_then(|metric| metric.metric_type())
-        .or_else(|| {
-            report
-                .sli()
-                .and_then(|sli| sli.sli_metric())
-                .and_then(|metric| metric.metric_type())
-        });
     SloBudget {
-        latency: metric_type == Some(&signals::types::ServiceLevelIndicatorMetricType::Latency),
+        latency: is_latency(report.request_based_sli(), report.sli()),
         name: report.name().to_owned(),
         status: BudgetStatus::parse(report.budget_status().as_str()),
         attainment: report.attainment(),
@@ -283,20 +289,13 @@ impl SloApi for SdkSloClient {
             .await
             .map_err(|e| AwsError::from_sdk("GetServiceLevelObjective", e))?;
         let found = out.slo();
-        let metric_type = found
-            .and_then(|s| s.request_based_sli())
-            .and_then(|sli| sli.request_based_sli_metric())
-            .and_then(|metric| metric.metric_type())
-            .or_else(|| {
-                found
-                    .and_then(|s| s.sli())
-                    .and_then(|sli| sli.sli_metric())
-                    .and_then(|metric| metric.metric_type())
-            });
         Ok(SloKind {
             request_based: found.and_then(|s| s.evaluation_type())
                 != Some(&signals::types::EvaluationType::PeriodBased),
-            latency: metric_type == Some(&signals::types::ServiceLevelIndicatorMetricType::Latency),
+            latency: is_latency(
+                found.and_then(|s| s.request_based_sli()),
+                found.and_then(|s| s.sli()),
+            ),
         })
     }
 }

@@ -261,6 +261,9 @@ pub fn remaining_reading(name: &str, value: Result<Option<f64>, String>) -> SloR
     }
 }
 
+/// The longest SLO name Application Signals gives: a rollout budget in the state is < 200 B.
+const MAX_SLO_NAME_BYTES: usize = 128;
+
 /// The rollout's share of one SLO's budget, fixed when it starts (the gate's last look), as
 /// the state carries it to every check.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -313,7 +316,8 @@ pub fn rollout_budgets(
         .filter(|r| not_judged(r).is_none())
         .filter_map(|r| match r {
             SloReading::Report(report) => Some(RolloutBudget {
-                slo: report.name.clone(),
+                // AWS's names are at most 128 characters; the state's budget holds only if so.
+                slo: limits::truncate(&report.name, MAX_SLO_NAME_BYTES),
                 goal: report.goal?,
                 allowed: (share > 0.0)
                     .then(|| {

@@ -53,7 +53,7 @@ use canary_core::health::{HealthEvent, RecordChange};
 use canary_core::hooks::HookPoint;
 use canary_core::input::parse_input;
 use canary_core::limits::{truncate, MAX_REASON_BYTES};
-use canary_core::plan::ValidPlan;
+use canary_core::plan::{least_seconds, ValidPlan};
 use canary_core::{RolloutPlan, TargetWeights};
 use canary_rollout::clients::{CheckClients, Env};
 use canary_rollout::outputs::StepBackLook;
@@ -602,7 +602,7 @@ fn budget_carried(
             truncate(started_at, 64)
         ))
     })?;
-    let bake_seconds = valid.steps.iter().map(|s| u64::from(s.bake_seconds)).sum();
+    let bake_seconds = least_seconds(&valid.steps);
     Ok(BudgetCarried {
         budgets,
         since: epoch_seconds(since),
@@ -668,4 +668,44 @@ async fn admit(apis: &Apis<'_>, input: Value) -> Result<Admitted, AnalysisError>
             metric_queries: checked.metric_queries,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan_with_budget() -> ValidPlan {
+        RolloutPlan::parse(json!({
+            "cluster": {"name": "green", "region": "us-east-1"},
+            "trafficTargets": [{"route53": {"hostedZoneId": "Z0123456789ABCDEFGHIJ", "recordName": "api.example.com",
+                "recordType": "A", "stableSetIdentifier": "blue", "canarySetIdentifier": "green"}}],
+            "steps": [{"weight": 50}, {"weight": 100}],
+            "bake": {"seconds": 600, "checkIntervalSeconds": 60},
+            "errorBudget": {"slos": ["checkout-availability"]}
+        }))
+        .expect("valid")
+    }
+
+    #[test]
+    fn the_budgets_count_from_the_executions_start_and_a_start_that_is_no_time_is_refused() {
+        let valid = plan_with_budget();
+        let carried =
+            budget_carried(&valid, Vec::new(), Some("2026-12-03T04:00:00.123Z")).expect("a time");
+        assert_eq!(carried.since, 1_796_270_400);
+        // Two bakes of ten minutes: the burn's long window is the rollout's twenty.
+        let burn = carried.burn.expect("on by default");
+        assert_eq!((burn.long_seconds, burn.short_seconds), (1_200, 100));
+        let refused = budget_carried(&valid, Vec::new(), Some("yesterday")).expect_err("no time");
+        assert!(
+            refused
+                .to_string()
+                .contains("startedAt `yesterday` is not an RFC 3339 time"),
+            "{refused}"
+        );
+        // A state machine that sends no start (a definition before error budgets): none.
+        assert!(budget_carried(&valid, Vec::new(), None)
+            .expect("none")
+            .budgets
+            .is_empty());
+    }
 }

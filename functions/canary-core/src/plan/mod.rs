@@ -44,7 +44,7 @@ pub use rollback::{
     allows_canary_in_baseline, gradual, settle_seconds, GradualRollback, RollbackSection,
     DEFAULT_SETTLE_SECONDS, MAX_SETTLE_SECONDS,
 };
-pub use steps::{Bake, Promotion, ResolvedStep, Step};
+pub use steps::{least_seconds, Bake, Promotion, ResolvedStep, Step};
 
 /// A rollout of traffic from the clusters that serve it now to a new cluster.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

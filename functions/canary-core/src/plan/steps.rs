@@ -71,6 +71,12 @@ pub struct ResolvedStep {
     pub ask_timeout_seconds: u32,
 }
 
+/// The least time these steps take: every bake, the promotion's included (approvals and the
+/// gates' waits come on top).
+pub fn least_seconds(steps: &[ResolvedStep]) -> u64 {
+    steps.iter().map(|s| u64::from(s.bake_seconds)).sum()
+}
+
 /// The checks a rollout of these steps may run: every bake's, and those of the waits for a
 /// person (the checks go on while a step waits, asked or not).
 pub(super) fn checks_of(steps: &[ResolvedStep]) -> u64 {
