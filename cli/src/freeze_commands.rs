@@ -4,7 +4,9 @@
 
 use aws_config::SdkConfig;
 use aws_smithy_types::date_time::{DateTime, Format};
-use canary_aws::{CalendarState, EventPublisher, FreezeApi, SdkEvents, SdkFreeze};
+use canary_aws::{
+    CalendarState, EventPublisher, FreezeApi, FreezeSwitchWriter, SdkEvents, SdkFreeze,
+};
 use canary_core::freeze::{FreezeSwitch, MAX_FREEZE_REASON_BYTES};
 use canary_core::limits::truncate;
 use serde_json::json;

@@ -180,6 +180,18 @@ pub fn freeze_reason(summary: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// What a hold's reason says holds the rollout: a change freeze, the error budget, or both
+/// (the words `canary_core::freeze::FreezeReading::holder` puts in it).
+pub fn holder(reason: &str) -> &'static str {
+    use canary_core::freeze::{HELD_BY_BOTH, HELD_BY_BUDGET, HELD_BY_FREEZE};
+    [HELD_BY_BOTH, HELD_BY_BUDGET]
+        .into_iter()
+        .find(|h| {
+            reason.contains(&format!("frozen: {h} holds")) || reason.contains(&format!("by {h} ("))
+        })
+        .unwrap_or(HELD_BY_FREEZE)
+}
+
 /// A freeze's hold for people: since when (UTC), and why.
 pub fn held_since(since: u64, reason: &str) -> String {
     let at = aws_smithy_types::DateTime::from_secs(i64::try_from(since).unwrap_or(i64::MAX))
@@ -256,6 +268,22 @@ mod tests {
             name: name.to_owned(),
             input: None,
         })
+    }
+
+    #[test]
+    fn a_hold_is_named_by_what_holds_it() {
+        assert_eq!(
+            holder("frozen: the error budget holds the rollout where it is (SLO x is spent)"),
+            "the error budget"
+        );
+        assert_eq!(
+            holder("frozen too long: held 61 s by a change freeze and the error budget (a; b)"),
+            "a change freeze and the error budget"
+        );
+        assert_eq!(
+            holder("frozen: a change freeze holds the rollout where it is (SLO x, calendar c)"),
+            "a change freeze"
+        );
     }
 
     #[test]
@@ -394,12 +422,12 @@ mod tests {
             exited(
                 "Evaluate",
                 serde_json::json!({"bake": {"frozenSince": since,
-                    "summary": "alarm a is OK; frozen: the rollout holds where it is (Change Calendar c is CLOSED)"}}),
+                    "summary": "alarm a is OK; frozen: a change freeze holds the rollout where it is (Change Calendar c is CLOSED)"}}),
             )
         };
         let held = frozen(&[gate(false), check(1_795_766_400)]).expect("held");
         assert!(
-            held.ends_with(": frozen: the rollout holds where it is (Change Calendar c is CLOSED)"),
+            held.ends_with(": frozen: a change freeze holds the rollout where it is (Change Calendar c is CLOSED)"),
             "{held}"
         );
         assert_eq!(frozen(&[check(1_795_766_400), check(0)]), None);

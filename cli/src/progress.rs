@@ -206,7 +206,9 @@ pub fn phase_of(name: &str) -> Option<&'static str> {
         "ClusterReadiness" | "WaitForClusterReadiness" => {
             "waiting for EKS to say the cluster is ready"
         }
-        "FreezeGate" | "WaitWhileFrozen" => "held by a change freeze",
+        "FreezeGate" | "WaitWhileFrozen" => {
+            "at the gate before traffic (change freezes, error budget)"
+        }
         "SetWeights" => "shifting traffic",
         "BakeWait" | "Evaluate" => "baking",
         "Restore" | "RestoreRetried" => "rolling back",
@@ -226,7 +228,7 @@ pub fn failed_where(state: &str) -> String {
     let said = match state {
         "AdmitRefused" => "refused before it started",
         "DescribeFrozenTooLong" | "BakeFrozenTooLong" | "FrozenTooLongOutcome" => {
-            "held by a change freeze for too long"
+            "held by a change freeze or the error budget for too long"
         }
         "ClusterFailedOutcome" => "the new cluster failed",
         "ClusterNotActiveOutcome" => "the new cluster never became active",
@@ -589,8 +591,9 @@ impl Tracker {
                 );
                 let held_again = frozen.is_some() && self.last_held_check == Some(this_check);
                 self.last_held_check = frozen.is_some().then_some(this_check);
-                if frozen.is_some() {
-                    self.status.phase = "baking, held by a change freeze".to_owned();
+                if let Some(reason) = &frozen {
+                    self.status.phase =
+                        format!("baking, held by {}", crate::history::holder(reason));
                 }
                 Some(Update::Check {
                     number,

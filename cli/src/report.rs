@@ -108,7 +108,8 @@ pub fn timeline(execution_arn: &str, events: &[HistoryEvent], status: &str) -> T
                 ..
             } => {
                 if let Some(reason) = frozen {
-                    timeline.held(at, format!("a change freeze at {step}"), reason);
+                    let holder = crate::history::holder(&reason);
+                    timeline.held(at, format!("{holder} at {step}"), reason);
                 }
                 timeline.checks.push(Check {
                     at,
@@ -128,9 +129,11 @@ pub fn timeline(execution_arn: &str, events: &[HistoryEvent], status: &str) -> T
                 ready: false,
                 reason,
             } => timeline.held(at, "the cluster readiness gate".to_owned(), reason),
-            Update::Frozen { reason } => {
-                timeline.held(at, "a change freeze before traffic".to_owned(), reason)
-            }
+            Update::Frozen { reason } => timeline.held(
+                at,
+                format!("{} before traffic", crate::history::holder(&reason)),
+                reason,
+            ),
             Update::Restored { weights } => {
                 timeline
                     .shares

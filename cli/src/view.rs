@@ -222,7 +222,11 @@ pub fn lines(update: &Update, output: Output, verbose: bool) -> Vec<String> {
         }
         Update::Frozen { reason } => one(format!(
             "{} before the first step: {reason}",
-            paint(output, Tone::Waiting, "held by a change freeze")
+            paint(
+                output,
+                Tone::Waiting,
+                &format!("held by {}", crate::history::holder(reason))
+            )
         )),
         Update::Promoted => one(format!(
             "{}: the canary takes all traffic",

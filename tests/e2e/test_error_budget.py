@@ -131,7 +131,7 @@ def test_the_error_budget_scenario_waits_for_the_budget_then_rolls_back_a_canary
     lines = []
     report = scenarios.run("error-budget", out=lambda line: (captured(line), lines.append(line)))
     assert (report.status, report.error) == ("FAILED", "CheckFailed"), report.cause
-    assert any(line.startswith("held by a change freeze before the first step") and "web-availability" in line
+    assert any(line.startswith("held by the error budget before the first step") and "web-availability" in line
                for line in lines), lines
     assert "the rollout spent its share of SLO web-availability's error budget" in report.cause, report.cause
     assert "more than the 200 allowed" in report.cause and "alarm web-green-5xx is OK" in report.cause, report.cause

@@ -285,7 +285,7 @@ def test_an_open_aws_health_issue_in_the_rollouts_region_holds_it_until_it_close
                                  out=lambda line: (captured(line), lines.append(line)))
         assert report.status == "SUCCEEDED", report.cause
         assert len(looks) >= 3 and looks[0]["frozen"] and not looks[-1]["frozen"], looks
-        assert ("frozen: the rollout holds where it is (AWS Health: an open EKS issue in us-east-1 "
+        assert ("frozen: a change freeze holds the rollout where it is (AWS Health: an open EKS issue in us-east-1 "
                 "(AWS_EKS_OPERATIONAL_ISSUE, since ") in looks[0]["reason"], looks[0]
         assert "We are investigating increased API error rates." in looks[0]["reason"]
         assert "eu-west-1" not in looks[0]["reason"]

@@ -234,7 +234,7 @@ fn loading_credentials(err: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-fn classify(code: Option<&str>, status: u16) -> AwsErrorKind {
+pub(crate) fn classify(code: Option<&str>, status: u16) -> AwsErrorKind {
     match code {
         Some(c) if NOT_FOUND_CODES.contains(&c) => AwsErrorKind::NotFound,
         Some(c) if ACCESS_DENIED_CODES.contains(&c) => AwsErrorKind::AccessDenied,

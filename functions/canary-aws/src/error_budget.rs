@@ -1,6 +1,8 @@
 //! The plan's SLOs as CloudWatch Application Signals keeps them: their budget reports
-//! (`BatchGetServiceLevelObjectiveBudgetReport`, one call per Region for every SLO of it) and,
-//! at Admit, that each exists (`GetServiceLevelObjective`).
+//! (`BatchGetServiceLevelObjectiveBudgetReport`, one call per Region for every SLO of it). At
+//! Admit the same report says that each exists and what kind it is (its `EvaluationType` and
+//! SLI), so `GetServiceLevelObjective` is never needed. The call goes through
+//! [`crate::slo_reports`], not the SDK's client, which the packages had no room for.
 //!
 //! An SLO named by name lives in the new cluster's Region; one named by ARN in its ARN's. Each
 //! is read with the function's role, or the plan's `errorBudget.roleArn` (SLOs of another
@@ -8,18 +10,20 @@
 //! (`canary_core::error_budget`).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use async_trait::async_trait;
 use aws_config::SdkConfig;
 use aws_credential_types::provider::SharedCredentialsProvider;
-use aws_sdk_applicationsignals as signals;
 use canary_core::error_budget::{Budget, BudgetStatus, BudgetUnit, SloBudget, SloReading};
 use canary_core::plan::{slo_arn_parts, ErrorBudgetSection};
 
 use crate::assumed_role::AssumedRole;
 use crate::error::{AwsError, AwsErrorKind};
 use crate::freeze::FreezeCheckError;
+use crate::http::LazyHttps;
+use crate::slo_reports::{self, Report, SloReportsClient};
 
 /// Application Signals in one Region, as one role.
 #[async_trait]
@@ -31,17 +35,6 @@ pub trait SloApi: Send + Sync {
         slos: &[&str],
         at: SystemTime,
     ) -> Result<Vec<SloReading>, AwsError>;
-    /// `slo`'s kind, when it exists and may be read.
-    async fn slo_kind(&self, slo: &str) -> Result<SloKind, AwsError>;
-}
-
-/// What Admit needs to know of an SLO: whether its budget counts requests, and of what.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SloKind {
-    /// Request-based (else period-based: its budget is in seconds).
-    pub request_based: bool,
-    /// A latency SLO (else availability).
-    pub latency: bool,
 }
 
 /// Application Signals in any Region, as the function's role or another.
@@ -98,9 +91,9 @@ pub async fn read_budgets(
 
 /// Why a plan that sets `rolloutShare` cannot have it judged on an SLO of `kind` (a default
 /// share is only not judged there, and `plan check` says so).
-fn explicit_share_refused(section: &ErrorBudgetSection, kind: SloKind) -> Option<&'static str> {
+fn explicit_share_refused(section: &ErrorBudgetSection, kind: &SloBudget) -> Option<&'static str> {
     section.rollout_share.filter(|share| *share > 0.0)?;
-    if !kind.request_based {
+    if kind.period_based {
         return Some(
             "is period-based: its budget is in seconds, and rolloutShare counts the new cluster's \
              requests; name a request-based SLO, or set rolloutShare to 0",
@@ -122,72 +115,105 @@ pub async fn check_slos(
     for (i, slo) in section.slos.iter().enumerate() {
         let region = slo_arn_parts(slo).map_or(cluster_region, |(region, _)| region);
         let api = accounts.slos(region, section.role_arn.as_deref());
-        let e = match api.slo_kind(slo).await {
-            Ok(kind) => match explicit_share_refused(section, kind) {
-                Some(why) => {
-                    return Err(FreezeCheckError {
-                        path: format!("errorBudget.slos[{i}]"),
-                        message: format!("SLO `{slo}` {why}"),
-                        access_denied: false,
-                    })
-                }
-                None => continue,
-            },
-            Err(e) => e,
-        };
-        let (whose, reader) = match &section.role_arn {
-            Some(role) => (format!("of role {role}'s account"), format!("role {role}")),
-            None => (
-                "of this account (an SLO of another account is read through errorBudget.roleArn)"
-                    .to_owned(),
-                "these credentials".to_owned(),
-            ),
-        };
-        let why = match e.kind {
-            AwsErrorKind::NotFound => format!("does not exist in {region} {whose}"),
-            AwsErrorKind::AccessDenied => format!(
-                "may not be read by {reader} (application-signals:GetServiceLevelObjective and \
-                 BatchGetServiceLevelObjectiveBudgetReport on it)"
-            ),
-            _ => format!("cannot be read in {region}"),
-        };
-        return Err(FreezeCheckError {
+        let refused = |message: String, access_denied: bool| FreezeCheckError {
             path: format!("errorBudget.slos[{i}]"),
-            message: format!("SLO `{slo}` {why}: {e}"),
-            access_denied: e.kind == AwsErrorKind::AccessDenied,
-        });
+            message: format!("SLO `{slo}` {message}"),
+            access_denied,
+        };
+        let whose = match &section.role_arn {
+            Some(role) => format!("of role {role}'s account"),
+            None => "of this account (an SLO of another account is read through \
+                     errorBudget.roleArn)"
+                .to_owned(),
+        };
+        match api.budget_reports(&[slo.as_str()], SystemTime::now()).await {
+            Ok(readings) => match readings.first() {
+                Some(SloReading::Report(report)) => {
+                    if let Some(why) = explicit_share_refused(section, report) {
+                        return Err(refused(why.to_owned(), false));
+                    }
+                }
+                // The batch names a missing SLO among its errors, not as a failed call.
+                Some(SloReading::Unread { error, .. }) if error.contains("NotFound") => {
+                    return Err(refused(
+                        format!("does not exist in {region} {whose}: {error}"),
+                        false,
+                    ))
+                }
+                Some(SloReading::Unread { error, .. }) => {
+                    return Err(refused(
+                        format!("cannot be read in {region}: {error}"),
+                        false,
+                    ))
+                }
+                None => return Err(refused(format!("was not answered for in {region}"), false)),
+            },
+            Err(e) => {
+                let reader = match &section.role_arn {
+                    Some(role) => format!("role {role}"),
+                    None => "these credentials".to_owned(),
+                };
+                let why = match e.kind {
+                    AwsErrorKind::NotFound => format!("does not exist in {region} {whose}"),
+                    AwsErrorKind::AccessDenied => format!(
+                        "may not be read by {reader} \
+                         (application-signals:BatchGetServiceLevelObjectiveBudgetReport on it)"
+                    ),
+                    _ => format!("cannot be read in {region}"),
+                };
+                return Err(refused(
+                    format!("{why}: {e}"),
+                    e.kind == AwsErrorKind::AccessDenied,
+                ));
+            }
+        }
     }
     Ok(())
 }
 
 pub struct SdkSlos {
     config: SdkConfig,
+    /// One connector for every Region and role (built on first use).
+    http: Arc<LazyHttps>,
 }
 
 impl SdkSlos {
     pub fn new(config: &SdkConfig) -> Self {
         SdkSlos {
             config: config.clone(),
+            http: Arc::default(),
         }
     }
 }
 
 impl SloAccounts for SdkSlos {
     fn slos(&self, region: &str, role_arn: Option<&str>) -> Box<dyn SloApi> {
-        let mut builder = signals::config::Builder::from(&self.config)
-            .region(signals::config::Region::new(region.to_owned()));
-        if let Some(role) = role_arn {
-            let provider = AssumedRole::new(&self.config, role, "cluster-canary-error-budget");
-            builder = builder.credentials_provider(SharedCredentialsProvider::new(provider));
-        }
+        let credentials = match role_arn {
+            Some(role) => Some(SharedCredentialsProvider::new(AssumedRole::new(
+                &self.config,
+                role,
+                "cluster-canary-error-budget",
+            ))),
+            None => self.config.credentials_provider(),
+        };
+        // `AWS_ENDPOINT_URL` (the local harness) as every SDK client takes it.
+        let endpoint = self.config.endpoint_url().map_or_else(
+            || format!("https://application-signals.{region}.amazonaws.com"),
+            str::to_owned,
+        );
         Box::new(SdkSloClient {
-            client: signals::Client::from_conf(builder.build()),
+            client: SloReportsClient {
+                endpoint,
+                region: region.to_owned(),
+                credentials,
+                http: self.http.clone(),
+            },
         })
     }
 }
 
 struct SdkSloClient {
-    client: signals::Client,
+    client: SloReportsClient,
 }
 
 /// Whether `report` (its name and ARN) is the one the plan asked for by `reference`.
@@ -199,41 +225,26 @@ fn answers(reference: &str, name: &str, arn: &str) -> bool {
     }
 }
 
-/// Whether an SLO's indicator (request-based, or period-based) measures latency.
-fn is_latency(
-    requests: Option<&signals::types::RequestBasedServiceLevelIndicator>,
-    periods: Option<&signals::types::ServiceLevelIndicator>,
-) -> bool {
-    let metric_type = requests
-        .and_then(|sli| sli.request_based_sli_metric())
-        .and_then(|metric| metric.metric_type())
-        .or_else(|| {
-            periods
-                .and_then(|sli| sli.sli_metric())
-                .and_then(|m| m.metric_type())
-        });
-    metric_type == Some(&signals::types::ServiceLevelIndicatorMetricType::Latency)
-}
-
-fn budget_of(report: &signals::types::ServiceLevelObjectiveBudgetReport) -> SloBudget {
+fn budget_of(report: &Report) -> SloBudget {
     let requests = report
-        .total_budget_requests()
-        .zip(report.budget_requests_remaining())
+        .total_budget_requests
+        .zip(report.budget_requests_remaining)
         .map(|(total, remaining)| (BudgetUnit::Requests, total, remaining));
     let seconds = report
-        .total_budget_seconds()
-        .zip(report.budget_seconds_remaining())
+        .total_budget_seconds
+        .zip(report.budget_seconds_remaining)
         .map(|(total, remaining)| (BudgetUnit::Seconds, total, remaining));
     SloBudget {
-        latency: is_latency(report.request_based_sli(), report.sli()),
-        name: report.name().to_owned(),
-        status: BudgetStatus::parse(report.budget_status().as_str()),
-        attainment: report.attainment(),
-        goal: report.goal().and_then(|g| g.attainment_goal()),
+        latency: report.latency(),
+        period_based: report.evaluation_type.as_deref() == Some("PeriodBased"),
+        name: report.name.clone(),
+        status: BudgetStatus::parse(&report.budget_status),
+        attainment: report.attainment,
+        goal: report.goal.as_ref().and_then(|g| g.attainment_goal),
         budget: requests.or(seconds).map(|(unit, total, remaining)| Budget {
             unit,
-            total: i64::from(total),
-            remaining: i64::from(remaining),
+            total,
+            remaining,
         }),
     }
 }
@@ -245,32 +256,16 @@ impl SloApi for SdkSloClient {
         slos: &[&str],
         at: SystemTime,
     ) -> Result<Vec<SloReading>, AwsError> {
-        const OPERATION: &str = "BatchGetServiceLevelObjectiveBudgetReport";
-        let out = self
-            .client
-            .batch_get_service_level_objective_budget_report()
-            .set_slo_ids(Some(slos.iter().map(|s| (*s).to_owned()).collect()))
-            .timestamp(at.into())
-            .send()
-            .await
-            .map_err(|e| AwsError::from_sdk(OPERATION, e))?;
+        let out = self.client.budget_reports(slos, at).await?;
         Ok(slos
             .iter()
             .map(|slo| {
-                if let Some(report) = out
-                    .reports()
-                    .iter()
-                    .find(|r| answers(slo, r.name(), r.arn()))
-                {
+                if let Some(report) = out.reports.iter().find(|r| answers(slo, &r.name, &r.arn)) {
                     return SloReading::Report(budget_of(report));
                 }
-                let error = match out
-                    .errors()
-                    .iter()
-                    .find(|e| answers(slo, e.name(), e.arn()))
-                {
-                    Some(e) => format!("{}: {}", e.error_code(), e.error_message()),
-                    None => format!("{OPERATION} answered nothing for it"),
+                let error = match out.errors.iter().find(|e| answers(slo, &e.name, &e.arn)) {
+                    Some(e) => format!("{}: {}", e.error_code, e.error_message),
+                    None => format!("{} answered nothing for it", slo_reports::OPERATION),
                 };
                 SloReading::Unread {
                     slo: (*slo).to_owned(),
@@ -278,25 +273,6 @@ impl SloApi for SdkSloClient {
                 }
             })
             .collect())
-    }
-
-    async fn slo_kind(&self, slo: &str) -> Result<SloKind, AwsError> {
-        let out = self
-            .client
-            .get_service_level_objective()
-            .id(slo)
-            .send()
-            .await
-            .map_err(|e| AwsError::from_sdk("GetServiceLevelObjective", e))?;
-        let found = out.slo();
-        Ok(SloKind {
-            request_based: found.and_then(|s| s.evaluation_type())
-                != Some(&signals::types::EvaluationType::PeriodBased),
-            latency: is_latency(
-                found.and_then(|s| s.request_based_sli()),
-                found.and_then(|s| s.sli()),
-            ),
-        })
     }
 }
 
@@ -326,27 +302,26 @@ mod tests {
             ])
         );
         assert!(answers("payments", "payments", "arn:x"));
-        let periods = SloKind {
-            request_based: false,
-            latency: false,
+        let kind = |period_based: bool, latency: bool| SloBudget {
+            name: "payments".to_owned(),
+            status: BudgetStatus::Ok,
+            attainment: None,
+            goal: None,
+            budget: None,
+            latency,
+            period_based,
         };
-        let latency = SloKind {
-            request_based: true,
-            latency: true,
-        };
+        let (periods, latency, available) =
+            (kind(true, false), kind(false, true), kind(false, false));
         // A default share is only not judged there; one the plan sets is refused.
-        assert_eq!(explicit_share_refused(&section, periods), None);
+        assert_eq!(explicit_share_refused(&section, &periods), None);
         let set = ErrorBudgetSection {
             rollout_share: Some(5.0),
             ..section.clone()
         };
-        assert!(explicit_share_refused(&set, periods).is_some_and(|w| w.contains("period-based")));
-        assert!(explicit_share_refused(&set, latency).is_some_and(|w| w.contains("latency SLO")));
-        let available = SloKind {
-            request_based: true,
-            latency: false,
-        };
-        assert_eq!(explicit_share_refused(&set, available), None);
+        assert!(explicit_share_refused(&set, &periods).is_some_and(|w| w.contains("period-based")));
+        assert!(explicit_share_refused(&set, &latency).is_some_and(|w| w.contains("latency SLO")));
+        assert_eq!(explicit_share_refused(&set, &available), None);
         assert!(!answers(
             "arn:aws:application-signals:eu-west-1:111122223333:slo/payments",
             "payments",

@@ -44,11 +44,17 @@ pub trait FreezeApi: Send + Sync {
     /// The switch in `parameter`; a parameter that does not exist is an error (NotFound): the
     /// stack creates it.
     async fn switch(&self, parameter: &str) -> Result<FreezeSwitch, AwsError>;
-    /// Overwrites the switch.
-    async fn set_switch(&self, parameter: &str, switch: &FreezeSwitch) -> Result<(), AwsError>;
     /// The AWS Health issues recorded under `path` (one Region's): the open ones, and the
     /// closed ones kept a while (`canary_core::health::CLOSED_RECORD_KEPT`; `holds()` tells).
     async fn health_records(&self, path: &str) -> Result<Vec<HealthEvent>, AwsError>;
+}
+
+/// The switch's writer: `cluster-canary freeze` and `unfreeze` only. A trait of its own so the
+/// functions, which only read the switch, do not link `PutParameter` through [`FreezeApi`].
+#[async_trait]
+pub trait FreezeSwitchWriter: Send + Sync {
+    /// Overwrites the switch.
+    async fn set_switch(&self, parameter: &str, switch: &FreezeSwitch) -> Result<(), AwsError>;
 }
 
 /// The records of AWS Health issues: written by the `healthEvent` operation only.
@@ -160,7 +166,10 @@ impl FreezeApi for SdkFreeze {
             }
         }
     }
+}
 
+#[async_trait]
+impl FreezeSwitchWriter for SdkFreeze {
     async fn set_switch(&self, parameter: &str, switch: &FreezeSwitch) -> Result<(), AwsError> {
         let value = serde_json::to_string(switch)
             .map_err(|e| AwsError::new(AwsErrorKind::Rejected, "PutParameter", e.to_string()))?;
@@ -333,6 +342,7 @@ impl<'a> Freezes<'a> {
                 .into_iter()
                 .map(|r| canary_core::limits::truncate(&r, canary_core::limits::MAX_LINE_BYTES))
                 .collect(),
+            budgets: Vec::new(),
         }
     }
 

@@ -27,6 +27,7 @@ pub mod prometheus;
 pub mod query_error;
 pub mod route53;
 pub mod secrets;
+pub mod slo_reports;
 pub mod utc;
 pub mod watches;
 
@@ -46,7 +47,7 @@ pub use eks::{
     ClusterHealth, ClusterInfo, ClusterInsights, ClusterReadiness, EksApi, SdkEks,
 };
 pub use error::{AwsError, AwsErrorKind};
-pub use error_budget::{check_slos, read_budgets, SdkSlos, SloAccounts, SloApi, SloKind};
+pub use error_budget::{check_slos, read_budgets, SdkSlos, SloAccounts, SloApi};
 pub use events::{EventPublisher, RuleState, RuleStates, SdkEvents, EVENT_SOURCE};
 pub use executions::{
     state_machine_of, EndedExecutions, ExecutionHistory, ExecutionListing, ExecutionStarter,
@@ -55,8 +56,8 @@ pub use executions::{
 #[cfg(feature = "fleet-plans")]
 pub use fleet_plans::{load_fleet_plan, FleetPlanError, FleetPlanStore, SdkFleetPlans};
 pub use freeze::{
-    health_region_path, CalendarReading, CalendarState, FreezeApi, FreezeCheckError, Freezes,
-    HealthRecords, SdkFreeze, StackFreeze,
+    health_region_path, CalendarReading, CalendarState, FreezeApi, FreezeCheckError,
+    FreezeSwitchWriter, Freezes, HealthRecords, SdkFreeze, StackFreeze,
 };
 pub use functions::{FunctionInvoker, Invocation, SdkFunctions};
 pub use global_accelerator::{

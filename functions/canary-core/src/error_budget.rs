@@ -93,6 +93,9 @@ pub struct SloBudget {
     /// A latency SLO (its SLI's `MetricType`): its bad requests are slow ones, which the new
     /// cluster's 5xx do not count.
     pub latency: bool,
+    /// A period-based SLO (`EvaluationType` PeriodBased): its budget is in seconds of bad
+    /// periods, not in requests.
+    pub period_based: bool,
 }
 
 /// What was learnt of one of the plan's SLOs: its report, or why there is none.
@@ -245,6 +248,7 @@ pub fn remaining_reading(name: &str, value: Result<Option<f64>, String>) -> SloR
                 remaining: (left * 100.0).floor().clamp(-1e9, 1e9) as i64,
             }),
             latency: false,
+            period_based: false,
         }),
         Ok(None) => SloReading::Report(SloBudget {
             name: name.to_owned(),
@@ -253,6 +257,7 @@ pub fn remaining_reading(name: &str, value: Result<Option<f64>, String>) -> SloR
             goal: None,
             budget: None,
             latency: false,
+            period_based: false,
         }),
         Err(error) => SloReading::Unread {
             slo: name.to_owned(),
@@ -288,11 +293,11 @@ pub fn not_judged(reading: &SloReading) -> Option<&'static str> {
         SloReading::Report(r) if r.latency => {
             Some("a latency SLO: the new cluster's slow requests are not counted against it yet")
         }
+        SloReading::Report(r) if r.period_based => {
+            Some("a period-based SLO: its budget is in seconds, not in requests")
+        }
         SloReading::Report(r) => match (r.budget, r.goal) {
             (Some(b), Some(_)) if b.unit == BudgetUnit::Requests && b.total > 0 => None,
-            (Some(b), _) if b.unit == BudgetUnit::Seconds => {
-                Some("a period-based SLO: its budget is in seconds, not in requests")
-            }
             (Some(b), _) if b.unit == BudgetUnit::Percent => {
                 Some("a remaining share from Prometheus: no budget of requests")
             }
@@ -434,6 +439,7 @@ mod tests {
             attainment: Some(99.95),
             goal: Some(99.9),
             latency: false,
+            period_based: false,
             budget: Some(Budget {
                 unit: BudgetUnit::Requests,
                 total,
@@ -538,6 +544,7 @@ mod tests {
         };
         let periods = SloBudget {
             name: "checkout-periods".to_owned(),
+            period_based: true,
             budget: Some(Budget {
                 unit: BudgetUnit::Seconds,
                 total: 600,

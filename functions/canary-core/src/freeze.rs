@@ -48,22 +48,46 @@ impl FreezeSwitch {
     }
 }
 
-/// Why a rollout is frozen now: one line per CLOSED calendar or the switch. Empty: not frozen.
+/// Why a rollout is held now: one line per CLOSED calendar, the switch or an open AWS Health
+/// issue, and one per SLO of the plan whose error budget holds it (`crate::error_budget`).
+/// Both empty: not held.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FreezeReading {
     pub reasons: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub budgets: Vec<String>,
 }
 
 impl FreezeReading {
     pub fn frozen(&self) -> bool {
-        !self.reasons.is_empty()
+        !self.reasons.is_empty() || !self.budgets.is_empty()
     }
 
     pub fn summary(&self) -> String {
-        self.reasons.join("; ")
+        self.reasons
+            .iter()
+            .chain(&self.budgets)
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    /// What holds the rollout, in words people read in the gate's and the checks' reasons
+    /// (`cluster-canary watch` and `report` name the hold by them).
+    pub fn holder(&self) -> &'static str {
+        match (self.reasons.is_empty(), self.budgets.is_empty()) {
+            (false, false) => HELD_BY_BOTH,
+            (true, false) => HELD_BY_BUDGET,
+            _ => HELD_BY_FREEZE,
+        }
     }
 }
+
+/// The holders a hold's reason names (`FreezeReading::holder`).
+pub const HELD_BY_FREEZE: &str = "a change freeze";
+pub const HELD_BY_BUDGET: &str = "the error budget";
+pub const HELD_BY_BOTH: &str = "a change freeze and the error budget";
 
 /// What a freeze does to a rollout that would move now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,18 +111,19 @@ pub fn hold(reading: &FreezeReading, since: u64, now: u64, bound: u32) -> Freeze
     // The stack may name any number of calendars: the reason that goes into the verdict, the
     // gate's answer and the events is one bounded line.
     let why = limits::truncate(&reading.summary(), limits::MAX_SUMMARY_BYTES / 2);
+    let holder = reading.holder();
     if held > u64::from(bound) {
         FreezeHold::TooLong {
             since,
             reason: format!(
-                "frozen too long: held {held} s by a change freeze ({why}), over the plan's bound of {bound} s (freeze.maxFrozenSeconds)"
+                "frozen too long: held {held} s by {holder} ({why}), over the plan's bound of {bound} s (freeze.maxFrozenSeconds)"
             ),
         }
     } else {
         FreezeHold::Hold {
             since,
             reason: format!(
-                "frozen: the rollout holds where it is ({why}), held {held} s of at most {bound} s"
+                "frozen: {holder} holds the rollout where it is ({why}), held {held} s of at most {bound} s"
             ),
         }
     }
@@ -180,6 +205,7 @@ mod tests {
     fn frozen(reason: &str) -> FreezeReading {
         FreezeReading {
             reasons: vec![reason.to_owned()],
+            ..Default::default()
         }
     }
 
@@ -200,7 +226,8 @@ mod tests {
             (4, 1_000, false)
         );
         assert!(
-            held.summary.contains("frozen: the rollout holds"),
+            held.summary
+                .contains("frozen: a change freeze holds the rollout"),
             "{}",
             held.summary
         );
@@ -245,10 +272,45 @@ mod tests {
             reasons: (0..1_000)
                 .map(|i| format!("Change Calendar freeze-{i} is CLOSED"))
                 .collect(),
+            ..Default::default()
         };
         let FreezeHold::Hold { reason, .. } = hold(&many, 0, 1_000, 60) else {
             panic!("held")
         };
         assert!(reason.len() < limits::MAX_SUMMARY_BYTES, "{}", reason.len());
+    }
+
+    #[test]
+    fn a_hold_names_what_holds_it() {
+        let spent = "the error budget of SLO checkout is spent".to_owned();
+        let budget = FreezeReading {
+            budgets: vec![spent.clone()],
+            ..Default::default()
+        };
+        let FreezeHold::Hold { reason, .. } = hold(&budget, 0, 1_000, 60) else {
+            panic!("held")
+        };
+        assert!(
+            reason.starts_with("frozen: the error budget holds the rollout where it is (the error budget of SLO checkout is spent)"),
+            "{reason}"
+        );
+        let both = FreezeReading {
+            budgets: vec![spent],
+            ..frozen("calendar holiday-freeze is CLOSED")
+        };
+        assert_eq!(both.holder(), HELD_BY_BOTH);
+        assert_eq!(
+            both.summary(),
+            "calendar holiday-freeze is CLOSED; the error budget of SLO checkout is spent"
+        );
+        let FreezeHold::TooLong { reason, .. } = hold(&both, 1, 1_000, 60) else {
+            panic!("too long")
+        };
+        assert!(
+            reason.starts_with(
+                "frozen too long: held 999 s by a change freeze and the error budget ("
+            ),
+            "{reason}"
+        );
     }
 }

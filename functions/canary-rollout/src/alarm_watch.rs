@@ -520,13 +520,6 @@ mod tests {
         async fn switch(&self, _: &str) -> Result<canary_core::freeze::FreezeSwitch, AwsError> {
             unreachable!("no switch in these tests")
         }
-        async fn set_switch(
-            &self,
-            _: &str,
-            _: &canary_core::freeze::FreezeSwitch,
-        ) -> Result<(), AwsError> {
-            unreachable!("no switch in these tests")
-        }
         async fn health_records(&self, path: &str) -> Result<Vec<HealthEvent>, AwsError> {
             if path.starts_with("/unreadable/") {
                 return Err(AwsError::new(

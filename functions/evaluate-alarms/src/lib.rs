@@ -582,7 +582,7 @@ async fn say_frozen(
         "step": step,
         "reason": reason,
     });
-    info!(%reason, "a change freeze holds the rollout");
+    info!(%reason, "a change freeze or the error budget holds the rollout");
     apis.events.put_or_log(FROZEN, &detail).await;
 }
 
@@ -625,7 +625,7 @@ async fn hold_reading(apis: &Apis<'_>, plan: &RolloutPlan) -> (FreezeReading, Ve
     let mut slos = read_budgets(apis.slos, section, &plan.cluster.region, now).await;
     slos.extend(remaining_budgets(apis.signals.prometheus, plan, now).await);
     slos.extend(remaining_budget_metrics(apis.signals.cloudwatch, plan, now).await);
-    reading.reasons.extend(hold_reasons(section, &slos));
+    reading.budgets.extend(hold_reasons(section, &slos));
     (reading, slos)
 }
 

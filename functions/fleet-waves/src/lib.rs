@@ -464,8 +464,8 @@ async fn wave_freeze(
             )
             .await;
             for reason in hold_reasons(budget, &slos) {
-                if !reading.reasons.contains(&reason) {
-                    reading.reasons.push(reason);
+                if !reading.budgets.contains(&reason) {
+                    reading.budgets.push(reason);
                 }
             }
         }
@@ -489,7 +489,7 @@ async fn wave_freeze(
             "wave": wave,
             "reason": gate.reason,
         });
-        info!(wave, reason = %gate.reason, "a change freeze holds the fleet's next wave");
+        info!(wave, reason = %gate.reason, "a change freeze or the error budget holds the fleet's next wave");
         apis.put_or_log(WAVE_FROZEN, &detail).await;
     }
     let tally = if gate.too_long {

@@ -48,10 +48,6 @@ impl FreezeApi for SdkFleetApis {
         self.freeze.switch(parameter).await
     }
 
-    async fn set_switch(&self, parameter: &str, switch: &FreezeSwitch) -> Result<(), AwsError> {
-        self.freeze.set_switch(parameter, switch).await
-    }
-
     async fn health_records(&self, path: &str) -> Result<Vec<HealthEvent>, AwsError> {
         self.freeze.health_records(path).await
     }

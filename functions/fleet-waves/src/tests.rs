@@ -1,7 +1,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use canary_aws::{AlarmStateValue, AwsErrorKind, CalendarReading, SloApi, SloKind};
+use canary_aws::{AlarmStateValue, AwsErrorKind, CalendarReading, SloApi};
 use canary_core::error_budget::{Budget, BudgetStatus, BudgetUnit, SloBudget, SloReading};
 use canary_core::fleet::{FleetPlan, MAX_TALLY_BYTES};
 use canary_core::freeze::FreezeSwitch;
@@ -80,20 +80,20 @@ impl SloApi for Slos {
                         remaining: if breached { -1_000 } else { 500 },
                     }),
                     latency: false,
+                    period_based: false,
                 })
             })
             .collect())
     }
-
-    async fn slo_kind(&self, _: &str) -> Result<SloKind, AwsError> {
-        Ok(SloKind {
-            request_based: true,
-            latency: false,
-        })
-    }
 }
 
 impl World {
+    /// The switch as `cluster-canary freeze` writes it.
+    async fn set_switch(&self, _: &str, switch: &FreezeSwitch) -> Result<(), AwsError> {
+        *self.switch.lock().unwrap() = switch.clone();
+        Ok(())
+    }
+
     fn child(&self, cell: &str, fleet_run: &str, status: &str, error: Option<&str>) {
         let name = child_name(cell, &child_suffix(fleet_run));
         self.executions.lock().unwrap().push(Execution {
@@ -133,11 +133,6 @@ impl FreezeApi for World {
 
     async fn switch(&self, _: &str) -> Result<FreezeSwitch, AwsError> {
         Ok(self.switch.lock().unwrap().clone())
-    }
-
-    async fn set_switch(&self, _: &str, switch: &FreezeSwitch) -> Result<(), AwsError> {
-        *self.switch.lock().unwrap() = switch.clone();
-        Ok(())
     }
 
     async fn health_records(
