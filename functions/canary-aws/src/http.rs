@@ -128,3 +128,43 @@ fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     }
     text
 }
+
+/// Signs `request` with SigV4 for `service` in `region` as `credentials`, at `now` (a session
+/// token goes in `x-amz-security-token`): the requests to AWS APIs this crate sends itself (AMP,
+/// Application Signals). Errors are the signer's words.
+pub fn sign_sigv4(
+    request: &mut http::Request<Bytes>,
+    credentials: &aws_credential_types::Credentials,
+    region: &str,
+    service: &str,
+    now: std::time::SystemTime,
+) -> Result<(), String> {
+    use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
+    let identity = credentials.clone().into();
+    let params = aws_sigv4::sign::v4::SigningParams::builder()
+        .identity(&identity)
+        .region(region)
+        .name(service)
+        .time(now)
+        .settings(SigningSettings::default())
+        .build()
+        .map_err(|e| e.to_string())?
+        .into();
+    let url = request.uri().to_string();
+    let headers = request
+        .headers()
+        .iter()
+        .filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?)));
+    let signable = SignableRequest::new(
+        request.method().as_str(),
+        &url,
+        headers,
+        SignableBody::Bytes(request.body()),
+    )
+    .map_err(|e| e.to_string())?;
+    let (instructions, _signature) = sign(signable, &params)
+        .map_err(|e| e.to_string())?
+        .into_parts();
+    instructions.apply_to_request_http1x(request);
+    Ok(())
+}

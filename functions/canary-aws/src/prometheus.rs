@@ -9,8 +9,6 @@ use async_trait::async_trait;
 use aws_config::SdkConfig;
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
 use aws_credential_types::Credentials;
-use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
-use aws_sigv4::sign::v4;
 use bytes::Bytes;
 use canary_core::analysis::PrometheusEndpoint;
 use canary_core::limits;
@@ -132,27 +130,8 @@ pub fn query_request(
         .body(Bytes::from(body))
         .map_err(|e| signing(&e))?;
     if let (PrometheusEndpoint::Amp { region, .. }, Some(credentials)) = (endpoint, credentials) {
-        let identity = credentials.clone().into();
-        let params = v4::SigningParams::builder()
-            .identity(&identity)
-            .region(region)
-            .name("aps")
-            .time(now)
-            .settings(SigningSettings::default())
-            .build()
-            .map_err(|e| signing(&e))?
-            .into();
-        let headers = request
-            .headers()
-            .iter()
-            .filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?)));
-        let signable =
-            SignableRequest::new("POST", &url, headers, SignableBody::Bytes(request.body()))
-                .map_err(|e| signing(&e))?;
-        let (instructions, _signature) = sign(signable, &params)
-            .map_err(|e| signing(&e))?
-            .into_parts();
-        instructions.apply_to_request_http1x(&mut request);
+        crate::http::sign_sigv4(&mut request, credentials, region, "aps", now)
+            .map_err(|e| signing(&e))?;
     }
     Ok(request)
 }

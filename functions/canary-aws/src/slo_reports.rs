@@ -14,13 +14,11 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
-use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
-use aws_sigv4::sign::v4;
 use bytes::Bytes;
 use serde::Deserialize;
 
 use crate::error::{AwsError, AwsErrorKind};
-use crate::http::{first_bytes, HttpFailure, LazyHttps};
+use crate::http::{first_bytes, sign_sigv4, HttpFailure, LazyHttps};
 
 pub const OPERATION: &str = "BatchGetServiceLevelObjectiveBudgetReport";
 const SIGNING_NAME: &str = "application-signals";
@@ -203,26 +201,7 @@ pub fn budget_report_request(
         .header(http::header::CONTENT_TYPE, "application/json")
         .body(Bytes::from(body))
         .map_err(|e| refused(&e))?;
-    let identity = credentials.clone().into();
-    let params = v4::SigningParams::builder()
-        .identity(&identity)
-        .region(region)
-        .name(SIGNING_NAME)
-        .time(now)
-        .settings(SigningSettings::default())
-        .build()
-        .map_err(|e| refused(&e))?
-        .into();
-    let headers = request
-        .headers()
-        .iter()
-        .filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?)));
-    let signable = SignableRequest::new("POST", &url, headers, SignableBody::Bytes(request.body()))
-        .map_err(|e| refused(&e))?;
-    let (instructions, _signature) = sign(signable, &params)
-        .map_err(|e| refused(&e))?
-        .into_parts();
-    instructions.apply_to_request_http1x(&mut request);
+    sign_sigv4(&mut request, credentials, region, SIGNING_NAME, now).map_err(|e| refused(&e))?;
     Ok(request)
 }
 
