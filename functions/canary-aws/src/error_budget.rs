@@ -133,8 +133,12 @@ pub async fn check_slos(
                         return Err(refused(why.to_owned(), false));
                     }
                 }
-                // The batch names a missing SLO among its errors, not as a failed call.
-                Some(SloReading::Unread { error, .. }) if error.contains("NotFound") => {
+                // The batch names a missing SLO among its errors (`<ErrorCode>: <message>`),
+                // not as a failed call: its code is classified as every AWS error's.
+                Some(SloReading::Unread { error, .. })
+                    if crate::error::classify(error.split(':').next(), 400)
+                        == AwsErrorKind::NotFound =>
+                {
                     return Err(refused(
                         format!("does not exist in {region} {whose}: {error}"),
                         false,
@@ -327,5 +331,86 @@ mod tests {
             "payments",
             "arn:other"
         ));
+    }
+
+    /// Application Signals answering each SLO by a fixed reading, or failing the whole call.
+    struct Answers(Result<SloReading, AwsErrorKind>);
+
+    #[async_trait]
+    impl SloApi for Answers {
+        async fn budget_reports(
+            &self,
+            _: &[&str],
+            _: SystemTime,
+        ) -> Result<Vec<SloReading>, AwsError> {
+            match &self.0 {
+                Ok(reading) => Ok(vec![reading.clone()]),
+                Err(kind) => Err(AwsError::new(*kind, slo_reports::OPERATION, "refused")),
+            }
+        }
+    }
+
+    impl SloAccounts for Answers {
+        fn slos(&self, _: &str, _: Option<&str>) -> Box<dyn SloApi> {
+            Box::new(Answers(self.0.clone()))
+        }
+    }
+
+    #[tokio::test]
+    async fn admit_refuses_an_slo_missing_unreadable_or_of_the_wrong_kind() {
+        let section = ErrorBudgetSection {
+            slos: vec!["checkout".to_owned()],
+            rollout_share: Some(5.0),
+            ..Default::default()
+        };
+        let unread = |error: &str| {
+            Answers(Ok(SloReading::Unread {
+                slo: "checkout".to_owned(),
+                error: error.to_owned(),
+            }))
+        };
+        let refusal = |answers: Answers| {
+            let section = section.clone();
+            async move {
+                check_slos(&answers, &section, "us-east-1")
+                    .await
+                    .unwrap_err()
+            }
+        };
+        let missing = refusal(unread("ResourceNotFoundException: Slo checkout not found")).await;
+        assert_eq!(missing.path, "errorBudget.slos[0]");
+        assert!(
+            missing
+                .message
+                .starts_with("SLO `checkout` does not exist in us-east-1 of this account"),
+            "{}",
+            missing.message
+        );
+        // A message that says "NotFound" does not make another code a missing SLO.
+        let other = refusal(unread("ValidationException: NotFound in the text")).await;
+        assert!(
+            other.message.contains("cannot be read in us-east-1"),
+            "{}",
+            other.message
+        );
+        let denied = refusal(Answers(Err(AwsErrorKind::AccessDenied))).await;
+        assert!(denied.access_denied);
+        assert!(
+            denied
+                .message
+                .contains("BatchGetServiceLevelObjectiveBudgetReport on it"),
+            "{}",
+            denied.message
+        );
+        let periods = Answers(Ok(SloReading::Report(SloBudget {
+            name: "checkout".to_owned(),
+            status: BudgetStatus::Ok,
+            attainment: None,
+            goal: None,
+            budget: None,
+            latency: false,
+            period_based: true,
+        })));
+        assert!(refusal(periods).await.message.contains("is period-based"));
     }
 }

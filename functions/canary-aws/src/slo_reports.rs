@@ -14,6 +14,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
+use backon::{ExponentialBuilder, Retryable};
 use bytes::Bytes;
 use serde::Deserialize;
 
@@ -23,7 +24,7 @@ use crate::http::{first_bytes, sign_sigv4, HttpFailure, LazyHttps};
 pub const OPERATION: &str = "BatchGetServiceLevelObjectiveBudgetReport";
 const SIGNING_NAME: &str = "application-signals";
 /// The SDK's standard retry mode: three attempts in all.
-const ATTEMPTS: u32 = 3;
+const ATTEMPTS: usize = 3;
 
 /// The answer, as far as the error budget reads it.
 #[derive(Debug, Default, Deserialize)]
@@ -116,17 +117,15 @@ impl SloReportsClient {
         slos: &[&str],
         at: SystemTime,
     ) -> Result<BudgetReports, AwsError> {
-        let mut attempt = 1;
-        loop {
-            match self.attempt(slos, at).await {
-                Err(e) if e.kind == AwsErrorKind::Transient && attempt < ATTEMPTS => {
-                    // 1 s, then 2 s: the SDK's backoff, without its jitter (one caller).
-                    tokio::time::sleep(Duration::from_secs(1 << (attempt - 1))).await;
-                    attempt += 1;
-                }
-                answer => return answer,
-            }
-        }
+        // 1 s, then 2 s: the SDK's standard backoff, with its jitter.
+        let backoff = ExponentialBuilder::default()
+            .with_min_delay(Duration::from_secs(1))
+            .with_max_times(ATTEMPTS - 1)
+            .with_jitter();
+        (|| self.attempt(slos, at))
+            .retry(backoff)
+            .when(|e| e.kind == AwsErrorKind::Transient)
+            .await
     }
 
     async fn attempt(&self, slos: &[&str], at: SystemTime) -> Result<BudgetReports, AwsError> {
