@@ -99,8 +99,10 @@ def test_registering_needs_create_as_well_as_patch(tmp_path):
 
 
 def test_refreshing_stale_apps_needs_the_refresh_role():
-    for rbac, refreshed in (([RBAC], False), ([RBAC, REFRESH_RBAC], True)):
-        with Sandbox(log=captured, rbac=rbac) as sandbox:
+    # Without the refresh role the apps stay Progressing far longer than the rollout's first poll
+    # of them, so that poll, however late a busy machine makes it, finds them stale and patches.
+    for rbac, refreshed, healthy_after in (([RBAC], False, 600.0), ([RBAC, REFRESH_RBAC], True, 3.0)):
+        with Sandbox(log=captured, rbac=rbac, healthy_after=healthy_after) as sandbox:
             scenarios.create_green(sandbox)
             plan = scenarios.manual_plan(sandbox)
             plan["argocd"]["refreshStaleApps"] = True
