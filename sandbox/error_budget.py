@@ -13,13 +13,18 @@ def query(metric):
                                                              "Dimensions": DIMENSIONS}, "Period": 60, "Stat": "Sum"}}]
 
 
-def create_slo(sandbox, name=SLO):
+def create_slo(sandbox, name=SLO, latency_ms=None):
+    """`latency_ms`: a latency SLO instead, a request being good under that many milliseconds
+    (its bad count is still `Errors`: the budget report reads the counts, not the threshold)."""
+    sli = {"RequestBasedSliMetricConfig": {"TotalRequestCountMetric": query("Requests"),
+                                           "MonitoredRequestCountMetric": {"BadCountMetric": query("Errors")}}}
+    if latency_ms is not None:
+        sli["RequestBasedSliMetricConfig"]["MetricType"] = "LATENCY"
+        sli.update(MetricThreshold=latency_ms, ComparisonOperator="LessThan")
     sandbox.client("application-signals").create_service_level_objective(
         Name=name, Goal={"Interval": {"RollingInterval": {"DurationUnit": "HOUR", "Duration": 1}},
                          "AttainmentGoal": 99.0},
-        RequestBasedSliConfig={"RequestBasedSliMetricConfig": {
-            "TotalRequestCountMetric": query("Requests"),
-            "MonitoredRequestCountMetric": {"BadCountMetric": query("Errors")}}})
+        RequestBasedSliConfig=sli)
 
 
 def served(sandbox, requests, errors):

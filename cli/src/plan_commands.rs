@@ -458,11 +458,12 @@ async fn check_error_budget(
             rollout_budgets(section, std::slice::from_ref(reading)).first(),
         ) {
             (None, Some(budget)) => {
+                let bad = budget.bad_requests();
                 let share = budget
                     .allowed
                     .map_or("no share (rolloutShare 0)".to_owned(), |a| {
                         format!(
-                            "a share of {a} 5xx ({} % of its budget now)",
+                            "a share of {a} {bad} ({} % of its budget now)",
                             section.rollout_share()
                         )
                     });
@@ -475,7 +476,9 @@ async fn check_error_budget(
                                 w.rate, w.long_seconds, w.short_seconds
                             )
                         });
-                format!("  SLO {slo}: the new cluster's 5xx are judged against {share} and {burn}")
+                format!(
+                    "  SLO {slo}: the new cluster's {bad} are judged against {share} and {burn}"
+                )
             }
             (why, _) => format!(
                 "  SLO {slo}: the new cluster's own spending is not judged: {}",

@@ -92,8 +92,9 @@ def test_a_spent_error_budget_holds_the_start_and_the_next_step_until_it_is_back
 
 def test_a_new_cluster_that_burns_fast_or_spends_the_rollouts_share_rolls_back_while_every_alarm_is_ok():
     """The SLO has budget left; the new cluster alone burns it at 20 times its pace (fast burn),
-    then, in a second rollout without the burn, spends the rollout's 2 % of it (share): each rolls
-    back by its own check, critical, while the alarms stay OK. (The burn goes first: the counts
+    then, in a second rollout without the burn, spends the rollout's 2 % of it (share), and in a
+    third spends its share of a latency SLO with slow requests: each rolls back by its own check,
+    critical, while the alarms stay OK. (The burn goes first: the counts
     start at the minute a rollout started, which may hold the end of the one before.)"""
     with Sandbox(log=captured) as sandbox:
         create_slo(sandbox, "checkout-availability")
@@ -125,6 +126,22 @@ def test_a_new_cluster_that_burns_fast_or_spends_the_rollouts_share_rolls_back_w
             spent.cause and "5xx are more than the 200 allowed" in spent.cause, spent.cause
         assert "alarm web-green-5xx is OK" in spent.cause, spent.cause
         assert spent.weights == BASELINE
+
+        # A latency SLO (a request is good under 500 ms): the new cluster's bad requests are those
+        # slower than 0.5 s, counted one by one from its response times. None fails, 2 % are slow:
+        # 100 a second spend the share of 200 within seconds.
+        create_slo(sandbox, "checkout-latency", latency_ms=500)
+        slow = {"canary": {"RequestCount": 5_000, "HTTPCode_Target_5XX_Count": 0,
+                           "TargetResponseTime": {"values": [0.05, 0.9], "counts": [4_900, 100]}},
+                "stable": {"RequestCount": 5_000, "HTTPCode_Target_5XX_Count": 0,
+                           "TargetResponseTime": {"values": [0.05], "counts": [5_000]}}}
+        plan["errorBudget"] = {"slos": ["checkout-latency"], "fastBurn": {"rate": 0}}
+        with AlbMetrics(sandbox, lambda second: slow):
+            slowed = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "latency-share"), out=captured)
+        assert (slowed.status, slowed.error) == ("FAILED", "CheckFailed"), slowed.cause
+        assert "the rollout spent its share of SLO checkout-latency's error budget: the new cluster's " in \
+            slowed.cause and "requests slower than 0.5 s are more than the 200 allowed" in slowed.cause, slowed.cause
+        assert slowed.weights == BASELINE
 
 
 def test_the_error_budget_scenario_waits_for_the_budget_then_rolls_back_a_canary_spending_its_share():

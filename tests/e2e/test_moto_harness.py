@@ -819,6 +819,21 @@ def test_application_signals_reports_a_budget_from_the_slis_metrics_in_cloudwatc
     assert (period["BudgetStatus"], period["TotalBudgetSeconds"], period["BudgetSecondsRemaining"]) == ("OK", 1_440, 1_380)
     assert period["Attainment"] == pytest.approx(200 / 3)
 
+    # A request-based latency SLI needs its threshold, which the report echoes.
+    latency_counts = {"MetricType": "LATENCY", "TotalRequestCountMetric": query("Requests"),
+                      "MonitoredRequestCountMetric": {"BadCountMetric": query("Errors")}}
+    code, message = refused_with(lambda: signals.create_service_level_objective(
+        Name="checkout-slow", Goal=goal, RequestBasedSliConfig={"RequestBasedSliMetricConfig": latency_counts}))
+    assert code == "ValidationException" and "MetricThreshold" in message, message
+    slow = signals.create_service_level_objective(
+        Name="checkout-slow", Goal=goal, RequestBasedSliConfig={
+            "RequestBasedSliMetricConfig": latency_counts, "MetricThreshold": 500, "ComparisonOperator": "LessThan"})
+    (report,) = signals.batch_get_service_level_objective_budget_report(
+        Timestamp=now, SloIds=[slow["Slo"]["Arn"]])["Reports"]
+    assert (report["RequestBasedSli"]["MetricThreshold"], report["RequestBasedSli"]["ComparisonOperator"]) \
+        == (500, "LessThan")
+    assert report["RequestBasedSli"]["RequestBasedSliMetric"]["MetricType"] == "LATENCY"
+
     assert refused_with(lambda: signals.get_service_level_objective(Id="nobody"))[0] == "ResourceNotFoundException"
     assert refused_with(lambda: signals.create_service_level_objective(
         Name="checkout-availability", Goal=goal,

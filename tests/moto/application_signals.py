@@ -20,7 +20,8 @@ with PutMetricData and the report follows:
   calendar months). No `Interval`: rolling 7 days; no `AttainmentGoal`: 99; no
   `WarningThreshold`: 50 (percent of the budget left).
 - request-based: requests and bad requests (or total − good) summed over the interval from each
-  query's `MetricStat` (`Sum` or `SampleCount`); `Attainment` = good / total × 100;
+  query's `MetricStat` (`Sum` or `SampleCount`; a `LATENCY` SLI's `MetricThreshold` and
+  `ComparisonOperator` are required, kept and echoed, and do not change the counts); `Attainment` = good / total × 100;
   `TotalBudgetRequests` = floor(total × (100 − goal) / 100); `BudgetRequestsRemaining` =
   that − bad.
 - period-based: the interval cut into `PeriodSeconds` periods (default 60); a period with
@@ -143,10 +144,18 @@ def create(account, region, body):
                                                       "or BadCountMetric) only")
         _check_queries(metric["TotalRequestCountMetric"], "TotalRequestCountMetric")
         _check_queries(next(iter(monitored.values())), "MonitoredRequestCountMetric")
+        metric_type = metric.get("MetricType", "AVAILABILITY")
+        # The API reference: MetricThreshold and ComparisonOperator are "required if this SLO is
+        # tracking the Latency metric"; the report echoes them.
+        threshold = {k: request_sli[k] for k in ("MetricThreshold", "ComparisonOperator") if k in request_sli}
+        if metric_type == "LATENCY" and len(threshold) != 2:
+            raise SignalsError("ValidationException", "A request-based SLI tracking the Latency metric needs "
+                                                      "MetricThreshold and ComparisonOperator")
         slo["EvaluationType"] = "RequestBased"
         slo["RequestBasedSli"] = {"RequestBasedSliMetric": {
-            "MetricType": metric.get("MetricType", "AVAILABILITY"),
-            "TotalRequestCountMetric": metric["TotalRequestCountMetric"], "MonitoredRequestCountMetric": monitored}}
+            "MetricType": metric_type,
+            "TotalRequestCountMetric": metric["TotalRequestCountMetric"], "MonitoredRequestCountMetric": monitored},
+            **threshold}
     with _lock:
         slos = _slos.setdefault((account, region), {})
         if name in slos:

@@ -99,9 +99,10 @@ fn explicit_share_refused(section: &ErrorBudgetSection, kind: &SloBudget) -> Opt
              requests; name a request-based SLO, or set rolloutShare to 0",
         );
     }
-    kind.latency.then_some(
-        "is a latency SLO: rolloutShare counts the new cluster's 5xx, not its slow requests; \
-         name an availability SLO, or set rolloutShare to 0",
+    (kind.latency && kind.slower_than_seconds.is_none()).then_some(
+        "is a latency SLO whose SLI gives no MetricThreshold (with ComparisonOperator LessThan or \
+         LessThanOrEqualTo) a good request is under, so the new cluster's slow requests cannot be \
+         counted; give it one, or set rolloutShare to 0",
     )
 }
 
@@ -240,6 +241,10 @@ fn budget_of(report: &Report) -> SloBudget {
         .map(|(total, remaining)| (BudgetUnit::Seconds, total, remaining));
     SloBudget {
         latency: report.latency(),
+        // As a CloudWatch statistic will carry it (`TC(<seconds>:)`): three significant digits.
+        slower_than_seconds: report
+            .slower_than_seconds()
+            .and_then(canary_core::analysis::compare::derived_threshold),
         period_based: report.evaluation_type.as_deref() == Some("PeriodBased"),
         name: report.name.clone(),
         status: BudgetStatus::parse(&report.budget_status),
@@ -313,10 +318,15 @@ mod tests {
             goal: None,
             budget: None,
             latency,
+            slower_than_seconds: None,
             period_based,
         };
         let (periods, latency, available) =
             (kind(true, false), kind(false, true), kind(false, false));
+        let latency_with_threshold = SloBudget {
+            slower_than_seconds: Some(0.5),
+            ..latency.clone()
+        };
         // A default share is only not judged there; one the plan sets is refused.
         assert_eq!(explicit_share_refused(&section, &periods), None);
         let set = ErrorBudgetSection {
@@ -324,7 +334,9 @@ mod tests {
             ..section.clone()
         };
         assert!(explicit_share_refused(&set, &periods).is_some_and(|w| w.contains("period-based")));
-        assert!(explicit_share_refused(&set, &latency).is_some_and(|w| w.contains("latency SLO")));
+        assert!(explicit_share_refused(&set, &latency)
+            .is_some_and(|w| w.contains("latency SLO whose SLI gives no MetricThreshold")));
+        assert_eq!(explicit_share_refused(&set, &latency_with_threshold), None);
         assert_eq!(explicit_share_refused(&set, &available), None);
         assert!(!answers(
             "arn:aws:application-signals:eu-west-1:111122223333:slo/payments",
@@ -409,6 +421,7 @@ mod tests {
             goal: None,
             budget: None,
             latency: false,
+            slower_than_seconds: None,
             period_based: true,
         })));
         assert!(refusal(periods).await.message.contains("is period-based"));

@@ -65,6 +65,10 @@ pub struct PeriodSli {
 #[serde(rename_all = "PascalCase")]
 pub struct RequestSli {
     pub request_based_sli_metric: Option<SliMetric>,
+    /// A latency SLI's threshold, in the Latency metric's unit (milliseconds).
+    pub metric_threshold: Option<f64>,
+    /// How a good request's latency compares to `metric_threshold` (`LessThan`, ...).
+    pub comparison_operator: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -98,6 +102,20 @@ impl Report {
             (None, None) => None,
         };
         metric.and_then(|m| m.metric_type.as_deref()) == Some("LATENCY")
+    }
+
+    /// A request-based latency SLO's threshold in seconds: a request slower than it is bad.
+    /// Application Signals' `Latency` metric is in milliseconds, and so is the SLI's
+    /// `MetricThreshold`. `None` when the SLI's good requests are not those under a threshold.
+    pub fn slower_than_seconds(&self) -> Option<f64> {
+        let sli = self.request_based_sli.as_ref().filter(|_| self.latency())?;
+        match sli.comparison_operator.as_deref() {
+            Some("LessThan" | "LessThanOrEqualTo") => sli
+                .metric_threshold
+                .filter(|ms| *ms > 0.0)
+                .map(|ms| ms / 1000.0),
+            _ => None,
+        }
     }
 }
 
@@ -253,7 +271,8 @@ mod tests {
             "Name": "web", "EvaluationType": "RequestBased", "BudgetStatus": "OK",
             "Attainment": 99.95, "TotalBudgetRequests": 1000, "BudgetRequestsRemaining": 500,
             "RequestBasedSli": {"RequestBasedSliMetric": {"MetricType": "LATENCY",
-                "TotalRequestCountMetric": [{"Id": "t"}]}, "MetricThreshold": 0.5},
+                "TotalRequestCountMetric": [{"Id": "t"}]}, "MetricThreshold": 500,
+                "ComparisonOperator": "LessThanOrEqualTo"},
             "Goal": {"AttainmentGoal": 99.9, "Interval": {"RollingInterval": {"Duration": 30}}}}],
             "Errors": [{"Name": "gone", "Arn": "arn:aws:application-signals:us-east-1:123456789012:slo/gone",
                 "ErrorCode": "ResourceNotFoundException", "ErrorMessage": "Slo gone not found"}]}"#;
@@ -264,6 +283,7 @@ mod tests {
             ("web", Some(500))
         );
         assert!(report.latency());
+        assert_eq!(report.slower_than_seconds(), Some(0.5));
         assert_eq!(
             report.goal.as_ref().and_then(|g| g.attainment_goal),
             Some(99.9)

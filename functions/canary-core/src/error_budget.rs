@@ -9,11 +9,12 @@
 //! that cannot be read holds too (unknown is not "budget left"). Holding never moves traffic
 //! back: a failing check, an alarm and the safety net roll back as ever.
 //!
-//! The rollout's own part: at the gate's last look (the rollout's start) each request-based
-//! availability SLO gives the rollout a share of its budget ([`RolloutBudget`]), and every
-//! check counts the new cluster's own 5xx against it ([`judge_share`]) and against the fast burn
-//! ([`judge_burn`]). Both fail critical: the new cluster alone is spending what the whole service
-//! may spend.
+//! The rollout's own part: at the gate's last look (the rollout's start) each request-based SLO
+//! gives the rollout a share of its budget ([`RolloutBudget`]), and every check counts the new
+//! cluster's own bad requests against it ([`judge_share`]) and against the fast burn
+//! ([`judge_burn`]): its 5xx for an availability SLO, its requests slower than the SLI's threshold
+//! for a latency one. Both fail critical: the new cluster alone is spending what the whole
+//! service may spend.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -90,9 +91,11 @@ pub struct SloBudget {
     /// The SLO's attainment goal, percent.
     pub goal: Option<f64>,
     pub budget: Option<Budget>,
-    /// A latency SLO (its SLI's `MetricType`): its bad requests are slow ones, which the new
-    /// cluster's 5xx do not count.
+    /// A latency SLO (its SLI's `MetricType`): its bad requests are slow ones, not 5xx.
     pub latency: bool,
+    /// A request-based latency SLO's threshold, seconds: a request slower than it is bad (its
+    /// SLI's `MetricThreshold`, good `LessThan`/`LessThanOrEqualTo` it). `None` elsewhere.
+    pub slower_than_seconds: Option<f64>,
     /// A period-based SLO (`EvaluationType` PeriodBased): its budget is in seconds of bad
     /// periods, not in requests.
     pub period_based: bool,
@@ -248,6 +251,7 @@ pub fn remaining_reading(name: &str, value: Result<Option<f64>, String>) -> SloR
                 remaining: (left * 100.0).floor().clamp(-1e9, 1e9) as i64,
             }),
             latency: false,
+            slower_than_seconds: None,
             period_based: false,
         }),
         Ok(None) => SloReading::Report(SloBudget {
@@ -257,6 +261,7 @@ pub fn remaining_reading(name: &str, value: Result<Option<f64>, String>) -> SloR
             goal: None,
             budget: None,
             latency: false,
+            slower_than_seconds: None,
             period_based: false,
         }),
         Err(error) => SloReading::Unread {
@@ -279,10 +284,24 @@ pub struct RolloutBudget {
     /// The SLO's attainment goal, percent: the fast burn's pace is the new cluster's share of
     /// bad requests over (100 − goal) %.
     pub goal: f64,
-    /// The new cluster's 5xx the rollout may spend: `rolloutShare` percent of the SLO's budget
-    /// of requests at the start; `None`: no share judged (`rolloutShare` 0).
+    /// The new cluster's bad requests the rollout may spend: `rolloutShare` percent of the SLO's
+    /// budget of requests at the start; `None`: no share judged (`rolloutShare` 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed: Option<i64>,
+    /// A latency SLO's: the new cluster's bad requests are those slower than this, seconds
+    /// (`None`: an availability SLO, whose bad requests are 5xx).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slower_than: Option<f64>,
+}
+
+impl RolloutBudget {
+    /// What the new cluster's bad requests are, as the reasons name them.
+    pub fn bad_requests(&self) -> String {
+        match self.slower_than {
+            Some(seconds) => format!("requests slower than {seconds} s"),
+            None => "5xx".to_owned(),
+        }
+    }
 }
 
 /// Why an SLO gives the rollout no share nor burn to judge (`plan check` says it); `None`
@@ -290,12 +309,13 @@ pub struct RolloutBudget {
 pub fn not_judged(reading: &SloReading) -> Option<&'static str> {
     match reading {
         SloReading::Unread { .. } => Some("its report could not be read"),
-        SloReading::Report(r) if r.latency => {
-            Some("a latency SLO: the new cluster's slow requests are not counted against it yet")
-        }
         SloReading::Report(r) if r.period_based => {
             Some("a period-based SLO: its budget is in seconds, not in requests")
         }
+        SloReading::Report(r) if r.latency && r.slower_than_seconds.is_none() => Some(
+            "a latency SLO whose SLI gives no MetricThreshold a good request is under: \
+             the new cluster's slow requests cannot be counted against it",
+        ),
         SloReading::Report(r) => match (r.budget, r.goal) {
             (Some(b), Some(_)) if b.unit == BudgetUnit::Requests && b.total > 0 => None,
             (Some(b), _) if b.unit == BudgetUnit::Percent => {
@@ -306,8 +326,8 @@ pub fn not_judged(reading: &SloReading) -> Option<&'static str> {
     }
 }
 
-/// The rollout's budgets from the SLOs' readings at its start: each request-based
-/// availability SLO with a budget.
+/// The rollout's budgets from the SLOs' readings at its start: each request-based SLO with a
+/// budget of requests (a latency one with its threshold).
 pub fn rollout_budgets(
     section: &ErrorBudgetSection,
     readings: &[SloReading],
@@ -324,6 +344,7 @@ pub fn rollout_budgets(
                 // AWS's names are at most 128 characters; the state's budget holds only if so.
                 slo: limits::truncate(&report.name, MAX_SLO_NAME_BYTES),
                 goal: report.goal?,
+                slower_than: report.slower_than_seconds,
                 allowed: (share > 0.0)
                     .then(|| {
                         report
@@ -337,25 +358,27 @@ pub fn rollout_budgets(
         .collect()
 }
 
-/// The new cluster's requests and 5xx of one period (its target groups summed).
+/// The new cluster's requests and bad requests of one period (its target groups summed), as
+/// one SLO counts them: 5xx, or requests slower than its threshold.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CanaryPeriod {
     /// The period's start, epoch seconds.
     pub at: i64,
     pub requests: f64,
-    pub errors: f64,
+    pub bad: f64,
 }
 
-/// The rollout's 5xx against its share of `budget`: more than allowed fails, critical.
+/// The rollout's bad requests against its share of `budget`: more than allowed fails, critical.
 pub fn judge_share(budget: &RolloutBudget, periods: &[CanaryPeriod]) -> Option<CheckOutcome> {
     let allowed = budget.allowed?;
-    let spent = periods.iter().map(|p| p.errors).sum::<f64>().round() as i64;
+    let spent = periods.iter().map(|p| p.bad).sum::<f64>().round() as i64;
     let slo = &budget.slo;
+    let bad = budget.bad_requests();
     let outcome = if spent > allowed {
         CheckOutcome::new(
             CheckVerdict::Fail,
             format!(
-                "the rollout spent its share of SLO {slo}'s error budget: the new cluster's {} 5xx are more than the {} allowed",
+                "the rollout spent its share of SLO {slo}'s error budget: the new cluster's {} {bad} are more than the {} allowed",
                 thousands(spent),
                 thousands(allowed)
             ),
@@ -365,7 +388,7 @@ pub fn judge_share(budget: &RolloutBudget, periods: &[CanaryPeriod]) -> Option<C
         CheckOutcome::new(
             CheckVerdict::Pass,
             format!(
-                "the rollout spent {} of its {} 5xx of SLO {slo}'s error budget",
+                "the rollout spent {} of its {} {bad} of SLO {slo}'s error budget",
                 thousands(spent),
                 thousands(allowed)
             ),
@@ -374,14 +397,14 @@ pub fn judge_share(budget: &RolloutBudget, periods: &[CanaryPeriod]) -> Option<C
     Some(outcome)
 }
 
-/// The pace at which `periods` since `since` burn a budget of `goal`: their share of 5xx over
-/// (100 − goal) %; `None` without a request.
+/// The pace at which `periods` since `since` burn a budget of `goal`: their share of bad
+/// requests over (100 − goal) %; `None` without a request.
 fn burn_since(periods: &[CanaryPeriod], since: i64, goal: f64) -> Option<f64> {
-    let (requests, errors) = periods
+    let (requests, bad) = periods
         .iter()
         .filter(|p| p.at >= since)
-        .fold((0.0, 0.0), |(r, e), p| (r + p.requests, e + p.errors));
-    (requests > 0.0).then(|| errors / requests / ((100.0 - goal) / 100.0))
+        .fold((0.0, 0.0), |(r, b), p| (r + p.requests, b + p.bad));
+    (requests > 0.0).then(|| bad / requests / ((100.0 - goal) / 100.0))
 }
 
 /// The new cluster's own burn of `budget` over both windows ending at `now`: at `rate` or more
@@ -439,6 +462,7 @@ mod tests {
             attainment: Some(99.95),
             goal: Some(99.9),
             latency: false,
+            slower_than_seconds: None,
             period_based: false,
             budget: Some(Budget {
                 unit: BudgetUnit::Requests,
@@ -535,10 +559,16 @@ mod tests {
     }
 
     #[test]
-    fn a_rollout_takes_its_share_of_each_request_based_availability_slo() {
+    fn a_rollout_takes_its_share_of_each_request_based_slo_with_a_budget_of_requests() {
         let plain = section(None, OnInsufficientData::Hold);
         let latency = SloBudget {
             name: "checkout-latency".to_owned(),
+            latency: true,
+            slower_than_seconds: Some(0.5),
+            ..report("OK", 4_320, 4_000)
+        };
+        let latency_without_threshold = SloBudget {
+            name: "checkout-latency-counts".to_owned(),
             latency: true,
             ..report("OK", 4_320, 4_000)
         };
@@ -556,17 +586,27 @@ mod tests {
             SloReading::Report(report("OK", 4_320, 2_100)),
             SloReading::Report(latency),
             SloReading::Report(periods),
+            SloReading::Report(latency_without_threshold),
         ];
         assert_eq!(
             rollout_budgets(&plain, &readings),
-            [RolloutBudget {
-                slo: "checkout-availability".to_owned(),
-                goal: 99.9,
-                allowed: Some(86),
-            }]
+            [
+                RolloutBudget {
+                    slo: "checkout-availability".to_owned(),
+                    goal: 99.9,
+                    allowed: Some(86),
+                    slower_than: None,
+                },
+                RolloutBudget {
+                    slo: "checkout-latency".to_owned(),
+                    goal: 99.9,
+                    allowed: Some(86),
+                    slower_than: Some(0.5),
+                }
+            ]
         );
-        assert!(not_judged(&readings[1]).is_some_and(|w| w.contains("latency SLO")));
         assert!(not_judged(&readings[2]).is_some_and(|w| w.contains("period-based")));
+        assert!(not_judged(&readings[3]).is_some_and(|w| w.contains("no MetricThreshold")));
         let burn_only = ErrorBudgetSection {
             rollout_share: Some(0.0),
             ..plain.clone()
@@ -574,12 +614,8 @@ mod tests {
         assert_eq!(rollout_budgets(&burn_only, &readings)[0].allowed, None);
     }
 
-    fn minute(at: i64, requests: f64, errors: f64) -> CanaryPeriod {
-        CanaryPeriod {
-            at,
-            requests,
-            errors,
-        }
+    fn minute(at: i64, requests: f64, bad: f64) -> CanaryPeriod {
+        CanaryPeriod { at, requests, bad }
     }
 
     #[test]
@@ -588,6 +624,7 @@ mod tests {
             slo: "checkout-availability".to_owned(),
             goal: 99.9,
             allowed: Some(86),
+            slower_than: None,
         };
         let within = judge_share(
             &budget,
@@ -607,6 +644,18 @@ mod tests {
             "{}",
             spent.reason
         );
+        let slow = RolloutBudget {
+            slower_than: Some(0.5),
+            ..budget.clone()
+        };
+        let spent = judge_share(&slow, &[minute(0, 1_000.0, 87.0)]).expect("judged");
+        assert!(
+            spent
+                .reason
+                .contains("87 requests slower than 0.5 s are more than the 86 allowed"),
+            "{}",
+            spent.reason
+        );
         let off = RolloutBudget {
             allowed: None,
             ..budget
@@ -620,6 +669,7 @@ mod tests {
             slo: "checkout-availability".to_owned(),
             goal: 99.9,
             allowed: None,
+            slower_than: None,
         };
         let windows = BurnWindows {
             rate: 14.4,

@@ -80,6 +80,7 @@ impl SloApi for Slos {
                         remaining: if breached { -1_000 } else { 500 },
                     }),
                     latency: false,
+                    slower_than_seconds: None,
                     period_based: false,
                 })
             })

@@ -55,14 +55,15 @@ pub struct ErrorBudgetSection {
     /// function's own role, in the stack's account.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role_arn: Option<String>,
-    /// The rollout's own share of each request-based availability SLO's budget, in percent of
-    /// the budget of its interval as it was when the rollout started (0 to 100, default 2, the
-    /// SRE workbook's figure; 0: off). Every check counts the new cluster's 5xx since the
-    /// rollout started against it; spent, the check fails (critical).
+    /// The rollout's own share of each request-based SLO's budget, in percent of the budget of
+    /// its interval as it was when the rollout started (0 to 100, default 2, the SRE workbook's
+    /// figure; 0: off). Every check counts the new cluster's bad requests since the rollout
+    /// started against it (5xx, or for a latency SLO requests slower than its SLI's
+    /// `MetricThreshold`); spent, the check fails (critical).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout_share: Option<f64>,
-    /// The fast burn on the new cluster alone: every check fails (critical) while its own 5xx
-    /// burn an SLO's budget at `rate` times the sustainable pace or more, over both windows.
+    /// The fast burn on the new cluster alone: every check fails (critical) while its own bad
+    /// requests burn an SLO's budget at `rate` times the sustainable pace or more, over both windows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fast_burn: Option<FastBurn>,
 }

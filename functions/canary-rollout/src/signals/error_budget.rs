@@ -1,8 +1,10 @@
 //! The rollout's own spending of the plan's SLOs' error budget (`errorBudget.rolloutShare` and
-//! `fastBurn`): the new cluster's requests and 5xx from its ALB target groups, one minute at a
-//! time since the rollout started, judged by `canary_core::error_budget::{judge_share,
-//! judge_burn}` against the shares the freeze gate fixed at the start. One GetMetricData call
-//! per check. And the remaining budgets kept as CloudWatch metrics (`errorBudget.cloudwatch`),
+//! `fastBurn`): the new cluster's requests and bad requests from its ALB target groups, one
+//! minute at a time since the rollout started, judged by `canary_core::error_budget::{judge_share,
+//! judge_burn}` against the shares the freeze gate fixed at the start. Bad is 5xx for an
+//! availability SLO, and for a latency one a request slower than its threshold (the trimmed
+//! count `TC(<seconds>:)` of `TargetResponseTime`, which counts each request's own time, as the
+//! comparison's `slowerThan` does). One GetMetricData call per check. And the remaining budgets kept as CloudWatch metrics (`errorBudget.cloudwatch`),
 //! which the gate and each bake's end read as they read the SLOs.
 
 use std::collections::{BTreeMap, HashMap};
@@ -11,7 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use canary_aws::{CloudWatchApi, MetricQuery};
 use canary_core::error_budget::{
-    judge_burn, judge_share, remaining_reading, CanaryPeriod, SloReading,
+    judge_burn, judge_share, remaining_reading, CanaryPeriod, RolloutBudget, SloReading,
 };
 use canary_core::RolloutPlan;
 
@@ -33,16 +35,49 @@ pub(super) struct ErrorBudgetSpend<'a> {
     pub carried: &'a BudgetCarried,
 }
 
+/// The query (`budget<pair>_<id>`'s `<id>`) counting an SLO's bad requests: `errors` (5xx), or
+/// `slow<k>` for the k-th distinct latency threshold of `thresholds`.
+fn bad_id(budget: &RolloutBudget, thresholds: &[f64]) -> String {
+    budget
+        .slower_than
+        .and_then(|t| thresholds.iter().position(|&u| u == t))
+        .map_or_else(|| "errors".to_owned(), |k| format!("slow{k}"))
+}
+
+/// The distinct latency thresholds of the rollout's budgets, in their order.
+fn thresholds(carried: &BudgetCarried) -> Vec<f64> {
+    let mut thresholds: Vec<f64> = Vec::new();
+    for t in carried.budgets.iter().filter_map(|b| b.slower_than) {
+        if !thresholds.contains(&t) {
+            thresholds.push(t);
+        }
+    }
+    thresholds
+}
+
 impl ErrorBudgetSpend<'_> {
-    /// Requests and 5xx of each canary target group, `budget<pair>_<requests|errors>`, over
+    /// Requests and 5xx of each canary target group, `budget<pair>_<requests|errors>`, and its
+    /// requests slower than each of `thresholds`, `budget<pair>_slow<k>`, over
     /// `lookback_seconds`.
-    fn queries(&self, lookback_seconds: i64) -> Vec<PlannedQuery> {
+    fn queries(&self, lookback_seconds: i64, thresholds: &[f64]) -> Vec<PlannedQuery> {
         let mut planned = Vec::new();
         for (p, pair) in self.pairs.iter().enumerate() {
-            for (id, metric) in [
-                ("requests", "RequestCount"),
-                ("errors", "HTTPCode_Target_5XX_Count"),
-            ] {
+            let counts = [
+                ("requests".to_owned(), "RequestCount", "Sum".to_owned()),
+                (
+                    "errors".to_owned(),
+                    "HTTPCode_Target_5XX_Count",
+                    "Sum".to_owned(),
+                ),
+            ];
+            let slow = thresholds.iter().enumerate().map(|(k, t)| {
+                (
+                    format!("slow{k}"),
+                    "TargetResponseTime",
+                    format!("TC({t}:)"),
+                )
+            });
+            for (id, metric, stat) in counts.into_iter().chain(slow) {
                 planned.push(PlannedQuery {
                     query: MetricQuery {
                         id: format!("budget{p}_{id}"),
@@ -52,7 +87,7 @@ impl ErrorBudgetSpend<'_> {
                             ("LoadBalancer".to_owned(), pair.load_balancer.clone()),
                             ("TargetGroup".to_owned(), pair.canary.clone()),
                         ]),
-                        stat: "Sum".to_owned(),
+                        stat,
                         period_seconds: PERIOD_SECONDS as i32,
                     },
                     lookback_seconds,
@@ -63,19 +98,24 @@ impl ErrorBudgetSpend<'_> {
     }
 }
 
-/// Each minute's requests and 5xx, the target groups summed, oldest first.
-fn periods(points: &HashMap<String, Vec<(i64, f64)>>, pairs: usize) -> Vec<CanaryPeriod> {
+/// Each minute's requests and bad requests (the `budget<pair>_<bad>` queries), the target groups
+/// summed, oldest first.
+fn periods(
+    points: &HashMap<String, Vec<(i64, f64)>>,
+    pairs: usize,
+    bad: &str,
+) -> Vec<CanaryPeriod> {
     let mut minutes: BTreeMap<i64, CanaryPeriod> = BTreeMap::new();
     for p in 0..pairs {
-        for (id, errors) in [("requests", false), ("errors", true)] {
+        for (id, is_bad) in [("requests", false), (bad, true)] {
             for &(at, value) in points.get(&format!("budget{p}_{id}")).into_iter().flatten() {
                 let minute = minutes.entry(at).or_insert(CanaryPeriod {
                     at,
                     requests: 0.0,
-                    errors: 0.0,
+                    bad: 0.0,
                 });
-                match errors {
-                    true => minute.errors += value,
+                match is_bad {
+                    true => minute.bad += value,
                     false => minute.requests += value,
                 }
             }
@@ -93,7 +133,7 @@ fn epoch(time: SystemTime) -> i64 {
 #[async_trait]
 impl SignalSource for ErrorBudgetSpend<'_> {
     async fn validate(&self, now: SystemTime) -> Result<Validated, AnalysisError> {
-        try_queries(self.api, &self.queries(PERIOD_SECONDS * 5), now).await
+        try_queries(self.api, &self.queries(PERIOD_SECONDS * 5, &[]), now).await
     }
 
     async fn collect(&self, now: SystemTime, _cluster: &str) -> Result<Collected, AnalysisError> {
@@ -105,10 +145,11 @@ impl SignalSource for ErrorBudgetSpend<'_> {
         // From the minute the rollout started: nothing before it is the rollout's to spend.
         let since = carried.since - carried.since.rem_euclid(PERIOD_SECONDS);
         let lookback = (now_epoch - since).clamp(PERIOD_SECONDS, MAX_LOOKBACK_SECONDS);
-        let points = metric_points(self.api, &self.queries(lookback), now).await?;
-        let minutes = periods(&points, self.pairs.len());
+        let thresholds = thresholds(carried);
+        let points = metric_points(self.api, &self.queries(lookback, &thresholds), now).await?;
         let mut collected = Collected::default();
         for budget in &carried.budgets {
+            let minutes = periods(&points, self.pairs.len(), &bad_id(budget, &thresholds));
             collected.outcomes.extend(judge_share(budget, &minutes));
             if let Some(windows) = carried.burn {
                 collected
@@ -208,18 +249,100 @@ mod tests {
             ("budget1_errors".to_owned(), vec![(120, 1.0)]),
         ]);
         assert_eq!(
-            periods(&points, 2),
+            periods(&points, 2, "errors"),
             [
                 CanaryPeriod {
                     at: 60,
                     requests: 100.0,
-                    errors: 0.0
+                    bad: 0.0
                 },
                 CanaryPeriod {
                     at: 120,
                     requests: 60.0,
-                    errors: 6.0
+                    bad: 6.0
                 },
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_latency_slo_counts_the_new_clusters_slow_requests_and_an_availability_one_its_5xx() {
+        use canary_aws::fakes::MetricAnswers;
+        use canary_aws::MetricSeries;
+        use canary_core::analysis::CheckVerdict;
+
+        let now = SystemTime::now();
+        let minute = epoch(now) - epoch(now).rem_euclid(60) - 60;
+        // Each query's stat, kept, and 300 requests, 2 of them 5xx and 250 slower than 0.5 s.
+        let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = asked.clone();
+        let answers = MetricAnswers::new(move |queries: &[MetricQuery], _, _| {
+            Ok(queries
+                .iter()
+                .map(|q| {
+                    kept.lock().unwrap().push(format!("{} {}", q.id, q.stat));
+                    let value = match q.stat.as_str() {
+                        "TC(0.5:)" => 250.0,
+                        _ if q.metric_name == "RequestCount" => 300.0,
+                        _ => 2.0,
+                    };
+                    (
+                        q.id.clone(),
+                        MetricSeries {
+                            points: vec![(minute, value)],
+                        },
+                    )
+                })
+                .collect())
+        });
+        let budget = |slo: &str, slower_than| RolloutBudget {
+            slo: slo.to_owned(),
+            goal: 99.0,
+            allowed: Some(100),
+            slower_than,
+        };
+        let carried = BudgetCarried {
+            budgets: vec![
+                budget("checkout-availability", None),
+                budget("checkout-latency", Some(0.5)),
+                budget("search-latency", Some(0.5)),
+            ],
+            since: minute,
+            burn: None,
+        };
+        let spend = ErrorBudgetSpend {
+            api: &answers,
+            pairs: vec![AlbPair {
+                label: "web".to_owned(),
+                load_balancer: "app/web/1".to_owned(),
+                canary: "targetgroup/green/2".to_owned(),
+                stable: "targetgroup/blue/3".to_owned(),
+            }],
+            carried: &carried,
+        };
+        let collected = spend.collect(now, "green").await.expect("read");
+        let verdicts: Vec<_> = collected.outcomes.iter().map(|o| o.verdict).collect();
+        assert_eq!(
+            verdicts,
+            [CheckVerdict::Pass, CheckVerdict::Fail, CheckVerdict::Fail]
+        );
+        assert!(
+            collected.outcomes[1].reason.contains(
+                "the new cluster's 250 requests slower than 0.5 s are more than the 100 allowed"
+            ),
+            "{}",
+            collected.outcomes[1].reason
+        );
+        assert!(collected.outcomes[0]
+            .reason
+            .contains("spent 2 of its 100 5xx"));
+        // One call, and one slow count for the two SLOs of the same threshold.
+        assert_eq!(
+            *asked.lock().unwrap(),
+            [
+                "budget0_requests Sum",
+                "budget0_errors Sum",
+                "budget0_slow0 TC(0.5:)"
             ]
         );
     }
