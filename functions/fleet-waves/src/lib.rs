@@ -32,8 +32,9 @@ use async_trait::async_trait;
 use canary_aws::executions::execution_arn;
 use canary_aws::executions::Execution;
 use canary_aws::{
-    load_fleet_plan, read_budgets, utc_time, AlarmState, AwsError, EventPublisher, FleetPlanError,
-    FleetPlanStore, FreezeApi, Freezes, Listed, SloAccounts, StackFreeze, WentToAlarm,
+    load_fleet_plan, read_budgets, utc_time, AlarmState, AwsError, CloudWatchApi, EventPublisher,
+    FleetPlanError, FleetPlanStore, FreezeApi, Freezes, Listed, PrometheusApi, SloAccounts,
+    StackFreeze, WentToAlarm,
 };
 use canary_core::error_budget::hold_reasons;
 pub use canary_core::fleet::{child_name, child_suffix};
@@ -42,8 +43,10 @@ use canary_core::freeze::{hold, FreezeGate, FreezeSection};
 use canary_core::input::parse_input;
 use canary_core::limits::{truncate, MAX_ERROR_MESSAGE_BYTES};
 use canary_core::{ErrorName, NamedError};
+use canary_rollout::signals::{remaining_budget_metrics, remaining_budgets};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use std::collections::BTreeSet;
 use std::time::SystemTime;
 use tracing::{info, warn};
 
@@ -101,6 +104,10 @@ pub trait FleetApis: EventPublisher + FleetPlanStore + FreezeApi + Send + Sync {
     ) -> Result<Vec<WentToAlarm>, AwsError>;
     /// The cells' plans' SLOs (`errorBudget`).
     fn slos(&self) -> &dyn SloAccounts;
+    /// What the cells' plans' remaining-budget queries are asked of (`errorBudget.prometheus`,
+    /// `errorBudget.cloudwatch`): the stack's clients, as each cell's own gate asks them.
+    fn prometheus(&self) -> &dyn PrometheusApi;
+    fn metrics(&self) -> &dyn CloudWatchApi;
 }
 
 #[derive(Debug, Clone)]
@@ -413,8 +420,9 @@ pub struct WaveFreeze {
 }
 
 /// Whether a change freeze holds wave `wave`: the stack's freezes, the calendars of the
-/// wave's cells' plans, and their SLOs whose error budget is spent (each SLO read once for the
-/// wave, however many cells name it). The bound is the longest of the cells' plans' (`freeze.maxFrozenSeconds`),
+/// wave's cells' plans, and their error budgets that are spent: Application Signals SLOs,
+/// Prometheus and CloudWatch remaining budgets (each read once for the wave, however many cells
+/// name it). The bound is the longest of the cells' plans' (`freeze.maxFrozenSeconds`),
 /// looked at no more than 100 times in it (nor more often than the cells check), so a long
 /// freeze adds at most 100 looks to the fleet's history per wave.
 async fn wave_freeze(
@@ -449,24 +457,27 @@ async fn wave_freeze(
     // An open AWS Health issue is a Region's: the wave is not held for it, each cell in that
     // Region holds at its own rollout's gate (the others go on).
     let mut reading = freezes.read(Some(&section), &[]).await;
-    let mut read = std::collections::BTreeSet::new();
+    // An SLO is its Region's; a remaining-budget query is the stack's clients' (and a Prometheus
+    // one its endpoint's): each read once for the wave.
+    let (mut slos_read, mut remaining_read) = (BTreeSet::new(), BTreeSet::new());
     for plan in &plans {
         let Some(budget) = &plan.plan.error_budget else {
             continue;
         };
-        let key = (plan.plan.cluster.region.clone(), budget.clone());
-        if read.insert(serde_json::to_string(&key).unwrap_or_default()) {
-            let slos = read_budgets(
-                apis.slos(),
-                budget,
-                &plan.plan.cluster.region,
-                SystemTime::now(),
-            )
-            .await;
-            for reason in hold_reasons(budget, &slos) {
-                if !reading.budgets.contains(&reason) {
-                    reading.budgets.push(reason);
-                }
+        let now = SystemTime::now();
+        let region = &plan.plan.cluster.region;
+        let mut slos = Vec::new();
+        if slos_read.insert(serde_json::to_string(&(region, budget)).unwrap_or_default()) {
+            slos = read_budgets(apis.slos(), budget, region, now).await;
+        }
+        let endpoint = plan.plan.analysis.as_ref().map(|a| &a.prometheus);
+        if remaining_read.insert(serde_json::to_string(&(budget, endpoint)).unwrap_or_default()) {
+            slos.extend(remaining_budgets(apis.prometheus(), &plan.plan, now).await);
+            slos.extend(remaining_budget_metrics(apis.metrics(), &plan.plan, now).await);
+        }
+        for reason in hold_reasons(budget, &slos) {
+            if !reading.budgets.contains(&reason) {
+                reading.budgets.push(reason);
             }
         }
     }

@@ -1,12 +1,13 @@
-//! [`FleetApis`] over the AWS SDK: Step Functions for the cells, CloudWatch for the soak,
+//! [`FleetApis`] over the AWS SDK: Step Functions for the cells, CloudWatch for the soak and the
+//! cells' remaining budgets (Prometheus's too, over HTTPS),
 //! EventBridge for the events the fleet's function puts itself, S3 for stored plans.
 
 use async_trait::async_trait;
 use canary_aws::executions::Execution;
 use canary_aws::{
-    AlarmState, AwsError, CloudWatchApi, EventPublisher, FleetPlanStore, Listed, SdkCloudWatch,
-    SdkConfig, SdkEvents, SdkExecutions, SdkFleetPlans, SdkFreeze, SdkSlos, SloAccounts,
-    WentToAlarm,
+    AlarmState, AwsError, CloudWatchApi, EventPublisher, FleetPlanStore, HttpPrometheus, Listed,
+    PrometheusApi, SdkCloudWatch, SdkConfig, SdkEvents, SdkExecutions, SdkFleetPlans, SdkFreeze,
+    SdkSlos, SloAccounts, WentToAlarm,
 };
 use canary_aws::{CalendarReading, FreezeApi};
 use canary_core::freeze::FreezeSwitch;
@@ -23,6 +24,7 @@ pub struct SdkFleetApis {
     plans: SdkFleetPlans,
     freeze: SdkFreeze,
     slos: SdkSlos,
+    prometheus: HttpPrometheus,
 }
 
 impl SdkFleetApis {
@@ -34,6 +36,7 @@ impl SdkFleetApis {
             plans: SdkFleetPlans::new(config),
             freeze: SdkFreeze::new(config),
             slos: SdkSlos::new(config),
+            prometheus: HttpPrometheus::new(config),
         }
     }
 }
@@ -92,6 +95,14 @@ impl FleetApis for SdkFleetApis {
 
     fn slos(&self) -> &dyn SloAccounts {
         &self.slos
+    }
+
+    fn prometheus(&self) -> &dyn PrometheusApi {
+        &self.prometheus
+    }
+
+    fn metrics(&self) -> &dyn CloudWatchApi {
+        &self.cloudwatch
     }
 }
 

@@ -44,6 +44,64 @@ struct World {
     /// The stack's freeze switch.
     switch: Mutex<FreezeSwitch>,
     slos: Slos,
+    remaining: Remaining,
+}
+
+/// A remaining budget kept in Prometheus and in CloudWatch (`errorBudget.prometheus`,
+/// `.cloudwatch`): every query answers the same share left, or nothing.
+#[derive(Default)]
+struct Remaining {
+    left: Mutex<Option<f64>>,
+    /// The queries asked, in order (Prometheus's, and CloudWatch's ids).
+    asked: Mutex<Vec<String>>,
+}
+
+#[async_trait]
+impl PrometheusApi for Remaining {
+    async fn instant_query(
+        &self,
+        _: &canary_core::analysis::PrometheusEndpoint,
+        query: &str,
+        _: SystemTime,
+    ) -> Result<Value, canary_aws::QueryError> {
+        self.asked.lock().unwrap().push(query.to_owned());
+        let result = match *self.left.lock().unwrap() {
+            Some(left) => json!([{"metric": {}, "value": [1.7e9, left.to_string()]}]),
+            None => json!([]),
+        };
+        Ok(json!({"resultType": "vector", "result": result}))
+    }
+}
+
+#[async_trait]
+impl CloudWatchApi for Remaining {
+    async fn alarms_by_names(&self, _: &[String]) -> Result<Vec<AlarmState>, AwsError> {
+        Ok(Vec::new())
+    }
+
+    async fn alarms_by_prefix(&self, _: &str) -> Result<Vec<AlarmState>, AwsError> {
+        Ok(Vec::new())
+    }
+
+    async fn metric_data(
+        &self,
+        queries: &[canary_aws::MetricQuery],
+        _: SystemTime,
+        end: SystemTime,
+    ) -> Result<std::collections::BTreeMap<String, canary_aws::MetricSeries>, AwsError> {
+        let at = end
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let left = *self.left.lock().unwrap();
+        Ok(queries
+            .iter()
+            .map(|q| {
+                self.asked.lock().unwrap().push(q.metric_name.clone());
+                let points = left.map(|l| vec![(at - 60, l)]).unwrap_or_default();
+                (q.id.clone(), canary_aws::MetricSeries { points })
+            })
+            .collect())
+    }
 }
 
 /// Application Signals as the fleet sees it: every SLO reports one status, BREACHED or OK.
@@ -223,6 +281,14 @@ impl FleetApis for World {
 
     fn slos(&self) -> &dyn SloAccounts {
         &self.slos
+    }
+
+    fn prometheus(&self) -> &dyn PrometheusApi {
+        &self.remaining
+    }
+
+    fn metrics(&self) -> &dyn CloudWatchApi {
+        &self.remaining
     }
 
     async fn stop(&self, arn: &str, error: &str, _cause: &str) -> Result<(), AwsError> {
@@ -946,4 +1012,56 @@ async fn a_spent_error_budget_of_its_cells_slo_holds_the_next_wave() {
     let events = world.events.lock().unwrap().clone();
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].0, WAVE_FROZEN);
+}
+
+#[tokio::test]
+async fn a_spent_remaining_budget_in_prometheus_or_cloudwatch_holds_the_next_wave() {
+    let world = World::default();
+    let mut fleet = example();
+    fleet["template"]["analysis"]["prometheus"] = json!({"url": "http://127.0.0.1:9090",
+        "checks": [{"name": "5xx", "query": "sum(rate(http_errors_total[2m]))", "max": 1}]});
+    fleet["template"]["errorBudget"] = json!({
+        "prometheus": [{"name": "checkout-sloth",
+            "query": "slo:period_error_budget_remaining:ratio{sloth_service=\"checkout\"}"}],
+        "cloudwatch": [{"name": "checkout-kept", "namespace": "Shop", "metricName": "BudgetRemaining"}]});
+    let tally = Tally::start(&canary_core::fleet::FleetPlan::parse(fleet.clone()).expect("valid"));
+    let ask = json!({"op": "freeze", "fleet": fleet, "tally": tally, "wave": 3, "since": 0, "fleetExecution": FLEET_RUN});
+
+    *world.remaining.left.lock().unwrap() = Some(0.6);
+    let open = handle(&world, &config(), ask.clone())
+        .await
+        .expect("answered");
+    assert_eq!(open["frozen"], json!(false), "{open}");
+    // Each query once for the wave, however many of its cells' plans name it.
+    assert_eq!(
+        *world.remaining.asked.lock().unwrap(),
+        [
+            "slo:period_error_budget_remaining:ratio{sloth_service=\"checkout\"}",
+            "BudgetRemaining"
+        ]
+    );
+
+    *world.remaining.left.lock().unwrap() = Some(-0.1);
+    let held = handle(&world, &config(), ask.clone())
+        .await
+        .expect("answered");
+    assert_eq!(held["frozen"], json!(true), "{held}");
+    let reason = held["reason"].as_str().unwrap();
+    for budget in ["checkout-sloth", "checkout-kept"] {
+        assert!(
+            reason.contains(&format!("the error budget of SLO {budget} is spent")),
+            "{reason}"
+        );
+    }
+
+    // No answer: too little data, which holds unless the plan says go.
+    *world.remaining.left.lock().unwrap() = None;
+    let unknown = handle(&world, &config(), ask).await.expect("answered");
+    assert!(
+        unknown["reason"]
+            .as_str()
+            .unwrap()
+            .contains("too little data"),
+        "{unknown}"
+    );
 }
