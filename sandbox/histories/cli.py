@@ -32,7 +32,8 @@ def features_of(history):
         (["comparison"] if history.compare else []) + \
         ([f"readiness gate ({history.readiness})"] if history.readiness else []) + \
         ([f"AWS Health ({history.health})"] if history.health else []) + \
-        ([f"error budget ({history.budget} at the start)"] if history.budget else [])
+        ([f"error budget ({history.budget} at the start)"] if history.budget else []) + \
+        (["error budget share and burn"] if history.budget_judged else [])
 
 
 def judged(seed, verbose=False):

@@ -190,6 +190,8 @@ def run_on(history, sandbox, controllers, provider, out):
         put_latency(sandbox, METRIC_FINE)
     alb = controllers.enter_context(AlbTraffic(sandbox)) if history.alb_judge else None
     traffic = controllers.enter_context(CompareTraffic(sandbox)) if history.compare else None
+    # The new cluster's requests the error budget's share and burn count (none fail until `budget-burn`).
+    burning = controllers.enter_context(AlbTraffic(sandbox)) if history.budget_judged else None
     if traffic:
         # The first check finds a window's worth of samples.
         time.sleep(compare.MIN_SAMPLES)
@@ -344,6 +346,9 @@ def run_on(history, sandbox, controllers, provider, out):
                 if degraded else {"status": "ACTIVE", "issues": []})
             record.conditions.append((history_length() if degraded else before, "addon",
                                       "DEGRADED" if degraded else None, time.time()))
+        elif action == "budget-burn":
+            burning.errors = ALB_ERRORS_BREACH
+            record.conditions.append((index, "burn", "burning", time.time()))
         elif action in BUDGET_HAPPENINGS:
             # Spent from when the datapoints are in, back from before they are asked (a look
             # between may have read either), as a freeze's turns.

@@ -42,6 +42,9 @@ checks what moto, the Kubernetes test server and the event queue hold:
     band in effect COMPARE_SHOWN_SECONDS before the last check never promotes; a canary
     without data never passes (a promoted rollout had a check the world let pass at every
     step);
+  - a new cluster burning its error budget with traffic BUDGET_BURN_SHOWN_SECONDS before the
+    last check never promotes (its share spent, or its fast burn); a healthy one never fails on
+    its share or its burn;
   - every state stays under the written budget, every event is valid against its schema, and
     no token or key of the sandbox appears in a log, an event or an execution's history.
 """
@@ -52,8 +55,8 @@ from datetime import datetime, timezone
 
 from .. import fleet_histories
 from ..harness import CONTRACT, DATADOG_KEYS, FUNCTIONS_TOKEN
-from .stories import (CHECK_INTERVAL, COMPARE_SHOWN_SECONDS, DIRECT, MAX_UNJUDGED, PROVIDER_TIMEOUT,
-                      STEP_BACK_SECONDS, WITH_LISTENER)
+from .stories import (BUDGET_BURN_SHOWN_SECONDS, CHECK_INTERVAL, COMPARE_SHOWN_SECONDS, DIRECT, MAX_UNJUDGED,
+                      PROVIDER_TIMEOUT, STEP_BACK_SECONDS, WITH_LISTENER)
 
 
 FOREIGN_ENDS = set(CONTRACT["states"]["foreignEnds"])
@@ -224,6 +227,8 @@ def violations(history, record):
         found += hook_promises(history, record)
     if history.compare:
         found += comparison_promises(history, record)
+    if history.budget_judged:
+        found += budget_promises(record)
     found += moved_while_frozen(record)
     if history.readiness:
         found += moved_before_ready(record)
@@ -484,7 +489,7 @@ def unjudged_to_baseline(record):
 def condition_at(record, index):
     """What the checks' world was at the execution's history event `index`."""
     state = {"alarm": "OK", "provider": "fine", "metric": "fine", "alb": "fine", "outage": None, "reads": None,
-             "compare": "fine", "insight": None, "addon": None, "health": None, "issue": None}
+             "compare": "fine", "insight": None, "addon": None, "health": None, "issue": None, "burn": None}
     for at, what, value, _ in record.conditions:
         if at <= index:
             state[what] = value
@@ -506,6 +511,8 @@ def check_outcome(history, state):
         return "inconclusive"  # a metric without data never passes
     if history.compare and state["compare"] in ("regressed", "draining"):
         return None  # the evidence shows it within some periods, the window drains in some
+    if state["burn"]:
+        return None  # the share is spent within seconds of the new cluster's traffic, the burn in minutes
     return "pass"
 
 
@@ -589,6 +596,30 @@ def comparison_promises(history, record):
             since = at if said == "regressed" and since is None else since if said == "regressed" else None
         if longest >= COMPARE_SHOWN_SECONDS:
             found.append(f"promoted with a regression beyond the band in effect {longest:.0f} s before the last check")
+    return found
+
+
+def budget_promises(record):
+    """A new cluster burning its budget (`budget-burn`) with traffic BUDGET_BURN_SHOWN_SECONDS
+    before the rollout's last check never promotes; a healthy one (none of its requests fail) never
+    fails the share nor the burn."""
+    found, events = [], record.history_events
+    checks = [e["timestamp"].timestamp() for e in events if entered(e, "Evaluate", "WatchEvaluate")]
+    # The canary serves from the first weights set (ALB publishes nothing for a target group
+    # without traffic): a burn counts from then.
+    traffic = next((e["timestamp"].timestamp() for e in events if exited_output(e, "SetWeights") is not None), None)
+    burning = next((at for _, what, said, at in record.conditions if what == "burn" and said), None)
+    failed = sorted({line for e in events for name in ("Evaluate", "WatchEvaluate")
+                     for line in ((exited_output(e, name) or {}).get("bake") or {}).get("summary", "").split("; ")
+                     if "spent its share of SLO" in line or "at least 14.4× in both" in line}
+                    | {part for part in (record.report.cause or "").split("; ")
+                       if "spent its share of SLO" in part or "at least 14.4× in both" in part})
+    if failed and burning is None:
+        found.append(f"a healthy new cluster failed on the error budget: {failed}")
+    if record.report.status == "SUCCEEDED" and checks and burning is not None and traffic is not None:
+        shown = checks[-1] - max(burning, traffic)
+        if shown >= BUDGET_BURN_SHOWN_SECONDS:
+            found.append(f"promoted with the new cluster burning its error budget {shown:.0f} s before the last check")
     return found
 
 

@@ -50,6 +50,8 @@ The happenings a story draws:
                      the bus as AWS delivers it (`health-close`: the same issue closed)
   budget-spent       the plan's SLO spends its error budget (BREACHED; `budget-back`: OK again):
                      the rollout holds at its gate or its bake's end, as under a freeze
+  budget-burn        the new cluster's 5xx become a fifth of its requests, from then on (a plan
+                     whose errorBudget judges the new cluster: its share and its fast burn)
   accelerator-busy   Global Accelerator refuses the next 1-6 UpdateEndpointGroup calls with
                      TransactionInProgressException (`other-kinds`)
   accelerator-stuck  the accelerator reads IN_PROGRESS 4-20 s after each write from then on
@@ -135,6 +137,7 @@ FEATURES = {
     "readiness": 0.2,  # the cluster readiness gate: EKS's insight in ERROR at the start or not, CoreDNS's health
     "aws-health": 0.15,  # an AWS Health issue in the Region, the plan holding or rolling back on it
     "error-budget": 0.15,  # the plan's errorBudget: its SLO's budget spent at the start or at a point, back or not
+    "budget-judged": 0.5,  # of those with a listener, no ALB judge and no comparison: the share and the fast burn on
     "other-kinds": 0.3,  # of the plain ALB plans: an NLB listener or a Global Accelerator endpoint group instead
 }
 
@@ -172,6 +175,13 @@ HEALTH_HAPPENINGS = ("health-open", "health-close")
 # points of it. One hold bounded to FROZEN_BOUND, as a freeze's.
 BUDGET_AT_START = ("spent", "fine")
 BUDGET_HAPPENINGS = ("budget-spent", "budget-back")
+
+
+# A new cluster burning its budget (`budget-burn`: ALB_ERRORS_BREACH 5xx of ALB_REQUESTS a second)
+# this long before a rollout's last check, with traffic, has been shown by then: the rollout's
+# share of the SLO (2 % of a budget of 10,000 requests, or of about 1,060 once a spent budget is
+# back) is spent in at most 10 s of its 5xx; a put's second, a check's interval and its reads on top.
+BUDGET_BURN_SHOWN_SECONDS = 20
 
 
 COMPARE_HAPPENINGS = ("compare-regression", "compare-errors", "compare-spike", "compare-nodata", "compare-fine")
@@ -340,6 +350,7 @@ class History:
     health: str = None  # the plan's awsHealth.onOpenIssue (HEALTH_MODES), or None: no AWS Health issue
     traffic: str = None  # NLB or ACCELERATOR: the plan's one target, instead of the ALB listener
     budget: str = None  # the plan's SLO's budget at the start (BUDGET_AT_START), or None: no errorBudget
+    budget_judged: bool = False  # the errorBudget judges the new cluster (its 5xx put every second, AlbTraffic)
 
     def __str__(self):
         if self.fleet:
@@ -363,6 +374,7 @@ class History:
             f", a cluster readiness gate (insight {self.readiness})" if self.readiness else "",
             f", AWS Health issues: {self.health} (bounded to {FROZEN_BOUND} s)" if self.health else "",
             f", an error budget {self.budget} at the start (bounded to {FROZEN_BOUND} s)" if self.budget else "",
+            ", judging the new cluster's share and burn" if self.budget_judged else "",
         ])
         kind = {NLB: "NLB", ACCELERATOR: "Global Accelerator"}.get(self.traffic, self.kind)
         return (f"seed {self.seed}: {kind}, steps {self.steps}{approval}{extra}; "
@@ -499,13 +511,18 @@ def draw_later_features(history, points):
             # Spent at the start, the rollout is at its gate: back at one of its first looks.
             at = ("FreezeGate", r.randint(1, 4)) if history.budget == "spent" else r.choice(points)
             happenings.append(Happening("budget-back", *at))
+        judging = history.kind in WITH_LISTENER and not history.alb_judge and not history.compare
+        if r := drawn("budget-judged", judging):
+            history.budget_judged = True
+            if r.random() < 0.6:
+                happenings.append(Happening("budget-burn", *r.choice(points)))
     if r := drawn("aws-health"):
         history.health = r.choice(HEALTH_MODES)
         happenings.append(Happening("health-open", *r.choice(points)))
         if r.random() < 0.7:
             happenings.append(Happening("health-close", *r.choice(points)))
     listener_bound = (history.fleet or history.by_event or history.targets or history.retire or history.alb_judge
-                      or history.compare or history.gradual)
+                      or history.compare or history.gradual or history.budget_judged)
     if r := drawn("other-kinds", history.kind == ALB and not listener_bound):
         history.traffic = r.choice((NLB, ACCELERATOR))
         if history.traffic == ACCELERATOR:

@@ -61,7 +61,11 @@ def shaped(history, plan, prometheus_url=None):
     if history.health:
         plan["awsHealth"] = {"onOpenIssue": history.health}
         plan["freeze"] = {"maxFrozenSeconds": FROZEN_BOUND}
-    if history.budget:
+    if history.budget_judged:
+        # The defaults: a share of 2 % and the fast burn, on the new cluster's 5xx the history puts.
+        plan["errorBudget"] = {"slos": [error_budget.SLO]}
+        plan["freeze"] = {"maxFrozenSeconds": FROZEN_BOUND}
+    elif history.budget:
         # The gate alone: the new cluster's 5xx (the ALB judge's, the comparison's) are the
         # other checks' to judge here, not a share's or a burn's that outlasts them.
         plan["errorBudget"] = {"slos": [error_budget.SLO], "rolloutShare": 0, "fastBurn": {"rate": 0}}

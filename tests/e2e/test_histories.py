@@ -57,6 +57,10 @@ CI_HISTORIES = {
           'Evaluate #4; provider-recovers after Evaluate #6; provider-nodata after Evaluate #5; provider-'
           'breach after SetWeights #1; iam-refusal after Evaluate #5; iam-restored after PrepareTraffic '
           '#1; the operator restores after the end',
+    2081: "seed 2081: ALB + Route 53, steps [100], hooks {'afterEachStep': ['pass']}, a gradual rollback ("
+          'the old cluster unhealthy), an error budget fine at the start (bounded to 60 s), judging the ne'
+          "w cluster's share and burn; lambda-throttle after PrepareTraffic #1; budget-spent after Evaluat"
+          'e #1; budget-burn after Evaluate #1',
     2993: 'seed 2993: ALB + Route 53, steps [71, 100], freezes bounded to 60 s, the comparison; reply-'
           'lost after Evaluate #4; freeze after Evaluate #1; compare-errors after Evaluate #3; compare-'
           'fine after Evaluate #3; the operator restores after the end',
@@ -553,13 +557,13 @@ def test_the_pinned_histories_draw_every_kind_of_happening():
              "safety-net-disabled", "iam-refusal", "iam-restored", "iam-reads-refused", "iam-reads-restored",
              "targets-registered", "write-past-timeout", "freeze", "unfreeze", *histories.COMPARE_HAPPENINGS,
              "insight-fixed", *histories.ADDON_HAPPENINGS, *histories.HEALTH_HAPPENINGS,
-             *histories.ACCELERATOR_HAPPENINGS}
+             *histories.ACCELERATOR_HAPPENINGS, "budget-burn"}
     assert every <= made, every - made
     assert {history.kind for history in rollouts} == {*histories.KINDS, histories.ROUTE53}
     assert {point for history in rollouts for point in history.hooks or {}} == set(histories.HOOK_POINTS)
     assert {history.provider for history in rollouts} == {None, "datadog", "prometheus"}
     for feature in ("by_event", "metric", "alb_judge", "retire", "short_timeout", "execution_timeout", "targets",
-                    "freeze", "gradual", "compare"):
+                    "freeze", "gradual", "compare", "budget_judged"):
         assert any(getattr(history, feature) for history in rollouts), feature
     assert {history.gradual for history in rollouts} == {None, *histories.GRADUAL}
     assert {history.readiness for history in rollouts} == {None, *histories.READINESS}
@@ -690,3 +694,32 @@ def test_the_checker_flags_a_healthy_comparison_that_found_a_regression_and_a_re
         (0, "compare", "regressed", 60.0), (0, "compare", "fine", 75.0), (0, "compare", "regressed", 95.0)])
     history.compare = True
     assert histories.violations(history, record) == []
+
+
+def test_the_checker_flags_a_healthy_new_cluster_failed_on_its_budget_and_a_burning_one_promoted():
+    spent = ("the rollout spent its share of SLO web-availability's error budget: the new cluster's 201 5xx are "
+             "more than the 200 allowed")
+    failing = [exited("SetWeights", {}, at=50.0), entered("Evaluate", at=100.0),
+               exited("Evaluate", {"bake": {"verdict": "fail", "summary": spent}}, at=101.0)]
+    history, record = made_up("FAILED", BASELINE, error="CheckFailed", history=failing)
+    history.budget_judged = True
+    assert histories.violations(history, record) == [f"a healthy new cluster failed on the error budget: {[spent]}"]
+    # The same failure with the new cluster burning its budget is the share doing its job.
+    history, record = made_up("FAILED", BASELINE, error="CheckFailed", history=failing,
+                              conditions=[(0, "burn", "burning", 70.0)])
+    history.budget_judged = True
+    assert histories.violations(history, record) == []
+    # Promoted: a burn with traffic 30 s before the last check must have been shown by then; one
+    # of 10 s may not have been, nor one before the first weights (the canary served nothing).
+    passing = [exited("SetWeights", {}, at=85.0), entered("Evaluate", at=100.0),
+               exited("Evaluate", {"bake": {"verdict": "pass"}}, at=101.0)]
+    for since, broken in ((70.0, []), (90.0, [])):
+        history, record = made_up("SUCCEEDED", PROMOTED, history=passing,
+                                  conditions=[(0, "burn", "burning", since)])
+        history.budget_judged = True
+        assert histories.violations(history, record) == broken
+    passing[0] = exited("SetWeights", {}, at=60.0)
+    history, record = made_up("SUCCEEDED", PROMOTED, history=passing, conditions=[(0, "burn", "burning", 70.0)])
+    history.budget_judged = True
+    assert histories.violations(history, record) == [
+        "promoted with the new cluster burning its error budget 30 s before the last check"]
