@@ -10,6 +10,8 @@ import jsonschema
 
 from helpers import assert_runs_as_the_stack_declares, captured
 from sandbox import fleets, scenarios
+from sandbox.alb_metrics import AlbMetrics
+from sandbox.error_budget import create_slo, served
 from sandbox.harness import Sandbox
 
 PROMOTED, BASELINE = (0, 100), (100, 0)
@@ -120,6 +122,34 @@ def test_an_alarm_that_fires_during_a_soak_halts_the_fleet_though_it_is_ok_again
         assert (ended["status"], ended["error"]) == ("FAILED", "FleetHalted"), ended
         assert "the soak after wave 1 failed: alarm web-fleet-slo went to ALARM during the soak, at " in ended["cause"]
         assert "(Threshold Crossed: 5 errors)" in ended["cause"], ended["cause"]
+        assert set(fleets.children(sandbox, execution)) == {"use1-a"}, "wave 2 never started"
+        assert_each_cell_promoted_or_at_its_baseline(sandbox, cells, promoted={"use1-a"})
+
+
+def test_the_soak_halts_the_fleet_when_a_promoted_cells_new_cluster_burns_its_slo_slowly():
+    """A tenth of each new cluster's requests fail: 10 times the pace a 99 % SLO allows, under the
+    rollout's fast burn (14.4×), so wave 1's cell promotes; the soak after it judges the promoted
+    cell on the slow pair (6×, its windows within the 10 s soak: 300 s and 60 s) and halts the
+    fleet with every alarm OK; wave 2 never starts."""
+    with Sandbox(log=captured) as sandbox:
+        cells = fleets.seed_cells(sandbox, [("use1-a", "us-east-1"), ("use1-b", "us-east-1")])
+        create_slo(sandbox, "web-availability")
+        served(sandbox, 1_000_000, 0)
+        plan = fleets.fleet_plan(cells, waves=[{"size": 1}, {"size": "100%"}], soak={"seconds": 10})
+        plan["template"]["errorBudget"] = {"slos": ["web-availability"], "rolloutShare": 0}
+        groups = {f"{cell}/{side}": (c["listener"], c[side]) for cell, c in cells.items() for side in ("old", "new")}
+
+        def values(second):
+            return {key: {"RequestCount": 100, "HTTPCode_Target_5XX_Count": 10 if key.endswith("/new") else 0}
+                    for key in groups}
+
+        with AlbMetrics(sandbox, values, groups):
+            execution = fleets.start_fleet(sandbox, plan, "slow-burn")
+            ended = fleets.wait_for_end(sandbox, execution)
+        assert (ended["status"], ended["error"]) == ("FAILED", "FleetHalted"), ended
+        assert "the soak after wave 1 failed: cell use1-a: the new cluster burns SLO web-availability's error " \
+               "budget 10.0× over the last 5 min and 10.0× over 1 min, at least 6× in both" in ended["cause"], \
+            ended["cause"]
         assert set(fleets.children(sandbox, execution)) == {"use1-a"}, "wave 2 never started"
         assert_each_cell_promoted_or_at_its_baseline(sandbox, cells, promoted={"use1-a"})
 

@@ -26,6 +26,7 @@
 
 mod peers;
 mod sdk;
+mod soak_burn;
 mod tally;
 
 use async_trait::async_trait;
@@ -176,6 +177,10 @@ enum Request {
         /// ALARM since then halts the fleet, even if it is back to OK now.
         #[serde(default)]
         soak_started: Option<String>,
+        /// The fleet's execution (`$$.Execution.Id`): its promoted cells' slow burn is judged.
+        /// An execution started before the state machine passed it has none: not judged.
+        #[serde(default)]
+        fleet_execution: Option<String>,
     },
     StopCells {
         fleet_execution: String,
@@ -347,6 +352,7 @@ pub async fn handle(
             fleet,
             tally,
             soak_started,
+            fleet_execution,
         } => {
             let fleet = valid(apis, fleet).await?;
             let (alarms, went) = match (&fleet.fleet.soak, &soak_started) {
@@ -366,7 +372,13 @@ pub async fn handle(
                 }
                 _ => (Vec::new(), Vec::new()),
             };
-            to_value(tally.after_soak(&fleet, &alarms, &went))
+            let burns = match &fleet_execution {
+                Some(execution) => {
+                    soak_burn::slow_burns(apis, config, &fleet, tally.wave, execution).await?
+                }
+                None => Vec::new(),
+            };
+            to_value(tally.after_soak(&fleet, &alarms, &went, &burns))
         }
         Request::StopCells {
             fleet_execution,

@@ -133,17 +133,19 @@ impl Tally {
         self.bounded()
     }
 
-    /// After the soak: an alarm of the fleet's in ALARM (or missing) halts it.
+    /// After the soak: an alarm of the fleet's in ALARM (or missing) halts it, and so does a
+    /// promoted cell's new cluster burning its SLOs' budget (`burns`, the slow pair's reasons).
     pub fn after_soak(
         mut self,
         fleet: &ValidFleet,
         alarms: &[AlarmState],
         went_to_alarm: &[WentToAlarm],
+        burns: &[String],
     ) -> Tally {
         let Some(soak) = &fleet.fleet.soak else {
             return self;
         };
-        let mut problems = Vec::new();
+        let mut problems = burns.to_vec();
         for name in &soak.alarms {
             match alarms.iter().find(|a| &a.name == name) {
                 None => problems.push(format!("alarm {name} does not exist")),

@@ -48,10 +48,12 @@ struct World {
 }
 
 /// A remaining budget kept in Prometheus and in CloudWatch (`errorBudget.prometheus`,
-/// `.cloudwatch`): every query answers the same share left, or nothing.
+/// `.cloudwatch`): every query answers the same share left, or nothing; and each ALB target
+/// group's requests and 5xx of the last minute (`alb`).
 #[derive(Default)]
 struct Remaining {
     left: Mutex<Option<f64>>,
+    alb: Mutex<(f64, f64)>,
     /// The queries asked, in order (Prometheus's, and CloudWatch's ids).
     asked: Mutex<Vec<String>>,
 }
@@ -93,11 +95,17 @@ impl CloudWatchApi for Remaining {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
         let left = *self.left.lock().unwrap();
+        let (requests, errors) = *self.alb.lock().unwrap();
         Ok(queries
             .iter()
             .map(|q| {
                 self.asked.lock().unwrap().push(q.metric_name.clone());
-                let points = left.map(|l| vec![(at - 60, l)]).unwrap_or_default();
+                let value = match q.metric_name.as_str() {
+                    "RequestCount" => Some(requests),
+                    "HTTPCode_Target_5XX_Count" => Some(errors),
+                    _ => left,
+                };
+                let points = value.map(|v| vec![(at - 60, v)]).unwrap_or_default();
                 (q.id.clone(), canary_aws::MetricSeries { points })
             })
             .collect())
@@ -1063,5 +1071,43 @@ async fn a_spent_remaining_budget_in_prometheus_or_cloudwatch_holds_the_next_wav
             .unwrap()
             .contains("too little data"),
         "{unknown}"
+    );
+}
+
+#[tokio::test]
+async fn the_soak_halts_the_fleet_when_a_promoted_cells_new_cluster_burns_its_budget_slowly() {
+    let mut fleet = example();
+    fleet["template"]["errorBudget"] = json!({"slos": ["web-availability"]});
+    let ask = json!({"op": "soak", "fleet": fleet, "tally": tally_after(1),
+                     "soakStarted": "2026-11-26T10:00:00Z", "fleetExecution": FLEET_RUN});
+    let soak = |world| call(world, ask.clone());
+    let world = World {
+        alarms: vec![alarm("web-fleet-5xx", AlarmStateValue::Ok)],
+        ..World::default()
+    };
+    world.child("use1-a", FLEET_RUN, "SUCCEEDED", None);
+    *world.remaining.alb.lock().unwrap() = (1_000.0, 0.0);
+    assert_eq!(soak(&world).await["halt"], false);
+    // A cell of the wave that did not promote is not the soak's to judge.
+    world.executions.lock().unwrap()[0].status = "FAILED".to_owned();
+    *world.remaining.alb.lock().unwrap() = (1_000.0, 500.0);
+    assert_eq!(soak(&world).await["halt"], false);
+    world.executions.lock().unwrap()[0].status = "SUCCEEDED".to_owned();
+
+    // 5 % of its requests fail: 5× the pace of a 99 % goal, under the slow rate of 6.
+    *world.remaining.alb.lock().unwrap() = (1_000.0, 50.0);
+    assert_eq!(soak(&world).await["halt"], false);
+
+    // 10 %: 10×, over the soak (900 s) and a twelfth of it.
+    *world.remaining.alb.lock().unwrap() = (1_000.0, 100.0);
+    let burnt = soak(&world).await;
+    assert_eq!(burnt["halt"], true, "{burnt}");
+    let message = burnt["message"].as_str().unwrap();
+    assert!(
+        message.contains(
+            "the soak after wave 1 failed: cell use1-a: the new cluster burns SLO web-availability's \
+             error budget 10.0× over the last 15 min and 10.0× over 75 s, at least 6× in both"
+        ),
+        "{message}"
     );
 }

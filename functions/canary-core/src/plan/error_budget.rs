@@ -141,6 +141,9 @@ pub const DEFAULT_ROLLOUT_SHARE: f64 = 2.0;
 pub const DEFAULT_BURN_RATE: f64 = 14.4;
 const DEFAULT_LONG_WINDOW_SECONDS: u32 = 3_600;
 const MAX_LONG_WINDOW_SECONDS: u32 = 86_400;
+/// The slow burn a fleet's soak judges (the SRE workbook's second pair): 6× over 6 h and 30 min.
+pub const SLOW_BURN_RATE: f64 = 6.0;
+const SLOW_LONG_WINDOW_SECONDS: u32 = 21_600;
 
 /// The fast burn's windows and rate, as a check applies them.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -227,6 +230,20 @@ impl ErrorBudgetSection {
             rate,
             long_seconds,
             short_seconds,
+        })
+    }
+
+    /// The slow burn a fleet's soak of `soak_seconds` judges each promoted cell's new cluster by:
+    /// 6× over 6 h and 30 min, the long window no longer than the soak (at least 300 s) and the
+    /// short one a twelfth of it (at least 60 s). `None` when the plan turns the fast burn off.
+    pub fn slow_burn_windows(&self, soak_seconds: u64) -> Option<BurnWindows> {
+        self.burn_windows(u64::MAX)?;
+        let soak = u32::try_from(soak_seconds).unwrap_or(u32::MAX);
+        let long_seconds = SLOW_LONG_WINDOW_SECONDS.min(soak).max(300);
+        Some(BurnWindows {
+            rate: SLOW_BURN_RATE,
+            long_seconds,
+            short_seconds: (long_seconds / 12).max(60),
         })
     }
 
@@ -410,5 +427,27 @@ mod tests {
         assert_eq!(off.burn_windows(7_200), None);
         assert!(!off.judges_the_canary());
         assert!(section.judges_the_canary());
+    }
+
+    #[test]
+    fn a_soaks_slow_burn_is_6_times_over_6_hours_and_30_minutes_or_the_soak() {
+        let section = ErrorBudgetSection::default();
+        let day = section.slow_burn_windows(86_400).expect("on by default");
+        assert_eq!(
+            (day.rate, day.long_seconds, day.short_seconds),
+            (6.0, 21_600, 1_800)
+        );
+        let soak = section.slow_burn_windows(900).expect("on");
+        assert_eq!((soak.long_seconds, soak.short_seconds), (900, 75));
+        let none = section.slow_burn_windows(0).expect("on");
+        assert_eq!((none.long_seconds, none.short_seconds), (300, 60));
+        let off = ErrorBudgetSection {
+            fast_burn: Some(FastBurn {
+                rate: Some(0.0),
+                ..FastBurn::default()
+            }),
+            ..ErrorBudgetSection::default()
+        };
+        assert_eq!(off.slow_burn_windows(86_400), None);
     }
 }

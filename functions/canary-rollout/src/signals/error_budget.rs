@@ -161,6 +161,37 @@ impl SignalSource for ErrorBudgetSpend<'_> {
     }
 }
 
+/// The new cluster's own burn of each of `budgets` over `windows` ending at `now`, from the
+/// plan's ALB target groups (none without an `alb` target): one outcome each. A fleet's soak
+/// judges its promoted cells so, on the slow pair. One GetMetricData call.
+pub async fn burn_outcomes(
+    api: &dyn CloudWatchApi,
+    plan: &RolloutPlan,
+    budgets: Vec<RolloutBudget>,
+    windows: canary_core::plan::BurnWindows,
+    now: SystemTime,
+) -> Result<Vec<canary_core::analysis::CheckOutcome>, AnalysisError> {
+    let pairs = super::alb_judge::alb_pairs(&plan.traffic_targets);
+    if pairs.is_empty() || budgets.is_empty() {
+        return Ok(Vec::new());
+    }
+    let carried = BudgetCarried {
+        // The burn alone: no share.
+        budgets: budgets
+            .into_iter()
+            .map(|b| RolloutBudget { allowed: None, ..b })
+            .collect(),
+        since: epoch(now) - i64::from(windows.long_seconds),
+        burn: Some(windows),
+    };
+    let spend = ErrorBudgetSpend {
+        api,
+        pairs,
+        carried: &carried,
+    };
+    Ok(spend.collect(now, &plan.cluster.name).await?.outcomes)
+}
+
 /// The plan's remaining budgets kept as CloudWatch metrics (`errorBudget.cloudwatch`), one
 /// GetMetricData call for all: each one's latest datapoint in its lookback, in the plan's order
 /// (none: no data; the call failing: every one unread, which holds the rollout).

@@ -38,7 +38,7 @@ use crate::error::AnalysisError;
 use alb_judge::alb_pairs;
 pub(crate) use cloudwatch_alarms::{alarm_outcome, alarm_outcomes};
 pub use compare::{compared_series, ComparedSeries};
-pub use error_budget::{check_remaining_budget_metrics, remaining_budget_metrics};
+pub use error_budget::{burn_outcomes, check_remaining_budget_metrics, remaining_budget_metrics};
 pub use outlook::{comparison_outlook, ComparisonOutlook, OUTLOOK_SECONDS};
 pub use prometheus::{check_remaining_budgets, remaining_budgets};
 use query_checks::QueryChecks;
