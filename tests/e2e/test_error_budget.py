@@ -102,46 +102,44 @@ def test_a_new_cluster_that_burns_fast_or_spends_the_rollouts_share_rolls_back_w
         plan = two_steps(sandbox)
         plan["analysis"]["failureLimit"] = 1
 
+        def rolled_back(name, traffic, budget):
+            """The rollout `name` of the new cluster serving `traffic`, judged by `budget`: rolled
+            back to the baseline by its own check while the alarms stay OK; its cause."""
+            plan["errorBudget"] = budget
+            with AlbMetrics(sandbox, lambda second: traffic):
+                report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, name), out=captured)
+            assert (report.status, report.error) == ("FAILED", "CheckFailed"), report.cause
+            assert "alarm web-green-5xx is OK" in report.cause, report.cause
+            assert report.weights == BASELINE
+            return report.cause
+
         # 20 % of the new cluster's requests fail: 20 times the pace a 99 % goal allows.
-        burning = {"canary": {"RequestCount": 100, "HTTPCode_Target_5XX_Count": 20},
-                   "stable": {"RequestCount": 100, "HTTPCode_Target_5XX_Count": 0}}
-        plan["errorBudget"] = {"slos": ["checkout-availability"], "rolloutShare": 0}
-        with AlbMetrics(sandbox, lambda second: burning):
-            burnt = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "burn"), out=captured)
-        assert (burnt.status, burnt.error) == ("FAILED", "CheckFailed"), burnt.cause
+        cause = rolled_back("burn", {"canary": {"RequestCount": 100, "HTTPCode_Target_5XX_Count": 20},
+                                     "stable": {"RequestCount": 100, "HTTPCode_Target_5XX_Count": 0}},
+                            {"slos": ["checkout-availability"], "rolloutShare": 0})
         assert "the new cluster burns SLO checkout-availability's error budget 20.0× over the last 5 min and " \
-               "20.0× over 1 min, at least 14.4× in both" in burnt.cause, burnt.cause
-        assert "alarm web-green-5xx is OK" in burnt.cause, burnt.cause
-        assert burnt.weights == BASELINE
+               "20.0× over 1 min, at least 14.4× in both" in cause, cause
 
         # 2 % of the new cluster's requests fail: under the burn's rate (2×), and 100 5xx a
         # second spend the share of 200 within seconds.
-        shares = {"canary": {"RequestCount": 5_000, "HTTPCode_Target_5XX_Count": 100},
-                  "stable": {"RequestCount": 5_000, "HTTPCode_Target_5XX_Count": 0}}
-        plan["errorBudget"] = {"slos": ["checkout-availability"], "fastBurn": {"rate": 0}}
-        with AlbMetrics(sandbox, lambda second: shares):
-            spent = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "share"), out=captured)
-        assert (spent.status, spent.error) == ("FAILED", "CheckFailed"), spent.cause
+        cause = rolled_back("share", {"canary": {"RequestCount": 5_000, "HTTPCode_Target_5XX_Count": 100},
+                                      "stable": {"RequestCount": 5_000, "HTTPCode_Target_5XX_Count": 0}},
+                            {"slos": ["checkout-availability"], "fastBurn": {"rate": 0}})
         assert "the rollout spent its share of SLO checkout-availability's error budget: the new cluster's " in \
-            spent.cause and "5xx are more than the 200 allowed" in spent.cause, spent.cause
-        assert "alarm web-green-5xx is OK" in spent.cause, spent.cause
-        assert spent.weights == BASELINE
+            cause and "5xx are more than the 200 allowed" in cause, cause
 
         # A latency SLO (a request is good under 500 ms): the new cluster's bad requests are those
         # slower than 0.5 s, counted one by one from its response times. None fails, 2 % are slow:
         # 100 a second spend the share of 200 within seconds.
         create_slo(sandbox, "checkout-latency", latency_ms=500)
-        slow = {"canary": {"RequestCount": 5_000, "HTTPCode_Target_5XX_Count": 0,
-                           "TargetResponseTime": {"values": [0.05, 0.9], "counts": [4_900, 100]}},
-                "stable": {"RequestCount": 5_000, "HTTPCode_Target_5XX_Count": 0,
-                           "TargetResponseTime": {"values": [0.05], "counts": [5_000]}}}
-        plan["errorBudget"] = {"slos": ["checkout-latency"], "fastBurn": {"rate": 0}}
-        with AlbMetrics(sandbox, lambda second: slow):
-            slowed = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "latency-share"), out=captured)
-        assert (slowed.status, slowed.error) == ("FAILED", "CheckFailed"), slowed.cause
+        cause = rolled_back("latency-share", {
+            "canary": {"RequestCount": 5_000, "HTTPCode_Target_5XX_Count": 0,
+                       "TargetResponseTime": {"values": [0.05, 0.9], "counts": [4_900, 100]}},
+            "stable": {"RequestCount": 5_000, "HTTPCode_Target_5XX_Count": 0,
+                       "TargetResponseTime": {"values": [0.05], "counts": [5_000]}}},
+            {"slos": ["checkout-latency"], "fastBurn": {"rate": 0}})
         assert "the rollout spent its share of SLO checkout-latency's error budget: the new cluster's " in \
-            slowed.cause and "requests slower than 0.5 s are more than the 200 allowed" in slowed.cause, slowed.cause
-        assert slowed.weights == BASELINE
+            cause and "requests slower than 0.5 s are more than the 200 allowed" in cause, cause
 
 
 def test_the_error_budget_scenario_waits_for_the_budget_then_rolls_back_a_canary_spending_its_share():
