@@ -15,7 +15,8 @@
 //! - `halt`: after a cell failed, with `onHalt: abortRunning` and the budget spent, stop the
 //!   fleet's running cells (each one's safety net restores its baseline).
 //! - `judge`: a wave's results into the tally; whether the fleet halts, and why.
-//! - `soak`: after the soak, the fleet's alarms; one in ALARM halts the fleet.
+//! - `soak`: after the soak, the fleet's alarms (one in ALARM halts the fleet) and the slow burn
+//!   of the cells the wave promoted against their plans' SLOs (`soak_burn`).
 //! - `awaitApproval`: a wave waits for a person (the task token stays in the history).
 //! - `notApproved`: a wave rejected, or its approval timed out: the fleet halts.
 //! - `promoted`: a halted fleet with `rollbackPromotedOnHalt`: the executions of the cells it

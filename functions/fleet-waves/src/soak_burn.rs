@@ -4,19 +4,30 @@
 //! soak): its new cluster's own bad requests, from its ALB target groups, over each request-based
 //! SLO's goal. Burning at the rate in both windows halts the fleet, as an alarm of the soak does.
 //! A burn too slow for a rollout's bake to show is what a soak is long enough to see.
+//!
+//! A wave may hold hundreds of cells and the function has two minutes: each SLO is read once per
+//! Region however many cells name it, and the cells' metrics a few at a time.
 
+use std::collections::btree_map::Entry;
+use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use canary_aws::read_budgets;
 use canary_core::analysis::CheckVerdict;
-use canary_core::error_budget::rollout_budgets;
+use canary_core::error_budget::{rollout_budgets, SloReading};
 use canary_core::fleet::{child_name, child_suffix, ValidFleet};
+use canary_core::plan::ValidPlan;
 use canary_rollout::error::AnalysisError;
 use canary_rollout::signals::burn_outcomes;
+use futures_util::stream::{self, StreamExt, TryStreamExt};
 
 use crate::{children, FleetApis, FleetConfig, FleetError};
 
-/// Why the wave's promoted cells burn their budget, one line each (empty: none does).
+/// GetMetricData calls in flight at once (CloudWatch allows 50 a second by default).
+const CONCURRENT_READS: usize = 8;
+
+/// Why the wave's promoted cells burn their budget, one line each in the wave's order (empty:
+/// none does).
 pub(crate) async fn slow_burns(
     apis: &dyn FleetApis,
     config: &FleetConfig,
@@ -29,19 +40,19 @@ pub(crate) async fn slow_burns(
         .soak
         .as_ref()
         .map_or(0, |s| u64::from(s.seconds));
-    let judged: Vec<usize> = fleet
-        .waves
-        .get(wave.saturating_sub(1))
-        .map(|w| w.cells.clone())
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|&i| {
-            let plan = &fleet.plans[i].plan;
-            plan.error_budget
-                .as_ref()
-                .is_some_and(|b| !b.slos.is_empty() && b.slow_burn_windows(soak_seconds).is_some())
-        })
-        .collect();
+    let judged: Vec<usize> =
+        fleet
+            .waves
+            .get(wave.saturating_sub(1))
+            .map(|w| w.cells.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|&i| {
+                fleet.plans[i].plan.error_budget.as_ref().is_some_and(|b| {
+                    !b.slos.is_empty() && b.slow_burn_windows(soak_seconds).is_some()
+                })
+            })
+            .collect();
     if judged.is_empty() {
         return Ok(Vec::new());
     }
@@ -49,35 +60,59 @@ pub(crate) async fn slow_burns(
     let started = apis.describe(fleet_execution).await?.started;
     let promoted = children(apis, config, fleet_execution, started, Some("SUCCEEDED")).await?;
     let suffix = child_suffix(fleet_execution);
-    let mut burns = Vec::new();
-    for i in judged {
-        let name = &fleet.fleet.cells[i].name;
-        let child = format!(":{}", child_name(name, &suffix));
-        if !promoted.iter().any(|e| e.arn.ends_with(&child)) {
-            continue;
-        }
+    let promoted: Vec<usize> = judged
+        .into_iter()
+        .filter(|&i| {
+            let child = format!(":{}", child_name(&fleet.fleet.cells[i].name, &suffix));
+            promoted.iter().any(|e| e.arn.ends_with(&child))
+        })
+        .collect();
+    let now = SystemTime::now();
+    let mut readings: BTreeMap<String, Vec<SloReading>> = BTreeMap::new();
+    for &i in &promoted {
         let plan = &fleet.plans[i].plan;
-        let Some(section) = &plan.error_budget else {
-            continue;
-        };
-        let Some(windows) = section.slow_burn_windows(soak_seconds) else {
-            continue;
-        };
-        let now = SystemTime::now();
-        let readings = read_budgets(apis.slos(), section, &plan.cluster.region, now).await;
-        let budgets = rollout_budgets(section, &readings);
-        let outcomes = burn_outcomes(apis.metrics(), plan, budgets, windows, now)
-            .await
-            .map_err(|e| match e {
-                AnalysisError::Aws(e) => FleetError::Aws(e),
-                other => FleetError::InvalidInput(other.to_string()),
-            })?;
-        burns.extend(
-            outcomes
-                .into_iter()
-                .filter(|o| o.verdict == CheckVerdict::Fail)
-                .map(|o| format!("cell {name}: {}", o.reason)),
-        );
+        if let Some(section) = &plan.error_budget {
+            if let Entry::Vacant(slot) = readings.entry(reading_key(&fleet.plans[i])) {
+                slot.insert(read_budgets(apis.slos(), section, &plan.cluster.region, now).await);
+            }
+        }
     }
-    Ok(burns)
+    let readings = &readings;
+    let burns: Vec<Vec<String>> = stream::iter(promoted)
+        .map(|i| async move {
+            let plan = &fleet.plans[i].plan;
+            let (Some(section), Some(slos)) = (
+                &plan.error_budget,
+                readings.get(&reading_key(&fleet.plans[i])),
+            ) else {
+                return Ok(Vec::new());
+            };
+            let Some(windows) = section.slow_burn_windows(soak_seconds) else {
+                return Ok(Vec::new());
+            };
+            let budgets = rollout_budgets(section, slos);
+            let outcomes = burn_outcomes(apis.metrics(), plan, budgets, windows, now)
+                .await
+                .map_err(|e| match e {
+                    AnalysisError::Aws(e) => FleetError::Aws(e),
+                    other => FleetError::InvalidInput(other.to_string()),
+                })?;
+            let name = &fleet.fleet.cells[i].name;
+            Ok::<_, FleetError>(
+                outcomes
+                    .into_iter()
+                    .filter(|o| o.verdict == CheckVerdict::Fail)
+                    .map(|o| format!("cell {name}: {}", o.reason))
+                    .collect(),
+            )
+        })
+        .buffered(CONCURRENT_READS)
+        .try_collect()
+        .await?;
+    Ok(burns.concat())
+}
+
+/// What one read of a cell's SLOs answers for: its Region and `errorBudget`.
+fn reading_key(plan: &ValidPlan) -> String {
+    serde_json::to_string(&(&plan.plan.cluster.region, &plan.plan.error_budget)).unwrap_or_default()
 }

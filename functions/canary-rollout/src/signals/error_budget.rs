@@ -4,8 +4,10 @@
 //! judge_burn}` against the shares the freeze gate fixed at the start. Bad is 5xx for an
 //! availability SLO, and for a latency one a request slower than its threshold (the trimmed
 //! count `TC(<seconds>:)` of `TargetResponseTime`, which counts each request's own time, as the
-//! comparison's `slowerThan` does). One GetMetricData call per check. And the remaining budgets kept as CloudWatch metrics (`errorBudget.cloudwatch`),
-//! which the gate and each bake's end read as they read the SLOs.
+//! comparison's `slowerThan` does). One GetMetricData call per check; a fleet's soak judges its
+//! promoted cells the same way, on the slow burn alone ([`burn_outcomes`]). And the remaining
+//! budgets kept as CloudWatch metrics (`errorBudget.cloudwatch`), which the gate and each bake's
+//! end read as they read the SLOs.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{SystemTime, UNIX_EPOCH};
