@@ -265,6 +265,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_latency_threshold_counts_only_when_good_requests_are_under_it() {
+        let report = |sli: &str| -> Report {
+            serde_json::from_str(&format!(
+                r#"{{"Arn": "arn:aws:application-signals:us-east-1:123456789012:slo/web",
+                    "Name": "web", "BudgetStatus": "OK", "RequestBasedSli": {sli}}}"#
+            ))
+            .unwrap()
+        };
+        let latency = r#"{"RequestBasedSliMetric": {"MetricType": "LATENCY"}"#;
+        assert_eq!(
+            report(&format!(
+                r#"{latency}, "MetricThreshold": 250, "ComparisonOperator": "LessThan"}}"#
+            ))
+            .slower_than_seconds(),
+            Some(0.25)
+        );
+        // Good above the threshold, no operator, no threshold, or an availability SLI: none.
+        for sli in [
+            format!(r#"{latency}, "MetricThreshold": 250, "ComparisonOperator": "GreaterThan"}}"#),
+            format!(r#"{latency}, "MetricThreshold": 250}}"#),
+            format!(r#"{latency}, "ComparisonOperator": "LessThan"}}"#),
+            r#"{"RequestBasedSliMetric": {"MetricType": "AVAILABILITY"}, "MetricThreshold": 250,
+                "ComparisonOperator": "LessThan"}"#
+                .to_owned(),
+        ] {
+            assert_eq!(report(&sli).slower_than_seconds(), None, "{sli}");
+        }
+    }
+
+    #[test]
     fn a_report_reads_the_fields_the_budget_uses_and_ignores_the_rest() {
         let body = br#"{"Timestamp": 1.7e9, "Reports": [{
             "Arn": "arn:aws:application-signals:us-east-1:123456789012:slo/web",

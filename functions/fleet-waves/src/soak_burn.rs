@@ -20,6 +20,7 @@ use canary_core::plan::ValidPlan;
 use canary_rollout::error::AnalysisError;
 use canary_rollout::signals::burn_outcomes;
 use futures_util::stream::{self, StreamExt, TryStreamExt};
+use tracing::warn;
 
 use crate::{children, FleetApis, FleetConfig, FleetError};
 
@@ -73,7 +74,14 @@ pub(crate) async fn slow_burns(
         let plan = &fleet.plans[i].plan;
         if let Some(section) = &plan.error_budget {
             if let Entry::Vacant(slot) = readings.entry(reading_key(&fleet.plans[i])) {
-                slot.insert(read_budgets(apis.slos(), section, &plan.cluster.region, now).await);
+                let read = read_budgets(apis.slos(), section, &plan.cluster.region, now).await;
+                // Not judged, and said: the soak's alarms still stand.
+                for reading in &read {
+                    if let SloReading::Unread { slo, error } = reading {
+                        warn!(%slo, %error, "SLO not read: the soak's slow burn is not judged on it");
+                    }
+                }
+                slot.insert(read);
             }
         }
     }
