@@ -8,6 +8,7 @@ every error must be the same.
 """
 import copy
 import json
+import re
 import datetime
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import time
 import urllib.request
 
 import boto3
+import botocore.config
 import botocore.session
 import pytest
 from botocore.exceptions import ClientError
@@ -845,3 +847,110 @@ def test_application_signals_reports_a_budget_from_the_slis_metrics_in_cloudwatc
     assert code == "ValidationException" and "sloIds" in message and "less than or equal to 50" in message, message
     signals.delete_service_level_objective(Id="checkout-latency")
     assert refused_with(lambda: signals.get_service_level_objective(Id=latency["Arn"]))[0] == "ResourceNotFoundException"
+
+
+def test_vpc_lattice_weights_answer_as_its_api_reference_documents(moto_endpoint):
+    """A Lattice service's listener and rule forwarding to two target groups with weights, over
+    the wire (botocore's client, REST-JSON signed for vpc-lattice): Lattice's identifiers and
+    ARNs, GetRule, UpdateRule and UpdateListener (which moto lacks) replacing the action whole,
+    the model's limits (weights 0-999, 1-10 target groups, priorities 1-2000, identifiers'
+    patterns) and the service's refusals (a target group that does not exist, one named twice, a
+    priority taken, a rule of another listener, an ARN of another Region), none of which changes
+    anything; tags; targets UNUSED until a service forwards to their group."""
+    # The client's own checks off: what is refused here is refused by the server.
+    lattice = boto3.client("vpc-lattice", endpoint_url=moto_endpoint, **CREDENTIALS,
+                           config=botocore.config.Config(parameter_validation=False))
+    service = lattice.create_service(name="web", tags={"team": "platform"})
+    assert re.fullmatch(r"svc-[0-9a-z]{17}", service["id"]), service["id"]
+    assert service["arn"] == f"arn:aws:vpc-lattice:us-east-1:123456789012:service/{service['id']}"
+    blue, green, spare = (lattice.create_target_group(name=name, type="IP", config={
+        "port": 80, "protocol": "HTTP", "vpcIdentifier": "vpc-0123456789abcdef0"}) for name in ("blue", "green", "spare"))
+    assert re.fullmatch(r"tg-[0-9a-z]{17}", blue["id"]) and blue["arn"].endswith(f":targetgroup/{blue['id']}")
+    lattice.register_targets(targetGroupIdentifier=green["id"], targets=[{"id": "10.0.1.7", "port": 8080}])
+    assert [t["status"] for t in lattice.list_targets(targetGroupIdentifier=green["id"])["items"]] == ["UNUSED"]
+
+    def forward(*weights):
+        return {"forward": {"targetGroups": [{"targetGroupIdentifier": g, "weight": w} for g, w in weights]}}
+
+    listener = lattice.create_listener(serviceIdentifier=service["id"], name="http", protocol="HTTP",
+                                       defaultAction=forward((blue["id"], 100)))
+    assert re.fullmatch(r"listener-[0-9a-z]{17}", listener["id"]) and listener["port"] == 80
+    assert listener["arn"] == f"{service['arn']}/listener/{listener['id']}"
+    ids = {"serviceIdentifier": service["id"], "listenerIdentifier": listener["id"]}
+    rule = lattice.create_rule(**ids, name="api", priority=10,
+                               match={"httpMatch": {"pathMatch": {"match": {"prefix": "/api"}}}},
+                               action=forward((blue["arn"], 90), (green["id"], 10)))
+    assert re.fullmatch(r"rule-[0-9a-z]{17}", rule["id"]) and rule["arn"] == f"{listener['arn']}/rule/{rule['id']}"
+    rule_ids = {**ids, "ruleIdentifier": rule["id"]}
+    read = lattice.get_rule(**rule_ids)
+    assert read["action"] == forward((blue["id"], 90), (green["id"], 10)), "target groups answered by ID"
+    assert (read["priority"], read["isDefault"], read["name"]) == (10, False, "api")
+    assert lattice.get_rule(serviceIdentifier=service["arn"], listenerIdentifier=listener["arn"],
+                            ruleIdentifier=rule["arn"])["id"] == rule["id"], "ARNs name the same rule"
+    assert [t["status"] for t in lattice.list_targets(targetGroupIdentifier=green["id"])["items"]] == ["HEALTHY"]
+
+    # What the model refuses, and what the service refuses: nothing changes.
+    refusals = [
+        (lambda: lattice.update_rule(**rule_ids, action=forward((blue["id"], 1000))),
+         "ValidationException", "Member must have value less than or equal to 999"),
+        (lambda: lattice.update_rule(**rule_ids, action=forward(*[(blue["id"], 1)] * 11)),
+         "ValidationException", "Member must have length less than or equal to 10"),
+        (lambda: lattice.update_rule(**rule_ids, action={"forward": {"targetGroups": []}}),
+         "ValidationException", "Member must have length greater than or equal to 1"),
+        (lambda: lattice.update_rule(**rule_ids, action=forward(("tg-0123", 5))),
+         "ValidationException", "Member must satisfy regular expression pattern"),
+        (lambda: lattice.update_rule(**rule_ids, priority=2001),
+         "ValidationException", "Member must have value less than or equal to 2000"),
+        (lambda: lattice.update_rule(**rule_ids, action=forward(("tg-0123456789abcdefg", 5))),
+         "ResourceNotFoundException", "Target group tg-0123456789abcdefg not found"),
+        (lambda: lattice.update_rule(**rule_ids, action=forward((blue["id"], 5), (blue["arn"], 5))),
+         "ValidationException", "more than once"),
+        (lambda: lattice.update_listener(**ids, defaultAction=forward((green["id"], 1), ("tg-0000000000000000a", 1))),
+         "ResourceNotFoundException", "not found"),
+        (lambda: lattice.get_rule(**ids, ruleIdentifier="rule-0000000000000000a"),
+         "ResourceNotFoundException", "Rule rule-0000000000000000a not found"),
+        (lambda: lattice.get_listener(serviceIdentifier=service["id"],
+                                      listenerIdentifier=listener["arn"].replace("us-east-1", "eu-west-1")),
+         "ResourceNotFoundException", "not found"),
+    ]
+    other = lattice.create_rule(**ids, name="other", priority=20, match={"httpMatch": {"method": "POST"}},
+                                action=forward((spare["id"], 1)))
+    refusals.append((lambda: lattice.update_rule(**ids, ruleIdentifier=other["id"], priority=10),
+                     "ConflictException", "Priority 10 is already in use"))
+    second = lattice.create_listener(serviceIdentifier=service["id"], name="https", protocol="HTTPS",
+                                     defaultAction={"fixedResponse": {"statusCode": 404}})
+    assert second["port"] == 443
+    refusals.append((lambda: lattice.get_rule(serviceIdentifier=service["id"], listenerIdentifier=second["id"],
+                                              ruleIdentifier=rule["id"]),
+                     "ResourceNotFoundException", "not found"))
+    for call, code, said in refusals:
+        with pytest.raises(ClientError) as refused:
+            call()
+        error = refused.value.response["Error"]
+        assert (error["Code"], said in error["Message"]) == (code, True), error
+    assert lattice.get_rule(**rule_ids)["action"] == forward((blue["id"], 90), (green["id"], 10))
+    assert lattice.get_listener(**ids)["defaultAction"] == forward((blue["id"], 100))
+
+    # UpdateRule and UpdateListener replace the action whole and answer it.
+    updated = lattice.update_rule(**rule_ids, action=forward((blue["id"], 50), (green["id"], 50)))
+    assert updated["action"] == forward((blue["id"], 50), (green["id"], 50)) and updated["priority"] == 10
+    assert lattice.get_rule(**rule_ids)["action"] == updated["action"]
+    answered = lattice.update_listener(**ids, defaultAction=forward((green["arn"], 999)))
+    assert answered["defaultAction"] == forward((green["id"], 999))
+    assert lattice.get_listener(**ids)["defaultAction"] == forward((green["id"], 999))
+    assert [r["priority"] for r in lattice.list_rules(**ids)["items"]] == [10, 20]
+
+    # Tags, given at creation and later; unknown ARNs are not found.
+    lattice.tag_resource(resourceArn=rule["arn"], tags={"application-networking.k8s.aws/ManagedBy": "1/blue/vpc-1"})
+    assert lattice.list_tags_for_resource(resourceArn=rule["arn"])["tags"] == {
+        "application-networking.k8s.aws/ManagedBy": "1/blue/vpc-1"}
+    assert lattice.list_tags_for_resource(resourceArn=service["arn"])["tags"] == {"team": "platform"}
+    with pytest.raises(ClientError) as refused:
+        lattice.list_tags_for_resource(resourceArn=service["arn"].replace(service["id"], "svc-0000000000000000a"))
+    assert refused.value.response["Error"]["Code"] == "ResourceNotFoundException"
+
+    # The harness's control sets a target's status.
+    request = urllib.request.Request(f"{moto_endpoint}/_harness/vpclattice/123456789012/us-east-1", method="POST",
+                                     data=json.dumps({"status": {green["id"]: {"10.0.1.7": "UNHEALTHY"}}}).encode())
+    urllib.request.urlopen(request).read()
+    assert [t["status"] for t in lattice.list_targets(targetGroupIdentifier=green["id"])["items"]] == ["UNHEALTHY"]

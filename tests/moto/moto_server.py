@@ -220,6 +220,12 @@ Everything else is stock moto.
    for `application-signals`; a budget report is computed from the SLO's metrics in moto's
    CloudWatch at the request's Timestamp.
 
+25. Amazon VPC Lattice's services, listeners, rules and target groups, which moto has in part (no
+   GetRule, UpdateRule or UpdateListener, identifiers that are not Lattice's): written from AWS's
+   API reference and botocore's model of it, in tests/moto/vpc_lattice.py (its header says what it
+   models and what not), served on moto's endpoint for the requests signed for `vpc-lattice`, with
+   its harness control at `POST /_harness/vpclattice/<account>/<region>`.
+
 Still not modelled: the 256 KiB limit on Pass and Choice state output (moto checks task
 results only).
 
@@ -314,6 +320,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state
 import elbv2_forwards  # beside this file (patch 22)
 import global_accelerator  # beside this file (patch 21)
 import application_signals  # beside this file (patch 24)
+import vpc_lattice  # beside this file (patch 25)
 
 
 def put_composite_alarm(self):
@@ -1070,6 +1077,8 @@ def with_harness_routes(app):
             return global_accelerator.serve(environ, start_response)
         if application_signals.serves(environ):
             return application_signals.serve(environ, start_response)
+        if vpc_lattice.serves(environ):
+            return vpc_lattice.serve(environ, start_response)
         if not HARNESS_EKS.fullmatch(path) or environ.get("REQUEST_METHOD") != "POST":
             return app(environ, start_response)
         length = int(environ.get("CONTENT_LENGTH") or 0)
