@@ -38,13 +38,17 @@ fn paint(output: Output, tone: Tone, text: &str) -> String {
 }
 
 /// A target key for people: `listener 50dc6c495c0c9188`, `rule 9683b2d02a6cabee`,
-/// `endpoint-group 0604e85fbedd` (a Global Accelerator's), or the record name.
+/// `endpoint-group 0604e85fbedd` (a Global Accelerator's), `lattice rule-0123…` (a VPC Lattice
+/// listener's or rule's ID), or the record name.
 pub fn target_label(key: &str) -> String {
     if let Some(rest) = key.strip_prefix("route53:") {
         // route53:<zone>:<name>:<type>
         return rest.split(':').nth(1).unwrap_or(rest).to_owned();
     }
     let id = key.rsplit('/').next().unwrap_or(key);
+    if key.starts_with("vpcLattice:") {
+        return format!("lattice {id}");
+    }
     if key.contains(":globalaccelerator:") && key.contains("/endpoint-group/") {
         format!("endpoint-group {id}")
     } else if key.contains(":listener-rule/") {
@@ -386,6 +390,14 @@ mod tests {
                 "endpoint-group 0604e85f",
             ),
             ("route53:Z1:app.example.com.:A", "app.example.com."),
+            (
+                "vpcLattice:svc-0123456789abcdef0/listener-0123456789abcdef0",
+                "lattice listener-0123456789abcdef0",
+            ),
+            (
+                "vpcLattice:svc-0123456789abcdef0/listener-0123456789abcdef0/rule-0123456789abcdef0",
+                "lattice rule-0123456789abcdef0",
+            ),
         ] {
             assert_eq!(target_label(key), label, "{key}");
         }

@@ -19,6 +19,22 @@ pub struct TargetGroupWeight {
     pub weight: u16,
 }
 
+impl TargetGroupWeight {
+    /// The stable and the canary target group at `weights`.
+    pub fn pair(stable: &str, canary: &str, weights: canary_core::WeightPair) -> [Self; 2] {
+        [
+            TargetGroupWeight {
+                arn: stable.to_owned(),
+                weight: weights.stable,
+            },
+            TargetGroupWeight {
+                arn: canary.to_owned(),
+                weight: weights.canary,
+            },
+        ]
+    }
+}
+
 /// Target group stickiness of a forward action (`TargetGroupStickinessConfig`): while on,
 /// a client keeps going to the target group it was sent to, whatever the weights say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

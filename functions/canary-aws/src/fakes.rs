@@ -13,6 +13,8 @@
 //!   that may stay PENDING and a canary health check.
 //! - [`FakeAccelerator`]: one Global Accelerator endpoint group, with writes refused as busy
 //!   and an accelerator that never deploys.
+//! - [`FakeLattice`]: one VPC Lattice listener or rule forwarding to target groups at weights,
+//!   with tags on its service, listener and rule, and its target groups' targets.
 //!
 //! What they do not model: regions and accounts (every ARN answers), ELBv2, Route 53 and Global
 //! Accelerator validation of the values written (weights' ranges, the 10-endpoint limit: the
@@ -26,7 +28,7 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use canary_core::target_health::TargetState;
-use canary_core::{ForwardTarget, Route53Target};
+use canary_core::{ForwardTarget, Route53Target, VpcLatticeTarget};
 
 use crate::alb::{
     AlbApi, AlbReads, ForwardAction, ForwardRead, TargetGroupInfo, TargetGroupWeight,
@@ -40,6 +42,7 @@ use crate::global_accelerator::{
 };
 use crate::query_error::QueryError;
 use crate::route53::{NewWeightedRecord, Route53Api, Route53Reads, TxtRecord, WeightedRecord};
+use crate::vpc_lattice::{LatticeAction, LatticeRead, VpcLatticeApi, VpcLatticeReads};
 
 /// A test's fake is poisoned only after a panic in another of its assertions: go on with it.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -220,6 +223,158 @@ impl GlobalAcceleratorApi for FakeAccelerator {
     }
     async fn tags(&self, _: &str) -> Result<BTreeMap<String, String>, AwsError> {
         Ok(self.tags.clone())
+    }
+}
+
+#[async_trait]
+impl VpcLatticeReads for Unused {
+    async fn read_action(&self, _: &VpcLatticeTarget) -> Result<LatticeRead, AwsError> {
+        Err(unused("GetRule"))
+    }
+}
+
+#[async_trait]
+impl VpcLatticeApi for Unused {
+    async fn write_forward(
+        &self,
+        _: &VpcLatticeTarget,
+        _: &[TargetGroupWeight],
+    ) -> Result<(), AwsError> {
+        Err(unused("UpdateRule"))
+    }
+    async fn target_health(
+        &self,
+        _: &VpcLatticeTarget,
+        _: &str,
+    ) -> Result<Vec<TargetState>, AwsError> {
+        Err(unused("ListTargets"))
+    }
+    async fn tags(
+        &self,
+        _: &VpcLatticeTarget,
+        _: &str,
+    ) -> Result<BTreeMap<String, String>, AwsError> {
+        Err(unused("ListTagsForResource"))
+    }
+}
+
+/// One VPC Lattice listener or rule (ARN `arn`) and what it does; the tags of ARNs; each target
+/// group's targets (`(target, status)`). A throttle for the next `n` reads or writes.
+#[derive(Default)]
+pub struct FakeLattice {
+    read: Mutex<Option<LatticeRead>>,
+    tags: BTreeMap<String, BTreeMap<String, String>>,
+    targets: BTreeMap<String, Vec<TargetState>>,
+    throttles: Mutex<usize>,
+    /// Every write, in order: the weights written.
+    pub writes: Mutex<Vec<Vec<TargetGroupWeight>>>,
+}
+
+impl FakeLattice {
+    /// The action at `arn` forwards to these `(target group ID, weight)`.
+    pub fn forwarding(self, arn: &str, groups: &[(&str, u16)]) -> Self {
+        *lock(&self.read) = Some(LatticeRead {
+            arn: arn.to_owned(),
+            action: LatticeAction::Forward(
+                groups
+                    .iter()
+                    .map(|(id, weight)| TargetGroupWeight {
+                        arn: (*id).to_owned(),
+                        weight: *weight,
+                    })
+                    .collect(),
+            ),
+        });
+        self
+    }
+
+    /// The action at `arn` does not forward (`what` it does instead).
+    pub fn not_forwarding(self, arn: &str, what: &str) -> Self {
+        *lock(&self.read) = Some(LatticeRead {
+            arn: arn.to_owned(),
+            action: LatticeAction::NotForward(what.to_owned()),
+        });
+        self
+    }
+
+    /// `arn` carries `key`=`value`.
+    pub fn tag(mut self, arn: &str, key: &str, value: &str) -> Self {
+        self.tags
+            .entry(arn.to_owned())
+            .or_default()
+            .insert(key.to_owned(), value.to_owned());
+        self
+    }
+
+    /// Target group `group` holds `target` in `status` (`healthy`, `unhealthy`, ...).
+    pub fn target(mut self, group: &str, target: &str, status: &str) -> Self {
+        self.targets
+            .entry(group.to_owned())
+            .or_default()
+            .push(TargetState {
+                target: target.to_owned(),
+                state: status.to_owned(),
+                reason: None,
+            });
+        self
+    }
+
+    /// The next `calls` reads or writes are throttled.
+    pub fn throttle(self, calls: usize) -> Self {
+        *lock(&self.throttles) = calls;
+        self
+    }
+
+    /// The action as it is now.
+    pub fn now(&self) -> LatticeRead {
+        lock(&self.read).clone().expect("the fake has an action")
+    }
+
+    fn throttled(&self, operation: &'static str) -> Result<(), AwsError> {
+        let mut throttles = lock(&self.throttles);
+        if *throttles > 0 {
+            *throttles -= 1;
+            return Err(throttled(operation));
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl VpcLatticeReads for FakeLattice {
+    async fn read_action(&self, _: &VpcLatticeTarget) -> Result<LatticeRead, AwsError> {
+        self.throttled("GetRule")?;
+        Ok(self.now())
+    }
+}
+
+#[async_trait]
+impl VpcLatticeApi for FakeLattice {
+    async fn write_forward(
+        &self,
+        _: &VpcLatticeTarget,
+        weights: &[TargetGroupWeight],
+    ) -> Result<(), AwsError> {
+        self.throttled("UpdateRule")?;
+        let mut read = lock(&self.read);
+        let current = read.as_mut().expect("the fake has an action");
+        current.action = LatticeAction::Forward(weights.to_vec());
+        lock(&self.writes).push(weights.to_vec());
+        Ok(())
+    }
+    async fn target_health(
+        &self,
+        _: &VpcLatticeTarget,
+        group: &str,
+    ) -> Result<Vec<TargetState>, AwsError> {
+        Ok(self.targets.get(group).cloned().unwrap_or_default())
+    }
+    async fn tags(
+        &self,
+        _: &VpcLatticeTarget,
+        arn: &str,
+    ) -> Result<BTreeMap<String, String>, AwsError> {
+        Ok(self.tags.get(arn).cloned().unwrap_or_default())
     }
 }
 

@@ -29,6 +29,7 @@ pub mod route53;
 pub mod secrets;
 pub mod slo_reports;
 pub mod utc;
+pub mod vpc_lattice;
 pub mod watches;
 
 pub use alb::{
@@ -74,4 +75,5 @@ pub use route53::{
 };
 pub use secrets::{SdkSecrets, SecretsApi};
 pub use utc::{http_date, utc_time};
+pub use vpc_lattice::{LatticeAction, LatticeRead, SdkVpcLattice, VpcLatticeApi, VpcLatticeReads};
 pub use watches::{AlarmWatchStore, SdkAlarmWatches, TaskFailer};

@@ -38,7 +38,7 @@ pub use error_name::{ErrorName, NamedError};
 pub use plan::{ResolvedStep, RolloutPlan};
 pub use targets::{
     AcceleratorShift, AlbTarget, ForwardTarget, GlobalAcceleratorTarget, NlbTarget, Route53Target,
-    TargetKind, TrafficTarget,
+    TargetKind, TrafficTarget, VpcLatticeTarget,
 };
 pub use validate::{PlanError, PlanErrors};
 pub use weights::{TargetWeights, WeightPair};

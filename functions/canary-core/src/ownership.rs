@@ -127,6 +127,49 @@ pub fn alb_controller(tags: &BTreeMap<String, String>) -> Option<ControllerOwner
     None
 }
 
+/// What the AWS Gateway API Controller (aws-application-networking-k8s) tags the VPC Lattice
+/// services, listeners and rules of an HTTPRoute with; `ManagedBy` is
+/// `<account>/<cluster>/<vpc>`.
+const GATEWAY_API_CONTROLLER_PREFIX: &str = "application-networking.k8s.aws/";
+
+/// The controller that manages a VPC Lattice service, listener or rule with these tags, if any:
+/// the AWS Gateway API Controller puts an HTTPRoute's `backendRefs` weights back, ACK its
+/// resource's.
+pub fn lattice_controller(tags: &BTreeMap<String, String>) -> Option<ControllerOwner> {
+    if tags
+        .keys()
+        .any(|k| k.starts_with(GATEWAY_API_CONTROLLER_PREFIX))
+    {
+        let said: Vec<String> = [
+            ("ManagedBy", "managed by"),
+            ("RouteNamespace", "route namespace"),
+            ("RouteName", "route"),
+        ]
+        .iter()
+        .filter_map(|(key, what)| {
+            tags.get(&format!("{GATEWAY_API_CONTROLLER_PREFIX}{key}"))
+                .map(|v| format!("{what} {v}"))
+        })
+        .collect();
+        return Some(ControllerOwner {
+            controller: "the AWS Gateway API Controller",
+            owner: match said.is_empty() {
+                true => "its tags".to_owned(),
+                false => said.join(", "),
+            },
+        });
+    }
+    if tags.keys().any(|k| k.starts_with(ACK_PREFIX)) {
+        return Some(ControllerOwner {
+            controller: "ACK's VPC Lattice controller",
+            owner: tags
+                .get("services.k8s.aws/namespace")
+                .map_or("its tags".to_owned(), |n| format!("namespace {n}")),
+        });
+    }
+    None
+}
+
 /// The names ExternalDNS's TXT registry may give the ownership record of the record `fqdn` of
 /// type `record_type` (`registry/mapper`): the type on the first label (`a-app.example.com.`;
 /// an A alias record's may still be the older `cname-`), and the legacy name without the type;

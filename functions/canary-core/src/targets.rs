@@ -8,8 +8,8 @@ use crate::arn::{parse_elb_arn, ElbResource};
 use crate::ownership::OwnerCheck;
 use crate::validate::Errors;
 
-/// One place where traffic is weighted. Exactly one of `alb`, `nlb`, `globalAccelerator` or
-/// `route53`.
+/// One place where traffic is weighted. Exactly one of `alb`, `nlb`, `globalAccelerator`,
+/// `vpcLattice` or `route53`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum TrafficTarget {
@@ -22,6 +22,10 @@ pub enum TrafficTarget {
     /// An AWS Global Accelerator endpoint group: the weights of the stable and the canary
     /// cluster's load balancers in it, or its traffic dial (docs/traffic/global-accelerator.md).
     GlobalAccelerator(GlobalAcceleratorTarget),
+    /// An Amazon VPC Lattice service's listener default action, or one of its rules, that
+    /// forwards to the stable and the canary cluster's target group with weights
+    /// (docs/traffic/vpc-lattice.md).
+    VpcLattice(VpcLatticeTarget),
     /// Two Route 53 weighted records of the same name and type.
     Route53(Route53Target),
 }
@@ -84,6 +88,54 @@ impl GlobalAcceleratorTarget {
             AcceleratorShift::TrafficDial => None,
         }
     }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct VpcLatticeTarget {
+    /// The service: its ID (`svc-0123456789abcdef0`) or ARN.
+    pub service_identifier: String,
+    /// One of its listeners: its ID (`listener-0123456789abcdef0`) or ARN.
+    pub listener_identifier: String,
+    /// A rule of that listener (`rule-0123456789abcdef0` or its ARN). Without it, the
+    /// listener's default action is shifted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_identifier: Option<String>,
+    /// The target group of the cluster(s) serving traffic now: its ID (`tg-…`) or ARN.
+    pub stable_target_group: String,
+    /// The target group of the new cluster: its ID or ARN.
+    pub canary_target_group: String,
+    /// A service, listener or rule the AWS Gateway API Controller manages (tag
+    /// `application-networking.k8s.aws/ManagedBy`, from an HTTPRoute) is refused
+    /// (`TrafficOwnedByController`): it would put its `backendRefs` weights back.
+    /// `{"ignore": "<reason>"}` shifts it anyway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<OwnerCheck>,
+}
+
+impl VpcLatticeTarget {
+    /// The service's, listener's, rule's and target groups' IDs, whether the plan gives IDs
+    /// or ARNs (an ARN's last segment): what the API answers and what the weights are keyed by.
+    pub fn service_id(&self) -> &str {
+        lattice_id(&self.service_identifier)
+    }
+    pub fn listener_id(&self) -> &str {
+        lattice_id(&self.listener_identifier)
+    }
+    pub fn rule_id(&self) -> Option<&str> {
+        self.rule_identifier.as_deref().map(lattice_id)
+    }
+    pub fn stable_target_group_id(&self) -> &str {
+        lattice_id(&self.stable_target_group)
+    }
+    pub fn canary_target_group_id(&self) -> &str {
+        lattice_id(&self.canary_target_group)
+    }
+}
+
+/// A Lattice resource's ID from its ID or ARN (the ARN's last path segment).
+pub fn lattice_id(identifier: &str) -> &str {
+    identifier.rsplit('/').next().unwrap_or(identifier)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -337,6 +389,7 @@ impl TrafficTarget {
             TrafficTarget::Alb(alb) => alb,
             TrafficTarget::Nlb(nlb) => nlb,
             TrafficTarget::GlobalAccelerator(ga) => ga,
+            TrafficTarget::VpcLattice(lattice) => lattice,
             TrafficTarget::Route53(r53) => r53,
         }
     }
@@ -354,7 +407,7 @@ impl TrafficTarget {
 /// The cluster tags a profile's traffic targets take (`crate::profile`): what only the new
 /// cluster knows. Each fills (or overrides) its field in every target of its kind; a new kind
 /// adds its rows here.
-pub const CLUSTER_TAGS: [(&str, &str, &str); 6] = [
+pub const CLUSTER_TAGS: [(&str, &str, &str); 8] = [
     (
         "cluster-canary/stable-target-group",
         "alb",
@@ -374,6 +427,16 @@ pub const CLUSTER_TAGS: [(&str, &str, &str); 6] = [
         "cluster-canary/canary-target-group",
         "nlb",
         "canaryTargetGroupArn",
+    ),
+    (
+        "cluster-canary/stable-target-group",
+        "vpcLattice",
+        "stableTargetGroup",
+    ),
+    (
+        "cluster-canary/canary-target-group",
+        "vpcLattice",
+        "canaryTargetGroup",
     ),
     (
         "cluster-canary/stable-set-identifier",
@@ -458,6 +521,49 @@ impl TargetKind for GlobalAcceleratorTarget {
     fn region(&self) -> Option<&str> {
         let endpoint = self.canary_endpoint_id.as_deref()?;
         endpoint.strip_prefix("arn:")?.split(':').nth(2)
+    }
+}
+
+impl TargetKind for VpcLatticeTarget {
+    fn name(&self) -> &'static str {
+        "vpcLattice"
+    }
+
+    /// The rule, or the listener's default action (IDs are unique in AWS).
+    fn key(&self) -> String {
+        match self.rule_id() {
+            Some(rule) => format!(
+                "vpcLattice:{}/{}/{rule}",
+                self.service_id(),
+                self.listener_id()
+            ),
+            None => format!("vpcLattice:{}/{}", self.service_id(), self.listener_id()),
+        }
+    }
+
+    fn validate(&self, path: &str, errors: &mut Errors) {
+        validate_vpc_lattice(self, path, errors)
+    }
+
+    /// The Region of the first identifier given as an ARN; none given: the stack's.
+    fn region(&self) -> Option<&str> {
+        self.arns().next().map(|arn| arn.region)
+    }
+}
+
+impl VpcLatticeTarget {
+    /// The identifiers the plan gives as ARNs, parsed (those that parse).
+    fn arns(&self) -> impl Iterator<Item = LatticeArn<'_>> {
+        [
+            Some(self.service_identifier.as_str()),
+            Some(self.listener_identifier.as_str()),
+            self.rule_identifier.as_deref(),
+            Some(self.stable_target_group.as_str()),
+            Some(self.canary_target_group.as_str()),
+        ]
+        .into_iter()
+        .flatten()
+        .filter_map(|identifier| parse_lattice_arn(identifier).ok())
     }
 }
 
@@ -673,6 +779,201 @@ fn validate_route53(r53: &Route53Target, path: &str, errors: &mut Errors) {
         errors.push(
             format!("{path}.owner.ignore"),
             "has no meaning with \"via\": \"argocd\": the records are ExternalDNS's, and the weights go through it",
+        );
+    }
+}
+
+/// A VPC Lattice ARN: `arn:<partition>:vpc-lattice:<region>:<account>:<resource>`, the resource
+/// `service/svc-…[/listener/listener-…[/rule/rule-…]]` or `targetgroup/tg-…`.
+struct LatticeArn<'a> {
+    region: &'a str,
+    account: &'a str,
+    /// The resource's path segments, e.g. `["service", "svc-…", "listener", "listener-…"]`.
+    segments: Vec<&'a str>,
+}
+
+/// `<prefix>` and 17 lower-case letters or digits: a Lattice resource ID (the API's pattern).
+fn is_lattice_id(id: &str, prefix: &str) -> bool {
+    id.strip_prefix(prefix).is_some_and(|rest| {
+        rest.len() == 17
+            && rest
+                .bytes()
+                .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
+    })
+}
+
+fn parse_lattice_arn(arn: &str) -> Result<LatticeArn<'_>, String> {
+    let parts: Vec<&str> = arn.splitn(6, ':').collect();
+    let ["arn", partition, "vpc-lattice", region, account, resource] = parts[..] else {
+        return Err(format!("`{arn}` is not a VPC Lattice ARN"));
+    };
+    if !partition.starts_with("aws")
+        || !crate::arn::is_region(region)
+        || account.len() != 12
+        || !account.bytes().all(|b| b.is_ascii_digit())
+    {
+        return Err(format!("`{arn}` is not a VPC Lattice ARN"));
+    }
+    Ok(LatticeArn {
+        region,
+        account,
+        segments: resource.split('/').collect(),
+    })
+}
+
+/// What a Lattice identifier of the plan must be, and the segments its ARN has.
+struct LatticeField<'t> {
+    field: &'static str,
+    value: &'t str,
+    /// The ARN's resource path: kinds, the last one this field's (`["service", "listener"]`).
+    kinds: &'static [&'static str],
+    /// The ID's prefix (`listener-`).
+    prefix: &'static str,
+    example: &'static str,
+}
+
+/// The IDs the identifier names, outermost first (an ID alone: just its own), or the problem.
+fn lattice_ids<'t>(
+    field: &LatticeField<'t>,
+) -> Result<(Vec<&'t str>, Option<LatticeArn<'t>>), String> {
+    if !field.value.starts_with("arn:") {
+        return match is_lattice_id(field.value, field.prefix) {
+            true => Ok((vec![field.value], None)),
+            false => Err(format!(
+                "`{}` is not a VPC Lattice {} ID or ARN; expected `{}` or its ARN",
+                field.value,
+                field.kinds[field.kinds.len() - 1],
+                field.example
+            )),
+        };
+    }
+    let arn = parse_lattice_arn(field.value)?;
+    let prefixes = ["svc-", "listener-", "rule-", "tg-"];
+    let ids: Vec<&str> = arn.segments.iter().skip(1).step_by(2).copied().collect();
+    let kinds: Vec<&str> = arn.segments.iter().step_by(2).copied().collect();
+    let well_formed = arn.segments.len() == field.kinds.len() * 2
+        && kinds == field.kinds
+        && ids.iter().zip(kinds.iter()).all(|(id, kind)| {
+            let prefix = match *kind {
+                "service" => prefixes[0],
+                "listener" => prefixes[1],
+                "rule" => prefixes[2],
+                _ => prefixes[3],
+            };
+            is_lattice_id(id, prefix)
+        });
+    match well_formed {
+        true => Ok((ids, Some(arn))),
+        false => Err(format!(
+            "`{}` is not a VPC Lattice {} ARN; expected arn:aws:vpc-lattice:<region>:<account>:{}",
+            field.value,
+            field.kinds[field.kinds.len() - 1],
+            match field.kinds {
+                ["targetgroup"] => "targetgroup/tg-0123456789abcdef0".to_owned(),
+                kinds => kinds
+                    .iter()
+                    .zip([
+                        "svc-0123456789abcdef0",
+                        "listener-0123456789abcdef0",
+                        "rule-0123456789abcdef0"
+                    ])
+                    .map(|(kind, id)| format!("{kind}/{id}"))
+                    .collect::<Vec<_>>()
+                    .join("/"),
+            }
+        )),
+    }
+}
+
+fn validate_vpc_lattice(lattice: &VpcLatticeTarget, path: &str, errors: &mut Errors) {
+    if let Some(owner) = &lattice.owner {
+        owner.validate(path, false, errors);
+    }
+    let mut fields = vec![
+        LatticeField {
+            field: "serviceIdentifier",
+            value: &lattice.service_identifier,
+            kinds: &["service"],
+            prefix: "svc-",
+            example: "svc-0123456789abcdef0",
+        },
+        LatticeField {
+            field: "listenerIdentifier",
+            value: &lattice.listener_identifier,
+            kinds: &["service", "listener"],
+            prefix: "listener-",
+            example: "listener-0123456789abcdef0",
+        },
+        LatticeField {
+            field: "stableTargetGroup",
+            value: &lattice.stable_target_group,
+            kinds: &["targetgroup"],
+            prefix: "tg-",
+            example: "tg-0123456789abcdef0",
+        },
+        LatticeField {
+            field: "canaryTargetGroup",
+            value: &lattice.canary_target_group,
+            kinds: &["targetgroup"],
+            prefix: "tg-",
+            example: "tg-0123456789abcdef0",
+        },
+    ];
+    // The service's resources first: a target group in another place is the one said.
+    if let Some(rule) = &lattice.rule_identifier {
+        fields.insert(
+            2,
+            LatticeField {
+                field: "ruleIdentifier",
+                value: rule,
+                kinds: &["service", "listener", "rule"],
+                prefix: "rule-",
+                example: "rule-0123456789abcdef0",
+            },
+        );
+    }
+    // Where an ARN names the resources around its own, they must be the plan's.
+    let chain = [
+        lattice.service_id(),
+        lattice.listener_id(),
+        lattice.rule_id().unwrap_or_default(),
+    ];
+    let mut place: Option<(&str, &str, &str)> = None;
+    for field in &fields {
+        match lattice_ids(field) {
+            Err(problem) => errors.push(format!("{path}.{}", field.field), problem),
+            Ok((ids, arn)) => {
+                // An ARN's IDs, outermost first; an ID alone names nothing around it.
+                if arn.is_some()
+                    && field.kinds[0] == "service"
+                    && ids.iter().zip(chain).any(|(id, plan)| *id != plan)
+                {
+                    errors.push(
+                        format!("{path}.{}", field.field),
+                        "names another service or listener than the target's serviceIdentifier and listenerIdentifier",
+                    );
+                }
+                if let Some(arn) = arn {
+                    match place {
+                        Some((first, region, account))
+                            if (region, account) != (arn.region, arn.account) =>
+                        {
+                            errors.push(
+                                format!("{path}.{}", field.field),
+                                format!("is in {} of account {}, {first} in {region} of account {account}: a service forwards only to target groups of its own account and Region", arn.region, arn.account),
+                            );
+                        }
+                        Some(_) => {}
+                        None => place = Some((field.field, arn.region, arn.account)),
+                    }
+                }
+            }
+        }
+    }
+    if lattice.stable_target_group_id() == lattice.canary_target_group_id() {
+        errors.push(
+            format!("{path}.canaryTargetGroup"),
+            "must differ from stableTargetGroup",
         );
     }
 }

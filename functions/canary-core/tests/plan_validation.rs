@@ -72,6 +72,24 @@ fn accelerator(overrides: Value) -> Value {
     json!({ "globalAccelerator": target })
 }
 
+const LATTICE_SERVICE: &str =
+    "arn:aws:vpc-lattice:us-east-1:123456789012:service/svc-0123456789abcdef0";
+
+/// A valid VPC Lattice target (a rule; target groups by ID), its fields replaced by `overrides`.
+fn lattice(overrides: Value) -> Value {
+    let mut target = json!({
+        "serviceIdentifier": "svc-0123456789abcdef0",
+        "listenerIdentifier": "listener-0123456789abcdef0",
+        "ruleIdentifier": format!("{LATTICE_SERVICE}/listener/listener-0123456789abcdef0/rule/rule-0123456789abcdef0"),
+        "stableTargetGroup": "tg-0123456789abcdefa",
+        "canaryTargetGroup": "tg-0123456789abcdefb",
+    });
+    for (key, value) in overrides.as_object().expect("an object") {
+        target[key] = value.clone();
+    }
+    json!({ "vpcLattice": target })
+}
+
 type Mutation = Box<dyn Fn(&mut Value)>;
 
 /// A valid metric check with some fields replaced.
@@ -436,6 +454,65 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
             }),
             "trafficTargets[1].globalAccelerator.canaryEndpointId",
             "1 to 255 characters",
+        ),
+        (
+            "vpcLattice service that is no Lattice ID",
+            Box::new(|p| set(p, "/trafficTargets/1", lattice(json!({"serviceIdentifier": "svc-0123"})))),
+            "trafficTargets[1].vpcLattice.serviceIdentifier",
+            "is not a VPC Lattice service ID or ARN; expected `svc-0123456789abcdef0`",
+        ),
+        (
+            "vpcLattice listener given a rule's ARN",
+            Box::new(|p| {
+                set(p, "/trafficTargets/1", lattice(json!({"listenerIdentifier": format!(
+                    "{LATTICE_SERVICE}/listener/listener-0123456789abcdef0/rule/rule-0123456789abcdef0")})))
+            }),
+            "trafficTargets[1].vpcLattice.listenerIdentifier",
+            "is not a VPC Lattice listener ARN",
+        ),
+        (
+            "vpcLattice rule of another listener",
+            Box::new(|p| {
+                set(p, "/trafficTargets/1", lattice(json!({"ruleIdentifier": format!(
+                    "{LATTICE_SERVICE}/listener/listener-0123456789abcdefz/rule/rule-0123456789abcdef0")})))
+            }),
+            "trafficTargets[1].vpcLattice.ruleIdentifier",
+            "names another service or listener",
+        ),
+        (
+            "vpcLattice target group of an ELB",
+            Box::new(|p| {
+                set(p, "/trafficTargets/1", lattice(json!({"canaryTargetGroup": STABLE_TG})))
+            }),
+            "trafficTargets[1].vpcLattice.canaryTargetGroup",
+            "is not a VPC Lattice ARN",
+        ),
+        (
+            "vpcLattice target group in another Region",
+            Box::new(|p| {
+                set(p, "/trafficTargets/1", lattice(json!({"canaryTargetGroup":
+                    "arn:aws:vpc-lattice:eu-west-1:123456789012:targetgroup/tg-0123456789abcdefb"})))
+            }),
+            "trafficTargets[1].vpcLattice.canaryTargetGroup",
+            "a service forwards only to target groups of its own account and Region",
+        ),
+        (
+            "vpcLattice target groups equal (an ID and its ARN)",
+            Box::new(|p| {
+                set(p, "/trafficTargets/1", lattice(json!({"canaryTargetGroup":
+                    "arn:aws:vpc-lattice:us-east-1:123456789012:targetgroup/tg-0123456789abcdefa"})))
+            }),
+            "trafficTargets[1].vpcLattice.canaryTargetGroup",
+            "must differ from stableTargetGroup",
+        ),
+        (
+            "vpcLattice without its canary target group",
+            Box::new(|p| {
+                set(p, "/trafficTargets/1", lattice(json!({})));
+                remove(p, "/trafficTargets/1/vpcLattice/canaryTargetGroup");
+            }),
+            "trafficTargets[1].vpcLattice",
+            "missing field `canaryTargetGroup`",
         ),
         (
             "globalAccelerator unknown shift",
@@ -1316,6 +1393,29 @@ fn the_base_plan_is_valid() {
     assert_eq!(valid.steps[1].bake_seconds, 600, "the default applies");
     assert_eq!(valid.steps[1].check_interval_seconds, 30);
     assert_eq!((valid.steps[0].checks, valid.steps[1].checks), (30, 20));
+}
+
+#[test]
+fn a_vpc_lattice_target_by_ids_or_arns_is_valid_and_keyed_by_ids() {
+    for target in [
+        lattice(json!({})),
+        lattice(json!({
+            "serviceIdentifier": LATTICE_SERVICE,
+            "listenerIdentifier": format!("{LATTICE_SERVICE}/listener/listener-0123456789abcdef0"),
+            "ruleIdentifier": "rule-0123456789abcdef0",
+            "canaryTargetGroup": "arn:aws:vpc-lattice:us-east-1:123456789012:targetgroup/tg-0123456789abcdefb",
+        })),
+    ] {
+        let mut plan = base_plan();
+        set(&mut plan, "/trafficTargets/1", target);
+        let valid = RolloutPlan::parse(plan).expect("valid");
+        let lattice = &valid.plan.traffic_targets[1];
+        assert_eq!(
+            lattice.key(),
+            "vpcLattice:svc-0123456789abcdef0/listener-0123456789abcdef0/rule-0123456789abcdef0"
+        );
+        assert_eq!(lattice.kind().region(), Some("us-east-1"));
+    }
 }
 
 #[test]

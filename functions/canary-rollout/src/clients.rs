@@ -9,7 +9,7 @@
 
 use canary_aws::{
     HttpDatadog, HttpPrometheus, PollWait, SdkAlb, SdkCloudWatch, SdkConfig, SdkEks, SdkExecutions,
-    SdkGlobalAccelerator, SdkRoute53,
+    SdkGlobalAccelerator, SdkRoute53, SdkVpcLattice,
 };
 use canary_kube::{ArgoCdConnect, ManagementAccess, OwnedManagement};
 
@@ -29,6 +29,7 @@ pub fn process_env(name: &str) -> Option<String> {
 pub struct TrafficClients {
     alb: SdkAlb,
     global_accelerator: SdkGlobalAccelerator,
+    vpc_lattice: SdkVpcLattice,
     route53: SdkRoute53,
     executions: SdkExecutions,
     /// The management cluster, for GitOps targets (`"via": "argocd"`): with `MANAGEMENT_ACCESS`
@@ -50,6 +51,7 @@ impl TrafficClients {
         Ok(TrafficClients {
             alb: SdkAlb::new(config),
             global_accelerator: SdkGlobalAccelerator::new(config, PollWait::ACCELERATOR_POLL_EVERY),
+            vpc_lattice: SdkVpcLattice::new(config),
             route53: SdkRoute53::new(config, PollWait::ROUTE53_IN_SYNC),
             executions: SdkExecutions::new(config),
             management,
@@ -60,6 +62,7 @@ impl TrafficClients {
         Apis {
             alb: &self.alb,
             global_accelerator: &self.global_accelerator,
+            vpc_lattice: &self.vpc_lattice,
             route53: &self.route53,
             executions: &self.executions,
             argocd: self.management.as_ref().map(|m| m as &dyn ArgoCdConnect),
@@ -79,6 +82,7 @@ impl TrafficClients {
 pub struct CheckClients {
     alb: SdkAlb,
     global_accelerator: SdkGlobalAccelerator,
+    vpc_lattice: SdkVpcLattice,
     route53: SdkRoute53,
     cloudwatch: SdkCloudWatch,
     prometheus: HttpPrometheus,
@@ -95,6 +99,7 @@ impl CheckClients {
         CheckClients {
             alb: SdkAlb::new(config),
             global_accelerator: SdkGlobalAccelerator::new(config, PollWait::ACCELERATOR_POLL_EVERY),
+            vpc_lattice: SdkVpcLattice::new(config),
             route53: SdkRoute53::new(config, PollWait::ROUTE53_IN_SYNC),
             cloudwatch: SdkCloudWatch::new(config),
             prometheus: HttpPrometheus::new(config),
@@ -107,6 +112,7 @@ impl CheckClients {
         Reads {
             alb: &self.alb,
             global_accelerator: &self.global_accelerator,
+            vpc_lattice: &self.vpc_lattice,
             route53: &self.route53,
         }
     }

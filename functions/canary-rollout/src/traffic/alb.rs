@@ -97,22 +97,13 @@ impl TrafficRouter for ForwardRouter<'_> {
     async fn write(&self, reading: &Reading, pair: WeightPair) -> Result<(), ShiftError> {
         // A listener or rule that no longer forwards cannot take weights.
         let Some(current) = reading.snapshot::<ForwardAction>() else {
-            return Err(ShiftError::WeightsChangedExternally(format!(
-                "{}: {}",
-                self.located.label,
-                reading.observed.describe()
-            )));
+            return Err(self.changed_externally(&reading.observed));
         };
-        let weights = [
-            TargetGroupWeight {
-                arn: self.target.stable_target_group_arn().to_owned(),
-                weight: pair.stable,
-            },
-            TargetGroupWeight {
-                arn: self.target.canary_target_group_arn().to_owned(),
-                weight: pair.canary,
-            },
-        ];
+        let weights = TargetGroupWeight::pair(
+            self.target.stable_target_group_arn(),
+            self.target.canary_target_group_arn(),
+            pair,
+        );
         self.write_groups(current, &weights).await
     }
 
@@ -197,20 +188,11 @@ impl TrafficRouter for ForwardRouter<'_> {
     /// Compare-and-set: the listener or rule must still be as promotion left it (`expected`),
     /// or detached already (a retry).
     async fn detach(&self, expected: WeightPair) -> Result<Detach, ShiftError> {
-        if expected.stable != 0 {
-            return Err(ShiftError::InvalidInput(format!(
-                "{}: expected {expected}; only a promoted target (stable weight 0) is detached",
-                self.located.label
-            )));
-        }
+        self.promoted(expected)?;
         let read = self.read_forward().await?;
         let observed = observed(self.target, &read);
         let ForwardRead::Forward(forward) = read else {
-            return Err(ShiftError::WeightsChangedExternally(format!(
-                "{}: {}",
-                self.located.label,
-                observed.describe()
-            )));
+            return Err(self.changed_externally(&observed));
         };
         let canary_only = [TargetGroupWeight {
             arn: self.target.canary_target_group_arn().to_owned(),
@@ -223,13 +205,7 @@ impl TrafficRouter for ForwardRouter<'_> {
             }
             // An earlier attempt detached it already.
             _ if forward.target_groups == canary_only => {}
-            other => {
-                return Err(ShiftError::WeightsChangedExternally(format!(
-                    "{}: found {}, promotion left {expected}; nothing detached",
-                    self.located.label,
-                    other.describe()
-                )))
-            }
+            other => return Err(self.not_detached(&other, expected)),
         }
         Ok(Detach::Detached)
     }

@@ -347,13 +347,7 @@ impl TrafficRouter for GitOpsRouter<'_> {
             return Err(self
                 .records
                 .moved(&reading.observed.describe())
-                .unwrap_or_else(|| {
-                    ShiftError::WeightsChangedExternally(format!(
-                        "{}: {}",
-                        self.records.located.label,
-                        reading.observed.describe()
-                    ))
-                }));
+                .unwrap_or_else(|| self.records.changed_externally(&reading.observed)));
         };
         let expected = *expected;
         self.annotate(pair, Annotation::Step { expected }).await?;

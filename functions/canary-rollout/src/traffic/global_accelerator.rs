@@ -82,11 +82,7 @@ impl TrafficRouter for AcceleratorRouter<'_> {
     /// added if it was not there), or the dial. The caller waits for `DEPLOYED` (`in_effect`).
     async fn write(&self, reading: &Reading, pair: WeightPair) -> Result<(), ShiftError> {
         let Some(group) = reading.snapshot::<EndpointGroup>() else {
-            return Err(ShiftError::WeightsChangedExternally(format!(
-                "{}: {}",
-                self.located.label,
-                reading.observed.describe()
-            )));
+            return Err(self.changed_externally(&reading.observed));
         };
         let arn = self.target.endpoint_group_arn.as_str();
         match self.target.endpoints() {

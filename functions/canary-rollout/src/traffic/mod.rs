@@ -10,6 +10,7 @@ mod gitops;
 mod global_accelerator;
 mod nlb;
 mod route53;
+mod vpc_lattice;
 
 pub use gitops::poll_interval;
 pub use route53::{external_dns_claims, external_dns_claims_any_set};
@@ -20,7 +21,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use canary_aws::{
     AlbApi, AlbReads, AwsError, AwsErrorKind, ExecutionsApi, GlobalAcceleratorApi,
-    GlobalAcceleratorReads, Route53Api, Route53Reads,
+    GlobalAcceleratorReads, Route53Api, Route53Reads, VpcLatticeApi, VpcLatticeReads,
 };
 use canary_core::limits::{join_bounded, MAX_REASON_BYTES};
 use canary_core::ownership::{ControllerOwner, OwnerCheck};
@@ -37,6 +38,7 @@ pub struct Apis<'a> {
     /// Elastic Load Balancing: ALB and NLB targets.
     pub alb: &'a dyn AlbApi,
     pub global_accelerator: &'a dyn GlobalAcceleratorApi,
+    pub vpc_lattice: &'a dyn VpcLatticeApi,
     pub route53: &'a dyn Route53Api,
     pub executions: &'a dyn ExecutionsApi,
     /// Argo CD's namespace of the management cluster, for GitOps targets' writes; `None` where
@@ -54,6 +56,7 @@ impl Apis<'static> {
         Apis {
             alb: &Unused,
             global_accelerator: &Unused,
+            vpc_lattice: &Unused,
             route53: &Unused,
             executions: &NoExecutions,
             argocd: None,
@@ -67,6 +70,7 @@ impl<'a> Apis<'a> {
         Reads {
             alb: self.alb,
             global_accelerator: self.global_accelerator,
+            vpc_lattice: self.vpc_lattice,
             route53: self.route53,
         }
     }
@@ -77,6 +81,7 @@ impl<'a> Apis<'a> {
 pub struct Reads<'a> {
     pub alb: &'a dyn AlbReads,
     pub global_accelerator: &'a dyn GlobalAcceleratorReads,
+    pub vpc_lattice: &'a dyn VpcLatticeReads,
     pub route53: &'a dyn Route53Reads,
 }
 
@@ -125,6 +130,11 @@ pub fn routers<'a>(apis: &Apis<'a>, plan: &'a RolloutPlan) -> Vec<Box<dyn Traffi
                     target,
                     located,
                 }),
+                TrafficTarget::VpcLattice(target) => Box::new(Router {
+                    api: apis.vpc_lattice,
+                    target,
+                    located,
+                }),
                 TrafficTarget::Route53(target) => {
                     let records = Router {
                         api: apis.route53,
@@ -169,6 +179,11 @@ pub fn readers<'a>(reads: Reads<'a>, plan: &'a RolloutPlan) -> Vec<Box<dyn Targe
                     target,
                     located,
                 }),
+                TrafficTarget::VpcLattice(target) => Box::new(Router {
+                    api: reads.vpc_lattice,
+                    target,
+                    located,
+                }),
                 TrafficTarget::Route53(target) => Box::new(Router {
                     api: reads.route53,
                     target,
@@ -191,6 +206,35 @@ impl<Api: ?Sized, Target: ?Sized> Router<'_, Api, Target> {
     /// An AWS error met on this target.
     fn aws(&self, e: AwsError) -> ShiftError {
         ShiftError::aws(&self.located.label, e)
+    }
+
+    /// The target is not as a write needs it (`observed`): nothing is written over it.
+    fn changed_externally(&self, observed: &Observed) -> ShiftError {
+        ShiftError::WeightsChangedExternally(format!(
+            "{}: {}",
+            self.located.label,
+            observed.describe()
+        ))
+    }
+
+    /// Only a promoted target (stable weight 0) is detached.
+    fn promoted(&self, expected: WeightPair) -> Result<(), ShiftError> {
+        match expected.stable {
+            0 => Ok(()),
+            _ => Err(ShiftError::InvalidInput(format!(
+                "{}: expected {expected}; only a promoted target (stable weight 0) is detached",
+                self.located.label
+            ))),
+        }
+    }
+
+    /// A detach found the target elsewhere than promotion left it.
+    fn not_detached(&self, found: &Observed, expected: WeightPair) -> ShiftError {
+        ShiftError::WeightsChangedExternally(format!(
+            "{}: found {}, promotion left {expected}; nothing detached",
+            self.located.label,
+            found.describe()
+        ))
     }
 }
 
