@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from . import compare, datadog, error_budget, fleets, prometheus
 from .alb_metrics import AlbMetrics
 from .harness import CONTRACT, REPO, Sandbox
-from .world import ACCOUNT, REGION, seed_accelerator, seed_nlb
+from .world import ACCOUNT, REGION, seed_accelerator, seed_lattice, seed_nlb
 
 SCENARIOS = ("happy", "rollback", "apps-unhealthy", "stopped", "approval", "prometheus", "prometheus-healthy", "datadog",
              "compare", "compare-spike", "fleet", "fleet-halt", "fleet-outlier", "nlb", "nlb-rollback",
-             "global-accelerator", "global-accelerator-rollback", "error-budget")
+             "global-accelerator", "global-accelerator-rollback", "vpc-lattice", "vpc-lattice-rollback", "error-budget")
 
 
 @dataclass
@@ -208,6 +208,11 @@ def read_weights(sandbox):
             EndpointGroupArn=world.endpoint_group)["EndpointGroup"]
         by_id = {e["EndpointId"]: e.get("Weight") for e in group["EndpointDescriptions"]}
         weights["accelerator"] = (by_id.get(world.blue_endpoint, 0), by_id.get(world.green_endpoint, 0))
+    if world.lattice_listener:  # the `vpc-lattice` scenarios' service
+        action = sandbox.client("vpc-lattice").get_listener(
+            serviceIdentifier=world.lattice_service, listenerIdentifier=world.lattice_listener)["defaultAction"]
+        by_id = {g["targetGroupIdentifier"]: g.get("weight") for g in action.get("forward", {}).get("targetGroups", [])}
+        weights["lattice web"] = (by_id.get(world.lattice_blue_tg, 0), by_id.get(world.lattice_green_tg, 0))
     if world.record:  # the example environment's world has no records
         records = sandbox.client("route53").list_resource_record_sets(
             HostedZoneId=world.zone_id, StartRecordName=world.record, StartRecordType="A"
@@ -581,15 +586,30 @@ def accelerator_plan(sandbox):
     return plan
 
 
+def lattice_plan(sandbox):
+    """A plan a person writes for the VPC Lattice service `web` alone: its listener's default
+    action, blue's and green's target groups."""
+    world = sandbox.world
+    plan = manual_plan(sandbox)
+    plan["trafficTargets"] = [{"vpcLattice": {
+        "serviceIdentifier": world.lattice_service,
+        "listenerIdentifier": world.lattice_listener,
+        "stableTargetGroup": world.lattice_blue_tg,
+        "canaryTargetGroup": world.lattice_green_tg,
+    }}]
+    return plan
+
+
 # The scenarios that shift one other kind of target alone: what each seeds, and its plan.
 ONE_TARGET_SCENARIOS = {
     "nlb": (seed_nlb, nlb_plan, "the NLB web-tcp's listener :443"),
     "global-accelerator": (seed_accelerator, accelerator_plan, "the accelerator edge's endpoint group in us-east-1"),
+    "vpc-lattice": (seed_lattice, lattice_plan, "the VPC Lattice service web's listener :80"),
 }
 
 
 def run_one_target(sandbox, scenario, out=print, verbose=False):
-    """`nlb`, `global-accelerator`: a rollout of that target to 100 %; `…-rollback`: green's 5xx
+    """`nlb`, `global-accelerator`, `vpc-lattice`: a rollout of that target to 100 %; `…-rollback`: green's 5xx
     alarm fires at 50 %."""
     kind = scenario.removesuffix("-rollback")
     _, plan, what = ONE_TARGET_SCENARIOS[kind]

@@ -41,6 +41,12 @@ class World:
     endpoint_group: str = None
     blue_endpoint: str = None
     green_endpoint: str = None
+    # The VPC Lattice service the `vpc-lattice` scenarios make (`seed_lattice`): its listener
+    # and the two clusters' target groups (IDs).
+    lattice_service: str = None
+    lattice_listener: str = None
+    lattice_blue_tg: str = None
+    lattice_green_tg: str = None
 
 
 def profile(listener, blue_tg, zone_id, record):
@@ -190,6 +196,25 @@ def seed_nlb(aws, world):
         Port=443,
         DefaultActions=[{"Type": "forward", "ForwardConfig": {"TargetGroups": [{"TargetGroupArn": world.tcp_blue_tg, "Weight": 100}]}}],
     )["Listeners"][0]["ListenerArn"]
+
+
+def seed_lattice(aws, world):
+    """A VPC Lattice service `web` with an HTTP listener :80 whose default action forwards to
+    blue's target group `web-blue` alone; green's `web-green` exists with a target registered,
+    not in the action yet (Prepare adds it at weight 0). Recorded on `world` (IDs)."""
+    lattice = aws("vpc-lattice")
+    groups = []
+    for cluster, address in (("blue", "10.0.1.10"), ("green", "10.0.2.10")):
+        group = lattice.create_target_group(name=f"{LOAD_BALANCER}-{cluster}", type="IP", config={
+            "port": 80, "protocol": "HTTP", "vpcIdentifier": "vpc-0123456789abcdef0"})["id"]
+        lattice.register_targets(targetGroupIdentifier=group, targets=[{"id": address, "port": 8080}])
+        groups.append(group)
+    world.lattice_blue_tg, world.lattice_green_tg = groups
+    world.lattice_service = lattice.create_service(name=LOAD_BALANCER)["id"]
+    world.lattice_listener = lattice.create_listener(
+        serviceIdentifier=world.lattice_service, name="http", protocol="HTTP", port=80,
+        defaultAction={"forward": {"targetGroups": [{"targetGroupIdentifier": world.lattice_blue_tg, "weight": 100}]}},
+    )["id"]
 
 
 def seed_accelerator(aws, world):
