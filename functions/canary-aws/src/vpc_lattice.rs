@@ -21,7 +21,8 @@ use crate::error::{AwsError, AwsErrorKind};
 /// What a listener's default action or a rule does, as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LatticeAction {
-    /// It forwards to these target groups (by ID), with these weights.
+    /// It forwards to these target groups with these weights (`TargetGroupWeight::arn` holds
+    /// the target group's ID: Lattice answers IDs).
     Forward(Vec<TargetGroupWeight>),
     /// It answers a fixed response (its status code), or an action this client does not know.
     NotForward(String),
@@ -115,7 +116,11 @@ fn action_of(action: Option<&RuleAction>) -> LatticeAction {
     }
 }
 
-fn forward_to(weights: &[TargetGroupWeight]) -> Result<RuleAction, AwsError> {
+/// The forward action of `weights`, for `operation` (its error names it).
+fn forward_to(
+    weights: &[TargetGroupWeight],
+    operation: &'static str,
+) -> Result<RuleAction, AwsError> {
     let groups = weights
         .iter()
         .map(|w| {
@@ -130,7 +135,7 @@ fn forward_to(weights: &[TargetGroupWeight]) -> Result<RuleAction, AwsError> {
                 .set_target_groups(Some(groups))
                 .build()
         })
-        .map_err(|e| AwsError::new(AwsErrorKind::Rejected, "UpdateRule", e.to_string()))?;
+        .map_err(|e| AwsError::new(AwsErrorKind::Rejected, operation, e.to_string()))?;
     Ok(RuleAction::Forward(groups))
 }
 
@@ -178,14 +183,13 @@ impl VpcLatticeApi for SdkVpcLattice {
         weights: &[TargetGroupWeight],
     ) -> Result<(), AwsError> {
         let client = self.client(target);
-        let action = forward_to(weights)?;
         match &target.rule_identifier {
             Some(rule) => client
                 .update_rule()
                 .service_identifier(&target.service_identifier)
                 .listener_identifier(&target.listener_identifier)
                 .rule_identifier(rule)
-                .action(action)
+                .action(forward_to(weights, "UpdateRule")?)
                 .send()
                 .await
                 .map(drop)
@@ -194,7 +198,7 @@ impl VpcLatticeApi for SdkVpcLattice {
                 .update_listener()
                 .service_identifier(&target.service_identifier)
                 .listener_identifier(&target.listener_identifier)
-                .default_action(action)
+                .default_action(forward_to(weights, "UpdateListener")?)
                 .send()
                 .await
                 .map(drop)

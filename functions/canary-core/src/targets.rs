@@ -848,20 +848,20 @@ fn lattice_ids<'t>(
         };
     }
     let arn = parse_lattice_arn(field.value)?;
-    let prefixes = ["svc-", "listener-", "rule-", "tg-"];
     let ids: Vec<&str> = arn.segments.iter().skip(1).step_by(2).copied().collect();
     let kinds: Vec<&str> = arn.segments.iter().step_by(2).copied().collect();
+    let prefix_of = |kind: &str| match kind {
+        "service" => "svc-",
+        "listener" => "listener-",
+        "rule" => "rule-",
+        _ => "tg-",
+    };
     let well_formed = arn.segments.len() == field.kinds.len() * 2
         && kinds == field.kinds
-        && ids.iter().zip(kinds.iter()).all(|(id, kind)| {
-            let prefix = match *kind {
-                "service" => prefixes[0],
-                "listener" => prefixes[1],
-                "rule" => prefixes[2],
-                _ => prefixes[3],
-            };
-            is_lattice_id(id, prefix)
-        });
+        && ids
+            .iter()
+            .zip(&kinds)
+            .all(|(id, kind)| is_lattice_id(id, prefix_of(kind)));
     match well_formed {
         true => Ok((ids, Some(arn))),
         false => Err(format!(
