@@ -178,6 +178,18 @@ def move_accelerator_by_hand(sandbox, blue, green):
     )
 
 
+def move_lattice_by_hand(sandbox, blue, green):
+    """Someone else sets the Lattice listener's weights (the `vpc-lattice` scenarios' world): the
+    whole action, as UpdateListener takes it."""
+    world = sandbox.world
+    sandbox.client("vpc-lattice", attempts=10).update_listener(
+        serviceIdentifier=world.lattice_service, listenerIdentifier=world.lattice_listener,
+        defaultAction={"forward": {"targetGroups": [
+            {"targetGroupIdentifier": world.lattice_blue_tg, "weight": blue},
+            {"targetGroupIdentifier": world.lattice_green_tg, "weight": green}]}},
+    )
+
+
 def move_record_by_hand(sandbox, blue, green):
     """Someone else sets the weighted record's weights (both sets, in one change); throttled,
     their tool asks again."""

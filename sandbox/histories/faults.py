@@ -20,13 +20,18 @@ def is_endpoint_group_update(method, path, body):
         b'"EndpointConfigurations"' in body or b'"TrafficDialPercentage"' in body)
 
 
+def is_lattice_update(method, path, body):
+    """VPC Lattice's UpdateListener or UpdateRule (REST-JSON: a PATCH of the listener or rule)."""
+    return method == "PATCH" and path.startswith("/services/") and "/listeners/" in path
+
+
 def is_cloudwatch(method, path, body):
     return "/service/GraniteServiceVersion20100801/operation/" in path
 
 
 def is_traffic_write(method, path, body):
     return (is_modify_listener(method, path, body) or is_route53_change(method, path, body)
-            or is_endpoint_group_update(method, path, body))
+            or is_endpoint_group_update(method, path, body) or is_lattice_update(method, path, body))
 
 
 def held_past_timeout():
@@ -80,7 +85,8 @@ def pending_change(times):
 # What a denial of the functions' traffic writes (someone narrowed the role) says.
 DENY_WRITES = {"Version": "2012-10-17", "Statement": [{
     "Effect": "Deny", "Action": ["elasticloadbalancing:ModifyListener", "route53:ChangeResourceRecordSets",
-                                 "globalaccelerator:UpdateEndpointGroup"],
+                                 "globalaccelerator:UpdateEndpointGroup", "vpc-lattice:UpdateListener",
+                                 "vpc-lattice:UpdateRule"],
     "Resource": "*"}]}
 
 

@@ -19,11 +19,11 @@ from ..world import REGION
 from .stories import (ACCELERATOR, ADDON, ADDON_HAPPENINGS, ALARM, ALB, ALB_ERRORS_BREACH, ALB_HAPPENINGS,
                       BUDGET_HAPPENINGS,
                       ALB_LOOKBACK, ALB_ROUTE53, COMPARE_ERRORS, COMPARE_ERRORS_REGRESSED, COMPARE_HAPPENINGS,
-                      DATADOG_BREACH, DATADOG_FINE, DEPRECATED_APIS, GITOPS, HOOK, HOOK_TIMEOUT, LISTENER,
+                      DATADOG_BREACH, DATADOG_FINE, DEPRECATED_APIS, GITOPS, HOOK, HOOK_TIMEOUT, LATTICE, LISTENER,
                       METRIC_BREACH, METRIC_FINE, METRIC_HAPPENINGS, NLB, OTHER, PROVIDER_TIMEOUT, RATIO_BREACH,
                       RATIO_FINE, ROUTE53, SHORT_TIMEOUT, TRAFFIC_KEYS, WITH_LISTENER)
 from .faults import (DENY_POLICY, DENY_READS, DENY_READS_POLICY, DENY_WRITES, function_error, held_past_timeout,
-                     is_cloudwatch, is_endpoint_group_update, is_modify_listener, is_route53_change,
+                     is_cloudwatch, is_endpoint_group_update, is_lattice_update, is_modify_listener, is_route53_change,
                      is_safety_net_try, pending_change)
 from .worlds import AlbTraffic, CompareTraffic, cut_template, put_latency, register_target, shaped, the_profile
 from .promises import exited_output, prepare_answered
@@ -404,7 +404,8 @@ def run_on(history, sandbox, controllers, provider, out):
             record.conditions.append((index, "reads", None, time.time()))
         elif action == "foreign-write":
             blue, green = value
-            move = {NLB: scenarios.move_nlb_by_hand, ACCELERATOR: scenarios.move_accelerator_by_hand}.get(
+            move = {NLB: scenarios.move_nlb_by_hand, ACCELERATOR: scenarios.move_accelerator_by_hand,
+                    LATTICE: scenarios.move_lattice_by_hand}.get(
                 history.traffic, scenarios.move_listener_by_hand)
             move(sandbox, blue, green)
             written_by_hand(targets[0], (blue, green))
@@ -416,6 +417,9 @@ def run_on(history, sandbox, controllers, provider, out):
         elif action == "late-safety-net" and not record.held:
             holding.enter_context(sandbox.safety_net.held())
             record.held = True
+        elif action == "throttle" and history.traffic == LATTICE:
+            # Lattice's throttle (REST-JSON, 429), past the SDK's own retries of it.
+            sandbox.front.faults.append([is_lattice_update, 4, json_error("ThrottlingException", "Rate exceeded", 429)])
         elif action == "throttle" and history.traffic == ACCELERATOR:
             sandbox.front.faults.append([is_endpoint_group_update, 2, json_error("ThrottlingException", "Rate exceeded")])
         elif action == "throttle":

@@ -66,7 +66,8 @@ and, without a happening of its own, `other-kinds`: a plain ALB plan (no gate, j
 gradual rollback, retire or profile that names the ALB's target groups) shifts an NLB's TCP
 listener (its `minStepSeconds` the bake) or a Global Accelerator's endpoint group (blue's and
 green's load balancers weighted in it) instead, made for the history (`throttle` then throttles
-the accelerator's writes); `readiness`: the plan's cluster readiness gate (CoreDNS named),
+the accelerator's writes), and `vpc-lattice` (a stream of its own) a VPC Lattice service's listener
+(`throttle`: its UpdateListener, past the SDK's retries); `readiness`: the plan's cluster readiness gate (CoreDNS named),
 EKS's insight in ERROR at the start or not, fixed later or never; `aws-health`: the plan's
 `awsHealth.onOpenIssue` (hold, or rollBack), one hold bounded to a minute; `gradual`: the plan's
 rollback steps back ([50, 0], a short hold), the old cluster's target group healthy (its pods
@@ -139,6 +140,9 @@ FEATURES = {
     "error-budget": 0.15,  # the plan's errorBudget: its SLO's budget spent at the start or at a point, back or not
     "budget-judged": 0.5,  # of those with a listener, no ALB judge and no comparison: the share and the fast burn on
     "other-kinds": 0.3,  # of the plain ALB plans: an NLB listener or a Global Accelerator endpoint group instead
+    # Of the plain ALB plans left: a VPC Lattice listener instead (a stream of its own, so that
+    # the other kinds' seeds replay as they did).
+    "vpc-lattice": 0.15,
 }
 
 
@@ -237,10 +241,10 @@ ALB_HAPPENINGS = ("alb-breach", "alb-fine")
 
 # The kinds an `other-kinds` history shifts instead of the ALB listener, and their weights' keys
 # in scenarios.read_weights.
-NLB, ACCELERATOR = "nlb", "global-accelerator"
+NLB, ACCELERATOR, LATTICE = "nlb", "global-accelerator", "vpc-lattice"
 
 
-TRAFFIC_KEYS = {NLB: "nlb :443", ACCELERATOR: "accelerator"}
+TRAFFIC_KEYS = {NLB: "nlb :443", ACCELERATOR: "accelerator", LATTICE: "lattice web"}
 
 
 # An accelerator busy with a transaction (its writes refused n times), or slow to deploy (s).
@@ -376,7 +380,7 @@ class History:
             f", an error budget {self.budget} at the start (bounded to {FROZEN_BOUND} s)" if self.budget else "",
             ", judging the new cluster's share and burn" if self.budget_judged else "",
         ])
-        kind = {NLB: "NLB", ACCELERATOR: "Global Accelerator"}.get(self.traffic, self.kind)
+        kind = {NLB: "NLB", ACCELERATOR: "Global Accelerator", LATTICE: "VPC Lattice"}.get(self.traffic, self.kind)
         return (f"seed {self.seed}: {kind}, steps {self.steps}{approval}{extra}; "
                 + ("; ".join(map(str, self.happenings)) or "nothing happens") + after)
 
@@ -532,3 +536,5 @@ def draw_later_features(history, points):
                 # state machine tries it again. Deploys of 4-20 s: every write waits them out.
                 value = (r.randint(1, 6),) if action == "accelerator-busy" else (r.randint(4, 20),)
                 happenings.append(Happening(action, *r.choice(points), value))
+    if drawn("vpc-lattice", history.kind == ALB and not listener_bound and not history.traffic):
+        history.traffic = LATTICE

@@ -50,6 +50,10 @@ CI_HISTORIES = {
          'rollout after SetWeights #2; alarm after SetWeights #1',
     828: 'seed 828: ALB, steps [100], the ALB judge; reply-lost after SetWeights #1; operator-restore '
          'after Evaluate #1; alb-breach after PrepareTraffic #1; alb-fine after Evaluate #2',
+    1536: 'seed 1536: VPC Lattice, steps [51, 100], a cluster readiness gate (insight ready); lambda-thrott'
+          'le after SetWeights #2; foreign-write[74, 26] after SetWeights #2; throttle after Evaluate #2; t'
+          'hrottle after Evaluate #3; other-rollout after Restore #1; safety-net-lost after PrepareTraffic '
+          '#1; the operator restores after the end',
     2061: 'seed 2061: ALB + Route 53, steps [41, 65, 100], approval before 100 %: approve, failureLimit '
           "2, a Datadog check, hooks {'afterPromotion': ['pass'], 'beforeTraffic': ['pass']}; operator-"
           'restore after SetWeights #1; lambda-throttle after SetWeights #3; alarm-clears after Evaluate '
@@ -568,7 +572,7 @@ def test_the_pinned_histories_draw_every_kind_of_happening():
     assert {history.gradual for history in rollouts} == {None, *histories.GRADUAL}
     assert {history.readiness for history in rollouts} == {None, *histories.READINESS}
     assert {history.health for history in rollouts} == {None, *histories.HEALTH_MODES}
-    assert {history.traffic for history in rollouts} == {None, histories.NLB, histories.ACCELERATOR}
+    assert {history.traffic for history in rollouts} == {None, histories.NLB, histories.ACCELERATOR, histories.LATTICE}
     assert any(history.failure_limit > 1 for history in rollouts)
     fleets = [history.fleet for history in drawn if history.fleet]
     assert {h[0] for fleet in fleets for h in fleet.happenings} == set(fleet_histories.FLEET_ACTIONS)
