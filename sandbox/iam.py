@@ -330,8 +330,9 @@ def _fill(arn_format, params, known):
 
 
 def _stem(name):
-    """`TableArn`, `TableName`, `TableId` -> `table`."""
-    return re.sub(r"(arn|name|id)$", "", name.lower())
+    """`TableArn`, `TableName`, `TableId` -> `table`; VPC Lattice's `serviceIdentifier` (an ID or
+    an ARN) -> `service`, for `${ServiceId}`."""
+    return re.sub(r"(arn|name|id|identifier)$", "", name.lower())
 
 
 def resource_arns(authorization, prefix, action, params, region, account):

@@ -70,6 +70,15 @@ def asks(method, path, signing_name, body=b"", **headers):
     (("POST", "/", "globalaccelerator", json.dumps({"EndpointGroupArn": GA_GROUP}).encode(),
       {"X-Amz-Target": "GlobalAccelerator_V20180706.UpdateEndpointGroup"}),
      ("globalaccelerator:UpdateEndpointGroup", [GA_GROUP])),
+    # VPC Lattice's identifiers (an ID or an ARN) fill its ARN formats' ids.
+    (("PATCH", "/services/svc-0123456789abcdef0/listeners/listener-0123456789abcdef0/rules/rule-0123456789abcdef0",
+      "vpc-lattice", json.dumps({"action": {"fixedResponse": {"statusCode": 404}}}).encode()),
+     ("vpc-lattice:UpdateRule", [f"arn:aws:vpc-lattice:us-east-1:{ACCOUNT}:service/svc-0123456789abcdef0"
+                                 "/listener/listener-0123456789abcdef0/rule/rule-0123456789abcdef0"])),
+    (("GET", "/services/svc-0123456789abcdef0/listeners/" + f"arn:aws:vpc-lattice:us-east-1:{ACCOUNT}:service/"
+      "svc-0123456789abcdef0/listener/listener-0123456789abcdef0".replace(":", "%3A").replace("/", "%2F"), "vpc-lattice"),
+     ("vpc-lattice:GetListener", [f"arn:aws:vpc-lattice:us-east-1:{ACCOUNT}:service/svc-0123456789abcdef0"
+                                  "/listener/listener-0123456789abcdef0"])),
     (("POST", "/service/GraniteServiceVersion20100801/operation/DescribeAlarms", "monitoring",
       cbor2.dumps({"AlarmNamePrefix": "web-"}), {"smithy-protocol": "rpc-v2-cbor"}),
      ("cloudwatch:DescribeAlarms", [f"arn:aws:cloudwatch:us-east-1:{ACCOUNT}:alarm:{iam.UNKNOWN}"])),

@@ -2,9 +2,10 @@
 scenarios, a rollout of the service web's listener alone (blue's and green's target groups
 weighted in its default action), through the deployed stack (its IAM scoped by
 LatticeServiceIds, the moto harness's Lattice), to a promotion and to a rollback at green's
-alarm."""
+alarm; and a grant narrowed to another service refuses it before anything moves."""
 from helpers import captured, event_types, failed_on_alarm
 from sandbox import scenarios
+from sandbox.harness import Sandbox
 
 UNTOUCHED = {"listener :80": (100, 0), "app.example.com.": (100, 0)}
 
@@ -26,3 +27,15 @@ def test_a_lattice_listener_is_rolled_back_when_the_alarm_fires():
     assert report.max_canary == 50
     assert report.weights == {**UNTOUCHED, "lattice web": (100, 0)}, "the baseline restored"
     assert event_types(report)[-1] == "Rolled Back"
+
+
+def test_a_grant_narrowed_to_another_lattice_service_fails_the_rollout_with_access_denied():
+    """The stack's LatticeServiceIds names another service: shift-weights may not read (nor
+    write) this one's listener, and the rollout fails before anything moves, naming the call."""
+    with Sandbox(log=captured, parameters={"LatticeServiceIds": "svc-0000000000000000a"}) as sandbox:
+        report = scenarios.run_on(sandbox, "vpc-lattice", captured, False)
+        assert (report.status, report.error) == ("FAILED", "AwsAccessDenied"), report
+        assert "vpc-lattice:GetListener" in report.cause, report.cause
+        assert f"service/{sandbox.world.lattice_service}/listener/" in report.cause, "the listener is named"
+        assert report.max_canary == 0, "nothing moved"
+        assert report.weights == {**UNTOUCHED, "lattice web": (100, 0)}
