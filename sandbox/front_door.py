@@ -81,6 +81,14 @@ def route53_throttled():
             b"<RequestId>" + request_id.encode() + b"</RequestId></ErrorResponse>")
 
 
+def lattice_throttled():
+    """VPC Lattice's throttle (REST-JSON): 429 ThrottlingException, its code in the
+    `x-amzn-ErrorType` header and a `message`, as the API reference's error shape has it."""
+    return (429, [("Content-Type", "application/json"), ("x-amzn-ErrorType", "ThrottlingException"),
+                  ("x-amzn-RequestId", str(uuid.uuid4()))],
+            b'{"message": "Rate exceeded"}')
+
+
 def json_error(code, message, status=400):
     """A JSON 1.1 service's error (Global Accelerator's), as a fault's answer."""
     return (status, [("Content-Type", "application/x-amz-json-1.1"), ("x-amzn-RequestId", str(uuid.uuid4()))],

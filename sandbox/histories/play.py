@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .. import compare, datadog, error_budget, fleet_histories, fleets, gitops, prometheus, scenarios
 from ..front_door import (INVOKE, cloudwatch_throttled, is_invocation, json_error, lambda_service_exception,
-                          lambda_throttled, query_throttled, route53_throttled)
+                          lambda_throttled, lattice_throttled, query_throttled, route53_throttled)
 from ..harness import REPO, Sandbox
 from ..world import REGION
 from .stories import (ACCELERATOR, ADDON, ADDON_HAPPENINGS, ALARM, ALB, ALB_ERRORS_BREACH, ALB_HAPPENINGS,
@@ -419,7 +419,7 @@ def run_on(history, sandbox, controllers, provider, out):
             record.held = True
         elif action == "throttle" and history.traffic == LATTICE:
             # Lattice's throttle (REST-JSON, 429), past the SDK's own retries of it.
-            sandbox.front.faults.append([is_lattice_update, 4, json_error("ThrottlingException", "Rate exceeded", 429)])
+            sandbox.front.faults.append([is_lattice_update, 4, lattice_throttled()])
         elif action == "throttle" and history.traffic == ACCELERATOR:
             sandbox.front.faults.append([is_endpoint_group_update, 2, json_error("ThrottlingException", "Rate exceeded")])
         elif action == "throttle":

@@ -16,10 +16,11 @@
 //! - [`FakeLattice`]: one VPC Lattice listener or rule forwarding to target groups at weights,
 //!   with tags on its service, listener and rule, and its target groups' targets.
 //!
-//! What they do not model: regions and accounts (every ARN answers), ELBv2, Route 53 and Global
-//! Accelerator validation of the values written (weights' ranges, the 10-endpoint limit: the
-//! over-the-wire tests against moto and its harness do), ExternalDNS registry records (none),
-//! controllers' tags beyond the accelerator's, pagination, composite alarms' rules, and
+//! What they do not model: regions and accounts (every ARN answers), ELBv2, Route 53, Global
+//! Accelerator and VPC Lattice validation of the values written (weights' ranges, the
+//! 10-endpoint and 10-target-group limits: the over-the-wire tests against moto and its harness
+//! do), ExternalDNS registry records (none), controllers' tags beyond the accelerator's and the
+//! Lattice target's, pagination, composite alarms' rules, and
 //! CloudWatch metrics.
 
 use std::collections::{BTreeMap, HashMap};

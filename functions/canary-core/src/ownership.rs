@@ -87,22 +87,26 @@ pub struct ControllerOwner {
     pub owner: String,
 }
 
+/// What a controller's `tags` say of its owner: each of `keys` it has, as `<what> <value>`
+/// (`cluster blue, stack shop/web`), or the first three tag names when it has none of them.
+fn owner_of(tags: &BTreeMap<String, String>, keys: &[(&str, &str)]) -> String {
+    let said: Vec<String> = keys
+        .iter()
+        .filter_map(|(key, what)| tags.get(*key).map(|v| format!("{what} {v}")))
+        .collect();
+    match said.is_empty() {
+        true => {
+            let names: Vec<&str> = tags.keys().map(String::as_str).take(3).collect();
+            format!("tags {}", names.join(", "))
+        }
+        false => said.join(", "),
+    }
+}
+
 /// The controller that manages a listener or rule with these tags, if any.
 pub fn alb_controller(tags: &BTreeMap<String, String>) -> Option<ControllerOwner> {
     let has = |prefix: &str| tags.keys().any(|k| k.starts_with(prefix));
-    let describe = |keys: &[(&str, &str)]| {
-        let said: Vec<String> = keys
-            .iter()
-            .filter_map(|(key, what)| tags.get(*key).map(|v| format!("{what} {v}")))
-            .collect();
-        match said.is_empty() {
-            true => {
-                let names: Vec<&str> = tags.keys().map(String::as_str).take(3).collect();
-                format!("tags {}", names.join(", "))
-            }
-            false => said.join(", "),
-        }
-    };
+    let describe = |keys: &[(&str, &str)]| owner_of(tags, keys);
     if LOAD_BALANCER_CONTROLLER_PREFIXES.iter().any(|p| has(p)) {
         return Some(ControllerOwner {
             controller: "the AWS Load Balancer Controller",
@@ -136,35 +140,27 @@ const GATEWAY_API_CONTROLLER_PREFIX: &str = "application-networking.k8s.aws/";
 /// the AWS Gateway API Controller puts an HTTPRoute's `backendRefs` weights back, ACK its
 /// resource's.
 pub fn lattice_controller(tags: &BTreeMap<String, String>) -> Option<ControllerOwner> {
-    if tags
-        .keys()
-        .any(|k| k.starts_with(GATEWAY_API_CONTROLLER_PREFIX))
-    {
-        let said: Vec<String> = [
-            ("ManagedBy", "managed by"),
-            ("RouteNamespace", "route namespace"),
-            ("RouteName", "route"),
-        ]
-        .iter()
-        .filter_map(|(key, what)| {
-            tags.get(&format!("{GATEWAY_API_CONTROLLER_PREFIX}{key}"))
-                .map(|v| format!("{what} {v}"))
-        })
-        .collect();
+    let has = |prefix: &str| tags.keys().any(|k| k.starts_with(prefix));
+    if has(GATEWAY_API_CONTROLLER_PREFIX) {
         return Some(ControllerOwner {
             controller: "the AWS Gateway API Controller",
-            owner: match said.is_empty() {
-                true => "its tags".to_owned(),
-                false => said.join(", "),
-            },
+            owner: owner_of(
+                tags,
+                &[
+                    ("application-networking.k8s.aws/ManagedBy", "managed by"),
+                    (
+                        "application-networking.k8s.aws/RouteNamespace",
+                        "route namespace",
+                    ),
+                    ("application-networking.k8s.aws/RouteName", "route"),
+                ],
+            ),
         });
     }
-    if tags.keys().any(|k| k.starts_with(ACK_PREFIX)) {
+    if has(ACK_PREFIX) {
         return Some(ControllerOwner {
             controller: "ACK's VPC Lattice controller",
-            owner: tags
-                .get("services.k8s.aws/namespace")
-                .map_or("its tags".to_owned(), |n| format!("namespace {n}")),
+            owner: owner_of(tags, &[("services.k8s.aws/namespace", "namespace")]),
         });
     }
     None
