@@ -552,6 +552,18 @@ def test_a_seed_replays_the_same_story():
         assert str(histories.generate(seed)) == story
 
 
+def test_the_comparisons_errors_come_request_by_request_and_replay_alike():
+    from sandbox.histories.worlds import served_errors
+    stable = [served_errors(second, "stable", 1) for second in range(2_000)]
+    regressed = [served_errors(second, "canary", 10) for second in range(2_000)]
+    # Binomial(100, 1 %) and (100, 10 %): their means, and a count that moves from second to second.
+    assert 0.9 < sum(stable) / len(stable) < 1.1
+    assert 9.5 < sum(regressed) / len(regressed) < 10.5
+    assert len(set(stable[:20])) > 1 and len(set(regressed[:20])) > 3
+    assert stable[:50] == [served_errors(second, "stable", 1) for second in range(50)]
+    assert stable[:50] != [served_errors(second, "canary", 1) for second in range(50)], "the sides draw apart"
+
+
 def test_the_pinned_histories_draw_every_kind_of_happening():
     drawn = [histories.generate(seed) for seed in CI_HISTORIES]
     rollouts = [history for history in drawn if not history.fleet]
