@@ -3,8 +3,9 @@
 //! soon regressions are caught. Every rollout is made of simulated requests and goes through the
 //! product's judgement (tests/support/simulation.rs). Deterministic (fixed seeds); several
 //! minutes on two cores:
-//! `cargo run --release -p canary-core --example compare_simulation [ROLLOUTS] [false|detection]`
-//! (default 10,000 rollouts per row, both tables).
+//! `cargo run --release -p canary-core --example compare_simulation [ROLLOUTS] [false|detection|inside]`
+//! (default 10,000 rollouts per row, every table; `inside`: only the regressions that begin
+//! inside a step).
 
 #[path = "../tests/support/simulation.rs"]
 mod simulation;
@@ -27,8 +28,11 @@ fn main() {
     if only != "detection" {
         false_rollbacks(rollouts);
     }
-    if only != "false" {
+    if only != "false" && only != "inside" {
         detection(rollouts / 10);
+    }
+    if only != "false" {
+        detection_inside_a_step(rollouts / 10);
     }
 }
 
@@ -218,6 +222,63 @@ fn detection(rollouts: u32) {
                 tally
                     .median_checks()
                     .map_or("–".to_owned(), |c| c.to_string())
+            );
+        }
+    }
+}
+
+/// Periods of a healthy canary before the regression of [`detection_inside_a_step`] begins.
+const HEALTHY_PERIODS: u32 = 10;
+
+/// As [`detection`], the regression beginning after [`HEALTHY_PERIODS`] healthy periods of the
+/// same step: the counts' dependence estimate takes the jump for a drift until the periods after
+/// it show otherwise (docs/signals/compare.md). Checks are counted from the regression's start;
+/// a rollback before it is a false one.
+fn detection_inside_a_step(rollouts: u32) {
+    println!("\nDetection inside a step: as above, the regression beginning after {HEALTHY_PERIODS} healthy periods of the step, periods counted from its start\n");
+    println!("| regression | canary's share | caught within 10 periods | within 15 | within 50 | median periods until caught | rolled back before it began |");
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    for (name, compare, regression) in [
+        (
+            "slower than p99: p99 +30 %",
+            slow_requests(DOCS_P99_SECONDS),
+            Regression::Slower(1.3),
+        ),
+        ("5xx ×2", error_rate(), Regression::MoreErrors(2.0)),
+        ("5xx ×5", error_rate(), Regression::MoreErrors(5.0)),
+        ("5xx ×10", error_rate(), Regression::MoreErrors(10.0)),
+    ] {
+        for share in [1u8, 10, 50] {
+            let world = World {
+                steps: vec![share],
+                periods_per_step: 60,
+                checks_per_step: 60,
+                regression,
+                regression_from_period: HEALTHY_PERIODS,
+                ..World::docs_bake(compare.clone(), 60, Noise::Iid)
+            };
+            let tally = Tally::of(&world, rollouts, 1);
+            let since: Vec<u32> = tally
+                .checks_until
+                .iter()
+                .filter(|c| **c > HEALTHY_PERIODS)
+                .map(|c| c - HEALTHY_PERIODS)
+                .collect();
+            let within = |periods: u32| {
+                let caught = since.iter().filter(|c| **c <= periods).count();
+                percent(caught as f64 / f64::from(rollouts.max(1)))
+            };
+            let mut sorted = since.clone();
+            sorted.sort_unstable();
+            println!(
+                "| {name} | {share} % | {} | {} | {} | {} | {} |",
+                within(10),
+                within(15),
+                within(50),
+                sorted
+                    .get(sorted.len() / 2)
+                    .map_or("–".to_owned(), |c| c.to_string()),
+                tally.checks_until.len() - since.len()
             );
         }
     }

@@ -93,6 +93,9 @@ pub struct World {
     pub regression: Regression,
     /// The step (0-based) the regression begins at: a canary that breaks only under more load.
     pub regression_from_step: usize,
+    /// The period (0-based, counted over the rollout) the regression begins at, if later than
+    /// its step's start: a regression that begins inside a step.
+    pub regression_from_period: u32,
 }
 
 /// Requests per period of the docs' service (both clusters), its error rate and the median
@@ -120,6 +123,7 @@ impl World {
             noise,
             regression: Regression::None,
             regression_from_step: 0,
+            regression_from_period: 0,
         }
     }
 }
@@ -161,6 +165,7 @@ pub fn rollout(world: &World, seed: u64) -> Ending {
     let mut evidence = Evidence::default();
     let mut at = 0_i64;
     let mut check_number = 0;
+    let mut period = 0_u32;
     let steps = u32::try_from(world.steps.len()).unwrap_or(u32::MAX);
     let per_check = (world.periods_per_step / world.checks_per_step.max(1)).max(1);
     for (step, weight) in world.steps.iter().enumerate() {
@@ -192,7 +197,10 @@ pub fn rollout(world: &World, seed: u64) -> Ending {
                     poisson(&mut rng, world.requests_per_period * share),
                     poisson(&mut rng, world.requests_per_period * (1.0 - share)),
                 ];
-                let regression = match step >= world.regression_from_step {
+                let begun =
+                    step >= world.regression_from_step && period >= world.regression_from_period;
+                period += 1;
+                let regression = match begun {
                     true => world.regression,
                     false => Regression::None,
                 };
