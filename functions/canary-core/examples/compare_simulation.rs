@@ -4,8 +4,8 @@
 //! product's judgement (tests/support/simulation.rs). Deterministic (fixed seeds); several
 //! minutes on two cores:
 //! `cargo run --release -p canary-core --example compare_simulation [ROLLOUTS] [false|detection|inside]`
-//! (default 10,000 rollouts per row, every table; `inside`: only the regressions that begin
-//! inside a step).
+//! (default 10,000 rollouts per row, every table; `detection`: both detection tables; `inside`:
+//! only the regressions that begin inside a step).
 
 #[path = "../tests/support/simulation.rs"]
 mod simulation;
@@ -25,13 +25,14 @@ fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(10_000);
     let only = std::env::args().nth(2).unwrap_or_default();
-    if only != "detection" {
+    let runs = |table: &str| only.is_empty() || only == table;
+    if runs("false") {
         false_rollbacks(rollouts);
     }
-    if only != "false" && only != "inside" {
+    if runs("detection") {
         detection(rollouts / 10);
     }
-    if only != "false" {
+    if runs("detection") || runs("inside") {
         detection_inside_a_step(rollouts / 10);
     }
 }
