@@ -259,27 +259,25 @@ fn detection_inside_a_step(rollouts: u32) {
                 ..World::docs_bake(compare.clone(), 60, Noise::Iid)
             };
             let tally = Tally::of(&world, rollouts, 1);
-            let since: Vec<u32> = tally
-                .checks_until
-                .iter()
-                .filter(|c| **c > HEALTHY_PERIODS)
-                .map(|c| c - HEALTHY_PERIODS)
-                .collect();
-            let within = |periods: u32| {
-                let caught = since.iter().filter(|c| **c <= periods).count();
-                percent(caught as f64 / f64::from(rollouts.max(1)))
+            // The rollbacks after the regression began, counted from its start.
+            let since = Tally {
+                checks_until: tally
+                    .checks_until
+                    .iter()
+                    .filter(|c| **c > HEALTHY_PERIODS)
+                    .map(|c| c - HEALTHY_PERIODS)
+                    .collect(),
+                ..tally
             };
-            let mut sorted = since.clone();
-            sorted.sort_unstable();
             println!(
                 "| {name} | {share} % | {} | {} | {} | {} | {} |",
-                within(10),
-                within(15),
-                within(50),
-                sorted
-                    .get(sorted.len() / 2)
+                percent(since.caught_within(10)),
+                percent(since.caught_within(15)),
+                percent(since.caught_within(50)),
+                since
+                    .median_checks()
                     .map_or("–".to_owned(), |c| c.to_string()),
-                tally.checks_until.len() - since.len()
+                tally.checks_until.len() - since.checks_until.len()
             );
         }
     }
