@@ -207,25 +207,36 @@ fn detection(rollouts: u32) {
         ),
     ] {
         for share in [1u8, 5, 10, 50] {
-            let world = World {
-                steps: vec![share],
-                periods_per_step: 60,
-                checks_per_step: 60,
-                regression,
-                ..World::docs_bake(compare.clone(), 60, noise)
-            };
+            let world = held_at(share, compare.clone(), regression, noise);
             let tally = Tally::of(&world, rollouts, 1);
-            println!(
-                "| {name} | {share} % | {} | {} | {} | {} |",
-                percent(tally.caught_within(10)),
-                percent(tally.caught_within(15)),
-                percent(tally.caught_within(60)),
-                tally
-                    .median_checks()
-                    .map_or("–".to_owned(), |c| c.to_string())
-            );
+            println!("| {name} | {share} % | {} |", caught(&tally, 60));
         }
     }
+}
+
+/// A rollout of one step at `share` for 60 one-minute periods, each checked, with `regression`
+/// from the start: the detection tables' world.
+fn held_at(share: u8, compare: serde_json::Value, regression: Regression, noise: Noise) -> World {
+    World {
+        steps: vec![share],
+        periods_per_step: 60,
+        checks_per_step: 60,
+        regression,
+        ..World::docs_bake(compare, 60, noise)
+    }
+}
+
+/// A detection row's columns: caught within 10, 15 and `last` periods, and the median.
+fn caught(tally: &Tally, last: u32) -> String {
+    let median = tally
+        .median_checks()
+        .map_or("–".to_owned(), |c| c.to_string());
+    format!(
+        "{} | {} | {} | {median}",
+        percent(tally.caught_within(10)),
+        percent(tally.caught_within(15)),
+        percent(tally.caught_within(last)),
+    )
 }
 
 /// Periods of a healthy canary before the regression of [`detection_inside_a_step`] begins.
@@ -251,12 +262,8 @@ fn detection_inside_a_step(rollouts: u32) {
     ] {
         for share in [1u8, 10, 50] {
             let world = World {
-                steps: vec![share],
-                periods_per_step: 60,
-                checks_per_step: 60,
-                regression,
                 regression_from_period: HEALTHY_PERIODS,
-                ..World::docs_bake(compare.clone(), 60, Noise::Iid)
+                ..held_at(share, compare.clone(), regression, Noise::Iid)
             };
             let tally = Tally::of(&world, rollouts, 1);
             // The rollbacks after the regression began, counted from its start.
@@ -270,13 +277,8 @@ fn detection_inside_a_step(rollouts: u32) {
                 ..tally
             };
             println!(
-                "| {name} | {share} % | {} | {} | {} | {} | {} |",
-                percent(since.caught_within(10)),
-                percent(since.caught_within(15)),
-                percent(since.caught_within(50)),
-                since
-                    .median_checks()
-                    .map_or("–".to_owned(), |c| c.to_string()),
+                "| {name} | {share} % | {} | {} |",
+                caught(&since, 50),
                 tally.checks_until.len() - since.checks_until.len()
             );
         }
