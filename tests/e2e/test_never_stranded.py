@@ -76,14 +76,27 @@ def test_a_foreign_change_during_the_last_bake_is_not_promoted_over():
 
 
 def test_a_rollback_that_overwrites_a_foreign_change_says_so():
+    """The alarm fires and the listener moves before the 50 % step's first check runs: made
+    inside the front door as that check's invocation arrives, so no check can fall between the
+    two (one that read the alarm still OK and then the moved weights stops the rollout as
+    WeightsChangedExternally, another path, which CI's busy machine once took when the test made
+    both changes from the watcher)."""
     with Sandbox(log=captured) as sandbox:
-        def on_event(name, state):
-            if name == "SetWeights" and state["cursor"]["step"]["weight"] == 50:
-                move_listener_by_hand(sandbox, 70, 30)
+        made = []
+
+        def first_check_of_the_second_step(method, path, body):
+            """Never answers for the function (False): it only makes the changes, once."""
+            if (not made and sandbox.function("evaluate-alarms") in path and b'"evaluate"' in body
+                    and json.loads(body).get("progress", {}).get("step") == 2):
                 sandbox.client("cloudwatch").set_alarm_state(
                     AlarmName="web-green-5xx", StateValue="ALARM", StateReason="Threshold Crossed")
+                move_listener_by_hand(sandbox, 70, 30)
+                made.append(True)
+            return False
 
-        report = scenarios.watch(sandbox, start_green(sandbox), on_event=on_event, out=captured)
+        sandbox.front.faults.append([first_check_of_the_second_step, 1, None])
+        report = scenarios.watch(sandbox, start_green(sandbox), out=captured)
+        assert made, "both changes were made before the second step's first check"
         assert (report.status, report.error) == ("FAILED", "CheckFailed")
         assert report.states[-len(ROLLED_BACK_FOR_A_CHECK):] == ROLLED_BACK_FOR_A_CHECK
         assert (f"It overwrote weights changed outside this rollout: {sandbox.world.listener} "
