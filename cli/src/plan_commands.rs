@@ -439,11 +439,11 @@ async fn check_error_budget(
     }
     // The fast burn's default long window is no longer than the rollout's whole bake.
     let bake_seconds = least_seconds(&valid.steps);
-    let has_alb = plan.traffic_targets.iter().any(|t| t.as_alb().is_some());
-    let spend = match (&plan.analysis, has_alb) {
+    let has_groups = (plan.traffic_targets.iter()).any(|t| t.judged_target_groups().is_some());
+    let spend = match (&plan.analysis, has_groups) {
         (None, _) => Err("the plan has no `analysis`: its steps pass on time alone"),
         (_, false) => Err(
-            "no `alb` target: the new cluster's requests are counted from its ALB target groups",
+            "no `alb` or `vpcLattice` target: the new cluster's requests are counted from its target groups",
         ),
         _ => Ok(()),
     };

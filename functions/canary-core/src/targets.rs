@@ -394,12 +394,30 @@ impl TrafficTarget {
         }
     }
 
-    /// The ALB target, for what only an ALB has (the built-in ALB checks, detaching).
+    /// The ALB target, for what only an ALB has (detaching, a fleet's peers).
     pub fn as_alb(&self) -> Option<&AlbTarget> {
         if let TrafficTarget::Alb(alb) = self {
             Some(alb)
         } else {
             None
+        }
+    }
+
+    /// The canary's and the stable's target groups, for the checks that read their CloudWatch
+    /// metrics (`analysis.alb`, the comparison's `alb` metrics, the error budget's spend): an
+    /// `alb` target's ARNs, a `vpcLattice` target's IDs (however the plan names them). None for
+    /// the kinds whose metrics are not per target group.
+    pub fn judged_target_groups(&self) -> Option<(&str, &str)> {
+        match self {
+            TrafficTarget::Alb(alb) => Some((
+                alb.canary_target_group_arn.as_str(),
+                alb.stable_target_group_arn.as_str(),
+            )),
+            TrafficTarget::VpcLattice(lattice) => Some((
+                lattice.canary_target_group_id(),
+                lattice.stable_target_group_id(),
+            )),
+            _ => None,
         }
     }
 }

@@ -840,7 +840,16 @@ fn bad_plans() -> Vec<(&'static str, Mutation, &'static str, &'static str)> {
                 set(p, "/analysis", json!({"alb": {"maxErrorRatePercent": 1}}));
             }),
             "analysis.alb",
-            "need at least one `alb` traffic target",
+            "need at least one `alb` or `vpcLattice` traffic target",
+        ),
+        (
+            "comparison of target groups on a plan with only a Route 53 record",
+            Box::new(|p| {
+                p["trafficTargets"].as_array_mut().expect("array").remove(0);
+                set(p, "/analysis", json!({"compare": {"metrics": [{"name": "errors", "alb": "errorRate"}]}}));
+            }),
+            "analysis.compare.metrics[0].alb",
+            "compares the target groups of an `alb` or `vpcLattice` traffic target, and the plan has none",
         ),
         (
             "relative factor below 1",
@@ -1416,6 +1425,24 @@ fn a_vpc_lattice_target_by_ids_or_arns_is_valid_and_keyed_by_ids() {
         );
         assert_eq!(lattice.kind().region(), Some("us-east-1"));
     }
+}
+
+#[test]
+fn a_vpc_lattice_targets_groups_are_judged_by_the_built_in_checks_and_the_comparison() {
+    let mut plan = base_plan();
+    set(&mut plan, "/trafficTargets", json!([lattice(json!({}))]));
+    set(
+        &mut plan,
+        "/analysis",
+        json!({"alb": {"maxErrorRatePercent": 1, "maxLatencySeconds": 0.5},
+               "compare": {"metrics": [{"name": "errors", "alb": "errorRate"},
+                                       {"name": "latency", "alb": "latency"}]}}),
+    );
+    let valid = RolloutPlan::parse(plan).expect("valid");
+    assert_eq!(
+        valid.plan.traffic_targets[0].judged_target_groups(),
+        Some(("tg-0123456789abcdefb", "tg-0123456789abcdefa"))
+    );
 }
 
 #[test]

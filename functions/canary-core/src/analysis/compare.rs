@@ -207,7 +207,8 @@ pub enum UnsureAction {
 pub struct ComparedMetric {
     /// A name for people, in reasons and the `ComparedMedian` metric's `Check` dimension.
     pub name: String,
-    /// From the ALB traffic targets: the canary target group against the stable one.
+    /// From the `alb` and `vpcLattice` traffic targets: the canary target group against the
+    /// stable one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alb: Option<AlbSignal>,
     /// A CloudWatch metric with one dimension telling the sides apart.
@@ -268,9 +269,11 @@ fn one() -> f64 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum AlbSignal {
-    /// `TargetResponseTime` at the metric's `stat`, seconds.
+    /// The latency at the metric's `stat`, seconds: ALB's `TargetResponseTime`, Lattice's
+    /// `RequestTime` (read in milliseconds).
     Latency,
-    /// `HTTPCode_Target_5XX_Count` × 100 / `RequestCount` of each period with requests.
+    /// 5xx × 100 / requests of each period with requests: ALB's `HTTPCode_Target_5XX_Count`
+    /// and `RequestCount`, Lattice's `HTTPCode_5XX_Count` and `TotalRequestCount`.
     ErrorRate,
 }
 
@@ -553,15 +556,9 @@ impl CompareChecks {
                 ),
             );
         }
-        let alb_pairs: std::collections::BTreeSet<(&str, &str)> = targets
+        let group_pairs: std::collections::BTreeSet<(&str, &str)> = targets
             .iter()
-            .filter_map(|t| t.as_alb())
-            .map(|a| {
-                (
-                    a.canary_target_group_arn.as_str(),
-                    a.stable_target_group_arn.as_str(),
-                )
-            })
+            .filter_map(TrafficTarget::judged_target_groups)
             .collect();
         // Each side's queries, and the canary side's again for each peer's canary.
         let peer_groups: Vec<usize> = self
@@ -583,7 +580,7 @@ impl CompareChecks {
                     // A query of Prometheus's or Datadog's, not CloudWatch's.
                     (None, None) => 0,
                 };
-                2 * per_side(alb_pairs.len())
+                2 * per_side(group_pairs.len())
                     + peer_groups.iter().map(|g| per_side(*g)).sum::<usize>()
             })
             .sum();
@@ -601,7 +598,7 @@ impl CompareChecks {
             for (i, metric) in self.metrics.iter().enumerate() {
                 let sides = match metric.alb {
                     Some(_) => [
-                        ("target groups on the baseline's side", alb_pairs.len()),
+                        ("target groups on the baseline's side", group_pairs.len()),
                         ("target groups of the peers", peer_groups.iter().sum()),
                     ],
                     None => [("baseline", 1), ("peers", peers)],
@@ -618,7 +615,7 @@ impl CompareChecks {
                 }
             }
         }
-        let has_alb = !alb_pairs.is_empty();
+        let has_groups = !group_pairs.is_empty();
         if let Some(peers) = &self.peers {
             peers.validate(&format!("{path}.peers"), errors);
         }
@@ -635,7 +632,7 @@ impl CompareChecks {
                 prometheus,
                 datadog,
             };
-            metric.validate(&path, cluster, has_alb, providers, errors);
+            metric.validate(&path, cluster, has_groups, providers, errors);
         }
     }
 }
@@ -645,7 +642,7 @@ impl ComparedMetric {
         &self,
         path: &str,
         cluster: &ClusterRef,
-        has_alb: bool,
+        has_groups: bool,
         providers: Providers,
         errors: &mut Errors,
     ) {
@@ -671,10 +668,10 @@ impl ComparedMetric {
                 path,
                 "give exactly one source: `alb`, `cloudwatch`, `prometheus` or `datadog`",
             );
-        } else if self.alb.is_some() && !has_alb {
+        } else if self.alb.is_some() && !has_groups {
             errors.push(
                 format!("{path}.alb"),
-                "compares the target groups of an `alb` traffic target, and the plan has none",
+                "compares the target groups of an `alb` or `vpcLattice` traffic target, and the plan has none",
             );
         }
         if let Some(metric) = &self.cloudwatch {

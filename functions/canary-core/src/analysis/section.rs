@@ -27,7 +27,8 @@ pub struct AnalysisSection {
     /// Metric thresholds over `GetMetricData` queries.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub metrics: Vec<MetricCheck>,
-    /// Built-in checks of the canary target group of every ALB traffic target.
+    /// Built-in checks of the canary target group of every `alb` and `vpcLattice` traffic
+    /// target, against its stable target group (docs/signals/alb-judge.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alb: Option<AlbChecks>,
     /// PromQL instant queries against Prometheus or an AMP workspace (docs/signals/prometheus.md).
@@ -177,7 +178,8 @@ pub struct AlbChecks {
     /// Fewer canary requests than this in the lookback make the check inconclusive. Default 1.
     #[serde(default = "default_min_requests")]
     pub min_requests: i64,
-    /// Limit on the canary's `HTTPCode_Target_5XX_Count / RequestCount`, percent.
+    /// Limit on the canary's 5xx over its requests, percent (ALB's `HTTPCode_Target_5XX_Count /
+    /// RequestCount`, Lattice's `HTTPCode_5XX_Count / TotalRequestCount`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_error_rate_percent: Option<f64>,
     /// The canary's 5xx rate may not exceed the stable one times this.
@@ -186,13 +188,14 @@ pub struct AlbChecks {
     /// Canary 5xx rates at or below this are noise to the relative comparison, percent. Default 0.1.
     #[serde(default = "default_error_rate_noise")]
     pub error_rate_noise_percent: f64,
-    /// Limit on the canary's `TargetResponseTime` statistic, seconds.
+    /// Limit on the canary's latency statistic (ALB's `TargetResponseTime`, Lattice's
+    /// `RequestTime`), seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_latency_seconds: Option<f64>,
     /// The canary's latency may not exceed the stable one times this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_latency_vs_stable: Option<f64>,
-    /// The `TargetResponseTime` statistic. Default `p99`.
+    /// The latency statistic. Default `p99`.
     #[serde(default = "default_latency_statistic")]
     pub latency_statistic: String,
 }
@@ -392,10 +395,10 @@ impl MetricCheck {
 impl AlbChecks {
     fn validate(&self, targets: &[TrafficTarget], errors: &mut Errors) {
         let path = "analysis.alb";
-        if !targets.iter().any(|t| t.as_alb().is_some()) {
+        if !targets.iter().any(|t| t.judged_target_groups().is_some()) {
             errors.push(
                 path,
-                "the built-in ALB checks need at least one `alb` traffic target",
+                "the built-in target group checks need at least one `alb` or `vpcLattice` traffic target",
             );
         }
         check_period_and_lookback(path, self.period_seconds, self.lookback_seconds, errors);

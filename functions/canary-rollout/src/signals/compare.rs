@@ -25,7 +25,7 @@ use canary_core::cluster::ClusterRef;
 use canary_core::metrics::Point;
 use tracing::warn;
 
-use super::alb_judge::{load_balancer_dimension, target_group_dimension, AlbPair, ALB_NAMESPACE};
+use super::target_groups::{target_group_pairs, GroupMetric, MeasuredGroup, TargetGroupPair};
 use super::{metric_points, try_queries, Collected, PlannedQuery, SignalSource, Validated};
 use crate::error::AnalysisError;
 
@@ -37,8 +37,8 @@ pub(super) struct Compare<'a> {
     pub datadog: Option<(&'a dyn DatadogApi, &'a DatadogChecks)>,
     pub checks: &'a CompareChecks,
     pub cluster: &'a ClusterRef,
-    /// The plan's ALB target group pairs, for `alb` metrics.
-    pub pairs: Vec<AlbPair>,
+    /// The plan's target group pairs (its `alb` and `vpcLattice` targets'), for `alb` metrics.
+    pub pairs: Vec<TargetGroupPair>,
     /// What the rollout's checks have taken in so far, and over how many runs of checks α is
     /// shared.
     pub carried: &'a super::Carried,
@@ -84,18 +84,15 @@ impl Compare<'_> {
             .collect()
     }
 
-    /// A side's ALB target groups: (`LoadBalancer`, `TargetGroup`) dimensions.
-    fn target_groups(&self, side: Side) -> Vec<(String, String)> {
+    /// A side's target groups (a peer's: the ALB target groups of its cell).
+    fn target_groups(&self, side: Side) -> Vec<MeasuredGroup> {
         match side {
             Side::Canary | Side::Baseline => self
                 .pairs
                 .iter()
-                .map(|pair| {
-                    let group = match side {
-                        Side::Canary => &pair.canary,
-                        _ => &pair.stable,
-                    };
-                    (pair.load_balancer.clone(), group.clone())
+                .map(|pair| match side {
+                    Side::Canary => pair.canary.clone(),
+                    _ => pair.stable.clone(),
                 })
                 .collect(),
             Side::Peer(n) => self
@@ -105,10 +102,7 @@ impl Compare<'_> {
                 .flat_map(|p| p.cells.get(n))
                 .flat_map(|peer| &peer.alb)
                 .filter_map(|group| {
-                    Some((
-                        load_balancer_dimension(&group.listener_arn)?,
-                        target_group_dimension(&group.canary_target_group_arn)?,
-                    ))
+                    MeasuredGroup::alb(&group.listener_arn, &group.canary_target_group_arn)
                 })
                 .collect(),
         }
@@ -162,15 +156,12 @@ impl Compare<'_> {
             lookback_seconds: self.checks.lookback_seconds,
         };
         // Each reading's statistic; `slowerThan` counts the values above it among all of them.
-        let slow = metric.slow_count_stat(evidence.threshold(index));
-        let counted = |name: &'static str| -> Vec<(Reading, &'static str, String)> {
-            match &slow {
-                Some(slow) => vec![
-                    (Reading::Requests, name, "SampleCount".to_owned()),
-                    (Reading::Errors, name, slow.clone()),
-                ],
-                None => vec![(Reading::Value, name, metric.stat().to_owned())],
-            }
+        let counted = |slow: Option<String>| match slow {
+            Some(slow) => vec![
+                (Reading::Requests, "SampleCount".to_owned()),
+                (Reading::Errors, slow),
+            ],
+            None => vec![(Reading::Value, metric.stat().to_owned())],
         };
         if let Some(sided) = &metric.cloudwatch {
             let Some(value) = self.side_value(metric, side) else {
@@ -178,9 +169,9 @@ impl Compare<'_> {
             };
             let mut dimensions = sided.dimensions.clone();
             dimensions.insert(sided.side_dimension.clone(), value);
-            return counted("")
+            return counted(metric.slow_count_stat(evidence.threshold(index)))
                 .into_iter()
-                .map(|(reading, _, stat)| {
+                .map(|(reading, stat)| {
                     let query = MetricQuery {
                         id: String::new(),
                         namespace: sided.namespace.clone(),
@@ -193,33 +184,24 @@ impl Compare<'_> {
                 })
                 .collect();
         }
-        let readings: Vec<(Reading, &str, String)> = match metric.alb {
-            Some(AlbSignal::Latency) => counted("TargetResponseTime"),
-            Some(AlbSignal::ErrorRate) => vec![
-                (Reading::Requests, "RequestCount", "Sum".to_owned()),
-                (
-                    Reading::Errors,
-                    "HTTPCode_Target_5XX_Count",
-                    "Sum".to_owned(),
-                ),
-            ],
-            None => Vec::new(),
-        };
+        let threshold = metric.slower_than_seconds(evidence.threshold(index));
         let mut queries = Vec::new();
-        for (g, (load_balancer, target_group)) in self.target_groups(side).into_iter().enumerate() {
-            for (reading, name, stat) in &readings {
-                let query = MetricQuery {
-                    id: String::new(),
-                    namespace: ALB_NAMESPACE.to_owned(),
-                    metric_name: (*name).to_owned(),
-                    dimensions: BTreeMap::from([
-                        ("LoadBalancer".to_owned(), load_balancer.clone()),
-                        ("TargetGroup".to_owned(), target_group.clone()),
-                    ]),
-                    stat: stat.to_owned(),
-                    period_seconds,
-                };
-                queries.push(planned(g, *reading, query));
+        for (g, group) in self.target_groups(side).into_iter().enumerate() {
+            let readings: Vec<(Reading, GroupMetric, String)> = match metric.alb {
+                // A Lattice group's latency is in milliseconds: its threshold too.
+                Some(AlbSignal::Latency) => counted(threshold.map(|t| group.slower_than(t)))
+                    .into_iter()
+                    .map(|(reading, stat)| (reading, GroupMetric::Latency, stat))
+                    .collect(),
+                Some(AlbSignal::ErrorRate) => vec![
+                    (Reading::Requests, GroupMetric::Requests, "Sum".to_owned()),
+                    (Reading::Errors, GroupMetric::Errors5xx, "Sum".to_owned()),
+                ],
+                None => Vec::new(),
+            };
+            for (reading, read, stat) in readings {
+                let query = group.query(String::new(), read, stat, period_seconds);
+                queries.push(planned(g, reading, query));
             }
         }
         queries
@@ -372,21 +354,15 @@ impl Compare<'_> {
             return Ok(Vec::new());
         }
         let mut queries = Vec::new();
+        let baseline = self.target_groups(Side::Baseline);
         for (index, _, stat) in &derived {
-            for (g, (load_balancer, target_group)) in
-                self.target_groups(Side::Baseline).into_iter().enumerate()
-            {
-                queries.push(MetricQuery {
-                    id: format!("derive{index}_{g}"),
-                    namespace: ALB_NAMESPACE.to_owned(),
-                    metric_name: "TargetResponseTime".to_owned(),
-                    dimensions: BTreeMap::from([
-                        ("LoadBalancer".to_owned(), load_balancer),
-                        ("TargetGroup".to_owned(), target_group),
-                    ]),
-                    stat: (*stat).to_owned(),
-                    period_seconds: Self::HOUR_BUCKET_SECONDS as i32,
-                });
+            for (g, group) in baseline.iter().enumerate() {
+                queries.push(group.query(
+                    format!("derive{index}_{g}"),
+                    GroupMetric::Latency,
+                    (*stat).to_owned(),
+                    Self::HOUR_BUCKET_SECONDS as i32,
+                ));
             }
         }
         // One bucket of the hour up to now: CloudWatch rounds a recent StartTime down to the
@@ -399,10 +375,11 @@ impl Compare<'_> {
         let series = self.api.metric_data(&queries, start, now).await?;
         let mut taken = Vec::new();
         for (index, metric, stat) in derived {
-            let slowest = series
-                .iter()
-                .filter(|(id, _)| id.starts_with(&format!("derive{index}_")))
-                .flat_map(|(_, series)| series.points.iter().map(|(_, value)| *value))
+            let slowest = (baseline.iter().enumerate())
+                .filter_map(|(g, group)| Some((group, series.get(&format!("derive{index}_{g}"))?)))
+                .flat_map(|(group, series)| {
+                    (series.points.iter()).map(|(_, value)| group.latency_seconds(stat, *value))
+                })
                 .reduce(f64::max);
             match slowest.and_then(derived_threshold) {
                 Some(threshold) => {
@@ -464,23 +441,28 @@ impl Compare<'_> {
                 .map(|(at, v)| (at, Sample::Value(v)))
                 .collect()];
         }
-        let groups = match metric.cloudwatch {
-            Some(_) => 1,
-            None => self.target_groups(side).len(),
+        // A sided metric's one series, in its own unit; a target group's latency, in seconds.
+        let groups: Vec<Option<MeasuredGroup>> = match metric.cloudwatch {
+            Some(_) => vec![None],
+            None => self.target_groups(side).into_iter().map(Some).collect(),
         };
-        (0..groups)
-            .map(|group| {
+        (groups.iter().enumerate())
+            .map(|(g, group)| {
                 if !metric.counted() {
-                    return series(group, Reading::Value)
+                    return series(g, Reading::Value)
                         .into_iter()
-                        .map(|(at, v)| (at, Sample::Value(v)))
+                        .map(|(at, v)| {
+                            let v = group
+                                .as_ref()
+                                .map_or(v, |group| group.latency_seconds(metric.stat(), v));
+                            (at, Sample::Value(v))
+                        })
                         .collect();
                 }
                 // A period without a 5xx datapoint had no errors (CloudWatch publishes none);
                 // without a slow count, no slow request.
-                let errors: HashMap<i64, f64> =
-                    series(group, Reading::Errors).into_iter().collect();
-                series(group, Reading::Requests)
+                let errors: HashMap<i64, f64> = series(g, Reading::Errors).into_iter().collect();
+                series(g, Reading::Requests)
                     .into_iter()
                     .map(|(at, requests)| {
                         let errors = errors.get(&at).copied().unwrap_or(0.0);
@@ -674,7 +656,7 @@ pub async fn compared_series(
         datadog: analysis.datadog.as_ref().map(|d| (apis.datadog, d)),
         checks: &whole_span,
         cluster: &plan.cluster,
-        pairs: super::alb_judge::alb_pairs(&plan.traffic_targets),
+        pairs: target_group_pairs(&plan.traffic_targets),
         carried: &super::Carried::default(),
     };
     // A derived slowerThan as the rollout's first check took it: from the hour before.
@@ -841,7 +823,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::signals::alb_judge::alb_pairs;
+    use crate::signals::target_groups::target_group_pairs;
 
     fn compared(plan: &RolloutPlan) -> &CompareChecks {
         plan.analysis
@@ -862,7 +844,7 @@ mod tests {
             datadog: None,
             checks: compared(plan),
             cluster: &plan.cluster,
-            pairs: alb_pairs(&plan.traffic_targets),
+            pairs: target_group_pairs(&plan.traffic_targets),
             carried,
         }
     }
@@ -1020,6 +1002,66 @@ mod tests {
             Some("QueueTime TC(2.5:)")
         );
         assert_eq!(queries.len(), 8, "{queries:?}");
+    }
+
+    /// A `vpcLattice` target's groups: `AWS/VpcLattice`'s `RequestTime` by the `TargetGroup`
+    /// ID, asked (a threshold, a derived one too) and read in milliseconds, judged in seconds.
+    #[tokio::test]
+    async fn a_lattice_groups_latency_is_asked_in_milliseconds_and_judged_in_seconds() {
+        let mut plan = plan(
+            json!({"periodSeconds": 60, "lookbackSeconds": 600, "metrics": [
+            {"name": "latency", "alb": "latency"},
+            {"name": "slow", "alb": "latency", "slowerThan": {"baseline": "p99"}}]}),
+        );
+        plan.traffic_targets = vec![crate::signals::target_groups::lattice_target()];
+        // The baseline's hour: a p99 of 400 ms.
+        let cloudwatch = MetricAnswers::new(|queries: &[MetricQuery], _, _| {
+            Ok(queries
+                .iter()
+                .map(|q| {
+                    (
+                        q.id.clone(),
+                        MetricSeries {
+                            points: vec![(0, 400.0)],
+                        },
+                    )
+                })
+                .collect())
+        });
+        let carried = crate::signals::Carried::default();
+        let source = source(&cloudwatch, &plan, &carried);
+        let mut evidence = Evidence::default();
+        let taken = source
+            .derive_thresholds(&mut evidence, SystemTime::now())
+            .await
+            .expect("derived");
+        assert_eq!(
+            taken,
+            ["compare slow: slowerThan 0.4 s (the baseline's p99 over the last hour)"]
+        );
+        let queries = source.queries(&evidence);
+        let asked = |id: &str| {
+            let query = &queries.iter().find(|p| p.query.id == id).expect(id).query;
+            let dimensions: Vec<_> = query.dimensions.iter().collect();
+            format!(
+                "{} {} {} {dimensions:?}",
+                query.namespace, query.metric_name, query.stat
+            )
+        };
+        assert_eq!(
+            asked("cmp0_0_canary_value"),
+            r#"AWS/VpcLattice RequestTime p99 [("TargetGroup", "tg-0123456789abcdefb")]"#
+        );
+        assert_eq!(
+            asked("cmp1_0_baseline_errors"),
+            r#"AWS/VpcLattice RequestTime TC(400:) [("TargetGroup", "tg-0123456789abcdefa")]"#
+        );
+        let points = HashMap::from([("cmp0_0_canary_value".to_owned(), vec![(60, 250.0)])]);
+        let metric = &compared(&plan).metrics[0];
+        assert_eq!(
+            source.series(&points, 0, metric, Side::Canary),
+            [(60, 0.25)]
+        );
     }
 
     /// CloudWatch of a canary whose requests are slower than the baseline's p99 ten times as

@@ -1,9 +1,10 @@
 //! The rollout's own spending of the plan's SLOs' error budget (`errorBudget.rolloutShare` and
-//! `fastBurn`): the new cluster's requests and bad requests from its ALB target groups, one
+//! `fastBurn`): the new cluster's requests and bad requests from its target groups (`alb` and
+//! `vpcLattice` targets', `super::target_groups`), one
 //! minute at a time since the rollout started, judged by `canary_core::error_budget::{judge_share,
 //! judge_burn}` against the shares the freeze gate fixed at the start. Bad is 5xx for an
 //! availability SLO, and for a latency one a request slower than its threshold (the trimmed
-//! count `TC(<seconds>:)` of `TargetResponseTime`, which counts each request's own time, as the
+//! count `TC(<threshold>:)` of the latency, which counts each request's own time, as the
 //! comparison's `slowerThan` does). One GetMetricData call per check; a fleet's soak judges its
 //! promoted cells the same way, on the slow burn alone ([`burn_outcomes`]). And the remaining
 //! budgets kept as CloudWatch metrics (`errorBudget.cloudwatch`), which the gate and each bake's
@@ -19,7 +20,7 @@ use canary_core::error_budget::{
 };
 use canary_core::RolloutPlan;
 
-use super::alb_judge::{AlbPair, ALB_NAMESPACE};
+use super::target_groups::{target_group_pairs, GroupMetric, TargetGroupPair};
 use super::{metric_points, try_queries, Collected, PlannedQuery, SignalSource, Validated};
 use crate::error::AnalysisError;
 use crate::signals::BudgetCarried;
@@ -33,7 +34,7 @@ const MAX_LOOKBACK_SECONDS: i64 = 14 * 86_400;
 pub(super) struct ErrorBudgetSpend<'a> {
     pub api: &'a dyn CloudWatchApi,
     /// The new cluster's target groups (the canary side of each pair).
-    pub pairs: Vec<AlbPair>,
+    pub pairs: Vec<TargetGroupPair>,
     pub carried: &'a BudgetCarried,
 }
 
@@ -64,34 +65,30 @@ impl ErrorBudgetSpend<'_> {
     fn queries(&self, lookback_seconds: i64, thresholds: &[f64]) -> Vec<PlannedQuery> {
         let mut planned = Vec::new();
         for (p, pair) in self.pairs.iter().enumerate() {
+            let group = &pair.canary;
             let counts = [
-                ("requests".to_owned(), "RequestCount", "Sum".to_owned()),
+                (
+                    "requests".to_owned(),
+                    GroupMetric::Requests,
+                    "Sum".to_owned(),
+                ),
                 (
                     "errors".to_owned(),
-                    "HTTPCode_Target_5XX_Count",
+                    GroupMetric::Errors5xx,
                     "Sum".to_owned(),
                 ),
             ];
             let slow = thresholds.iter().enumerate().map(|(k, t)| {
                 (
                     format!("slow{k}"),
-                    "TargetResponseTime",
-                    format!("TC({t}:)"),
+                    GroupMetric::Latency,
+                    group.slower_than(*t),
                 )
             });
             for (id, metric, stat) in counts.into_iter().chain(slow) {
+                let id = format!("budget{p}_{id}");
                 planned.push(PlannedQuery {
-                    query: MetricQuery {
-                        id: format!("budget{p}_{id}"),
-                        namespace: ALB_NAMESPACE.to_owned(),
-                        metric_name: metric.to_owned(),
-                        dimensions: BTreeMap::from([
-                            ("LoadBalancer".to_owned(), pair.load_balancer.clone()),
-                            ("TargetGroup".to_owned(), pair.canary.clone()),
-                        ]),
-                        stat,
-                        period_seconds: PERIOD_SECONDS as i32,
-                    },
+                    query: group.query(id, metric, stat, PERIOD_SECONDS as i32),
                     lookback_seconds,
                 });
             }
@@ -173,7 +170,7 @@ pub async fn burn_outcomes(
     windows: canary_core::plan::BurnWindows,
     now: SystemTime,
 ) -> Result<Vec<canary_core::analysis::CheckOutcome>, AnalysisError> {
-    let pairs = super::alb_judge::alb_pairs(&plan.traffic_targets);
+    let pairs = target_group_pairs(&plan.traffic_targets);
     if pairs.is_empty() || budgets.is_empty() {
         return Ok(Vec::new());
     }
@@ -300,6 +297,14 @@ mod tests {
 
     #[tokio::test]
     async fn a_latency_slo_counts_the_new_clusters_slow_requests_and_an_availability_one_its_5xx() {
+        use super::super::target_groups::{alb_target, lattice_target};
+        // A Lattice group's latency is in milliseconds: its slow count's threshold too.
+        for (target, slow) in [(alb_target(), "TC(0.5:)"), (lattice_target(), "TC(500:)")] {
+            spends_the_budgets_of(target, slow).await;
+        }
+    }
+
+    async fn spends_the_budgets_of(target: canary_core::TrafficTarget, slow: &str) {
         use canary_aws::fakes::MetricAnswers;
         use canary_aws::MetricSeries;
         use canary_core::analysis::CheckVerdict;
@@ -315,8 +320,8 @@ mod tests {
                 .map(|q| {
                     kept.lock().unwrap().push(format!("{} {}", q.id, q.stat));
                     let value = match q.stat.as_str() {
-                        "TC(0.5:)" => 250.0,
-                        _ if q.metric_name == "RequestCount" => 300.0,
+                        stat if stat.starts_with("TC(") => 250.0,
+                        _ if q.metric_name.ends_with("RequestCount") => 300.0,
                         _ => 2.0,
                     };
                     (
@@ -345,12 +350,7 @@ mod tests {
         };
         let spend = ErrorBudgetSpend {
             api: &answers,
-            pairs: vec![AlbPair {
-                label: "web".to_owned(),
-                load_balancer: "app/web/1".to_owned(),
-                canary: "targetgroup/green/2".to_owned(),
-                stable: "targetgroup/blue/3".to_owned(),
-            }],
+            pairs: target_group_pairs(&[target]),
             carried: &carried,
         };
         let collected = spend.collect(now, "green").await.expect("read");
@@ -373,9 +373,9 @@ mod tests {
         assert_eq!(
             *asked.lock().unwrap(),
             [
-                "budget0_requests Sum",
-                "budget0_errors Sum",
-                "budget0_slow0 TC(0.5:)"
+                "budget0_requests Sum".to_owned(),
+                "budget0_errors Sum".to_owned(),
+                format!("budget0_slow0 {slow}")
             ]
         );
     }

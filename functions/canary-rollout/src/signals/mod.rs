@@ -17,6 +17,7 @@ mod error_budget;
 mod outlook;
 mod prometheus;
 mod query_checks;
+mod target_groups;
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -35,13 +36,13 @@ use canary_core::RolloutPlan;
 
 use crate::error::AnalysisError;
 
-use alb_judge::alb_pairs;
 pub(crate) use cloudwatch_alarms::{alarm_outcome, alarm_outcomes};
 pub use compare::{compared_series, ComparedSeries};
 pub use error_budget::{burn_outcomes, check_remaining_budget_metrics, remaining_budget_metrics};
 pub use outlook::{comparison_outlook, ComparisonOutlook, OUTLOOK_SECONDS};
 pub use prometheus::{check_remaining_budgets, remaining_budgets};
 use query_checks::QueryChecks;
+use target_groups::target_group_pairs;
 
 /// The APIs the signal sources read.
 pub struct SignalApis<'a> {
@@ -183,7 +184,7 @@ pub fn sources<'a>(
         }));
     }
     if let Some(checks) = &analysis.alb {
-        let pairs = alb_pairs(&plan.traffic_targets);
+        let pairs = target_group_pairs(&plan.traffic_targets);
         if !pairs.is_empty() {
             sources.push(Box::new(alb_judge::AlbJudge {
                 api: apis.cloudwatch,
@@ -196,7 +197,7 @@ pub fn sources<'a>(
         .error_budget
         .as_ref()
         .is_some_and(|b| b.judges_the_canary());
-    let pairs = alb_pairs(&plan.traffic_targets);
+    let pairs = target_group_pairs(&plan.traffic_targets);
     if judges_the_canary && !pairs.is_empty() {
         sources.push(Box::new(error_budget::ErrorBudgetSpend {
             api: apis.cloudwatch,
@@ -211,7 +212,7 @@ pub fn sources<'a>(
             datadog: analysis.datadog.as_ref().map(|d| (apis.datadog, d)),
             checks,
             cluster: &plan.cluster,
-            pairs: alb_pairs(&plan.traffic_targets),
+            pairs: target_group_pairs(&plan.traffic_targets),
             carried,
         }));
     }

@@ -1,22 +1,22 @@
 //! `plan check`'s outlook of the comparison's traffic: the last hour's requests of the plan's
-//! ALB target groups (one GetMetricData call), and what they promise each step
+//! target groups (its `alb` and `vpcLattice` targets'; one GetMetricData call), and what they promise each step
 //! (`canary_core::plan::forecast`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use canary_aws::{CloudWatchApi, MetricQuery};
 use canary_core::plan::forecast::{forecast, StepForecast};
 use canary_core::plan::ValidPlan;
 
-use super::alb_judge::{alb_pairs, ALB_NAMESPACE};
 use super::metric_data_error;
+use super::target_groups::{target_group_pairs, GroupMetric};
 use crate::error::AnalysisError;
 
 /// How far back the traffic is read.
 pub const OUTLOOK_SECONDS: u64 = 3_600;
 
-/// The last hour's traffic through the plan's ALB targets, and each step's outlook.
+/// The last hour's traffic through the plan's target groups, and each step's outlook.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ComparisonOutlook {
     /// The requests of a median period of the last hour (both target groups of every pair).
@@ -25,7 +25,7 @@ pub struct ComparisonOutlook {
     pub steps: Vec<StepForecast>,
 }
 
-/// None when the plan has no comparison or no ALB target whose requests tell its traffic.
+/// None when the plan has no comparison or no target group whose requests tell its traffic.
 pub async fn comparison_outlook(
     cloudwatch: &dyn CloudWatchApi,
     valid: &ValidPlan,
@@ -38,7 +38,7 @@ pub async fn comparison_outlook(
     let Some(compare) = &analysis.compare else {
         return Ok(None);
     };
-    let pairs = alb_pairs(&plan.traffic_targets);
+    let pairs = target_group_pairs(&plan.traffic_targets);
     let (Ok(period), false) = (u64::try_from(compare.period_seconds), pairs.is_empty()) else {
         return Ok(None);
     };
@@ -47,16 +47,13 @@ pub async fn comparison_outlook(
         .iter()
         .enumerate()
         .flat_map(|(p, pair)| {
-            [("stable", &pair.stable), ("canary", &pair.canary)].map(|(side, group)| MetricQuery {
-                id: format!("requests{p}_{side}"),
-                namespace: ALB_NAMESPACE.to_owned(),
-                metric_name: "RequestCount".to_owned(),
-                dimensions: BTreeMap::from([
-                    ("LoadBalancer".to_owned(), pair.load_balancer.clone()),
-                    ("TargetGroup".to_owned(), group.clone()),
-                ]),
-                stat: "Sum".to_owned(),
-                period_seconds: i32::try_from(period).unwrap_or(60),
+            [("stable", &pair.stable), ("canary", &pair.canary)].map(|(side, group)| {
+                group.query(
+                    format!("requests{p}_{side}"),
+                    GroupMetric::Requests,
+                    "Sum".to_owned(),
+                    i32::try_from(period).unwrap_or(60),
+                )
             })
         })
         .collect();
