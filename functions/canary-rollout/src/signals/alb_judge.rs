@@ -1,21 +1,20 @@
 //! The target groups' canary-vs-stable judge (plan `analysis.alb`): for each `alb` and
 //! `vpcLattice` traffic target, the canary's and the stable target group's request count, 5xx
 //! count and latency from CloudWatch (`super::target_groups`), compared by
-//! `canary_core::analysis::judge_alb`. Ratios are computed here from
-//! the raw sums, not with metric math, so the same numbers reach the verdict whatever
-//! evaluates the queries.
+//! `canary_core::analysis::judge_alb`. Ratios are computed here from the raw sums, not with
+//! metric math, so the same numbers reach the verdict whatever evaluates the queries.
 
 use std::collections::HashMap;
 use std::time::SystemTime;
 
 use async_trait::async_trait;
+use canary_aws::CloudWatchApi;
 use canary_core::analysis::{judge_alb, reduce, sum, AlbChecks, Reduce, TargetGroupTraffic};
 use canary_core::metrics::Point;
 
 use super::target_groups::{GroupMetric, MeasuredGroup, TargetGroupPair};
 use super::{metric_values, try_queries, Collected, PlannedQuery, SignalSource, Validated};
 use crate::error::AnalysisError;
-use canary_aws::CloudWatchApi;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Side {
