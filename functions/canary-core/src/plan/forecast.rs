@@ -98,7 +98,7 @@ fn expected(runs: &[Run]) -> f64 {
 }
 
 /// Each step's outlook from `requests`, the requests of each period of the last hour (a period
-/// without a datapoint is 0), all the plan's ALB target groups added up. None without a
+/// without a datapoint is 0), all the plan's target groups added up. None without a
 /// comparison or without a period of traffic.
 pub fn forecast(
     requests: &[f64],

@@ -1,6 +1,6 @@
 //! `plan check`'s outlook of the comparison's traffic: the last hour's requests of the plan's
-//! target groups (its `alb` and `vpcLattice` targets'; one GetMetricData call), and what they promise each step
-//! (`canary_core::plan::forecast`).
+//! target groups (its `alb` and `vpcLattice` targets'; one GetMetricData call), and what they
+//! promise each step (`canary_core::plan::forecast`).
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
