@@ -379,14 +379,20 @@ class Authorizer:
         self.moto_endpoint = moto_endpoint
         self.callers = {}
         self.policies = {}
+        self.clients = {}
         self.decisions = []
         self.lock = threading.Lock()
 
     def _client(self, service, access_key, region):
         # moto (without its own authorization) answers a request by the access key alone, so the
         # caller's key finds its identity and its role's policies in the role's own account.
-        return boto3.client(service, endpoint_url=self.moto_endpoint, region_name=region or "us-east-1",
-                            aws_access_key_id=access_key, aws_secret_access_key="unused")
+        # Kept: a role's policies are read again every second, and making a client costs more
+        # CPU than the reads. Called under self.lock.
+        key = (service, access_key, region or "us-east-1")
+        if key not in self.clients:
+            self.clients[key] = boto3.client(service, endpoint_url=self.moto_endpoint, region_name=key[2],
+                                             aws_access_key_id=access_key, aws_secret_access_key="unused")
+        return self.clients[key]
 
     def _caller(self, access_key, region):
         with self.lock:
