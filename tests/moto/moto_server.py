@@ -1258,6 +1258,8 @@ _stock_boto_client_for = sfn_boto_client.boto_client_for
 # execution; once an hour per role is enough for credentials that last one.
 _ROLE_CREDENTIALS = {}
 _ROLE_CREDENTIALS_LOCK = threading.Lock()
+_ROLE_CLIENTS = {}
+_ROLE_CLIENTS_LOCK = threading.Lock()
 
 
 def _credentials_of(role_arn, region):
@@ -1280,14 +1282,20 @@ def _boto_client_as_role(region, service, state_credentials=None):
     from botocore.config import Config
 
     credentials = _credentials_of(role_arn, region)
-    client = _stock_boto_client_for(region, service, state_credentials)
-    return boto3.client(
-        service, region_name=region, endpoint_url=client.meta.endpoint_url,
-        aws_access_key_id=credentials.access_key_id, aws_secret_access_key=credentials.secret_access_key,
-        aws_session_token=credentials.session_token,
-        config=Config(parameter_validation=False, retries={"max_attempts": 0, "total_max_attempts": 1},
-                      connect_timeout=client.meta.config.connect_timeout,
-                      read_timeout=client.meta.config.read_timeout))
+    # A client per service, Region and credentials, kept: making one costs more CPU than most
+    # calls made with it (boto3's clients are safe to share between threads; making them is not).
+    key = (region, service, credentials.access_key_id)
+    with _ROLE_CLIENTS_LOCK:
+        if key not in _ROLE_CLIENTS:
+            client = _stock_boto_client_for(region, service, state_credentials)
+            _ROLE_CLIENTS[key] = boto3.client(
+                service, region_name=region, endpoint_url=client.meta.endpoint_url,
+                aws_access_key_id=credentials.access_key_id, aws_secret_access_key=credentials.secret_access_key,
+                aws_session_token=credentials.session_token,
+                config=Config(parameter_validation=False, retries={"max_attempts": 0, "total_max_attempts": 1},
+                              connect_timeout=client.meta.config.connect_timeout,
+                              read_timeout=client.meta.config.read_timeout))
+        return _ROLE_CLIENTS[key]
 
 
 # Every engine module imported the function by name: each one's name is replaced.
