@@ -228,8 +228,8 @@ Everything else is stock moto.
 
 26. GetExecutionHistory answered at the cost of its JSON: moto's generic response serializer took
    about 0.13 s of CPU for a rollout's history of a few hundred events, and the tests, the
-   sandbox and the CLI read histories every second or two (a third of the end-to-end tests' CPU
-   went there). The same document, written directly: members without a value left out,
+   sandbox and the CLI read histories every second or two (in `test_gates.py`, 978 reads and
+   131 s of CPU). The same document, written directly: members without a value left out,
    timestamps as epoch seconds to the millisecond. Checked against moto's serializer over a run
    of the gates, fleets and never-stranded tests: the same JSON. As in stock moto, a history
    comes in one page (no `maxResults`, `nextToken` or `reverseOrder`).
