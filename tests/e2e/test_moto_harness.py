@@ -317,6 +317,30 @@ def test_a_stop_during_a_long_task_is_aborted_and_said_at_once(moto_endpoint):
     assert (later["status"], later["stopDate"], later["error"]) == ("ABORTED", stopped_at, "Halted")
 
 
+def test_executions_of_one_definition_keep_their_own_retries_and_histories_read_as_aws_gives_them(moto_endpoint):
+    """Patches 26 and 27: two executions of one definition at once (its parse shared) each retry
+    their own task; each history reads as Step Functions' JSON (ids in order, timestamps as
+    dates, no null members), and an unknown execution is still refused."""
+    engine_on(moto_endpoint)
+    sfn = boto3.client("stepfunctions", endpoint_url=moto_endpoint, **CREDENTIALS)
+    missing = {"Type": "Task", "Resource": "arn:aws:states:::aws-sdk:sqs:getQueueUrl",
+               "Parameters": {"QueueName": "no-such-queue"},
+               "Retry": [{"ErrorEquals": ["States.ALL"], "MaxAttempts": 2, "IntervalSeconds": 1, "BackoffRate": 1}],
+               "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Gave up"}], "End": True}
+    arn = machine(sfn, "retries", {"Ask": missing, "Gave up": {"Type": "Pass", "End": True}}, "Ask")
+    executions = [sfn.start_execution(stateMachineArn=arn)["executionArn"] for _ in range(2)]
+    for execution in executions:
+        assert ended(sfn, execution)["status"] == "SUCCEEDED"
+        events = sfn.get_execution_history(executionArn=execution)["events"]
+        assert [e["id"] for e in events] == list(range(1, len(events) + 1))
+        assert all(isinstance(e["timestamp"], datetime.datetime) for e in events), events
+        assert [e["timestamp"] for e in events] == sorted(e["timestamp"] for e in events)
+        assert sum(e["type"] == "TaskScheduled" for e in events) == 3, [e["type"] for e in events]
+        assert events[-1]["type"] == "ExecutionSucceeded"
+    with pytest.raises(sfn.exceptions.ExecutionDoesNotExist):
+        sfn.get_execution_history(executionArn=executions[0].rsplit(":", 1)[0] + ":no-such-execution")
+
+
 def engine_on(moto_endpoint):
     """Step Functions' engine on, as the sandbox turns it on."""
     urllib.request.urlopen(urllib.request.Request(
