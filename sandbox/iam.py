@@ -34,9 +34,11 @@ resource-based policies (a Lambda function's, a secret's, an SQS queue's: an Eve
 delivery to a function is not checked), dependent actions, and calls the AWS SDK-less
 Prometheus API of AMP makes (no botocore model has them: refused as unknown).
 """
+import fcntl
 import functools
 import gzip
 import json
+import os
 import re
 import sys
 import threading
@@ -46,6 +48,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import boto3
+import botocore
 import botocore.session
 import cbor2
 import parliament
@@ -171,20 +174,27 @@ class Request:
 
 
 class ServiceModels:
-    """botocore's models, indexed by how a request names its service and operation."""
+    """botocore's models, indexed by how a request names its service (its signing name) and
+    operation. Which services a signing name covers takes reading every model (about 25 s of
+    CPU, which each test worker paid at its first request): read once per botocore version and
+    kept beside the venv; a service's model is loaded when a request first names it."""
 
     def __init__(self):
-        session = botocore.session.get_session()
-        self.by_signing_name = {}
-        for name in session.get_available_services():
-            model = session.get_service_model(name)
-            metadata = model.metadata
-            signing = metadata.get("signingName") or metadata.get("endpointPrefix")
-            self.by_signing_name.setdefault(signing, []).append(model)
+        self.session = botocore.session.get_session()
+        self.services = _services_by_signing_name(self.session)
+        self.loaded = {}
+        self.lock = threading.Lock()
+
+    def models(self, signing_name):
+        with self.lock:
+            if signing_name not in self.loaded:
+                self.loaded[signing_name] = [self.session.get_service_model(name)
+                                             for name in self.services.get(signing_name, [])]
+            return self.loaded[signing_name]
 
     def operation(self, request):
         """(service model, operation model, params as a list of (name, value)) or NotModelled."""
-        models = self.by_signing_name.get(request.signing_name, [])
+        models = self.models(request.signing_name)
         target = request.headers.get("X-Amz-Target")
         if target:
             prefix, operation = target.rsplit(".", 1)
@@ -250,6 +260,24 @@ def _asks_for(operation, request):
         if serialization.get("location") == "header" and name.lower() not in headers:
             return False
     return True
+
+
+def _services_by_signing_name(session):
+    """{signing name: [botocore service names]}, from a file kept per botocore version (written
+    under a lock: the test workers start together)."""
+    kept = Path(sys.prefix) / f"botocore-signing-names-{botocore.__version__}.json"
+    with open(kept.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if kept.exists():
+            return json.loads(kept.read_text())
+        services = {}
+        for name in session.get_available_services():
+            metadata = session.get_service_model(name).metadata
+            services.setdefault(metadata.get("signingName") or metadata.get("endpointPrefix"), []).append(name)
+        written = kept.with_suffix(f".{os.getpid()}")
+        written.write_text(json.dumps(services))
+        written.replace(kept)
+        return services
 
 
 @functools.cache

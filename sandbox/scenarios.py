@@ -307,6 +307,21 @@ def read_events(sandbox, execution_arn):
                 (event["detail-type"], event["detail"]))
 
 
+def events_after(sfn, execution_arn, seen):
+    """The execution's history events after event `seen` (ids run 1, 2, ... in order), oldest
+    first: read newest first, a page at a time, until a page reaches what was read before. A
+    rollout's history grows to hundreds of events and is watched every half second; reading it
+    whole each time was most of the sandbox's Step Functions traffic."""
+    newest, token = [], None
+    while True:
+        page = sfn.get_execution_history(executionArn=execution_arn, reverseOrder=True, maxResults=100,
+                                         **({"nextToken": token} if token else {}))
+        newest += page["events"]
+        token = page.get("nextToken")
+        if not token or newest[-1]["id"] <= seen + 1:
+            return [event for event in reversed(newest) if event["id"] > seen]
+
+
 def watch(sandbox, execution_arn, on_event=None, out=print, timeout=300, verbose=False, on_notification=None,
           await_safety_net=True):
     """Follows an execution to its end. The live view is the operator CLI's (`cluster-canary
@@ -317,22 +332,15 @@ def watch(sandbox, execution_arn, on_event=None, out=print, timeout=300, verbose
     `await_safety_net` is False: a caller that holds the delivery). Returns the Report."""
     sfn = sandbox.client("stepfunctions")
     viewer, reader = sandbox.cli_in_background(out, "watch", execution_arn, *(["--verbose"] if verbose else []))
-    seen, states, max_canary, notifications = 0, [], 0, []
+    seen, ended, states, max_canary, notifications = 0, False, [], 0, []
     largest = (0, None)
     deadline = time.monotonic() + timeout
     try:
         while True:
             # Status first, history second, so the last history read comes after the final status.
             execution = sfn.describe_execution(executionArn=execution_arn)
-            events, token = [], None
-            while True:
-                page = sfn.get_execution_history(executionArn=execution_arn, maxResults=1000,
-                                                 **({"nextToken": token} if token else {}))
-                events += page["events"]
-                token = page.get("nextToken")
-                if not token:
-                    break
-            for event in events[seen:]:
+            events = events_after(sfn, execution_arn, seen)
+            for event in events:
                 # The execution's input, as the first state takes it in, is the caller's (AWS
                 # holds it to 256 KiB, and the first state refuses a plan over its own cap):
                 # the state budget is for what the states keep.
@@ -349,12 +357,12 @@ def watch(sandbox, execution_arn, on_event=None, out=print, timeout=300, verbose
                         max_canary = max(max_canary, *(g * 100 // max(b + g, 1) for b, g in weights.values()))
                     if on_event:
                         on_event(name, json.loads(details.get("output") or "{}"))
-            seen = len(events)
+            seen = events[-1]["id"] if events else seen
+            ended = ended or any(e["type"] in TERMINAL_EVENTS for e in events)
             for detail_type, detail in read_events(sandbox, execution_arn):
                 notifications.append((detail_type, detail))
                 if on_notification:
                     on_notification(detail_type, detail)
-            ended = any(e["type"] in TERMINAL_EVENTS for e in events)
             if execution["status"] != "RUNNING" and (ended or time.monotonic() > settle_deadline(execution)):
                 break
             if time.monotonic() > deadline:

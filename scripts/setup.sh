@@ -13,19 +13,7 @@ cd "$(dirname "$0")/.."
 for tool in cargo cargo-fmt cargo-clippy python3; do
   command -v "$tool" > /dev/null || { echo "$tool is missing (a stable Rust toolchain and Python 3 are needed)" >&2; exit 1; }
 done
-# Debian's packages, installed when missing (as root with apt-get), or a sentence naming them.
-apt_install() {  # apt_install "what they are for" PACKAGE...
-  local why=$1
-  shift
-  if command -v apt-get > /dev/null && [ "$(id -u)" = 0 ]; then
-    echo "installing Debian's $* ($why)..." >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" > /dev/null \
-      || { apt-get update > /dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" > /dev/null; }
-  else
-    echo "missing: $why; install Debian's (or your distribution's) $*" >&2
-    exit 1
-  fi
-}
+. scripts/lib/apt.sh
 # `sam build` runs the Makefile (one release compile of every function).
 command -v make > /dev/null || apt_install "make, which sam build runs" make
 # A real Prometheus server (and promtool, to backfill its TSDB) for the Prometheus checks' tests

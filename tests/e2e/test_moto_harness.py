@@ -179,6 +179,90 @@ def test_percentiles_are_the_nearest_rank_of_each_periods_values(moto_endpoint):
     assert read("SampleCount") == [100, 1], "the divisor of a slow-request rate"
 
 
+# Patch 29 beside moto's own computation, in a process of its own (importing the patches here
+# would patch moto in the test worker): random points of two namespaces, three metrics, three
+# target groups and none, units, over 15 minutes; random queries (periods, statistics, units,
+# labels, dimensions, a metric-math sum), windows and orders.
+SAME_METRIC_DATA = """
+import datetime, random, sys
+sys.path.insert(0, sys.argv[1])
+import moto_server
+from moto.cloudwatch import models
+backend = models.cloudwatch_backends["123456789012"]["us-east-1"]
+rng = random.Random(int(sys.argv[2]))
+now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+names, spaces = ["RequestCount", "HTTPCode_Target_5XX_Count", "TargetResponseTime"], ["AWS/ApplicationELB", "AWS/VpcLattice"]
+dimensions = [[{"Name": "TargetGroup", "Value": f"tg/{i}"}, {"Name": "LoadBalancer", "Value": "lb/1"}] for i in range(3)] + [[]]
+for _ in range(1500):
+    backend.put_metric_data(rng.choice(spaces), [{
+        "MetricName": rng.choice(names), "Dimensions": rng.choice(dimensions), "Value": rng.uniform(0, 50),
+        "Timestamp": now - datetime.timedelta(seconds=rng.uniform(0, 900)), "Unit": rng.choice(["Count", "Seconds", "None"])}])
+answered = 0
+for _ in range(300):
+    queries = [{"Id": f"m{i}", "ReturnData": rng.random() < 0.8, "MetricStat": {
+        "Metric": {"Namespace": rng.choice(spaces), "MetricName": rng.choice(names), "Dimensions": rng.choice(dimensions)},
+        "Period": rng.choice([1, 10, 60, 300]), "Stat": rng.choice(["Sum", "Average", "p99", "SampleCount", "TC(:10)"]),
+        **({"Unit": rng.choice(["Count", "Seconds"])} if rng.random() < 0.2 else {})},
+        **({"Label": "label"} if rng.random() < 0.2 else {})} for i in range(rng.randint(1, 4))]
+    if len(queries) > 1 and rng.random() < 0.5:
+        queries.append({"Id": "sum", "Expression": "m0 + m1"})
+    start = now - datetime.timedelta(seconds=rng.uniform(0, 1000))
+    end = start + datetime.timedelta(seconds=rng.uniform(1.5, 1000))
+    order = rng.choice(["TimestampAscending", "TimestampDescending"])
+    mine = moto_server._get_metric_data(backend, queries, start, end, order)
+    assert mine == moto_server._stock_get_metric_data(backend, queries, start, end, order), queries
+    answered += any(result["values"] for result in mine)
+print(answered)
+"""
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_get_metric_data_in_one_pass_answers_as_moto_computes_it(seed):
+    done = subprocess.run([sys.executable, "-c", SAME_METRIC_DATA, str(REPO / "tests/moto"), str(seed)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert int(done.stdout) > 150, "most queries should find data points, or the comparison shows little"
+
+
+def test_histories_come_in_pages_as_step_functions_gives_them(moto_endpoint):
+    """Patch 26: 100 events a page unless asked otherwise (at most 1000), newest first when
+    asked, a token while events remain, and a token of another request refused."""
+    engine_on(moto_endpoint)
+    sfn = boto3.client("stepfunctions", endpoint_url=moto_endpoint, **CREDENTIALS)
+    passes = {f"Pass {n}": {"Type": "Pass", "Next": f"Pass {n + 1}"} for n in range(60)}
+    passes["Pass 60"] = {"Type": "Pass", "End": True}
+    arn = machine(sfn, "pages", passes, "Pass 0")
+    execution = sfn.start_execution(stateMachineArn=arn)["executionArn"]
+    assert ended(sfn, execution)["status"] == "SUCCEEDED"
+
+    def pages(**params):
+        read, token = [], None
+        while True:
+            page = sfn.get_execution_history(executionArn=execution, **params, **({"nextToken": token} if token else {}))
+            read.append([e["id"] for e in page["events"]])
+            token = page.get("nextToken")
+            if not token:
+                return read
+
+    whole = 1 + 2 * 61 + 1  # started, each state entered and exited, succeeded
+    assert [len(p) for p in pages()] == [100, whole - 100]
+    assert sum(pages(maxResults=1000), []) == list(range(1, whole + 1))
+    assert sum(pages(maxResults=7), []) == list(range(1, whole + 1))
+    newest_first = pages(maxResults=50, reverseOrder=True)
+    assert newest_first[0][:2] == [whole, whole - 1] and sum(newest_first, []) == list(range(whole, 0, -1))
+    token = sfn.get_execution_history(executionArn=execution, maxResults=5)["nextToken"]
+    for other in ({"reverseOrder": True}, {"executionArn": execution + "x"}):
+        with pytest.raises(ClientError) as refused:
+            sfn.get_execution_history(**{"executionArn": execution, **other}, nextToken=token)
+        assert refused.value.response["Error"]["Code"] in ("InvalidToken", "ExecutionDoesNotExist"), other
+    with pytest.raises(ClientError) as refused:
+        sfn.get_execution_history(executionArn=execution, nextToken="not a token")
+    assert refused.value.response["Error"]["Code"] == "InvalidToken"
+    with pytest.raises(ClientError) as refused:
+        sfn.get_execution_history(executionArn=execution, maxResults=1001)
+    assert refused.value.response["Error"]["Code"] == "ValidationException"
+
+
 def test_eventbridge_delivers_as_aws_does(moto_endpoint):
     """An event a rule delivers carries its account, a disabled rule delivers nothing (the
     sandbox's alarm events, and the test of a lost one, rely on both), and a schedule rule

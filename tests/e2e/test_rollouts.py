@@ -253,7 +253,7 @@ def test_a_restore_refused_once_is_said_at_once_then_retried_to_the_baseline():
     baseline back; `Rollback Failing` is sent (schema-valid), shift-weights emits
     RestoreFailures (what RestoreFailingAlarm pages on); then Rolled Back."""
     with Sandbox(log=captured) as sandbox:
-        elbv2 = service_models().by_signing_name["elasticloadbalancing"][0]  # query protocol, as ELBv2
+        elbv2 = service_models().models("elasticloadbalancing")[0]  # query protocol, as ELBv2
         role = "arn:aws:sts::123456789012:assumed-role/shift-weights/shift-weights"
         refusal = access_denied(elbv2, role, "elasticloadbalancing:ModifyListener", sandbox.world.listener)
         refused = [lambda method, path, body: b"Action=ModifyListener" in body, 1, refusal]

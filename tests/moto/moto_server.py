@@ -226,18 +226,33 @@ Everything else is stock moto.
    models and what not), served on moto's endpoint for the requests signed for `vpc-lattice`, with
    its harness control at `POST /_harness/vpclattice/<account>/<region>`.
 
-26. GetExecutionHistory answered at the cost of its JSON: moto's generic response serializer took
-   about 0.13 s of CPU for a rollout's history of a few hundred events, and the tests, the
-   sandbox and the CLI read histories every second or two (in `test_gates.py`, 978 reads and
-   131 s of CPU). The same document, written directly: members without a value left out,
-   timestamps as epoch seconds to the millisecond. Checked against moto's serializer over a run
-   of the gates, fleets and never-stranded tests: the same JSON. As in stock moto, a history
-   comes in one page (no `maxResults`, `nextToken` or `reverseOrder`).
+26. GetExecutionHistory answered at the cost of its JSON, in pages as AWS gives them: moto's
+   generic response serializer took about 0.13 s of CPU for a rollout's history of a few hundred
+   events, and the tests, the sandbox and the CLI read histories every second or two (in
+   `test_gates.py`, 978 reads and 131 s of CPU). The same document, written directly: members
+   without a value left out, timestamps as epoch seconds to the millisecond (checked against
+   moto's serializer over a run of the gates, fleets and never-stranded tests: the same JSON),
+   each event converted once (a history only grows). And paged as Step Functions pages it (stock
+   moto gave every history in one page): `maxResults` 100 when absent or 0, at most 1000 (a
+   ValidationException past it), `reverseOrder` newest first, a `nextToken` while events remain,
+   refused as `InvalidToken` when it is not this request's. Not modelled: `includeExecutionData`
+   (inputs and outputs are always given), tokens expiring after 24 hours.
 27. A definition parsed once per server: moto's engine parsed the whole definition again for every
    execution (about a second of CPU for the rollout's); its syntax tree is now kept per
-   definition text, and each execution still gets evaluation components of its own.
+   definition text, and each execution still gets evaluation components of its own. With
+   `--fork-servers`, once per forking process: a server leaves each definition it parsed in its
+   parent's folder (`$TMPDIR/moto-definitions-<pid>`), and the parent parses it before its next
+   fork (at most eight), so the next servers are born with the tree (every sandbox deploys the
+   same two definitions). The parent also loads, once, the botocore models of the clients the
+   servers make on themselves (patches 11 and 12).
 28. moto's services listed once: its dispatcher listed its package's folders on every request
    (some 200 `isdir` calls, about a tenth of a busy server's CPU).
+29. GetMetricData in one pass over its window: moto scanned every data point of the window once
+   per period of each query (a rollout's checks read minutes of per-second points: 35 ms of CPU a
+   call). Each query's points are now filtered once and put in their periods by arithmetic; the
+   answers are moto's own (its filters, statistics and metric math), checked against its stock
+   computation on generated data (tests/e2e/test_moto_harness.py). Metrics Insights queries
+   (`SELECT`) and refused windows still go to moto's own.
 
 Still not modelled: the 256 KiB limit on Pass and Choice state output (moto checks task
 results only).
@@ -253,23 +268,28 @@ moto and these patches takes about two seconds of CPU; a fork takes milliseconds
 is still a process of its own that has served nothing before its caller.
 """
 import argparse
+import atexit
 import base64
 import copy
 import datetime
 import functools
+import glob
 import hashlib
 import importlib
 import json
 import math
 import os
 import re
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 import uuid
 from urllib.parse import unquote
 
+import boto3
 import botocore.session
 import cbor2
 from botocore import xform_name
@@ -1281,7 +1301,6 @@ def _boto_client_as_role(region, service, state_credentials=None):
     role_arn = getattr(state_credentials, "role_arn", None)
     if not role_arn:
         return _stock_boto_client_for(region, service, state_credentials)
-    import boto3
     from botocore.config import Config
 
     credentials = _credentials_of(role_arn, region)
@@ -1317,7 +1336,6 @@ _OWN_ENDPOINT = []
 def _api(service, account_id, region):
     """A client on moto as CloudFormation acts in `account_id` (moto tells accounts apart by the
     caller's credentials)."""
-    import boto3
 
     credentials = _credentials_of(f"arn:aws:iam::{account_id}:role/cloudformation", region)
     endpoint = _OWN_ENDPOINT[0] if _OWN_ENDPOINT else f"http://localhost:{os.environ.get('MOTO_PORT', '5000')}"
@@ -1803,8 +1821,16 @@ StepFunctionResponse.describe_execution = _describe_execution
 StepFunctionResponse.list_executions = _list_executions
 
 
-# --- 26. GetExecutionHistory at the cost of its JSON ----------------------------------------
+# --- 26. GetExecutionHistory at the cost of its JSON, in pages as AWS gives them ------------
 _EPOCH_SECONDS = moto_serialize.TimestampSerializer(moto_serialize.TimestampSerializer.TIMESTAMP_FORMAT_UNIX)
+# Step Functions' page sizes: 100 when `maxResults` is absent or 0, at most 1000.
+_HISTORY_PAGE, _HISTORY_PAGE_MAX = 100, 1000
+# Each execution's events as JSON 1.0 gives them, converted once: a history only grows (the
+# engine records an event and its id together, under its event manager's lock), and the sandbox
+# reads each one every second or two. Keyed by the execution's event manager too, so that an
+# execution started again under the same ARN (after a moto reset) starts a list of its own.
+_CONVERTED_HISTORIES = {}
+_CONVERTED_LOCK = threading.Lock()
 
 
 def _as_json_1_0(value):
@@ -1818,9 +1844,54 @@ def _as_json_1_0(value):
     return value
 
 
+def _converted_history(backend, execution_arn):
+    """The execution's events so far, oldest first (ExecutionDoesNotExist as moto refuses it)."""
+    env = backend.describe_execution(execution_arn=execution_arn).exec_worker.env
+    if env is None:  # not started yet
+        return []
+    manager = env.event_manager
+    with manager._mutex, _CONVERTED_LOCK:
+        kept = _CONVERTED_HISTORIES.get(execution_arn)
+        if kept is None or kept[0] is not manager:
+            kept = _CONVERTED_HISTORIES[execution_arn] = (manager, [])
+        recorded, converted = manager._history_event_list, kept[1]
+        converted.extend(_as_json_1_0(dict(event)) for event in recorded[len(converted):])
+        return list(converted)
+
+
 def _get_execution_history(self):
-    history = self.stepfunction_backend.get_execution_history(self._get_param("executionArn"))
-    return 200, {"Content-Type": "application/x-amz-json-1.0"}, json.dumps(_as_json_1_0(dict(history)))
+    execution_arn = self._get_param("executionArn")
+    size, reverse = self._get_param("maxResults") or _HISTORY_PAGE, bool(self._get_param("reverseOrder"))
+    if not 0 < size <= _HISTORY_PAGE_MAX:
+        bound = "greater than or equal to 0" if size < 0 else f"less than or equal to {_HISTORY_PAGE_MAX}"
+        raise sfn_exceptions.ValidationException(f"1 validation error detected: Value '{size}' at 'maxResults' "
+                                                 f"failed to satisfy constraint: Member must have value {bound}")
+    events = _converted_history(self.stepfunction_backend, execution_arn)
+    # The token names the id of the next event to give (ids run 1, 2, ... in order), so a page
+    # read newest first stays where it was while the history grows.
+    next_id = len(events) if reverse else 1
+    token = self._get_param("nextToken")
+    if token:
+        try:
+            given = json.loads(base64.urlsafe_b64decode(token.encode()))
+            if (given["executionArn"], given["reverseOrder"]) != (execution_arn, reverse):
+                raise ValueError("another request's token")
+            next_id = int(given["nextEventId"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise AWSError(f"Invalid Token: {e}", "InvalidToken", 400) from e
+    if reverse:
+        page = events[max(next_id - size, 0):next_id][::-1]
+        following = page[-1]["id"] - 1 if page else 0
+        more = following >= 1
+    else:
+        page = events[next_id - 1:next_id - 1 + size]
+        following = page[-1]["id"] + 1 if page else next_id
+        more = following <= len(events)
+    answer = {"events": page}
+    if more:
+        answer["nextToken"] = base64.urlsafe_b64encode(json.dumps(
+            {"executionArn": execution_arn, "reverseOrder": reverse, "nextEventId": following}).encode()).decode()
+    return 200, {"Content-Type": "application/x-amz-json-1.0"}, json.dumps(answer)
 
 
 StepFunctionResponse.get_execution_history = _get_execution_history
@@ -1841,7 +1912,44 @@ def _asl_parse(definition):
     # Each caller gets components of its own: they keep per-execution state (retry counters'
     # heap keys), so only the tree is shared.
     tree = _asl_syntax_tree(definition)
+    if _LEFT_FOR_THE_PARENT:
+        _leave_for_the_parent(definition)
     return Preprocessor().visit(tree), tree
+
+
+# With --fork-servers: the folder where each server leaves the definitions it parsed that its
+# parent had not, and the names (sha256) of those the parent has parsed. The parent parses them
+# before its next fork, so the next servers inherit the trees: every sandbox deploys the same
+# stack, whose definitions cost about a second of CPU each to parse.
+_LEFT_FOR_THE_PARENT = []
+_PARSED_BY_THE_PARENT = set()
+_PARENT_PARSES_AT_MOST = 8
+
+
+def _leave_for_the_parent(definition):
+    name = hashlib.sha256(definition.encode()).hexdigest()
+    path = os.path.join(_LEFT_FOR_THE_PARENT[0], f"{name}.json")
+    if name in _PARSED_BY_THE_PARENT or os.path.exists(path):
+        return
+    written = f"{path}.{os.getpid()}"
+    with open(written, "w") as f:
+        f.write(definition)
+    os.replace(written, path)
+
+
+def _parse_what_servers_left():
+    folder = _LEFT_FOR_THE_PARENT[0]
+    for entry in sorted(os.listdir(folder)):
+        name, _, kind = entry.partition(".")
+        if kind != "json" or name in _PARSED_BY_THE_PARENT or len(_PARSED_BY_THE_PARENT) >= _PARENT_PARSES_AT_MOST:
+            continue
+        _PARSED_BY_THE_PARENT.add(name)
+        with open(os.path.join(folder, entry)) as f:
+            definition = f.read()
+        try:
+            _asl_syntax_tree(definition)
+        except Exception:  # noqa: BLE001 - a definition moto refuses is refused by each server itself
+            pass
 
 
 AmazonStateLanguageParser.parse = staticmethod(_asl_parse)
@@ -1852,6 +1960,56 @@ AmazonStateLanguageParser.parse = staticmethod(_asl_parse)
 # request to tell a service's own host name; they do not change while it runs.
 _MOTO_MODULES = tuple(moto_backends.list_of_moto_modules())
 moto_backends.list_of_moto_modules = lambda: _MOTO_MODULES
+
+
+# --- 29. GetMetricData in one pass over its window -------------------------------------------
+_stock_get_metric_data = cloudwatch_models.CloudWatchBackend.get_metric_data
+
+
+def _in_query(datum, query):
+    """Whether moto's GetMetricData counts the data point in a MetricStat query: by namespace and
+    name, or, when the query names dimensions, by name and dimensions alone (moto's filter, kept)."""
+    metric, unit = query["MetricStat"]["Metric"], query["MetricStat"].get("Unit")
+    if datum.name != metric["MetricName"] or (unit and datum.unit != unit):
+        return False
+    dimensions = sorted(cloudwatch_models.Dimension(name=d["Name"], value=d["Value"])
+                        for d in metric.get("Dimensions", []))
+    return sorted(datum.dimensions) == dimensions if dimensions else datum.namespace == metric["Namespace"]
+
+
+def _get_metric_data(self, queries, start_time, end_time, scan_by="TimestampAscending"):
+    if any(q.get("Expression", "").startswith("SELECT") for q in queries) \
+            or start_time.replace(microsecond=0) >= end_time.replace(microsecond=0):
+        return _stock_get_metric_data(self, queries, start_time, end_time, scan_by)  # its refusals too
+    start_time, end_time = start_time.replace(microsecond=0), end_time.replace(microsecond=0)
+    window = [datum for datum in self.get_all_metrics() if start_time <= datum.timestamp < end_time]
+    results, returned = [], []
+    for query in (q for q in queries if "MetricStat" in q):
+        stat, period = query["MetricStat"]["Stat"], datetime.timedelta(seconds=int(query["MetricStat"]["Period"]))
+        periods = {}
+        for datum in window:
+            if _in_query(datum, query):
+                periods.setdefault((datum.timestamp - start_time) // period, []).append(datum)
+        values, timestamps = [], []
+        for index in sorted(periods, reverse=scan_by == "TimestampDescending"):
+            statistics = cloudwatch_models.Statistics([stat], start_time + index * period)
+            statistics.metric_data = periods[index]
+            values.append(statistics.get_statistics_for_type(stat))
+            timestamps.append(statistics.timestamp)
+        label = query.get("Label") or f"{query['MetricStat']['Metric']['MetricName']} {stat}"
+        result = {"id": query["Id"], "label": label, "values": values, "timestamps": timestamps,
+                  "status_code": "Complete"}
+        results.append(result)
+        if query.get("ReturnData", True):
+            returned.append(dict(result))
+    for query in (q for q in queries if "Expression" in q):
+        values, timestamps = cloudwatch_models.parse_expression(query["Expression"], results)
+        returned.append({"id": query["Id"], "label": query.get("Label") or query["Id"], "values": values,
+                         "timestamps": timestamps, "status_code": "Complete"})
+    return returned
+
+
+cloudwatch_models.CloudWatchBackend.get_metric_data = _get_metric_data
 
 
 def serve_on_a_port_of_its_own(host):
@@ -1875,6 +2033,21 @@ _SANDBOX_SERVICES = ("awslambda", "cloudformation", "cloudwatch", "dynamodb", "e
                      "iam", "logs", "route53", "s3", "secretsmanager", "sns", "sqs", "ssm", "stepfunctions", "sts")
 
 
+def _definitions_folder():
+    """This forking process's folder for patch 27's definitions, named by its pid; those of
+    forking processes that are gone (killed: no exit handler ran) are removed."""
+    for stale in glob.glob(os.path.join(tempfile.gettempdir(), "moto-definitions-*")):
+        try:
+            os.kill(int(stale.rsplit("-", 1)[1]), 0)
+        except ProcessLookupError:
+            shutil.rmtree(stale, ignore_errors=True)
+        except (ValueError, PermissionError):
+            pass
+    folder = os.path.join(tempfile.gettempdir(), f"moto-definitions-{os.getpid()}")
+    os.makedirs(folder, exist_ok=True)
+    return folder
+
+
 def fork_servers(host):
     """A fresh server per line on stdin, forked from this process (no thread has started here, and
     no request was served); ends at the end of stdin. The servers are their own sessions, so that
@@ -1883,14 +2056,24 @@ def fork_servers(host):
     # moto imports a service's responses when it first serves it: done here once, not per server.
     for service in _SANDBOX_SERVICES:
         importlib.import_module(f"moto.{service}.urls")
+    # The models of the clients the servers make on themselves (patch 12's resources, the state
+    # machine's calls as its role), loaded once here: botocore's loader keeps them.
+    for service in ("cloudtrail", "cloudwatch", "eks", "events", "lambda", "logs", "s3", "sns", "sqs", "sts"):
+        boto3.client(service, region_name="us-east-1", endpoint_url="http://127.0.0.1:9",
+                     aws_access_key_id="unused", aws_secret_access_key="unused")
+    _LEFT_FOR_THE_PARENT.append(_definitions_folder())
+    atexit.register(shutil.rmtree, _LEFT_FOR_THE_PARENT[0], ignore_errors=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # the folder removed when ended so too
     for line in sys.stdin:
         wanted = json.loads(line)
+        _parse_what_servers_left()
         announce_read, announce_write = os.pipe()
         pid = os.fork()
         if pid == 0:
             try:
                 os.setsid()
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 os.close(announce_read)
                 log = os.open(wanted["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
                 os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
