@@ -282,7 +282,7 @@ def _services_by_signing_name(session):
 
 @functools.cache
 def service_models():
-    """Loaded once per process (every model's metadata: seconds)."""
+    """One per process: the signing names read from their file, each model loaded when first named."""
     return ServiceModels()
 
 

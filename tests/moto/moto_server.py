@@ -1846,6 +1846,9 @@ def _as_json_1_0(value):
 
 def _converted_history(backend, execution_arn):
     """The execution's events so far, oldest first (ExecutionDoesNotExist as moto refuses it)."""
+    if not isinstance(backend, sfn_parser_models.StepFunctionsParserBackend):
+        # moto without its engine makes a history up (its SF_EXECUTION_HISTORY_TYPE setting).
+        return [_as_json_1_0(dict(event)) for event in backend.get_execution_history(execution_arn)["events"]]
     env = backend.describe_execution(execution_arn=execution_arn).exec_worker.env
     if env is None:  # not started yet
         return []
