@@ -1935,9 +1935,12 @@ def _leave_for_the_parent(definition):
     if name in _PARSED_BY_THE_PARENT or os.path.exists(path):
         return
     written = f"{path}.{os.getpid()}"
-    with open(written, "w") as f:
-        f.write(definition)
-    os.replace(written, path)
+    try:
+        with open(written, "w") as f:
+            f.write(definition)
+        os.replace(written, path)
+    except OSError:  # the parent gone with its folder: a cache, never a reason to fail a parse
+        pass
 
 
 def _parse_what_servers_left():
