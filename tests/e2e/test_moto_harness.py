@@ -13,6 +13,7 @@ import datetime
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 
 import boto3
@@ -1062,3 +1063,99 @@ def test_vpc_lattice_weights_answer_as_its_api_reference_documents(moto_endpoint
                                      data=json.dumps({"status": {green["id"]: {"10.0.1.7": "UNHEALTHY"}}}).encode())
     urllib.request.urlopen(request).read()
     assert [t["status"] for t in lattice.list_targets(targetGroupIdentifier=green["id"])["items"]] == ["UNHEALTHY"]
+
+
+def harness_synthetics(endpoint, runs):
+    request = urllib.request.Request(f"{endpoint}/_harness/synthetics/123456789012/us-east-1", method="POST",
+                                     data=json.dumps({"runs": runs}).encode())
+    with urllib.request.urlopen(request) as answer:
+        return json.load(answer)
+
+
+def test_synthetics_canaries_start_stop_and_run_as_a_test_says(moto_endpoint):
+    """CloudWatch Synthetics over the wire (botocore's client, REST-JSON signed for synthetics):
+    a canary is started and stopped as the API reference documents (a running one cannot be
+    started again, a stopped one cannot be stopped), runs only while it runs and only the runs the
+    harness gives it (one a read, newest first; none given: no run comes), a run-once schedule
+    stops itself after its run, and the model's limits and the service's refusals change
+    nothing."""
+    synthetics = boto3.client("synthetics", endpoint_url=moto_endpoint, **CREDENTIALS,
+                              config=botocore.config.Config(parameter_validation=False))
+
+    def create(name, schedule="rate(1 minute)"):
+        return synthetics.create_canary(
+            Name=name, Code={"Handler": "index.handler", "S3Bucket": "code", "S3Key": "canary.zip"},
+            ArtifactS3Location="s3://artifacts/green", ExecutionRoleArn="arn:aws:iam::123456789012:role/canary",
+            Schedule={"Expression": schedule}, RuntimeVersion="syn-nodejs-puppeteer-9.1")["Canary"]
+
+    def state(name):
+        return synthetics.get_canary(Name=name)["Canary"]["Status"]["State"]
+
+    def runs(name):
+        return [(r["Status"]["State"], r["Status"].get("StateReason")) for r in
+                synthetics.get_canary_runs(Name=name)["CanaryRuns"]]
+
+    assert create("green-checkout")["Status"]["State"] == "READY"
+    assert runs("green-checkout") == [], "a canary never started never runs"
+    harness_synthetics(moto_endpoint, {"green-checkout": ["PASSED", {"state": "FAILED", "reason": "500 on /pay"}]})
+    assert runs("green-checkout") == [], "given runs wait for the canary to run"
+
+    synthetics.start_canary(Name="green-checkout")
+    canary = synthetics.get_canary(Name="green-checkout")["Canary"]  # a read: the first run comes
+    assert canary["Status"]["State"] == "RUNNING" and canary["Timeline"]["LastStarted"]
+    assert runs("green-checkout") == [("FAILED", "500 on /pay"), ("PASSED", None)], "one run a read, newest first"
+    failed = synthetics.get_canary_runs(Name="green-checkout")["CanaryRuns"][0]
+    assert failed["Status"]["StateReasonCode"] == "CANARY_FAILURE"
+    assert failed["ArtifactS3Location"].startswith("artifacts/green/canary/us-east-1/green-checkout/")
+    assert len(runs("green-checkout")) == 2, "no run given: none comes"
+
+    page = synthetics.get_canary_runs(Name="green-checkout", MaxResults=1)
+    assert len(page["CanaryRuns"]) == 1 and page["NextToken"]
+    rest = synthetics.get_canary_runs(Name="green-checkout", MaxResults=1, NextToken=page["NextToken"])
+    assert [r["Status"]["State"] for r in rest["CanaryRuns"]] == ["PASSED"] and "NextToken" not in rest
+
+    # A run-once canary stops itself after its run; a stopped canary runs nothing given to it.
+    create("green-once", schedule="rate(0 minute)")
+    harness_synthetics(moto_endpoint, {"green-once": ["PASSED", "PASSED"]})
+    synthetics.start_canary(Name="green-once")
+    assert runs("green-once") == [("PASSED", None)] and state("green-once") == "STOPPED"
+    assert runs("green-once") == [("PASSED", None)], "stopped: the second run waits"
+    synthetics.stop_canary(Name="green-checkout")
+    assert state("green-checkout") == "STOPPED"
+    assert synthetics.get_canary(Name="green-checkout")["Canary"]["Timeline"]["LastStopped"]
+
+    described = synthetics.describe_canaries(Names=["green-once", "absent"])["Canaries"]
+    assert [c["Name"] for c in described] == ["green-once"]
+    first = synthetics.describe_canaries(MaxResults=1)
+    assert len(first["Canaries"]) == 1 and first["NextToken"]
+
+    refusals = [
+        (lambda: synthetics.start_canary(Name="absent"), "ResourceNotFoundException", "Canary absent not found"),
+        (lambda: synthetics.get_canary_runs(Name="absent"), "ResourceNotFoundException", "not found"),
+        (lambda: synthetics.get_canary(Name="absent"), "ResourceNotFoundException", "not found"),
+        (lambda: synthetics.stop_canary(Name="green-once"), "ConflictException", "only a running canary"),
+        (lambda: synthetics.get_canary_runs(Name="Green"), "ValidationException",
+         "Member must satisfy regular expression pattern"),
+        (lambda: synthetics.get_canary_runs(Name="green-once", MaxResults=101), "ValidationException",
+         "Member must have value less than or equal to 100"),
+        (lambda: synthetics.describe_canaries(Names=["a", "b", "c", "d", "e", "f"]), "ValidationException",
+         "Member must have length less than or equal to 5"),
+        (lambda: synthetics.get_canary_runs(Name="green-once", NextToken="not-a-token"), "ValidationException",
+         "is not valid"),
+        (lambda: create("green-once"), "ValidationException", "Canary green-once already exists"),
+    ]
+    synthetics.start_canary(Name="green-checkout")
+    refusals.append((lambda: synthetics.start_canary(Name="green-checkout"), "ConflictException", "RUNNING"))
+    for call, code, said in refusals:
+        with pytest.raises(ClientError) as refused:
+            call()
+        error = refused.value.response["Error"]
+        assert (error["Code"], said in error["Message"]) == (code, True), error
+    assert (state("green-checkout"), state("green-once")) == ("RUNNING", "STOPPED")
+    assert len(runs("green-checkout")) == 2 and len(runs("green-once")) == 1
+
+    # The harness refuses a run that is no run, and a canary that does not exist.
+    for bad in ({"green-once": ["SKIPPED"]}, {"absent": ["PASSED"]}):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            harness_synthetics(moto_endpoint, bad)
+        assert refused.value.code in (400, 404)

@@ -253,6 +253,11 @@ Everything else is stock moto.
    answers are moto's own (its filters, statistics and metric math), checked against its stock
    computation on generated data (tests/e2e/test_moto_harness.py). Metrics Insights queries
    (`SELECT`) and refused windows still go to moto's own.
+30. CloudWatch Synthetics' canaries, started, stopped and run as a test says (moto has no runs,
+   StartCanary or StopCanary), from the API reference and botocore's model, in
+   tests/moto/synthetics.py (its header says what it models), on the REST-JSON wire VPC Lattice's
+   model shares (tests/moto/rest_json.py); its harness control sets a canary's next runs at
+   `POST /_harness/synthetics/<account>/<region>`.
 
 Still not modelled: the 256 KiB limit on Pass and Choice state output (moto checks task
 results only).
@@ -358,6 +363,7 @@ import elbv2_forwards  # beside this file (patch 22)
 import global_accelerator  # beside this file (patch 21)
 import application_signals  # beside this file (patch 24)
 import vpc_lattice  # beside this file (patch 25)
+import synthetics  # beside this file (patch 30)
 
 
 def put_composite_alarm(self):
@@ -1116,6 +1122,8 @@ def with_harness_routes(app):
             return application_signals.serve(environ, start_response)
         if vpc_lattice.serves(environ):
             return vpc_lattice.serve(environ, start_response)
+        if synthetics.serves(environ):
+            return synthetics.serve(environ, start_response)
         if not HARNESS_EKS.fullmatch(path) or environ.get("REQUEST_METHOD") != "POST":
             return app(environ, start_response)
         length = int(environ.get("CONTENT_LENGTH") or 0)

@@ -39,41 +39,25 @@ groups' types' compatibility, health checks (statuses are set), match conditions
 idempotency tokens, throttling, a weight left out (echoed left out; the reference gives
 no default).
 """
-import json
 import re
 import secrets
 import threading
-import uuid
 from datetime import datetime, timezone
-from urllib.parse import unquote
 
-import botocore.session
+from rest_json import RestJsonApi, ServiceError
 
-from global_accelerator import violations
-
-SIGNING_NAME = "vpc-lattice"
-MODEL = botocore.session.get_session().get_service_model(SIGNING_NAME)
-HARNESS = re.compile(r"/_harness/vpclattice/(\d{12})/([a-z0-9-]+)")
-_SCOPE = re.compile(r"Credential=([^/]+)/\d{8}/([^/]+)/([^/]+)/aws4_request")
-
-_lock = threading.RLock()
+_lock = threading.Lock()
 _regions = {}  # (account, region) -> Region
 
 
-class LatticeError(Exception):
-    def __init__(self, code, status, message, **extra):
-        super().__init__(message)
-        self.code, self.status, self.message, self.extra = code, status, message, extra
-
-
 def _not_found(kind, identifier):
-    return LatticeError("ResourceNotFoundException", 404, f"{kind.capitalize()} {identifier} not found",
+    return ServiceError("ResourceNotFoundException", 404, f"{kind.capitalize()} {identifier} not found",
                         resourceId=identifier, resourceType=kind.upper().replace(" ", "_"))
 
 
-def _invalid(message, fields):
-    return LatticeError("ValidationException", 400, message, reason="fieldValidationFailed",
-                        fieldList=[{"name": name, "message": said} for name, said in fields])
+def _invalid(message, fields, reason="fieldValidationFailed"):
+    extra = {"fieldList": [{"name": name, "message": said} for name, said in fields]} if fields else {}
+    return ServiceError("ValidationException", 400, message, reason=reason, **extra)
 
 
 class Region:
@@ -117,33 +101,6 @@ def _identifier(region, value, kind, table):
     return found
 
 
-def _patterns(shape, value, path, found):
-    """Each string member of `shape` whose model pattern `value` breaks, as `violations` finds
-    the other constraints (the shared validator leaves patterns out)."""
-    if shape.type_name == "structure" and isinstance(value, dict):
-        for name, member in shape.members.items():
-            if value.get(name) is not None:
-                _patterns(member, value[name], f"{path}.{name}" if path else name, found)
-    elif shape.type_name == "list" and isinstance(value, list):
-        for i, item in enumerate(value, 1):
-            _patterns(shape.member, item, f"{path}.{i}.member", found)
-    elif shape.type_name == "string" and isinstance(value, str) and "pattern" in shape.metadata:
-        if not re.fullmatch(shape.metadata["pattern"], value):
-            found.append((path, value, f"Member must satisfy regular expression pattern: {shape.metadata['pattern']}"))
-
-
-def _validate(operation, body):
-    found = []
-    shape = MODEL.operation_model(operation).input_shape
-    violations(shape, body, "", found)
-    _patterns(shape, body, "", found)
-    if found:
-        said = "; ".join(f"Value '{v}' at '{p}' failed to satisfy constraint: {c}" if v is not None
-                         else f"Value null at '{p}' failed to satisfy constraint: {c}" for p, v, c in found)
-        raise _invalid(f"{len(found)} validation error{'s' if len(found) > 1 else ''} detected: {said}",
-                       [(p, c) for p, _, c in found])
-
-
 # --- the resources ----------------------------------------------------------------------------
 def _tagged(region, arn, tags):
     region.tags.setdefault(arn, {}).update(tags or {})
@@ -178,7 +135,7 @@ def create_service(region, body):
                "authType": body.get("authType", "NONE"), "dnsEntry": {"domainName": dns, "hostedZoneId": "Z0123456789LATTICE"},
                "createdAt": _now(), "lastUpdatedAt": _now()}
     if any(s["name"] == body["name"] for s in region.services.values()):
-        raise LatticeError("ConflictException", 409, f"Service with name {body['name']} already exists",
+        raise ServiceError("ConflictException", 409, f"Service with name {body['name']} already exists",
                            resourceId=body["name"], resourceType="SERVICE")
     region.services[service_id] = service
     _tagged(region, arn, body.get("tags"))
@@ -245,7 +202,7 @@ def create_listener(region, body):
     arn = f"{service['arn']}/listener/{listener_id}"
     port = body.get("port") or (443 if body["protocol"] == "HTTPS" else 80)
     if any(l["_service"] == service["id"] and l["port"] == port for l in region.listeners.values()):
-        raise LatticeError("ConflictException", 409, f"A listener on port {port} already exists in service {service['id']}",
+        raise ServiceError("ConflictException", 409, f"A listener on port {port} already exists in service {service['id']}",
                            resourceId=service["id"], resourceType="LISTENER")
     listener = {"id": listener_id, "arn": arn, "name": body["name"], "protocol": body["protocol"], "port": port,
                 "serviceArn": service["arn"], "serviceId": service["id"], "defaultAction": body["defaultAction"],
@@ -278,7 +235,7 @@ def _priority_free(region, listener, priority, but=None):
     taken = [r for r in region.rules.values() if r["_listener"] == listener["id"] and r["priority"] == priority
              and r["id"] != but]
     if taken:
-        raise LatticeError("ConflictException", 409,
+        raise ServiceError("ConflictException", 409,
                            f"Priority {priority} is already in use by rule {taken[0]['id']} of listener {listener['id']}",
                            resourceId=taken[0]["id"], resourceType="RULE")
 
@@ -348,78 +305,11 @@ OPERATIONS = {
 }
 
 
-def _route(operation):
-    """The operation's method and a regex of its requestUri, a group per URI member."""
-    http = MODEL.operation_model(operation).http
-    uri = http["requestUri"].split("?", 1)[0]
-    pattern = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(uri))
-    return http["method"], re.compile(pattern)
+def harness(region, body):
+    for group, statuses in (body.get("status") or {}).items():
+        region.status.setdefault(group, {}).update(statuses)
+    return {"status": region.status}
 
 
-ROUTES = [(operation, *_route(operation)) for operation in OPERATIONS]
-
-
-def handle(account, region_name, method, path, query, body):
-    """One request: (status, answer). `path` is the raw path (an ARN in it percent-encoded)."""
-    for operation, route_method, pattern in ROUTES:
-        match = pattern.fullmatch(path)
-        if method != route_method or not match:
-            continue
-        request = dict(body)
-        request.update({name: unquote(value) for name, value in match.groupdict().items()})
-        for name, member in MODEL.operation_model(operation).input_shape.members.items():
-            if member.serialization.get("location") == "querystring" and member.serialization.get("name") in query:
-                request[name] = query[member.serialization["name"]][0]
-        _validate(operation, request)
-        with _lock:
-            return OPERATIONS[operation](_region(account, region_name), request)
-    raise LatticeError("ValidationException", 400, f"{method} {path} is not an operation this harness models",
-                       reason="unknownOperation")
-
-
-def harness(account, region_name, body):
-    region = _region(account, region_name)
-    with _lock:
-        for group, statuses in (body.get("status") or {}).items():
-            region.status.setdefault(group, {}).update(statuses)
-        return {"status": region.status}
-
-
-# --- the wire ---------------------------------------------------------------------------------
-def serves(environ):
-    if HARNESS.fullmatch(environ.get("PATH_INFO", "")):
-        return True
-    scope = _SCOPE.search(environ.get("HTTP_AUTHORIZATION", ""))
-    return bool(scope) and scope.group(3) == SIGNING_NAME
-
-
-def serve(environ, start_response):
-    """One request of the VPC Lattice API (or the harness's control of it)."""
-    from urllib.parse import parse_qs
-
-    from moto.iam.models import get_account_id_from
-
-    length = int(environ.get("CONTENT_LENGTH") or 0)
-    raw = environ["wsgi.input"].read(length) or b"{}"
-    path = (environ.get("RAW_URI") or environ.get("REQUEST_URI") or environ.get("PATH_INFO", "")).split("?", 1)[0]
-    status, code = 200, None
-    try:
-        body = json.loads(raw)
-        control = HARNESS.fullmatch(environ.get("PATH_INFO", ""))
-        if control:
-            answer = harness(control.group(1), control.group(2), body)
-        else:
-            scope = _SCOPE.search(environ["HTTP_AUTHORIZATION"])
-            status, answer = handle(get_account_id_from(scope.group(1)), scope.group(2), environ["REQUEST_METHOD"],
-                                    path, parse_qs(environ.get("QUERY_STRING", "")), body)
-    except ValueError:
-        status, code, answer = 400, "ValidationException", {"message": "not JSON", "reason": "cannotParse"}
-    except LatticeError as e:
-        status, code, answer = e.status, e.code, {"message": e.message, **e.extra}
-    text = json.dumps(answer).encode()
-    headers = [("Content-Type", "application/json"), ("Content-Length", str(len(text))),
-               ("x-amzn-RequestId", str(uuid.uuid4()))]
-    if code:
-        headers.append(("x-amzn-ErrorType", code))
-    start_response(f"{status} {'OK' if status < 300 else 'Error'}", headers)
-    return [text]
+API = RestJsonApi("vpc-lattice", "vpclattice", OPERATIONS, _region, harness, _invalid)
+serves, serve = API.serves, API.serve
