@@ -804,7 +804,8 @@ def test_global_accelerator_answers_as_its_api_reference_documents(moto_endpoint
 def test_network_load_balancers_and_forward_actions_are_checked_as_elb_checks_them(moto_endpoint):
     """An NLB's ARNs name it `net/`; a forward action's weights are 0-999 on every write that
     carries one; an NLB forwards to target groups of one network protocol, without target group
-    stickiness, and its listeners have no rules. An ALB keeps what it may."""
+    stickiness, and its listeners have no rules. An ALB keeps what it may; its rules' conditions
+    are counted and checked as ELB checks them."""
     elbv2 = boto3.client("elbv2", endpoint_url=moto_endpoint, **CREDENTIALS)
     ec2 = boto3.client("ec2", endpoint_url=moto_endpoint, **CREDENTIALS)
     vpc = ec2.create_vpc(CidrBlock="10.9.0.0/16")["Vpc"]["VpcId"]
@@ -862,6 +863,42 @@ def test_network_load_balancers_and_forward_actions_are_checked_as_elb_checks_th
     assert refused_with(lambda: elbv2.modify_rule(RuleArn=rule, Actions=forward((http, 1000))))[0] == "ValidationError"
     assert refused_with(lambda: elbv2.create_listener(LoadBalancerArn=alb, Protocol="HTTP", Port=81,
                                                       DefaultActions=forward((blue, 1))))[0] == "InvalidConfigurationRequest"
+
+
+    # A rule's conditions as ELB counts them (what issue 70's test stage writes): a header named
+    # as a token, one path pattern, at most five values, a priority once per listener.
+    def header(name, *values):
+        return {"Field": "http-header", "HttpHeaderConfig": {"HttpHeaderName": name, "Values": list(values)}}
+
+    def path(*values):
+        return {"Field": "path-pattern", "PathPatternConfig": {"Values": list(values)}}
+
+    test_rule = elbv2.create_rule(ListenerArn=alb_listener, Priority=2, Actions=forward((web2, 1)),
+                                  Conditions=[header("x-canary", "green"), header("X-Team", "a", "b"),
+                                              path("/api/*", "/v2/*")])["Rules"][0]["RuleArn"]
+    refusals = [
+        (lambda: elbv2.create_rule(ListenerArn=alb_listener, Priority=3, Actions=forward((web2, 1)),
+                                   Conditions=[header("x canary", "green")]), "not valid"),
+        (lambda: elbv2.create_rule(ListenerArn=alb_listener, Priority=3, Actions=forward((web2, 1)),
+                                   Conditions=[header("x-canary:", "green")]), "not valid"),
+        (lambda: elbv2.create_rule(ListenerArn=alb_listener, Priority=3, Actions=forward((web2, 1)),
+                                   Conditions=[path("/a"), path("/b")]), "only have one 'path-pattern'"),
+        (lambda: elbv2.create_rule(ListenerArn=alb_listener, Priority=3, Actions=forward((web2, 1)),
+                                   Conditions=[header("x-canary", "a", "b", "c"), path("/a", "/b", "/c")]),
+         "these conditions have 6"),
+        (lambda: elbv2.modify_rule(RuleArn=test_rule, Conditions=[
+            header("x-canary", "green"), {"Field": "query-string", "QueryStringConfig": {"Values": [
+                {"Key": f"k{i}", "Value": "v"} for i in range(5)]}}]), "these conditions have 6"),
+    ]
+    for call, said in refusals:
+        code, message = refused_with(call)
+        assert (code, said in message) == ("ValidationError", True), (code, message)
+    assert refused_with(lambda: elbv2.create_rule(ListenerArn=alb_listener, Priority=2, Actions=forward((web2, 1)),
+                                                  Conditions=[header("x-other", "1")]))[0] == "PriorityInUse"
+    rules = elbv2.describe_rules(ListenerArn=alb_listener)["Rules"]
+    assert [r["Priority"] for r in rules] == ["1", "2", "default"], "nothing refused was made"
+    assert [c["Field"] for c in rules[1]["Conditions"]] == ["http-header", "http-header", "path-pattern"], \
+        "a refused ModifyRule changed nothing"
 
 
 def test_application_signals_reports_a_budget_from_the_slis_metrics_in_cloudwatch(moto_endpoint):

@@ -15,13 +15,23 @@ CreateRule) and the NLB weighted target groups launch (November 2025):
   HTTPS target groups. A protocol-less target group (a Lambda one) is not checked.
 - No target group stickiness (`TargetGroupStickinessConfig` enabled) on an NLB's forward action.
 - No rules on an NLB's listener: CreateRule refuses it.
+- A rule's conditions as the Application Load Balancers guide counts them (its quotas, and
+  "Condition types for listener rules"), on CreateRule and ModifyRule: at most one each of
+  `host-header`, `http-request-method`, `path-pattern` and `source-ip` (`http-header` and
+  `query-string` may repeat), at most 5 condition values in the whole rule (each value of each
+  condition, each key/value pair of a query string), and an `http-header` name that is an
+  RFC 7230 token (letters, digits and ``!#$%&'*+-.^_`|~``; moto checks its length only). A
+  priority taken on the listener is moto's own PriorityInUse.
 
 The error codes are the API reference's (ValidationError, InvalidConfigurationRequest,
 InvalidLoadBalancerAction); the message wording is ours where AWS does not publish its own.
 
 Not modelled: the weight's effect on traffic (nothing flows through moto), connection draining,
-cross-zone settings, the listener protocol's own rules for TLS certificates.
+cross-zone settings, the listener protocol's own rules for TLS certificates; a rule's conditions'
+wildcards quota and its evaluation against requests (nothing flows).
 """
+
+import re
 
 from moto.elbv2 import exceptions as elbv2_exceptions
 
@@ -29,6 +39,12 @@ MAX_WEIGHT = 999
 NETWORK_PROTOCOLS = ("TCP", "UDP", "TLS", "TCP_UDP")
 APPLICATION_PROTOCOLS = ("HTTP", "HTTPS")
 TYPE_SEGMENT = {"application": "app", "network": "net", "gateway": "gwy"}
+ONCE_PER_RULE = ("host-header", "http-request-method", "path-pattern", "source-ip")
+MAX_CONDITION_VALUES = 5
+HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 7230's token
+CONDITION_CONFIGS = {"host-header": "HostHeaderConfig", "http-header": "HttpHeaderConfig",
+                     "http-request-method": "HttpRequestMethodConfig", "path-pattern": "PathPatternConfig",
+                     "query-string": "QueryStringConfig", "source-ip": "SourceIpConfig"}
 
 
 def _forwards(actions):
@@ -74,6 +90,27 @@ def _check_actions(backend, balancer, actions, field):
         if network and str(stickiness.get("Enabled", "false")).lower() == "true":
             raise elbv2_exceptions.InvalidConfigurationRequest(
                 "Target group stickiness is not supported for load balancers of type 'network'")
+
+
+def _check_conditions(conditions):
+    """Refuses what ELB refuses in a rule's `conditions` beyond moto's own checks of each one
+    (the module's header)."""
+    fields = [c.get("Field") for c in conditions or []]
+    for field in ONCE_PER_RULE:
+        if fields.count(field) > 1:
+            raise elbv2_exceptions.ValidationError(f"A rule can only have one '{field}' condition")
+    values = 0
+    for condition in conditions or []:
+        config = condition.get(CONDITION_CONFIGS.get(condition.get("Field"), ""), {}) or {}
+        values += len(config.get("Values") or condition.get("Values") or [])
+        name = config.get("HttpHeaderName")
+        if condition.get("Field") == "http-header" and name is not None and not HEADER_NAME.fullmatch(name):
+            raise elbv2_exceptions.ValidationError(
+                f"The 'HttpHeaderName' value '{name}' is not valid; the allowed characters are those of an "
+                "RFC 7230 token: letters, digits and !#$%&'*+-.^_`|~")
+    if values > MAX_CONDITION_VALUES:
+        raise elbv2_exceptions.ValidationError(
+            f"A rule can only have '{MAX_CONDITION_VALUES}' condition values; these conditions have {values}")
 
 
 def _balancer_of(backend, listener_arn):
@@ -124,12 +161,14 @@ def install(elbv2_models):
             raise elbv2_exceptions.InvalidLoadBalancerActionException(
                 "Listener rules are not supported for load balancers of type 'network'")
         _check_actions(self, balancer, actions, "actions")
+        _check_conditions(conditions)
         return stock_create_rule(self, listener_arn, conditions, priority, actions, *args, **kwargs)
 
     def modify_rule(self, rule_arn, conditions, actions):
         rules = self.describe_rules(listener_arn=None, rule_arns=[rule_arn])
         if rules:
             _check_actions(self, _balancer_of(self, rules[0].listener_arn), actions, "actions")
+        _check_conditions(conditions)
         return stock_modify_rule(self, rule_arn, conditions, actions)
 
     backend_class.create_load_balancer = create_load_balancer

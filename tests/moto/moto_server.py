@@ -207,7 +207,8 @@ Everything else is stock moto.
    tests/moto/elbv2_forwards.py: load balancer ARNs that name their type (`net/`, `gwy/`), target
    group weights 0-999, the target groups of a forward action existing and of protocols its load
    balancer forwards to (one protocol on an NLB), no target group stickiness and no listener
-   rules on an NLB.
+   rules on an NLB; a rule's conditions counted and checked as ELB does (one of each single
+   kind, five values a rule, header names RFC 7230 tokens).
 
 23. A timed-out execution's `stopDate`, as AWS gives it for every ended execution: moto's
    DescribeExecution and ListExecutions gave it for SUCCEEDED, FAILED and ABORTED only, so a
