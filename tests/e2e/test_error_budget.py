@@ -173,9 +173,13 @@ def test_a_budget_kept_in_prometheus_holds_the_start_until_it_is_back_and_a_quer
                     "dimensions": {"Service": "payments"}}
 
         def payments_left(share):
+            # Published a few seconds back, as a budget exporter's last point is: a point stamped
+            # this very second is outside a read that ends now (CloudWatch's EndTime is exclusive,
+            # and moto takes whole seconds), which a gate that comes at once would then miss.
             sandbox.client("cloudwatch").put_metric_data(Namespace="Shop", MetricData=[{
                 "MetricName": "BudgetRemaining", "Dimensions": [{"Name": "Service", "Value": "payments"}],
-                "Value": share, "Timestamp": datetime.datetime.now(datetime.timezone.utc)}])
+                "Value": share,
+                "Timestamp": datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=5)}])
 
         payments_left(-0.1)
         plan["errorBudget"] = {"prometheus": [{"name": "checkout", "query": remaining}], "cloudwatch": [payments],
