@@ -5,12 +5,12 @@ first 17 characters of a UUID, dashes included; rule ARNs with `listener/listene
 a rule created on a listener that does not exist).
 
 Written from AWS's API reference (API version 2022-11-30) and botocore's service model of it,
-which this module reads for every request: the routes (REST-JSON, each operation's method and
-`requestUri`, its URI members), the constraints of every member (required members, lengths,
-enums, number ranges: a target group's `weight` 0-999, a rule's `priority` 1-2000; list sizes:
-a forward action's 1-10 target groups) and the identifiers' patterns (`svc-`, `listener-`,
-`rule-`, `tg-` and 17 lower-case letters or digits, or the resource's ARN), answered as the
-service answers them: `ValidationException` (400, with `reason` `fieldValidationFailed` and a
+which its wire (rest_json.py, shared with Synthetics') reads for every request: the routes
+(REST-JSON, each operation's method and `requestUri`, its URI members), the constraints of every
+member (required members, lengths, enums, number ranges: a target group's `weight` 0-999, a
+rule's `priority` 1-2000; list sizes: a forward action's 1-10 target groups) and the
+identifiers' patterns (`svc-`, `listener-`, `rule-`, `tg-` and 17 lower-case letters or digits,
+or the resource's ARN), answered as the service answers them: `ValidationException` (400, with `reason` `fieldValidationFailed` and a
 `fieldList`), `ResourceNotFoundException` (404, with `resourceId` and `resourceType`),
 `ConflictException` (409). A request signed for `vpc-lattice` is this module's; the account
 comes from the signing key (moto's mapping of access keys to accounts), the Region from the
@@ -39,7 +39,6 @@ groups' types' compatibility, health checks (statuses are set), match conditions
 idempotency tokens, throttling, a weight left out (echoed left out; the reference gives
 no default).
 """
-import re
 import secrets
 import threading
 from datetime import datetime, timezone
