@@ -12,9 +12,10 @@ rule's `priority` 1-2000; list sizes: a forward action's 1-10 target groups) and
 identifiers' patterns (`svc-`, `listener-`, `rule-`, `tg-` and 17 lower-case letters or digits,
 or the resource's ARN), answered as the service answers them: `ValidationException` (400,
 with `reason` `fieldValidationFailed` and a `fieldList`), `ResourceNotFoundException` (404, with
-`resourceId` and `resourceType`), `ConflictException` (409). A request signed for `vpc-lattice` is this module's; the account
-comes from the signing key (moto's mapping of access keys to accounts), the Region from the
-credential scope. Their wording is ours where the reference gives none.
+`resourceId` and `resourceType`), `ConflictException` (409). A request signed for
+`vpc-lattice` is this module's; the account comes from the signing key (moto's mapping of access
+keys to accounts), the Region from the credential scope. Their wording is ours where the
+reference gives none.
 
 Modelled: CreateService/GetService, CreateTargetGroup/GetTargetGroup (`INSTANCE`, `IP`, `LAMBDA`
 or `ALB`), RegisterTargets/ListTargets, CreateListener/GetListener/UpdateListener (its default
