@@ -50,18 +50,27 @@ def _patterns(shape, value, path, found):
 
 class RestJsonApi:
     """One API: `operations` maps an operation's name to `f(state, request)` → (HTTP status,
-    answer), or ServiceError; `state(account, region)` gives the API's state there, `harness(state, body)`
-    answers its control, and `invalid(message, [(member, constraint)], reason)` makes the API's
-    ValidationException (`reason` as VPC Lattice words it: `fieldValidationFailed`,
-    `unknownOperation`, `cannotParse`). Operations and the control run under the API's lock, one at a time."""
+    answer), or ServiceError; `region_state(account, region)` makes the API's state of an account
+    and Region (kept here, one each), `harness(state, body)` answers its control, and
+    `invalid(message, [(member, constraint)], reason)` makes the API's ValidationException
+    (`reason` as VPC Lattice words it: `fieldValidationFailed`, `unknownOperation`,
+    `cannotParse`). Operations and the control run under the API's lock, one at a time."""
 
-    def __init__(self, signing_name, control, operations, state, harness, invalid):
+    def __init__(self, signing_name, control, operations, region_state, harness, invalid):
         self.signing_name = signing_name
         self.model = botocore.session.get_session().get_service_model(signing_name)
         self.control = re.compile(rf"/_harness/{re.escape(control)}/(\d{{12}})/([a-z0-9-]+)")
-        self.operations, self.state, self.harness, self.invalid = operations, state, harness, invalid
+        self.operations, self.region_state = operations, region_state
+        self.harness, self.invalid = harness, invalid
         self.routes = [(operation, *self._route(operation)) for operation in operations]
+        self.regions = {}  # (account, region) -> the API's state there
         self.lock = threading.RLock()
+
+    def _state(self, account, region):
+        """The API's state in `account` and `region` (called under the lock)."""
+        if (account, region) not in self.regions:
+            self.regions[(account, region)] = self.region_state(account, region)
+        return self.regions[(account, region)]
 
     def _route(self, operation):
         """The operation's method and a regex of its requestUri, a group per URI member."""
@@ -99,7 +108,7 @@ class RestJsonApi:
                     request[name] = int(value) if member.type_name == "integer" and value.isdigit() else value
             self.validate(operation, request)
             with self.lock:
-                return self.operations[operation](self.state(account, region), request)
+                return self.operations[operation](self._state(account, region), request)
         raise self.invalid(f"{method} {path} is not an operation this harness models", [], "unknownOperation")
 
     def serves(self, environ):
@@ -124,11 +133,12 @@ class RestJsonApi:
             control = self.control.fullmatch(environ.get("PATH_INFO", ""))
             if control:
                 with self.lock:
-                    answer = self.harness(self.state(control.group(1), control.group(2)), body)
+                    answer = self.harness(self._state(control.group(1), control.group(2)), body)
             else:
                 scope = _SCOPE.search(environ["HTTP_AUTHORIZATION"])
-                status, answer = self.handle(get_account_id_from(scope.group(1)), scope.group(2), environ["REQUEST_METHOD"],
-                                     path, parse_qs(environ.get("QUERY_STRING", "")), body)
+                status, answer = self.handle(get_account_id_from(scope.group(1)), scope.group(2),
+                                             environ["REQUEST_METHOD"], path,
+                                             parse_qs(environ.get("QUERY_STRING", "")), body)
         except ServiceError as e:
             status, code, answer = e.status, e.code, {"message": e.message, **e.extra}
         text = json.dumps(answer).encode()

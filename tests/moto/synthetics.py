@@ -34,14 +34,11 @@ the service passes through.
 """
 import base64
 import json
-import threading
 import uuid
 from datetime import datetime, timezone
 
 from rest_json import RestJsonApi, ServiceError
 
-_lock = threading.Lock()
-_regions = {}  # (account, region) -> Region
 RUN_STATES = ("PASSED", "FAILED")
 
 
@@ -49,11 +46,6 @@ class Region:
     def __init__(self, account, name):
         self.account, self.name = account, name
         self.canaries = {}  # name -> canary, in the order of creation
-
-
-def _region(account, name):
-    with _lock:
-        return _regions.setdefault((account, name), Region(account, name))
 
 
 def _now():
@@ -166,8 +158,8 @@ def start_canary(region, body):
 def stop_canary(region, body):
     canary = _canary(region, body["Name"])
     if canary["Status"]["State"] != "RUNNING":
-        raise ServiceError("ConflictException", 409,
-                           f"Canary {canary['Name']} is {canary['Status']['State']}: only a running canary can be stopped")
+        raise ServiceError("ConflictException", 409, f"Canary {canary['Name']} is {canary['Status']['State']}: "
+                                                     "only a running canary can be stopped")
     _stopped(canary)
     return 200, {}
 
@@ -198,5 +190,5 @@ def harness(region, body):
     return {"runs": {name: c["_next_runs"] for name, c in region.canaries.items()}}
 
 
-API = RestJsonApi("synthetics", "synthetics", OPERATIONS, _region, harness, _invalid)
+API = RestJsonApi("synthetics", "synthetics", OPERATIONS, Region, harness, _invalid)
 serves, serve = API.serves, API.serve

@@ -41,13 +41,10 @@ idempotency tokens, throttling, a weight left out (echoed left out; the referenc
 no default).
 """
 import secrets
-import threading
 from datetime import datetime, timezone
 
 from rest_json import RestJsonApi, ServiceError
 
-_lock = threading.Lock()
-_regions = {}  # (account, region) -> Region
 
 
 def _not_found(kind, identifier):
@@ -70,11 +67,6 @@ class Region:
 
     def arn(self, resource):
         return f"arn:aws:vpc-lattice:{self.name}:{self.account}:{resource}"
-
-
-def _region(account, name):
-    with _lock:
-        return _regions.setdefault((account, name), Region(account, name))
 
 
 def _new_id(prefix):
@@ -311,5 +303,5 @@ def harness(region, body):
     return {"status": region.status}
 
 
-API = RestJsonApi("vpc-lattice", "vpclattice", OPERATIONS, _region, harness, _invalid)
+API = RestJsonApi("vpc-lattice", "vpclattice", OPERATIONS, Region, harness, _invalid)
 serves, serve = API.serves, API.serve
