@@ -128,7 +128,7 @@ impl SdkAlb {
     }
 
     /// A client for the load balancer's region. Building one makes no network call.
-    fn client(&self, region: Option<&str>) -> elbv2::Client {
+    pub(crate) fn client(&self, region: Option<&str>) -> elbv2::Client {
         let mut builder = elbv2::config::Builder::from(&self.config);
         if let Some(region) = region {
             builder = builder.region(elbv2::config::Region::new(region.to_owned()));

@@ -79,6 +79,35 @@ impl AlbReads for Unused {
 }
 
 #[async_trait]
+impl crate::TestRuleApi for Unused {
+    async fn rules(&self, _: &str) -> Result<Vec<crate::ListenerRule>, AwsError> {
+        Err(unused("DescribeRules"))
+    }
+    async fn address(&self, _: &str) -> Result<crate::ListenerAddress, AwsError> {
+        Err(unused("DescribeListeners"))
+    }
+    async fn create_rule(
+        &self,
+        _: &str,
+        _: i64,
+        _: &canary_core::test_traffic::TestConditions,
+        _: &str,
+        _: &BTreeMap<String, String>,
+    ) -> Result<String, AwsError> {
+        Err(unused("CreateRule"))
+    }
+    async fn delete_rule(&self, _: &str) -> Result<(), AwsError> {
+        Err(unused("DeleteRule"))
+    }
+    async fn rule_tags(
+        &self,
+        _: &[String],
+    ) -> Result<BTreeMap<String, BTreeMap<String, String>>, AwsError> {
+        Err(unused("DescribeTags"))
+    }
+}
+
+#[async_trait]
 impl AlbApi for Unused {
     async fn write_forward(
         &self,

@@ -28,6 +28,8 @@ pub mod query_error;
 pub mod route53;
 pub mod secrets;
 pub mod slo_reports;
+pub mod synthetics;
+pub mod test_rules;
 pub mod utc;
 pub mod vpc_lattice;
 pub mod watches;
@@ -74,6 +76,8 @@ pub use route53::{
     NewWeightedRecord, Route53Api, Route53Reads, SdkRoute53, TxtRecord, WeightedRecord,
 };
 pub use secrets::{SdkSecrets, SecretsApi};
+pub use synthetics::{CanaryRun, SdkSynthetics, SyntheticsApi};
+pub use test_rules::{ListenerAddress, ListenerRule, TestRuleApi};
 pub use utc::{http_date, utc_time};
 pub use vpc_lattice::{LatticeAction, LatticeRead, SdkVpcLattice, VpcLatticeApi, VpcLatticeReads};
 pub use watches::{AlarmWatchStore, SdkAlarmWatches, TaskFailer};

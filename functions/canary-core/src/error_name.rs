@@ -78,6 +78,10 @@ pub enum ErrorName {
     ProfileNotFound,
     /// A hook of the plan answered `fail`, failed, timed out or answered something else.
     HookFailed,
+    /// The test-traffic stage failed: a Synthetics canary's run failed, or none came within
+    /// the stage, or an alarm of the stage went to ALARM. No user request reached the new
+    /// cluster; the test rule is removed and the rollout ends.
+    TestTrafficFailed,
     /// A metrics provider the plan queries (Prometheus, AMP) could not be reached, or failed
     /// or throttled on its side; retrying may succeed.
     MetricsProviderUnavailable,

@@ -31,6 +31,7 @@ pub mod schema;
 pub mod state;
 pub mod target_health;
 pub mod targets;
+pub mod test_traffic;
 pub mod validate;
 pub mod weights;
 

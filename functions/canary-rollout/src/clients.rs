@@ -9,7 +9,7 @@
 
 use canary_aws::{
     HttpDatadog, HttpPrometheus, PollWait, SdkAlb, SdkCloudWatch, SdkConfig, SdkEks, SdkExecutions,
-    SdkGlobalAccelerator, SdkRoute53, SdkVpcLattice,
+    SdkGlobalAccelerator, SdkRoute53, SdkSynthetics, SdkVpcLattice,
 };
 use canary_kube::{ArgoCdConnect, ManagementAccess, OwnedManagement};
 
@@ -61,6 +61,7 @@ impl TrafficClients {
     pub fn apis(&self) -> Apis<'_> {
         Apis {
             alb: &self.alb,
+            test_rules: &self.alb,
             global_accelerator: &self.global_accelerator,
             vpc_lattice: &self.vpc_lattice,
             route53: &self.route53,
@@ -88,6 +89,7 @@ pub struct CheckClients {
     prometheus: HttpPrometheus,
     datadog: HttpDatadog,
     eks: SdkEks,
+    synthetics: SdkSynthetics,
 }
 
 impl CheckClients {
@@ -105,6 +107,7 @@ impl CheckClients {
             prometheus: HttpPrometheus::new(config),
             datadog: HttpDatadog::new(config, var("DATADOG_SECRET_ARN"), var("DATADOG_API_URL")),
             eks: SdkEks::new(config),
+            synthetics: SdkSynthetics::new(config),
         }
     }
 
@@ -115,6 +118,11 @@ impl CheckClients {
             vpc_lattice: &self.vpc_lattice,
             route53: &self.route53,
         }
+    }
+
+    /// The Synthetics canaries a test-traffic stage is judged by.
+    pub fn synthetics(&self) -> &SdkSynthetics {
+        &self.synthetics
     }
 
     pub fn signals(&self) -> SignalApis<'_> {

@@ -103,6 +103,10 @@ pub enum AnalysisError {
         name: ErrorName,
         message: String,
     },
+    /// The test-traffic stage failed; the message names the failed run or alarm and the test
+    /// address.
+    #[error("test traffic failed: {0}")]
+    TestTrafficFailed(String),
     #[error("{point} hook {function} failed: {reason}")]
     HookFailed {
         point: &'static str,
@@ -139,6 +143,7 @@ impl NamedError for AnalysisError {
             AnalysisError::Freeze(e) if e.access_denied => ErrorName::AwsAccessDenied,
             AnalysisError::Freeze(_) => ErrorName::InvalidPlan,
             AnalysisError::HookFailed { .. } => ErrorName::HookFailed,
+            AnalysisError::TestTrafficFailed(_) => ErrorName::TestTrafficFailed,
             AnalysisError::Traffic(e) => e.name(),
             AnalysisError::Aws(e) => e.error_name(),
             AnalysisError::SafetyNetDisabled(_) => ErrorName::SafetyNetDisabled,

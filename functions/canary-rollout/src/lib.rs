@@ -26,6 +26,7 @@ pub mod signals;
 pub mod step_back;
 pub mod sweep;
 pub mod target_health;
+pub mod test_traffic;
 pub mod traffic;
 
 pub use error::{AnalysisError, ShiftError};

@@ -27,6 +27,7 @@ use crate::hooks::HooksSection;
 use crate::limits::{self, MAX_STEPS, MAX_TARGETS};
 use crate::target_health::TargetHealthGate;
 use crate::targets::TrafficTarget;
+use crate::test_traffic::TestTrafficSection;
 use crate::validate::{Errors, PlanError, PlanErrors};
 
 pub use crate::cluster::ClusterRef;
@@ -104,6 +105,10 @@ pub struct RolloutPlan {
     /// after the first) as a change freeze does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_budget: Option<ErrorBudgetSection>,
+    /// A stage before the first step in which only test requests (a header, a host name, a
+    /// query string) reach the new cluster, judged by Synthetics canaries and alarms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_traffic: Option<TestTrafficSection>,
 }
 
 /// A plan that passed [`RolloutPlan::parse`], with its steps resolved.
@@ -329,6 +334,9 @@ impl RolloutPlan {
         }
         if let Some(hooks) = &self.hooks {
             hooks.validate(errors);
+        }
+        if let Some(stage) = &self.test_traffic {
+            stage.validate(&self.traffic_targets, errors);
         }
         if let Some(retire) = &self.retire {
             self.validate_retire(retire, errors);

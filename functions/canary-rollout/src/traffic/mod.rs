@@ -21,7 +21,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use canary_aws::{
     AlbApi, AlbReads, AwsError, AwsErrorKind, ExecutionsApi, GlobalAcceleratorApi,
-    GlobalAcceleratorReads, Route53Api, Route53Reads, VpcLatticeApi, VpcLatticeReads,
+    GlobalAcceleratorReads, Route53Api, Route53Reads, TestRuleApi, VpcLatticeApi, VpcLatticeReads,
 };
 use canary_core::limits::{join_bounded, MAX_REASON_BYTES};
 use canary_core::ownership::{ControllerOwner, OwnerCheck};
@@ -37,6 +37,8 @@ use crate::error::ShiftError;
 pub struct Apis<'a> {
     /// Elastic Load Balancing: ALB and NLB targets.
     pub alb: &'a dyn AlbApi,
+    /// An ALB's listener rules, for a test-traffic stage's own rule.
+    pub test_rules: &'a dyn TestRuleApi,
     pub global_accelerator: &'a dyn GlobalAcceleratorApi,
     pub vpc_lattice: &'a dyn VpcLatticeApi,
     pub route53: &'a dyn Route53Api,
@@ -55,6 +57,7 @@ impl Apis<'static> {
         use canary_aws::fakes::{NoExecutions, Unused};
         Apis {
             alb: &Unused,
+            test_rules: &Unused,
             global_accelerator: &Unused,
             vpc_lattice: &Unused,
             route53: &Unused,

@@ -1,0 +1,492 @@
+//! The test-traffic stage (the plan's `testTraffic`): before the first production weight, only
+//! test requests reach the new cluster, and they are judged.
+//!
+//! - [`open`] (shift-weights): for each `alb` target, a listener rule of the rollout's own that
+//!   forwards the requests matching the plan's conditions to the canary target group alone,
+//!   at a priority ahead of every other rule (or the plan's), tagged with the execution; for
+//!   each `route53` target, a look that the new cluster's own record points at the same load
+//!   balancer as the canary record. It refuses, creating nothing, a condition an existing rule
+//!   already matches and a priority that is taken. Run again (a retry after a timeout) it finds
+//!   its own rule rather than adding a second.
+//! - [`look`] (evaluate-alarms, every check interval): the stage's Synthetics canaries (a
+//!   stopped one started; a failed run fails the stage; each must pass a run started within
+//!   the stage by its end) and alarms (one in ALARM fails it).
+//! - [`close`] (every ending: promotion, a rollback's restore, the safety net, the sweep, the
+//!   CLI's `restore`): deletes every rule of the plan's listeners tagged with the execution.
+//!   Idempotent: a rule already gone is not an error.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use canary_aws::synthetics::is_running;
+use canary_aws::{AlarmStateValue, AwsErrorKind, CloudWatchApi, SyntheticsApi, TestRuleApi};
+use canary_core::limits::{join_bounded, truncate, MAX_REASON_BYTES};
+use canary_core::targets::route53_name;
+use canary_core::test_traffic::{choose_priority, TestTrafficSection, EXECUTION_TAG};
+use canary_core::{RolloutPlan, TrafficTarget};
+use serde::{Deserialize, Serialize};
+use tracing::{info, warn};
+
+use crate::error::{AnalysisError, ShiftError};
+use crate::traffic::{locate, Apis};
+
+/// What [`open`] made: the rules to delete at the end, and where test requests go.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenedStage {
+    pub rules: Vec<TestRule>,
+    pub addresses: Vec<TestAddress>,
+    /// When the stage began, in seconds since the epoch: a canary's run counts from then.
+    pub opened_at: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TestRule {
+    /// The traffic target's key.
+    pub target: String,
+    pub rule_arn: String,
+    pub priority: i64,
+}
+
+/// Where a test request goes, and what it carries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TestAddress {
+    pub target: String,
+    pub url: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+}
+
+impl TestAddress {
+    /// `https://green.example.com/ (x-canary: green)`.
+    pub fn described(&self) -> String {
+        if self.headers.is_empty() {
+            return self.url.clone();
+        }
+        let headers: Vec<String> = self
+            .headers
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        format!("{} ({})", self.url, headers.join(", "))
+    }
+}
+
+fn stage_of(plan: &RolloutPlan) -> Result<&TestTrafficSection, ShiftError> {
+    plan.test_traffic
+        .as_ref()
+        .ok_or_else(|| ShiftError::InvalidInput("the plan has no testTraffic section".to_owned()))
+}
+
+pub async fn open(
+    apis: &Apis<'_>,
+    plan: &RolloutPlan,
+    execution_arn: &str,
+    now: f64,
+) -> Result<OpenedStage, ShiftError> {
+    let stage = stage_of(plan)?;
+    let mut opened = OpenedStage {
+        rules: Vec::new(),
+        addresses: Vec::new(),
+        opened_at: now,
+    };
+    // Every target is checked before any rule is created: a refusal creates nothing.
+    let mut to_create = Vec::new();
+    for located in locate(&plan.traffic_targets) {
+        let path = located.label.clone();
+        match located.target {
+            TrafficTarget::Alb(alb) => {
+                let planned = plan_rule(apis.test_rules, stage, &alb.listener_arn, execution_arn)
+                    .await
+                    .map_err(|e| e.at(&path))?;
+                let address = apis
+                    .test_rules
+                    .address(&alb.listener_arn)
+                    .await
+                    .map_err(|e| ShiftError::aws(&path, e))?;
+                opened.addresses.push(address_of(&located.key(), stage, &address));
+                to_create.push((located.key(), path, alb, planned));
+            }
+            TrafficTarget::Route53(r53) => {
+                let name = stage.record_name.as_deref().unwrap_or_default();
+                check_own_record(apis, r53, name)
+                    .await
+                    .map_err(|e| e.at(&path))?;
+                opened.addresses.push(TestAddress {
+                    target: located.key(),
+                    url: format!("https://{}/", name.trim_end_matches('.')),
+                    headers: BTreeMap::new(),
+                });
+            }
+            // Refused by the plan's validation.
+            other => {
+                return Err(ShiftError::InvalidInput(format!(
+                    "{path}: a {} target has no test-traffic stage",
+                    other.kind().name()
+                )))
+            }
+        }
+    }
+    for (key, path, alb, planned) in to_create {
+        let priority = planned.priority();
+        let rule_arn = match planned {
+            PlannedRule::Ours { rule_arn, .. } => rule_arn,
+            PlannedRule::Create { priority } => {
+                let tags = BTreeMap::from([(EXECUTION_TAG.to_owned(), execution_arn.to_owned())]);
+                let conditions = stage.conditions.clone().unwrap_or_default();
+                apis.test_rules
+                    .create_rule(
+                        &alb.listener_arn,
+                        priority,
+                        &conditions,
+                        &alb.canary_target_group_arn,
+                        &tags,
+                    )
+                    .await
+                    .map_err(|e| ShiftError::aws(&path, e))?
+            }
+        };
+        info!(target = %key, rule_arn, priority, "test traffic: rule in place");
+        opened.rules.push(TestRule {
+            target: key,
+            rule_arn,
+            priority,
+        });
+    }
+    Ok(opened)
+}
+
+/// What [`open`] will do on one listener.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlannedRule {
+    /// This execution's rule is there already (a retried open).
+    Ours { rule_arn: String, priority: i64 },
+    Create { priority: i64 },
+}
+
+impl PlannedRule {
+    pub fn priority(&self) -> i64 {
+        match self {
+            PlannedRule::Ours { priority, .. } | PlannedRule::Create { priority } => *priority,
+        }
+    }
+}
+
+/// A refusal before anything is created, with where.
+pub struct Refusal(ShiftError);
+
+impl Refusal {
+    fn at(self, path: &str) -> ShiftError {
+        match self.0 {
+            ShiftError::Aws { source, .. } => ShiftError::aws(path, source),
+            ShiftError::TargetMisconfigured { message, .. } => ShiftError::TargetMisconfigured {
+                path: path.to_owned(),
+                message,
+            },
+            other => other,
+        }
+    }
+}
+
+impl From<canary_aws::AwsError> for Refusal {
+    fn from(e: canary_aws::AwsError) -> Self {
+        Refusal(ShiftError::aws("", e))
+    }
+}
+
+fn misconfigured(message: String) -> Refusal {
+    Refusal(ShiftError::TargetMisconfigured {
+        path: String::new(),
+        message,
+    })
+}
+
+/// The rule the stage will use on `listener_arn` (the `plan check` reads it too): refuses a
+/// rule of someone else's that already matches the test requests, and a taken priority.
+pub async fn plan_rule(
+    rules_api: &dyn TestRuleApi,
+    stage: &TestTrafficSection,
+    listener_arn: &str,
+    execution_arn: &str,
+) -> Result<PlannedRule, Refusal> {
+    let rules = rules_api.rules(listener_arn).await?;
+    let arns: Vec<String> = rules.iter().map(|r| r.arn.clone()).collect();
+    let tags = rules_api.rule_tags(&arns).await?;
+    let tag_of = |arn: &str| tags.get(arn).and_then(|t| t.get(EXECUTION_TAG)).cloned();
+    if let Some(ours) = rules
+        .iter()
+        .find(|r| tag_of(&r.arn).as_deref() == Some(execution_arn))
+    {
+        return Ok(PlannedRule::Ours {
+            rule_arn: ours.arn.clone(),
+            priority: ours.priority,
+        });
+    }
+    let conditions = stage.conditions.clone().unwrap_or_default();
+    if let Some(clash) = rules
+        .iter()
+        .find(|r| conditions.already_matched_by(&r.conditions))
+    {
+        let by = tag_of(&clash.arn)
+            .map(|e| format!(" (the test rule of {e}, still running or left behind)"))
+            .unwrap_or_default();
+        return Err(misconfigured(format!(
+            "the listener's rule {} at priority {}{by} already matches the test requests: \
+             choose other testTraffic.conditions, or remove that rule",
+            clash.arn, clash.priority
+        )));
+    }
+    let taken: Vec<i64> = rules.iter().map(|r| r.priority).collect();
+    let priority = choose_priority(stage.priority, &taken).map_err(misconfigured)?;
+    Ok(PlannedRule::Create { priority })
+}
+
+fn address_of(
+    target: &str,
+    stage: &TestTrafficSection,
+    listener: &canary_aws::ListenerAddress,
+) -> TestAddress {
+    let conditions = stage.conditions.clone().unwrap_or_default();
+    let scheme = listener.protocol.to_ascii_lowercase();
+    // A host name without wildcards is the address a tester calls; else the load balancer's.
+    let host = conditions
+        .host_header
+        .iter()
+        .find(|h| !h.contains(['*', '?']))
+        .cloned()
+        .unwrap_or_else(|| listener.dns_name.clone());
+    let default_port = if scheme == "https" { 443 } else { 80 };
+    let port = if listener.port == default_port {
+        String::new()
+    } else {
+        format!(":{}", listener.port)
+    };
+    let query: Vec<String> = conditions
+        .query_string
+        .iter()
+        .filter(|q| !q.value.contains(['*', '?']))
+        .map(|q| match &q.key {
+            Some(key) => format!("{key}={}", q.value),
+            None => format!("canary={}", q.value),
+        })
+        .collect();
+    let query = if query.is_empty() {
+        String::new()
+    } else {
+        format!("?{}", query.join("&"))
+    };
+    let headers = conditions
+        .http_header
+        .iter()
+        .filter_map(|h| Some((h.name.clone(), h.values.first()?.clone())))
+        .collect();
+    TestAddress {
+        target: target.to_owned(),
+        url: format!("{scheme}://{host}{port}/{query}"),
+        headers,
+    }
+}
+
+/// The new cluster's own record must point where the canary record points.
+async fn check_own_record(
+    apis: &Apis<'_>,
+    target: &canary_core::Route53Target,
+    name: &str,
+) -> Result<(), Refusal> {
+    let records = apis.route53.records(target).await?;
+    let canary = records
+        .iter()
+        .find(|r| r.set_identifier.as_deref() == Some(target.canary_set_identifier.as_str()))
+        .and_then(|r| r.alias_target.clone())
+        .ok_or_else(|| {
+            misconfigured(format!(
+                "the canary record `{}` is not an alias of a load balancer: its test address \
+                 cannot be checked",
+                target.canary_set_identifier
+            ))
+        })?;
+    let own = apis
+        .route53
+        .named_records(
+            &target.hosted_zone_id,
+            &route53_name(name),
+            target.record_type.as_str(),
+        )
+        .await?;
+    let same = |dns: &str| {
+        dns.trim_end_matches('.')
+            .eq_ignore_ascii_case(canary.trim_end_matches('.'))
+    };
+    if own
+        .iter()
+        .any(|r| r.alias_target.as_deref().is_some_and(same))
+    {
+        return Ok(());
+    }
+    let found: Vec<String> = own
+        .iter()
+        .map(|r| r.alias_target.clone().unwrap_or_else(|| "(not an alias)".to_owned()))
+        .collect();
+    Err(misconfigured(format!(
+        "testTraffic.recordName `{name}` does not resolve to the new cluster's load balancer \
+         `{canary}` (the canary record's alias){}",
+        if found.is_empty() {
+            ": there is no such record".to_owned()
+        } else {
+            format!(": it points at {}", found.join(", "))
+        }
+    )))
+}
+
+/// Deletes every rule of the plan's listeners tagged with `execution_arn`; returns their ARNs.
+pub async fn close(
+    rules_api: &dyn TestRuleApi,
+    plan: &RolloutPlan,
+    execution_arn: &str,
+) -> Result<Vec<String>, ShiftError> {
+    if plan.test_traffic.is_none() {
+        return Ok(Vec::new());
+    }
+    let listeners: BTreeSet<&str> = plan
+        .traffic_targets
+        .iter()
+        .filter_map(TrafficTarget::as_alb)
+        .map(|alb| alb.listener_arn.as_str())
+        .collect();
+    let mut deleted = Vec::new();
+    for listener in listeners {
+        let aws = |e| ShiftError::aws(listener, e);
+        let rules = match rules_api.rules(listener).await {
+            Ok(rules) => rules,
+            // A listener deleted since takes its rules with it.
+            Err(e) if e.kind == AwsErrorKind::NotFound => continue,
+            Err(e) => return Err(aws(e)),
+        };
+        let arns: Vec<String> = rules.into_iter().map(|r| r.arn).collect();
+        let tags = rules_api.rule_tags(&arns).await.map_err(aws)?;
+        for (arn, of_rule) in tags {
+            if of_rule.get(EXECUTION_TAG).map(String::as_str) != Some(execution_arn) {
+                continue;
+            }
+            match rules_api.delete_rule(&arn).await {
+                Ok(()) => {}
+                Err(e) if e.kind == AwsErrorKind::NotFound => {}
+                Err(e) => return Err(aws(e)),
+            }
+            info!(execution_arn, rule_arn = %arn, "test traffic: rule deleted");
+            deleted.push(arn);
+        }
+    }
+    Ok(deleted)
+}
+
+/// One look at the stage.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StageLook {
+    /// `true` once the stage's time is up and every canary passed a run within it.
+    pub passed: bool,
+    /// Seconds since the stage began.
+    pub elapsed_seconds: i64,
+    /// What the look saw, for `watch` and the log (bounded).
+    pub summary: String,
+}
+
+/// Judges the stage at `now`; a failure is [`AnalysisError::TestTrafficFailed`] naming the
+/// run or alarm and the test addresses.
+pub async fn look(
+    synthetics: &dyn SyntheticsApi,
+    cloudwatch: &dyn CloudWatchApi,
+    plan: &RolloutPlan,
+    opened: &OpenedStage,
+    now: f64,
+) -> Result<StageLook, AnalysisError> {
+    let stage = plan
+        .test_traffic
+        .as_ref()
+        .ok_or_else(|| AnalysisError::InvalidInput("the plan has no testTraffic section".to_owned()))?;
+    let region = plan.cluster.region.as_str();
+    let at = || {
+        let addresses: Vec<String> = opened.addresses.iter().map(TestAddress::described).collect();
+        join_bounded(&addresses, "; ", 3, MAX_REASON_BYTES / 2)
+    };
+    let fail = |why: String| {
+        Err(AnalysisError::TestTrafficFailed(truncate(
+            &format!("{why}; test address {}", at()),
+            MAX_REASON_BYTES,
+        )))
+    };
+    let elapsed = (now - opened.opened_at).max(0.0) as i64;
+    if !stage.alarms.is_empty() {
+        let alarms = cloudwatch.alarms_by_names(&stage.alarms).await?;
+        if let Some(missing) = stage.alarms.iter().find(|n| !alarms.iter().any(|a| &a.name == *n)) {
+            return Err(AnalysisError::AlarmNotFound {
+                path: "testTraffic.alarms".to_owned(),
+                message: format!("no alarm named `{missing}`"),
+            });
+        }
+        if let Some(firing) = alarms.iter().find(|a| a.state == AlarmStateValue::Alarm) {
+            return fail(format!("alarm {} is in ALARM: {}", firing.name, firing.reason));
+        }
+    }
+    let mut waiting = Vec::new();
+    for name in &stage.synthetics_canaries {
+        let state = synthetics.canary_state(region, name).await.map_err(|e| {
+            if e.kind == AwsErrorKind::NotFound {
+                AnalysisError::InvalidInput(format!(
+                    "testTraffic.syntheticsCanaries: no canary named `{name}` in {region}"
+                ))
+            } else {
+                AnalysisError::Aws(e)
+            }
+        })?;
+        let runs = synthetics.runs(region, name).await?;
+        let within: Vec<_> = runs
+            .iter()
+            .filter(|r| r.started.is_some_and(|s| s >= opened.opened_at.floor()))
+            .collect();
+        if let Some(failed) = within.iter().find(|r| r.failed()) {
+            return fail(format!(
+                "Synthetics canary {name}: a run FAILED ({})",
+                failed.reason.as_deref().unwrap_or("no reason given")
+            ));
+        }
+        if !within.iter().any(|r| r.passed()) {
+            waiting.push(name.clone());
+            if !is_running(&state) {
+                warn!(canary = %name, state, "test traffic: starting a canary that was not running");
+                synthetics.start_canary(region, name).await.or_else(|e| {
+                    // Started by someone else between the read and the start.
+                    if e.code.as_deref() == Some("ConflictException") {
+                        Ok(())
+                    } else {
+                        Err(e)
+                    }
+                })?;
+            }
+        }
+    }
+    let done = elapsed >= stage.bake_seconds;
+    if done && !waiting.is_empty() {
+        return fail(format!(
+            "no passed run of the Synthetics canaries {} within the stage's {} s",
+            waiting.join(", "),
+            stage.bake_seconds
+        ));
+    }
+    let summary = if waiting.is_empty() {
+        format!("{elapsed} of {} s, every check passing", stage.bake_seconds)
+    } else {
+        format!(
+            "{elapsed} of {} s, waiting for a run of {}",
+            stage.bake_seconds,
+            join_bounded(&waiting, ", ", 5, MAX_REASON_BYTES / 2)
+        )
+    };
+    Ok(StageLook {
+        passed: done,
+        elapsed_seconds: elapsed,
+        summary,
+    })
+}
