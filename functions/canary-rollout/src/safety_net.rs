@@ -29,6 +29,7 @@ use crate::prepare::{newer_rollouts, set_a_step};
 use crate::restore::{
     hold_seconds, look_again, record, record_foreign_change, restore, restore_unchanged, Rollback,
 };
+use crate::test_traffic;
 use crate::traffic::Apis;
 
 /// What the safety net does about one ended execution.
@@ -171,6 +172,25 @@ pub(crate) async fn plan_of(
     Ok(RolloutPlan::parse(plan)?.plan)
 }
 
+/// Deletes the test-traffic rules an ended execution left (its plan's `testTraffic`), whatever
+/// else is done about its weights: a rule sends test requests to a cluster no rollout judges
+/// any more. An execution whose input is no valid plan has none.
+pub(crate) async fn close_test_traffic(
+    apis: &Apis<'_>,
+    execution_arn: &str,
+) -> Result<Vec<String>, ShiftError> {
+    let plan = match plan_of(apis, execution_arn).await {
+        Ok(plan) => plan,
+        Err(ShiftError::InvalidInput(_) | ShiftError::InvalidPlan(_)) => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let deleted = test_traffic::close(apis.test_rules, &plan, execution_arn).await?;
+    if !deleted.is_empty() {
+        warn!(execution_arn, deleted = ?deleted, "the ended rollout's test-traffic rules deleted");
+    }
+    Ok(deleted)
+}
+
 /// The newer rollouts of the same targets that set a step (one refused at Prepare, or not
 /// there yet, moved nothing and does not count).
 pub(crate) async fn newer_that_moved(
@@ -258,6 +278,7 @@ pub async fn safety_net(
 ) -> Result<SafetyNetOutput, ShiftError> {
     let aws = |e| ShiftError::aws("executionArn", e);
     let history = apis.executions.history(execution_arn).await.map_err(aws)?;
+    close_test_traffic(apis, execution_arn).await?;
     let left_alone = |reason: String| {
         info!(execution_arn, status = status.unwrap_or(""), %reason, "safety net: nothing to restore");
         Ok(SafetyNetOutput {

@@ -25,7 +25,9 @@ use tracing::{info, warn};
 use crate::error::ShiftError;
 use crate::metrics;
 use crate::restore::restore_unchanged;
-use crate::safety_net::{assess, newer_that_moved, plan_of, step_being_set, Assessment};
+use crate::safety_net::{
+    assess, close_test_traffic, newer_that_moved, plan_of, step_being_set, Assessment,
+};
 use crate::traffic::{self, routers, Apis, Observed};
 
 /// The statuses of an execution that ended without its own rollback's guarantee.
@@ -184,8 +186,26 @@ async fn examine(apis: &Apis<'_>, execution: &Listed) -> Result<Option<Found>, S
         .history(arn)
         .await
         .map_err(|e| ShiftError::aws("executionArn", e))?;
+    let rules = close_test_traffic(apis, arn).await?;
     let (baseline, expected, why) = match assess(Some(&execution.status), &history) {
-        Assessment::LeaveAlone(_) => return Ok(None),
+        Assessment::LeaveAlone(_) if rules.is_empty() => return Ok(None),
+        Assessment::LeaveAlone(why) => {
+            return Ok(Some(Found {
+                swept: SweptExecution {
+                    execution_arn: arn.to_owned(),
+                    reason: truncate(
+                        &format!(
+                            "{why}; its test-traffic rules were left behind, and the sweep deleted \
+                             them: {}",
+                            rules.join(", ")
+                        ),
+                        MAX_REASON_BYTES,
+                    ),
+                    weights: Vec::new(),
+                },
+                plan: plan_of(apis, arn).await?,
+            }))
+        }
         Assessment::Restore {
             baseline,
             expected,

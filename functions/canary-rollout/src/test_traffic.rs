@@ -23,6 +23,7 @@ use canary_core::limits::{join_bounded, truncate, MAX_REASON_BYTES};
 use canary_core::targets::route53_name;
 use canary_core::test_traffic::{choose_priority, TestTrafficSection, EXECUTION_TAG};
 use canary_core::{RolloutPlan, TrafficTarget};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tracing::{info, warn};
 
@@ -30,7 +31,7 @@ use crate::error::{AnalysisError, ShiftError};
 use crate::traffic::{locate, Apis};
 
 /// What [`open`] made: the rules to delete at the end, and where test requests go.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OpenedStage {
     pub rules: Vec<TestRule>,
@@ -39,7 +40,7 @@ pub struct OpenedStage {
     pub opened_at: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TestRule {
     /// The traffic target's key.
@@ -49,7 +50,7 @@ pub struct TestRule {
 }
 
 /// Where a test request goes, and what it carries.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TestAddress {
     pub target: String,
@@ -381,8 +382,21 @@ pub async fn close(
     Ok(deleted)
 }
 
+/// [`close`] after a rollback's restore: the weights are back, the test rule goes too. Its
+/// deletion failing does not fail the rollback (the rule sends only test requests): it is
+/// logged, and the safety net, which hears of every failed end, and the sweep delete it again.
+pub async fn close_after_restore(
+    rules_api: &dyn TestRuleApi,
+    plan: &RolloutPlan,
+    execution_arn: &str,
+) {
+    if let Err(e) = close(rules_api, plan, execution_arn).await {
+        warn!(execution_arn, error = %e, "test traffic: rule not deleted at the restore; the safety net deletes it");
+    }
+}
+
 /// One look at the stage.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StageLook {
     /// `true` once the stage's time is up and every canary passed a run within it.
@@ -391,6 +405,15 @@ pub struct StageLook {
     pub elapsed_seconds: i64,
     /// What the look saw, for `watch` and the log (bounded).
     pub summary: String,
+    /// How long until the next look: the stage's check interval, or less to its end.
+    pub wait_seconds: i64,
+}
+
+/// What [`close`] deleted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClosedStage {
+    pub deleted: Vec<String>,
 }
 
 /// Judges the stage at `now`; a failure is [`AnalysisError::TestTrafficFailed`] naming the
@@ -484,9 +507,11 @@ pub async fn look(
             join_bounded(&waiting, ", ", 5, MAX_REASON_BYTES / 2)
         )
     };
+    let interval = stage.check_interval(plan.bake.check_interval_seconds);
     Ok(StageLook {
         passed: done,
         elapsed_seconds: elapsed,
         summary,
+        wait_seconds: interval.min(stage.bake_seconds - elapsed).max(1),
     })
 }

@@ -41,7 +41,7 @@ use canary_aws::{
     check_slos, health_region_path, http_date, read_budgets, utc_time, AlarmWatchStore,
     EventPublisher, ExecutionsApi, Freezes, FunctionInvoker, HealthRecords, RuleState, RuleStates,
     SdkAlarmWatches, SdkConfig, SdkEvents, SdkExecutions, SdkFreeze, SdkFunctions, SdkSlos,
-    SloAccounts, StackFreeze, TaskFailer,
+    SloAccounts, StackFreeze, SyntheticsApi, TaskFailer,
 };
 use canary_core::alarm_watch::{AlarmStateChange, WatchDuring, WatchedStep};
 use canary_core::analysis::compare::Evidence;
@@ -62,6 +62,7 @@ use canary_rollout::signals::{
     remaining_budgets, BudgetCarried, Carried, HealthReads, SignalApis,
 };
 use canary_rollout::traffic::Reads;
+use canary_rollout::test_traffic::{self, OpenedStage};
 use canary_rollout::{alarm_watch, hooks, set, step_back};
 use schemars::{schema_for, JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
@@ -142,6 +143,12 @@ pub enum Request {
     StepBackLook {
         plan: Value,
     },
+    /// One look at the test-traffic stage (`testTraffic`) that `openTestTraffic` opened: its
+    /// Synthetics canaries' runs and its alarms (see `canary_rollout::test_traffic::look`).
+    LookTestTraffic {
+        plan: Value,
+        opened: OpenedStage,
+    },
     #[serde(rename_all = "camelCase")]
     Hooks {
         plan: Value,
@@ -160,6 +167,8 @@ pub struct Apis<'a> {
     /// The providers the checks query.
     pub signals: SignalApis<'a>,
     pub functions: &'a dyn FunctionInvoker,
+    /// The Synthetics canaries a test-traffic stage is judged by.
+    pub synthetics: &'a dyn SyntheticsApi,
     /// The alarm watches' table (`ALARM_WATCH_TABLE`); `None` when it is not configured.
     pub watches: Option<&'a dyn AlarmWatchStore>,
     pub tasks: &'a dyn TaskFailer,
@@ -229,6 +238,7 @@ impl Clients {
                 ..self.checks.signals()
             },
             functions: &self.functions,
+            synthetics: self.checks.synthetics(),
             watches: self.watches.as_ref().map(|w| w as &dyn AlarmWatchStore),
             tasks: &self.tasks,
             executions: &self.tasks,
@@ -300,6 +310,7 @@ pub fn output_schemas() -> BTreeMap<&'static str, Schema> {
         ("watchAlarms", schema_for!(alarm_watch::Registered)),
         ("hooks", schema_for!(hooks::HooksOutput)),
         ("stepBackLook", schema_for!(StepBackLook)),
+        ("lookTestTraffic", schema_for!(test_traffic::StageLook)),
     ])
 }
 
@@ -540,6 +551,17 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
         Request::StepBackLook { plan } => {
             let plan = RolloutPlan::parse(plan)?.plan;
             serde_json::to_value(step_back::look_at_alarms(signals.cloudwatch, &plan).await?)
+        }
+        Request::LookTestTraffic { plan, opened } => {
+            let plan = RolloutPlan::parse(plan)?.plan;
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64());
+            let look =
+                test_traffic::look(apis.synthetics, signals.cloudwatch, &plan, &opened, now)
+                    .await?;
+            info!(passed = look.passed, summary = %look.summary, "test traffic looked at");
+            serde_json::to_value(look)
         }
         Request::Hooks {
             plan,

@@ -11,6 +11,7 @@ use canary_rollout::outputs::ExecutionContext;
 use canary_rollout::sweep::{Sweep, SweepApis};
 use canary_rollout::{
     metrics, prepare, restore, retire, safety_net, set, step_back, sweep, target_health,
+    test_traffic,
 };
 use schemars::{schema_for, Schema};
 use serde::{Deserialize, Serialize};
@@ -43,10 +44,21 @@ pub enum Request {
         failed_weight: u8,
         expected: Vec<TargetWeights>,
     },
+    /// The test-traffic stage's start (the plan's `testTraffic`): the rule of each `alb`
+    /// target that sends test requests to the new cluster alone, tagged with the execution; the
+    /// new cluster's own record of each `route53` target checked.
+    #[serde(rename_all = "camelCase")]
+    OpenTestTraffic { plan: Value, execution_arn: String },
+    /// Deletes the test rules of the execution (at promotion, after a failed stage).
+    #[serde(rename_all = "camelCase")]
+    CloseTestTraffic { plan: Value, execution_arn: String },
     /// Put every target back to `baseline`, whatever its weights are now.
     #[serde(rename_all = "camelCase")]
     Restore {
         plan: Value,
+        /// The rollout's execution: its test rules (`testTraffic`) are deleted with the restore.
+        #[serde(default)]
+        execution_arn: Option<String>,
         baseline: Vec<TargetWeights>,
         /// The weights this rollout last set, if any: a target found at neither these nor the
         /// baseline was changed by someone else, which the output and log report.
@@ -171,8 +183,18 @@ pub async fn handle(
             step_back::step_back(apis, &RolloutPlan::parse(plan)?, failed_weight, &expected)
                 .await?,
         ),
+        Request::OpenTestTraffic { plan, execution_arn } => {
+            let plan = RolloutPlan::parse(plan)?.plan;
+            to_json(test_traffic::open(apis, &plan, &execution_arn, now()).await?)
+        }
+        Request::CloseTestTraffic { plan, execution_arn } => {
+            let plan = RolloutPlan::parse(plan)?.plan;
+            let deleted = test_traffic::close(apis.test_rules, &plan, &execution_arn).await?;
+            to_json(test_traffic::ClosedStage { deleted })
+        }
         Request::Restore {
             plan,
+            execution_arn,
             baseline,
             expected,
             cause,
@@ -189,6 +211,9 @@ pub async fn handle(
                 .await
                 .inspect_err(|_| metrics::restore_failure(&plan))?;
             restore::record(&plan, &restored, &why);
+            if let Some(execution_arn) = &execution_arn {
+                test_traffic::close_after_restore(apis.test_rules, &plan, execution_arn).await;
+            }
             to_json(restored)
         }
         Request::RestoreUnchanged {
@@ -238,10 +263,7 @@ pub async fn handle(
                 within_seconds,
                 grace_seconds,
             };
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64());
-            to_json(sweep::sweep(apis, sweeping, &request, now).await?)
+            to_json(sweep::sweep(apis, sweeping, &request, now()).await?)
         }
         Request::RollBackPromotion {
             execution_arn,
@@ -266,7 +288,16 @@ pub fn output_schemas() -> BTreeMap<&'static str, Schema> {
         ("lookAgain", schema_for!(LookAgainOutput)),
         ("detach", schema_for!(DetachOutput)),
         ("targetHealth", schema_for!(TargetHealthOutput)),
+        ("openTestTraffic", schema_for!(test_traffic::OpenedStage)),
+        ("closeTestTraffic", schema_for!(test_traffic::ClosedStage)),
     ])
+}
+
+/// Seconds since the epoch.
+fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// The weights of the step a rollback interrupted (`canaryWeight` %), if given.
