@@ -61,7 +61,11 @@ impl SdkSynthetics {
 
 /// Whether a canary in `state` runs without being started.
 pub fn is_running(state: &str) -> bool {
-    [CanaryState::Running.as_str(), CanaryState::Starting.as_str()].contains(&state)
+    [
+        CanaryState::Running.as_str(),
+        CanaryState::Starting.as_str(),
+    ]
+    .contains(&state)
 }
 
 #[async_trait]

@@ -188,9 +188,8 @@ impl TestRuleApi for SdkAlb {
             .send()
             .await
             .map_err(|e| AwsError::from_sdk("DescribeListeners", e))?;
-        let not_found = |what: String| {
-            AwsError::new(AwsErrorKind::NotFound, "DescribeListeners", what)
-        };
+        let not_found =
+            |what: String| AwsError::new(AwsErrorKind::NotFound, "DescribeListeners", what);
         let listener = listeners
             .listeners()
             .first()

@@ -146,8 +146,7 @@ impl TestTrafficSection {
             }
         }
         if let Some(name) = self.record_name.as_deref() {
-            if !crate::argocd::is_dns_subdomain(&name.trim_end_matches('.').to_ascii_lowercase())
-            {
+            if !crate::argocd::is_dns_subdomain(&name.trim_end_matches('.').to_ascii_lowercase()) {
                 errors.push(
                     format!("{path}.recordName"),
                     format!("`{name}` is not a DNS name"),
@@ -256,7 +255,8 @@ impl TestConditions {
                         header.name
                     ),
                 );
-            } else if ["host", "x-forwarded-for"].contains(&header.name.to_ascii_lowercase().as_str())
+            } else if ["host", "x-forwarded-for"]
+                .contains(&header.name.to_ascii_lowercase().as_str())
             {
                 errors.push(
                     format!("{path}.httpHeader.name"),
@@ -264,7 +264,10 @@ impl TestConditions {
                 );
             }
             if header.values.is_empty() {
-                errors.push(format!("{path}.httpHeader.values"), "give at least one value");
+                errors.push(
+                    format!("{path}.httpHeader.values"),
+                    "give at least one value",
+                );
             }
             for (i, value) in header.values.iter().enumerate() {
                 check_value(&format!("{path}.httpHeader.values[{i}]"), value, errors);
@@ -290,7 +293,11 @@ impl TestConditions {
             if let Some(key) = &pair.key {
                 check_value(&format!("{path}.queryString[{i}].key"), key, errors);
             }
-            check_value(&format!("{path}.queryString[{i}].value"), &pair.value, errors);
+            check_value(
+                &format!("{path}.queryString[{i}].value"),
+                &pair.value,
+                errors,
+            );
         }
     }
 }
@@ -377,10 +384,12 @@ pub fn choose_priority(wanted: Option<i64>, taken: &[i64]) -> Result<i64, String
         Some(p) => Ok(p),
         None => match taken.iter().min() {
             None => Ok(1),
-            Some(1) => Err("the listener has a rule at priority 1, so no priority is free \
+            Some(1) => Err(
+                "the listener has a rule at priority 1, so no priority is free \
                  ahead of every rule: give testTraffic.priority (a rule ahead of it may then \
                  answer some test requests)"
-                .to_owned()),
+                    .to_owned(),
+            ),
             Some(lowest) => Ok(lowest - 1),
         },
     }
@@ -388,7 +397,10 @@ pub fn choose_priority(wanted: Option<i64>, taken: &[i64]) -> Result<i64, String
 
 fn check_value(path: &str, value: &str, errors: &mut Errors) {
     if value.is_empty() || value.len() > 128 {
-        errors.push(path, "must be 1–128 characters (ELB's bound on a condition value)");
+        errors.push(
+            path,
+            "must be 1–128 characters (ELB's bound on a condition value)",
+        );
     }
 }
 
@@ -489,7 +501,9 @@ mod tests {
     #[test]
     fn a_stage_without_conditions_or_judges_is_refused() {
         let errors = errors_of(plan_with(json!({"bakeSeconds": 60}), alb()));
-        assert!(errors.iter().any(|e| e.starts_with("testTraffic.conditions: is what")));
+        assert!(errors
+            .iter()
+            .any(|e| e.starts_with("testTraffic.conditions: is what")));
         assert!(errors.iter().any(|e| e.starts_with("testTraffic: judges")));
         let empty = errors_of(plan_with(
             json!({"conditions": {}, "bakeSeconds": 60, "alarms": ["green-5xx"]}),
@@ -537,9 +551,13 @@ mod tests {
     fn the_priority_is_the_plans_if_free_else_below_every_rule() {
         assert_eq!(choose_priority(None, &[]), Ok(1));
         assert_eq!(choose_priority(None, &[10, 5, 200]), Ok(4));
-        assert!(choose_priority(None, &[1, 7]).unwrap_err().contains("testTraffic.priority"));
+        assert!(choose_priority(None, &[1, 7])
+            .unwrap_err()
+            .contains("testTraffic.priority"));
         assert_eq!(choose_priority(Some(7), &[1, 5]), Ok(7));
-        assert!(choose_priority(Some(5), &[1, 5]).unwrap_err().contains("priority 5 is taken"));
+        assert!(choose_priority(Some(5), &[1, 5])
+            .unwrap_err()
+            .contains("priority 5 is taken"));
     }
 
     #[test]
@@ -550,7 +568,9 @@ mod tests {
         }});
         let stage = json!({"bakeSeconds": 60, "syntheticsCanaries": ["green-smoke"]});
         let missing = errors_of(plan_with(stage.clone(), route53.clone()));
-        assert!(missing.iter().any(|e| e.starts_with("testTraffic.recordName: is the test address")));
+        assert!(missing
+            .iter()
+            .any(|e| e.starts_with("testTraffic.recordName: is the test address")));
         let mut same = stage.clone();
         same["recordName"] = json!("api.example.com.");
         assert!(errors_of(plan_with(same, route53.clone()))

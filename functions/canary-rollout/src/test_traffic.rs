@@ -106,7 +106,9 @@ pub async fn open(
                     .address(&alb.listener_arn)
                     .await
                     .map_err(|e| ShiftError::aws(&path, e))?;
-                opened.addresses.push(address_of(&located.key(), stage, &address));
+                opened
+                    .addresses
+                    .push(address_of(&located.key(), stage, &address));
                 to_create.push((located.key(), path, alb, planned));
             }
             TrafficTarget::Route53(r53) => {
@@ -162,8 +164,13 @@ pub async fn open(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PlannedRule {
     /// This execution's rule is there already (a retried open).
-    Ours { rule_arn: String, priority: i64 },
-    Create { priority: i64 },
+    Ours {
+        rule_arn: String,
+        priority: i64,
+    },
+    Create {
+        priority: i64,
+    },
 }
 
 impl PlannedRule {
@@ -327,7 +334,11 @@ async fn check_own_record(
     }
     let found: Vec<String> = own
         .iter()
-        .map(|r| r.alias_target.clone().unwrap_or_else(|| "(not an alias)".to_owned()))
+        .map(|r| {
+            r.alias_target
+                .clone()
+                .unwrap_or_else(|| "(not an alias)".to_owned())
+        })
         .collect();
     Err(misconfigured(format!(
         "testTraffic.recordName `{name}` does not resolve to the new cluster's load balancer \
@@ -425,13 +436,16 @@ pub async fn look(
     opened: &OpenedStage,
     now: f64,
 ) -> Result<StageLook, AnalysisError> {
-    let stage = plan
-        .test_traffic
-        .as_ref()
-        .ok_or_else(|| AnalysisError::InvalidInput("the plan has no testTraffic section".to_owned()))?;
+    let stage = plan.test_traffic.as_ref().ok_or_else(|| {
+        AnalysisError::InvalidInput("the plan has no testTraffic section".to_owned())
+    })?;
     let region = plan.cluster.region.as_str();
     let at = || {
-        let addresses: Vec<String> = opened.addresses.iter().map(TestAddress::described).collect();
+        let addresses: Vec<String> = opened
+            .addresses
+            .iter()
+            .map(TestAddress::described)
+            .collect();
         join_bounded(&addresses, "; ", 3, MAX_REASON_BYTES / 2)
     };
     let fail = |why: String| {
@@ -443,14 +457,21 @@ pub async fn look(
     let elapsed = (now - opened.opened_at).max(0.0) as i64;
     if !stage.alarms.is_empty() {
         let alarms = cloudwatch.alarms_by_names(&stage.alarms).await?;
-        if let Some(missing) = stage.alarms.iter().find(|n| !alarms.iter().any(|a| &a.name == *n)) {
+        if let Some(missing) = stage
+            .alarms
+            .iter()
+            .find(|n| !alarms.iter().any(|a| &a.name == *n))
+        {
             return Err(AnalysisError::AlarmNotFound {
                 path: "testTraffic.alarms".to_owned(),
                 message: format!("no alarm named `{missing}`"),
             });
         }
         if let Some(firing) = alarms.iter().find(|a| a.state == AlarmStateValue::Alarm) {
-            return fail(format!("alarm {} is in ALARM: {}", firing.name, firing.reason));
+            return fail(format!(
+                "alarm {} is in ALARM: {}",
+                firing.name, firing.reason
+            ));
         }
     }
     let mut waiting = Vec::new();

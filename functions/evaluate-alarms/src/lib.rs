@@ -61,8 +61,8 @@ use canary_rollout::signals::{
     check_remaining_budget_metrics, check_remaining_budgets, remaining_budget_metrics,
     remaining_budgets, BudgetCarried, Carried, HealthReads, SignalApis,
 };
-use canary_rollout::traffic::Reads;
 use canary_rollout::test_traffic::{self, OpenedStage};
+use canary_rollout::traffic::Reads;
 use canary_rollout::{alarm_watch, hooks, set, step_back};
 use schemars::{schema_for, JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
@@ -557,9 +557,8 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
             let now = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64());
-            let look =
-                test_traffic::look(apis.synthetics, signals.cloudwatch, &plan, &opened, now)
-                    .await?;
+            let look = test_traffic::look(apis.synthetics, signals.cloudwatch, &plan, &opened, now)
+                .await?;
             info!(passed = look.passed, summary = %look.summary, "test traffic looked at");
             serde_json::to_value(look)
         }

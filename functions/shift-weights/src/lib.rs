@@ -183,11 +183,17 @@ pub async fn handle(
             step_back::step_back(apis, &RolloutPlan::parse(plan)?, failed_weight, &expected)
                 .await?,
         ),
-        Request::OpenTestTraffic { plan, execution_arn } => {
+        Request::OpenTestTraffic {
+            plan,
+            execution_arn,
+        } => {
             let plan = RolloutPlan::parse(plan)?.plan;
             to_json(test_traffic::open(apis, &plan, &execution_arn, now()).await?)
         }
-        Request::CloseTestTraffic { plan, execution_arn } => {
+        Request::CloseTestTraffic {
+            plan,
+            execution_arn,
+        } => {
             let plan = RolloutPlan::parse(plan)?.plan;
             let deleted = test_traffic::close(apis.test_rules, &plan, &execution_arn).await?;
             to_json(test_traffic::ClosedStage { deleted })
