@@ -154,3 +154,31 @@ def test_a_rollout_stopped_during_the_stage_leaves_no_rule():
             assert time.monotonic() < deadline, "the safety net never deleted the test rule"
             time.sleep(0.5)
         assert report.max_canary == 0
+
+
+def test_the_sweep_deletes_the_rule_of_a_rollout_whose_safety_net_never_came():
+    """The crash case: the execution ends with no Catch run and no safety net delivery (its rule
+    off, the function's queue held); the scheduled sweep finds the ended rollout's rule, deletes it
+    and says so."""
+    with Sandbox(log=captured) as sandbox:
+        create_canary(sandbox)
+        plan = stage_plan(sandbox, bakeSeconds=600, checkIntervalSeconds=5)
+        sfn, events = sandbox.client("stepfunctions"), sandbox.client("events")
+        arn = scenarios.start_manual(sandbox, plan, "crashed")
+        deadline = time.monotonic() + 120
+        while not listener_rules(sandbox):
+            assert time.monotonic() < deadline, "the stage never opened"
+            time.sleep(0.5)
+        events.disable_rule(Name=sandbox.safety_net.rule)
+        with sandbox.safety_net.held():
+            sfn.stop_execution(executionArn=arn, cause="the stage's Lambda never answered")
+            assert len(listener_rules(sandbox)) == 1, "left behind: nothing ran at the end"
+        deadline = time.monotonic() + 60
+        while not sandbox.sweep.swept(arn):
+            assert time.monotonic() < deadline, "the sweep never deleted the rule"
+            time.sleep(0.5)
+        [swept] = sandbox.sweep.swept(arn)
+        assert "its test-traffic rules were left behind, and the sweep deleted them" in swept["reason"], swept
+        assert listener_rules(sandbox) == []
+        said = [d for t, d in scenarios.read_events(sandbox, arn) if t == "Safety Net Swept"]
+        assert len(said) == 1 and said[0]["weights"] == [], said
