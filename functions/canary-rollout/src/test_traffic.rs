@@ -536,3 +536,205 @@ pub async fn look(
         wait_seconds: interval.min(stage.bake_seconds - elapsed).max(1),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use async_trait::async_trait;
+    use canary_aws::{AwsError, ListenerAddress, ListenerRule};
+    use canary_core::test_traffic::{RuleCondition, TestConditions};
+    use serde_json::json;
+
+    use super::*;
+
+    const LISTENER: &str =
+        "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/web/50dc6c495c0c9188/f2f7dc8efc522ab2";
+    const ME: &str = "arn:aws:states:us-east-1:123456789012:execution:cc-rollout:me";
+
+    /// A listener's rules, with their tags; deletions recorded.
+    #[derive(Default)]
+    struct Rules {
+        rules: Mutex<Vec<(ListenerRule, BTreeMap<String, String>)>>,
+        deleted: Mutex<Vec<String>>,
+    }
+
+    impl Rules {
+        fn with(self, priority: i64, header: &str, execution: Option<&str>) -> Self {
+            let tags = execution
+                .map(|e| BTreeMap::from([(EXECUTION_TAG.to_owned(), e.to_owned())]))
+                .unwrap_or_default();
+            let rule = ListenerRule {
+                arn: format!("{LISTENER}/rule-{priority}"),
+                priority,
+                conditions: vec![RuleCondition {
+                    field: "http-header".to_owned(),
+                    header_name: Some("x-canary".to_owned()),
+                    values: vec![header.to_owned()],
+                }],
+            };
+            self.rules.lock().unwrap().push((rule, tags));
+            self
+        }
+    }
+
+    #[async_trait]
+    impl TestRuleApi for Rules {
+        async fn rules(&self, _: &str) -> Result<Vec<ListenerRule>, AwsError> {
+            Ok(self
+                .rules
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|(r, _)| r.clone())
+                .collect())
+        }
+        async fn address(&self, _: &str) -> Result<ListenerAddress, AwsError> {
+            Ok(ListenerAddress {
+                protocol: "HTTPS".to_owned(),
+                port: 8443,
+                dns_name: "web-1.us-east-1.elb.amazonaws.com".to_owned(),
+            })
+        }
+        async fn create_rule(
+            &self,
+            _: &str,
+            priority: i64,
+            _: &TestConditions,
+            _: &str,
+            tags: &BTreeMap<String, String>,
+        ) -> Result<String, AwsError> {
+            let arn = format!("{LISTENER}/rule-{priority}");
+            let rule = ListenerRule {
+                arn: arn.clone(),
+                priority,
+                conditions: vec![],
+            };
+            self.rules.lock().unwrap().push((rule, tags.clone()));
+            Ok(arn)
+        }
+        async fn delete_rule(&self, arn: &str) -> Result<(), AwsError> {
+            self.deleted.lock().unwrap().push(arn.to_owned());
+            let mut rules = self.rules.lock().unwrap();
+            let before = rules.len();
+            rules.retain(|(r, _)| r.arn != arn);
+            if rules.len() == before {
+                return Err(AwsError::new(
+                    AwsErrorKind::NotFound,
+                    "DeleteRule",
+                    "gone".to_owned(),
+                ));
+            }
+            Ok(())
+        }
+        async fn rule_tags(
+            &self,
+            arns: &[String],
+        ) -> Result<BTreeMap<String, BTreeMap<String, String>>, AwsError> {
+            Ok(self
+                .rules
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|(r, _)| arns.contains(&r.arn))
+                .map(|(r, t)| (r.arn.clone(), t.clone()))
+                .collect())
+        }
+    }
+
+    fn plan(priority: Option<i64>) -> RolloutPlan {
+        let mut stage = json!({
+            "conditions": {"httpHeader": {"name": "x-canary", "values": ["green"]}},
+            "bakeSeconds": 60,
+            "syntheticsCanaries": ["green-smoke"],
+        });
+        if let Some(p) = priority {
+            stage["priority"] = json!(p);
+        }
+        RolloutPlan::parse(json!({
+            "cluster": {"name": "green", "region": "us-east-1"},
+            "trafficTargets": [{"alb": {
+                "listenerArn": LISTENER,
+                "stableTargetGroupArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/blue/73e2d6bc24d8a067",
+                "canaryTargetGroupArn": "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/green/73e2d6bc24d8a068",
+            }}],
+            "steps": [{"weight": 100}],
+            "bake": {"seconds": 60, "checkIntervalSeconds": 10},
+            "testTraffic": stage,
+        }))
+        .expect("a valid plan")
+        .plan
+    }
+
+    #[tokio::test]
+    async fn open_goes_ahead_of_every_rule_and_a_retry_finds_its_own() {
+        let rules = Rules::default().with(20, "blue", None);
+        let apis = Apis {
+            test_rules: &rules,
+            ..Apis::fake()
+        };
+        let opened = open(&apis, &plan(None), ME, 100.0).await.expect("opened");
+        assert_eq!(opened.rules[0].priority, 19);
+        assert_eq!(opened.opened_at, 100.0);
+        let [address] = opened.addresses.as_slice() else {
+            panic!("one address: {opened:?}")
+        };
+        assert_eq!(
+            address.url,
+            "https://web-1.us-east-1.elb.amazonaws.com:8443/"
+        );
+        assert_eq!(
+            address.described(),
+            format!("{} (x-canary: green)", address.url)
+        );
+        let again = open(&apis, &plan(None), ME, 200.0).await.expect("reopened");
+        assert_eq!(again.rules, opened.rules, "no second rule");
+        assert_eq!(rules.rules.lock().unwrap().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_clash_or_a_taken_priority_creates_nothing() {
+        let rules = Rules::default().with(5, "green", None);
+        let apis = Apis {
+            test_rules: &rules,
+            ..Apis::fake()
+        };
+        let clash = open(&apis, &plan(None), ME, 0.0).await.unwrap_err();
+        assert!(
+            clash
+                .to_string()
+                .contains("at priority 5 already matches the test requests"),
+            "{clash}"
+        );
+        let rules = Rules::default().with(5, "blue", None);
+        let apis = Apis {
+            test_rules: &rules,
+            ..Apis::fake()
+        };
+        let taken = open(&apis, &plan(Some(5)), ME, 0.0).await.unwrap_err();
+        assert!(taken.to_string().contains("priority 5 is taken"), "{taken}");
+        assert_eq!(rules.rules.lock().unwrap().len(), 1, "nothing created");
+    }
+
+    #[tokio::test]
+    async fn close_deletes_only_the_executions_rules_and_again_finds_none() {
+        let other = "arn:aws:states:us-east-1:123456789012:execution:cc-rollout:other";
+        let rules = Rules::default()
+            .with(3, "green", Some(ME))
+            .with(4, "blue", Some(other))
+            .with(9, "x", None);
+        let deleted = close(&rules, &plan(None), ME).await.expect("closed");
+        assert_eq!(deleted, vec![format!("{LISTENER}/rule-3")]);
+        assert_eq!(rules.rules.lock().unwrap().len(), 2);
+        assert!(close(&rules, &plan(None), ME)
+            .await
+            .expect("again")
+            .is_empty());
+        let mut without = plan(None);
+        without.test_traffic = None;
+        assert!(close(&canary_aws::fakes::Unused, &without, ME)
+            .await
+            .expect("no stage")
+            .is_empty());
+    }
+}

@@ -1,5 +1,5 @@
 //! The `evaluate-alarms` Lambda: what the state machine sends it ([`Request`]) and the
-//! dispatch into `canary-rollout`, which holds the logic. Ten operations:
+//! dispatch into `canary-rollout`, which holds the logic. Eleven operations:
 //! - admitting the execution's input (the state machine's first state, `Admit`, before any
 //!   traffic moves; the input is the plan as it came, with no `operation`): the stack's
 //!   SafetyNet rule is enabled, the plan is valid and every signal source of it can be
@@ -26,6 +26,8 @@
 //!   fails the watching task of every rollout that watches the alarm (`CheckFailed`, or
 //!   `CriticalCheckFailed` for an alarm the plan marks critical), so the rollback starts at
 //!   once. See `canary_rollout::alarm_watch`.
+//! - `lookTestTraffic` (the test-traffic stage, every check interval): its Synthetics canaries'
+//!   runs and its alarms (`canary_rollout::test_traffic::look`).
 //! - `stepBackLook` (a gradual rollback, before each step back): the plan's critical alarms and
 //!   the old cluster's own (`canary_rollout::step_back::look_at_alarms`).
 //! - `healthEvent` (the template's `AwsHealthEvent` rule, on an AWS Health issue with EKS, ELB,
