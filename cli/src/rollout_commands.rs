@@ -672,7 +672,7 @@ pub async fn restore(
             "already at the baseline: nothing written",
             json!({"type": "restored", "weights": baseline, "overwrote": []}),
         );
-        return Ok(());
+        return close_test_traffic(&traffic.apis(), &plan, execution_arn, printer).await;
     }
     // A controller that owns a weight puts its own back after this restore as after any
     // other write: say so before anything is written (the restore still goes ahead).
@@ -717,6 +717,23 @@ pub async fn restore(
         ),
         json!({"type": "restored", "weights": restored.weights}),
     );
+    close_test_traffic(&apis, &plan, execution_arn, printer).await
+}
+
+/// The ended rollout's test-traffic rules (its plan's `testTraffic`) go with its weights.
+async fn close_test_traffic(
+    apis: &canary_rollout::Apis<'_>,
+    plan: &canary_core::RolloutPlan,
+    execution_arn: &str,
+    printer: &mut Printer,
+) -> Result<(), CliError> {
+    let deleted = canary_rollout::test_traffic::close(apis.test_rules, plan, execution_arn).await?;
+    if !deleted.is_empty() {
+        printer.say(
+            &format!("deleted its test-traffic rules: {}", deleted.join(", ")),
+            json!({"type": "testRulesDeleted", "rules": deleted}),
+        );
+    }
     Ok(())
 }
 
