@@ -28,8 +28,13 @@ Why not moto's own authorization (INITIAL_NO_AUTH_ACTION_COUNT): moto evaluates 
 against the resource `*`, so a statement scoped to ARNs never matches and the stack's scoped
 grants would all be refused; and it treats an unmet condition as a Deny.
 
-Not modelled: policy conditions (a statement with a `Condition` is an error here, so a template
-that adds one cannot pass unchecked), permissions boundaries, SCPs, session policies,
+Conditions: `StringEquals` and `StringLike` on `aws:RequestTag/<key>` (the tags a query-protocol
+request such as ELB's CreateRule puts on what it creates) and `aws:ResourceTag/<key>` (an ELB
+resource's tags, read from moto as the caller), IAM's AND across keys and OR across values, a key
+the request lacks making the condition false. Any other operator or key is an error here, so a
+template that adds one cannot pass unchecked.
+
+Not modelled: other policy conditions, permissions boundaries, SCPs, session policies,
 resource-based policies (a Lambda function's, a secret's, an SQS queue's: an EventBridge rule's
 delivery to a function is not checked), dependent actions, and calls the AWS SDK-less
 Prometheus API of AMP makes (no botocore model has them: refused as unknown).
@@ -130,10 +135,52 @@ def _statement_matches(statement, key, value, case_sensitive):
     return False
 
 
-def refused(policies, action, resources):
+class Context:
+    """What a statement's conditions read of a request: the tags it puts on what it creates
+    (`aws:RequestTag/<key>`), and the tags of a resource it acts on (`aws:ResourceTag/<key>`,
+    read when asked)."""
+
+    def __init__(self, request_tags=None, resource_tags=None):
+        self.request_tags = request_tags or {}
+        self.resource_tags = resource_tags or (lambda arn: {})
+
+    def value(self, key, resource):
+        """The condition key's value for the request on `resource`; None when it has none."""
+        scope, _, tag = key.partition("/")
+        if scope.lower() == "aws:requesttag":
+            return self.request_tags.get(tag)
+        if scope.lower() == "aws:resourcetag":
+            return self.resource_tags(resource).get(tag)
+        raise NotModelled(f"the condition key {key} is not one the sandbox's IAM evaluates "
+                          "(aws:RequestTag/<key>, aws:ResourceTag/<key>)")
+
+
+# The condition operators evaluated: each compares the key's value with any of the statement's
+# values (IAM's OR within a key); a key the request does not have makes the condition false.
+OPERATORS = {
+    "StringEquals": lambda value, pattern: value == pattern,
+    "StringLike": lambda value, pattern: bool(_glob(pattern).match(value)),
+}
+
+
+def _conditions_hold(condition, context, resource, where):
+    """IAM's AND across operators and keys of one statement's Condition, for one resource."""
+    for operator, keys in condition.items():
+        if operator not in OPERATORS:
+            raise NotModelled(f"{where} has the condition operator {operator}, which the sandbox's "
+                              f"IAM does not evaluate ({', '.join(OPERATORS)})")
+        for key, patterns in keys.items():
+            value = context.value(key, resource)
+            if value is None or not any(OPERATORS[operator](value, p) for p in _as_list(patterns)):
+                return False
+    return True
+
+
+def refused(policies, action, resources, context=None):
     """IAM's identity-policy logic for one action on each of its resources (["*"] for an action
     on none): the resources refused, an explicitly denied one first, else those no statement
-    allows; none when the call is allowed."""
+    (whose conditions hold for it, in `context`) allows; none when the call is allowed."""
+    context = context or Context()
     allowed = set()
     for number, policy in enumerate(policies):
         for index, statement in enumerate(_as_list(policy.get("Statement", []))):
@@ -143,17 +190,35 @@ def refused(policies, action, resources):
             if not covered:
                 continue
             if "Condition" in statement:
-                raise NotModelled(f"policy {number} statement {index} has a Condition, which the "
-                                  "sandbox's IAM does not evaluate (sandbox/iam.py)")
+                covered = [r for r in covered
+                           if _conditions_hold(statement["Condition"], context, r, f"policy {number} statement {index}")]
+                if not covered:
+                    continue
             if statement["Effect"] == "Deny":
                 return covered
             allowed.update(covered)
     return [r for r in resources if r not in allowed]
 
 
-def evaluate(policies, action, resources):
+def evaluate(policies, action, resources, context=None):
     """Whether IAM allows the action on every one of the resources."""
-    return not refused(policies, action, resources)
+    return not refused(policies, action, resources, context)
+
+
+REQUEST_TAG = re.compile(r"^Tags\.member\.(\d+)\.(Key|Value)$")
+
+
+def request_tags(request):
+    """The tags a query-protocol request (ELB's CreateRule, AddTags) puts on what it acts on:
+    `Tags.member.N.Key` and `.Value`."""
+    form = dict(parse_qsl(request.body.decode("utf-8", "replace"))) if request.body else {}
+    form.update(request.query)
+    pairs = {}
+    for key, value in form.items():
+        match = REQUEST_TAG.match(key)
+        if match:
+            pairs.setdefault(match.group(1), {})[match.group(2)] = value
+    return {p["Key"]: p.get("Value", "") for p in pairs.values() if "Key" in p}
 
 
 class Request:
@@ -450,6 +515,19 @@ class Authorizer:
                 self.policies[caller] = (time.monotonic(), documents)
             return documents
 
+    def _resource_tags(self, prefix, arn, access_key, region):
+        """A resource's tags, read from moto as the caller (straight to moto: not through the
+        front door, so not authorized again). Only ELB's resources are read."""
+        if prefix != "elasticloadbalancing":
+            raise NotModelled(f"aws:ResourceTag of a {prefix} resource is not read by the sandbox's IAM")
+        with self.lock:
+            client = self._client("elbv2", access_key, region)
+        try:
+            described = client.describe_tags(ResourceArns=[arn])["TagDescriptions"]
+        except client.exceptions.ClientError:
+            return {}
+        return {t["Key"]: t["Value"] for d in described for t in d.get("Tags", [])}
+
     def check(self, method, path, headers, body):
         """None when the request may go on; else the answer AWS gives, (status, headers, body)."""
         request = Request(method, path, headers, body)
@@ -463,7 +541,9 @@ class Authorizer:
             prefix, action, params = iam_action(model, operation, params)
             account = caller.split(":")[4]
             resources = resource_arns(service_authorization(), prefix, action, params, request.region, account)
-            denied = refused(self._role_policies(caller, request.access_key), f"{prefix}:{action}", resources)
+            context = Context(request_tags(request),
+                              lambda arn: self._resource_tags(prefix, arn, request.access_key, request.region))
+            denied = refused(self._role_policies(caller, request.access_key), f"{prefix}:{action}", resources, context)
         except NotModelled as e:
             self.decisions.append((caller, None, [], False))
             print(f"sandbox IAM: {e}", file=sys.stderr)

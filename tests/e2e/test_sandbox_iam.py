@@ -115,9 +115,50 @@ def test_statements_are_evaluated_as_iam_evaluates_them():
     assert iam.evaluate([{"Statement": [not_action]}], "states:StartExecution", ["arn:aws:states:x"])
     assert not iam.evaluate([{"Statement": [not_action]}], "iam:PassRole", ["*"])
     assert not iam.evaluate([], "states:StartExecution", ["*"]), "nothing allows: refused"
-    with pytest.raises(iam.NotModelled, match="Condition"):
+    with pytest.raises(iam.NotModelled, match="condition key aws:RequestedRegion"):
         iam.evaluate([{"Statement": [{**allow, "Condition": {"StringEquals": {"aws:RequestedRegion": "us-east-1"}}}]}],
                      "elasticloadbalancing:ModifyListener", [LISTENER])
+    with pytest.raises(iam.NotModelled, match="operator ArnLike"):
+        iam.evaluate([{"Statement": [{**allow, "Condition": {"ArnLike": {"aws:RequestTag/a": "arn:*"}}}]}],
+                     "elasticloadbalancing:ModifyListener", [LISTENER])
+
+
+RULE = f"arn:aws:elasticloadbalancing:us-east-1:{ACCOUNT}:listener-rule/app/web/abc/def/1a2b"
+EXECUTIONS = f"arn:aws:states:us-east-1:{ACCOUNT}:execution:cc-rollout:*"
+
+
+def test_tag_conditions_hold_as_iam_holds_them():
+    """The test-traffic stage's grants: CreateRule only with the tag of an execution of the stack's
+    state machine, DeleteRule only of a rule that carries one."""
+    create = {"Effect": "Allow", "Action": "elasticloadbalancing:CreateRule", "Resource": "*",
+              "Condition": {"StringLike": {"aws:RequestTag/cluster-canary:execution": EXECUTIONS}}}
+    ours = iam.Context(request_tags={"cluster-canary:execution": EXECUTIONS.replace("*", "rollout-1")})
+    theirs = iam.Context(request_tags={"cluster-canary:execution": "arn:aws:states:us-east-1:1:execution:other:x"})
+    assert iam.evaluate([{"Statement": [create]}], "elasticloadbalancing:CreateRule", [LISTENER], ours)
+    assert not iam.evaluate([{"Statement": [create]}], "elasticloadbalancing:CreateRule", [LISTENER], theirs)
+    assert not iam.evaluate([{"Statement": [create]}], "elasticloadbalancing:CreateRule", [LISTENER]), \
+        "no such tag on the request: the condition is false"
+    delete = {"Effect": "Allow", "Action": "elasticloadbalancing:DeleteRule", "Resource": "*",
+              "Condition": {"StringLike": {"aws:ResourceTag/cluster-canary:execution": [EXECUTIONS, "x"]},
+                            "StringEquals": {"aws:ResourceTag/team": "web"}}}
+    tags = {RULE: {"cluster-canary:execution": EXECUTIONS.replace("*", "r"), "team": "web"}}
+    read = iam.Context(resource_tags=lambda arn: tags.get(arn, {}))
+    assert iam.evaluate([{"Statement": [delete]}], "elasticloadbalancing:DeleteRule", [RULE], read)
+    assert not iam.evaluate([{"Statement": [delete]}], "elasticloadbalancing:DeleteRule", [RULE + "x"], read), \
+        "an untagged rule"
+    tags[RULE]["team"] = "payments"
+    assert not iam.evaluate([{"Statement": [delete]}], "elasticloadbalancing:DeleteRule", [RULE], read), \
+        "every key of every operator must hold"
+
+
+def test_a_requests_tags_are_read_from_its_form():
+    body = ("Action=CreateRule&Version=2015-12-01&Priority=1&Tags.member.1.Key=cluster-canary%3Aexecution"
+            "&Tags.member.1.Value=arn%3Aaws%3Astates%3Ax&Tags.member.2.Key=team&Tags.member.2.Value=web"
+            "&Conditions.member.1.QueryStringConfig.Values.member.1.Key=k"
+            "&Conditions.member.1.QueryStringConfig.Values.member.1.Value=v").encode()
+    request = iam.Request("POST", "/", {}, body)
+    assert iam.request_tags(request) == {"cluster-canary:execution": "arn:aws:states:x", "team": "web"}, \
+        "a query pair's Key and Value are not tags"
 
 
 def test_an_operation_no_model_has_is_said_not_guessed():

@@ -182,3 +182,28 @@ def test_the_sweep_deletes_the_rule_of_a_rollout_whose_safety_net_never_came():
         assert listener_rules(sandbox) == []
         said = [d for t, d in scenarios.read_events(sandbox, arn) if t == "Safety Net Swept"]
         assert len(said) == 1 and said[0]["weights"] == [], said
+
+
+def test_a_rule_creation_iam_refuses_ends_the_rollout_with_nothing_made_or_moved(tmp_path):
+    """The stack may create only rules tagged with an execution of its own state machine: a
+    template whose grant names another state machine's executions is refused by IAM, as AWS
+    refuses it, before anything is made."""
+    from test_iam import template_copy
+    template = template_copy(
+        tmp_path,
+        "                  aws:RequestTag/cluster-canary:execution: !Sub arn:${AWS::Partition}:states:${AWS::Region}:"
+        "${AWS::AccountId}:execution:${AWS::StackName}-rollout:*\n            - Effect: Allow\n"
+        "              Action: elasticloadbalancing:AddTags",
+        "                  aws:RequestTag/cluster-canary:execution: !Sub arn:${AWS::Partition}:states:${AWS::Region}:"
+        "${AWS::AccountId}:execution:${AWS::StackName}-other:*\n            - Effect: Allow\n"
+        "              Action: elasticloadbalancing:AddTags")
+    with Sandbox(log=captured, template=template) as sandbox:
+        create_canary(sandbox)
+        plan = stage_plan(sandbox)
+        report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "refused"), out=captured)
+        assert (report.status, report.error) == ("FAILED", "AwsAccessDenied"), report.cause
+        assert "elasticloadbalancing:CreateRule" in report.cause, report.cause
+        assert event_types(report) == ["Rollout Started", "Test Traffic Failed", "Rollout Failed"]
+        assert listener_rules(sandbox) == [] and report.max_canary == 0
+        decisions = [d for d in sandbox.front.authorizer.decisions if d[1] == "elasticloadbalancing:CreateRule"]
+        assert decisions and not any(allowed for *_, allowed in decisions)
