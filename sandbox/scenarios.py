@@ -12,14 +12,15 @@ import urllib.request
 import uuid
 from dataclasses import dataclass, field
 
-from . import compare, datadog, error_budget, fleets, prometheus
+from . import compare, datadog, error_budget, fleets, prometheus, test_traffic
 from .alb_metrics import AlbMetrics
 from .harness import CONTRACT, REPO, Sandbox
 from .world import ACCOUNT, REGION, seed_accelerator, seed_lattice, seed_nlb
 
 SCENARIOS = ("happy", "rollback", "apps-unhealthy", "stopped", "approval", "prometheus", "prometheus-healthy", "datadog",
              "compare", "compare-spike", "fleet", "fleet-halt", "fleet-outlier", "nlb", "nlb-rollback",
-             "global-accelerator", "global-accelerator-rollback", "vpc-lattice", "vpc-lattice-rollback", "error-budget")
+             "global-accelerator", "global-accelerator-rollback", "vpc-lattice", "vpc-lattice-rollback", "error-budget",
+             "test-traffic", "test-traffic-fails")
 
 
 @dataclass
@@ -462,6 +463,10 @@ def run(scenario, out=print, verbose=False, template=REPO / "template.yaml"):
             return run_compare(sandbox, scenario, out, verbose)
         if scenario == "error-budget":
             return run_error_budget(sandbox, out, verbose)
+        if scenario.startswith("test-traffic"):
+            out(f"scenario {scenario}: blue serves everything; creating EKS cluster green")
+            create_green(sandbox)
+            return test_traffic.run_test_traffic(sandbox, scenario, out, verbose)
         if scenario.startswith("prometheus"):
             with prometheus.Metrics({"blue": 0.01, "green": 0.001}, log=out) as metrics:
                 return run_prometheus(sandbox, metrics, scenario, out, verbose)

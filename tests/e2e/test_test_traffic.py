@@ -3,32 +3,12 @@ first production weight, a listener rule of the rollout's own sends the requests
 plan's header to the new cluster's target group alone, judged by a CloudWatch Synthetics canary
 (the harness's model, tests/moto/synthetics.py, runs it as the test says); no user request reaches
 green before the stage passes, and the rule is gone after every ending."""
-import json
 import time
-import urllib.request
 
 from helpers import BASELINE, PROMOTED, captured, event_types
-from sandbox import scenarios
+from sandbox import scenarios, test_traffic
 from sandbox.harness import Sandbox
-from sandbox.world import ACCOUNT, REGION
-
-CANARY = "green-smoke"
-
-
-def harness_runs(sandbox, runs):
-    """The canaries' next runs, as the harness's control sets them."""
-    request = urllib.request.Request(f"{sandbox.moto_endpoint}/_harness/synthetics/{ACCOUNT}/{REGION}",
-                                     method="POST", data=json.dumps({"runs": runs}).encode())
-    with urllib.request.urlopen(request) as answer:
-        return json.load(answer)
-
-
-def create_canary(sandbox):
-    """A canary that calls the test address, READY (not running): the stage starts it."""
-    sandbox.client("synthetics").create_canary(
-        Name=CANARY, Code={"Handler": "index.handler", "S3Bucket": "code", "S3Key": "smoke.zip"},
-        ArtifactS3Location="s3://artifacts/green", ExecutionRoleArn=f"arn:aws:iam::{ACCOUNT}:role/canary",
-        Schedule={"Expression": "rate(1 minute)"}, RuntimeVersion="syn-nodejs-puppeteer-9.1")
+from sandbox.test_traffic import CANARY, create_canary, harness_runs, listener_rules
 
 
 def stage_plan(sandbox, **stage):
@@ -36,23 +16,7 @@ def stage_plan(sandbox, **stage):
     scenarios.create_green(sandbox)
     plan = scenarios.manual_plan(sandbox)
     plan["trafficTargets"] = plan["trafficTargets"][:1]
-    plan["testTraffic"] = {
-        "conditions": {"httpHeader": {"name": "x-canary", "values": ["green"]}},
-        "bakeSeconds": 3, "checkIntervalSeconds": 1, "syntheticsCanaries": [CANARY], **stage,
-    }
-    return plan
-
-
-def listener_rules(sandbox):
-    """The listener's rules but its default: (priority, conditions, forward groups, tags)."""
-    elbv2 = sandbox.client("elbv2")
-    rules = [r for r in elbv2.describe_rules(ListenerArn=sandbox.world.listener)["Rules"] if not r["IsDefault"]]
-    tags = {}
-    if rules:
-        for description in elbv2.describe_tags(ResourceArns=[r["RuleArn"] for r in rules])["TagDescriptions"]:
-            tags[description["ResourceArn"]] = {t["Key"]: t["Value"] for t in description["Tags"]}
-    return [(r["Priority"], r["Conditions"], [a.get("TargetGroupArn") for a in r["Actions"]], tags.get(r["RuleArn"], {}))
-            for r in rules]
+    return test_traffic.stage_plan(sandbox, plan, **stage)
 
 
 def only_alb(weights):
@@ -93,19 +57,44 @@ def test_a_passing_stage_sends_only_test_requests_to_green_then_the_steps_follow
         assert state == "RUNNING", "the stage started the canary it was given stopped"
 
 
+def test_the_test_traffic_scenario_checks_the_clusters_own_record_and_promotes():
+    """The sandbox's `test-traffic`: both targets, the ALB's rule and the Route 53 target's own
+    record `green.app.example.com` (an alias of the load balancer the canary record points at)."""
+    said = []
+    report = scenarios.run("test-traffic", lambda line: (said.append(line), captured(line)))
+    assert report.status == "SUCCEEDED", report.cause
+    assert report.weights == PROMOTED
+    started = dict(report.events)["Test Traffic Started"]
+    urls = {a["url"] for a in started["addresses"]}
+    assert urls == {"https://green.app.example.com/", "http://web-1.us-east-1.elb.amazonaws.com/"}, urls
+    assert len(started["rules"]) == 1, "a rule for the ALB target; the record is the Route 53 target's"
+    [opened] = [line for line in said if line.startswith(">>> test rule at priority 1")]
+    assert "listener :80 blue 100 / green 0" in opened, opened
+
+
 def test_a_failed_synthetics_run_ends_the_rollout_with_no_user_request_sent_and_no_rule_left():
+    """The sandbox's `test-traffic-fails`."""
+    report = scenarios.run("test-traffic-fails", captured)
+    assert (report.status, report.error) == ("FAILED", "TestTrafficFailed")
+    assert f"Synthetics canary {CANARY}: a run FAILED (GET /checkout answered 503)" in report.cause
+    assert "test address http://" in report.cause and "(x-canary: green)" in report.cause
+    assert "https://green.app.example.com/" in report.cause
+    assert "SetWeights" not in report.states and report.max_canary == 0, "no user ever reached green"
+    assert event_types(report) == ["Rollout Started", "Test Traffic Started", "Test Traffic Failed", "Rollout Failed"]
+    assert report.weights == BASELINE
+
+
+def test_an_own_record_that_points_elsewhere_is_refused_before_anything_is_made():
     with Sandbox(log=captured) as sandbox:
         create_canary(sandbox)
-        harness_runs(sandbox, {CANARY: [{"state": "FAILED", "reason": "GET /checkout answered 503"}]})
-        plan = stage_plan(sandbox, bakeSeconds=30)
-        report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "test-traffic-fails"), out=captured)
-        assert (report.status, report.error) == ("FAILED", "TestTrafficFailed")
-        assert f"Synthetics canary {CANARY}: a run FAILED (GET /checkout answered 503)" in report.cause
-        assert "test address http://" in report.cause and "(x-canary: green)" in report.cause
-        assert "SetWeights" not in report.states and report.max_canary == 0, "no user ever reached green"
-        assert event_types(report) == ["Rollout Started", "Test Traffic Started", "Test Traffic Failed", "Rollout Failed"]
-        assert listener_rules(sandbox) == [], "the failed stage's rule is deleted"
-        assert only_alb(report.weights) == only_alb(BASELINE)
+        scenarios.create_green(sandbox)
+        plan = test_traffic.stage_plan(sandbox, scenarios.manual_plan(sandbox), recordName="nowhere.app.example.com")
+        report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "no-record"), out=captured)
+        assert (report.status, report.error) == ("FAILED", "TargetMisconfigured"), report.cause
+        assert "testTraffic.recordName `nowhere.app.example.com` does not resolve to the new cluster's load " \
+               "balancer" in report.cause and "there is no such record" in report.cause, report.cause
+        assert listener_rules(sandbox) == [], "the ALB target's rule is not made either"
+        assert report.max_canary == 0
 
 
 def test_a_run_that_never_comes_fails_the_stage_at_its_end():
