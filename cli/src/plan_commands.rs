@@ -6,7 +6,7 @@ use std::time::SystemTime;
 use aws_config::SdkConfig;
 use canary_aws::{
     check_slos, read_budgets, read_cluster_health, AwsErrorKind, ClusterAccounts, ClusterEksApi,
-    ClusterReadiness, SdkEks, SdkSlos,
+    ClusterReadiness, SdkEks, SdkSlos, SyntheticsApi,
 };
 use canary_core::cluster_readiness::{readiness_problems, readiness_reason};
 use canary_core::error_budget::{not_judged, rollout_budgets, SloReading};
@@ -19,7 +19,7 @@ use canary_rollout::signals::{
     comparison_outlook, remaining_budget_metrics, remaining_budgets, ComparisonOutlook,
     OUTLOOK_SECONDS,
 };
-use canary_rollout::{analysis, target_health};
+use canary_rollout::{analysis, target_health, test_traffic};
 use serde_json::{json, Value};
 
 use crate::args::StateMachineArgs;
@@ -115,6 +115,74 @@ fn refuse(printer: &mut Printer, ok: &mut bool, check: &str, error: &str, messag
 
 fn refuse_with(printer: &mut Printer, ok: &mut bool, check: &str, error: &dyn NamedError) {
     refuse(printer, ok, check, error.name().as_str(), error.to_string());
+}
+
+/// The test-traffic stage as `openTestTraffic` will make it, made of nothing: each ALB target's
+/// rule (its priority and conditions, or why it is refused), each target's test address, and
+/// that the stage's Synthetics canaries exist.
+async fn check_test_traffic(
+    apis: &canary_rollout::Apis<'_>,
+    checks: &CheckClients,
+    plan: &RolloutPlan,
+    printer: &mut Printer,
+    ok: &mut bool,
+) {
+    let Some(stage) = &plan.test_traffic else {
+        return;
+    };
+    match test_traffic::preview(apis, plan, "(plan check)").await {
+        Ok(preview) => {
+            let conditions = stage
+                .conditions
+                .as_ref()
+                .map(|c| {
+                    c.as_rule_conditions()
+                        .iter()
+                        .map(|c| match &c.header_name {
+                            Some(name) => format!("{} {name}: {}", c.field, c.values.join(" | ")),
+                            None => format!("{} {}", c.field, c.values.join(" | ")),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                })
+                .unwrap_or_default();
+            for rule in &preview.rules {
+                printer.say(
+                    &format!(
+                        "✓ test traffic on {}: a rule at priority {} sends requests with {conditions} \
+                         to the canary target group alone",
+                        rule.label,
+                        rule.planned.priority()
+                    ),
+                    json!({"check": "testTraffic", "ok": true, "target": rule.key,
+                           "priority": rule.planned.priority(), "conditions": conditions}),
+                );
+            }
+            for address in &preview.addresses {
+                printer.say(
+                    &format!("  test address: {}", address.described()),
+                    json!({"check": "testTrafficAddress", "ok": true, "address": address}),
+                );
+            }
+        }
+        Err(error) => refuse_with(printer, ok, "test traffic", &error),
+    }
+    let region = plan.cluster.region.as_str();
+    for name in &stage.synthetics_canaries {
+        match checks.synthetics().canary_state(region, name).await {
+            Ok(state) => printer.say(
+                &format!("✓ Synthetics canary {name} ({region}): {state}"),
+                json!({"check": "syntheticsCanary", "ok": true, "canary": name, "state": state}),
+            ),
+            Err(error) => refuse(
+                printer,
+                ok,
+                "Synthetics canary",
+                error.error_name().as_str(),
+                format!("testTraffic.syntheticsCanaries: {name} ({region}): {error}"),
+            ),
+        }
+    }
 }
 
 /// At most this many record sets of a zone are listed for [`registry_warnings`].
@@ -251,6 +319,9 @@ pub async fn check_plan(
             }
         }
         Err(error) => refuse_with(printer, &mut ok, "targets", &error),
+    }
+    if plan.test_traffic.is_some() {
+        check_test_traffic(&apis, &checks, plan, printer, &mut ok).await;
     }
     for warning in registry_warnings(&traffic, &valid.plan).await {
         printer.say(

@@ -3,6 +3,7 @@ first production weight, a listener rule of the rollout's own sends the requests
 plan's header to the new cluster's target group alone, judged by a CloudWatch Synthetics canary
 (the harness's model, tests/moto/synthetics.py, runs it as the test says); no user request reaches
 green before the stage passes, and the rule is gone after every ending."""
+import json
 import time
 
 from helpers import BASELINE, PROMOTED, captured, event_types
@@ -196,3 +197,37 @@ def test_a_rule_creation_iam_refuses_ends_the_rollout_with_nothing_made_or_moved
         assert listener_rules(sandbox) == [] and report.max_canary == 0
         decisions = [d for d in sandbox.front.authorizer.decisions if d[1] == "elasticloadbalancing:CreateRule"]
         assert decisions and not any(allowed for *_, allowed in decisions)
+
+
+def test_plan_check_says_the_rule_and_the_addresses_and_refuses_a_clash_making_nothing(tmp_path):
+    with Sandbox(log=captured) as sandbox:
+        create_canary(sandbox)
+        test_traffic.create_own_record(sandbox)
+        scenarios.create_green(sandbox)
+        plan = test_traffic.stage_plan(sandbox, scenarios.manual_plan(sandbox))
+        path = tmp_path / "plan.json"
+        path.write_text(json.dumps(plan))
+        checked = sandbox.cli("plan", "check", str(path))
+        captured(checked.stdout + checked.stderr)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        assert ": a rule at priority 1 sends requests with http-header x-canary: green to the canary target " \
+               "group alone" in checked.stdout
+        assert "test address: http://web-1.us-east-1.elb.amazonaws.com/ (x-canary: green)" in checked.stdout
+        assert "test address: https://green.app.example.com/" in checked.stdout
+        assert f"✓ Synthetics canary {CANARY} (us-east-1): READY" in checked.stdout
+
+        sandbox.client("elbv2").create_rule(
+            ListenerArn=sandbox.world.listener, Priority=7,
+            Conditions=[{"Field": "http-header", "HttpHeaderConfig": {"HttpHeaderName": "x-canary", "Values": ["green"]}}],
+            Actions=[{"Type": "forward", "TargetGroupArn": sandbox.world.blue_tg}])
+        plan["testTraffic"]["syntheticsCanaries"] = ["nobody-made-me"]
+        path.write_text(json.dumps(plan))
+        refused = sandbox.cli("plan", "check", str(path))
+        captured(refused.stdout + refused.stderr)
+        assert refused.returncode != 0
+        assert "✗ test traffic: TargetMisconfigured: trafficTargets[0]" in refused.stdout, refused.stdout
+        assert "at priority 7 already matches the test requests" in refused.stdout
+        assert "✗ Synthetics canary: TargetNotFound: testTraffic.syntheticsCanaries: nobody-made-me" \
+               in refused.stdout, refused.stdout
+        assert "nobody-made-me" in refused.stdout
+        assert [p for p, *_ in listener_rules(sandbox)] == ["7"], "plan check makes nothing"

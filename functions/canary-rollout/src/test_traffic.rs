@@ -80,20 +80,33 @@ fn stage_of(plan: &RolloutPlan) -> Result<&TestTrafficSection, ShiftError> {
         .ok_or_else(|| ShiftError::InvalidInput("the plan has no testTraffic section".to_owned()))
 }
 
-pub async fn open(
+/// What the stage will be on each target, read and checked, nothing made: the rule of each ALB
+/// target (its listener's rules read), the address of every target. `open` makes it; the CLI's
+/// `plan check` says it.
+pub struct Preview<'p> {
+    pub addresses: Vec<TestAddress>,
+    pub rules: Vec<PlannedOn<'p>>,
+}
+
+/// The rule the stage will have on one ALB target.
+pub struct PlannedOn<'p> {
+    pub key: String,
+    pub label: String,
+    pub target: &'p canary_core::AlbTarget,
+    pub planned: PlannedRule,
+}
+
+/// Every target checked before anything is made: a refusal makes nothing.
+pub async fn preview<'p>(
     apis: &Apis<'_>,
-    plan: &RolloutPlan,
+    plan: &'p RolloutPlan,
     execution_arn: &str,
-    now: f64,
-) -> Result<OpenedStage, ShiftError> {
+) -> Result<Preview<'p>, ShiftError> {
     let stage = stage_of(plan)?;
-    let mut opened = OpenedStage {
-        rules: Vec::new(),
+    let mut preview = Preview {
         addresses: Vec::new(),
-        opened_at: now,
+        rules: Vec::new(),
     };
-    // Every target is checked before any rule is created: a refusal creates nothing.
-    let mut to_create = Vec::new();
     for located in locate(&plan.traffic_targets) {
         let path = located.label.clone();
         match located.target {
@@ -106,17 +119,22 @@ pub async fn open(
                     .address(&alb.listener_arn)
                     .await
                     .map_err(|e| ShiftError::aws(&path, e))?;
-                opened
+                preview
                     .addresses
                     .push(address_of(&located.key(), stage, &address));
-                to_create.push((located.key(), path, alb, planned));
+                preview.rules.push(PlannedOn {
+                    key: located.key(),
+                    label: path,
+                    target: alb,
+                    planned,
+                });
             }
             TrafficTarget::Route53(r53) => {
                 let name = stage.record_name.as_deref().unwrap_or_default();
                 check_own_record(apis, r53, name)
                     .await
                     .map_err(|e| e.at(&path))?;
-                opened.addresses.push(TestAddress {
+                preview.addresses.push(TestAddress {
                     target: located.key(),
                     url: format!("https://{}/", name.trim_end_matches('.')),
                     headers: BTreeMap::new(),
@@ -131,7 +149,29 @@ pub async fn open(
             }
         }
     }
-    for (key, path, alb, planned) in to_create {
+    Ok(preview)
+}
+
+pub async fn open(
+    apis: &Apis<'_>,
+    plan: &RolloutPlan,
+    execution_arn: &str,
+    now: f64,
+) -> Result<OpenedStage, ShiftError> {
+    let stage = stage_of(plan)?;
+    let preview = preview(apis, plan, execution_arn).await?;
+    let mut opened = OpenedStage {
+        rules: Vec::new(),
+        addresses: preview.addresses,
+        opened_at: now,
+    };
+    for PlannedOn {
+        key,
+        label,
+        target,
+        planned,
+    } in preview.rules
+    {
         let priority = planned.priority();
         let rule_arn = match planned {
             PlannedRule::Ours { rule_arn, .. } => rule_arn,
@@ -140,14 +180,14 @@ pub async fn open(
                 let conditions = stage.conditions.clone().unwrap_or_default();
                 apis.test_rules
                     .create_rule(
-                        &alb.listener_arn,
+                        &target.listener_arn,
                         priority,
                         &conditions,
-                        &alb.canary_target_group_arn,
+                        &target.canary_target_group_arn,
                         &tags,
                     )
                     .await
-                    .map_err(|e| ShiftError::aws(&path, e))?
+                    .map_err(|e| ShiftError::aws(&label, e))?
             }
         };
         info!(target = %key, rule_arn, priority, "test traffic: rule in place");
