@@ -231,3 +231,25 @@ def test_plan_check_says_the_rule_and_the_addresses_and_refuses_a_clash_making_n
                in refused.stdout, refused.stdout
         assert "nobody-made-me" in refused.stdout
         assert [p for p, *_ in listener_rules(sandbox)] == ["7"], "plan check makes nothing"
+
+
+def test_a_test_traffic_hook_gets_the_test_address_and_its_failure_fails_the_stage():
+    from test_gates import HOOK, fake_hook
+    with Sandbox(log=captured) as sandbox:
+        create_canary(sandbox)
+        harness_runs(sandbox, {CANARY: ["PASSED"]})
+        seen = []
+        fake_hook(sandbox, [{"status": "fail", "reason": "GET / with x-canary: green answered 502"}], seen)
+        plan = stage_plan(sandbox, bakeSeconds=30)
+        plan["hooks"] = {"testTraffic": [HOOK], "timeoutSeconds": 30}
+        arn = scenarios.start_manual(sandbox, plan, "hook-in-stage")
+        report = scenarios.watch(sandbox, arn, out=captured)
+        assert (report.status, report.error) == ("FAILED", "HookFailed"), report.cause
+        assert f"testTraffic hook {HOOK} failed: answered fail: GET / with x-canary: green answered 502" in report.cause
+        [payload] = seen
+        assert payload["hook"] == "testTraffic" and payload["executionArn"] == arn
+        [address] = payload["testTraffic"]["addresses"]
+        assert address["url"] == "http://web-1.us-east-1.elb.amazonaws.com/" and address["headers"] == {"x-canary": "green"}
+        assert [w["canary"] for w in payload["weights"]] == [0], "no user request reaches green"
+        assert event_types(report) == ["Rollout Started", "Test Traffic Started", "Test Traffic Failed", "Rollout Failed"]
+        assert listener_rules(sandbox) == [] and report.max_canary == 0

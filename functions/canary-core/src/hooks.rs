@@ -27,6 +27,10 @@ pub struct HooksSection {
     /// Run after the last bake, before the rollout is promoted: a failure restores the baseline.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub after_promotion: Vec<String>,
+    /// Run once the test-traffic stage's rules are in place (the plan's `testTraffic`), with its
+    /// test addresses: a failure fails the stage, with no user request sent to the new cluster.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub test_traffic: Vec<String>,
     /// How long one hook may take. Default 60.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 280))]
@@ -40,6 +44,7 @@ pub enum HookPoint {
     BeforeTraffic,
     AfterEachStep,
     AfterPromotion,
+    TestTraffic,
 }
 
 impl HookPoint {
@@ -48,6 +53,7 @@ impl HookPoint {
             HookPoint::BeforeTraffic => "beforeTraffic",
             HookPoint::AfterEachStep => "afterEachStep",
             HookPoint::AfterPromotion => "afterPromotion",
+            HookPoint::TestTraffic => "testTraffic",
         }
     }
 }
@@ -65,6 +71,7 @@ impl HooksSection {
             HookPoint::BeforeTraffic => &self.before_traffic,
             HookPoint::AfterEachStep => &self.after_each_step,
             HookPoint::AfterPromotion => &self.after_promotion,
+            HookPoint::TestTraffic => &self.test_traffic,
         }
     }
 
@@ -80,6 +87,7 @@ impl HooksSection {
             HookPoint::BeforeTraffic,
             HookPoint::AfterEachStep,
             HookPoint::AfterPromotion,
+            HookPoint::TestTraffic,
         ] {
             let hooks = self.at(point);
             let path = format!("hooks.{}", point.as_str());
@@ -120,6 +128,7 @@ mod tests {
             before_traffic: vec![arn.clone(), "smoke".to_owned()],
             after_each_step: vec![arn.clone(); 6],
             after_promotion: vec![arn.clone(); 2],
+            test_traffic: vec!["arn:aws:lambda:us-east-1:123456789012:layer:x".to_owned()],
             timeout_seconds: Some(200),
         };
         let mut errors = Errors::default();
@@ -130,7 +139,8 @@ mod tests {
                 "hooks.beforeTraffic",
                 "hooks.beforeTraffic[1]",
                 "hooks.afterEachStep",
-                "hooks.afterPromotion"
+                "hooks.afterPromotion",
+                "hooks.testTraffic[0]"
             ]
         );
     }

@@ -23,6 +23,9 @@ pub struct HookContext {
     pub step: Option<Value>,
     /// The weights now, per traffic target.
     pub weights: Value,
+    /// In the test-traffic stage: where test requests go and what they carry (the stage's
+    /// `addresses`).
+    pub test_traffic: Option<Value>,
 }
 
 #[derive(Debug, Serialize, PartialEq, schemars::JsonSchema)]
@@ -41,13 +44,16 @@ pub async fn run_hooks(
 ) -> Result<HooksOutput, AnalysisError> {
     let hooks = plan.hooks.clone().unwrap_or_default();
     let timeout = Duration::from_secs(hooks.timeout().unsigned_abs());
-    let payload = json!({
+    let mut payload = json!({
         "hook": point,
         "executionArn": context.execution_arn,
         "cluster": plan.cluster,
         "step": context.step,
         "weights": context.weights,
     });
+    if let Some(addresses) = context.test_traffic {
+        payload["testTraffic"] = json!({ "addresses": addresses });
+    }
     let payload = serde_json::to_vec(&payload)
         .map_err(|e| AnalysisError::InvalidInput(format!("hook payload not serializable: {e}")))?;
     let mut passed = Vec::new();
@@ -214,6 +220,7 @@ mod tests {
             execution_arn: "arn:aws:states:us-east-1:123456789012:execution:sm:x".to_owned(),
             step: Some(json!({"number": 1, "count": 2, "weight": 50})),
             weights: json!([]),
+            test_traffic: None,
         };
         let plan = RolloutPlan::parse(plan).expect("a valid plan").plan;
         let err = run_hooks(&fake, &plan, HookPoint::AfterEachStep, context)

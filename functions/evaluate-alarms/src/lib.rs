@@ -159,6 +159,9 @@ pub enum Request {
         #[serde(default)]
         step: Option<Value>,
         weights: Value,
+        /// The test-traffic stage's addresses (`$.testTraffic.addresses`), for its hooks.
+        #[serde(default)]
+        test_traffic: Option<Value>,
     },
 }
 
@@ -570,12 +573,14 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
             execution_arn,
             step,
             weights,
+            test_traffic,
         } => {
             let plan = RolloutPlan::parse(plan)?.plan;
             let context = hooks::HookContext {
                 execution_arn,
                 step,
                 weights,
+                test_traffic,
             };
             serde_json::to_value(hooks::run_hooks(apis.functions, &plan, point, context).await?)
         }

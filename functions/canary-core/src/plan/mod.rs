@@ -338,6 +338,16 @@ impl RolloutPlan {
         if let Some(stage) = &self.test_traffic {
             stage.validate(&self.traffic_targets, errors);
         }
+        let test_hooks = self
+            .hooks
+            .as_ref()
+            .is_some_and(|h| !h.test_traffic.is_empty());
+        if test_hooks && self.test_traffic.is_none() {
+            errors.push(
+                "hooks.testTraffic",
+                "run in the test-traffic stage: give the plan a testTraffic section, or move them to beforeTraffic",
+            );
+        }
         if let Some(retire) = &self.retire {
             self.validate_retire(retire, errors);
         }
