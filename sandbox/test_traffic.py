@@ -43,7 +43,7 @@ def create_own_record(sandbox, name=OWN_RECORD):
         "Action": "UPSERT", "ResourceRecordSet": {"Name": name, "Type": "A", "AliasTarget": green["AliasTarget"]}}]})
 
 
-def stage_plan(sandbox, plan, **stage):
+def stage_plan(plan, **stage):
     """`plan` with a header stage judged by the canary (3 s, looked at every second)."""
     plan["testTraffic"] = {
         "conditions": {"httpHeader": {"name": "x-canary", "values": ["green"]}},
@@ -66,14 +66,20 @@ def listener_rules(sandbox):
             for r in rules]
 
 
+def set_runs(sandbox, outcome):
+    """The canary's next run: `passed`, `failed`, or `none` (no run comes)."""
+    runs = {"passed": ["PASSED"], "failed": [{"state": "FAILED", "reason": "GET /checkout answered 503"}],
+            "none": []}[outcome]
+    harness_runs(sandbox, {CANARY: runs})
+
+
 def run_test_traffic(sandbox, scenario, out=print, verbose=False):
     from .scenarios import format_weights, manual_plan, read_weights, start_manual, watch
     create_canary(sandbox)
     create_own_record(sandbox)
     fails = scenario == "test-traffic-fails"
-    runs = [{"state": "FAILED", "reason": "GET /checkout answered 503"}] if fails else ["PASSED"]
-    harness_runs(sandbox, {CANARY: runs})
-    plan = stage_plan(sandbox, manual_plan(sandbox), bakeSeconds=4)
+    set_runs(sandbox, "failed" if fails else "passed")
+    plan = stage_plan(manual_plan(sandbox), bakeSeconds=4)
     execution_arn = start_manual(sandbox, plan, f"green-{scenario}")
     out(f"started a rollout whose first stage sends only requests with `x-canary: green` to green, judged by "
         f"the Synthetics canary {CANARY} (its run will {'fail' if fails else 'pass'}): {execution_arn}")

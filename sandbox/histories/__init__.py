@@ -18,7 +18,8 @@ target registered before, late, or never); `retire` (the stable target group det
 promoted); the rollout started by the CreateCluster event (the plan then the stack's profile);
 shift-weights deployed with a 10 s `Timeout`; the rollout state machine deployed with a
 `TimeoutSeconds` of 10 to 35 s (an execution that times out, into the safety net: moto's engine
-enforces it); and, a fifth of the seeds, a fleet instead (sandbox/fleet_histories.py has its
+enforces it); a test-traffic stage before the first step (its Synthetics run passing, failing or never
+coming; CreateRule refused by IAM; a stop during it); and, a fifth of the seeds, a fleet instead (sandbox/fleet_histories.py has its
 story and its promises).
 
 Where each part is (sandbox/histories/):
@@ -50,14 +51,14 @@ from .promises import (DECIDED_TO_BASELINE_SECONDS, ROLLBACK_BOUND_SECONDS, SAFE
                        violations)
 from .stories import (ACCELERATOR, ACCELERATOR_HAPPENINGS, ADDON_HAPPENINGS, ALB_HAPPENINGS, ALB_ROUTE53,
                       COMPARE_HAPPENINGS, GRADUAL, HAPPENINGS, HEALTH_HAPPENINGS, HEALTH_MODES, HOOK_POINTS, KINDS,
-                      LATTICE, METRIC_HAPPENINGS, NLB, PROVIDER_HAPPENINGS, READINESS, ROUTE53, ROUTE53_HAPPENINGS, History,
-                      generate)
+                      LATTICE, METRIC_HAPPENINGS, NLB, PROVIDER_HAPPENINGS, READINESS, ROUTE53, ROUTE53_HAPPENINGS, TEST_RUNS,
+                      History, generate)
 
 __all__ = [
     "ACCELERATOR", "ACCELERATOR_HAPPENINGS", "ADDON_HAPPENINGS", "ALB_HAPPENINGS", "ALB_ROUTE53", "COMPARE_HAPPENINGS",
     "DECIDED_TO_BASELINE_SECONDS", "GRADUAL", "HAPPENINGS", "HEALTH_HAPPENINGS", "HEALTH_MODES", "HOOK_POINTS", "KINDS",
     "LATTICE", "METRIC_HAPPENINGS", "NLB", "PROVIDER_HAPPENINGS", "READINESS", "ROLLBACK_BOUND_SECONDS", "ROUTE53",
-    "ROUTE53_HAPPENINGS", "Run", "SAFETY_NET_DELIVERY_SECONDS", "STATE_BUDGET", "UNJUDGED_BOUND_SECONDS", "History",
+    "ROUTE53_HAPPENINGS", "Run", "TEST_RUNS", "SAFETY_NET_DELIVERY_SECONDS", "STATE_BUDGET", "UNJUDGED_BOUND_SECONDS", "History",
     "alarm_to_baseline", "generate", "happened", "held_by_the_freeze", "moved_before_ready", "run",
     "unjudged_to_baseline", "violations",
 ]

@@ -99,3 +99,11 @@ DENY_READS = {"Version": "2012-10-17", "Statement": [{
 
 
 DENY_READS_POLICY = "history-denies-check-reads"
+
+
+# ... and of the test-traffic stage's rule (a grant narrowed to another state machine's).
+DENY_TEST_RULES = {"Version": "2012-10-17", "Statement": [{
+    "Effect": "Deny", "Action": ["elasticloadbalancing:CreateRule"], "Resource": "*"}]}
+
+
+DENY_TEST_RULES_POLICY = "history-denies-test-rules"

@@ -11,7 +11,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import compare, datadog, error_budget, fleet_histories, fleets, gitops, prometheus, scenarios
+from .. import (compare, datadog, error_budget, fleet_histories, fleets, gitops, prometheus, scenarios,
+               test_traffic)
 from ..front_door import (INVOKE, cloudwatch_throttled, is_invocation, json_error, lambda_service_exception,
                           lambda_throttled, lattice_throttled, query_throttled, route53_throttled)
 from ..harness import REPO, Sandbox
@@ -22,7 +23,8 @@ from .stories import (ACCELERATOR, ADDON, ADDON_HAPPENINGS, ALARM, ALB, ALB_ERRO
                       DATADOG_BREACH, DATADOG_FINE, DEPRECATED_APIS, GITOPS, HOOK, HOOK_TIMEOUT, LATTICE, LISTENER,
                       METRIC_BREACH, METRIC_FINE, METRIC_HAPPENINGS, NLB, OTHER, PROVIDER_TIMEOUT, RATIO_BREACH,
                       RATIO_FINE, ROUTE53, SHORT_TIMEOUT, TRAFFIC_KEYS, WITH_LISTENER)
-from .faults import (DENY_POLICY, DENY_READS, DENY_READS_POLICY, DENY_WRITES, function_error, held_past_timeout,
+from .faults import (DENY_POLICY, DENY_READS, DENY_READS_POLICY, DENY_TEST_RULES, DENY_TEST_RULES_POLICY, DENY_WRITES,
+                     function_error, held_past_timeout,
                      is_cloudwatch, is_endpoint_group_update, is_lattice_update, is_modify_listener, is_route53_change,
                      is_safety_net_try, pending_change)
 from .worlds import AlbTraffic, CompareTraffic, cut_template, put_latency, register_target, shaped, the_profile
@@ -60,6 +62,7 @@ class Run:
     # `budget` (spent, None: the plan's SLO's error budget holds).
     conditions: list = field(default_factory=list)
     hook_calls: list = field(default_factory=list)  # (point, step weight, weights, answer) of the first's hooks
+    test_rules_left: list = None  # the test-traffic rules tagged with the execution, once all is settled
     lost_deliveries: list = field(default_factory=list)  # the safety net's tries that failed
     dead_letters: list = field(default_factory=list)  # the executions the safety net's dead-letter queue names
     page_alarm: dict = None  # SafetyNetFailedAlarm as moto holds it
@@ -222,6 +225,11 @@ def run_on(history, sandbox, controllers, provider, out):
         serve_the_slo(sandbox, record, *((1_000, 50) if history.budget == "spent" else (1_000_000, 0)))
         if history.budget == "spent":
             record.conditions.append((0, "budget", "spent", time.time()))
+    if history.test_traffic:
+        test_traffic.create_canary(sandbox)
+        if history.kind == ALB_ROUTE53:
+            test_traffic.create_own_record(sandbox)
+        test_traffic.set_runs(sandbox, history.test_traffic)
     if history.gradual == "healthy":
         sandbox.client("elbv2").register_targets(TargetGroupArn=sandbox.world.blue_tg,
                                                  Targets=[{"Id": "10.0.1.9", "Port": 8080}])
@@ -381,6 +389,9 @@ def run_on(history, sandbox, controllers, provider, out):
         elif action == "safety-net-disabled":
             sandbox.client("events").disable_rule(Name=sandbox.safety_net.rule)
             record.net_disabled = True
+        elif action == "test-rule-refused":
+            iam.put_role_policy(RoleName=shift_weights_role, PolicyName=DENY_TEST_RULES_POLICY,
+                                PolicyDocument=json.dumps(DENY_TEST_RULES))
         elif action == "iam-refusal" and record.denied_at is None:
             iam.put_role_policy(RoleName=shift_weights_role, PolicyName=DENY_POLICY, PolicyDocument=json.dumps(DENY_WRITES))
             record.denied_at = index
@@ -548,6 +559,9 @@ def run_on(history, sandbox, controllers, provider, out):
             if done.returncode == 0:
                 break
         record.restore_after = (done.returncode, done.stdout + done.stderr, weights())
+    if history.test_traffic:
+        record.test_rules_left = [rule for rule in test_traffic.listener_rules(sandbox)
+                                  if rule[3].get("cluster-canary:execution") == arn]
     paged = sfn.get_execution_history(executionArn=arn, maxResults=1000)
     record.history_events = paged["events"]
     record.logs = "".join(p.read_text(errors="replace") for p in Path(sandbox.run_dir).glob("*.log"))

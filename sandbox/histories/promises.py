@@ -267,6 +267,7 @@ def violations(history, record):
                              f"{after}, exit {code}: {said}")
         elif code != 0 or after != record.baseline:
             found.append(f"`cluster-canary restore` after the end left {after}, exit {code}: {said}")
+    found += test_traffic_broken(history, record)
     if report.largest_state >= STATE_BUDGET:
         found.append(f"a state of {report.largest_state} bytes at {report.largest_state_at}, over {STATE_BUDGET}")
     found += fleet_histories.schema_breaks(report.events)
@@ -652,3 +653,24 @@ def promotion_without_evidence(history, record):
 def happened(record):
     """What happened in a run, as said in its story, in order (a rollout's or a fleet's)."""
     return list(record.done) if isinstance(record, fleet_histories.FleetRun) else [str(h) for h, _ in record.done]
+
+
+def test_traffic_broken(history, record):
+    """A test-traffic stage's promises: no step is set before the stage passed; a stage whose run
+    failed or never came is never promoted; no rule of the rollout is left once it ended and its
+    safety net (or the sweep, or the person paged) did its part."""
+    if not history.test_traffic:
+        return []
+    report, found = record.report, []
+    states = report.states
+    passed = states.index("NotifyTestTrafficPassed") if "NotifyTestTrafficPassed" in states else None
+    sets = [i for i, name in enumerate(states) if name == "SetWeights"]
+    if sets and (passed is None or sets[0] < passed):
+        found.append("a step was set before the test-traffic stage passed")
+    if history.test_traffic != "passed" and passed is not None:
+        found.append(f"the test-traffic stage passed, its canary's run {history.test_traffic}")
+    if record.test_rules_left:
+        stuck = safety_net_lost(record) and report.execution_arn in record.dead_letters
+        if not stuck:
+            found.append(f"the rollout ended {report.status} and left its test rule: {record.test_rules_left}")
+    return found

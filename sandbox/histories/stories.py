@@ -56,6 +56,9 @@ The happenings a story draws:
                      TransactionInProgressException (`other-kinds`)
   accelerator-stuck  the accelerator reads IN_PROGRESS 4-20 s after each write from then on
 
+  test-rule-refused  shift-weights' role is denied CreateRule: the test-traffic stage cannot open
+                     (a `test-traffic` history)
+
   compare-regression the canary answers 1.5 times slower than the stable, beyond the comparison's
                      allowed band of 1.2 (`compare-errors`: ten times the stable's 5xx rate;
                      `compare-nodata`: the canary's target group publishes nothing;
@@ -73,7 +76,10 @@ EKS's insight in ERROR at the start or not, fixed later or never; `aws-health`: 
 rollback steps back ([50, 0], a short hold), the old cluster's target group healthy (its pods
 registered) or not (none); and `compare`: the plan's `analysis.compare` (p99 with `allowedIncrease`
 1.2 and the 5xx rate, 1 s periods over 20 s) of the canary's ALB metrics against the stable's, put
-every second in sandbox/compare.py's healthy pattern (as often above as below, within 11 %).
+every second in sandbox/compare.py's healthy pattern (as often above as below, within 11 %);
+`test-traffic`: the plan's testTraffic stage (a header rule on the listener, the new cluster's own
+record for a Route 53 target, a Synthetics canary whose run passes, fails or never comes), and
+sometimes the operator's stop during it.
 """
 
 import random
@@ -143,7 +149,15 @@ FEATURES = {
     # Of the plain ALB plans left: a VPC Lattice listener instead (a stream of its own, so that
     # the other kinds' seeds replay as they did).
     "vpc-lattice": 0.15,
+    # Of the plans with the listener, written by hand: a test-traffic stage before the first step
+    # (its stream named so that the stories pinned before it replay as they were).
+    "test-traffic-before-steps": 0.15,
 }
+
+
+# The stage's Synthetics canary's run in a `test-traffic` history, and how long the stage lasts.
+TEST_RUNS = ("passed", "failed", "none")
+TEST_STAGE_SECONDS = 3
 
 
 GRADUAL = ("healthy", "unhealthy")  # the old cluster's target group in a `gradual` history
@@ -355,6 +369,7 @@ class History:
     traffic: str = None  # NLB or ACCELERATOR: the plan's one target, instead of the ALB listener
     budget: str = None  # the plan's SLO's budget at the start (BUDGET_AT_START), or None: no errorBudget
     budget_judged: bool = False  # the errorBudget judges the new cluster (its 5xx put every second, AlbTraffic)
+    test_traffic: str = None  # the test-traffic stage's canary run (TEST_RUNS), or None: no stage
 
     def __str__(self):
         if self.fleet:
@@ -379,6 +394,7 @@ class History:
             f", AWS Health issues: {self.health} (bounded to {FROZEN_BOUND} s)" if self.health else "",
             f", an error budget {self.budget} at the start (bounded to {FROZEN_BOUND} s)" if self.budget else "",
             ", judging the new cluster's share and burn" if self.budget_judged else "",
+            f", a test-traffic stage (its run {self.test_traffic})" if self.test_traffic else "",
         ])
         kind = {NLB: "NLB", ACCELERATOR: "Global Accelerator", LATTICE: "VPC Lattice"}.get(self.traffic, self.kind)
         return (f"seed {self.seed}: {kind}, steps {self.steps}{approval}{extra}; "
@@ -538,3 +554,10 @@ def draw_later_features(history, points):
                 happenings.append(Happening(action, *r.choice(points), value))
     if drawn("vpc-lattice", history.kind == ALB and not listener_bound and not history.traffic):
         history.traffic = LATTICE
+    staged = history.kind in WITH_LISTENER and not history.traffic and not history.by_event and not history.fleet
+    if r := drawn("test-traffic-before-steps", staged):
+        history.test_traffic = r.choice(TEST_RUNS)
+        if r.random() < 0.25:
+            happenings.append(Happening("test-rule-refused", "PrepareTraffic", 1))
+        if r.random() < 0.25:
+            happenings.append(Happening("abort", "OpenTestTraffic", 1))

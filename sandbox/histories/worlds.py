@@ -8,13 +8,13 @@ import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .. import compare, datadog, error_budget, prometheus
+from .. import compare, datadog, error_budget, prometheus, test_traffic
 from ..alb_metrics import AlbMetrics
 from ..harness import REPO
 from .stories import (ADDON, ALARM, ALB, ALB_LOOKBACK, ALB_MAX_ERROR_PERCENT, ALB_REQUESTS, ALB_ROUTE53,
                       APPROVAL_TIMEOUT, CHECKS_PER_STEP, CHECK_INTERVAL, COMPARE_ERRORS, DATADOG_LIMIT, DIRECT,
                       FROZEN_BOUND, GRADUAL_HOLD, HOOK, HOOK_TIMEOUT, LATE_WRITE_SETTLE, MAX_UNJUDGED, METRIC_LIMIT,
-                      NLB, RATIO_LIMIT, READINESS_TIMEOUT, ROUTE53, TARGET_HEALTH_TIMEOUT)
+                      NLB, RATIO_LIMIT, READINESS_TIMEOUT, ROUTE53, TARGET_HEALTH_TIMEOUT, TEST_STAGE_SECONDS)
 
 
 def shaped(history, plan, prometheus_url=None):
@@ -53,6 +53,8 @@ def shaped(history, plan, prometheus_url=None):
                                    "lookbackSeconds": ALB_LOOKBACK, "latencyStatistic": "Maximum"}
     if history.freeze:
         plan["freeze"] = {"maxFrozenSeconds": FROZEN_BOUND}
+    if history.test_traffic:
+        test_traffic.stage_plan(plan, bakeSeconds=TEST_STAGE_SECONDS)
     if history.gradual:
         plan.setdefault("rollback", {})["gradual"] = {"steps": [50, 0], "holdSeconds": GRADUAL_HOLD}
     if history.short_timeout:

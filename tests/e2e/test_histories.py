@@ -142,6 +142,17 @@ CI_HISTORIES = {
             ' late-safety-net after Evaluate #4; lambda-5xx after Evaluate #2; insight-fixed[6] after '
             'PrepareTraffic #1; addon-recovers after PrepareTraffic #1; addon-degraded after Evaluate #6;'
             ' health-open after SetWeights #1; health-close after Evaluate #5',
+    1119: 'seed 1119: ALB, steps [6, 83, 100], a gradual rollback (the old cluster unhealthy), the compari'
+          'son, a test-traffic stage (its run none); alarm-clears after Evaluate #4; compare-fine after Re'
+          'store #1; abort after OpenTestTraffic #1',
+    1942: 'seed 1942: ALB + Route 53, steps [100], executions time out after 34 s, a test-traffic stage (i'
+          'ts run failed); second-rollout after PrepareTraffic #1; lambda-5xx after RestoreUnchanged #1',
+    6861: 'seed 6861: ALB + Route 53, steps [30, 100], a Datadog check, executions time out after 23 s, a '
+          'test-traffic stage (its run passed); lambda-5xx after SetWeights #2; provider-up after Restore '
+          '#1; test-rule-refused after PrepareTraffic #1',
+    29294: 'seed 29294: ALB, steps [93, 95, 100], target health gate (targets ready), a gradual rollback (t'
+           'he old cluster unhealthy), a test-traffic stage (its run passed); lambda-throttle after SetWeig'
+           'hts #1',
 }
 
 ARN = "arn:aws:states:us-east-1:123456789012:execution:cluster-canary-rollout:history-1"
@@ -573,7 +584,7 @@ def test_the_pinned_histories_draw_every_kind_of_happening():
              "safety-net-disabled", "iam-refusal", "iam-restored", "iam-reads-refused", "iam-reads-restored",
              "targets-registered", "write-past-timeout", "freeze", "unfreeze", *histories.COMPARE_HAPPENINGS,
              "insight-fixed", *histories.ADDON_HAPPENINGS, *histories.HEALTH_HAPPENINGS,
-             *histories.ACCELERATOR_HAPPENINGS, "budget-burn"}
+             *histories.ACCELERATOR_HAPPENINGS, "budget-burn", "test-rule-refused"}
     assert every <= made, every - made
     assert {history.kind for history in rollouts} == {*histories.KINDS, histories.ROUTE53}
     assert {point for history in rollouts for point in history.hooks or {}} == set(histories.HOOK_POINTS)
@@ -586,6 +597,8 @@ def test_the_pinned_histories_draw_every_kind_of_happening():
     assert {history.health for history in rollouts} == {None, *histories.HEALTH_MODES}
     assert {history.traffic for history in rollouts} == {None, histories.NLB, histories.ACCELERATOR, histories.LATTICE}
     assert any(history.failure_limit > 1 for history in rollouts)
+    assert {history.test_traffic for history in rollouts} == {None, *histories.TEST_RUNS}
+    assert any(h.action == "abort" and h.after == "OpenTestTraffic" for history in rollouts for h in history.happenings)
     fleets = [history.fleet for history in drawn if history.fleet]
     assert {h[0] for fleet in fleets for h in fleet.happenings} == set(fleet_histories.FLEET_ACTIONS)
     assert {fleet.on_halt for fleet in fleets} == {"finishRunning", "abortRunning"}
@@ -739,3 +752,21 @@ def test_the_checker_flags_a_healthy_new_cluster_failed_on_its_budget_and_a_burn
     history.budget_judged = True
     assert histories.violations(history, record) == [
         "promoted with the new cluster burning its error budget 30 s before the last check"]
+
+
+def test_the_checker_flags_a_step_before_the_test_stage_passed_and_a_test_rule_left():
+    passed = ["OpenTestTraffic", "LookAtTestTraffic", "NotifyTestTrafficPassed", "SetWeights"]
+    history, record = made_up("SUCCEEDED", PROMOTED, states=passed, history=passing_step(), test_rules_left=[])
+    history.test_traffic = "passed"
+    assert histories.violations(history, record) == []
+    history, early = made_up("SUCCEEDED", PROMOTED, states=["OpenTestTraffic", "SetWeights", "NotifyTestTrafficPassed"],
+                             history=passing_step(), test_rules_left=[])
+    history.test_traffic = "passed"
+    assert histories.violations(history, early) == ["a step was set before the test-traffic stage passed"]
+    history, failed_run = made_up("SUCCEEDED", PROMOTED, states=passed, history=passing_step(), test_rules_left=[])
+    history.test_traffic = "failed"
+    assert histories.violations(history, failed_run) == ["the test-traffic stage passed, its canary's run failed"]
+    rule = ("1", [], ["green"], {"cluster-canary:execution": ARN})
+    history, left = made_up("ABORTED", BASELINE, states=["OpenTestTraffic"], test_rules_left=[rule])
+    history.test_traffic = "none"
+    assert histories.violations(history, left) == [f"the rollout ended ABORTED and left its test rule: {[rule]}"]

@@ -17,7 +17,7 @@ def stage_plan(sandbox, **stage):
     scenarios.create_green(sandbox)
     plan = scenarios.manual_plan(sandbox)
     plan["trafficTargets"] = plan["trafficTargets"][:1]
-    return test_traffic.stage_plan(sandbox, plan, **stage)
+    return test_traffic.stage_plan(plan, **stage)
 
 
 def only_alb(weights):
@@ -89,7 +89,7 @@ def test_an_own_record_that_points_elsewhere_is_refused_before_anything_is_made(
     with Sandbox(log=captured) as sandbox:
         create_canary(sandbox)
         scenarios.create_green(sandbox)
-        plan = test_traffic.stage_plan(sandbox, scenarios.manual_plan(sandbox), recordName="nowhere.app.example.com")
+        plan = test_traffic.stage_plan(scenarios.manual_plan(sandbox), recordName="nowhere.app.example.com")
         report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "no-record"), out=captured)
         assert (report.status, report.error) == ("FAILED", "TargetMisconfigured"), report.cause
         assert "testTraffic.recordName `nowhere.app.example.com` does not resolve to the new cluster's load " \
@@ -204,7 +204,7 @@ def test_plan_check_says_the_rule_and_the_addresses_and_refuses_a_clash_making_n
         create_canary(sandbox)
         test_traffic.create_own_record(sandbox)
         scenarios.create_green(sandbox)
-        plan = test_traffic.stage_plan(sandbox, scenarios.manual_plan(sandbox))
+        plan = test_traffic.stage_plan(scenarios.manual_plan(sandbox))
         path = tmp_path / "plan.json"
         path.write_text(json.dumps(plan))
         checked = sandbox.cli("plan", "check", str(path))
