@@ -6,6 +6,7 @@ use canary_core::state::{
     ExecutionState, Prepared, PREPARE_STATE, SET_STATE, STEP_BACK_STATE, WATCH_UNAVAILABLE_STATES,
 };
 use canary_core::{ErrorName, TargetWeights};
+use canary_rollout::test_traffic::TestAddress;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -49,6 +50,15 @@ pub enum Update {
     ClusterReadiness {
         ready: bool,
         reason: String,
+    },
+    /// The test-traffic stage's rules are in place: where test requests go.
+    TestTrafficOpened {
+        addresses: Vec<String>,
+    },
+    /// One look at the test-traffic stage.
+    TestTrafficLook {
+        passed: bool,
+        summary: String,
     },
     #[serde(rename_all = "camelCase")]
     ApprovalRequested {
@@ -203,6 +213,9 @@ pub fn phase_of(name: &str) -> Option<&'static str> {
         "RegisterCluster" => "registering in Argo CD",
         "AppsStatus" | "WaitForApps" => "waiting for Argo CD apps",
         "TargetHealth" | "WaitForTargets" => "waiting for healthy targets",
+        "OpenTestTraffic" | "RunTestTrafficHooks" | "LookAtTestTraffic" | "WaitOnTestTraffic" => {
+            "test traffic only (no user request reaches the new cluster)"
+        }
         "ClusterReadiness" | "WaitForClusterReadiness" => {
             "waiting for EKS to say the cluster is ready"
         }
@@ -236,6 +249,9 @@ pub fn failed_where(state: &str) -> String {
         "TargetsNotHealthyOutcome" => "the canary targets never became healthy",
         "ClusterNotHealthyOutcome" => "EKS never said the cluster was ready",
         "FailedBeforeTrafficOutcome" => "before any traffic moved",
+        "CloseFailedTestTraffic" => {
+            "in the test-traffic stage, before any user request reached the new cluster"
+        }
         "StoppedByForeignChangeOutcome" => "the weights were changed outside this rollout",
         "MovedUnderCheckOutcome" => "the weights moved under a check",
         "MovedUnderStepBackOutcome" => "the weights moved under a step back",
@@ -556,6 +572,18 @@ impl Tracker {
             "ClusterReadiness" => Some(Update::ClusterReadiness {
                 ready: state["readiness"]["ready"] == true,
                 reason: text(&state["readiness"]["reason"]),
+            }),
+            "OpenTestTraffic" => {
+                let addresses: Vec<TestAddress> =
+                    serde_json::from_value(state["testTraffic"]["addresses"].clone())
+                        .unwrap_or_default();
+                Some(Update::TestTrafficOpened {
+                    addresses: addresses.iter().map(TestAddress::described).collect(),
+                })
+            }
+            "LookAtTestTraffic" => Some(Update::TestTrafficLook {
+                passed: state["testTrafficLook"]["passed"] == true,
+                summary: text(&state["testTrafficLook"]["summary"]),
             }),
             "StepSetup" => {
                 self.status.step = step_of_cursor(&state["cursor"]);

@@ -125,6 +125,19 @@ pub fn lines(update: &Update, output: Output, verbose: bool) -> Vec<String> {
             "not ready yet by EKS",
             reason,
         )),
+        Update::TestTrafficOpened { addresses } => std::iter::once(
+            "test traffic only: the new cluster gets only requests that carry the stage's conditions"
+                .to_owned(),
+        )
+        .chain(addresses.iter().map(|a| format!("  test address: {a}")))
+        .collect(),
+        Update::TestTrafficLook { passed, summary } => one(gate_look(
+            output,
+            "test traffic",
+            (*passed).then_some("passed"),
+            "looked at",
+            summary,
+        )),
         Update::ApprovalRequested {
             execution_arn,
             step,

@@ -71,6 +71,11 @@ def test_the_test_traffic_scenario_checks_the_clusters_own_record_and_promotes()
     assert len(started["rules"]) == 1, "a rule for the ALB target; the record is the Route 53 target's"
     [opened] = [line for line in said if line.startswith(">>> test rule at priority 1")]
     assert "listener :80 blue 100 / green 0" in opened, opened
+    # The live view (`cluster-canary watch`) says the stage, its addresses and its looks.
+    assert any("test traffic only: the new cluster gets only requests that carry" in line for line in said), said
+    assert any("test address: https://green.app.example.com/" in line for line in said)
+    assert any("test address: http://web-1.us-east-1.elb.amazonaws.com/ (x-canary: green)" in line for line in said)
+    assert any("test traffic passed: " in line for line in said)
 
 
 def test_a_failed_synthetics_run_ends_the_rollout_with_no_user_request_sent_and_no_rule_left():
@@ -106,6 +111,8 @@ def test_a_run_that_never_comes_fails_the_stage_at_its_end():
         assert (report.status, report.error) == ("FAILED", "TestTrafficFailed")
         assert f"no passed run of the Synthetics canaries {CANARY} within the stage's 2 s" in report.cause
         assert report.states.count("LookAtTestTraffic") >= 2, "held, looked at again, then failed"
+        assert any(name == "GateHolds" and dims.get("Gate") == "testTraffic" for name, dims, _ in report.metrics), \
+            report.metrics
         assert report.max_canary == 0 and listener_rules(sandbox) == []
 
 

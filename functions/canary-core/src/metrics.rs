@@ -17,7 +17,7 @@ pub const NAMESPACE: &str = "ClusterCanary";
 
 /// The gates before traffic a `GateHolds` point names (the plan's sections): a bounded
 /// dimension.
-pub const GATES: [&str; 2] = ["targetHealth", "clusterReadiness"];
+pub const GATES: [&str; 3] = ["targetHealth", "clusterReadiness", "testTraffic"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, IntoStaticStr, VariantArray)]
 pub enum Metric {
@@ -65,7 +65,8 @@ pub enum Metric {
     /// Calendar CLOSED, the stack's freeze switch on).
     FrozenChecks,
     /// 1 for each look of a gate before traffic that held the rollout (`Gate`: [`GATES`]):
-    /// the canary's targets not healthy yet, EKS saying the new cluster is not ready.
+    /// the canary's targets not healthy yet, EKS saying the new cluster is not ready, the
+    /// test-traffic stage not over yet.
     GateHolds,
     /// A fleet's cells promoted in a wave (`Fleet`: the fleet plan's name).
     CellsPromoted,

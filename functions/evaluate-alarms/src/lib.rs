@@ -565,6 +565,9 @@ pub async fn handle(apis: &Apis<'_>, input: Value) -> Result<Value, AnalysisErro
             let look = test_traffic::look(apis.synthetics, signals.cloudwatch, &plan, &opened, now)
                 .await?;
             info!(passed = look.passed, summary = %look.summary, "test traffic looked at");
+            if !look.passed {
+                canary_rollout::metrics::gate_hold(&plan, "testTraffic");
+            }
             serde_json::to_value(look)
         }
         Request::Hooks {
