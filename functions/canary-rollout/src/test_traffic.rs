@@ -110,6 +110,13 @@ pub async fn preview<'p>(
     for located in locate(&plan.traffic_targets) {
         let path = located.label.clone();
         match located.target {
+            // Two targets on one listener (its default action and one of its rules): one test
+            // rule serves both, forwarding to the first one's canary target group.
+            TrafficTarget::Alb(alb)
+                if preview
+                    .rules
+                    .iter()
+                    .any(|r| r.target.listener_arn == alb.listener_arn) => {}
             TrafficTarget::Alb(alb) => {
                 let planned = plan_rule(apis.test_rules, stage, &alb.listener_arn, execution_arn)
                     .await
@@ -730,6 +737,25 @@ mod tests {
         let again = open(&apis, &plan(None), ME, 200.0).await.expect("reopened");
         assert_eq!(again.rules, opened.rules, "no second rule");
         assert_eq!(rules.rules.lock().unwrap().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn two_targets_on_one_listener_get_one_rule() {
+        let rules = Rules::default();
+        let apis = Apis {
+            test_rules: &rules,
+            ..Apis::fake()
+        };
+        let mut plan = plan(None);
+        let TrafficTarget::Alb(first) = plan.traffic_targets[0].clone() else {
+            panic!("an alb target")
+        };
+        let mut second = first.clone();
+        second.rule_arn = Some(format!("{LISTENER}/rule-of-the-api"));
+        plan.traffic_targets.push(TrafficTarget::Alb(second));
+        let opened = open(&apis, &plan, ME, 0.0).await.expect("opened");
+        assert_eq!(opened.rules.len(), 1);
+        assert_eq!(rules.rules.lock().unwrap().len(), 1);
     }
 
     #[tokio::test]
