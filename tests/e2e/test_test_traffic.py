@@ -260,3 +260,36 @@ def test_a_test_traffic_hook_gets_the_test_address_and_its_failure_fails_the_sta
         assert [w["canary"] for w in payload["weights"]] == [0], "no user request reaches green"
         assert event_types(report) == ["Rollout Started", "Test Traffic Started", "Test Traffic Failed", "Rollout Failed"]
         assert listener_rules(sandbox) == [] and report.max_canary == 0
+
+
+def put_canary_requests(sandbox, requests, errors):
+    """What the load balancer says green's target group answered (all of it test requests)."""
+    world = sandbox.world
+    dimensions = [{"Name": "LoadBalancer", "Value": world.listener.split(":listener/", 1)[1].rsplit("/", 1)[0]},
+                  {"Name": "TargetGroup", "Value": world.green_tg.rsplit(":", 1)[1]}]
+    sandbox.client("cloudwatch").put_metric_data(Namespace="AWS/ApplicationELB", MetricData=[
+        {"MetricName": "RequestCount", "Dimensions": dimensions, "Value": requests, "Unit": "Count"},
+        {"MetricName": "HTTPCode_Target_5XX_Count", "Dimensions": dimensions, "Value": errors, "Unit": "Count"}])
+
+
+def test_a_stage_that_tested_nothing_fails_and_so_do_the_canary_groups_own_5xx():
+    with Sandbox(log=captured) as sandbox:
+        plan = stage_plan(sandbox, bakeSeconds=2, maxErrorRatePercent=5)
+        del plan["testTraffic"]["syntheticsCanaries"]
+        report = scenarios.watch(sandbox, scenarios.start_manual(sandbox, plan, "quiet"), out=captured)
+        assert (report.status, report.error) == ("FAILED", "TestTrafficFailed"), report.cause
+        assert "only 0 test requests reached the canary target groups within the stage's 2 s (minRequests 10): " \
+               "the stage tested nothing" in report.cause, report.cause
+
+        plan["testTraffic"].update(bakeSeconds=30, minRequests=10)
+        arn = scenarios.start_manual(sandbox, plan, "5xx")
+
+        def on_event(name, state):
+            if name == "OpenTestTraffic":
+                put_canary_requests(sandbox, 20, 4)
+
+        report = scenarios.watch(sandbox, arn, on_event=on_event, out=captured)
+        assert (report.status, report.error) == ("FAILED", "TestTrafficFailed"), report.cause
+        assert "the canary target groups answered 20.0 % of their 20 test requests with 5xx " \
+               "(maxErrorRatePercent 5)" in report.cause, report.cause
+        assert report.max_canary == 0 and listener_rules(sandbox) == []

@@ -30,7 +30,7 @@ pub const EXECUTION_TAG: &str = "cluster-canary:execution";
 pub const STACK_TAG: &str = "cluster-canary:stack";
 
 /// A stage of test requests before any user request reaches the new cluster.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TestTrafficSection {
     /// What a test request carries, for `alb` targets: the conditions of the listener rule
@@ -62,7 +62,19 @@ pub struct TestTrafficSection {
     /// all its requests are test requests in this stage. One in ALARM fails the stage.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alarms: Vec<String>,
+    /// The canary target groups' own 5xx, read from the load balancer's metrics (all their
+    /// requests are test requests in this stage): more than this share of the stage's requests
+    /// fails it, and so do fewer than `minRequests` by its end (the stage tested nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_error_rate_percent: Option<f64>,
+    /// How many test requests the canary target groups must have answered by the stage's end
+    /// for `maxErrorRatePercent`. Default 10.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_requests: Option<i64>,
 }
+
+/// `minRequests` when the plan gives none.
+pub const DEFAULT_MIN_TEST_REQUESTS: i64 = 10;
 
 /// The conditions of the test rule: every one given must match (ELB's AND); within one, any
 /// value matches.
@@ -187,12 +199,42 @@ impl TestTrafficSection {
                 );
             }
         }
-        if self.synthetics_canaries.is_empty() && self.alarms.is_empty() {
+        let judged_by_rate = self.max_error_rate_percent.is_some() && has_alb;
+        if self.synthetics_canaries.is_empty() && self.alarms.is_empty() && !judged_by_rate {
             errors.push(
                 path,
-                "judges test traffic by syntheticsCanaries or alarms: name at least one (a stage \
-                 nobody judges would pass whatever the new cluster answers)",
+                "judges test traffic by syntheticsCanaries, alarms or (alb targets) \
+                 maxErrorRatePercent: give at least one (a stage nobody judges would pass whatever \
+                 the new cluster answers)",
             );
+        }
+        if let Some(rate) = self.max_error_rate_percent {
+            if !(0.0..=100.0).contains(&rate) {
+                errors.push(
+                    format!("{path}.maxErrorRatePercent"),
+                    format!("must be a percentage from 0 to 100, got {rate}"),
+                );
+            }
+            if !has_alb {
+                errors.push(
+                    format!("{path}.maxErrorRatePercent"),
+                    "reads the canary target groups of alb targets: the plan has none",
+                );
+            }
+        }
+        if let Some(min) = self.min_requests {
+            if !(1..=1_000_000).contains(&min) {
+                errors.push(
+                    format!("{path}.minRequests"),
+                    format!("must be from 1 to 1000000, got {min}"),
+                );
+            }
+            if self.max_error_rate_percent.is_none() {
+                errors.push(
+                    format!("{path}.minRequests"),
+                    "is the least the error rate is read over: give maxErrorRatePercent too",
+                );
+            }
         }
         for (field, names) in [
             ("syntheticsCanaries", &self.synthetics_canaries),
@@ -505,6 +547,18 @@ mod tests {
             .iter()
             .any(|e| e.starts_with("testTraffic.conditions: is what")));
         assert!(errors.iter().any(|e| e.starts_with("testTraffic: judges")));
+        let rate_alone = errors_of(plan_with(
+            json!({"conditions": {"hostHeader": ["green.example.com"]}, "bakeSeconds": 60,
+                   "maxErrorRatePercent": 101, "minRequests": 0}),
+            alb(),
+        ));
+        assert_eq!(
+            rate_alone,
+            [
+                "testTraffic.maxErrorRatePercent: must be a percentage from 0 to 100, got 101",
+                "testTraffic.minRequests: must be from 1 to 1000000, got 0"
+            ]
+        );
         let empty = errors_of(plan_with(
             json!({"conditions": {}, "bakeSeconds": 60, "alarms": ["green-5xx"]}),
             alb(),

@@ -21,13 +21,18 @@ use canary_aws::synthetics::is_running;
 use canary_aws::{AlarmStateValue, AwsErrorKind, CloudWatchApi, SyntheticsApi, TestRuleApi};
 use canary_core::limits::{join_bounded, truncate, MAX_REASON_BYTES};
 use canary_core::targets::route53_name;
-use canary_core::test_traffic::{choose_priority, TestTrafficSection, EXECUTION_TAG};
+use canary_core::test_traffic::{
+    choose_priority, TestTrafficSection, DEFAULT_MIN_TEST_REQUESTS, EXECUTION_TAG,
+};
 use canary_core::{RolloutPlan, TrafficTarget};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tracing::{info, warn};
 
+use std::time::{Duration, UNIX_EPOCH};
+
 use crate::error::{AnalysisError, ShiftError};
+use crate::signals::target_groups::{GroupMetric, MeasuredGroup};
 use crate::traffic::{locate, Apis};
 
 /// What [`open`] made: the rules to delete at the end, and where test requests go.
@@ -453,6 +458,52 @@ pub async fn close_after_restore(
     }
 }
 
+/// The requests and 5xx of the ALB targets' canary target groups since the stage began (the
+/// load balancer's per-minute sums, from the minute it began: before it, the groups had none).
+async fn canary_requests(
+    cloudwatch: &dyn CloudWatchApi,
+    plan: &RolloutPlan,
+    since: f64,
+    now: f64,
+) -> Result<(f64, f64), AnalysisError> {
+    let mut queries = Vec::new();
+    let mut seen = BTreeSet::new();
+    for alb in plan
+        .traffic_targets
+        .iter()
+        .filter_map(TrafficTarget::as_alb)
+    {
+        if !seen.insert(alb.canary_target_group_arn.as_str()) {
+            continue;
+        }
+        let Some(group) = MeasuredGroup::alb(&alb.listener_arn, &alb.canary_target_group_arn)
+        else {
+            continue;
+        };
+        let i = queries.len() / 2;
+        queries.push(group.query(format!("r{i}"), GroupMetric::Requests, "Sum".to_owned(), 60));
+        queries.push(group.query(
+            format!("e{i}"),
+            GroupMetric::Errors5xx,
+            "Sum".to_owned(),
+            60,
+        ));
+    }
+    let at = |seconds: f64| UNIX_EPOCH + Duration::from_secs_f64(seconds.max(0.0));
+    let series = cloudwatch
+        .metric_data(&queries, at(since - 60.0), at(now + 1.0))
+        .await?;
+    let total = |prefix: char| -> f64 {
+        series
+            .iter()
+            .filter(|(id, _)| id.starts_with(prefix))
+            .flat_map(|(_, s)| s.points.iter().map(|(_, v)| v))
+            // From +0: an empty f64 sum is -0, which would read "-0 test requests".
+            .fold(0.0, |sum, v| sum + v)
+    };
+    Ok((total('r'), total('e')))
+}
+
 /// One look at the stage.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -521,6 +572,29 @@ pub async fn look(
             ));
         }
     }
+    let done = elapsed >= stage.bake_seconds;
+    if let Some(max) = stage.max_error_rate_percent {
+        let (requests, errors) = canary_requests(cloudwatch, plan, opened.opened_at, now).await?;
+        let min = stage.min_requests.unwrap_or(DEFAULT_MIN_TEST_REQUESTS) as f64;
+        let rate = if requests > 0.0 {
+            errors * 100.0 / requests
+        } else {
+            0.0
+        };
+        if requests >= min && rate > max {
+            return fail(format!(
+                "the canary target groups answered {rate:.1} % of their {requests} test requests \
+                 with 5xx (maxErrorRatePercent {max})"
+            ));
+        }
+        if done && requests < min {
+            return fail(format!(
+                "only {requests} test requests reached the canary target groups within the \
+                 stage's {} s (minRequests {min}): the stage tested nothing",
+                stage.bake_seconds
+            ));
+        }
+    }
     let mut waiting = Vec::new();
     for name in &stage.synthetics_canaries {
         let state = synthetics.canary_state(region, name).await.map_err(|e| {
@@ -558,7 +632,6 @@ pub async fn look(
             }
         }
     }
-    let done = elapsed >= stage.bake_seconds;
     if done && !waiting.is_empty() {
         return fail(format!(
             "no passed run of the Synthetics canaries {} within the stage's {} s",

@@ -17,7 +17,7 @@ mod error_budget;
 mod outlook;
 mod prometheus;
 mod query_checks;
-mod target_groups;
+pub(crate) mod target_groups;
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
