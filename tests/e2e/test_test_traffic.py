@@ -293,3 +293,38 @@ def test_a_stage_that_tested_nothing_fails_and_so_do_the_canary_groups_own_5xx()
         assert "the canary target groups answered 20.0 % of their 20 test requests with 5xx " \
                "(maxErrorRatePercent 5)" in report.cause, report.cause
         assert report.max_canary == 0 and listener_rules(sandbox) == []
+
+
+def test_a_safety_net_that_cannot_delete_the_rule_still_puts_the_weights_back_first():
+    """A stop at the first step, with shift-weights denied DeleteRule (someone narrowed its role):
+    the safety net restores the baseline, then fails on the rule, and says so; the weights never
+    wait for the rule."""
+    from sandbox.histories.faults import DENY_POLICY
+    with Sandbox(log=captured) as sandbox:
+        create_canary(sandbox)
+        harness_runs(sandbox, {CANARY: ["PASSED"]})
+        plan = stage_plan(sandbox)
+        plan["bake"] = {"seconds": 600, "checkIntervalSeconds": 5}
+        arn = scenarios.start_manual(sandbox, plan, "no-delete")
+        role = sandbox.client("lambda").get_function_configuration(
+            FunctionName=sandbox.function("shift-weights"))["Role"].rsplit("/", 1)[-1]
+        sfn = sandbox.client("stepfunctions")
+
+        def on_event(name, state):
+            if name == "SetWeights":
+                sandbox.client("iam").put_role_policy(RoleName=role, PolicyName=DENY_POLICY, PolicyDocument=json.dumps({
+                    "Version": "2012-10-17", "Statement": [{"Effect": "Deny", "Action": "elasticloadbalancing:DeleteRule",
+                                                            "Resource": "*"}]}))
+                time.sleep(1.5)  # IAM here, as on AWS, takes a policy change within a second or so
+                sfn.stop_execution(executionArn=arn, cause="a person stopped it at the first step")
+
+        report = scenarios.watch(sandbox, arn, on_event=on_event, out=captured, await_safety_net=False)
+        assert report.status == "ABORTED"
+        deadline = time.monotonic() + 60
+        while arn not in sandbox.safety_net.answers:
+            assert time.monotonic() < deadline, "the safety net never answered"
+            time.sleep(0.5)
+        error, answer = sandbox.safety_net.answers[arn]
+        assert error and "elasticloadbalancing:DeleteRule" in json.dumps(answer), answer
+        assert only_alb(scenarios.read_weights(sandbox)) == only_alb(BASELINE), "the weights went back first"
+        assert len(listener_rules(sandbox)) == 1, "the rule is left for a retry, the sweep or a person"

@@ -276,9 +276,24 @@ pub async fn safety_net(
     execution_arn: &str,
     status: Option<&str>,
 ) -> Result<SafetyNetOutput, ShiftError> {
+    // The weights first: nothing about the test rules may hold them up. The rules go whatever
+    // the weights needed; failing to delete them fails the invocation after the weights are
+    // done (Lambda tries it again; a restore done already writes nothing).
+    let output = settle_weights(apis, execution_arn, status).await;
+    let closed = close_test_traffic(apis, execution_arn).await;
+    let output = output?;
+    closed?;
+    Ok(output)
+}
+
+/// What the safety net does about the weights of an ended execution.
+async fn settle_weights(
+    apis: &Apis<'_>,
+    execution_arn: &str,
+    status: Option<&str>,
+) -> Result<SafetyNetOutput, ShiftError> {
     let aws = |e| ShiftError::aws("executionArn", e);
     let history = apis.executions.history(execution_arn).await.map_err(aws)?;
-    close_test_traffic(apis, execution_arn).await?;
     let left_alone = |reason: String| {
         info!(execution_arn, status = status.unwrap_or(""), %reason, "safety net: nothing to restore");
         Ok(SafetyNetOutput {

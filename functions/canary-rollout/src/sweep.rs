@@ -177,35 +177,52 @@ struct Found {
     plan: canary_core::RolloutPlan,
 }
 
-/// Whether `execution` left traffic the safety net would have put back, and if so puts it
-/// back (only the targets still where it left them).
+/// Whether `execution` left traffic the safety net would have put back, or test-traffic rules,
+/// and if so puts the traffic back (only the targets still where it left them) and deletes the
+/// rules. The weights first: nothing about the rules may hold them up.
 async fn examine(apis: &Apis<'_>, execution: &Listed) -> Result<Option<Found>, ShiftError> {
+    let arn = execution.arn.as_str();
+    let restored = put_back(apis, execution).await;
+    let closed = close_test_traffic(apis, arn).await;
+    let restored = restored?;
+    let rules = closed?;
+    if rules.is_empty() {
+        return Ok(restored);
+    }
+    let said = format!(
+        "its test-traffic rules were left behind, and the sweep deleted them: {}",
+        rules.join(", ")
+    );
+    Ok(Some(match restored {
+        Some(mut found) => {
+            found.swept.reason =
+                truncate(&format!("{}; {said}", found.swept.reason), MAX_REASON_BYTES);
+            found
+        }
+        None => Found {
+            swept: SweptExecution {
+                execution_arn: arn.to_owned(),
+                reason: truncate(
+                    &format!("the execution ended {}; {said}", execution.status),
+                    MAX_REASON_BYTES,
+                ),
+                weights: Vec::new(),
+            },
+            plan: plan_of(apis, arn).await?,
+        },
+    }))
+}
+
+/// The weights of [`examine`].
+async fn put_back(apis: &Apis<'_>, execution: &Listed) -> Result<Option<Found>, ShiftError> {
     let arn = execution.arn.as_str();
     let history = apis
         .executions
         .history(arn)
         .await
         .map_err(|e| ShiftError::aws("executionArn", e))?;
-    let rules = close_test_traffic(apis, arn).await?;
     let (baseline, expected, why) = match assess(Some(&execution.status), &history) {
-        Assessment::LeaveAlone(_) if rules.is_empty() => return Ok(None),
-        Assessment::LeaveAlone(why) => {
-            return Ok(Some(Found {
-                swept: SweptExecution {
-                    execution_arn: arn.to_owned(),
-                    reason: truncate(
-                        &format!(
-                            "{why}; its test-traffic rules were left behind, and the sweep deleted \
-                             them: {}",
-                            rules.join(", ")
-                        ),
-                        MAX_REASON_BYTES,
-                    ),
-                    weights: Vec::new(),
-                },
-                plan: plan_of(apis, arn).await?,
-            }))
-        }
+        Assessment::LeaveAlone(_) => return Ok(None),
         Assessment::Restore {
             baseline,
             expected,
