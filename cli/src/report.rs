@@ -129,6 +129,21 @@ pub fn timeline(execution_arn: &str, events: &[HistoryEvent], status: &str) -> T
                 ready: false,
                 reason,
             } => timeline.held(at, "the cluster readiness gate".to_owned(), reason),
+            // The stage's looks before it passed hold the rollout as a gate's do; the look that
+            // passed it is a check of its own.
+            Update::TestTrafficLook {
+                passed: false,
+                summary,
+            } => timeline.held(at, "the test-traffic stage".to_owned(), summary),
+            Update::TestTrafficLook {
+                passed: true,
+                summary,
+            } => timeline.checks.push(Check {
+                at,
+                label: "test traffic".to_owned(),
+                verdict: "pass".to_owned(),
+                reasons: vec![summary],
+            }),
             Update::Frozen { reason } => timeline.held(
                 at,
                 format!("{} before traffic", crate::history::holder(&reason)),

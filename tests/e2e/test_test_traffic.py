@@ -103,7 +103,7 @@ def test_an_own_record_that_points_elsewhere_is_refused_before_anything_is_made(
         assert report.max_canary == 0
 
 
-def test_a_run_that_never_comes_fails_the_stage_at_its_end():
+def test_a_run_that_never_comes_fails_the_stage_at_its_end(tmp_path):
     with Sandbox(log=captured) as sandbox:
         create_canary(sandbox)
         plan = stage_plan(sandbox, bakeSeconds=2)
@@ -113,6 +113,11 @@ def test_a_run_that_never_comes_fails_the_stage_at_its_end():
         assert report.states.count("LookAtTestTraffic") >= 2, "held, looked at again, then failed"
         assert any(name == "GateHolds" and dims.get("Gate") == "testTraffic" for name, dims, _ in report.metrics), \
             report.metrics
+        page = tmp_path / "report.html"
+        written = sandbox.cli("report", report.execution_arn, "--out", str(page))
+        assert written.returncode == 0, written.stderr
+        assert "<td>the test-traffic stage</td><td>" in page.read_text() and "waiting for a run of green-smoke" \
+            in page.read_text(), "the report's Held table has the stage's looks"
         assert report.max_canary == 0 and listener_rules(sandbox) == []
 
 
