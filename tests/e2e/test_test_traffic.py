@@ -186,6 +186,42 @@ def test_the_sweep_deletes_the_rule_of_a_rollout_whose_safety_net_never_came():
         assert len(said) == 1 and said[0]["weights"] == [], said
 
 
+def test_the_sweep_deletes_the_rule_a_promotion_could_not_and_says_so():
+    """A promotion whose CloseTestTraffic is refused (shift-weights denied DeleteRule once the stage
+    passed): the rollout still ends SUCCEEDED and promoted, the rule is left, and the next sweeps,
+    the grant back, delete it and say so; the promoted weights are not touched."""
+    from sandbox.histories.faults import DENY_POLICY
+    with Sandbox(log=captured) as sandbox:
+        create_canary(sandbox)
+        harness_runs(sandbox, {CANARY: ["PASSED"]})
+        plan = stage_plan(sandbox)
+        role = sandbox.client("lambda").get_function_configuration(
+            FunctionName=sandbox.function("shift-weights"))["Role"].rsplit("/", 1)[-1]
+        iam = sandbox.client("iam")
+
+        def on_event(name, state):
+            if name == "NotifyTestTrafficPassed":
+                iam.put_role_policy(RoleName=role, PolicyName=DENY_POLICY, PolicyDocument=json.dumps({
+                    "Version": "2012-10-17", "Statement": [{"Effect": "Deny", "Action": "elasticloadbalancing:DeleteRule",
+                                                            "Resource": "*"}]}))
+
+        arn = scenarios.start_manual(sandbox, plan, "rule-kept")
+        report = scenarios.watch(sandbox, arn, on_event=on_event, out=captured)
+        assert report.status == "SUCCEEDED", report.cause
+        assert "Promoted" in event_types(report)
+        assert len(listener_rules(sandbox)) == 1, "the promotion could not delete it"
+        iam.delete_role_policy(RoleName=role, PolicyName=DENY_POLICY)
+        deadline = time.monotonic() + 60
+        while not sandbox.sweep.swept(arn):
+            assert time.monotonic() < deadline, "the sweep never deleted the rule"
+            time.sleep(0.5)
+        [swept] = sandbox.sweep.swept(arn)
+        assert swept["reason"].startswith("the execution ended SUCCEEDED; its test-traffic rules were left "
+                                          "behind, and the sweep deleted them"), swept
+        assert swept["weights"] == [] and listener_rules(sandbox) == []
+        assert only_alb(scenarios.read_weights(sandbox)) == only_alb(PROMOTED), "the promotion stands"
+
+
 def test_a_rule_creation_iam_refuses_ends_the_rollout_with_nothing_made_or_moved(tmp_path):
     """The stack may create only rules tagged with an execution of its own state machine: a
     template whose grant names another state machine's executions is refused by IAM, as AWS

@@ -14,6 +14,11 @@
 //! (a person's restore by hand, their own weights, the safety net's restore already) and is
 //! left as found. A newer rollout of the same targets that set a step, a promotion, an end
 //! the rollout rolled back itself: left alone, as the safety net leaves them.
+//!
+//! The test-traffic rules are the one thing it also looks for in a rollout that ended
+//! SUCCEEDED: such a rollout ran its own ending, weights included, but a `CloseTestTraffic` that
+//! failed past its retries does not fail it (a promotion is not undone for a rule), and its rule
+//! would send test requests to a cluster nobody judges any more, with nothing else to delete it.
 
 use canary_aws::{EndedExecutions, EventPublisher, Listed, RuleState, RuleStates};
 use canary_core::limits::{truncate, MAX_REASON_BYTES};
@@ -32,6 +37,8 @@ use crate::traffic::{self, routers, Apis, Observed};
 
 /// The statuses of an execution that ended without its own rollback's guarantee.
 const ENDS: [&str; 3] = ["ABORTED", "TIMED_OUT", "FAILED"];
+/// An execution that ended on its own: only its test-traffic rules are looked for.
+const SUCCEEDED: &str = "SUCCEEDED";
 /// How many of each status's newest-started executions one sweep lists (one ListExecutions
 /// page each).
 const LISTED_PER_STATUS: usize = 1000;
@@ -86,16 +93,21 @@ pub struct SweptExecution {
     pub weights: Vec<TargetWeights>,
 }
 
-/// The executions to look at: ended within the window and past the grace period, newest
-/// ended first, at most [`MAX_EXAMINED`] (the count of the rest).
+/// The executions to look at: ended within the window and past the grace period, those that
+/// can have left weights (not SUCCEEDED) first, each kind newest ended first, at most
+/// [`MAX_EXAMINED`] (the count of the rest).
 pub fn to_examine(mut ended: Vec<Listed>, sweep: &Sweep<'_>, now: f64) -> (Vec<Listed>, usize) {
     let oldest = now - sweep.within_seconds as f64;
     let newest = now - sweep.grace_seconds as f64;
     ended.retain(|e| e.stopped.is_some_and(|at| at >= oldest && at <= newest));
     ended.sort_by(|a, b| {
-        b.stopped
-            .partial_cmp(&a.stopped)
-            .unwrap_or(std::cmp::Ordering::Equal)
+        (a.status == SUCCEEDED)
+            .cmp(&(b.status == SUCCEEDED))
+            .then_with(|| {
+                b.stopped
+                    .partial_cmp(&a.stopped)
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            })
     });
     let deferred = ended.len().saturating_sub(MAX_EXAMINED);
     ended.truncate(MAX_EXAMINED);
@@ -110,7 +122,7 @@ pub async fn sweep(
 ) -> Result<SweepOutput, ShiftError> {
     let since = now - sweep.within_seconds as f64;
     let mut ended = Vec::new();
-    for status in ENDS {
+    for status in ENDS.into_iter().chain([SUCCEEDED]) {
         ended.extend(
             sweeping
                 .ended
@@ -177,12 +189,17 @@ struct Found {
     plan: canary_core::RolloutPlan,
 }
 
-/// Whether `execution` left traffic the safety net would have put back, or test-traffic rules,
-/// and if so puts the traffic back (only the targets still where it left them) and deletes the
-/// rules. The weights first: nothing about the rules may hold them up.
+/// Whether `execution` left traffic the safety net would have put back (never one that
+/// SUCCEEDED), or test-traffic rules, and if so puts the traffic back (only the targets still
+/// where it left them) and deletes the rules. The weights first: nothing about the rules may
+/// hold them up.
 async fn examine(apis: &Apis<'_>, execution: &Listed) -> Result<Option<Found>, ShiftError> {
     let arn = execution.arn.as_str();
-    let restored = put_back(apis, execution).await;
+    let restored = if execution.status == SUCCEEDED {
+        Ok(None)
+    } else {
+        put_back(apis, execution).await
+    };
     let closed = close_test_traffic(apis, arn).await;
     let restored = restored?;
     let rules = closed?;
@@ -303,13 +320,20 @@ async fn tell(
 ) {
     let rule_named = sweep.safety_net_rule.unwrap_or("(not named)");
     let rule_off = rule != RuleState::Enabled.as_str();
-    warn!(
-        execution_arn = %found.swept.execution_arn,
-        safety_net_rule = rule_named,
-        safety_net_rule_state = rule,
-        "the sweep restored a rollout its safety net had not{}",
-        if rule_off { ": the SafetyNet rule is not enabled" } else { "" }
-    );
+    if execution.status == SUCCEEDED {
+        warn!(
+            execution_arn = %found.swept.execution_arn,
+            "the sweep deleted the test-traffic rules a promoted or rolled-back rollout left"
+        );
+    } else {
+        warn!(
+            execution_arn = %found.swept.execution_arn,
+            safety_net_rule = rule_named,
+            safety_net_rule_state = rule,
+            "the sweep restored a rollout its safety net had not{}",
+            if rule_off { ": the SafetyNet rule is not enabled" } else { "" }
+        );
+    }
     let detail = json!({
         "executionArn": found.swept.execution_arn,
         "cluster": found.plan.cluster,
@@ -326,9 +350,13 @@ mod tests {
     use super::*;
 
     fn listed(name: &str, stopped: Option<f64>) -> Listed {
+        ended(name, "ABORTED", stopped)
+    }
+
+    fn ended(name: &str, status: &str, stopped: Option<f64>) -> Listed {
         Listed {
             arn: format!("arn:aws:states:us-east-1:123456789012:execution:m:{name}"),
-            status: "ABORTED".to_owned(),
+            status: status.to_owned(),
             started: 0.0,
             stopped,
         }
@@ -369,5 +397,21 @@ mod tests {
         let (examined, deferred) = to_examine(ended, &SWEEP, now);
         assert_eq!((examined.len(), deferred), (MAX_EXAMINED, 7));
         assert!(examined[0].arn.ends_with(":e0"), "the newest end first");
+    }
+
+    #[test]
+    fn ends_that_can_have_left_weights_come_before_succeeded_ones() {
+        let now = 10_000.0;
+        let all = vec![
+            ended("promoted", SUCCEEDED, Some(now - 200.0)),
+            ended("failed", "FAILED", Some(now - 3000.0)),
+            ended("stopped", "ABORTED", Some(now - 1000.0)),
+        ];
+        let (examined, _) = to_examine(all, &SWEEP, now);
+        let names: Vec<_> = examined
+            .iter()
+            .map(|e| e.arn.rsplit(':').next().unwrap())
+            .collect();
+        assert_eq!(names, ["stopped", "failed", "promoted"]);
     }
 }
