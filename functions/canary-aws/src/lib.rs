@@ -25,6 +25,7 @@ pub mod intake_deliveries;
 pub mod poll;
 pub mod prometheus;
 pub mod query_error;
+pub mod rest_json;
 pub mod route53;
 pub mod secrets;
 pub mod slo_reports;
