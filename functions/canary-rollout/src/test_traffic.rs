@@ -547,8 +547,14 @@ pub async fn look(
         join_bounded(&addresses, "; ", 3, MAX_REASON_BYTES / 2)
     };
     let fail = |why: String| {
+        // The why (a run's StateReason, Synthetics' words) at most half, so that the cause
+        // always names the test address too.
         Err(AnalysisError::TestTrafficFailed(truncate(
-            &format!("{why}; test address {}", at()),
+            &format!(
+                "{}; test address {}",
+                truncate(&why, MAX_REASON_BYTES / 2),
+                at()
+            ),
             MAX_REASON_BYTES,
         )))
     };
